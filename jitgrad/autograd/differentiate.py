@@ -1,0 +1,116 @@
+"""``backward`` and ``grad``: check what the user asked for, then hand it to the engine."""
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import engine
+from .graph import Edge, GradientEdge, gradient_edge
+
+Tensors = Union[Tensor, Sequence[Tensor]]
+Inputs = Union[Tensor, GradientEdge, Sequence[Union[Tensor, GradientEdge]]]
+
+
+def _as_tuple(value) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, (Tensor, GradientEdge)):
+        return (value,)
+    return tuple(value)
+
+
+def _make_grads(outputs: tuple[Tensor, ...], grad_outputs: tuple) -> list[Tensor]:
+    """The seed gradient of each output: ones for a scalar output, else the one given, checked."""
+    if grad_outputs and len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad_outputs has {len(grad_outputs)} entries but there are {len(outputs)} "
+                           "outputs; give one gradient (or None) per output")
+    grads = []
+    for i, out in enumerate(outputs):
+        grad = grad_outputs[i] if grad_outputs else None
+        if grad is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs (output "
+                                   f"{i} has shape {tuple(out._data.shape)}; pass gradient= of that shape)")
+            grads.append(Tensor._make(np.ones(out._data.shape, out._data.dtype)))
+            continue
+        if not isinstance(grad, Tensor):
+            grad = Tensor._make(np.asarray(grad, dtype=out._data.dtype))
+        if grad._data.shape != out._data.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{tuple(grad._data.shape)} and output[{i}] has a shape of "
+                               f"{tuple(out._data.shape)}.")
+        if grad._data.dtype.kind != out._data.dtype.kind:
+            raise TypeError(f"For complex or floating point outputs the gradient must match: "
+                            f"grad_output[{i}] is {grad.dtype!r} but output[{i}] is {out.dtype!r}")
+        grads.append(grad)
+    return grads
+
+
+def _root_edges(outputs: tuple[Tensor, ...]) -> list[Edge]:
+    edges = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"output {i} is a {type(out).__name__}, not a Tensor")
+        edge = gradient_edge(out)
+        if edge is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(edge)
+    return edges
+
+
+def _input_edge(value: Tensor | GradientEdge, index: int, accumulate_grad: bool) -> Edge:
+    if isinstance(value, GradientEdge):
+        return Edge(value.node, value.output_nr)
+    edge = gradient_edge(value)
+    if edge is None:
+        raise RuntimeError(f"One of the differentiated Tensors (index {index}) does not require grad")
+    if accumulate_grad and value._grad_fn is not None:
+        value.retain_grad()
+    return edge
+
+
+def backward(tensors: Tensors, grad_tensors: Tensors | None = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Inputs | None = None) -> None:
+    """Accumulates the gradients of ``tensors`` into ``.grad`` of the leaves (or of ``inputs`` only)."""
+    outputs = _as_tuple(tensors)
+    wanted = _as_tuple(inputs)
+    if inputs is not None and not wanted:
+        raise RuntimeError("backward: inputs argument must not be empty; pass None to accumulate into "
+                           "every leaf")
+    grads = _make_grads(outputs, _as_tuple(grad_tensors))
+    roots = _root_edges(outputs)
+    input_edges = [_input_edge(t, i, True) for i, t in enumerate(wanted)]
+    keep_graph = create_graph if retain_graph is None else retain_graph
+    engine.execute(roots, grads, keep_graph, create_graph, accumulate_grad=True,
+                   outputs=input_edges or None)
+
+
+def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
+         retain_graph: bool | None = None, create_graph: bool = False,
+         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``; only the
+    part of the graph between them runs."""
+    outs = _as_tuple(outputs)
+    wanted = _as_tuple(inputs)
+    if not wanted:
+        raise RuntimeError("grad requires at least one input")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    grads = _make_grads(outs, _as_tuple(grad_outputs))
+    roots = _root_edges(outs)
+    input_edges = [_input_edge(t, i, False) for i, t in enumerate(wanted)]
+    keep_graph = create_graph if retain_graph is None else retain_graph
+    captured = engine.execute(roots, grads, keep_graph, create_graph, accumulate_grad=False,
+                              outputs=input_edges)
+    results = []
+    for i, (value, grad) in enumerate(zip(wanted, captured)):
+        if grad is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used "
+                                   "in the graph. Set allow_unused=True if this is the desired behavior.")
+            if materialize_grads and isinstance(value, Tensor):
+                grad = Tensor._make(np.zeros(value._data.shape, value._data.dtype))
+        results.append(grad)
+    return tuple(results)

@@ -1,0 +1,300 @@
+"""The backward engine, after PyTorch's ``torch/csrc/autograd/engine.cpp``.
+
+A backward call becomes a ``GraphTask``: dependencies are counted by walking the graph from the roots,
+gradients for a node collect in its ``InputBuffer`` (several edges into one slot are summed), and a node
+whose dependencies reach zero goes on the thread's ``ReadyQueue``, which pops the deepest reentrant task
+first and then the node created last (highest ``sequence_nr``). For ``autograd.grad(outputs, inputs)``
+``ExecInfo`` marks the nodes on a path to the inputs; only those run, and the inputs' gradients are
+captured instead of accumulated.
+
+A failed backward leaves nothing half done: every ``.grad`` it wrote is restored and the graph's saved
+tensors are kept (they are freed only after a backward without ``retain_graph`` succeeds).
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from typing import Sequence
+
+from ..ops.reductions import sum_to
+from ..tensor import Tensor
+from . import grad_mode
+from .graph import AccumulateGrad, Edge, GraphRoot, Node
+
+
+class InputBuffer:
+    """The gradients arriving at one node, a slot per output of its forward op."""
+
+    __slots__ = ("grads",)
+
+    def __init__(self, size: int) -> None:
+        self.grads: list[Tensor | None] = [None] * size
+
+    def add(self, slot: int, grad: Tensor | None) -> None:
+        if grad is None:
+            return
+        old = self.grads[slot]
+        self.grads[slot] = grad if old is None else old + grad
+
+
+class ExecInfo:
+    """Whether a node must run (``needed``) and which of its input slots feed ``autograd.grad``'s
+    results (``captures``: pairs of slot and result index)."""
+
+    __slots__ = ("needed", "captures")
+
+    def __init__(self) -> None:
+        self.needed = False
+        self.captures: list[tuple[int, int]] = []
+
+    def should_execute(self) -> bool:
+        return self.needed or bool(self.captures)
+
+
+class GraphTask:
+    """The state of one backward call."""
+
+    def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int) -> None:
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        self.dependencies: dict[Node, int] = {}
+        self.not_ready: dict[Node, InputBuffer] = {}
+        self.exec_info: dict[Node, ExecInfo] = {}
+        self.captured: list[Tensor | None] = []
+        self.outstanding_tasks = 0
+        self.executed: list[Node] = []
+        self.grad_journal: dict[int, tuple[Tensor, Tensor | None]] = {}
+
+    def record_grad(self, tensor: Tensor) -> None:
+        """Remembers ``tensor.grad`` as it was before this task first wrote it (for rollback)."""
+        self.grad_journal.setdefault(id(tensor), (tensor, tensor._grad))
+
+    def roll_back(self) -> None:
+        for tensor, old in self.grad_journal.values():
+            tensor._grad = old
+
+    def compute_dependencies(self, root: Node) -> None:
+        dependencies, seen, stack = self.dependencies, {root}, [root]
+        while stack:
+            for edge in stack.pop()._next_edges:
+                if edge is None:
+                    continue
+                fn = edge.function
+                dependencies[fn] = dependencies.get(fn, 0) + 1
+                if fn not in seen:
+                    seen.add(fn)
+                    stack.append(fn)
+
+    def init_to_execute(self, root: Node, outputs: Sequence[Edge], accumulate_grad: bool) -> None:
+        """Marks the nodes on a path from ``root`` to the ``outputs`` edges (PyTorch's ExecInfo)."""
+        exec_info = self.exec_info
+        for index, edge in enumerate(outputs):
+            info = exec_info.setdefault(edge.function, ExecInfo())
+            if accumulate_grad:
+                info.needed = True
+            else:
+                info.captures.append((edge.input_nr, index))
+        self.captured = [None] * len(outputs)
+        # Iterative post-order walk: a node is needed when one of its next nodes should execute.
+        visited, stack = {root}, [(root, iter(root._next_edges))]
+        while stack:
+            node, children = stack[-1]
+            child = next((e.function for e in children if e is not None and e.function not in visited),
+                         None)
+            if child is not None:
+                visited.add(child)
+                stack.append((child, iter(child._next_edges)))
+                continue
+            stack.pop()
+            if node in exec_info and exec_info[node].should_execute():
+                continue
+            if any(e is not None and e.function in exec_info and exec_info[e.function].should_execute()
+                   for e in node._next_edges):
+                exec_info.setdefault(node, ExecInfo()).needed = True
+
+
+class ReadyQueue:
+    """Nodes ready to run: deepest reentrant task first, then the highest sequence number."""
+
+    def __init__(self) -> None:
+        self._heap: list = []
+        self._order = itertools.count()
+
+    def push(self, task: GraphTask, fn: Node, inputs: InputBuffer) -> None:
+        task.outstanding_tasks += 1
+        heapq.heappush(self._heap, (-task.reentrant_depth, -fn._sequence_nr, next(self._order),
+                                    task, fn, inputs))
+
+    def pop(self) -> tuple[GraphTask, Node, InputBuffer]:
+        return heapq.heappop(self._heap)[3:]
+
+    def discard(self, task: GraphTask) -> None:
+        """Drops the entries of a failed task."""
+        self._heap = [entry for entry in self._heap if entry[3] is not task]
+        heapq.heapify(self._heap)
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.ready_queue = ReadyQueue()
+        self.depth = 0  # how many backward calls are running on this thread
+
+
+_thread = _ThreadState()
+
+
+def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, create_graph: bool,
+            accumulate_grad: bool, outputs: Sequence[Edge] | None = None) -> list[Tensor | None]:
+    """Runs backward from ``roots`` seeded with ``grads``; returns the gradients captured at
+    ``outputs`` (when given without ``accumulate_grad``)."""
+    task = GraphTask(keep_graph, create_graph, _thread.depth)
+    root = GraphRoot(roots, grads)
+    task.compute_dependencies(root)
+    if outputs:
+        task.init_to_execute(root, outputs, accumulate_grad)
+    queue = _thread.ready_queue
+    queue.push(task, root, InputBuffer(0))
+    previous_mode = grad_mode.state.grad_enabled
+    grad_mode.state.grad_enabled = create_graph
+    _thread.depth += 1
+    try:
+        while task.outstanding_tasks:
+            owner, fn, inputs = queue.pop()
+            evaluate_function(owner, fn, inputs.grads, queue)
+            owner.outstanding_tasks -= 1
+    except BaseException:
+        queue.discard(task)
+        task.roll_back()
+        raise
+    finally:
+        _thread.depth -= 1
+        grad_mode.state.grad_enabled = previous_mode
+    if not keep_graph:
+        for fn in task.executed:
+            fn.release_variables()
+    return task.captured
+
+
+def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
+    for slot in range(len(grads)):
+        hooks = fn._tensor_hooks(slot)
+        if hooks and grads[slot] is not None:
+            for hook in list(hooks.values()):
+                result = hook(grads[slot])
+                if result is not None:
+                    grads[slot] = check_hook_result(hook, grads[slot], result)
+    if fn._retains_grad:
+        for slot, ref in fn._retains_grad.items():
+            tensor, grad = ref(), grads[slot]
+            if tensor is None or grad is None:
+                continue
+            task.record_grad(tensor)
+            if not task.create_graph:
+                grad = grad.detach()
+            tensor._grad = Tensor._make(grad._data.copy()) if tensor._grad is None else tensor._grad + grad
+    return grads
+
+
+def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
+    """A hook may replace a gradient, but only with a tensor of the same shape and dtype."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not isinstance(result, Tensor):
+        raise TypeError(f"hook '{name}' returned {type(result).__name__}; a tensor hook must return a "
+                        "Tensor or None")
+    if result._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value: the gradient has shape "
+                           f"{tuple(grad._data.shape)} but the hook returned {tuple(result._data.shape)}")
+    if result._data.dtype != grad._data.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.dtype!r} got "
+                           f"{result.dtype!r})")
+    return result
+
+
+def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue) -> None:
+    grads = _call_tensor_pre_hooks(task, fn, grads)
+    exec_info = task.exec_info
+    if exec_info:
+        info = exec_info.get(fn)
+        if info is not None:
+            for slot, index in info.captures:
+                task.captured[index] = grads[slot]
+        if info is None or not info.needed:
+            return
+    if isinstance(fn, AccumulateGrad):
+        task.record_grad(fn.variable)
+    outputs = call_function(task, fn, grads)
+    if not task.keep_graph:
+        task.executed.append(fn)
+
+    dependencies, not_ready = task.dependencies, task.not_ready
+    for edge, grad in zip(fn._next_edges, outputs):
+        if edge is None:
+            continue
+        next_fn = edge.function
+        remaining = dependencies[next_fn] - 1
+        dependencies[next_fn] = remaining
+        buffer = not_ready.get(next_fn)
+        if buffer is None:
+            if exec_info and (next_fn not in exec_info or not exec_info[next_fn].should_execute()):
+                continue
+            buffer = InputBuffer(next_fn.num_inputs())
+            not_ready[next_fn] = buffer
+        buffer.add(edge.input_nr, grad)
+        if remaining == 0:
+            del not_ready[next_fn]
+            queue.push(task, next_fn, buffer)
+
+
+def call_function(task: GraphTask, fn: Node, grads: list) -> list:
+    if fn._pre_hooks:
+        for hook in list(fn._pre_hooks.values()):
+            result = hook(tuple(grads))
+            if result is not None:
+                grads = list(result)
+    edges = fn._next_edges
+    exec_info = task.exec_info
+    if exec_info:
+        needed = [e is not None and e.function in exec_info and exec_info[e.function].should_execute()
+                  for e in edges]
+    else:
+        needed = [e is not None for e in edges]
+    outputs = validate_outputs(fn, edges, fn.apply(grads, needed))
+    if fn._post_hooks:
+        for hook in list(fn._post_hooks.values()):
+            result = hook(tuple(outputs), tuple(grads))
+            if result is not None:
+                outputs = validate_outputs(fn, edges, list(result))
+    return outputs
+
+
+def validate_outputs(fn: Node, edges: Sequence[Edge | None], grads: list) -> list:
+    """Checks each gradient against the slot it goes to; sums broadcast gradients back to the slot's
+    shape (the one place where unbroadcasting happens) and casts to the slot's dtype."""
+    if len(grads) != len(edges):
+        raise RuntimeError(f"Function {fn.name()} returned an invalid number of gradients - expected "
+                           f"{len(edges)}, but got {len(grads)}")
+    for i, (edge, grad) in enumerate(zip(edges, grads)):
+        if edge is None or grad is None:
+            continue
+        if not isinstance(grad, Tensor):
+            raise TypeError(f"Function {fn.name()} returned a {type(grad).__name__} as gradient {i}; "
+                            "gradients must be Tensors or None")
+        shape, dtype, _ = edge.function.input_metadata(edge.input_nr)
+        if grad._data.shape != shape:
+            if not _expandable(shape, grad._data.shape):
+                raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {i} - got "
+                                   f"{list(grad._data.shape)} but expected shape compatible with "
+                                   f"{list(shape)}")
+            grad = sum_to(grad, shape)
+        if grad._data.dtype != dtype:
+            grad = grad.to(dtype)
+        grads[i] = grad
+    return grads
+
+
+def _expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))

@@ -1,0 +1,116 @@
+"""Thread-local grad modes: whether ops record the graph.
+
+Each thread starts with grad mode on, as in PyTorch, so a worker thread that calls ``no_grad`` does not
+change what the main thread records. Every mode is a context manager and a decorator.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _ModeState(threading.local):
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.inference = False
+
+
+state = _ModeState()
+
+
+def is_grad_enabled() -> bool:
+    return state.grad_enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """A context manager that can also decorate a function (and generator) with itself."""
+
+    def __call__(self, fn: F) -> F:
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator(*args, **kwargs):
+                with self.clone():
+                    yield from fn(*args, **kwargs)
+            return generator  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+
+    def clone(self) -> "_DecoratorContextManager":
+        return self.__class__()
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Sets grad mode now (as a function call) and restores the previous mode on leaving a ``with``."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = state.grad_enabled
+        self.mode = bool(mode)
+        state.grad_enabled = self.mode
+
+    def __enter__(self) -> None:
+        state.grad_enabled = self.mode
+
+    def __exit__(self, *exc: object) -> None:
+        state.grad_enabled = self.prev
+
+    def __call__(self, fn: F) -> F:
+        # Used as a decorator, construction must not change the mode of the code around it.
+        state.grad_enabled = self.prev
+        return super().__call__(fn)
+
+    def clone(self) -> "set_grad_enabled":
+        clone = object.__new__(set_grad_enabled)
+        clone.mode, clone.prev = self.mode, state.grad_enabled
+        return clone
+
+
+class no_grad(_DecoratorContextManager):
+    """Ops run inside record no graph: their outputs do not require grad."""
+
+    def __enter__(self) -> None:
+        self.prev = state.grad_enabled
+        state.grad_enabled = False
+
+    def __exit__(self, *exc: object) -> None:
+        state.grad_enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Turns grad mode back on inside a ``no_grad`` region."""
+
+    def __enter__(self) -> None:
+        self.prev = state.grad_enabled
+        state.grad_enabled = True
+
+    def __exit__(self, *exc: object) -> None:
+        state.grad_enabled = self.prev
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad``, for code that will never need the results in autograd."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        self.prev = (state.grad_enabled, state.inference)
+        if self.mode:
+            state.grad_enabled, state.inference = False, True
+
+    def __exit__(self, *exc: object) -> None:
+        state.grad_enabled, state.inference = self.prev
+
+    def clone(self) -> "inference_mode":
+        return inference_mode(self.mode)

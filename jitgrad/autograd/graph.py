@@ -1,0 +1,223 @@
+"""The backward graph: ``Node``s joined by ``Edge``s, as in PyTorch's ``torch/csrc/autograd``.
+
+Each node is the backward of one forward op. Its ``next_edges`` point at the nodes of the op's inputs
+(``Edge(function, input_nr)``: gradient slot ``input_nr`` of ``function``); leaves end in their
+``AccumulateGrad``. Nodes hold no reference to the tensors they produced, so freeing a graph is
+freeing its nodes.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from . import grad_mode
+from ..hooks import RemovableHandle
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+MAX_SEQUENCE_NR = 2**64 - 1
+
+
+class Edge(NamedTuple):
+    """Gradient slot ``input_nr`` of node ``function``."""
+    function: "Node"
+    input_nr: int
+
+
+class GradientEdge(NamedTuple):
+    """The public spelling of an edge: output ``output_nr`` of ``node`` (PyTorch's GradientEdge)."""
+    node: "Node"
+    output_nr: int
+
+
+class InputMetadata(NamedTuple):
+    """What a gradient arriving at a node's slot must look like."""
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    device: str = "cpu"
+
+
+class _SequenceCounter(threading.local):
+    def __init__(self) -> None:
+        self.value = 0
+
+
+_sequence = _SequenceCounter()
+
+
+class Node:
+    """The backward of one forward op. ``apply(grads)`` maps the gradients of the op's outputs to the
+    gradients of its inputs, one per next edge."""
+
+    __slots__ = ("_next_edges", "_sequence_nr", "_topological_nr", "_input_metadata", "_metadata",
+                 "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad", "__weakref__")
+
+    def __init__(self, next_edges: Sequence[Edge | None] = (), sequence_nr: int | None = None) -> None:
+        self._next_edges = tuple(next_edges)
+        if sequence_nr is None:
+            sequence_nr = _sequence.value
+            _sequence.value = sequence_nr + 1
+        self._sequence_nr = sequence_nr
+        self._topological_nr = 1 + max((e.function._topological_nr for e in self._next_edges if e),
+                                       default=-1)
+        self._input_metadata: list[InputMetadata] = []
+        self._metadata = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None
+        self._retains_grad = None
+
+    # ---- introspection (PyTorch's Python API) ------------------------------------------------------
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
+        return tuple((e.function, e.input_nr) if e else (None, 0) for e in self._next_edges)
+
+    def sequence_nr(self) -> int:
+        return self._sequence_nr
+
+    def topological_nr(self) -> int:
+        """0 for nodes with no next nodes (AccumulateGrad), else 1 + the largest of the next nodes'.
+        A node with a smaller number can never reach one with a larger number."""
+        return self._topological_nr
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def num_inputs(self) -> int:
+        return len(self._input_metadata)
+
+    def input_metadata(self, index: int) -> InputMetadata:
+        return self._input_metadata[index]
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    def register_prehook(self, hook: Callable[[tuple], Any]) -> RemovableHandle:
+        """``hook(grad_outputs)`` runs before the node; a returned tuple replaces ``grad_outputs``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return RemovableHandle(self._pre_hooks, hook)
+
+    def register_hook(self, hook: Callable[[tuple, tuple], Any]) -> RemovableHandle:
+        """``hook(grad_inputs, grad_outputs)`` runs after the node; a returned tuple replaces
+        ``grad_inputs`` (the gradients the node computed for its forward inputs)."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return RemovableHandle(self._post_hooks, hook)
+
+    def _register_tensor_pre_hook(self, output_nr: int, hook: Callable) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        return RemovableHandle(self._tensor_pre_hooks.setdefault(output_nr, {}), hook)
+
+    def _retain_grad(self, output_nr: int, tensor_ref: "weakref.ref[Tensor]") -> None:
+        if self._retains_grad is None:
+            self._retains_grad = {}
+        self._retains_grad[output_nr] = tensor_ref
+
+    def _tensor_hooks(self, slot: int) -> dict | None:
+        hooks = self._tensor_pre_hooks
+        return hooks.get(slot) if hooks else None
+
+    def _retained_tensors(self) -> list["Tensor"]:
+        """The live non-leaf tensors whose ``.grad`` this node's inputs fill (``retain_grad``)."""
+        if not self._retains_grad:
+            return []
+        return [t for t in (ref() for ref in self._retains_grad.values()) if t is not None]
+
+    # ---- execution ---------------------------------------------------------------------------------
+    def apply(self, grads: list["Tensor | None"], needed: Sequence[bool]) -> list["Tensor | None"]:
+        """Gradients for the next edges; ``needed[i]`` says whether edge ``i`` wants one."""
+        raise NotImplementedError
+
+    def release_variables(self) -> None:
+        """Frees what the node saved for backward (called after a backward without retain_graph)."""
+
+
+class GraphRoot(Node):
+    """The node a backward call starts from: it hands the initial gradients to the roots."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, roots: Sequence[Edge], grads: Sequence["Tensor"]) -> None:
+        super().__init__(roots, sequence_nr=MAX_SEQUENCE_NR)
+        self._grads = list(grads)
+
+    def apply(self, grads, needed):
+        return list(self._grads)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: sums arriving gradients into ``variable.grad``. One per leaf, shared by
+    every use of the leaf, and run as soon as it is ready (largest sequence number)."""
+
+    __slots__ = ("variable", "_lock")
+
+    def __init__(self, variable: "Tensor") -> None:
+        super().__init__((), sequence_nr=MAX_SEQUENCE_NR)
+        self.variable = variable
+        self._lock = threading.Lock()
+
+    def num_inputs(self) -> int:
+        return 1
+
+    def input_metadata(self, index: int) -> InputMetadata:
+        data = self.variable._data
+        return InputMetadata(data.shape, data.dtype)
+
+    def _tensor_hooks(self, slot: int) -> dict | None:
+        return self.variable._hooks
+
+    def apply(self, grads, needed):
+        grad = grads[0]
+        if grad is None:
+            return []
+        variable = self.variable
+        with self._lock:
+            old = variable._grad
+            if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
+                variable._grad = grad if old is None else old + grad
+            elif old is None:
+                variable._grad = type(grad)._make(np.array(grad._data, copy=True))
+            else:
+                variable._grad = type(grad)._make(old._data + grad._data)
+        return []
+
+
+def gradient_edge(tensor: "Tensor") -> Edge | None:
+    """Where a gradient for ``tensor`` must be sent: its grad_fn's slot, or its AccumulateGrad."""
+    if tensor._grad_fn is not None:
+        return Edge(tensor._grad_fn, tensor._output_nr)
+    if tensor._requires_grad:
+        return Edge(grad_accumulator(tensor), 0)
+    return None
+
+
+def grad_accumulator(tensor: "Tensor") -> AccumulateGrad:
+    """The leaf's one AccumulateGrad; held weakly by the tensor and strongly by the graph using it."""
+    ref = tensor._grad_accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(tensor)
+        tensor._grad_accumulator = weakref.ref(node)
+    return node
+
+
+def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
+    """The edge autograd uses for ``tensor``; usable as an input of ``autograd.grad``."""
+    edge = gradient_edge(tensor)
+    if edge is None:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not "
+                           "require gradients")
+    return GradientEdge(edge.function, edge.input_nr)

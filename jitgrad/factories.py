@@ -1,0 +1,143 @@
+"""Ways to make tensors: from data, from numpy, filled, ranges and random."""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .random import generator
+from .tensor import Tensor
+
+DType = Any
+
+
+def _finish(data: np.ndarray, requires_grad: bool) -> Tensor:
+    t = Tensor._make(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer(data: Any, dtype: DType) -> np.ndarray:
+    """An array of ``data``: Python floats become the default float dtype, numpy data keeps its own."""
+    target = dtypes.as_numpy_dtype(dtype)
+    if isinstance(data, Tensor):
+        data = data._data
+    if isinstance(data, (np.ndarray, np.generic)):
+        array = np.array(data, dtype=target, copy=True)
+    else:
+        array = np.array(data, dtype=target)
+        if target is None and array.dtype == np.float64:
+            array = array.astype(dtypes.get_default_dtype().numpy)
+        elif target is None and array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+    dtypes.from_numpy_dtype(array.dtype)
+    return array
+
+
+def tensor(data: Any, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays or a tensor)."""
+    return _finish(_infer(data, dtype), requires_grad)
+
+
+def as_tensor(data: Any, dtype: DType = None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or data._data.dtype == dtypes.as_numpy_dtype(dtype)):
+        return data
+    return tensor(data, dtype)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``array`` (changes to one show in the other)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    dtypes.from_numpy_dtype(array.dtype)
+    return Tensor._make(array)
+
+
+def _size(size: tuple) -> tuple[int, ...]:
+    if len(size) == 1 and not isinstance(size[0], numbers.Integral):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def _float_dtype(dtype: DType) -> np.dtype:
+    return dtypes.as_numpy_dtype(dtype) or dtypes.get_default_dtype().numpy
+
+
+def zeros(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.zeros(_size(size), _float_dtype(dtype)), requires_grad)
+
+
+def ones(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.ones(_size(size), _float_dtype(dtype)), requires_grad)
+
+
+def empty(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.empty(_size(size), _float_dtype(dtype)), requires_grad)
+
+
+def full(size: Sequence[int], fill_value: float | int | bool, dtype: DType = None,
+         requires_grad: bool = False) -> Tensor:
+    if dtype is None and isinstance(fill_value, (bool, np.bool_)):
+        dtype = np.bool_
+    elif dtype is None and isinstance(fill_value, numbers.Integral):
+        dtype = np.int64
+    return _finish(np.full(_size((size,)), fill_value, _float_dtype(dtype)), requires_grad)
+
+
+def _like(input: Tensor, dtype: DType) -> tuple[tuple[int, ...], np.dtype]:
+    return input._data.shape, dtypes.as_numpy_dtype(dtype) or input._data.dtype
+
+
+def zeros_like(input: Tensor, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(input, dtype)
+    return _finish(np.zeros(shape, dt), requires_grad)
+
+
+def ones_like(input: Tensor, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(input, dtype)
+    return _finish(np.ones(shape, dt), requires_grad)
+
+
+def full_like(input: Tensor, fill_value: float, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(input, dtype)
+    return _finish(np.full(shape, fill_value, dt), requires_grad)
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: DType = None,
+           requires_grad: bool = False) -> Tensor:
+    """Integers give int64, any float gives the default float dtype, as in PyTorch."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = np.int64 if integral else dtypes.get_default_dtype().numpy
+    return _finish(np.arange(start, end, step, dtype=dtypes.as_numpy_dtype(dtype)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad)
+
+
+def randn(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from jitgrad's generator (see ``manual_seed``)."""
+    dt = _float_dtype(dtype)
+    return _finish(generator().standard_normal(_size(size)).astype(dt), requires_grad)
+
+
+def rand(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) from jitgrad's generator."""
+    dt = _float_dtype(dtype)
+    return _finish(generator().random(_size(size)).astype(dt), requires_grad)
+
+
+def randn_like(input: Tensor, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(input, dtype)
+    return _finish(generator().standard_normal(shape).astype(dt), requires_grad)
+
+
+def rand_like(input: Tensor, dtype: DType = None, requires_grad: bool = False) -> Tensor:
+    shape, dt = _like(input, dtype)
+    return _finish(generator().random(shape).astype(dt), requires_grad)

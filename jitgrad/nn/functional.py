@@ -1,0 +1,55 @@
+"""Activations and losses as PyTorch's ``torch.nn.functional`` spells them, composed of registry ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import gelu, log_softmax, relu, softmax
+from ..ops.reductions import mean, sum
+from ..tensor import Tensor
+
+__all__ = ["relu", "gelu", "softmax", "log_softmax", "cross_entropy", "mse_loss", "linear"]
+
+
+def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: {reduction} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
+
+
+def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Cross-entropy of logits ``input`` (N, C) against class indices (N,) or class probabilities
+    (N, C), such as one-hot rows."""
+    if input.ndim not in (1, 2):
+        raise ValueError(f"cross_entropy: expected input of shape (N, C) or (C,), got {tuple(input.shape)}")
+    log_probs = log_softmax(input, dim=-1)
+    if target.is_floating_point():
+        if tuple(target.shape) != tuple(input.shape):
+            raise ValueError(f"cross_entropy: probability targets must have the input's shape "
+                             f"{tuple(input.shape)}, got {tuple(target.shape)}")
+        return _reduce(-sum(log_probs * target, dim=-1), reduction, "cross_entropy")
+    if input.ndim == 1:
+        return _reduce(-log_probs[target], reduction, "cross_entropy")
+    n, classes = input.shape
+    if tuple(target.shape) != (n,):
+        raise ValueError(f"cross_entropy: class-index targets must have shape ({n},), got {tuple(target.shape)}")
+    indices = target.numpy()
+    if indices.size and (indices.min() < 0 or indices.max() >= classes):
+        raise IndexError(f"cross_entropy: target {int(indices.max() if indices.max() >= classes else indices.min())} "
+                         f"is out of bounds for {classes} classes")
+    picked = log_probs[np.arange(n), indices]
+    return _reduce(-picked, reduction, "cross_entropy")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    diff = input - target
+    return _reduce(diff * diff, reduction, "mse_loss")
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
+    out = input @ weight.T
+    return out if bias is None else out + bias

@@ -1,0 +1,96 @@
+"""Activation functions and (log-)softmax."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..shapes import wrap_dim
+from ..tensor import Tensor
+from .arithmetic import where
+from .math_functions import floating_forward
+from .registry import defop
+from .special import erf_ufunc
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_CUBIC = 0.044715
+
+
+def _relu(a):
+    return np.maximum(a, 0).astype(a.dtype, copy=False)
+
+
+def _gelu_forward(a, approximate):
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (a + _GELU_CUBIC * a * a * a)
+        return (0.5 * a * (1.0 + np.tanh(inner))).astype(a.dtype, copy=False)
+    if approximate != "none":
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return (0.5 * a * (1.0 + erf_ufunc(a * _INV_SQRT_2))).astype(a.dtype, copy=False)
+
+
+def _gelu_grad(grad, self, approximate):
+    if approximate == "tanh":
+        inner = (self + self * self * self * _GELU_CUBIC) * _SQRT_2_OVER_PI
+        t = inner.tanh()
+        d_inner = (self * self * (3.0 * _GELU_CUBIC) + 1.0) * _SQRT_2_OVER_PI
+        return grad * ((t + 1.0) * 0.5 + self * 0.5 * (1.0 - t * t) * d_inner)
+    cdf = ((self * _INV_SQRT_2).erf() + 1.0) * 0.5
+    pdf = (self * self * -0.5).exp() * _INV_SQRT_2PI
+    return grad * (cdf + self * pdf)
+
+
+def _softplus_forward(a, beta, threshold):
+    scaled = a * beta
+    with np.errstate(over="ignore"):
+        soft = np.logaddexp(0.0, scaled) / beta
+    return np.where(scaled > threshold, a, soft).astype(a.dtype, copy=False)
+
+
+def _softmax_forward(a, dim):
+    shifted = a - a.max(axis=dim, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _log_softmax_forward(a, dim):
+    shifted = a - a.max(axis=dim, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+relu = defop("relu", ("self",), _relu, "ReluBackward0",
+             self=lambda grad, result: where(result > 0.0, grad, 0.0))
+
+_gelu = defop("gelu", ("self",), floating_forward(_gelu_forward),
+             "GeluBackward0", self=_gelu_grad)
+
+_softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
+                 self=lambda grad, self, beta, threshold:
+                     where(self * beta > threshold, grad, grad * (self * beta).sigmoid()))
+
+_softmax = defop("softmax", ("self",), floating_forward(_softmax_forward), "SoftmaxBackward0",
+                self=lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True)))
+
+_log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_forward), "LogSoftmaxBackward0",
+                        self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True))
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh form."""
+    return _gelu(input, approximate=approximate)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return _softplus(input, beta=beta, threshold=threshold)
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    x = input if dtype is None else input.to(dtype)
+    return _softmax(x, dim=wrap_dim(dim, x._data.ndim, "softmax"))
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    x = input if dtype is None else input.to(dtype)
+    return _log_softmax(x, dim=wrap_dim(dim, x._data.ndim, "log_softmax"))

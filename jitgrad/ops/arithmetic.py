@@ -1,0 +1,203 @@
+"""Elementwise arithmetic and comparisons, with broadcasting and PyTorch's type promotion."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..shapes import broadcast_shapes
+from .registry import defop
+
+
+def _promote(a, b):
+    """Casts the operands of a binary op to PyTorch's result dtype (numpy's can differ)."""
+    if type(a) is np.ndarray:
+        if type(b) is np.ndarray:
+            if a.dtype == b.dtype:
+                return a, b
+        elif type(b) in (float, int) and a.dtype.kind == "f":
+            return a, b
+    elif type(b) is np.ndarray and type(a) in (float, int) and b.dtype.kind == "f":
+        return a, b
+    dtype = dtypes.result_type(a, b)
+    return _cast(a, dtype), _cast(b, dtype)
+
+
+def _cast(x, dtype: np.dtype):
+    if type(x) is np.ndarray:
+        return x if x.dtype == dtype else x.astype(dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+def _binary(fn, floating: bool = False):
+    """The forward of a binary op; ``floating`` ops (true division) give a float for integer inputs."""
+    if floating:
+        def forward(a, b):
+            a, b = _promote(a, b)
+            if np.result_type(a, b).kind != "f":
+                default = dtypes.get_default_dtype().numpy
+                a, b = _cast(a, default), _cast(b, default)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return fn(a, b)
+        return forward
+
+    def forward(a, b):
+        a, b = _promote(a, b)
+        return fn(a, b)
+    return forward
+
+
+def _explain_binary(values: tuple, attrs: dict) -> str | None:
+    try:
+        broadcast_shapes("", (np.shape(v) for v in values))
+    except RuntimeError as error:
+        return str(error).split(": ", 1)[1]
+    return None
+
+
+add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
+            self=lambda grad: grad,
+            other=lambda grad: grad)
+
+sub = defop("sub", ("self", "other"), _binary(np.subtract),
+            lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
+            explain=_explain_binary,
+            self=lambda grad: grad,
+            other=lambda grad: -grad)
+
+mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
+            self=lambda grad, other: grad * other,
+            other=lambda grad, self: grad * self)
+
+div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
+            explain=_explain_binary,
+            self=lambda grad, other: grad / other,
+            other=lambda grad, self, other: -grad * self / (other * other))
+
+neg = defop("neg", ("self",), np.negative, "NegBackward0",
+            self=lambda grad: -grad)
+
+
+def _log(x):
+    return x.log() if hasattr(x, "_data") else math.log(x)
+
+
+def _pow_self_grad(grad, self, exponent):
+    if not hasattr(exponent, "_data"):
+        return grad * 0.0 if exponent == 0 else grad * exponent * self ** (exponent - 1)
+    return where(exponent == 0.0, 0.0, grad * exponent * self ** (exponent - 1))
+
+
+def _pow_exponent_grad(grad, self, result):
+    if not hasattr(self, "_data"):
+        return grad * result * _log(self)
+    # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention).
+    return grad * where(self == 0.0, 0.0, result * _log(where(self == 0.0, 1.0, self)))
+
+
+def _pow_node(args, attrs) -> str:
+    self_is_tensor, exponent_is_tensor = (hasattr(a, "_data") for a in args)
+    if self_is_tensor and exponent_is_tensor:
+        return "PowBackward1"
+    return "PowBackward0" if self_is_tensor else "PowBackward2"
+
+
+def _pow_forward(a, b):
+    a, b = _promote(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.power(a, b)
+
+
+pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
+            self=_pow_self_grad,
+            exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result))
+
+
+def _split_where_equal(grad, self, other):
+    """Ties share the gradient equally, as in PyTorch's maximum/minimum."""
+    return where(self == other, grad * 0.5, grad)
+
+
+maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
+                explain=_explain_binary,
+                self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
+                other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)))
+
+minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
+                explain=_explain_binary,
+                self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
+                other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)))
+
+
+def _where_forward(condition, a, b):
+    if np.asarray(condition).dtype != np.bool_:
+        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                        f"{np.asarray(condition).dtype}")
+    a, b = _promote(a, b)
+    return np.where(condition, a, b)
+
+
+where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
+              explain=_explain_binary,
+              self=lambda grad, condition: where(condition, grad, 0.0),
+              other=lambda grad, condition: where(condition, 0.0, grad))
+
+
+def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+    if min is None and max is None:
+        raise ValueError("At least one of 'min' or 'max' must not be None")
+    return np.clip(a, min, max).astype(a.dtype, copy=False)
+
+
+def _clamp_grad(grad, self, min, max):  # noqa: A002
+    if min is not None:
+        grad = where(self < min, 0.0, grad)
+    if max is not None:
+        grad = where(self > max, 0.0, grad)
+    return grad
+
+
+_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",
+              self=_clamp_grad)
+
+def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+    """Limits values to ``[min, max]``; the gradient is zero where a limit applied."""
+    return _clamp(input, min=min, max=max)
+
+
+abs = defop("abs", ("self",), np.abs, "AbsBackward0",  # noqa: A001
+            self=lambda grad, self: grad * self.sign())
+
+sign = defop("sign", ("self",), np.sign, "SignBackward0",
+             self=lambda grad: grad * 0.0)
+
+
+eq = defop("eq", ("self", "other"), _binary(np.equal), explain=_explain_binary)
+ne = defop("ne", ("self", "other"), _binary(np.not_equal), explain=_explain_binary)
+lt = defop("lt", ("self", "other"), _binary(np.less), explain=_explain_binary)
+le = defop("le", ("self", "other"), _binary(np.less_equal), explain=_explain_binary)
+gt = defop("gt", ("self", "other"), _binary(np.greater), explain=_explain_binary)
+ge = defop("ge", ("self", "other"), _binary(np.greater_equal), explain=_explain_binary)
+logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary)
+logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary)
+logical_not = defop("logical_not", ("self",), np.logical_not)
+
+
+def _to_forward(a, dtype):
+    return a.astype(dtype)
+
+
+_to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
+                 self=lambda grad: grad)
+
+clone = defop("clone", ("self",), np.copy, "CloneBackward0",
+              self=lambda grad: grad)
+
+
+def to_dtype(input, dtype) -> "Tensor":
+    """``input`` cast to ``dtype`` (the same tensor when it already has it, as in PyTorch)."""
+    target = dtypes.as_numpy_dtype(dtype)
+    if input._data.dtype == target:
+        return input
+    return _to_dtype(input, dtype=target)

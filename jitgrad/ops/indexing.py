@@ -1,0 +1,71 @@
+"""``x[index]`` and its backward, a scatter that accumulates where an index repeats."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .registry import defop
+
+
+def normalize_index(index: Any) -> tuple:
+    """The index as a tuple numpy understands: tensors and lists become integer or boolean arrays."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    for item in index:
+        if isinstance(item, Tensor):
+            item = item._data
+        elif isinstance(item, (list, range, np.ndarray)):
+            item = np.asarray(item)
+        if isinstance(item, np.ndarray) and item.dtype.kind not in "biu":
+            raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, "
+                             f"not {item.dtype}")
+        out.append(item)
+    return tuple(out)
+
+
+def _is_advanced(index: tuple) -> bool:
+    return any(isinstance(i, np.ndarray) for i in index)
+
+
+def _index_node(args, attrs) -> str:
+    index = attrs["index"]
+    if _is_advanced(index):
+        return "IndexBackward0"
+    if all(isinstance(i, (int, np.integer)) for i in index):
+        return "SelectBackward0"
+    return "SliceBackward0"
+
+
+def _scatter_forward(grad, shape, index):
+    out = np.zeros(shape, dtype=grad.dtype)
+    if _is_advanced(index):
+        np.add.at(out, index, grad)
+    else:
+        out[index] = grad
+    return out
+
+
+def _getitem_forward(a, index):
+    return a[index]
+
+
+_getitem = defop("getitem", ("self",), _getitem_forward, _index_node,
+                 self=lambda grad, self_shape, index: _index_scatter(grad, shape=self_shape, index=index))
+
+_index_scatter = defop("index_scatter", ("grad",), _scatter_forward, "IndexBackwardBackward0",
+                       grad=lambda grad, index: _getitem(grad, index=index))
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    return _getitem(input, index=normalize_index(index))
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    return getitem(input, (slice(None),) * dim + (index,))
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return getitem(input, (slice(None),) * dim + (slice(start, start + length),))

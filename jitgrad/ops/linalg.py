@@ -1,0 +1,80 @@
+"""Matrix products with PyTorch's ``matmul`` rules: dot (1-D @ 1-D), mv, mm, and the broadcast batched
+product for everything else."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .registry import defop
+
+
+def _explain_matmul(values, attrs):
+    a, b = (np.shape(v) for v in values)
+    if len(a) == 1 and len(b) == 1:
+        return (f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
+                f"number of elements, but got {a[0]} and {b[0]} elements respectively")
+    rows = a[-2] * int(np.prod(a[:-2])) if len(a) > 1 else 1
+    cols = b[-1] if len(b) > 1 else 1
+    return f"mat1 and mat2 shapes cannot be multiplied ({rows}x{a[-1]} and {b[-2] if len(b) > 1 else b[0]}x{cols})"
+
+
+def _matmul_forward(a, b):
+    if a.dtype != b.dtype:
+        raise TypeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+    return np.matmul(a, b)
+
+
+def _matmul_self_grad(grad, self, other):
+    if other.ndim == 1:
+        return grad.unsqueeze(-1) * other
+    if self.ndim == 1:
+        return matmul(other, grad.unsqueeze(-1)).squeeze(-1)
+    return matmul(grad, other.mT)
+
+
+def _matmul_other_grad(grad, self, other):
+    if self.ndim == 1:
+        return self.unsqueeze(-1) * grad.unsqueeze(-2)
+    if other.ndim == 1:
+        return matmul(self.mT, grad.unsqueeze(-1)).squeeze(-1)
+    return matmul(self.mT, grad)
+
+
+_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul,
+             self=lambda grad, other: grad * other,
+             other=lambda grad, self: grad * self)
+
+_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul,
+            self=lambda grad, other: grad.unsqueeze(1) * other,
+            other=lambda grad, self: _mv(self.T, grad))
+
+_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul,
+            self=lambda grad, other: _mm(grad, other.T),
+            other=lambda grad, self: _mm(self.T, grad))
+
+_matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0", explain=_explain_matmul,
+                self=_matmul_self_grad,
+                other=_matmul_other_grad)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """``input @ other`` with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"matmul(): argument 'other' must be Tensor, not "
+                        f"{type(other if isinstance(input, Tensor) else input).__name__}")
+    a, b = input._data.ndim, other._data.ndim
+    if a == 0 or b == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D")
+    if a == 1 and b == 1:
+        return _dot(input, other)
+    if a == 2 and b == 1:
+        return _mv(input, other)
+    if a == 2 and b == 2:
+        return _mm(input, other)
+    return _matmul(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: both arguments must be 2-D matrices, got {input.ndim}-D and {mat2.ndim}-D")
+    return _mm(input, mat2)

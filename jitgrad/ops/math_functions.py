@@ -1,0 +1,71 @@
+"""Elementwise transcendental functions. Integer inputs compute in the default float dtype, as in
+PyTorch."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from .registry import defop
+from .special import erf_ufunc
+
+
+def floating_forward(fn, guard: bool = False):
+    """The forward of a unary float op; integer inputs are cast to the default float dtype, and
+    ``guard`` silences numpy's warnings outside the domain (PyTorch returns nan/inf silently)."""
+    def forward(a, **attrs):
+        if a.dtype.kind != "f":
+            a = a.astype(dtypes.get_default_dtype().numpy)
+        if guard:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return fn(a, **attrs)
+        return fn(a, **attrs)
+    return forward
+
+
+def _rsqrt(a):
+    return 1.0 / np.sqrt(a)
+
+
+def _sigmoid(a):
+    # exp(-|a|) never overflows; the two branches give 1/(1+e^-a) and e^a/(1+e^a).
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(a.dtype, copy=False)
+
+
+exp = defop("exp", ("self",), floating_forward(np.exp, guard=True), "ExpBackward0",
+            self=lambda grad, result: grad * result)
+
+log = defop("log", ("self",), floating_forward(np.log, guard=True), "LogBackward0",
+            self=lambda grad, self: grad / self)
+
+log1p = defop("log1p", ("self",), floating_forward(np.log1p, guard=True), "Log1PBackward0",
+              self=lambda grad, self: grad / (self + 1.0))
+
+expm1 = defop("expm1", ("self",), floating_forward(np.expm1, guard=True), "Expm1Backward0",
+              self=lambda grad, result: grad * (result + 1.0))
+
+sqrt = defop("sqrt", ("self",), floating_forward(np.sqrt, guard=True), "SqrtBackward0",
+             self=lambda grad, result: grad / (result * 2.0))
+
+rsqrt = defop("rsqrt", ("self",), floating_forward(_rsqrt, guard=True), "RsqrtBackward0",
+              self=lambda grad, result: grad * result * result * result * -0.5)
+
+sin = defop("sin", ("self",), floating_forward(np.sin), "SinBackward0",
+            self=lambda grad, self: grad * self.cos())
+
+cos = defop("cos", ("self",), floating_forward(np.cos), "CosBackward0",
+            self=lambda grad, self: -grad * self.sin())
+
+tan = defop("tan", ("self",), floating_forward(np.tan), "TanBackward0",
+            self=lambda grad, result: grad * (result * result + 1.0))
+
+tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0",
+             self=lambda grad, result: grad * (1.0 - result * result))
+
+sigmoid = defop("sigmoid", ("self",), floating_forward(_sigmoid), "SigmoidBackward0",
+                self=lambda grad, result: grad * result * (1.0 - result))
+
+erf = defop("erf", ("self",), floating_forward(erf_ufunc), "ErfBackward0",
+            self=lambda grad, self: grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)))

@@ -1,0 +1,83 @@
+"""Attaches the operators to ``Tensor`` as methods and Python operators (``x.exp()``, ``x @ w``)."""
+from __future__ import annotations
+
+import inspect
+
+from .. import ops
+from ..tensor import Tensor
+from .arithmetic import to_dtype
+
+_SAME_NAME = (
+    "abs", "add", "amax", "amin", "argmax", "argmin", "broadcast_to", "chunk", "clamp", "cos", "div",
+    "eq", "erf", "exp", "expand", "expm1", "flatten", "ge", "gt", "le", "log", "log1p", "log_softmax",
+    "logical_and", "logical_not", "logical_or", "logsumexp", "lt", "matmul", "max", "maximum", "mean",
+    "min", "minimum", "mm", "mul", "narrow", "ne", "neg", "permute", "pow", "prod", "relu", "reshape",
+    "rsqrt", "select", "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "squeeze", "std", "sub",
+    "sum", "tan", "tanh", "transpose", "unsqueeze", "var", "clone",
+)
+
+
+def _method(fn):
+    """Python functions bind as methods by themselves; a registry op (an ``OpDef``) needs a wrapper."""
+    if inspect.isfunction(fn):
+        return fn
+
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.name
+    return method
+
+
+def _to(self, *args, **kwargs):
+    """``x.to(dtype)``; a device argument other than "cpu" is refused, since jitgrad runs on the CPU."""
+    dtype = kwargs.pop("dtype", None)
+    for arg in args:
+        if isinstance(arg, str) or arg is None:
+            if arg not in (None, "cpu"):
+                raise RuntimeError(f"to(): jitgrad eager tensors live on the CPU; got device {arg!r}")
+        else:
+            dtype = arg
+    return self if dtype is None else to_dtype(self, dtype)
+
+
+def _reversed(fn):
+    def method(self, other):
+        return fn(other, self)
+    return method
+
+
+def _expand_as(self, other):
+    return ops.expand(self, other._data.shape)
+
+
+def _view(self, *shape):
+    return ops.reshape(self, *shape)
+
+
+def _attach() -> None:
+    for name in _SAME_NAME:
+        setattr(Tensor, name, _method(getattr(ops, name)))
+    operators = {
+        "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reversed(ops.sub),
+        "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reversed(ops.div),
+        "__pow__": ops.pow, "__rpow__": _reversed(ops.pow), "__matmul__": ops.matmul,
+        "__rmatmul__": _reversed(ops.matmul), "__eq__": ops.eq, "__ne__": ops.ne, "__lt__": ops.lt,
+        "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge, "__and__": ops.logical_and,
+        "__or__": ops.logical_or, "__invert__": ops.logical_not, "__neg__": ops.neg, "__abs__": ops.abs,
+        "__getitem__": ops.getitem,
+    }
+    for name, fn in operators.items():
+        setattr(Tensor, name, _method(fn))
+    Tensor.to = _to
+    Tensor.float = lambda self: to_dtype(self, "float32")
+    Tensor.double = lambda self: to_dtype(self, "float64")
+    Tensor.long = lambda self: to_dtype(self, "int64")
+    Tensor.bool = lambda self: to_dtype(self, "bool")
+    Tensor.view = _view
+    Tensor.expand_as = _expand_as
+    Tensor.clip = Tensor.clamp
+    Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
+    Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+
+
+_attach()

@@ -1,0 +1,244 @@
+"""Reductions over dimensions (``dim`` an int or a tuple, ``keepdim``), and ``sum_to``, the sum that
+undoes broadcasting. Each op's registry entry takes ``dim`` already wrapped into a sorted tuple."""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..shapes import wrap_dim, wrap_dims
+from ..tensor import Tensor
+from .arithmetic import where
+from .registry import defop
+
+Dim = int | Sequence[int] | None
+
+
+def _axes(shape: tuple[int, ...], dim: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The reduced dimensions; ``None`` (a call without ``dim``) reduces them all."""
+    return tuple(range(len(shape))) if dim is None else dim
+
+
+def _kept_shape(shape: tuple[int, ...], dim: tuple[int, ...] | None) -> tuple[int, ...]:
+    dim = _axes(shape, dim)
+    return tuple(1 if i in dim else s for i, s in enumerate(shape))
+
+
+def _unsqueeze_reduced(grad: Tensor, shape: tuple[int, ...], dim: tuple[int, ...], keepdim: bool) -> Tensor:
+    """``grad`` (or a saved result) of a reduction, with the reduced dimensions back as size 1."""
+    return grad if keepdim else grad.reshape(_kept_shape(shape, dim))
+
+
+def _count(shape: tuple[int, ...], dim: tuple[int, ...] | None) -> int:
+    return math.prod(shape[d] for d in _axes(shape, dim))
+
+
+def _named_by_dim(full: str, partial: str):
+    """PyTorch names the node of a reduction over everything differently from one over ``dim``."""
+    return lambda args, attrs: full if attrs["dim"] is None else partial
+
+
+def _sum_grad(grad, self_shape, dim, keepdim):
+    return _unsqueeze_reduced(grad, self_shape, dim, keepdim).expand(self_shape)
+
+
+def _mean_forward(a, dim, keepdim):
+    if a.dtype.kind != "f":
+        raise TypeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
+                        f"point or complex dtype. Got: {a.dtype}")
+    return np.mean(a, axis=dim, keepdims=keepdim)
+
+
+def _var_grad(grad, self, dim, keepdim, correction):
+    n = _count(self._data.shape, dim)
+    centred = self - self.mean(dim, keepdim=True)
+    return _unsqueeze_reduced(grad, self._data.shape, dim, keepdim) * centred * (2.0 / (n - correction))
+
+
+def _std_grad(grad, self, result, dim, keepdim, correction):
+    n = _count(self._data.shape, dim)
+    shape = self._data.shape
+    centred = self - self.mean(dim, keepdim=True)
+    return (_unsqueeze_reduced(grad, shape, dim, keepdim) * centred
+            / (_unsqueeze_reduced(result, shape, dim, keepdim) * (n - correction)))
+
+
+def _prod_grad(grad, self, result, dim, keepdim):
+    """d prod / d x_i is the product of the other elements; computed without dividing by zero."""
+    shape = self._data.shape
+    grad = _unsqueeze_reduced(grad, shape, dim, keepdim)
+    is_zero = self == 0.0
+    zeros = is_zero.sum(dim, keepdim=True)
+    nonzero_prod = where(is_zero, 1.0, self).prod(dim, keepdim=True)
+    safe_self = where(is_zero, 1.0, self)
+    others = where(is_zero, where(zeros == 1, nonzero_prod, 0.0),
+                   where(zeros == 0, _unsqueeze_reduced(result, shape, dim, keepdim) / safe_self, 0.0))
+    return grad * others
+
+
+def _evenly_distribute(grad, self, result, dim, keepdim):
+    """The gradient of max/min over all ties, shared equally among them."""
+    shape = self._data.shape
+    is_extreme = self == _unsqueeze_reduced(result, shape, dim, keepdim)
+    return where(is_extreme, _unsqueeze_reduced(grad, shape, dim, keepdim), 0.0) / is_extreme.sum(dim, keepdim=True)
+
+
+def _value_selecting_grad(grad, self_shape, results, dim, keepdim):
+    """The gradient of ``max(dim)``/``min(dim)``: all of it goes to the selected index."""
+    (d,) = dim
+    indices = _unsqueeze_reduced(results[1], self_shape, dim, keepdim)
+    positions = Tensor._make(np.arange(self_shape[d]).reshape((-1,) + (1,) * (len(self_shape) - d - 1)))
+    return where(positions == indices, _unsqueeze_reduced(grad, self_shape, dim, keepdim), 0.0)
+
+
+def _logsumexp_forward(a, dim, keepdim):
+    if a.dtype.kind != "f":
+        a = a.astype(np.float32)
+    peak = np.max(a, axis=dim, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    out = np.log(np.sum(np.exp(a - peak), axis=dim, keepdims=True)) + peak
+    return out if keepdim else np.squeeze(out, axis=dim)
+
+
+def _logsumexp_grad(grad, self, result, dim, keepdim):
+    shape = self._data.shape
+    return _unsqueeze_reduced(grad, shape, dim, keepdim) * (self - _unsqueeze_reduced(result, shape, dim, keepdim)).exp()
+
+
+def _sum_forward(a, dim, keepdim):
+    return np.sum(a, axis=dim, keepdims=keepdim)
+
+
+_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad)
+_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
+              self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim))
+_var = defop("var", ("self",), lambda a, dim, keepdim, correction: np.var(a, axis=dim, ddof=correction, keepdims=keepdim),
+             "VarBackward0", self=_var_grad)
+_std = defop("std", ("self",), lambda a, dim, keepdim, correction: np.std(a, axis=dim, ddof=correction, keepdims=keepdim),
+             "StdBackward0", self=_std_grad)
+_prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
+              self=_prod_grad)
+_amax = defop("amax", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "AmaxBackward0",
+              self=_evenly_distribute)
+_amin = defop("amin", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "AminBackward0",
+              self=_evenly_distribute)
+_max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "MaxBackward1",
+                 self=_evenly_distribute)
+_min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
+                 self=_evenly_distribute)
+_max_dim = defop("max_dim", ("self",),
+                 lambda a, dim, keepdim: (np.max(a, axis=dim, keepdims=keepdim),
+                                          np.argmax(a, axis=dim[0], keepdims=keepdim)),
+                 "MaxBackward0", self=_value_selecting_grad)
+_min_dim = defop("min_dim", ("self",),
+                 lambda a, dim, keepdim: (np.min(a, axis=dim, keepdims=keepdim),
+                                          np.argmin(a, axis=dim[0], keepdims=keepdim)),
+                 "MinBackward0", self=_value_selecting_grad)
+_argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim))
+_argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim))
+_logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad)
+
+
+def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:
+    return None if dim is None else wrap_dims(dim, input._data.ndim, op)
+
+
+def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+    out = _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
+    return out if dtype is None else out.to(dtype)
+
+
+def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+    return _mean(input, dim=_dims(input, dim, "mean"), keepdim=keepdim)
+
+
+def _correction(unbiased: bool | None, correction: float | None) -> float:
+    if correction is not None:
+        return correction
+    return 0 if unbiased is False else 1
+
+
+def var(input: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    return _var(input, dim=_dims(input, dim, "var"), keepdim=keepdim,
+                correction=_correction(unbiased, correction))
+
+
+def std(input: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> Tensor:
+    return _std(input, dim=_dims(input, dim, "std"), keepdim=keepdim,
+                correction=_correction(unbiased, correction))
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return _prod(input, dim=_dims(input, dim, "prod"), keepdim=keepdim)
+
+
+def amax(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
+    return _amax(input, dim=_dims(input, dim, "amax"), keepdim=keepdim)
+
+
+def amin(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
+    return _amin(input, dim=_dims(input, dim, "amin"), keepdim=keepdim)
+
+
+def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdim: bool):
+    if dim is None:
+        return all_op(input, dim=None, keepdim=False)
+    values, indices = dim_op(input, dim=(wrap_dim(dim, input._data.ndim, name),), keepdim=keepdim)
+    return MinMaxResult(values, indices)
+
+
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: A001
+    """The largest element, or with ``dim`` the named tuple ``(values, indices)`` along it."""
+    return _selecting(_max_all, _max_dim, "max", input, dim, keepdim)
+
+
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: A001
+    return _selecting(_min_all, _min_dim, "min", input, dim, keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if dim is None:
+        return _argmax(input.reshape(-1), dim=0, keepdim=False)
+    return _argmax(input, dim=wrap_dim(dim, input._data.ndim, "argmax"), keepdim=keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if dim is None:
+        return _argmin(input.reshape(-1), dim=0, keepdim=False)
+    return _argmin(input, dim=wrap_dim(dim, input._data.ndim, "argmin"), keepdim=keepdim)
+
+
+def logsumexp(input: Tensor, dim: Dim, keepdim: bool = False) -> Tensor:
+    return _logsumexp(input, dim=_dims(input, dim, "logsumexp"), keepdim=keepdim)
+
+
+class MinMaxResult(tuple):
+    """``(values, indices)`` with attribute access, like PyTorch's ``torch.return_types.max``."""
+
+    __slots__ = ()
+
+    def __new__(cls, values: Tensor, indices: Tensor) -> "MinMaxResult":
+        return builtins.tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+
+def sum_to(tensor: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sums ``tensor`` down to ``shape``, which it was broadcast from: the inverse of ``expand``."""
+    current = tensor._data.shape
+    if current == tuple(shape):
+        return tensor
+    lead = len(current) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and current[lead + i] != 1)
+    reduced = _sum(tensor, dim=dims, keepdim=True) if dims else tensor
+    return reduced.reshape(tuple(shape)) if reduced._data.shape != tuple(shape) else reduced

@@ -1,0 +1,145 @@
+"""The operator registry: every op is declared here once, and every call to an op goes through here.
+
+An ``OpDef`` holds an op's numpy forward, one derivative formula per differentiable input (written in
+jitgrad ops, so ``create_graph``, higher order and tracing come for free) and the name of its backward
+node. A formula names what it reads through its parameters, as PyTorch's ``derivatives.yaml`` does:
+
+- ``grad`` (the gradient of the op's output) or ``grads`` (of each output, zeros where none arrived);
+- ``result`` (the op's output), an input's name (``self``, ``other``...), ``<input>_shape``;
+- any attribute of the call (``dim``, ``keepdim``...).
+
+Only what the formulas of inputs that require grad read is saved for backward. A formula returns the
+gradient at the broadcast shape it computes; the engine sums it back to the input's shape.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.graph import gradient_edge
+from ..autograd.op_backward import node_class
+from ..tensor import Tensor
+
+REGISTRY: dict[str, "OpDef"] = {}
+
+
+@dataclass(eq=False)
+class OpDef:
+    """One operator: forward over numpy arrays, derivatives in jitgrad ops, backward node name.
+
+    ``inputs`` names the tensor arguments in order; with ``variadic`` the single input is a sequence
+    of tensors (``cat``, ``stack``) and its formula returns one gradient per tensor. ``node`` is the
+    backward node's class name, or a function of ``(args, attrs)`` where PyTorch's name depends on the
+    call (``PowBackward0/1/2``). ``explain`` turns a failure of the forward into a message that names
+    the op and the shapes.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    forward: Callable[..., Any]
+    derivatives: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    node: str | Callable[[tuple, dict], str] = ""
+    variadic: bool = False
+    explain: Callable[[tuple, dict], str | None] | None = None
+    reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.reads = {}
+        for input_name, formula in self.derivatives.items():
+            if input_name not in self.inputs:
+                raise ValueError(f"op {self.name}: derivative for unknown input {input_name!r}")
+            self.reads[input_name] = tuple(inspect.signature(formula).parameters)
+        if self.derivatives and not self.node:
+            raise ValueError(f"op {self.name}: a differentiable op needs a backward node name")
+
+    @property
+    def differentiable(self) -> bool:
+        return bool(self.derivatives)
+
+    def node_name(self, args: tuple, attrs: dict) -> str:
+        return self.node if isinstance(self.node, str) else self.node(args, attrs)
+
+    def __call__(self, *args: Any, **attrs: Any) -> Any:
+        return dispatch(self, args, attrs)
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name} is registered twice")
+    REGISTRY[op.name] = op
+    return op
+
+
+def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
+          variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
+          **derivatives: Callable[..., Any]) -> OpDef:
+    """Declares and registers an op; keyword arguments are the per-input derivative formulas."""
+    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain))
+
+
+def _value(arg: Any) -> Any:
+    return arg._data if isinstance(arg, Tensor) else arg
+
+
+def dispatch(op: OpDef, args: tuple, attrs: dict) -> Any:
+    """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node."""
+    if op.variadic:
+        tensors = tuple(args[0])
+        values: tuple = ([_value(t) for t in tensors],)
+    else:
+        tensors = args
+        values = tuple(a._data if isinstance(a, Tensor) else a for a in args)
+    try:
+        out = op.forward(*values, **attrs)
+    except (ValueError, IndexError, TypeError) as error:
+        raise _op_error(op, tensors, attrs, error) from error
+
+    if type(out) is tuple:
+        outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
+    else:
+        outputs = (Tensor._make(out if type(out) is np.ndarray else np.asarray(out)),)
+
+    if (op.derivatives and grad_mode.state.grad_enabled
+            and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)):
+        _record(op, tensors, args, attrs, outputs)
+    return outputs if type(out) is tuple else outputs[0]
+
+
+def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
+    """Creates the backward node of this call and makes it the ``grad_fn`` of the float outputs."""
+    edges = tuple(gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors)
+    differentiable = tuple(o for o in outputs if o._data.dtype.kind == "f")
+    if not differentiable:
+        return
+    node = node_class(op.node_name(args, attrs))(op, edges, outputs)
+    node.save(tensors, attrs, outputs)
+    for nr, o in enumerate(outputs):
+        if o._data.dtype.kind == "f":
+            o._requires_grad = True
+            o._grad_fn = node
+            o._output_nr = nr
+
+
+def _describe(t: Any) -> str:
+    if isinstance(t, Tensor):
+        return f"{t._data.dtype.name}{list(t._data.shape)}"
+    if isinstance(t, np.ndarray):
+        return f"ndarray {t.dtype.name}{list(t.shape)}"
+    return repr(t)
+
+
+def _op_error(op: OpDef, tensors: tuple, attrs: dict, error: Exception) -> Exception:
+    detail = op.explain(tuple(_value(t) for t in tensors), attrs) if op.explain else None
+    args = ", ".join(_describe(t) for t in tensors)
+    attr_text = "".join(f", {k}={v!r}" for k, v in attrs.items())
+    message = detail or str(error)
+    cls = IndexError if isinstance(error, IndexError) else RuntimeError
+    return cls(f"{op.name}({args}{attr_text}): {message}")
+

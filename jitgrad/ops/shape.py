@@ -1,0 +1,182 @@
+"""Ops that move elements without computing: reshape, transpose, squeeze, expand, cat, split..."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..shapes import wrap_dim
+from ..tensor import Tensor
+from .reductions import sum_to
+from .registry import defop
+
+
+def _explain_reshape(values, attrs):
+    return f"shape '{list(attrs['shape'])}' is invalid for input of size {np.size(values[0])}"
+
+
+def _explain_expand(values, attrs):
+    return (f"The expanded size of the tensor must match the existing size at non-singleton dimensions: "
+            f"cannot expand {list(np.shape(values[0]))} to {list(attrs['shape'])}")
+
+
+def _explain_cat(values, attrs):
+    shapes = [list(np.shape(v)) for v in values[0]]
+    return f"Sizes of tensors must match except in dimension {attrs['dim']}; got shapes {shapes}"
+
+
+def _split_forward(a, sizes, dim):
+    if sum(sizes) != a.shape[dim]:
+        raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
+                         f"tensor's size at dimension {dim}), but got split_sizes={list(sizes)}")
+    return tuple(np.split(a, np.cumsum(sizes)[:-1], axis=dim))
+
+
+_reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
+                 explain=_explain_reshape,
+                 self=lambda grad, self_shape: grad.reshape(self_shape))
+
+_transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+                   "TransposeBackward0",
+                   self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
+
+_permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
+                 self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))))
+
+_squeeze = defop("squeeze", ("self",), lambda a, dim, all: np.squeeze(a, axis=dim),
+                 lambda args, attrs: "SqueezeBackward0" if attrs["all"] else "SqueezeBackward1",
+                 self=lambda grad, self_shape: grad.reshape(self_shape))
+
+_unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
+                   self=lambda grad, dim: grad.squeeze(dim))
+
+_expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
+                explain=_explain_expand,
+                self=lambda grad, self_shape: sum_to(grad, self_shape))
+
+_cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
+             variadic=True, explain=_explain_cat,
+             tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim))
+
+_stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
+               variadic=True, explain=_explain_cat,
+               tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
+
+_split = defop("split", ("self",), _split_forward,
+               lambda args, attrs: "SplitBackward0" if attrs["equal"] else "SplitWithSizesBackward0",
+               self=lambda grads, dim: cat(grads, dim))
+
+
+def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
+    """A tensor with the same elements in ``shape`` (one entry may be -1)."""
+    return _reshape(input, shape=_shape_arg(shape))
+
+
+def _shape_arg(shape: tuple) -> tuple[int, ...]:
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    shape = input._data.shape
+    if not shape:
+        return reshape(input, (1,))
+    start, end = wrap_dim(start_dim, len(shape), "flatten"), wrap_dim(end_dim, len(shape), "flatten")
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    merged = int(np.prod(shape[start:end + 1]))
+    return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    ndim = input._data.ndim
+    return _transpose(input, dim0=wrap_dim(dim0, ndim, "transpose"), dim1=wrap_dim(dim1, ndim, "transpose"))
+
+
+def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
+    order = _shape_arg(dims)
+    ndim = input._data.ndim
+    if len(order) != ndim:
+        raise RuntimeError(f"permute(): number of dimensions in the tensor input does not match the length "
+                           f"of the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal "
+                           f"to len(dims) = {len(order)}")
+    wrapped = tuple(wrap_dim(d, ndim, "permute") for d in order)
+    if len(set(wrapped)) != ndim:
+        raise RuntimeError(f"permute(): duplicate dims are not allowed (got {list(order)})")
+    return _permute(input, dims=wrapped)
+
+
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    shape = input._data.shape
+    if dim is None:
+        dims = tuple(i for i, s in enumerate(shape) if s == 1)
+    else:
+        named = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = tuple(d for d in (wrap_dim(d, len(shape), "squeeze") for d in named) if shape and shape[d] == 1)
+    return _squeeze(input, dim=dims, all=dim is None)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return _unsqueeze(input, dim=wrap_dim(dim, input._data.ndim + 1, "unsqueeze"))
+
+
+def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
+    """A broadcast view of ``input`` at ``sizes``; -1 keeps a dimension's size."""
+    target = list(_shape_arg(sizes))
+    shape = input._data.shape
+    lead = len(target) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater or equal "
+                           f"to the number of dimensions in the tensor ({len(shape)})")
+    for i, s in enumerate(shape):
+        if target[lead + i] == -1:
+            target[lead + i] = s
+    return _expand(input, shape=tuple(target))
+
+
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    return expand(input, tuple(size))
+
+
+def _check_tensors(op: str, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected a sequence of Tensors, but element {i} is "
+                            f"{type(t).__name__}")
+    return tensors
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _check_tensors("cat", tensors)
+    return _cat(tensors, dim=wrap_dim(dim, tensors[0]._data.ndim, "cat"))
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _check_tensors("stack", tensors)
+    return _stack(tensors, dim=wrap_dim(dim, tensors[0]._data.ndim + 1, "stack"))
+
+
+def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the sizes listed."""
+    dim = wrap_dim(dim, input._data.ndim, "split")
+    length = input._data.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        sizes = tuple(min(step, length - start) for start in range(0, length, step)) or (0,)
+        equal = True
+    else:
+        sizes, equal = tuple(int(s) for s in split_size_or_sections), False
+    return _split(input, sizes=sizes, dim=dim, equal=equal)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    length = input._data.shape[wrap_dim(dim, input._data.ndim, "chunk")]
+    return split(input, max(1, -(-length // chunks)), dim)

@@ -1,0 +1,251 @@
+"""The Tensor: a numpy array plus the autograd metadata PyTorch keeps beside it.
+
+A tensor that requires grad is either a leaf (``grad_fn is None``; gradients accumulate into ``.grad``
+through its ``AccumulateGrad`` node) or the ``output_nr``-th output of the node ``grad_fn``. Operator
+methods (``x.exp()``, ``x + y``) are attached by ``jitgrad.ops.methods`` so that this module holds only
+the state and the autograd surface.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .hooks import RemovableHandle
+from .formatting import tensor_repr
+from .shapes import Size, wrap_dim
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+    "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+    "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+    "by mistake, make sure you access the leaf Tensor instead.")
+
+
+class Tensor:
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks",
+                 "_grad_accumulator", "_retains_grad", "__weakref__")
+
+    # numpy must hand binary operators with a Tensor on the right to Tensor's reflected methods.
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+
+    def __init__(self, data: Any = (), *, dtype: dtypes.dtype | None = None) -> None:
+        """``jitgrad.Tensor(data)`` builds a tensor of the default float dtype, like ``torch.Tensor``."""
+        np_dtype = dtypes.as_numpy_dtype(dtype) or dtypes.get_default_dtype().numpy
+        self._init(np.array(data, dtype=np_dtype), False)
+
+    def _init(self, data: np.ndarray, requires_grad: bool) -> None:
+        self._data = data
+        self._requires_grad = requires_grad
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._hooks = None
+        self._grad_accumulator = None
+        self._retains_grad = False
+
+    @classmethod
+    def _make(cls, data: np.ndarray, requires_grad: bool = False) -> "Tensor":
+        """Wraps an array without copying; the constructor every op goes through."""
+        t = object.__new__(cls)
+        t._init(data, requires_grad)
+        return t
+
+    # ---- value -------------------------------------------------------------------------------------
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's array, outside autograd (``p.data -= lr * p.grad``)."""
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, not {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Size | int:
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def numpy(self) -> np.ndarray:
+        """The array inside (shared, not copied), as ``torch.Tensor.numpy`` does."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        array = self.numpy()
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def item(self) -> float | int | bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        suffixes = []
+        if self._grad_fn is not None:
+            suffixes.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        return tensor_repr(self._data, self._data.dtype.name, dtypes.get_default_dtype().name, suffixes)
+
+    # ---- autograd metadata -------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients "
+                               f"(this tensor is {self.dtype!r}; convert it with .float() or .double())")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self) -> "Tensor | None":
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: grad is "
+                                   f"{tuple(value._data.shape)} but the tensor is {tuple(self._data.shape)}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: grad is "
+                                   f"{value.dtype!r} but the tensor is {self.dtype!r}")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Asks backward to fill ``.grad`` of this non-leaf too (a no-op on leaves, as in PyTorch)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._grad_fn._retain_grad(self._output_nr, weakref.ref(self))
+        self._retains_grad = True
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
+        """Runs ``hook(grad)`` when this tensor's gradient is computed, before it is used or accumulated;
+        a returned tensor replaces the gradient."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._register_tensor_pre_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = {}
+        return RemovableHandle(self._hooks, hook)
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing this one's array, cut from the graph."""
+        return Tensor._make(self._data)
+
+    def detach_(self) -> "Tensor":
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: "Tensor | Sequence[Tensor] | None" = None) -> None:
+        from .autograd.differentiate import backward
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
