@@ -25,7 +25,7 @@ def _explain_cat(values, attrs):
     return f"Sizes of tensors must match except in dimension {attrs['dim']}; got shapes {shapes}"
 
 
-def _split_forward(a, sizes, dim):
+def _split_forward(a, sizes, dim, equal):
     if sum(sizes) != a.shape[dim]:
         raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
                          f"tensor's size at dimension {dim}), but got split_sizes={list(sizes)}")
