@@ -50,9 +50,13 @@ class Tensor:
 
     @classmethod
     def _make(cls, data: np.ndarray, requires_grad: bool = False) -> "Tensor":
-        """Wraps an array without copying; the constructor every op goes through."""
+        """Wraps an array without copying; the constructor every op goes through (hence inlined)."""
         t = object.__new__(cls)
-        t._init(data, requires_grad)
+        t._data = data
+        t._requires_grad = requires_grad
+        t._grad = t._grad_fn = t._hooks = t._grad_accumulator = None
+        t._output_nr = 0
+        t._retains_grad = False
         return t
 
     # ---- value -------------------------------------------------------------------------------------

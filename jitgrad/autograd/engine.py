@@ -213,7 +213,8 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
 
 
 def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue) -> None:
-    grads = _call_tensor_pre_hooks(task, fn, grads)
+    if fn._tensor_pre_hooks is not None or fn._retains_grad is not None or type(fn) is AccumulateGrad:
+        grads = _call_tensor_pre_hooks(task, fn, grads)
     exec_info = task.exec_info
     if exec_info:
         info = exec_info.get(fn)
@@ -222,7 +223,7 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
                 task.captured[index] = grads[slot]
         if info is None or not info.needed:
             return
-    if isinstance(fn, AccumulateGrad):
+    if type(fn) is AccumulateGrad:
         task.record_grad(fn.variable)
     outputs = call_function(task, fn, grads)
     if not task.keep_graph:
@@ -232,7 +233,7 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
     for edge, grad in zip(fn._next_edges, outputs):
         if edge is None:
             continue
-        next_fn = edge.function
+        next_fn = edge[0]
         remaining = dependencies[next_fn] - 1
         dependencies[next_fn] = remaining
         buffer = not_ready.get(next_fn)
@@ -241,7 +242,7 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
                 continue
             buffer = InputBuffer(next_fn.num_inputs())
             not_ready[next_fn] = buffer
-        buffer.add(edge.input_nr, grad)
+        buffer.add(edge[1], grad)
         if remaining == 0:
             del not_ready[next_fn]
             queue.push(task, next_fn, buffer)
@@ -255,11 +256,10 @@ def call_function(task: GraphTask, fn: Node, grads: list) -> list:
                 grads = list(result)
     edges = fn._next_edges
     exec_info = task.exec_info
+    needed = None
     if exec_info:
         needed = [e is not None and e.function in exec_info and exec_info[e.function].should_execute()
                   for e in edges]
-    else:
-        needed = [e is not None for e in edges]
     outputs = validate_outputs(fn, edges, fn.apply(grads, needed))
     if fn._post_hooks:
         for hook in list(fn._post_hooks.values()):
@@ -275,20 +275,21 @@ def validate_outputs(fn: Node, edges: Sequence[Edge | None], grads: list) -> lis
     if len(grads) != len(edges):
         raise RuntimeError(f"Function {fn.name()} returned an invalid number of gradients - expected "
                            f"{len(edges)}, but got {len(grads)}")
-    for i, (edge, grad) in enumerate(zip(edges, grads)):
+    for i, edge in enumerate(edges):
+        grad = grads[i]
         if edge is None or grad is None:
             continue
         if not isinstance(grad, Tensor):
             raise TypeError(f"Function {fn.name()} returned a {type(grad).__name__} as gradient {i}; "
                             "gradients must be Tensors or None")
-        shape, dtype, _ = edge.function.input_metadata(edge.input_nr)
+        shape, dtype, _ = edge[0]._input_metadata[edge[1]]
         if grad._data.shape != shape:
             if not _expandable(shape, grad._data.shape):
                 raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {i} - got "
                                    f"{list(grad._data.shape)} but expected shape compatible with "
                                    f"{list(shape)}")
             grad = sum_to(grad, shape)
-        if grad._data.dtype != dtype:
+        if grad._data.dtype is not dtype and grad._data.dtype != dtype:
             grad = grad.to(dtype)
         grads[i] = grad
     return grads

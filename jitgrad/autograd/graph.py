@@ -7,6 +7,7 @@ freeing its nodes.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
@@ -57,13 +58,16 @@ class Node:
                  "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad", "__weakref__")
 
     def __init__(self, next_edges: Sequence[Edge | None] = (), sequence_nr: int | None = None) -> None:
-        self._next_edges = tuple(next_edges)
+        self._next_edges = next_edges = tuple(next_edges)
         if sequence_nr is None:
             sequence_nr = _sequence.value
             _sequence.value = sequence_nr + 1
         self._sequence_nr = sequence_nr
-        self._topological_nr = 1 + max((e.function._topological_nr for e in self._next_edges if e),
-                                       default=-1)
+        topological_nr = 0
+        for edge in next_edges:
+            if edge is not None and edge[0]._topological_nr >= topological_nr:
+                topological_nr = edge[0]._topological_nr + 1
+        self._topological_nr = topological_nr
         self._input_metadata: list[InputMetadata] = []
         self._metadata = None
         self._pre_hooks = None
@@ -137,8 +141,9 @@ class Node:
         return [t for t in (ref() for ref in self._retains_grad.values()) if t is not None]
 
     # ---- execution ---------------------------------------------------------------------------------
-    def apply(self, grads: list["Tensor | None"], needed: Sequence[bool]) -> list["Tensor | None"]:
-        """Gradients for the next edges; ``needed[i]`` says whether edge ``i`` wants one."""
+    def apply(self, grads: list["Tensor | None"], needed: Sequence[bool] | None) -> list["Tensor | None"]:
+        """Gradients for the next edges; ``needed[i]`` says whether edge ``i`` wants one (``None``:
+        every edge that exists does)."""
         raise NotImplementedError
 
     def release_variables(self) -> None:
@@ -168,13 +173,7 @@ class AccumulateGrad(Node):
         super().__init__((), sequence_nr=MAX_SEQUENCE_NR)
         self.variable = variable
         self._lock = threading.Lock()
-
-    def num_inputs(self) -> int:
-        return 1
-
-    def input_metadata(self, index: int) -> InputMetadata:
-        data = self.variable._data
-        return InputMetadata(data.shape, data.dtype)
+        self._input_metadata = [InputMetadata(variable._data.shape, variable._data.dtype)]
 
     def _tensor_hooks(self, slot: int) -> dict | None:
         return self.variable._hooks
@@ -195,12 +194,15 @@ class AccumulateGrad(Node):
         return []
 
 
+_new_edge = functools.partial(tuple.__new__, Edge)  # NamedTuple's own constructor is slow Python
+
+
 def gradient_edge(tensor: "Tensor") -> Edge | None:
     """Where a gradient for ``tensor`` must be sent: its grad_fn's slot, or its AccumulateGrad."""
     if tensor._grad_fn is not None:
-        return Edge(tensor._grad_fn, tensor._output_nr)
+        return _new_edge((tensor._grad_fn, tensor._output_nr))
     if tensor._requires_grad:
-        return Edge(grad_accumulator(tensor), 0)
+        return _new_edge((grad_accumulator(tensor), 0))
     return None
 
 

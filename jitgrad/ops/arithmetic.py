@@ -38,12 +38,12 @@ def _binary(fn, floating: bool = False):
             if np.result_type(a, b).kind != "f":
                 default = dtypes.get_default_dtype().numpy
                 a, b = _cast(a, default), _cast(b, default)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return fn(a, b)
+            return fn(a, b)
         return forward
 
     def forward(a, b):
-        a, b = _promote(a, b)
+        if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype is not b.dtype:
+            a, b = _promote(a, b)
         return fn(a, b)
     return forward
 
@@ -105,8 +105,7 @@ def _pow_node(args, attrs) -> str:
 
 def _pow_forward(a, b):
     a, b = _promote(a, b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.power(a, b)
+    return np.power(a, b)
 
 
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001

@@ -1,8 +1,6 @@
 """Attaches the operators to ``Tensor`` as methods and Python operators (``x.exp()``, ``x @ w``)."""
 from __future__ import annotations
 
-import inspect
-
 from .. import ops
 from ..tensor import Tensor
 from .arithmetic import to_dtype
@@ -15,17 +13,6 @@ _SAME_NAME = (
     "rsqrt", "select", "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "squeeze", "std", "sub",
     "sum", "tan", "tanh", "transpose", "unsqueeze", "var", "clone",
 )
-
-
-def _method(fn):
-    """Python functions bind as methods by themselves; a registry op (an ``OpDef``) needs a wrapper."""
-    if inspect.isfunction(fn):
-        return fn
-
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = fn.name
-    return method
 
 
 def _to(self, *args, **kwargs):
@@ -56,7 +43,7 @@ def _view(self, *shape):
 
 def _attach() -> None:
     for name in _SAME_NAME:
-        setattr(Tensor, name, _method(getattr(ops, name)))
+        setattr(Tensor, name, getattr(ops, name))
     operators = {
         "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reversed(ops.sub),
         "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reversed(ops.div),
@@ -67,7 +54,7 @@ def _attach() -> None:
         "__getitem__": ops.getitem,
     }
     for name, fn in operators.items():
-        setattr(Tensor, name, _method(fn))
+        setattr(Tensor, name, fn)
     Tensor.to = _to
     Tensor.float = lambda self: to_dtype(self, "float32")
     Tensor.double = lambda self: to_dtype(self, "float64")

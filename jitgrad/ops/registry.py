@@ -14,6 +14,7 @@ gradient at the broadcast shape it computes; the engine sums it back to the inpu
 from __future__ import annotations
 
 import inspect
+from types import MethodType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -46,9 +47,10 @@ class OpDef:
     variadic: bool = False
     explain: Callable[[tuple, dict], str | None] | None = None
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
+    save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.reads = {}
+        self.reads, self.save_plans = {}, {}
         for input_name, formula in self.derivatives.items():
             if input_name not in self.inputs:
                 raise ValueError(f"op {self.name}: derivative for unknown input {input_name!r}")
@@ -60,11 +62,16 @@ class OpDef:
     def differentiable(self) -> bool:
         return bool(self.derivatives)
 
-    def node_name(self, args: tuple, attrs: dict) -> str:
-        return self.node if isinstance(self.node, str) else self.node(args, attrs)
+    def node_class(self, args: tuple, attrs: dict) -> type:
+        """The backward node class of this call (``MulBackward0``...)."""
+        return node_class(self.node if isinstance(self.node, str) else self.node(args, attrs))
 
     def __call__(self, *args: Any, **attrs: Any) -> Any:
         return dispatch(self, args, attrs)
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        """An op stored on ``Tensor`` binds like a method: ``Tensor.__mul__ = mul`` needs no wrapper."""
+        return self if instance is None else MethodType(self, instance)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -89,13 +96,34 @@ def _value(arg: Any) -> Any:
 
 
 def dispatch(op: OpDef, args: tuple, attrs: dict) -> Any:
-    """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node."""
+    """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node.
+
+    Every op call of a training step comes through here, so the common arities are unrolled."""
+    requires_grad = False
     if op.variadic:
         tensors = tuple(args[0])
         values: tuple = ([_value(t) for t in tensors],)
+        requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
     else:
         tensors = args
-        values = tuple(a._data if isinstance(a, Tensor) else a for a in args)
+        if len(args) == 1:
+            a = args[0]
+            if isinstance(a, Tensor):
+                values, requires_grad = (a._data,), a._requires_grad
+            else:
+                values = args
+        elif len(args) == 2:
+            a, b = args
+            if isinstance(a, Tensor):
+                requires_grad = a._requires_grad
+                a = a._data
+            if isinstance(b, Tensor):
+                requires_grad = requires_grad or b._requires_grad
+                b = b._data
+            values = (a, b)
+        else:
+            values = tuple(_value(t) for t in args)
+            requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in args)
     try:
         out = op.forward(*values, **attrs)
     except (ValueError, IndexError, TypeError) as error:
@@ -103,22 +131,24 @@ def dispatch(op: OpDef, args: tuple, attrs: dict) -> Any:
 
     if type(out) is tuple:
         outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
-    else:
-        outputs = (Tensor._make(out if type(out) is np.ndarray else np.asarray(out)),)
-
-    if (op.derivatives and grad_mode.state.grad_enabled
-            and any(isinstance(t, Tensor) and t._requires_grad for t in tensors)):
-        _record(op, tensors, args, attrs, outputs)
-    return outputs if type(out) is tuple else outputs[0]
+        if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
+            _record(op, tensors, args, attrs, outputs)
+        return outputs
+    result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+    if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
+        _record(op, tensors, args, attrs, (result,))
+    return result
 
 
 def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
     """Creates the backward node of this call and makes it the ``grad_fn`` of the float outputs."""
-    edges = tuple(gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors)
-    differentiable = tuple(o for o in outputs if o._data.dtype.kind == "f")
-    if not differentiable:
+    for o in outputs:
+        if o._data.dtype.kind == "f":
+            break
+    else:
         return
-    node = node_class(op.node_name(args, attrs))(op, edges, outputs)
+    edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
+    node = op.node_class(args, attrs)(op, edges, outputs)
     node.save(tensors, attrs, outputs)
     for nr, o in enumerate(outputs):
         if o._data.dtype.kind == "f":

@@ -1,0 +1,382 @@
+"""The backward engine: order, implicit summation, selective execution, graph lifetime, hooks,
+reentrancy, threads and rollback. Where PyTorch is installed, orders are compared with its own."""
+from __future__ import annotations
+
+import gc
+import threading
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.autograd.graph import AccumulateGrad, GraphRoot, get_gradient_edge
+
+
+def leaf(*values, dtype=jg.float64):
+    return jg.tensor(np.array(values, dtype=np.float64), dtype=dtype, requires_grad=True)
+
+
+def graph_nodes(root):
+    """Every node reachable from ``root`` through next_functions."""
+    seen, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.append(node)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return seen
+
+
+def record_order(root):
+    order = []
+    for node in graph_nodes(root):
+        node.register_prehook(lambda grads, node=node: order.append(node.name()))
+    return order
+
+
+def branching_program(lib, x, w):
+    a = lib.sin(x) * w
+    b = lib.exp(w) + x
+    c = (a * b).tanh()
+    return (c + a).sum()
+
+
+class TestGraphStructure:
+    def test_next_functions_and_accumulate_grad_reuse(self):
+        x, w = leaf(1.0, 2.0), leaf(3.0, 4.0)
+        y = x * w + x
+        add = y.grad_fn
+        assert add.name() == "AddBackward0"
+        mul, x_acc = add.next_functions[0][0], add.next_functions[1][0]
+        assert isinstance(x_acc, AccumulateGrad) and x_acc.variable is x
+        assert mul.next_functions[0][0] is x_acc, "every use of a leaf shares its AccumulateGrad"
+        assert mul.next_functions[1][0].variable is w
+
+    def test_scalar_operand_has_no_edge(self):
+        x = leaf(1.0)
+        assert (x * 3).grad_fn.next_functions[1] == (None, 0)
+
+    def test_sequence_and_topological_numbers(self):
+        x = leaf(1.0, 2.0)
+        a = x.exp()
+        b = a * 2
+        c = b + a
+        assert a.grad_fn.sequence_nr() < b.grad_fn.sequence_nr() < c.grad_fn.sequence_nr()
+        acc = a.grad_fn.next_functions[0][0]
+        assert acc.topological_nr() == 0
+        assert a.grad_fn.topological_nr() == 1
+        assert b.grad_fn.topological_nr() == 2
+        assert c.grad_fn.topological_nr() == 3
+
+    def test_node_metadata_is_a_dict_kept_on_the_node(self):
+        y = leaf(1.0).exp()
+        y.grad_fn.metadata["tag"] = "mine"
+        assert y.grad_fn.metadata == {"tag": "mine"}
+
+    def test_gradient_edge(self):
+        x = leaf(1.0, 2.0)
+        y = x * x
+        edge = get_gradient_edge(y)
+        assert edge.node is y.grad_fn and edge.output_nr == 0
+        (g,) = jg.autograd.grad(y.sum(), edge)
+        assert np.allclose(g.numpy(), 1.0)
+        with pytest.raises(RuntimeError, match="does not require gradients"):
+            get_gradient_edge(jg.ones(2))
+
+
+class TestExecutionOrder:
+    def test_ready_queue_runs_highest_sequence_number_first(self):
+        x, w = leaf(0.3, -0.2), leaf(0.5, 1.5)
+        loss = branching_program(jg, x, w)
+        order = record_order(loss.grad_fn)
+        loss.backward()
+        nodes = [n for n in graph_nodes(loss.grad_fn) if not isinstance(n, AccumulateGrad)]
+        by_sequence = sorted(nodes, key=lambda n: -n.sequence_nr())
+        executed = [name for name in order if name != "AccumulateGrad"]
+        assert executed == [n.name() for n in by_sequence]
+
+    def test_order_matches_pytorch(self):
+        torch = pytest.importorskip("torch")
+        x, w = leaf(0.3, -0.2), leaf(0.5, 1.5)
+        loss = branching_program(jg, x, w)
+        order = record_order(loss.grad_fn)
+        loss.backward()
+        tx = torch.tensor([0.3, -0.2], dtype=torch.float64, requires_grad=True)
+        tw = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+        tloss = branching_program(torch, tx, tw)
+        torder = record_order(tloss.grad_fn)
+        tloss.backward()
+        assert order == [name.replace("torch::autograd::", "") for name in torder]
+        assert np.allclose(x.grad.numpy(), tx.grad.numpy()) and np.allclose(w.grad.numpy(), tw.grad.numpy())
+
+
+class TestImplicitSummation:
+    def test_multiple_paths_sum_in_the_input_buffer(self):
+        a = leaf(1.0)
+        y = a * 2 + a * 3
+        y.backward()
+        assert a.grad.item() == 5.0
+
+    def test_grad_accumulates_across_calls(self):
+        x = leaf(1.0, 2.0)
+        (x * x).sum().backward()
+        first = x.grad.numpy().copy()
+        (x * x).sum().backward()
+        assert np.allclose(x.grad.numpy(), 2 * first)
+
+    def test_broadcast_gradient_is_summed_to_the_input_shape(self):
+        b = jg.tensor(np.ones((3, 1)), requires_grad=True)
+        (b * jg.ones(4)).sum().backward()
+        assert b.grad.shape == (3, 1) and np.allclose(b.grad.numpy(), 4.0)
+
+
+class TestSelectiveExecution:
+    def test_autograd_grad_runs_only_the_needed_nodes_and_leaves_grad_alone(self):
+        w1, w2 = leaf(0.5, 1.0), leaf(2.0, 3.0)
+        h = w1.exp()
+        other = w2.sin()
+        loss = (h * 2).sum() + other.sum()
+        order = record_order(loss.grad_fn)
+        (g,) = jg.autograd.grad(loss, [w1])
+        assert np.allclose(g.numpy(), 2 * np.exp([0.5, 1.0]))
+        assert "SinBackward0" not in order and "ExpBackward0" in order
+        assert w1.grad is None and w2.grad is None
+
+    def test_backward_inputs_accumulates_only_into_those(self):
+        w1, w2 = leaf(0.5), leaf(2.0)
+        loss = w1 * w2
+        loss.backward(inputs=[w1])
+        assert w1.grad.item() == 2.0 and w2.grad is None
+
+    def test_backward_inputs_on_a_non_leaf_fills_its_grad(self):
+        x = leaf(1.0, 2.0)
+        h = x * 3
+        (h * h).sum().backward(inputs=[h])
+        assert np.allclose(h.grad.numpy(), 2 * h.detach().numpy())
+        assert x.grad is None
+
+    def test_unused_input(self):
+        x, unused = leaf(1.0), leaf(2.0)
+        y = x * 2
+        with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+            jg.autograd.grad(y, [x, unused], retain_graph=True)
+        gx, gu = jg.autograd.grad(y, [x, unused], allow_unused=True)
+        assert gx.item() == 2.0 and gu is None
+
+
+class TestGraphLifetime:
+    def test_second_backward_without_retain_graph_fails(self):
+        x = leaf(1.0, 2.0)
+        y = (x * x).sum()
+        y.backward()
+        with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+            y.backward()
+
+    def test_retain_graph_allows_a_second_backward(self):
+        x = leaf(1.0, 2.0)
+        y = (x * x).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        assert np.allclose(x.grad.numpy(), 4 * x.detach().numpy())
+
+    def test_saved_arrays_are_released_after_backward(self):
+        x = leaf(1.0, 2.0)
+        h = x.exp()
+        probe = weakref.ref(h._data)
+        y = (h * h).sum()
+        del h
+        gc.collect()
+        assert probe() is not None, "the graph keeps what backward needs"
+        y.backward()
+        gc.collect()
+        assert probe() is None, "backward without retain_graph frees the saved arrays"
+
+    def test_training_loop_memory_stays_flat(self):
+        rng = np.random.default_rng(0)
+        w = jg.tensor(rng.standard_normal((8, 4)), requires_grad=True)
+        x = jg.tensor(rng.standard_normal((16, 8)))
+
+        def step():
+            loss = ((x @ w).tanh() ** 2).mean()
+            loss.backward()
+            with jg.no_grad():
+                w.data = w - 0.01 * w.grad
+            w.grad = None
+
+        for _ in range(200):
+            step()
+        tracemalloc.start()
+        for _ in range(2000):
+            step()
+        middle, _ = tracemalloc.get_traced_memory()
+        for _ in range(8000):
+            step()
+        end, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert end - middle < 64 * 1024, f"memory grew by {end - middle} bytes over 8000 steps"
+
+
+class TestHigherOrder:
+    def test_create_graph_gives_gradients_of_gradients(self):
+        x = leaf(1.5, -2.0)
+        (g,) = jg.autograd.grad((x ** 3).sum(), x, create_graph=True)
+        assert g.requires_grad and np.allclose(g.detach().numpy(), 3 * x.detach().numpy() ** 2)
+        (gg,) = jg.autograd.grad(g.sum(), x)
+        assert np.allclose(gg.numpy(), 6 * x.detach().numpy())
+
+    def test_backward_with_create_graph_keeps_grad_differentiable(self):
+        x = leaf(2.0)
+        (x ** 2).backward(create_graph=True)
+        assert x.grad.requires_grad
+        (gg,) = jg.autograd.grad(x.grad, x)
+        assert gg.item() == 2.0
+
+
+class TestHooks:
+    def test_tensor_hook_runs_before_accumulation_and_can_replace(self):
+        x = leaf(1.0, 2.0)
+        seen = []
+        handle = x.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 10)
+        (x * 3).sum().backward()
+        assert np.allclose(seen[0], 3.0) and np.allclose(x.grad.numpy(), 30.0)
+        handle.remove()
+        x.grad = None
+        (x * 3).sum().backward()
+        assert np.allclose(x.grad.numpy(), 3.0) and len(seen) == 1
+
+    def test_hook_on_non_leaf_changes_what_flows_on(self):
+        x = leaf(1.0)
+        h = x * 2
+        h.register_hook(lambda g: g * 0)
+        (h * 5).backward()
+        assert x.grad.item() == 0.0
+
+    def test_retain_grad(self):
+        x = leaf(1.0, 2.0)
+        h = x * 2
+        h.retain_grad()
+        (h * h).sum().backward()
+        assert h.retains_grad and np.allclose(h.grad.numpy(), 2 * h.detach().numpy())
+
+    def test_non_leaf_grad_access_warns(self):
+        h = leaf(1.0) * 2
+        with pytest.warns(UserWarning, match="not a leaf Tensor"):
+            assert h.grad is None
+
+    def test_node_prehook_and_posthook(self):
+        x = leaf(1.0, 2.0)
+        y = x.exp()
+        calls = []
+        y.grad_fn.register_prehook(lambda grad_outputs: calls.append("pre") or (grad_outputs[0] * 2,))
+        y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: calls.append("post") or
+                                (grad_inputs[0] + 1,))
+        y.sum().backward()
+        assert calls == ["pre", "post"]
+        assert np.allclose(x.grad.numpy(), 2 * np.exp([1.0, 2.0]) + 1)
+
+    def test_hook_returning_wrong_shape_is_refused(self):
+        x = leaf(1.0, 2.0)
+        y = x * 2
+
+        def widen(grad):
+            return jg.ones(3, dtype=jg.float64)
+        y.register_hook(widen)
+        with pytest.raises(RuntimeError, match="hook 'widen' has changed the size of value"):
+            y.sum().backward()
+
+    def test_post_hook_returning_wrong_shape_names_the_node(self):
+        x = leaf(1.0, 2.0)
+        y = x.exp()
+        y.grad_fn.register_hook(lambda gi, go: (jg.ones(5, dtype=jg.float64),))
+        with pytest.raises(RuntimeError, match=r"ExpBackward0 returned an invalid gradient at index 0 - got "
+                                               r"\[5\] but expected shape compatible with \[2\]"):
+            y.sum().backward()
+
+
+class TestReentrancyAndThreads:
+    def test_backward_inside_a_hook(self):
+        x, z = leaf(1.0, 2.0), leaf(3.0)
+        inner = []
+
+        def hook(grad):
+            with jg.enable_grad():  # backward runs hooks in no-grad mode, as PyTorch does
+                (gz,) = jg.autograd.grad((z * z).sum(), z)
+            inner.append(gz.item())
+            return grad * gz
+        y = x * 2
+        y.register_hook(hook)
+        y.sum().backward()
+        assert inner == [6.0]
+        assert np.allclose(x.grad.numpy(), 12.0)
+
+    def test_threads_run_backward_on_independent_graphs(self):
+        results, errors = {}, []
+
+        def work(seed):
+            try:
+                rng = np.random.default_rng(seed)
+                w = jg.tensor(rng.standard_normal(5), requires_grad=True)
+                for _ in range(50):
+                    w.grad = None
+                    ((w.sin() * w).sum() * 2).backward()
+                v = w.detach().numpy()
+                expected = 2 * (np.cos(v) * v + np.sin(v))
+                results[seed] = np.allclose(w.grad.numpy(), expected)
+            except Exception as error:  # reported below, in the main thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and results == {seed: True for seed in range(4)}
+
+
+class TestNothingHalfDone:
+    def test_failed_backward_restores_grads_and_keeps_the_graph(self):
+        x, w = leaf(1.0, 2.0), leaf(3.0, 4.0)
+        x.grad = jg.tensor([10.0, 20.0], dtype=jg.float64)
+
+        def boom(grad):
+            raise ValueError("hook failed")
+        handle = w.register_hook(boom)
+        loss = (x * w).sum()
+        with pytest.raises(ValueError, match="hook failed"):
+            loss.backward()
+        assert np.allclose(x.grad.numpy(), [10.0, 20.0]) and w.grad is None
+        handle.remove()
+        loss.backward()
+        assert np.allclose(x.grad.numpy(), [13.0, 24.0]) and np.allclose(w.grad.numpy(), [1.0, 2.0])
+
+
+class TestBadInput:
+    def test_non_scalar_backward_needs_a_gradient(self):
+        with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+            (leaf(1.0, 2.0) * 2).backward()
+
+    def test_backward_of_a_tensor_without_grad(self):
+        with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does not "
+                                               "have a grad_fn"):
+            jg.ones(3).sum().backward()
+
+    def test_gradient_of_the_wrong_shape(self):
+        with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of \(2,\) "
+                                               r"and output\[0\] has a shape of \(3,\)"):
+            (leaf(1.0, 2.0, 3.0) * 2).backward(jg.ones(2, dtype=jg.float64))
+
+    def test_op_shape_mismatch_names_op_and_shapes(self):
+        with pytest.raises(RuntimeError, match=r"mul\(float32\[3\], float32\[4\]\).*The size of tensor a "
+                                               r"\(3\) must match the size of tensor b \(4\)"):
+            jg.ones(3) * jg.ones(4)
+
+    def test_matmul_mismatch(self):
+        with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"):
+            jg.ones(2, 3) @ jg.ones(4, 5)
+
+    def test_graph_root_is_a_node(self):
+        root = GraphRoot([], [])
+        assert root.name() == "GraphRoot" and root.next_functions == ()
