@@ -93,6 +93,13 @@ def _category(np_dtype: np.dtype) -> int:
     return _BY_NUMPY[np_dtype]._category if np_dtype in _BY_NUMPY else _FLOAT
 
 
+def _promote_types(np_dtypes: list[np.dtype]) -> np.dtype:
+    """PyTorch's promotion of tensor dtypes: the highest category wins, and numpy's rules decide
+    only within it (numpy makes ``int64 + float32`` float64, PyTorch float32)."""
+    top = builtins.max(_category(d) for d in np_dtypes)
+    return np.result_type(*[d for d in np_dtypes if _category(d) == top])
+
+
 def result_type(*operands) -> np.dtype:
     """The dtype PyTorch gives an elementwise op over ``operands``.
 
@@ -106,10 +113,10 @@ def result_type(*operands) -> np.dtype:
             (dims if x.ndim else zero_dims).append(x.dtype)
         else:
             scalars.append(x)
-    result = np.result_type(*dims) if dims else None
+    result = _promote_types(dims) if dims else None
     cat = _category(result) if dims else -1
     if zero_dims:
-        z = np.result_type(*zero_dims)
+        z = _promote_types(zero_dims)
         if _category(z) > cat:
             result, cat = z, _category(z)
     for s in scalars:

@@ -8,6 +8,7 @@ freeing its nodes.
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
@@ -44,7 +45,7 @@ class InputMetadata(NamedTuple):
 
 class _SequenceCounter(threading.local):
     def __init__(self) -> None:
-        self.value = 0
+        self.next = itertools.count().__next__
 
 
 _sequence = _SequenceCounter()
@@ -59,10 +60,7 @@ class Node:
 
     def __init__(self, next_edges: Sequence[Edge | None] = (), sequence_nr: int | None = None) -> None:
         self._next_edges = next_edges = tuple(next_edges)
-        if sequence_nr is None:
-            sequence_nr = _sequence.value
-            _sequence.value = sequence_nr + 1
-        self._sequence_nr = sequence_nr
+        self._sequence_nr = _sequence.next() if sequence_nr is None else sequence_nr
         topological_nr = 0
         for edge in next_edges:
             if edge is not None and edge[0]._topological_nr >= topological_nr:
@@ -173,7 +171,7 @@ class AccumulateGrad(Node):
         super().__init__((), sequence_nr=MAX_SEQUENCE_NR)
         self.variable = variable
         self._lock = threading.Lock()
-        self._input_metadata = [InputMetadata(variable._data.shape, variable._data.dtype)]
+        self._input_metadata = [new_input_metadata((variable._data.shape, variable._data.dtype, "cpu"))]
 
     def _tensor_hooks(self, slot: int) -> dict | None:
         return self.variable._hooks
@@ -194,7 +192,9 @@ class AccumulateGrad(Node):
         return []
 
 
-_new_edge = functools.partial(tuple.__new__, Edge)  # NamedTuple's own constructor is slow Python
+# NamedTuple's own constructor is Python code; these build the same tuples from C.
+_new_edge = functools.partial(tuple.__new__, Edge)
+new_input_metadata = functools.partial(tuple.__new__, InputMetadata)
 
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:

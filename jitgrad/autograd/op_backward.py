@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..tensor import Tensor
-from .graph import Edge, InputMetadata, Node
+from .graph import Edge, Node, new_input_metadata
 from .saved_tensor import SavedTensor
 
 if TYPE_CHECKING:
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 _NODE_CLASSES: dict[str, type["OpBackward"]] = {}
 
-# How a formula parameter is found at backward time (see ``save_plan``).
-_GRAD, _GRADS, _SAVED, _UNPACK, _UNPACK_ALL = range(5)
+# Where a saved formula parameter comes from (see ``save_plan``).
+_RESULT, _RESULTS, _INPUT, _SHAPE, _ATTR = range(5)
 
 
 def node_class(name: str) -> type["OpBackward"]:
@@ -29,25 +29,27 @@ def node_class(name: str) -> type["OpBackward"]:
     return cls
 
 
-def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> tuple[tuple[str, str], ...]:
-    """What to save when the inputs flagged in ``needs_grad`` want gradients: pairs of formula parameter
-    and its source (``result``, ``results``, ``attr``, ``input`` or ``shape``). Only the formulas of those
-    inputs are read, so nothing else is kept alive."""
+def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> tuple[tuple[str, int, int], ...]:
+    """What to save when the inputs flagged in ``needs_grad`` want gradients: for each parameter the
+    formulas of those inputs read, its source (``_RESULT``... below) and the input's index. Nothing
+    else is kept alive."""
     names = op.inputs * len(needs_grad) if op.variadic else op.inputs
-    params: dict[str, str] = {}
+    plan: dict[str, tuple[str, int, int]] = {}
     for name, needed in zip(names, needs_grad):
         for param in op.reads.get(name, ()) if needed else ():
-            if param in ("grad", "grads") or param in params:
+            if param in ("grad", "grads") or param in plan:
                 continue
-            if param in ("result", "results"):
-                params[param] = param
+            if param == "result":
+                plan[param] = (param, _RESULT, 0)
+            elif param == "results":
+                plan[param] = (param, _RESULTS, 0)
             elif param in op.inputs:
-                params[param] = "input"
+                plan[param] = (param, _INPUT, op.inputs.index(param))
             elif param.endswith("_shape") and param[:-6] in op.inputs:
-                params[param] = "shape"
+                plan[param] = (param, _SHAPE, op.inputs.index(param[:-6]))
             else:
-                params[param] = "attr"
-    return tuple(params.items())
+                plan[param] = (param, _ATTR, 0)
+    return tuple(plan.values())
 
 
 class OpBackward(Node):
@@ -56,37 +58,37 @@ class OpBackward(Node):
     def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...], outputs: tuple[Tensor, ...]) -> None:
         super().__init__(edges)
         self.op = op
-        self._input_metadata = [InputMetadata(o._data.shape, o._data.dtype) for o in outputs]
+        self._input_metadata = [new_input_metadata((o._data.shape, o._data.dtype, "cpu")) for o in outputs]
         self._saved: dict[str, Any] = {}
 
-    def save(self, inputs: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
+    def save(self, inputs: tuple, attrs: dict, outputs: tuple[Tensor, ...],
+             needs_grad: tuple[bool, ...]) -> None:
         """Keeps what the formulas of the inputs that need a gradient read, and nothing else."""
         op = self.op
-        needs_grad = tuple(e is not None for e in self._next_edges)
         plan = op.save_plans.get(needs_grad)
         if plan is None:
             plan = op.save_plans[needs_grad] = save_plan(op, needs_grad)
         saved = self._saved
-        for param, source in plan:
-            if source == "result":
+        for param, source, index in plan:
+            if source == _INPUT:
+                if op.variadic:
+                    saved[param] = tuple(SavedTensor(t) for t in inputs)
+                else:
+                    value = inputs[index]
+                    saved[param] = SavedTensor(value) if isinstance(value, Tensor) else value
+            elif source == _RESULT:
                 saved[param] = SavedTensor(outputs[0], 0)
-            elif source == "results":
-                saved[param] = tuple(SavedTensor(o, nr if o._data.dtype.kind == "f" else None)
-                                     for nr, o in enumerate(outputs))
-            elif source == "attr":
+            elif source == _ATTR:
                 if param not in attrs:
                     raise TypeError(f"op {op.name}: a derivative formula reads {param!r}, which is neither "
                                     "an input, an attribute of this call, grad(s) nor result(s)")
                 saved[param] = attrs[param]
-            elif op.variadic:
-                saved[param] = (tuple(SavedTensor(t) for t in inputs) if source == "input"
-                                else tuple(np.shape(_data(t)) for t in inputs))
+            elif source == _SHAPE:
+                saved[param] = (tuple(np.shape(_data(t)) for t in inputs) if op.variadic
+                                else np.shape(_data(inputs[index])))
             else:
-                value = inputs[op.inputs.index(param if source == "input" else param[:-6])]
-                if source == "shape":
-                    saved[param] = np.shape(_data(value))
-                else:
-                    saved[param] = SavedTensor(value) if isinstance(value, Tensor) else value
+                saved[param] = tuple(SavedTensor(o, nr if o._data.dtype.kind == "f" else None)
+                                     for nr, o in enumerate(outputs))
 
     def _arguments(self, params: tuple[str, ...], grads: list) -> list:
         args = []

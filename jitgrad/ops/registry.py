@@ -149,7 +149,7 @@ def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[
         return
     edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
     node = op.node_class(args, attrs)(op, edges, outputs)
-    node.save(tensors, attrs, outputs)
+    node.save(tensors, attrs, outputs, tuple([e is not None for e in edges]))
     for nr, o in enumerate(outputs):
         if o._data.dtype.kind == "f":
             o._requires_grad = True
