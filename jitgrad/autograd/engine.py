@@ -191,9 +191,10 @@ def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
             if tensor is None or grad is None:
                 continue
             task.record_grad(tensor)
-            if not task.create_graph:
-                grad = grad.detach()
-            tensor._grad = Tensor._make(grad._data.copy()) if tensor._grad is None else tensor._grad + grad
+            if tensor._grad is not None:
+                tensor._grad = tensor._grad + grad
+            else:  # with create_graph the retained gradient stays differentiable
+                tensor._grad = grad if task.create_graph else Tensor._make(grad._data.copy())
     return grads
 
 

@@ -14,9 +14,11 @@ gradient at the broadcast shape it computes; the engine sums it back to the inpu
 from __future__ import annotations
 
 import inspect
+import threading
+from contextlib import contextmanager
 from types import MethodType
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -91,6 +93,28 @@ def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: A
     return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain))
 
 
+class _Observers(threading.local):
+    observer: Callable[[OpDef, tuple, dict, Any], None] | None = None
+
+
+_observers = _Observers()
+
+
+@contextmanager
+def observing(observer: Callable[[OpDef, tuple, dict, Any], None]) -> Iterator[None]:
+    """Calls ``observer(op, args, attrs, output)`` after every op this thread runs, inside the block.
+
+    This is how graph mode sees a program: a tracer observes the ops of the forward and, since the
+    engine's derivative formulas are jitgrad ops too, of the backward, in the order the engine runs
+    them."""
+    previous = _observers.observer
+    _observers.observer = observer
+    try:
+        yield
+    finally:
+        _observers.observer = previous
+
+
 def _value(arg: Any) -> Any:
     return arg._data if isinstance(arg, Tensor) else arg
 
@@ -133,10 +157,14 @@ def dispatch(op: OpDef, args: tuple, attrs: dict) -> Any:
         outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
         if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
             _record(op, tensors, args, attrs, outputs)
+        if _observers.observer is not None:
+            _observers.observer(op, args, attrs, outputs)
         return outputs
     result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
     if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
         _record(op, tensors, args, attrs, (result,))
+    if _observers.observer is not None:
+        _observers.observer(op, args, attrs, result)
     return result
 
 
