@@ -1,0 +1,62 @@
+"""The libraries compared by the eager benchmark, and how to find out which of them are importable.
+
+jitgrad and numpy are required (jitgrad is what is measured, numpy is the hand-written reference);
+PyTorch, JAX and HIPS autograd are optional, so a machine without them still gets a partial table
+instead of a crash.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Library:
+    """One column of the comparison: ``key`` names it in code and on the command line, ``label`` in tables."""
+
+    key: str
+    label: str
+    module: str      # imported to decide availability
+    dist: str        # distribution name, for the version string
+
+
+LIBRARIES = (
+    Library("jitgrad", "jitgrad eager", "jitgrad", "jitgrad"),
+    Library("torch", "PyTorch eager", "torch", "torch"),
+    Library("jax", "JAX jit(value_and_grad)", "jax", "jax"),
+    Library("autograd", "HIPS autograd", "autograd", "autograd"),
+    Library("numpy", "numpy, hand-written", "numpy", "numpy"),
+)
+BY_KEY = {lib.key: lib for lib in LIBRARIES}
+
+
+def label(key: str) -> str:
+    return BY_KEY[key].label
+
+
+def version(lib: Library) -> str:
+    """The installed version, or ``?`` when the package has no metadata (e.g. run from a source tree)."""
+    try:
+        return importlib.metadata.version(lib.dist)
+    except importlib.metadata.PackageNotFoundError:
+        module = importlib.import_module(lib.module)
+        return getattr(module, "__version__", "?")
+
+
+def probe() -> tuple[list[str], dict[str, str]]:
+    """Import every library once. Returns the keys that imported, in table order, and for the others
+    the reason they are skipped (the import error), so the report can say why a column is missing."""
+    available, skipped = [], {}
+    for lib in LIBRARIES:
+        try:
+            importlib.import_module(lib.module)
+        except Exception as exc:  # an optional library may fail in more ways than ImportError
+            skipped[lib.key] = f"{type(exc).__name__}: {exc}"
+        else:
+            available.append(lib.key)
+    if "jax" in available:
+        # float64 workloads must really run in float64 under JAX; float32 arrays stay float32 with this on.
+        import jax
+        jax.config.update("jax_enable_x64", True)
+    return available, skipped
