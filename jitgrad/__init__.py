@@ -6,15 +6,16 @@ PyTorch-style engine runs it. The public API is spelled as PyTorch spells it.
 from .tensor import Tensor, is_tensor  # noqa: I001 - Tensor first: everything else builds on it
 
 from . import autograd, nn, ops
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, set_default_dtype, uint8)
 from .factories import (arange, as_tensor, empty, eye, from_numpy, full, full_like, ones, ones_like, rand,
                         rand_like, randn, randn_like, tensor, zeros, zeros_like)
-from .ops import (abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clamp, clone, cos, div,
-                  eq, erf, exp, expand, expm1, flatten, ge, gelu, getitem, gt, le, log, log1p, log_softmax,
+from .ops import (abs, add, all, amax, any, amin, argmax, argmin, broadcast_to, cat, chunk, clamp, clone, cos, div,
+                  eq, erf, exp, expand, expm1, flatten, floor_divide, ge, gelu, getitem, gt, le, log, log1p, log_softmax,
                   logical_and, logical_not, logical_or, logsumexp, lt, matmul, max, maximum, mean, min,
-                  minimum, mm, mul, narrow, ne, neg, permute, pow, prod, relu, reshape, rsqrt, select,
+                  minimum, mm, mul, narrow, ne, neg, permute, pow, prod, relu, remainder, reshape, rsqrt, select,
                   sigmoid, sign, sin, softmax, softplus, split, sqrt, squeeze, stack, std, sub, sum, tan,
                   tanh, transpose, unsqueeze, var, where)
 from .ops import methods as _methods  # noqa: F401 - attaches the ops to Tensor
@@ -25,3 +26,5 @@ clip = clamp
 view = reshape
 
 __version__ = "0.1.0"
+
+from . import fx  # noqa: E402 - graph mode builds on everything above

@@ -150,6 +150,12 @@ class Tensor:
 
     __hash__ = object.__hash__
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats as its value (``f"{loss:.4f}"``), as in PyTorch."""
+        if self._data.ndim == 0:
+            return format(self._data.item(), format_spec)
+        return object.__format__(self, format_spec)
+
     def __repr__(self) -> str:
         suffixes = []
         if self._grad_fn is not None:
@@ -165,6 +171,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if self._grad_fn is not None and value:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":

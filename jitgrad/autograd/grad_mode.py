@@ -37,8 +37,27 @@ class _DecoratorContextManager:
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def generator(*args, **kwargs):
-                with self.clone():
-                    yield from fn(*args, **kwargs)
+                # Only the generator's own steps run in the mode: the caller's code between two
+                # ``next`` calls keeps the caller's mode, as in PyTorch.
+                gen = fn(*args, **kwargs)
+                try:
+                    with self.clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as error:
+                            with self.clone():
+                                response = gen.throw(error)
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as stop:
+                    return stop.value
             return generator  # type: ignore[return-value]
 
         @functools.wraps(fn)
@@ -49,6 +68,16 @@ class _DecoratorContextManager:
 
     def clone(self) -> "_DecoratorContextManager":
         return self.__class__()
+
+
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """A mode with no argument also decorates bare (``@no_grad`` as well as ``@no_grad()``), as in
+    PyTorch."""
+
+    def __new__(cls, orig_func: Callable | None = None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
 
 
 class set_grad_enabled(_DecoratorContextManager):
@@ -76,7 +105,7 @@ class set_grad_enabled(_DecoratorContextManager):
         return clone
 
 
-class no_grad(_DecoratorContextManager):
+class no_grad(_NoParamDecoratorContextManager):
     """Ops run inside record no graph: their outputs do not require grad."""
 
     def __enter__(self) -> None:
@@ -87,7 +116,7 @@ class no_grad(_DecoratorContextManager):
         state.grad_enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Turns grad mode back on inside a ``no_grad`` region."""
 
     def __enter__(self) -> None:
@@ -100,6 +129,11 @@ class enable_grad(_DecoratorContextManager):
 
 class inference_mode(_DecoratorContextManager):
     """Like ``no_grad``, for code that will never need the results in autograd."""
+
+    def __new__(cls, mode: bool | Callable = True):
+        if callable(mode):  # used bare: ``@inference_mode``
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)

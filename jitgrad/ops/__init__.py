@@ -1,11 +1,11 @@
 """jitgrad's operators. ``registry.REGISTRY`` lists every op; the modules group them by kind."""
 from .activations import gelu, log_softmax, relu, softmax, softplus
-from .arithmetic import (abs, add, clamp, clone, div, eq, ge, gt, le, logical_and, logical_not, logical_or,
-                         lt, maximum, minimum, mul, ne, neg, pow, sign, sub, where)
+from .arithmetic import (abs, add, clamp, clone, div, eq, floor_divide, ge, gt, le, logical_and, logical_not, logical_or,
+                         lt, maximum, minimum, mul, ne, neg, pow, remainder, sign, sub, where)
 from .indexing import getitem, narrow, select
 from .linalg import matmul, mm
 from .math_functions import cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, sin, sqrt, tan, tanh
-from .reductions import (amax, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, sum_to,
+from .reductions import (all, amax, any, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, sum_to,
                          var)
 from .registry import REGISTRY
 from .shape import (broadcast_to, cat, chunk, expand, flatten, permute, reshape, split, squeeze, stack,

@@ -6,10 +6,11 @@ from ..tensor import Tensor
 from .arithmetic import to_dtype
 
 _SAME_NAME = (
-    "abs", "add", "amax", "amin", "argmax", "argmin", "broadcast_to", "chunk", "clamp", "cos", "div",
-    "eq", "erf", "exp", "expand", "expm1", "flatten", "ge", "gt", "le", "log", "log1p", "log_softmax",
+    "abs", "add", "all", "amax", "any", "amin", "argmax", "argmin", "broadcast_to", "chunk", "clamp", "cos", "div",
+    "eq", "erf", "exp", "expand", "expm1", "flatten", "floor_divide", "ge", "gt", "le", "log", "log1p", "log_softmax",
     "logical_and", "logical_not", "logical_or", "logsumexp", "lt", "matmul", "max", "maximum", "mean",
-    "min", "minimum", "mm", "mul", "narrow", "ne", "neg", "permute", "pow", "prod", "relu", "reshape",
+    "min", "minimum", "mm", "mul", "narrow", "ne", "neg", "permute", "pow", "prod", "relu", "remainder",
+    "reshape",
     "rsqrt", "select", "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "squeeze", "std", "sub",
     "sum", "tan", "tanh", "transpose", "unsqueeze", "var", "clone",
 )
@@ -47,7 +48,9 @@ def _attach() -> None:
     operators = {
         "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reversed(ops.sub),
         "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reversed(ops.div),
-        "__pow__": ops.pow, "__rpow__": _reversed(ops.pow), "__matmul__": ops.matmul,
+        "__pow__": ops.pow, "__rpow__": _reversed(ops.pow), "__floordiv__": ops.floor_divide,
+        "__rfloordiv__": _reversed(ops.floor_divide), "__mod__": ops.remainder,
+        "__rmod__": _reversed(ops.remainder), "__matmul__": ops.matmul,
         "__rmatmul__": _reversed(ops.matmul), "__eq__": ops.eq, "__ne__": ops.ne, "__lt__": ops.lt,
         "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge, "__and__": ops.logical_and,
         "__or__": ops.logical_or, "__invert__": ops.logical_not, "__neg__": ops.neg, "__abs__": ops.abs,

@@ -138,6 +138,8 @@ _min_dim = defop("min_dim", ("self",),
                  "MinBackward0", self=_value_selecting_grad)
 _argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim))
 _argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim))
+_all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim))
+_any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim))
 _logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad)
 
 
@@ -210,6 +212,15 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     if dim is None:
         return _argmin(input.reshape(-1), dim=0, keepdim=False)
     return _argmin(input, dim=wrap_dim(dim, input._data.ndim, "argmin"), keepdim=keepdim)
+
+
+def all(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element (along ``dim``) is true; a bool tensor, not differentiable."""
+    return _all(input, dim=_dims(input, dim, "all"), keepdim=keepdim)
+
+
+def any(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    return _any(input, dim=_dims(input, dim, "any"), keepdim=keepdim)
 
 
 def logsumexp(input: Tensor, dim: Dim, keepdim: bool = False) -> Tensor:
