@@ -26,5 +26,3 @@ clip = clamp
 view = reshape
 
 __version__ = "0.1.0"
-
-from . import fx  # noqa: E402 - graph mode builds on everything above
