@@ -179,7 +179,11 @@ le = defop("le", ("self", "other"), _binary(np.less_equal), explain=_explain_bin
 gt = defop("gt", ("self", "other"), _binary(np.greater), explain=_explain_binary)
 ge = defop("ge", ("self", "other"), _binary(np.greater_equal), explain=_explain_binary)
 floor_divide = defop("floor_divide", ("self", "other"), _binary(np.floor_divide), explain=_explain_binary)
-remainder = defop("remainder", ("self", "other"), _binary(np.remainder), explain=_explain_binary)
+remainder = defop("remainder", ("self", "other"), _binary(np.remainder),
+                  lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
+                  explain=_explain_binary,
+                  self=lambda grad: grad,
+                  other=lambda grad, self, other: -grad * floor_divide(self, other))
 logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary)
 logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary)
 logical_not = defop("logical_not", ("self",), np.logical_not)

@@ -31,12 +31,19 @@ def _is_advanced(index: tuple) -> bool:
 
 
 def _index_node(args, attrs) -> str:
+    """PyTorch applies the items of a basic index in turn, skipping full slices and ``...`` in a tuple,
+    and the node is named after the last one applied (``x[:, 0]`` is a select)."""
     index = attrs["index"]
     if _is_advanced(index):
         return "IndexBackward0"
-    if all(isinstance(i, (int, np.integer)) for i in index):
-        return "SelectBackward0"
-    return "SliceBackward0"
+    for item in reversed(index):
+        if isinstance(item, (int, np.integer)):
+            return "SelectBackward0"
+        if item is None:
+            return "UnsqueezeBackward0"
+        if isinstance(item, slice) and (item != slice(None) or len(index) == 1):
+            return "SliceBackward0"
+    return "AliasBackward0"
 
 
 def _scatter_forward(grad, shape, index):

@@ -65,17 +65,20 @@ def _std_grad(grad, self, result, dim, keepdim, correction):
             / (_unsqueeze_reduced(result, shape, dim, keepdim) * (n - correction)))
 
 
-def _prod_grad(grad, self, result, dim, keepdim):
-    """d prod / d x_i is the product of the other elements; computed without dividing by zero."""
-    shape = self._data.shape
-    grad = _unsqueeze_reduced(grad, shape, dim, keepdim)
+def _prod_grad(grad, self, dim, keepdim):
+    """d prod / d x_i is the product of the other elements, computed without dividing by zero: that of
+    the nonzero ones other than x_i times that of the zeros other than x_i. The latter is written so that
+    its own derivative is right too (create_graph): for a zero x_i it is 1 when x_i is the only zero, the
+    other zero (their sum less x_i) when there are two, and 0, flat to first order, beyond."""
+    grad = _unsqueeze_reduced(grad, self._data.shape, dim, keepdim)
     is_zero = self == 0.0
     zeros = is_zero.sum(dim, keepdim=True)
-    nonzero_prod = where(is_zero, 1.0, self).prod(dim, keepdim=True)
-    safe_self = where(is_zero, 1.0, self)
-    others = where(is_zero, where(zeros == 1, nonzero_prod, 0.0),
-                   where(zeros == 0, _unsqueeze_reduced(result, shape, dim, keepdim) / safe_self, 0.0))
-    return grad * others
+    nonzero = where(is_zero, 1.0, self)
+    nonzero_others = nonzero.prod(dim, keepdim=True) / nonzero
+    zero_sum = where(is_zero, self, 0.0).sum(dim, keepdim=True)
+    zero_others = where(is_zero, where(zeros == 1, 1.0, where(zeros == 2, zero_sum - self, 0.0)),
+                        where(is_zero, self, 1.0).prod(dim, keepdim=True))
+    return grad * nonzero_others * zero_others
 
 
 def _evenly_distribute(grad, self, result, dim, keepdim):

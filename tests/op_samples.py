@@ -1,0 +1,366 @@
+"""One list of samples, at least one for every op in ``jitgrad.ops.registry.REGISTRY``.
+
+A sample names the registry op it exercises, calls it through the public API (``jg.<name>``, a method
+or an operator), gives PyTorch's equivalent (``SAME`` where the callable is written with operators and
+methods both libraries share), the input shapes and the domain each input is drawn from. Domains keep
+inputs where the op is smooth: positive for log/sqrt/rsqrt and pow's base, away from zero for abs/relu,
+away from clamp's limits, no ties for max/maximum. Ops without derivatives (comparisons, argmax,
+logical_*) and index outputs only have their values checked, against ``numpy_fn`` and PyTorch.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import jitgrad as jg
+import jitgrad.nn.functional as F
+from jitgrad.ops.registry import REGISTRY
+
+try:  # PyTorch is an optional oracle: its callables are only called by the tests that import it
+    import torch
+except ImportError:  # pragma: no cover - exercised where torch is absent
+    torch = None
+
+SAME = "same"  # the jitgrad callable works unchanged on torch tensors
+
+
+# ---- domains: how one input's values are drawn ------------------------------------------------------
+def real(low: float = -2.0, high: float = 2.0, avoid: tuple[float, ...] = (), margin: float = 0.1):
+    """Uniform in [low, high], redrawn within ``margin`` of each point in ``avoid`` (kinks, jumps)."""
+    def draw(rng, shape):
+        values = np.asarray(rng.uniform(low, high, size=shape), dtype=np.float64)
+        for _ in range(1000):
+            near = np.zeros(shape, dtype=bool)
+            for point in avoid:
+                near |= np.abs(values - point) < margin
+            if not near.any():
+                return values
+            values = np.where(near, rng.uniform(low, high, size=shape), values)
+        raise AssertionError("could not draw values away from the kinks")
+    return draw
+
+
+def distinct(low: float = -2.0, high: float = 2.0):
+    """All elements different by at least (high - low) / (n - 1) / 2: no ties for max/argmax/sort."""
+    def draw(rng, shape):
+        n = math.prod(shape)
+        step = (high - low) / max(n - 1, 1)
+        values = np.linspace(low, high, n) + rng.uniform(-0.25, 0.25, size=n) * step
+        return rng.permutation(values).reshape(shape)
+    return draw
+
+
+def grid(offset: float):
+    """Multiples of 0.5 plus ``offset``: inputs drawn with offsets 0 and 0.25 never tie (maximum)."""
+    def draw(rng, shape):
+        return np.asarray(rng.integers(-4, 5, size=shape) * 0.5 + offset, dtype=np.float64)
+    return draw
+
+
+def integers(low: int = -1, high: int = 1):
+    """Small whole numbers as float64, so that comparisons see ties."""
+    def draw(rng, shape):
+        return np.asarray(rng.integers(low, high + 1, size=shape), dtype=np.float64)
+    return draw
+
+
+def booleans():
+    def draw(rng, shape):
+        return np.asarray(rng.random(size=shape) < 0.5)
+    return draw
+
+
+def with_zeros(count: int):
+    """Real values with ``count`` exact zeros, where prod's gradient needs care."""
+    def draw(rng, shape):
+        values = real()(rng, shape)
+        values.flat[rng.choice(values.size, size=count, replace=False)] = 0.0
+        return values
+    return draw
+
+
+REAL = real()
+POSITIVE = real(0.5, 2.0)
+NONZERO = real(avoid=(0.0,))
+
+
+@dataclass(frozen=True)
+class Sample:
+    op: str                      # the REGISTRY name of the op whose output this is
+    label: str
+    fn: Callable                 # jitgrad tensors -> jitgrad tensor, through the public API
+    torch_fn: Callable | str | None
+    shapes: tuple[tuple[int, ...], ...]
+    domain: Callable | tuple[Callable, ...] = REAL
+    numpy_fn: Callable | None = None   # reference values for samples without gradients
+    grad: bool | None = None           # None: whether the op has derivatives
+    eps: float = 1e-6                  # finite-difference step
+    atol: float = 1e-6
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}-{self.label}"
+
+    @property
+    def differentiable(self) -> bool:
+        return REGISTRY[self.op].differentiable if self.grad is None else self.grad
+
+    @property
+    def torch_callable(self) -> Callable | None:
+        return self.fn if self.torch_fn == SAME else self.torch_fn
+
+    def arrays(self, seed: int = 0) -> list[np.ndarray]:
+        """The inputs as numpy arrays; the same seed gives the same inputs."""
+        rng = np.random.default_rng(seed)
+        domains = self.domain if isinstance(self.domain, tuple) else (self.domain,) * len(self.shapes)
+        assert len(domains) == len(self.shapes), f"{self.id}: one domain per input"
+        return [np.asarray(d(rng, s)) for d, s in zip(domains, self.shapes)]
+
+
+def _t(array):
+    return torch.tensor(array)
+
+
+# Constants the callables close over, so that finite differences only move the inputs.
+COND = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
+REPEATED_ROWS = np.array([0, 2, 0])
+MASK = np.array([True, False, True])
+CLASSES = np.array([2, 0, 1])
+
+
+def _grad_of_getitem(index):
+    """The gradient of ``x[index] * w`` with respect to x, as a function of w, built with create_graph:
+    the only public way to call ``index_scatter``, getitem's backward."""
+    def jitgrad_fn(w):
+        x = jg.zeros(3, 4, dtype=jg.float64, requires_grad=True)
+        return jg.autograd.grad((x[index] * w).sum(), x, create_graph=True)[0]
+
+    def torch_fn(w):
+        x = torch.zeros(3, 4, dtype=torch.float64, requires_grad=True)
+        i = torch.tensor(index) if isinstance(index, np.ndarray) else index
+        return torch.autograd.grad((x[i] * w).sum(), x, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
+BCAST = ((3, 1), (4,))
+
+SAMPLES: list[Sample] = [
+    # ---- arithmetic ---------------------------------------------------------------------------------
+    Sample("add", "bcast", lambda x, y: x + y, SAME, BCAST),
+    Sample("add", "0d+2d", lambda x, y: jg.add(x, y), lambda x, y: torch.add(x, y), ((), (2, 3))),
+    Sample("add", "scalar-right", lambda x: x + 2.5, SAME, ((3,),)),
+    Sample("add", "scalar-left", lambda x: 2.5 + x, SAME, ((2, 3),)),
+    Sample("sub", "bcast", lambda x, y: x - y, SAME, BCAST),
+    Sample("sub", "2d-0d", lambda x, y: jg.sub(x, y), lambda x, y: torch.sub(x, y), ((2, 3), ())),
+    Sample("sub", "scalar-right", lambda x: x - 1.5, SAME, ((3,),)),
+    Sample("sub", "scalar-left", lambda x: 1.5 - x, SAME, ((2, 3),)),
+    Sample("mul", "bcast", lambda x, y: x * y, SAME, BCAST),
+    Sample("mul", "0d*2d", lambda x, y: jg.mul(x, y), lambda x, y: torch.mul(x, y), ((), (2, 3))),
+    Sample("mul", "scalar-left", lambda x: 3.0 * x, SAME, ((4,),)),
+    Sample("mul", "same-input", lambda x: x * x, SAME, ((2, 3),)),
+    Sample("div", "bcast", lambda x, y: x / y, SAME, ((3, 1), (4,)), (REAL, POSITIVE)),
+    Sample("div", "2d/0d", lambda x, y: jg.div(x, y), lambda x, y: torch.div(x, y), ((2, 3), ()),
+           (REAL, POSITIVE)),
+    Sample("div", "scalar-right", lambda x: x / 4.0, SAME, ((3,),)),
+    Sample("div", "scalar-left", lambda x: 2.0 / x, SAME, ((2, 3),), POSITIVE),
+    Sample("neg", "operator", lambda x: -x, SAME, ((2, 3),)),
+    Sample("neg", "function", lambda x: jg.neg(x), lambda x: torch.neg(x), ((),)),
+    Sample("pow", "tensor**tensor-bcast", lambda x, y: x ** y, SAME, BCAST, (POSITIVE, REAL)),
+    Sample("pow", "function-0d-exponent", lambda x, y: jg.pow(x, y), lambda x, y: torch.pow(x, y),
+           ((2, 3), ()), (POSITIVE, REAL)),
+    Sample("pow", "int-exponent", lambda x: x ** 3, SAME, ((2, 3),)),
+    Sample("pow", "float-exponent", lambda x: x.pow(2.5), SAME, ((4,),), POSITIVE),
+    Sample("pow", "zero-exponent", lambda x: x ** 0.0, SAME, ((3,),)),
+    Sample("pow", "scalar-base", lambda x: 2.0 ** x, SAME, ((2, 3),)),
+    Sample("maximum", "bcast", lambda x, y: jg.maximum(x, y), lambda x, y: torch.maximum(x, y), BCAST,
+           (grid(0.0), grid(0.25))),
+    Sample("maximum", "method-0d", lambda x, y: x.maximum(y), SAME, ((2, 3), ()), (grid(0.25), grid(0.0))),
+    Sample("minimum", "bcast", lambda x, y: jg.minimum(x, y), lambda x, y: torch.minimum(x, y), BCAST,
+           (grid(0.0), grid(0.25))),
+    Sample("minimum", "method-0d", lambda x, y: x.minimum(y), SAME, ((), (2, 3)), (grid(0.25), grid(0.0))),
+    Sample("where", "bcast", lambda x, y: jg.where(jg.tensor(COND), x, y),
+           lambda x, y: torch.where(_t(COND), x, y), BCAST),
+    Sample("where", "scalar-other", lambda x: jg.where(jg.tensor(COND), x, 0.5),
+           lambda x: torch.where(_t(COND), x, 0.5), ((3, 4),)),
+    Sample("where", "scalar-self", lambda y: jg.where(jg.tensor(COND), -1.0, y),
+           lambda y: torch.where(_t(COND), -1.0, y), ((4,),)),
+    Sample("clamp", "both", lambda x: jg.clamp(x, -0.5, 0.5), lambda x: torch.clamp(x, -0.5, 0.5),
+           ((3, 4),), real(avoid=(-0.5, 0.5))),
+    Sample("clamp", "min", lambda x: x.clamp(min=0.0), SAME, ((2, 3),), NONZERO),
+    Sample("clamp", "max", lambda x: x.clip(max=0.3), SAME, ((5,),), real(avoid=(0.3,))),
+    Sample("abs", "builtin", lambda x: abs(x), SAME, ((2, 3),), NONZERO),
+    Sample("abs", "function", lambda x: jg.abs(x), lambda x: torch.abs(x), ((),), NONZERO),
+    Sample("sign", "method", lambda x: x.sign(), SAME, ((2, 3),), NONZERO),
+    Sample("to_dtype", "float32", lambda x: x.to(jg.float32), lambda x: x.to(torch.float32), ((2, 3),),
+           eps=1e-2, atol=1e-4),
+    Sample("to_dtype", "float-then-double", lambda x: x.float().double(), SAME, ((4,),), eps=1e-2, atol=1e-4),
+    Sample("clone", "method", lambda x: x.clone(), SAME, ((2, 3),)),
+    Sample("clone", "function", lambda x: jg.ops.clone(x), lambda x: torch.clone(x), ((),)),
+    # comparisons and logical ops: values only
+    Sample("eq", "bcast", lambda x, y: x == y, SAME, BCAST, integers(), numpy_fn=np.equal),
+    Sample("eq", "scalar", lambda x: jg.eq(x, 1.0), lambda x: torch.eq(x, 1.0), ((2, 3),), integers(),
+           numpy_fn=lambda x: np.equal(x, 1.0)),
+    Sample("ne", "bcast", lambda x, y: x != y, SAME, BCAST, integers(), numpy_fn=np.not_equal),
+    Sample("lt", "bcast", lambda x, y: x < y, SAME, BCAST, integers(), numpy_fn=np.less),
+    Sample("le", "bcast", lambda x, y: x <= y, SAME, BCAST, integers(), numpy_fn=np.less_equal),
+    Sample("gt", "0d", lambda x, y: jg.gt(x, y), lambda x, y: torch.gt(x, y), ((), (2, 3)), integers(),
+           numpy_fn=np.greater),
+    Sample("ge", "scalar", lambda x: x >= 0.0, SAME, ((2, 3),), integers(),
+           numpy_fn=lambda x: np.greater_equal(x, 0.0)),
+    Sample("floor_divide", "bcast", lambda x, y: x // y, SAME, BCAST, (REAL, POSITIVE), numpy_fn=np.floor_divide),
+    Sample("floor_divide", "function-scalar", lambda x: jg.floor_divide(x, 0.75),
+           lambda x: torch.floor_divide(x, 0.75), ((2, 3),), numpy_fn=lambda x: np.floor_divide(x, 0.75)),
+    # remainder jumps where self / other is a whole number: keep x / y within (-1, 0) or (0, 1).
+    Sample("remainder", "bcast", lambda x, y: x % y, SAME, BCAST, (real(-1.4, 1.4, avoid=(0.0,)), real(1.5, 2.0))),
+    Sample("remainder", "scalar", lambda x: jg.remainder(x, 2.0), lambda x: torch.remainder(x, 2.0), ((2, 3),),
+           real(-3.0, 3.0, avoid=(-2.0, 0.0, 2.0))),
+    Sample("logical_and", "operator", lambda x, y: x & y, SAME, BCAST, booleans(), numpy_fn=np.logical_and),
+    Sample("logical_or", "function", lambda x, y: jg.logical_or(x, y), lambda x, y: torch.logical_or(x, y),
+           BCAST, booleans(), numpy_fn=np.logical_or),
+    Sample("logical_not", "operator", lambda x: ~x, SAME, ((2, 3),), booleans(), numpy_fn=np.logical_not),
+    Sample("logical_not", "method", lambda x: x.logical_not(), SAME, ((2, 3),), integers(),
+           numpy_fn=np.logical_not),
+    # ---- math functions -----------------------------------------------------------------------------
+    Sample("exp", "method", lambda x: x.exp(), SAME, ((2, 3),)),
+    Sample("exp", "function-0d", lambda x: jg.exp(x), lambda x: torch.exp(x), ((),)),
+    Sample("log", "method", lambda x: x.log(), SAME, ((2, 3),), POSITIVE),
+    Sample("log", "function-0d", lambda x: jg.log(x), lambda x: torch.log(x), ((),), POSITIVE),
+    Sample("log1p", "method", lambda x: x.log1p(), SAME, ((2, 3),), real(-0.5, 2.0)),
+    Sample("expm1", "method", lambda x: x.expm1(), SAME, ((2, 3),)),
+    Sample("sqrt", "method", lambda x: x.sqrt(), SAME, ((2, 3),), POSITIVE),
+    Sample("sqrt", "function-0d", lambda x: jg.sqrt(x), lambda x: torch.sqrt(x), ((),), POSITIVE),
+    Sample("rsqrt", "method", lambda x: x.rsqrt(), SAME, ((2, 3),), POSITIVE),
+    Sample("sin", "method", lambda x: x.sin(), SAME, ((2, 3),)),
+    Sample("cos", "function", lambda x: jg.cos(x), lambda x: torch.cos(x), ((2, 3),)),
+    Sample("tan", "method", lambda x: x.tan(), SAME, ((2, 3),), real(-1.0, 1.0)),
+    Sample("tanh", "method", lambda x: x.tanh(), SAME, ((2, 3),)),
+    Sample("sigmoid", "method", lambda x: x.sigmoid(), SAME, ((2, 3),), real(-6.0, 6.0)),
+    Sample("sigmoid", "function-0d", lambda x: jg.sigmoid(x), lambda x: torch.sigmoid(x), ((),)),
+    Sample("erf", "method", lambda x: x.erf(), SAME, ((2, 3),)),
+    # ---- activations --------------------------------------------------------------------------------
+    Sample("relu", "method", lambda x: x.relu(), SAME, ((2, 3),), NONZERO),
+    Sample("relu", "functional", lambda x: F.relu(x), lambda x: torch.nn.functional.relu(x), ((4,),), NONZERO),
+    Sample("gelu", "functional", lambda x: F.gelu(x), lambda x: torch.nn.functional.gelu(x), ((2, 3),)),
+    Sample("gelu", "tanh", lambda x: jg.gelu(x, approximate="tanh"),
+           lambda x: torch.nn.functional.gelu(x, approximate="tanh"), ((2, 3),)),
+    Sample("softplus", "default", lambda x: jg.softplus(x), lambda x: torch.nn.functional.softplus(x), ((2, 3),)),
+    Sample("softplus", "beta-threshold", lambda x: jg.softplus(x, beta=2.0, threshold=1.0),
+           lambda x: torch.nn.functional.softplus(x, beta=2.0, threshold=1.0), ((3, 4),),
+           real(avoid=(0.5,))),
+    Sample("softmax", "dim1", lambda x: F.softmax(x, dim=1), lambda x: torch.softmax(x, dim=1), ((3, 4),)),
+    Sample("softmax", "method-dim0", lambda x: x.softmax(0), SAME, ((3, 4),)),
+    Sample("log_softmax", "dim-1", lambda x: F.log_softmax(x, dim=-1),
+           lambda x: torch.log_softmax(x, dim=-1), ((3, 4),)),
+    Sample("log_softmax", "method-dim0", lambda x: x.log_softmax(0), SAME, ((2, 3, 2),)),
+    # ---- reductions ---------------------------------------------------------------------------------
+    Sample("sum", "all", lambda x: x.sum(), SAME, ((2, 3),)),
+    Sample("sum", "dim", lambda x: jg.sum(x, 1), lambda x: torch.sum(x, 1), ((2, 3, 2),)),
+    Sample("sum", "dims-keepdim", lambda x: x.sum((0, 2), keepdim=True), SAME, ((2, 3, 2),)),
+    Sample("mean", "all", lambda x: x.mean(), SAME, ((2, 3),)),
+    Sample("mean", "dim-keepdim", lambda x: jg.mean(x, -1, keepdim=True),
+           lambda x: torch.mean(x, -1, keepdim=True), ((3, 4),)),
+    Sample("var", "all", lambda x: x.var(), SAME, ((2, 3),)),
+    Sample("var", "dim-biased", lambda x: jg.var(x, 1, unbiased=False),
+           lambda x: torch.var(x, 1, unbiased=False), ((3, 4),)),
+    Sample("var", "correction-keepdim", lambda x: x.var(0, keepdim=True, correction=2), SAME, ((4, 3),)),
+    Sample("std", "all", lambda x: x.std(), SAME, ((2, 3),)),
+    Sample("std", "dim-keepdim", lambda x: jg.std(x, 1, keepdim=True), lambda x: torch.std(x, 1, keepdim=True),
+           ((3, 4),)),
+    Sample("prod", "all", lambda x: x.prod(), SAME, ((2, 3),), real(0.5, 1.5)),
+    Sample("prod", "dim", lambda x: jg.prod(x, 1), lambda x: torch.prod(x, 1), ((3, 4),)),
+    Sample("prod", "one-zero", lambda x: x.prod(), SAME, ((2, 3),), with_zeros(1)),
+    Sample("prod", "two-zeros", lambda x: x.prod(), SAME, ((2, 3),), with_zeros(2)),
+    Sample("prod", "dim-zero", lambda x: x.prod(0, keepdim=True), SAME, ((3, 2),), with_zeros(1)),
+    Sample("amax", "dim", lambda x: x.amax(1), SAME, ((3, 4),), distinct()),
+    Sample("amax", "dims-keepdim", lambda x: jg.amax(x, (0, 2), keepdim=True),
+           lambda x: torch.amax(x, (0, 2), keepdim=True), ((2, 3, 2),), distinct()),
+    Sample("amin", "dim", lambda x: x.amin(0), SAME, ((3, 4),), distinct()),
+    Sample("max", "all", lambda x: x.max(), SAME, ((3, 4),), distinct()),
+    Sample("min", "function", lambda x: jg.min(x), lambda x: torch.min(x), ((2, 3),), distinct()),
+    Sample("max_dim", "values", lambda x: x.max(1).values, SAME, ((3, 4),), distinct()),
+    Sample("max_dim", "indices", lambda x: x.max(1).indices, SAME, ((3, 4),), distinct(), grad=False,
+           numpy_fn=lambda x: np.argmax(x, 1)),
+    Sample("min_dim", "values-keepdim", lambda x: jg.min(x, 0, keepdim=True)[0],
+           lambda x: torch.min(x, 0, keepdim=True)[0], ((3, 4),), distinct()),
+    Sample("min_dim", "indices", lambda x: jg.min(x, -1)[1], lambda x: torch.min(x, -1)[1], ((3, 4),),
+           distinct(), grad=False, numpy_fn=lambda x: np.argmin(x, -1)),
+    Sample("argmax", "all", lambda x: x.argmax(), SAME, ((3, 4),), distinct(),
+           numpy_fn=lambda x: np.argmax(x)),
+    Sample("argmax", "dim", lambda x: jg.argmax(x, 1), lambda x: torch.argmax(x, 1), ((3, 4),), distinct(),
+           numpy_fn=lambda x: np.argmax(x, 1)),
+    Sample("argmin", "dim-keepdim", lambda x: x.argmin(0, keepdim=True), SAME, ((3, 4),), distinct(),
+           numpy_fn=lambda x: np.argmin(x, 0, keepdims=True)),
+    Sample("all", "all", lambda x: x.all(), SAME, ((2, 3),), booleans(), numpy_fn=np.all),
+    Sample("all", "dim-float", lambda x: jg.all(x, 1), lambda x: torch.all(x, 1), ((3, 4),), integers(0, 3),
+           numpy_fn=lambda x: np.all(x, 1)),
+    Sample("any", "dim-keepdim", lambda x: x.any(0, keepdim=True), SAME, ((3, 4),), booleans(),
+           numpy_fn=lambda x: np.any(x, 0, keepdims=True)),
+    Sample("any", "function", lambda x: jg.any(x), lambda x: torch.any(x), ((2, 3),), integers(-1, 0),
+           numpy_fn=np.any),
+    Sample("logsumexp", "dim", lambda x: x.logsumexp(1), SAME, ((3, 4),)),
+    Sample("logsumexp", "dims-keepdim", lambda x: jg.logsumexp(x, (0, 1), keepdim=True),
+           lambda x: torch.logsumexp(x, (0, 1), keepdim=True), ((3, 4),)),
+    # ---- shape --------------------------------------------------------------------------------------
+    Sample("reshape", "method", lambda x: x.reshape(4, 3), SAME, ((3, 4),)),
+    Sample("reshape", "view", lambda x: x.view(-1), SAME, ((3, 4),)),
+    Sample("reshape", "flatten", lambda x: jg.flatten(x, 1), lambda x: torch.flatten(x, 1), ((2, 3, 2),)),
+    Sample("transpose", "method", lambda x: x.transpose(0, 2), SAME, ((2, 3, 2),)),
+    Sample("transpose", "mT", lambda x: x.mT, SAME, ((2, 3, 4),)),
+    Sample("permute", "method", lambda x: x.permute(2, 0, 1), SAME, ((2, 3, 2),)),
+    Sample("permute", "T", lambda x: x.T, SAME, ((3, 4),)),
+    Sample("squeeze", "all", lambda x: x.squeeze(), SAME, ((3, 1, 4),)),
+    Sample("squeeze", "dim", lambda x: jg.squeeze(x, 1), lambda x: torch.squeeze(x, 1), ((3, 1, 4),)),
+    Sample("unsqueeze", "method", lambda x: x.unsqueeze(1), SAME, ((3, 4),)),
+    Sample("unsqueeze", "function-last", lambda x: jg.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), ((3,),)),
+    Sample("expand", "method", lambda x: x.expand(2, 3, 4), SAME, ((3, 1),)),
+    Sample("expand", "broadcast_to", lambda x: jg.broadcast_to(x, (3, 4)), lambda x: torch.broadcast_to(x, (3, 4)),
+           ((4,),)),
+    Sample("expand", "expand_as", lambda x, y: x.expand_as(y), SAME, ((1, 4), (3, 4))),
+    Sample("cat", "dim1", lambda x, y: jg.cat([x, y], 1), lambda x, y: torch.cat([x, y], 1), ((3, 2), (3, 4))),
+    Sample("cat", "dim0-three", lambda x, y: jg.cat([x, y, x], 0), lambda x, y: torch.cat([x, y, x], 0),
+           ((1, 3), (2, 3))),
+    Sample("stack", "dim1", lambda x, y: jg.stack([x, y], 1), lambda x, y: torch.stack([x, y], 1), ((3, 4), (3, 4))),
+    Sample("stack", "dim-1", lambda x: jg.stack([x, x * 2.0], -1), lambda x: torch.stack([x, x * 2.0], -1),
+           ((4,),)),
+    Sample("split", "size", lambda x: x.split(2, 1)[1], SAME, ((3, 5),)),
+    Sample("split", "sizes", lambda x: jg.split(x, [1, 3], 0)[1], lambda x: torch.split(x, [1, 3], 0)[1],
+           ((4, 2),)),
+    Sample("split", "chunk", lambda x: x.chunk(2, 1)[0], SAME, ((3, 4),)),
+    # ---- indexing -----------------------------------------------------------------------------------
+    Sample("getitem", "int", lambda x: x[1], SAME, ((3, 4),)),
+    Sample("getitem", "int-dim1", lambda x: x[:, 0], SAME, ((3, 4),)),
+    Sample("getitem", "slice", lambda x: x[1:3], SAME, ((3, 4),)),
+    Sample("getitem", "int-slice", lambda x: x[0, 1:3], SAME, ((3, 4),)),
+    Sample("getitem", "ellipsis", lambda x: x[..., 1], SAME, ((2, 3, 4),)),
+    Sample("getitem", "repeated-rows", lambda x: x[jg.tensor(REPEATED_ROWS)], lambda x: x[_t(REPEATED_ROWS)],
+           ((3, 4),)),
+    Sample("getitem", "mask", lambda x: x[jg.tensor(MASK)], lambda x: x[_t(MASK)], ((3, 4),)),
+    Sample("getitem", "select", lambda x: jg.select(x, 1, 2), lambda x: torch.select(x, 1, 2), ((3, 4),)),
+    Sample("getitem", "narrow", lambda x: x.narrow(1, 1, 2), SAME, ((3, 4),)),
+    Sample("index_scatter", "repeated-rows", *_grad_of_getitem(REPEATED_ROWS), ((3, 4),)),
+    Sample("index_scatter", "int", *_grad_of_getitem(1), ((4,),)),
+    Sample("index_scatter", "slice", *_grad_of_getitem(slice(1, 3)), ((2, 4),)),
+    # ---- linear algebra -----------------------------------------------------------------------------
+    Sample("dot", "operator", lambda x, y: x @ y, SAME, ((4,), (4,))),
+    Sample("mv", "function", lambda x, y: jg.matmul(x, y), lambda x, y: torch.matmul(x, y), ((3, 4), (4,))),
+    Sample("mm", "operator", lambda x, y: x @ y, SAME, ((3, 4), (4, 2))),
+    Sample("mm", "function", lambda x, y: jg.mm(x, y), lambda x, y: torch.mm(x, y), ((2, 3), (3, 4))),
+    Sample("matmul", "3d@2d", lambda x, y: x @ y, SAME, ((2, 3, 4), (4, 2))),
+    Sample("matmul", "1d@3d", lambda x, y: x @ y, SAME, ((4,), (2, 4, 3))),
+    Sample("matmul", "3d@1d", lambda x, y: jg.matmul(x, y), lambda x, y: torch.matmul(x, y), ((2, 3, 4), (4,))),
+    Sample("matmul", "bcast-batch", lambda x, y: x @ y, SAME, ((2, 1, 3, 2), (3, 2, 2))),
+    # ---- nn.functional composites (named after the op of their last node) ---------------------------
+    Sample("add", "linear", lambda x, w, b: F.linear(x, w, b), lambda x, w, b: torch.nn.functional.linear(x, w, b),
+           ((3, 4), (2, 4), (2,))),
+    Sample("mm", "linear-no-bias", lambda x, w: F.linear(x, w), lambda x, w: torch.nn.functional.linear(x, w),
+           ((3, 4), (2, 4))),
+    Sample("mean", "mse_loss", lambda x, y: F.mse_loss(x, y), lambda x, y: torch.nn.functional.mse_loss(x, y),
+           ((3, 4), (3, 4))),
+    Sample("mean", "cross_entropy", lambda x: F.cross_entropy(x, jg.tensor(CLASSES)),
+           lambda x: torch.nn.functional.cross_entropy(x, _t(CLASSES)), ((3, 4),)),
+    Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
+           lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
+]
