@@ -68,8 +68,53 @@ class OpDef:
         """The backward node class of this call (``MulBackward0``...)."""
         return node_class(self.node if isinstance(self.node, str) else self.node(args, attrs))
 
-    def __call__(self, *args: Any, **attrs: Any) -> Any:
-        return dispatch(self, args, attrs)
+    def __call__(op, *args: Any, **attrs: Any) -> Any:  # noqa: N805 - the op is what is being run
+        """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node.
+
+        Every op call of a training step comes through here, so the common arities are unrolled."""
+        requires_grad = False
+        if op.variadic:
+            tensors = tuple(args[0])
+            values: tuple = ([_value(t) for t in tensors],)
+            requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
+        else:
+            tensors = args
+            if len(args) == 1:
+                a = args[0]
+                if isinstance(a, Tensor):
+                    values, requires_grad = (a._data,), a._requires_grad
+                else:
+                    values = args
+            elif len(args) == 2:
+                a, b = args
+                if isinstance(a, Tensor):
+                    requires_grad = a._requires_grad
+                    a = a._data
+                if isinstance(b, Tensor):
+                    requires_grad = requires_grad or b._requires_grad
+                    b = b._data
+                values = (a, b)
+            else:
+                values = tuple(_value(t) for t in args)
+                requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in args)
+        try:
+            out = op.forward(*values, **attrs)
+        except (ValueError, IndexError, TypeError) as error:
+            raise _op_error(op, tensors, attrs, error) from error
+
+        if type(out) is tuple:
+            outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
+            if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
+                _record(op, tensors, args, attrs, outputs)
+            if _observers.observer is not None:
+                _observers.observer(op, args, attrs, outputs)
+            return outputs
+        result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+        if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
+            _record(op, tensors, args, attrs, (result,))
+        if _observers.observer is not None:
+            _observers.observer(op, args, attrs, result)
+        return result
 
     def __get__(self, instance: Any, owner: type) -> Any:
         """An op stored on ``Tensor`` binds like a method: ``Tensor.__mul__ = mul`` needs no wrapper."""
@@ -117,55 +162,6 @@ def observing(observer: Callable[[OpDef, tuple, dict, Any], None]) -> Iterator[N
 
 def _value(arg: Any) -> Any:
     return arg._data if isinstance(arg, Tensor) else arg
-
-
-def dispatch(op: OpDef, args: tuple, attrs: dict) -> Any:
-    """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node.
-
-    Every op call of a training step comes through here, so the common arities are unrolled."""
-    requires_grad = False
-    if op.variadic:
-        tensors = tuple(args[0])
-        values: tuple = ([_value(t) for t in tensors],)
-        requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in tensors)
-    else:
-        tensors = args
-        if len(args) == 1:
-            a = args[0]
-            if isinstance(a, Tensor):
-                values, requires_grad = (a._data,), a._requires_grad
-            else:
-                values = args
-        elif len(args) == 2:
-            a, b = args
-            if isinstance(a, Tensor):
-                requires_grad = a._requires_grad
-                a = a._data
-            if isinstance(b, Tensor):
-                requires_grad = requires_grad or b._requires_grad
-                b = b._data
-            values = (a, b)
-        else:
-            values = tuple(_value(t) for t in args)
-            requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in args)
-    try:
-        out = op.forward(*values, **attrs)
-    except (ValueError, IndexError, TypeError) as error:
-        raise _op_error(op, tensors, attrs, error) from error
-
-    if type(out) is tuple:
-        outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
-        if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
-            _record(op, tensors, args, attrs, outputs)
-        if _observers.observer is not None:
-            _observers.observer(op, args, attrs, outputs)
-        return outputs
-    result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
-    if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
-        _record(op, tensors, args, attrs, (result,))
-    if _observers.observer is not None:
-        _observers.observer(op, args, attrs, result)
-    return result
 
 
 def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
