@@ -313,6 +313,7 @@ SAMPLES: list[Sample] = [
     Sample("permute", "T", lambda x: x.T, SAME, ((3, 4),)),
     Sample("squeeze", "all", lambda x: x.squeeze(), SAME, ((3, 1, 4),)),
     Sample("squeeze", "dim", lambda x: jg.squeeze(x, 1), lambda x: torch.squeeze(x, 1), ((3, 1, 4),)),
+    Sample("squeeze", "dims", lambda x: x.squeeze((0, 2)), SAME, ((1, 3, 1),)),
     Sample("unsqueeze", "method", lambda x: x.unsqueeze(1), SAME, ((3, 4),)),
     Sample("unsqueeze", "function-last", lambda x: jg.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), ((3,),)),
     Sample("expand", "method", lambda x: x.expand(2, 3, 4), SAME, ((3, 1),)),

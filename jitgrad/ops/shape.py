@@ -43,8 +43,8 @@ _transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, 
 _permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
                  self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))))
 
-_squeeze = defop("squeeze", ("self",), lambda a, dim, all: np.squeeze(a, axis=dim),
-                 lambda args, attrs: "SqueezeBackward0" if attrs["all"] else "SqueezeBackward1",
+_squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
+                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}",
                  self=lambda grad, self_shape: grad.reshape(self_shape))
 
 _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
@@ -114,7 +114,9 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     else:
         named = (dim,) if isinstance(dim, int) else tuple(dim)
         dims = tuple(d for d in (wrap_dim(d, len(shape), "squeeze") for d in named) if shape and shape[d] == 1)
-    return _squeeze(input, dim=dims, all=dim is None)
+    # PyTorch's node name tells how the dims were given: none (0), one int (1) or a tuple (2).
+    variant = 0 if dim is None else 1 if isinstance(dim, int) else 2
+    return _squeeze(input, dim=dims, variant=variant)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
