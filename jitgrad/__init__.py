@@ -26,3 +26,5 @@ clip = clamp
 view = reshape
 
 __version__ = "0.1.0"
+
+from . import fx  # noqa: E402 - graph mode builds on everything above

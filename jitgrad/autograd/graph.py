@@ -223,3 +223,5 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not "
                            "require gradients")
     return GradientEdge(edge.function, edge.input_nr)
+
+from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

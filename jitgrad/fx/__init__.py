@@ -1,0 +1,13 @@
+"""Graph mode: capture a jitgrad program (forward and backward) as a static IR that prints as Python,
+and transform it with passes. See docs/fx.md."""
+from . import passes
+from .dot import to_dot
+from .graph import Graph, GraphError, PassRecord
+from .graph_module import GraphModule
+from .interpreter import Interpreter
+from .joint import JointTrace, trace_joint
+from .node import Node, Opcode, tuple_item
+from .tracer import TracedTensor, TraceError, trace
+
+__all__ = ["Graph", "GraphError", "GraphModule", "Interpreter", "JointTrace", "Node", "Opcode",
+           "PassRecord", "TraceError", "TracedTensor", "passes", "to_dot", "trace", "trace_joint", "tuple_item"]

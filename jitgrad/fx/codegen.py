@@ -1,0 +1,123 @@
+"""Writes a graph as the Python source of ``def forward(...)``: one line per node, each calling its
+registry op through ``REGISTRY["name"]``, with the node's IR line as a comment. Nodes that ran with
+grad mode off (a backward without ``create_graph``) run inside ``with jitgrad.no_grad():``, so the
+module records exactly the autograd graph eager mode would.
+
+Constants: a tensor of at most ``LITERAL_ELEMENTS`` elements is written into the source as a literal,
+so that small programs read (and run) on their own; a larger one is read from the ``constants`` dict
+the ``GraphModule`` holds and passes in, which keeps the source short. Attribute values numpy cannot
+write back as Python text (large index arrays) go into the same dict. Non-finite floats are written
+as ``float("inf")``/``float("nan")`` so that the source always parses.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .graph import Graph, format_arg
+from .node import Node, Opcode, tuple_item
+
+LITERAL_ELEMENTS = 16
+
+HEADER = "import numpy as np\nimport jitgrad\nfrom jitgrad.ops.registry import REGISTRY\n"
+
+
+class _ConstantPool:
+    """The values the source refers to by name instead of spelling out."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def add(self, name: str, value: Any) -> str:
+        key = name
+        while key in self.values:
+            key += "_"
+        self.values[key] = value
+        return f'constants["{key}"]'
+
+
+def _scalar_literal(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return repr(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return repr(int(value))
+    value = float(value)
+    if math.isnan(value):
+        return 'float("nan")'
+    if math.isinf(value):
+        return 'float("inf")' if value > 0 else '-float("inf")'
+    return repr(value)
+
+
+def _array_literal(array: np.ndarray) -> str:
+    elements = ", ".join(_scalar_literal(v) for v in array.reshape(-1).tolist())
+    return f"np.array([{elements}], dtype=np.{array.dtype.name}).reshape({array.shape!r})"
+
+
+def literal(value: Any, pool: _ConstantPool, hint: str) -> str:
+    """Python source that evaluates to ``value``; what has no short spelling goes into ``pool``."""
+    if isinstance(value, Node):
+        return value.name
+    if isinstance(value, np.ndarray):
+        return _array_literal(value) if value.size <= LITERAL_ELEMENTS else pool.add(hint, value)
+    if isinstance(value, np.dtype):
+        return f"np.dtype({value.name!r})"
+    if isinstance(value, (bool, int, float, np.generic)) and not isinstance(value, np.ndarray):
+        text = _scalar_literal(value)
+        return f"np.{value.dtype.name}({text})" if isinstance(value, np.generic) else text
+    if isinstance(value, tuple):
+        items = [literal(v, pool, hint) for v in value]
+        return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v, pool, hint) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {literal(v, pool, hint)}" for k, v in value.items()) + "}"
+    if value is None or value is Ellipsis or isinstance(value, (str, slice)):
+        return repr(value)
+    return pool.add(hint, value)
+
+
+def _comment(node: Node) -> str:
+    call = "(" + ", ".join([format_arg(a) for a in node.args]
+                           + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
+    extra = "".join(f", {k}={v}" for k, v in node.meta.items() if k not in ("shape", "dtype"))
+    return f"# {node.format_meta()} {node.target_name}{call if node.op is Opcode.CALL_FUNCTION else ''}{extra}"
+
+
+def _statement(node: Node, graph: Graph, pool: _ConstantPool) -> str:
+    if node.op is Opcode.GET_ATTR:
+        value = graph.constants[node.target]._data
+        if value.size <= LITERAL_ELEMENTS:
+            return f"{node.name} = jitgrad.from_numpy({_array_literal(value)})"
+        return f"{node.name} = {pool.add(node.name, graph.constants[node.target])}"
+    if node.target is tuple_item:
+        source, index = node.args
+        return f"{node.name} = {source.name}[{index}]"
+    args = [literal(a, pool, f"{node.name}_arg") for a in node.args]
+    args += [f"{k}={literal(v, pool, f'{node.name}_{k}')}" for k, v in node.kwargs.items()]
+    return f'{node.name} = REGISTRY["{node.target.name}"]({", ".join(args)})'
+
+
+def python_source(graph: Graph) -> tuple[str, dict[str, Any]]:
+    """The module source defining ``forward`` and the ``constants`` dict it must be given."""
+    pool = _ConstantPool()
+    params = [p.name for p in graph.placeholders] + ["constants=None"]
+    body: list[str] = []
+    in_no_grad = False
+    for node in graph.nodes:
+        if node.op is Opcode.PLACEHOLDER:
+            continue
+        if node.meta.get("no_grad", False) != in_no_grad and node.op is not Opcode.OUTPUT:
+            in_no_grad = not in_no_grad
+            if in_no_grad:
+                body.append("    with jitgrad.no_grad():")
+        indent = "        " if in_no_grad else "    "
+        if node.op is Opcode.OUTPUT:
+            body.append(f"    return {literal(node.args[0], pool, 'output')}")
+            continue
+        body.append(indent + _comment(node))
+        body.append(indent + _statement(node, graph, pool))
+    source = f"{HEADER}\n\ndef forward({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    return source, pool.values

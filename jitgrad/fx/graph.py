@@ -1,0 +1,295 @@
+"""``Graph``: the list of nodes of one captured function, in an order where every value is defined
+before it is read, ending in exactly one ``output`` node.
+
+The graph owns its nodes' names (unique Python identifiers, so that the IR prints as Python) and its
+constants (``get_attr`` nodes name them in ``graph.constants``). Passes edit a graph in place through
+the methods here and record what they changed in ``graph.history``; ``lint()`` checks that an edit left
+every invariant standing.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..ops.registry import REGISTRY, OpDef
+from ..tensor import Tensor
+from .node import Node, Opcode, map_nodes, tuple_item
+
+# Names the generated code uses for itself; no node may take them.
+RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float"})
+
+
+class GraphError(RuntimeError):
+    """A graph breaks one of its invariants (raised by ``lint`` and by passes that cannot proceed)."""
+
+
+@dataclass
+class PassRecord:
+    """What one pass did to a graph: a line per change, and numbers worth comparing (bytes, counts)."""
+
+    name: str
+    changes: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+
+def tensor_meta(value: Any) -> dict[str, Any]:
+    """``shape`` and ``dtype`` of a tensor, or tuples of them for a tuple of tensors."""
+    if isinstance(value, tuple):
+        return {"shape": tuple(v._data.shape for v in value), "dtype": tuple(v._data.dtype for v in value)}
+    return {"shape": tuple(value._data.shape), "dtype": value._data.dtype}
+
+
+class Graph:
+    """An ordered list of nodes: placeholders first, the output last."""
+
+    def __init__(self) -> None:
+        self._nodes: list[Node] = []
+        self._names: dict[str, int] = {}
+        self.constants: dict[str, Tensor] = {}
+        self.history: list[PassRecord] = []
+
+    # ---- reading -----------------------------------------------------------------------------------
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """A snapshot, so that a pass may edit the graph while it walks it."""
+        return tuple(self._nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(tuple(self._nodes))
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @property
+    def placeholders(self) -> list[Node]:
+        return [n for n in self._nodes if n.op is Opcode.PLACEHOLDER]
+
+    @property
+    def output_node(self) -> Node:
+        if not self._nodes or self._nodes[-1].op is not Opcode.OUTPUT:
+            raise GraphError("the graph has no output node")
+        return self._nodes[-1]
+
+    def find(self, name: str) -> Node:
+        for node in self._nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    def position(self) -> dict[Node, int]:
+        return {n: i for i, n in enumerate(self._nodes)}
+
+    # ---- building ----------------------------------------------------------------------------------
+    def unique_name(self, hint: str) -> str:
+        """A fresh identifier based on ``hint`` (``mul``, ``mul_1``...)."""
+        base = re.sub(r"\W", "_", hint) or "v"
+        if base[0].isdigit():
+            base = "_" + base
+        if keyword.iskeyword(base) or base in RESERVED_NAMES:
+            base += "_"
+        name, count = base, self._names.get(base, 0)
+        while name in self._names:
+            count += 1
+            name = f"{base}_{count}"
+        self._names[base] = count
+        self._names[name] = 0
+        return name
+
+    def _insert(self, node: Node, before: Node | None) -> Node:
+        if before is not None:
+            self._nodes.insert(self._nodes.index(before), node)
+        elif self._nodes and self._nodes[-1].op is Opcode.OUTPUT:
+            self._nodes.insert(len(self._nodes) - 1, node)
+        else:
+            self._nodes.append(node)
+        return node
+
+    def placeholder(self, name: str, meta: dict[str, Any]) -> Node:
+        """An argument of the function, placed after the existing ones."""
+        node = Node(self, self.unique_name(name), Opcode.PLACEHOLDER, name, (), {}, meta)
+        node.target = node.name
+        self._nodes.insert(len(self.placeholders), node)
+        return node
+
+    def get_attr(self, value: Tensor, name: str = "_tensor_constant", before: Node | None = None) -> Node:
+        """A constant: the graph keeps ``value`` under the node's name."""
+        key = self.unique_name(name)
+        self.constants[key] = value
+        return self._insert(Node(self, key, Opcode.GET_ATTR, key, (), {}, tensor_meta(value)), before)
+
+    def call_function(self, target: OpDef | Any, args: tuple, kwargs: dict | None = None,
+                      meta: dict[str, Any] | None = None, before: Node | None = None,
+                      name: str | None = None) -> Node:
+        """A call of a registry op (or ``tuple_item``); before the output unless ``before`` is given.
+        An element of a multi-output value is named after it (``split_1`` for ``split[1]``)."""
+        if name is None and target is tuple_item:
+            name = f"{args[0].name}_{args[1]}"
+        node = Node(self, self.unique_name(name or target.name), Opcode.CALL_FUNCTION, target, args,
+                    kwargs or {}, meta)
+        return self._insert(node, before)
+
+    def output(self, value: Any) -> Node:
+        if self._nodes and self._nodes[-1].op is Opcode.OUTPUT:
+            raise GraphError("the graph already has an output node")
+        return self._insert(Node(self, "output", Opcode.OUTPUT, "output", (value,), {}), None)
+
+    def node_copy(self, node: Node, remap: dict[Node, Node], name: str | None = None) -> Node:
+        """A copy of ``node`` (from any graph) in this one, reading ``remap[input]`` for each input."""
+        args, kwargs = map_nodes(node.args, remap.__getitem__), map_nodes(node.kwargs, remap.__getitem__)
+        if node.op is Opcode.PLACEHOLDER:
+            copy = self.placeholder(name or node.name, node.meta)
+        elif node.op is Opcode.GET_ATTR:
+            copy = self.get_attr(node.graph.constants[node.target], name or node.name)
+        elif node.op is Opcode.OUTPUT:
+            copy = self.output(args[0])
+        else:
+            copy = self.call_function(node.target, args, kwargs, node.meta, name=name or node.name)
+        copy.meta = dict(node.meta)
+        return copy
+
+    # ---- editing -----------------------------------------------------------------------------------
+    def erase_node(self, node: Node) -> None:
+        if node.users:
+            raise GraphError(f"cannot erase {node.name}: it is still read by "
+                             f"{', '.join(u.name for u in node.users)}")
+        node._set_inputs((), {})
+        self._nodes.remove(node)
+        if node.op is Opcode.GET_ATTR:
+            del self.constants[node.target]
+
+    def reorder(self, order: list[Node]) -> None:
+        """Puts the same nodes in a new order (``topological_sort`` decides which)."""
+        if set(order) != set(self._nodes) or len(order) != len(self._nodes):
+            raise GraphError("reorder must be given exactly the graph's nodes")
+        self._nodes = list(order)
+
+    def record_pass(self, name: str) -> PassRecord:
+        """A fresh record in ``history`` for a pass about to run; the pass fills it in."""
+        self.history.append(PassRecord(name))
+        return self.history[-1]
+
+    def replace_node(self, node: Node, replacement: Node) -> None:
+        """Makes ``node``'s readers read ``replacement`` and removes ``node``."""
+        node.replace_all_uses_with(replacement)
+        self.erase_node(node)
+
+    # ---- checking ----------------------------------------------------------------------------------
+    def lint(self) -> None:
+        """Raises ``GraphError`` naming the first broken invariant: nodes belong to this graph and have
+        unique identifier names; placeholders come first and the one output last; every input is
+        defined before it is read; ``users`` mirrors ``args``/``kwargs`` exactly; targets are what
+        their opcode requires; every value has ``shape`` and ``dtype`` metadata."""
+        seen: set[Node] = set()
+        names: set[str] = set()
+        members = set(self._nodes)
+        outputs = [n for n in self._nodes if n.op is Opcode.OUTPUT]
+        if len(outputs) != 1 or self._nodes[-1] is not outputs[0]:
+            raise GraphError(f"the graph must end in exactly one output node (found {len(outputs)})")
+        placeholders_done = False
+        for node in self._nodes:
+            where = f"node {node.name}"
+            if node.graph is not self:
+                raise GraphError(f"{where} belongs to another graph")
+            if not isinstance(node.op, Opcode):
+                raise GraphError(f"{where} has opcode {node.op!r}, not an Opcode")
+            if not node.name.isidentifier() or keyword.iskeyword(node.name) or node.name in names:
+                raise GraphError(f"{where}: the name is not a unique Python identifier")
+            names.add(node.name)
+            if node.op is Opcode.PLACEHOLDER and placeholders_done:
+                raise GraphError(f"{where}: placeholders must come before every other node")
+            placeholders_done = placeholders_done or node.op is not Opcode.PLACEHOLDER
+            for used in node.all_input_nodes:
+                if used not in members:
+                    raise GraphError(f"{where} reads {used.name}, which is not in the graph")
+                if used not in seen:
+                    raise GraphError(f"{where} reads {used.name} before it is defined")
+                if node not in used.users:
+                    raise GraphError(f"{where} reads {used.name} but is missing from its users")
+                if used.op is Opcode.OUTPUT:
+                    raise GraphError(f"{where} reads the output node")
+            for user in node.users:
+                if user not in members or node not in user.all_input_nodes:
+                    raise GraphError(f"{where} lists {user.name} as a user, but it does not read {node.name}")
+            self._lint_target(node)
+            if node.op is not Opcode.OUTPUT and ("shape" not in node.meta or "dtype" not in node.meta):
+                raise GraphError(f"{where} has no shape/dtype metadata")
+            seen.add(node)
+
+    def _lint_target(self, node: Node) -> None:
+        where = f"node {node.name}"
+        if node.op is Opcode.CALL_FUNCTION:
+            if node.target is tuple_item:
+                source, index = node.args
+                if not isinstance(source, Node) or not isinstance(source.meta.get("shape"), tuple) \
+                        or not isinstance(source.meta.get("dtype"), tuple) or not isinstance(index, int):
+                    raise GraphError(f"{where}: tuple_item must read a multi-output node and an int")
+            elif not isinstance(node.target, OpDef) or REGISTRY.get(node.target.name) is not node.target:
+                raise GraphError(f"{where}: target {node.target!r} is not a registry op")
+        elif node.op is Opcode.GET_ATTR:
+            if node.target not in self.constants:
+                raise GraphError(f"{where}: constant {node.target!r} is not held by the graph")
+        elif node.op is Opcode.OUTPUT and (len(node.args) != 1 or node.kwargs or node.users):
+            raise GraphError(f"{where}: the output holds one value and nobody reads it")
+        elif node.op is Opcode.PLACEHOLDER and (node.args or node.kwargs):
+            raise GraphError(f"{where}: a placeholder takes no inputs")
+
+    # ---- printing ----------------------------------------------------------------------------------
+    def __str__(self) -> str:
+        """One line per node: ``%name: dtype[shape] = opcode target(args, kwargs)  # extra meta``."""
+        params = ", ".join(f"{p.name}: {p.format_meta()}" for p in self.placeholders)
+        lines = [f"graph({params}):"]
+        for node in self._nodes:
+            extra = {k: v for k, v in node.meta.items() if k not in ("shape", "dtype")}
+            note = ("  # " + ", ".join(f"{k}={v}" for k, v in extra.items())) if extra else ""
+            if node.op is Opcode.OUTPUT:
+                lines.append(f"    return {format_arg(node.args[0])}")
+                continue
+            call = f"{node.op.value} {node.target_name}"
+            if node.op is Opcode.CALL_FUNCTION:
+                call += "(" + ", ".join([format_arg(a) for a in node.args]
+                                        + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
+            lines.append(f"    %{node.name}: {node.format_meta()} = {call}{note}")
+        return "\n".join(lines)
+
+    def tabular(self) -> str:
+        rows = [("opcode", "name", "target", "args", "kwargs", "value")]
+        for node in self._nodes:
+            rows.append((node.op.value, node.name, node.target_name, format_arg(node.args),
+                         format_arg(node.kwargs), node.format_meta()))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def print_tabular(self) -> None:
+        """Prints a table of opcode, name, target, args, kwargs and value type."""
+        print(self.tabular())
+
+
+def format_arg(value: Any) -> str:
+    """An argument as the listing shows it: nodes as ``%name``, arrays by dtype and shape."""
+    if isinstance(value, Node):
+        return f"%{value.name}"
+    if isinstance(value, tuple):
+        inner = ", ".join(format_arg(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_arg(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {format_arg(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, np.ndarray):
+        return f"array({value.dtype}{list(value.shape)})"
+    if isinstance(value, np.dtype):
+        return str(value)
+    return repr(value)
+
+
+__all__ = ["Graph", "GraphError", "PassRecord", "format_arg", "tensor_meta"]

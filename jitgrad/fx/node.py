@@ -1,0 +1,146 @@
+"""The IR's nodes: one ``Node`` per value of the program, with an opcode from a closed set.
+
+A node's ``args`` and ``kwargs`` hold other nodes wherever the op reads a value computed in the graph;
+they may be nested in tuples and lists (``cat`` takes a list of tensors) and sit beside plain Python
+values (``mul(x, 2.0)``). ``users`` is kept in step with ``args`` by the node itself, so that passes can
+ask "who reads this?" without scanning the graph.
+"""
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:
+    from ..ops.registry import OpDef
+    from .graph import Graph
+
+
+class Opcode(enum.Enum):
+    """What a node does. The set is closed: every consumer of the IR handles exactly these four."""
+
+    PLACEHOLDER = "placeholder"      # an argument of the graph's function
+    GET_ATTR = "get_attr"            # a constant tensor held by the graph (``graph.constants[target]``)
+    CALL_FUNCTION = "call_function"  # a registry op (or ``tuple_item``) applied to ``args``/``kwargs``
+    OUTPUT = "output"                # what the function returns: ``args[0]``
+
+
+class TupleItem:
+    """The one call target that is not a registry op: element ``index`` of a multi-output op's result
+    (``split``, ``max_dim``). Keeping the tuple and its elements apart lets every other node stand for
+    exactly one tensor."""
+
+    name = "tuple_item"
+
+    def __call__(self, values: tuple, index: int) -> Any:
+        return values[index]
+
+    def __repr__(self) -> str:
+        return "<tuple_item>"
+
+
+tuple_item = TupleItem()
+
+
+def map_nodes(value: Any, fn: Callable[["Node"], Any]) -> Any:
+    """``value`` with every node inside it (at any depth of tuples, lists and dicts) replaced by
+    ``fn(node)``."""
+    if isinstance(value, Node):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_nodes(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_nodes(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_nodes(v, fn) for k, v in value.items()}
+    return value
+
+
+def iter_nodes(value: Any) -> Iterator["Node"]:
+    """Every node inside ``value``, in order, repeats included."""
+    if isinstance(value, Node):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from iter_nodes(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from iter_nodes(v)
+
+
+class Node:
+    """One value of the program. ``target`` is the registry ``OpDef`` (or ``tuple_item``) for
+    ``call_function``, the parameter name for ``placeholder``, the constant's key for ``get_attr`` and
+    ``"output"`` for the output. ``meta`` holds ``shape`` and ``dtype`` (tuples of them for a
+    multi-output op) and whatever passes add (``fusion_group``, ``buffer``...)."""
+
+    __slots__ = ("graph", "name", "op", "target", "_args", "_kwargs", "users", "meta")
+
+    def __init__(self, graph: "Graph", name: str, op: Opcode, target: Any, args: tuple,
+                 kwargs: dict, meta: dict | None = None) -> None:
+        self.graph = graph
+        self.name = name
+        self.op = op
+        self.target = target
+        self._args: tuple = ()
+        self._kwargs: dict = {}
+        self.users: dict[Node, None] = {}  # an ordered set
+        self.meta: dict[str, Any] = dict(meta or {})
+        self._set_inputs(tuple(args), dict(kwargs))
+
+    # ---- inputs ------------------------------------------------------------------------------------
+    @property
+    def args(self) -> tuple:
+        return self._args
+
+    @args.setter
+    def args(self, value: tuple) -> None:
+        self._set_inputs(tuple(value), self._kwargs)
+
+    @property
+    def kwargs(self) -> dict:
+        return self._kwargs
+
+    @kwargs.setter
+    def kwargs(self, value: dict) -> None:
+        self._set_inputs(self._args, dict(value))
+
+    @property
+    def all_input_nodes(self) -> list["Node"]:
+        """The distinct nodes this one reads, in the order they first appear."""
+        return list(dict.fromkeys([*iter_nodes(self._args), *iter_nodes(self._kwargs)]))
+
+    def _set_inputs(self, args: tuple, kwargs: dict) -> None:
+        for old in self.all_input_nodes:
+            old.users.pop(self, None)
+        self._args, self._kwargs = args, kwargs
+        for new in self.all_input_nodes:
+            new.users[self] = None
+
+    def replace_input_with(self, old: "Node", new: "Node") -> None:
+        """Reads ``new`` wherever this node read ``old``."""
+        swap = (lambda n: new if n is old else n)
+        self._set_inputs(map_nodes(self._args, swap), map_nodes(self._kwargs, swap))
+
+    def replace_all_uses_with(self, replacement: "Node") -> list["Node"]:
+        """Makes every user of this node read ``replacement`` instead; returns those users."""
+        users = list(self.users)
+        for user in users:
+            user.replace_input_with(self, replacement)
+        return users
+
+    # ---- description -------------------------------------------------------------------------------
+    @property
+    def target_name(self) -> str:
+        return self.target.name if self.op is Opcode.CALL_FUNCTION else str(self.target)
+
+    def format_meta(self) -> str:
+        """``float32[3, 4]`` (or a tuple of those for a multi-output op)."""
+        shape, dtype = self.meta.get("shape"), self.meta.get("dtype")
+        if shape is None or dtype is None:
+            return ""
+        if isinstance(dtype, tuple):
+            return "(" + ", ".join(f"{d}{list(s)}" for d, s in zip(dtype, shape)) + ")"
+        return f"{dtype}{list(shape)}"
+
+    def __repr__(self) -> str:
+        return self.name

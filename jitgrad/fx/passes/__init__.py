@@ -1,0 +1,15 @@
+"""Graph passes: each a function that edits a ``Graph`` in place, returns it and records what it
+changed in ``graph.history`` (``partition_joint`` splits a graph, so it returns a ``Partition``)."""
+from .common_subexpressions import eliminate_common_subexpressions
+from .constant_folding import fold_constants
+from .dead_code import eliminate_dead_code
+from .fusion import group_fusions
+from .manager import DEFAULT_PIPELINE, PassManager, PassRun
+from .memory import plan_memory
+from .partition import Partition, partition_joint
+from .simplify import simplify_algebra
+from .topological_sort import topological_sort
+
+__all__ = ["DEFAULT_PIPELINE", "Partition", "PassManager", "PassRun", "eliminate_common_subexpressions",
+           "eliminate_dead_code", "fold_constants", "group_fusions", "partition_joint", "plan_memory",
+           "simplify_algebra", "topological_sort"]

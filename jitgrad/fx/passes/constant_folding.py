@@ -1,0 +1,40 @@
+"""``fold_constants``: computes at compile time every op whose inputs are all constants.
+
+Backward graphs are full of these (the seed ``ones`` reshaped and expanded, ``1.0 - 0.0``). A folded
+value becomes a ``get_attr``; values above ``max_elements`` are left alone so that folding an
+``expand`` of a scalar does not turn a cheap broadcast into a large constant.
+"""
+from __future__ import annotations
+
+import math
+
+from ...autograd.grad_mode import no_grad
+from ..graph import Graph
+from ..node import Node, Opcode, map_nodes, tuple_item
+
+
+def fold_constants(graph: Graph, max_elements: int = 1 << 16) -> Graph:
+    record = graph.record_pass("fold_constants")
+    feeding: set[Node] = set()
+    for node in graph.nodes:
+        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
+            continue
+        inputs = node.all_input_nodes
+        if not inputs or any(n.op is not Opcode.GET_ATTR for n in inputs):
+            continue
+        if isinstance(node.meta["dtype"], tuple) or math.prod(node.meta["shape"]) > max_elements:
+            continue
+        feeding.update(inputs)
+
+        def value_of(n: Node):
+            return graph.constants[n.target]
+        with no_grad():
+            value = node.target(*map_nodes(node.args, value_of), **map_nodes(node.kwargs, value_of))
+        folded = graph.get_attr(value, f"{node.name}_folded", before=node)
+        folded.meta.update({k: v for k, v in node.meta.items() if k not in ("shape", "dtype")})
+        graph.replace_node(node, folded)
+        record.changes.append(f"{node.name} -> {folded.name}")
+    for node in feeding:  # constants that only fed folded ops
+        if not node.users:
+            graph.erase_node(node)
+    return graph

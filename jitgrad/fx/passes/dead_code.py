@@ -1,0 +1,20 @@
+"""``eliminate_dead_code``: removes every node that no output needs.
+
+Registry ops are pure, so a value nobody reads can go. In a graph captured with ``backward()`` this
+is PyTorch's ExecInfo done statically: the backward nodes that only lead to gradients nobody asked for
+(an input that does not require grad, an output that was dropped) disappear. Placeholders stay: they
+are the function's signature.
+"""
+from __future__ import annotations
+
+from ..graph import Graph
+from ..node import Opcode
+
+
+def eliminate_dead_code(graph: Graph) -> Graph:
+    record = graph.record_pass("eliminate_dead_code")
+    for node in reversed(graph.nodes):
+        if node.op in (Opcode.CALL_FUNCTION, Opcode.GET_ATTR) and not node.users:
+            graph.erase_node(node)
+            record.changes.append(f"removed {node.name}")
+    return graph

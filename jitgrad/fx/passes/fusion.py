@@ -1,0 +1,117 @@
+"""``group_fusions``: marks groups of nodes that can run as one loop nest.
+
+Elementwise ops (with broadcasting: an input of a smaller shape is read with a stride of 0, and
+``expand`` is such a read) over the same output shape share a loop; a reduction can end the loop nest
+of its input (its loop runs over the input's shape) and closes the group, since what reads its smaller
+result needs a new loop. A node joins a group only when no path leaves the group and comes back to
+the node, so the groups themselves stay in dependency order. The grouping is greedy in graph order:
+a node joins the first group of its inputs it can join, and merges into it the other open groups of
+its inputs with the same loop that do not depend on it (``add(cos(x), mul(e, w))``: one loop).
+
+The result is ``meta["fusion_group"]`` on every elementwise and reduction node (shown in the
+printout), for a backend to lower each group to one kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..graph import Graph
+from ..node import Node, Opcode
+
+ELEMENTWISE = frozenset({
+    "add", "sub", "mul", "div", "neg", "pow", "maximum", "minimum", "where", "clamp", "abs", "sign",
+    "remainder", "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "logical_not", "to_dtype", "clone", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "tanh", "sigmoid", "erf", "relu", "gelu", "softplus", "expand",
+})
+REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "prod", "all", "any", "logsumexp",
+                        "var", "std"})
+
+
+@dataclass(eq=False)
+class FusionGroup:
+    name: str
+    loop_shape: tuple[int, ...]
+    closed: bool = False
+    members: list[Node] = field(default_factory=list)
+    merged_into: "FusionGroup | None" = None
+
+    def find(self) -> "FusionGroup":
+        """The group this one now belongs to, after merges."""
+        group = self
+        while group.merged_into is not None:
+            group = group.merged_into
+        return group
+
+
+def _loop_shape(node: Node) -> tuple[int, ...] | None:
+    """The iteration space of the node's loop, or None when it does not fuse."""
+    if node.op is not Opcode.CALL_FUNCTION:
+        return None
+    if node.target_name in ELEMENTWISE:
+        return node.meta["shape"]
+    if node.target_name in REDUCTIONS and isinstance(node.args[0], Node):
+        return node.args[0].meta["shape"]
+    return None
+
+
+class _Grouping:
+    """The groups so far, and for each node the groups it depends on (its own included)."""
+
+    def __init__(self) -> None:
+        self.group_of: dict[Node, FusionGroup] = {}
+        self.reaches: dict[Node, set[FusionGroup]] = {}
+        self.groups: list[FusionGroup] = []
+
+    def group(self, node: Node) -> FusionGroup | None:
+        group = self.group_of.get(node)
+        return group.find() if group is not None else None
+
+    def depends_on(self, node: Node, group: FusionGroup) -> bool:
+        return any(g.find() is group for g in self.reaches[node])
+
+    def joinable(self, group: FusionGroup | None, shape: tuple[int, ...], inputs: list[Node]) -> bool:
+        """Open, same loop, and no other input depends on the group from outside it (a cycle)."""
+        if group is None or group.closed or group.loop_shape != shape:
+            return False
+        return all(self.group(i) is group or not self.depends_on(i, group) for i in inputs)
+
+    def independent(self, a: FusionGroup, b: FusionGroup) -> bool:
+        return not any(self.depends_on(m, b) for m in a.members) and \
+            not any(self.depends_on(m, a) for m in b.members)
+
+    def add(self, node: Node) -> None:
+        inputs = node.all_input_nodes
+        upstream = set().union(*(self.reaches[i] for i in inputs)) if inputs else set()
+        shape = _loop_shape(node)
+        if shape is not None:
+            candidates = list(dict.fromkeys(g for g in map(self.group, inputs) if self.joinable(g, shape, inputs)))
+            if candidates:
+                group = candidates[0]
+                for other in candidates[1:]:  # inputs from two independent open loops: one loop
+                    if self.independent(group, other):
+                        other.merged_into = group
+                        group.members += other.members
+            else:
+                group = FusionGroup(f"fused_{len(self.groups)}", shape)
+                self.groups.append(group)
+            group.members.append(node)
+            group.closed = node.target_name in REDUCTIONS
+            self.group_of[node] = group
+            upstream.add(group)
+        self.reaches[node] = upstream
+
+
+def group_fusions(graph: Graph) -> Graph:
+    record = graph.record_pass("group_fusions")
+    grouping = _Grouping()
+    for node in graph.nodes:
+        grouping.add(node)
+    groups = [g for g in grouping.groups if g.merged_into is None]
+    for node, group in grouping.group_of.items():
+        node.meta["fusion_group"] = group.find().name
+    for group in groups:
+        if len(group.members) > 1:
+            record.changes.append(f"{group.name}: {', '.join(n.name for n in group.members)}")
+    record.stats = {"groups": len(groups), "fused_nodes": sum(len(g.members) for g in groups if len(g.members) > 1)}
+    return graph

@@ -1,0 +1,78 @@
+"""``PassManager``: runs a list of passes, timing each, counting nodes, linting after each.
+
+With ``JITGRAD_LOG=graph`` in the environment (a comma-separated list) the graph is printed to stderr
+before and after every pass, the way to see what a pipeline does to one program.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..graph import Graph
+from .common_subexpressions import eliminate_common_subexpressions
+from .constant_folding import fold_constants
+from .dead_code import eliminate_dead_code
+from .fusion import group_fusions
+from .memory import plan_memory
+from .simplify import simplify_algebra
+from .topological_sort import topological_sort
+
+logger = logging.getLogger("jitgrad.fx")
+
+Pass = Callable[[Graph], Graph]
+
+DEFAULT_PIPELINE: tuple[Pass, ...] = (
+    topological_sort, fold_constants, simplify_algebra, eliminate_common_subexpressions,
+    eliminate_dead_code, group_fusions, plan_memory,
+)
+
+
+@dataclass
+class PassRun:
+    name: str
+    nodes_before: int
+    nodes_after: int
+    seconds: float
+    changes: int
+
+
+def _logs_graph() -> bool:
+    return "graph" in os.environ.get("JITGRAD_LOG", "").split(",")
+
+
+class PassManager:
+    """``PassManager(passes).run(graph)``; ``runs`` holds one ``PassRun`` per pass of the last run."""
+
+    def __init__(self, passes: Sequence[Pass] = DEFAULT_PIPELINE, lint: bool = True) -> None:
+        self.passes = list(passes)
+        self.lint = lint
+        self.runs: list[PassRun] = []
+
+    def run(self, graph: Graph) -> Graph:
+        self.runs = []
+        show = _logs_graph()
+        for graph_pass in self.passes:
+            name = graph_pass.__name__
+            if show:
+                print(f"--- before {name} ---\n{graph}", file=sys.stderr)
+            before, start = len(graph), time.perf_counter()
+            graph = graph_pass(graph)
+            seconds = time.perf_counter() - start
+            if self.lint:
+                graph.lint()
+            changes = len(graph.history[-1].changes) if graph.history else 0
+            self.runs.append(PassRun(name, before, len(graph), seconds, changes))
+            logger.info("%s: %d -> %d nodes, %d changes, %.2f ms", name, before, len(graph), changes,
+                        seconds * 1e3)
+            if show:
+                print(f"--- after {name} ---\n{graph}", file=sys.stderr)
+        return graph
+
+    def report(self) -> str:
+        """A line per pass: nodes before and after, changes, time."""
+        return "\n".join(f"{r.name:<34} {r.nodes_before:>5} -> {r.nodes_after:<5} {r.changes:>4} changes "
+                         f"{r.seconds * 1e3:8.2f} ms" for r in self.runs)

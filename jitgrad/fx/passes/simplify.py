@@ -1,0 +1,106 @@
+"""``simplify_algebra``: rewrites that make a value cheaper without changing it.
+
+``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (the backward adds zero gradients for outputs nobody used),
+a reshape of a reshape, a transpose undone by the same transpose, a permute of a permute, and reshapes,
+permutes and expands that keep the shape. A rewrite to an existing value happens only when that value
+already has the node's shape and dtype (``int_tensor * 1.0`` is a float: it stays). Nodes left unread
+are removed by ``eliminate_dead_code``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..graph import Graph
+from ..node import Node, Opcode
+
+
+def _equals(graph: Graph, value: Any, scalar: float) -> bool:
+    """Whether ``value`` is the Python number ``scalar`` or a constant tensor full of it."""
+    if isinstance(value, Node):
+        return value.op is Opcode.GET_ATTR and bool(np.all(graph.constants[value.target]._data == scalar))
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == scalar
+
+
+def _same_value_type(node: Node, other: Any) -> bool:
+    return isinstance(other, Node) and other.meta.get("shape") == node.meta["shape"] \
+        and other.meta.get("dtype") == node.meta["dtype"]
+
+
+def _identity(left: float | None, right: float | None) -> Callable[[Graph, Node], Node | None]:
+    """``op(x, e) == x`` for the identity element ``e`` on the given side(s)."""
+    def rule(graph: Graph, node: Node) -> Node | None:
+        a, b = node.args
+        if right is not None and _equals(graph, b, right) and _same_value_type(node, a):
+            return a
+        if left is not None and _equals(graph, a, left) and _same_value_type(node, b):
+            return b
+        return None
+    return rule
+
+
+def _wrap(dims: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    return tuple(d % ndim for d in dims) if ndim else dims
+
+
+def _reshape(graph: Graph, node: Node) -> Node | None:
+    (source,) = node.args
+    if source.op is Opcode.CALL_FUNCTION and source.target is node.target:
+        node.args = source.args  # reshape(reshape(x)) reads x directly
+        source = node.args[0]
+    return source if _same_value_type(node, source) else None
+
+
+def _transpose(graph: Graph, node: Node) -> Node | None:
+    (source,) = node.args
+    if source.op is not Opcode.CALL_FUNCTION or source.target is not node.target:
+        return None
+    ndim = len(node.meta["shape"])
+    outer = set(_wrap((node.kwargs["dim0"], node.kwargs["dim1"]), ndim))
+    inner = set(_wrap((source.kwargs["dim0"], source.kwargs["dim1"]), ndim))
+    return source.args[0] if outer == inner else None
+
+
+def _permute(graph: Graph, node: Node) -> Node | None:
+    (source,) = node.args
+    ndim = len(node.meta["shape"])
+    dims = _wrap(tuple(node.kwargs["dims"]), ndim)
+    if source.op is Opcode.CALL_FUNCTION and source.target is node.target:
+        inner = _wrap(tuple(source.kwargs["dims"]), ndim)
+        node.args, node.kwargs = source.args, {**node.kwargs, "dims": tuple(inner[d] for d in dims)}
+        source, dims = node.args[0], node.kwargs["dims"]
+    return source if dims == tuple(range(ndim)) and _same_value_type(node, source) else None
+
+
+def _same_shape(graph: Graph, node: Node) -> Node | None:
+    (source,) = node.args
+    return source if _same_value_type(node, source) else None
+
+
+RULES: dict[str, Callable[[Graph, Node], Node | None]] = {
+    "mul": _identity(1.0, 1.0),
+    "div": _identity(None, 1.0),
+    "add": _identity(0.0, 0.0),
+    "sub": _identity(None, 0.0),
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "permute": _permute,
+    "expand": _same_shape,
+}
+
+
+def simplify_algebra(graph: Graph) -> Graph:
+    record = graph.record_pass("simplify_algebra")
+    for node in graph.nodes:
+        rule = RULES.get(node.target_name) if node.op is Opcode.CALL_FUNCTION else None
+        if rule is None:
+            continue
+        before = (node.args, node.kwargs)
+        replacement = rule(graph, node)
+        if replacement is not None:
+            graph.replace_node(node, replacement)
+            record.changes.append(f"{node.name} -> {replacement.name}")
+        elif (node.args, node.kwargs) != before:
+            record.changes.append(f"{node.name} now reads {node.args[0].name}")
+    return graph

@@ -1,0 +1,50 @@
+"""``topological_sort``: puts the nodes in an order where every value is defined before it is read.
+
+Stable: nodes already in a valid order stay where they are, and among nodes that are ready the one
+that came first goes first, so a sorted graph prints as it did. A cycle cannot be ordered; the error
+names the nodes on it.
+"""
+from __future__ import annotations
+
+import heapq
+
+from ..graph import Graph, GraphError
+from ..node import Node, Opcode
+
+
+def _find_cycle(remaining: set[Node]) -> list[Node]:
+    """A cycle among ``remaining`` (each of which waits on another of them)."""
+    node = next(iter(remaining))
+    path: list[Node] = []
+    while node not in path:
+        path.append(node)
+        node = next(n for n in node.all_input_nodes if n in remaining)
+    return path[path.index(node):]
+
+
+def topological_sort(graph: Graph) -> Graph:
+    record = graph.record_pass("topological_sort")
+    nodes = graph.nodes
+    position = {n: i for i, n in enumerate(nodes)}
+    waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
+    ready = [(position[n], n.name) for n in nodes if waiting[n] == 0 and n.op is not Opcode.OUTPUT]
+    heapq.heapify(ready)
+    by_name = {n.name: n for n in nodes}
+    order: list[Node] = []
+    while ready:
+        node = by_name[heapq.heappop(ready)[1]]
+        order.append(node)
+        for user in node.users:
+            waiting[user] -= 1
+            if waiting[user] == 0 and user.op is not Opcode.OUTPUT:
+                heapq.heappush(ready, (position[user], user.name))
+    output = [n for n in nodes if n.op is Opcode.OUTPUT]
+    remaining = set(nodes) - set(order) - set(output)
+    if remaining:
+        cycle = _find_cycle(remaining)
+        names = " -> ".join(n.name for n in reversed(cycle))
+        raise GraphError(f"the graph has a cycle: {names} -> {cycle[-1].name}")
+    order += output
+    record.changes = [f"moved {n.name}" for i, n in enumerate(order) if nodes[i] is not n]
+    graph.reorder(order)
+    return graph

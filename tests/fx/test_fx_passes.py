@@ -1,0 +1,275 @@
+"""Each pass the FX way: a tiny graph, the pass, the change it made, identical outputs, ``lint()``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad import fx
+from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
+from jitgrad.fx.joint import is_backward
+from jitgrad.fx.passes import (PassManager, eliminate_common_subexpressions, eliminate_dead_code,
+                               fold_constants, group_fusions, partition_joint, plan_memory,
+                               simplify_algebra, topological_sort)
+from jitgrad.ops.registry import REGISTRY
+
+
+def values(result):
+    """Nested outputs as numpy arrays, for comparison."""
+    if isinstance(result, (tuple, list)):
+        return [values(r) for r in result]
+    if isinstance(result, dict):
+        return {k: values(v) for k, v in result.items()}
+    return result.detach().numpy() if isinstance(result, jg.Tensor) else result
+
+
+def assert_same_values(a, b):
+    if isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same_values(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_same_values(a[k], b[k])
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def raw(graph, *args):
+    """What the graph's code returns (gradients included, nothing written to ``.grad``)."""
+    module = GraphModule(graph)
+    return values(module.forward(*args, constants=module.constants))
+
+
+def run_pass(graph_pass, graph, *args):
+    """Runs the pass, lints, checks the outputs did not change; returns the pass's record."""
+    before = raw(graph, *args)
+    assert graph_pass(graph) is graph
+    graph.lint()
+    assert_same_values(raw(graph, *args), before)
+    return graph.history[-1]
+
+
+def names(graph, op=Opcode.CALL_FUNCTION):
+    return [n.target_name for n in graph.nodes if n.op is op]
+
+
+def with_backward(fn):
+    def program(*inputs):
+        out = fn(*inputs)
+        out.sum().backward()
+        return out
+    return program
+
+
+X, W = jg.randn(3, 4), jg.randn(4)
+
+
+# ---- topological_sort ---------------------------------------------------------------------------------
+def test_topological_sort_repairs_order_and_keeps_the_rest_stable():
+    g = fx.trace(lambda x, w: (x * w).exp() + x.sin(), X, W).graph
+    mul, exp, sin = g.find("mul"), g.find("exp"), g.find("sin")
+    order = list(g.nodes)
+    order.remove(mul)
+    order.insert(order.index(sin), mul)  # x, w, exp, mul, sin...: exp before its input
+    g.reorder(order)
+    with pytest.raises(GraphError):
+        g.lint()
+    topological_sort(g)
+    g.lint()
+    record = g.history[-1]
+    assert_same_values(values(GraphModule(g)(X, W)), values((X * W).exp() + X.sin()))
+    assert [n.name for n in g.nodes] == ["x", "w", "mul", "exp", "sin", "add", "output"]
+    assert record.changes == ["moved mul", "moved exp"]
+    assert run_pass(topological_sort, g, X, W).changes == []
+
+
+def test_topological_sort_names_a_cycle():
+    g = fx.trace(lambda x: x.exp().sin().cos(), X).graph
+    g.find("exp").args = (g.find("sin"),)
+    with pytest.raises(GraphError, match="cycle: exp -> sin -> exp|cycle: sin -> exp -> sin"):
+        topological_sort(g)
+
+
+# ---- eliminate_dead_code ------------------------------------------------------------------------------
+def test_dead_code_goes():
+    def f(x):
+        unused = x.exp() * 2.0  # noqa: F841 - the dead branch
+        return x.sin()
+    g = fx.trace(f, X).graph
+    record = run_pass(eliminate_dead_code, g, X)
+    assert names(g) == ["sin"] and record.changes == ["removed mul", "removed exp"]
+
+
+def test_dce_removes_the_backward_branch_of_an_input_whose_gradient_is_not_requested():
+    def f(x, w):
+        (gx,) = jg.autograd.grad(((x * w).exp()).sum(), x, retain_graph=True)
+        loss = ((x * w).exp()).sum()
+        loss.backward()
+        return gx
+    x, w = jg.randn(3, requires_grad=True), jg.randn(3, requires_grad=True)
+    gm = fx.trace(lambda x, w: f(x, w), x, w)
+    g = gm.graph
+    g.output_node.args = (g.output_node.args[0][0],)  # keep the autograd.grad result, drop .grad outputs
+    g.output_node.meta.clear()
+    backward_before = [n.name for n in g.nodes if is_backward(n) and n.op is Opcode.CALL_FUNCTION]
+    record = run_pass(eliminate_dead_code, g, x, w)
+    backward_after = [n.name for n in g.nodes if is_backward(n) and n.op is Opcode.CALL_FUNCTION]
+    assert len(backward_after) < len(backward_before)
+    reads_w_grad = [n for n in g.nodes if is_backward(n) and n.op is Opcode.CALL_FUNCTION
+                    and g.find("x") in n.all_input_nodes]
+    assert not reads_w_grad  # w's gradient (grad * x) is gone
+    assert record.changed
+
+
+# ---- eliminate_common_subexpressions ------------------------------------------------------------------
+def test_cse_merges_equal_calls_and_equal_constants_but_not_different_attributes():
+    def f(x):
+        a = x.sum(0) + x.sum(0) + x.sum(1).sum()
+        return a * jg.tensor([2.0]) + a * jg.tensor([2.0]) + x.mean()
+    g = fx.trace(f, X).graph
+    record = run_pass(eliminate_common_subexpressions, g, X)
+    assert names(g).count("sum") == 3 and names(g, Opcode.GET_ATTR) == ["_tensor_constant"]
+    assert record.changes == ["sum_1 -> sum", "_tensor_constant_1 -> _tensor_constant", "mul_1 -> mul"]
+
+
+# ---- fold_constants -----------------------------------------------------------------------------------
+def test_fold_constants_computes_constant_subgraphs_once():
+    def f(x):
+        scale = (jg.ones(4) * 3.0).exp()
+        return x * scale + jg.full((4,), 2.0).sum()
+    g = fx.trace(f, X).graph
+    record = run_pass(fold_constants, g, X)
+    assert names(g) == ["mul", "add"] and len(record.changes) == 3
+    np.testing.assert_allclose(g.constants["exp_folded"].numpy(), np.exp(3.0), rtol=1e-6)
+
+
+def test_fold_constants_leaves_large_results():
+    g = fx.trace(lambda x: x + jg.ones(1).expand(100), jg.randn(100)).graph
+    assert not run_pass(lambda graph: fold_constants(graph, max_elements=10), g, jg.randn(100)).changed
+
+
+# ---- simplify_algebra ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn, remaining", [
+    (lambda x: x * 1.0 + 0.0, []),
+    (lambda x: 1 * (0.0 + x) / 1.0 - 0.0, []),
+    (lambda x: x + jg.zeros(3, 4), []),                                  # adding a zero gradient
+    (lambda x: x.reshape(12).reshape(4, 3).reshape(2, 6), ["reshape"]),
+    (lambda x: x.reshape(12).reshape(3, 4), []),
+    (lambda x: x.transpose(0, 1).transpose(1, 0), []),
+    (lambda x: x.transpose(0, 1).transpose(0, 1).exp(), ["exp"]),
+    (lambda x: x.permute(1, 0).permute(1, 0), []),
+    (lambda x: x.expand(3, 4), []),
+    (lambda x: x * jg.ones(2, 3, 4), ["mul"]),                           # broadcasts: keeps the op
+    (lambda x: x.long() * 1.0, ["to_dtype", "mul"]),                     # promotes: keeps the op
+])
+def test_simplify_algebra(fn, remaining):
+    g = fx.trace(fn, X).graph
+    record = run_pass(simplify_algebra, g, X)
+    run_pass(eliminate_dead_code, g, X)
+    assert names(g) == remaining
+    assert record.changed == (remaining != names(fx.trace(fn, X).graph))
+
+
+# ---- group_fusions ------------------------------------------------------------------------------------
+def test_group_fusions_marks_loops_and_respects_dependencies():
+    def f(x, b):
+        h = (x * b).tanh() + 1.0            # one loop over (3, 4), b broadcast
+        s = h.sum(1)                        # ends that loop
+        return (h @ jg.ones(4, 2)).relu(), s.exp() * 2.0   # matmul does not fuse; s.exp starts a new loop
+    g = fx.trace(f, X, W).graph
+    record = run_pass(group_fusions, g, X, W)
+    group = {n.name: n.meta.get("fusion_group") for n in g.nodes}
+    assert group["mul"] == group["tanh"] == group["add"] == group["sum"]
+    assert group["mm"] is None
+    assert group["exp"] == group["mul_1"] != group["sum"]
+    assert group["relu"] not in (group["sum"], group["exp"])
+    assert "fusion_group=fused_0" in str(g) and record.stats["groups"] == 3
+
+
+def test_group_fusions_does_not_fuse_across_a_path_outside_the_group():
+    def f(x):
+        a = x.exp()
+        m = (a @ jg.ones(4, 4))             # leaves the group and comes back
+        return a + m
+    g = fx.trace(f, X).graph
+    run_pass(group_fusions, g, X)
+    assert g.find("exp").meta["fusion_group"] != g.find("add").meta["fusion_group"]
+
+
+# ---- plan_memory --------------------------------------------------------------------------------------
+def test_plan_memory_reuses_dead_buffers_of_the_same_size():
+    g = fx.trace(lambda x: x.exp().sin().cos().tanh().sum(0), X).graph
+    record = run_pass(plan_memory, g, X)
+    buffers = [g.find(n).meta["buffer"] for n in ("exp", "sin", "cos", "tanh")]
+    assert buffers == ["buf0", "buf1", "buf0", "buf1"]
+    assert record.stats == {"unplanned_bytes": 4 * 48 + 16, "planned_bytes": 2 * 48 + 16,
+                            "peak_live_bytes": 2 * 48, "buffers": 3}
+    assert g.find("sin").meta["live"] == (2, 3)
+
+
+def test_plan_memory_keeps_outputs_alive():
+    g = fx.trace(lambda x: (x.exp(), x.exp().sin().cos()), X).graph
+    run_pass(plan_memory, g, X)
+    assert g.find("exp").meta["live"][1] == len(g)
+    assert g.find("cos").meta["buffer"] != g.find("exp").meta["buffer"]
+
+
+# ---- partition_joint ----------------------------------------------------------------------------------
+def test_partition_joint_recomputes_cheap_values_and_matches_the_joint_graph():
+    def f(x, w):
+        return (x @ w.reshape(4, 1)).tanh().exp() * x.sum()
+    x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
+    joint = fx.trace_joint(f, x, w)
+    tangent = jg.randn(3, 1)
+    expected = values(joint.module(x, w, tangent))
+    part = partition_joint(joint.graph)
+    part.forward.lint()
+    part.backward.lint()
+    assert "mm" in part.saved and "tanh" not in part.saved and "exp" in part.recomputed
+    assert part.saved_bytes_after < part.saved_bytes_before
+    result, saved = GraphModule(part.forward)(x, w)
+    grads = GraphModule(part.backward)(*saved, tangent)
+    assert_same_values(values((result, grads)), expected)
+    assert not any(is_backward(n) for n in part.forward.nodes)
+    assert joint.graph.history[-1].stats["saved_bytes_after"] == part.saved_bytes_after
+
+
+# ---- PassManager --------------------------------------------------------------------------------------
+def test_pass_manager_runs_the_pipeline_and_logs_graphs(monkeypatch, capsys):
+    monkeypatch.setenv("JITGRAD_LOG", "graph")
+    x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
+    gm = fx.trace(with_backward(lambda x, w: (x * w).exp() * 1.0), x, w)
+    expected_grads = raw(gm.graph, x, w)
+    manager = PassManager()
+    graph = manager.run(gm.graph)
+    assert_same_values(raw(graph, x, w), expected_grads)
+    assert [r.name for r in manager.runs][0] == "topological_sort"
+    assert manager.runs[-1].nodes_after < manager.runs[0].nodes_before
+    err = capsys.readouterr().err
+    assert "--- before fold_constants ---" in err and "--- after plan_memory ---" in err
+    assert "fold_constants" in manager.report()
+
+
+def test_every_pass_on_traced_backward_graphs_keeps_values():
+    x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
+    programs = [lambda x, w: (x * w).softmax(1).log(), lambda x, w: (x - w).pow(2).mean(0).sqrt(),
+                lambda x, w: jg.cat([x, w.reshape(1, 4)], 0).max(0).values.relu()]
+    for fn in programs:
+        gm = fx.trace(with_backward(fn), x, w)
+        expected = raw(gm.graph, x, w)
+        graph = PassManager().run(gm.graph)
+        assert_same_values(raw(graph, x, w), expected)
+        assert len(graph) < len(fx.trace(with_backward(fn), x, w).graph)
+
+
+def test_lint_after_a_hand_built_graph_goes_through_every_pass():
+    g = Graph()
+    meta = {"shape": (2,), "dtype": np.dtype("float32")}
+    a = g.placeholder("a", meta)
+    one = g.get_attr(jg.ones(2), "one")
+    m = g.call_function(REGISTRY["mul"], (a, one), {}, meta)
+    g.output(g.call_function(REGISTRY["exp"], (m,), {}, meta))
+    PassManager().run(g)
+    assert names(g) == ["exp"] and g.find("exp").args == (a,)
