@@ -1,0 +1,184 @@
+"""Custom differentiable functions: ``jitgrad.autograd.Function``, as PyTorch spells it.
+
+``MyFn.apply(*args)`` runs ``MyFn.forward(ctx, *args)`` without recording and, when an input requires
+grad, makes one ``MyFnBackward`` node the ``grad_fn`` of the outputs. That node *is* the ``ctx`` the
+user saw in ``forward``: what it saved is what ``backward`` reads.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import grad_mode
+from .graph import Node, gradient_edge, new_input_metadata
+from .saved_tensor import SavedTensor
+
+_ONCE_DIFFERENTIABLE_ERROR = ("trying to differentiate twice a function that was marked with "
+                              "@once_differentiable")
+
+
+class FunctionCtx:
+    """What ``forward`` may record for ``backward`` (methods of the backward node, which is the ctx)."""
+
+    def save_for_backward(self, *tensors: Tensor | None) -> None:
+        self._to_save = tensors
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Declares inputs that ``forward`` modified in place and returns; their history is rebased
+        onto this function."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With ``False``, ``backward`` receives None (not zeros) for outputs that got no gradient."""
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        return tuple(s.unpack(self) if s is not None else None for s in self._saved)
+
+
+class FunctionBackward(FunctionCtx, Node):
+    """The backward node of one ``Function.apply`` call; subclassed per Function, with a ``__dict__``
+    so that ``forward`` can store anything on ``ctx``."""
+
+    function: type["Function"]
+
+    def __init__(self, edges, tensor_positions: tuple[int, ...], needs_input_grad: tuple[bool, ...]) -> None:
+        Node.__init__(self, edges)
+        self._tensor_positions = tensor_positions
+        self.needs_input_grad = needs_input_grad
+        self.materialize_grads = True
+        self._to_save: tuple = ()
+        self._dirty: tuple = ()
+        self._non_differentiable: tuple = ()
+        self._saved: tuple = ()
+
+    def apply(self, grads, needed):
+        if self.materialize_grads:
+            grads = [g if g is not None else Tensor._make(np.zeros(m.shape, m.dtype))
+                     for g, m in zip(grads, self._input_metadata)]
+        result = self.function.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        expected = len(self.needs_input_grad)
+        if len(result) < expected or any(g is not None for g in result[expected:]):
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                               f"(expected {expected}, got {len(result)})")
+        for position, grad in enumerate(result[:expected]):
+            if grad is not None and position not in self._tensor_positions:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than None at "
+                                   f"position {position + 1}, but the corresponding forward input was not "
+                                   "a Tensor")
+        return [result[p] for p in self._tensor_positions]
+
+    def release_variables(self) -> None:
+        for saved in self._saved:
+            if saved is not None:
+                saved.release()
+
+
+class _DelayedError(Node):
+    """Stands in the graph of a ``@once_differentiable`` backward's results: differentiating them
+    again raises instead of silently giving zeros."""
+
+    def apply(self, grads, needed):
+        raise RuntimeError(_ONCE_DIFFERENTIABLE_ERROR)
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """Marks a ``backward`` that is not itself differentiable: it runs without recording, and a
+    gradient of its results (``create_graph=True``) raises."""
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with grad_mode.no_grad():
+            result = backward(ctx, *grads)
+        if not grad_mode.is_grad_enabled():
+            return result
+        inputs = [g for g in grads if isinstance(g, Tensor) and g._requires_grad]
+        if not inputs:
+            return result
+        results = result if isinstance(result, tuple) else (result,)
+        node = _DelayedError([gradient_edge(g) for g in inputs])
+        node._input_metadata = [new_input_metadata((r._data.shape, r._data.dtype, "cpu"))
+                                for r in results if isinstance(r, Tensor)]
+        wrapped, nr = [], 0
+        for r in results:
+            if isinstance(r, Tensor):
+                r = Tensor._make(r._data, True)
+                r._grad_fn, r._output_nr = node, nr
+                nr += 1
+            wrapped.append(r)
+        return tuple(wrapped) if isinstance(result, tuple) else wrapped[0]
+    return wrapper
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grad_outputs)``; call
+    ``apply``. ``backward`` returns one gradient (or None) per ``forward`` argument."""
+
+    _node_classes: dict[type, type[FunctionBackward]] = {}
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("a Function subclass must define a static forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Tensor) -> Any:
+        raise NotImplementedError("a Function subclass must define a static backward(ctx, *grads) "
+                                  "to be differentiated")
+
+    @classmethod
+    def _node_class(cls) -> type[FunctionBackward]:
+        node_class = Function._node_classes.get(cls)
+        if node_class is None:
+            node_class = type(f"{cls.__name__}Backward", (FunctionBackward,), {"function": cls})
+            Function._node_classes[cls] = node_class
+        return node_class
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        records = grad_mode.is_grad_enabled() and any(needs_input_grad)
+        ctx = cls._node_class()(tuple(gradient_edge(args[p]) for p in positions) if records else (),
+                                positions, needs_input_grad)
+        with grad_mode.no_grad():
+            output = cls.forward(ctx, *args, **kwargs)
+        outputs = output if isinstance(output, tuple) else (output,)
+        if not records:
+            return output
+        outputs = _connect(ctx, args, outputs)
+        return outputs if isinstance(output, tuple) else outputs[0]
+
+
+def _connect(ctx: FunctionBackward, args: tuple, outputs: tuple) -> tuple:
+    """Makes ``ctx`` the grad_fn of the differentiable outputs and saves what forward asked for."""
+    dirty = {id(t) for t in ctx._dirty}
+    non_differentiable = {id(t) for t in ctx._non_differentiable}
+    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    connected, metadata = [], []
+    for nr, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            connected.append(out)
+            continue
+        if id(out) in dirty:
+            if out._grad_fn is None and out._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                                   "operation.")
+        elif id(out) in inputs:
+            out = Tensor._make(out._data)  # an input returned as is: a new tensor, never the input's history
+        if id(outputs[nr]) not in non_differentiable and out._data.dtype.kind == "f":
+            out._requires_grad, out._grad_fn, out._output_nr = True, ctx, nr
+        metadata.append(new_input_metadata((out._data.shape, out._data.dtype, "cpu")))
+        connected.append(out)
+    ctx._input_metadata = metadata
+    output_nr = {id(o): nr for nr, o in enumerate(outputs) if isinstance(o, Tensor)}
+    ctx._saved = tuple(None if t is None else SavedTensor(t, output_nr.get(id(t))) for t in ctx._to_save)
+    ctx._to_save = ()
+    return tuple(connected)
