@@ -1,10 +1,12 @@
 """Eager automatic differentiation: the backward graph, the engine, custom Functions and grad modes."""
-from . import engine, graph
+from . import engine, functional, graph
 from .differentiate import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "graph", "engine",
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "gradgradcheck", "GradcheckError", "functional", "graph", "engine",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled"]
