@@ -1,5 +1,6 @@
 """Eager automatic differentiation: the backward graph, the engine, custom Functions and grad modes."""
 from . import engine, functional, graph
+from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .differentiate import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -9,4 +10,4 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "functional", "graph", "engine",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]

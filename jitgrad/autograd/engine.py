@@ -19,7 +19,7 @@ from typing import Sequence
 
 from ..ops.reductions import sum_to
 from ..tensor import Tensor
-from . import grad_mode
+from . import anomaly_mode, grad_mode
 from .graph import AccumulateGrad, Edge, GraphRoot, Node
 
 
@@ -140,6 +140,12 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.ready_queue = ReadyQueue()
         self.depth = 0  # how many backward calls are running on this thread
+        self.task: GraphTask | None = None  # the task whose node is running
+
+
+def current_graph_task() -> GraphTask | None:
+    """The backward call whose node this thread is running (for hooks that span several tensors)."""
+    return _thread.task
 
 
 _thread = _ThreadState()
@@ -156,12 +162,13 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
         task.init_to_execute(root, outputs, accumulate_grad)
     queue = _thread.ready_queue
     queue.push(task, root, InputBuffer(0))
-    previous_mode = grad_mode.state.grad_enabled
+    previous_mode, previous_task = grad_mode.state.grad_enabled, _thread.task
     grad_mode.state.grad_enabled = create_graph
     _thread.depth += 1
     try:
         while task.outstanding_tasks:
             owner, fn, inputs = queue.pop()
+            _thread.task = owner
             evaluate_function(owner, fn, inputs.grads, queue)
             owner.outstanding_tasks -= 1
     except BaseException:
@@ -170,6 +177,7 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
         raise
     finally:
         _thread.depth -= 1
+        _thread.task = previous_task
         grad_mode.state.grad_enabled = previous_mode
     if not keep_graph:
         for fn in task.executed:
@@ -226,7 +234,16 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
             return
     if type(fn) is AccumulateGrad:
         task.record_grad(fn.variable)
-    outputs = call_function(task, fn, grads)
+    if anomaly_mode.state.enabled:
+        try:
+            outputs = call_function(task, fn, grads)
+            if anomaly_mode.state.check_nan:
+                anomaly_mode.check_nan(fn, outputs)
+        except Exception as error:
+            anomaly_mode.report_error(fn, error)
+            raise
+    else:
+        outputs = call_function(task, fn, grads)
     if not task.keep_graph:
         task.executed.append(fn)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from . import grad_mode
+from . import anomaly_mode, grad_mode
 from ..hooks import RemovableHandle
 
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ class Node:
         self._topological_nr = topological_nr
         self._input_metadata: list[InputMetadata] = []
         self._metadata = None
+        if anomaly_mode.state.enabled:
+            anomaly_mode.record_creation(self.metadata)
         self._pre_hooks = None
         self._post_hooks = None
         self._tensor_pre_hooks = None
@@ -224,4 +226,7 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
                            "require gradients")
     return GradientEdge(edge.function, edge.input_nr)
 
+# PyTorch's torch.autograd.graph spells these here too; they live in modules of their own.
+from .multi_grad_hooks import register_multi_grad_hook  # noqa: E402,F401
+from .saved_tensor import save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
 from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

@@ -1,4 +1,5 @@
-"""What a backward node keeps of a forward tensor, and the error when that was freed.
+"""What a backward node keeps of a forward tensor, the hooks that may pack it, and the error when it
+was freed.
 
 A node's own output is kept as its array, not as the tensor, so that the tensor -> grad_fn -> tensor
 cycle never forms and a graph is freed by reference counting alone; unpacking rebuilds a tensor whose
@@ -6,7 +7,8 @@ cycle never forms and a graph is freed by reference counting alone; unpacking re
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..tensor import Tensor
 
@@ -20,14 +22,49 @@ FREED_ERROR = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+class _HookStack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[tuple[Callable[[Tensor], Any], Callable[[Any], Tensor]]] = []
+
+
+_hooks = _HookStack()
+
+
+class saved_tensors_hooks:
+    """Inside the block, every tensor saved for backward is stored as ``pack(tensor)`` and given back
+    to backward as ``unpack(packed)`` (to offload, compress or log what the graph keeps)."""
+
+    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _hooks.stack.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """PyTorch's offloading of saved tensors to host memory; jitgrad's tensors already live there, so
+    packing keeps the array as it is. Kept so that code written for PyTorch runs unchanged."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        super().__init__(lambda tensor: tensor._data, lambda array: Tensor._make(array))
+
+
 class SavedTensor:
-    __slots__ = ("_tensor", "_data", "_output_nr", "_released")
+    __slots__ = ("_tensor", "_data", "_output_nr", "_released", "_unpack_hook")
 
     def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
         """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it."""
         self._released = False
         self._output_nr = output_nr
-        if output_nr is None:
+        self._unpack_hook = None
+        if _hooks.stack:
+            pack, self._unpack_hook = _hooks.stack[-1]
+            self._tensor, self._data = None, pack(tensor)
+        elif output_nr is None:
             self._tensor, self._data = tensor, None
         else:
             self._tensor, self._data = None, tensor._data
@@ -35,9 +72,19 @@ class SavedTensor:
     def unpack(self, node: "Node") -> Tensor:
         if self._released:
             raise RuntimeError(FREED_ERROR)
-        if self._output_nr is None:
+        if self._unpack_hook is not None:
+            value = self._unpack_hook(self._data)
+            if not isinstance(value, Tensor):
+                raise TypeError(f"the unpack hook of saved_tensors_hooks returned {type(value).__name__}; "
+                                "it must return a Tensor")
+            if self._output_nr is None:
+                return value
+            data = value._data
+        elif self._output_nr is None:
             return self._tensor
-        tensor = Tensor._make(self._data, True)
+        else:
+            data = self._data
+        tensor = Tensor._make(data, True)
         tensor._grad_fn = node
         tensor._output_nr = self._output_nr
         return tensor
