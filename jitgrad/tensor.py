@@ -26,8 +26,10 @@ _NON_LEAF_GRAD_WARNING = (
 
 
 class Tensor:
+    # ``_version_counter`` is a one-element list shared by a tensor and its views, made when first
+    # needed; ``_view`` is ``(base, base's version when the view was taken)`` for a view, else None.
     __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks",
-                 "_grad_accumulator", "_retains_grad", "__weakref__")
+                 "_grad_accumulator", "_retains_grad", "_version_counter", "_view", "__weakref__")
 
     # numpy must hand binary operators with a Tensor on the right to Tensor's reflected methods.
     __array_ufunc__ = None
@@ -41,11 +43,9 @@ class Tensor:
     def _init(self, data: np.ndarray, requires_grad: bool) -> None:
         self._data = data
         self._requires_grad = requires_grad
-        self._grad = None
-        self._grad_fn = None
+        self._grad = self._grad_fn = self._hooks = self._grad_accumulator = None
+        self._version_counter = self._view = None
         self._output_nr = 0
-        self._hooks = None
-        self._grad_accumulator = None
         self._retains_grad = False
 
     @classmethod
@@ -54,7 +54,7 @@ class Tensor:
         t = object.__new__(cls)
         t._data = data
         t._requires_grad = requires_grad
-        t._grad = t._grad_fn = t._hooks = t._grad_accumulator = None
+        t._grad = t._grad_fn = t._hooks = t._grad_accumulator = t._version_counter = t._view = None
         t._output_nr = 0
         t._retains_grad = False
         return t
@@ -187,6 +187,18 @@ class Tensor:
                                f"(this tensor is {self.dtype!r}; convert it with .float() or .double())")
         self._requires_grad = bool(requires_grad)
         return self
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes this tensor's memory has seen (shared with its views)."""
+        return self._version_counter[0] if self._version_counter else 0
+
+    @property
+    def _base(self) -> "Tensor | None":
+        return self._view[0] if self._view else None
+
+    def _is_view(self) -> bool:
+        return self._view is not None
 
     @property
     def grad_fn(self):

@@ -131,6 +131,12 @@ MASK = np.array([True, False, True])
 CLASSES = np.array([2, 0, 1])
 
 
+def _set_rows(x, v):
+    """``x[1:] = v`` on a non-leaf, returning x: the public way to call ``index_put``."""
+    x[1:] = v
+    return x
+
+
 def _grad_of_getitem(index):
     """The gradient of ``x[index] * w`` with respect to x, as a function of w, built with create_graph:
     the only public way to call ``index_scatter``, getitem's backward."""
@@ -199,6 +205,10 @@ SAMPLES: list[Sample] = [
     Sample("to_dtype", "float-then-double", lambda x: x.float().double(), SAME, ((4,),), eps=1e-2, atol=1e-4),
     Sample("clone", "method", lambda x: x.clone(), SAME, ((2, 3),)),
     Sample("clone", "function", lambda x: jg.ops.clone(x), lambda x: torch.clone(x), ((),)),
+    Sample("fill", "inplace", lambda x: (x * 1).fill_(0.5), SAME, ((2, 3),)),
+    Sample("fill", "zero", lambda x: (x * 1).zero_(), SAME, ((3,),)),
+    Sample("copy", "inplace-broadcast", lambda x, y: (x * 1).copy_(y), SAME, ((2, 3), (3,))),
+    Sample("index_put", "setitem-slice", lambda x, v: _set_rows(x * 1, v), SAME, ((3, 4), (4,))),
     # comparisons and logical ops: values only
     Sample("eq", "bcast", lambda x, y: x == y, SAME, BCAST, integers(), numpy_fn=np.equal),
     Sample("eq", "scalar", lambda x: jg.eq(x, 1.0), lambda x: torch.eq(x, 1.0), ((2, 3),), integers(),

@@ -222,6 +222,9 @@ KNOWN_NODE_NAME_DIFFERENCES = {
     # PyTorch records a node that raises on backward ("NotImplemented"); jitgrad records none, as for eq.
     "floor_divide-bcast": (None, "NotImplemented"),
     "floor_divide-function-scalar": (None, "NotImplemented"),
+    # x[i] = v on a tensor with history: PyTorch rebuilds it through CopySlices, jitgrad records the
+    # out-of-place index_put it wrote back.
+    "index_put-setitem-slice": ("IndexPutBackward0", "CopySlices"),
     # nn.functional composes registry ops where PyTorch has fused kernels.
     "add-linear": ("AddBackward0", "AddmmBackward0"),
     "mean-mse_loss": ("MeanBackward0", "MseLossBackward0"),

@@ -1,5 +1,6 @@
 """Eager automatic differentiation: the backward graph, the engine, custom Functions and grad modes."""
 from . import engine, functional, graph
+from . import forward_ad  # noqa: F401 - jitgrad.autograd.forward_ad: dual_level, make_dual, unpack_dual
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .differentiate import backward, grad
 from .function import Function, FunctionCtx, once_differentiable

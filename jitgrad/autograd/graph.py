@@ -17,6 +17,7 @@ import numpy as np
 
 from . import anomaly_mode, grad_mode
 from ..hooks import RemovableHandle
+from .versions import check_view_is_current
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -201,6 +202,8 @@ new_input_metadata = functools.partial(tuple.__new__, InputMetadata)
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:
     """Where a gradient for ``tensor`` must be sent: its grad_fn's slot, or its AccumulateGrad."""
+    if tensor._view is not None:
+        check_view_is_current(tensor)
     if tensor._grad_fn is not None:
         return _new_edge((tensor._grad_fn, tensor._output_nr))
     if tensor._requires_grad:
@@ -229,4 +232,5 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
 # PyTorch's torch.autograd.graph spells these here too; they live in modules of their own.
 from .multi_grad_hooks import register_multi_grad_hook  # noqa: E402,F401
 from .saved_tensor import save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
+from .versions import increment_version  # noqa: E402,F401
 from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

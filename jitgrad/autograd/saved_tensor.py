@@ -11,6 +11,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..tensor import Tensor
+from . import forward_ad
+from .versions import version_counter
 
 if TYPE_CHECKING:
     from .graph import Node
@@ -54,13 +56,17 @@ class save_on_cpu(saved_tensors_hooks):
 
 
 class SavedTensor:
-    __slots__ = ("_tensor", "_data", "_output_nr", "_released", "_unpack_hook")
+    __slots__ = ("_tensor", "_data", "_output_nr", "_released", "_unpack_hook", "_counter", "_version",
+                 "_description")
 
     def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
         """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it."""
         self._released = False
         self._output_nr = output_nr
         self._unpack_hook = None
+        self._counter = version_counter(tensor)
+        self._version = self._counter[0]
+        self._description = (tensor._data.dtype, tensor._data.shape)
         if _hooks.stack:
             pack, self._unpack_hook = _hooks.stack[-1]
             self._tensor, self._data = None, pack(tensor)
@@ -72,6 +78,16 @@ class SavedTensor:
     def unpack(self, node: "Node") -> Tensor:
         if self._released:
             raise RuntimeError(FREED_ERROR)
+        if self._counter[0] != self._version:
+            dtype, shape = self._description
+            owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
+                     else f"an input of {node.name()}")
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{dtype.name} {list(shape)}], which is {owner}, is at version "
+                f"{self._counter[0]}; expected version {self._version} instead. Hint: enable anomaly "
+                "detection to find the operation that failed to compute its gradient, with "
+                "jitgrad.autograd.set_detect_anomaly(True).")
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)
             if not isinstance(value, Tensor):
@@ -87,6 +103,11 @@ class SavedTensor:
         tensor = Tensor._make(data, True)
         tensor._grad_fn = node
         tensor._output_nr = self._output_nr
+        level = forward_ad.state.level
+        if level is not None:  # forward over reverse: the rebuilt output keeps the output's tangent
+            tangent = level.output_tangent(node, self._output_nr)
+            if tangent is not None:
+                level.set(tensor, tangent)
         return tensor
 
     def release(self) -> None:

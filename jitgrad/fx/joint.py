@@ -67,7 +67,7 @@ def trace_joint(fn: Callable[..., Any], *example_args: Any) -> JointTrace:
     tracer, call_args = start_trace(fn, example_args)
     primals = tuple(p.name for p in tracer.graph.placeholders)
     wanted = [a for a in call_args if isinstance(a, Tensor) and a._requires_grad]
-    with observing(tracer.observe):
+    with observing(tracer.observe, tracer.alias):
         result = fn(*call_args)
         outputs = [t for t in _flat_tensors(result) if t._requires_grad]
         tangents = [tracer.placeholder(f"tangent_{i}", Tensor._make(np.ones_like(t._data)), phase=BACKWARD)

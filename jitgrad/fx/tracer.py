@@ -27,7 +27,7 @@ from ..ops.registry import REGISTRY, OpDef, observing
 from ..tensor import Tensor
 from .graph import Graph, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
-from .node import Node, tuple_item
+from .node import Node, Opcode, tuple_item
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -166,6 +166,14 @@ class Tracer:
         else:
             self._bind_output(output, node)
 
+    def alias(self, tensor: Tensor, source: Tensor) -> None:
+        """``tensor`` now holds ``source``'s value (an in-place op wrote it back)."""
+        node = self._nodes.get(id(tensor))
+        if node is not None and node.op is Opcode.PLACEHOLDER:
+            raise _conversion_error("An in-place change to an argument of the traced function (not "
+                                    "captured yet)")
+        self._bind(tensor, self.node_of(source))
+
     def _bind_output(self, tensor: Tensor, node: Node) -> None:
         tensor.__class__ = TracedTensor
         self._bind(tensor, node)
@@ -197,7 +205,7 @@ def trace(fn: Callable[..., Any], *example_args: Any) -> GraphModule:
     A ``backward()`` inside ``fn`` is captured with it: gradients it writes into ``.grad`` of the
     arguments become outputs, and calling the module writes them into ``.grad`` of its arguments."""
     tracer, call_args = start_trace(fn, example_args)
-    with observing(tracer.observe):
+    with observing(tracer.observe, tracer.alias):
         result = fn(*call_args)
     value = tracer.as_arg(result)
     tensors = [arg for arg in call_args if isinstance(arg, Tensor)]

@@ -60,20 +60,27 @@ def _log_softmax_forward(a, dim):
 
 
 relu = defop("relu", ("self",), _relu, "ReluBackward0",
-             self=lambda grad, result: where(result > 0.0, grad, 0.0))
+             self=lambda grad, result: where(result > 0.0, grad, 0.0),
+             jvp=lambda self_t, result: where(result > 0.0, self_t, 0.0))
 
 _gelu = defop("gelu", ("self",), floating_forward(_gelu_forward),
-             "GeluBackward0", self=_gelu_grad)
+             "GeluBackward0", self=_gelu_grad,
+             jvp=lambda self_t, self, approximate: _gelu_grad(self_t, self, approximate))
 
 _softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
                  self=lambda grad, self, beta, threshold:
-                     where(self * beta > threshold, grad, grad * (self * beta).sigmoid()))
+                     where(self * beta > threshold, grad, grad * (self * beta).sigmoid()),
+                 jvp=lambda self_t, self, beta, threshold:
+                     where(self * beta > threshold, self_t, self_t * (self * beta).sigmoid()))
 
+# softmax's Jacobian is symmetric, so its JVP is its backward formula; log_softmax's is not.
 _softmax = defop("softmax", ("self",), floating_forward(_softmax_forward), "SoftmaxBackward0",
-                self=lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True)))
+                self=lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True)),
+                jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)))
 
 _log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_forward), "LogSoftmaxBackward0",
-                        self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True))
+                        self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True),
+                        jvp=lambda self_t, result, dim: self_t - (result.exp() * self_t).sum(dim, keepdim=True))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:

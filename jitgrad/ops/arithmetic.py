@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..autograd.forward_ad import tangent_sum
 from ..shapes import broadcast_shapes
 from .registry import defop
 
@@ -58,25 +59,33 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
             self=lambda grad: grad,
-            other=lambda grad: grad)
+            other=lambda grad: grad,
+            jvp=lambda self_t, other_t: tangent_sum(self_t, other_t))
 
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
             explain=_explain_binary,
             self=lambda grad: grad,
-            other=lambda grad: -grad)
+            other=lambda grad: -grad,
+            jvp=lambda self_t, other_t: tangent_sum(self_t, None if other_t is None else -other_t))
 
 mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
             self=lambda grad, other: grad * other,
-            other=lambda grad, self: grad * self)
+            other=lambda grad, self: grad * self,
+            jvp=lambda self_t, other_t, self, other: tangent_sum(None if self_t is None else self_t * other,
+                                                                 None if other_t is None else self * other_t))
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
             explain=_explain_binary,
             self=lambda grad, other: grad / other,
-            other=lambda grad, self, other: -grad * self / (other * other))
+            other=lambda grad, self, other: -grad * self / (other * other),
+            jvp=lambda self_t, other_t, self, other: tangent_sum(
+                None if self_t is None else self_t / other,
+                None if other_t is None else -other_t * self / (other * other)))
 
 neg = defop("neg", ("self",), np.negative, "NegBackward0",
-            self=lambda grad: -grad)
+            self=lambda grad: -grad,
+            jvp=lambda self_t: -self_t)
 
 
 def _log(x):
@@ -108,9 +117,16 @@ def _pow_forward(a, b):
     return np.power(a, b)
 
 
+def _pow_jvp(self_t, exponent_t, self, exponent, result):
+    # pow is elementwise, so its JVP is each input's derivative formula applied to that input's tangent.
+    return tangent_sum(None if self_t is None else _pow_self_grad(self_t, self, exponent),
+                       None if exponent_t is None else _pow_exponent_grad(exponent_t, self, result))
+
+
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
             self=_pow_self_grad,
-            exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result))
+            exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result),
+            jvp=_pow_jvp)
 
 
 def _split_where_equal(grad, self, other):
@@ -118,15 +134,24 @@ def _split_where_equal(grad, self, other):
     return where(self == other, grad * 0.5, grad)
 
 
+def _select_jvp(self_t, other_t, self_wins, other_wins):
+    """The tangent of the input selected; at a tie the mean of both, matching the shared gradient."""
+    a = 0.0 if self_t is None else self_t
+    b = 0.0 if other_t is None else other_t
+    return where(self_wins, a, where(other_wins, b, (a + b) * 0.5))
+
+
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
                 explain=_explain_binary,
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
-                other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)))
+                other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
+                jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
                 explain=_explain_binary,
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
-                other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)))
+                other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
+                jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self < other, self > other))
 
 
 def _where_forward(condition, a, b):
@@ -140,7 +165,9 @@ def _where_forward(condition, a, b):
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
               explain=_explain_binary,
               self=lambda grad, condition: where(condition, grad, 0.0),
-              other=lambda grad, condition: where(condition, 0.0, grad))
+              other=lambda grad, condition: where(condition, 0.0, grad),
+              jvp=lambda self_t, other_t, condition: where(condition, 0.0 if self_t is None else self_t,
+                                                           0.0 if other_t is None else other_t))
 
 
 def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument names
@@ -158,7 +185,8 @@ def _clamp_grad(grad, self, min, max):  # noqa: A002
 
 
 _clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",
-              self=_clamp_grad)
+              self=_clamp_grad,
+              jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 
 def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     """Limits values to ``[min, max]``; the gradient is zero where a limit applied."""
@@ -166,10 +194,12 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
 
 
 abs = defop("abs", ("self",), np.abs, "AbsBackward0",  # noqa: A001
-            self=lambda grad, self: grad * self.sign())
+            self=lambda grad, self: grad * self.sign(),
+            jvp=lambda self_t, self: self_t * self.sign())
 
 sign = defop("sign", ("self",), np.sign, "SignBackward0",
-             self=lambda grad: grad * 0.0)
+             self=lambda grad: grad * 0.0,
+             jvp=lambda self_t: self_t * 0.0)
 
 
 eq = defop("eq", ("self", "other"), _binary(np.equal), explain=_explain_binary)
@@ -183,7 +213,9 @@ remainder = defop("remainder", ("self", "other"), _binary(np.remainder),
                   lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
                   explain=_explain_binary,
                   self=lambda grad: grad,
-                  other=lambda grad, self, other: -grad * floor_divide(self, other))
+                  other=lambda grad, self, other: -grad * floor_divide(self, other),
+                  jvp=lambda self_t, other_t, self, other: tangent_sum(
+                      self_t, None if other_t is None else -other_t * floor_divide(self, other)))
 logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary)
 logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary)
 logical_not = defop("logical_not", ("self",), np.logical_not)
@@ -194,10 +226,12 @@ def _to_forward(a, dtype):
 
 
 _to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
-                 self=lambda grad: grad)
+                 self=lambda grad: grad,
+                 jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
 clone = defop("clone", ("self",), np.copy, "CloneBackward0",
-              self=lambda grad: grad)
+              self=lambda grad: grad,
+              jvp=lambda self_t: clone(self_t))
 
 
 def to_dtype(input, dtype) -> "Tensor":

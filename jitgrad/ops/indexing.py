@@ -56,14 +56,18 @@ def _scatter_forward(grad, shape, index):
 
 
 def _getitem_forward(a, index):
+    if not _is_advanced(index) and Ellipsis not in index:
+        index = index + (Ellipsis,)  # numpy then returns a 0-d view, not a copied scalar, for x[0]
     return a[index]
 
 
 _getitem = defop("getitem", ("self",), _getitem_forward, _index_node,
-                 self=lambda grad, self_shape, index: _index_scatter(grad, shape=self_shape, index=index))
+                 view=True, self=lambda grad, self_shape, index: _index_scatter(grad, shape=self_shape, index=index),
+                 jvp=lambda self_t, index: _getitem(self_t, index=index))
 
 _index_scatter = defop("index_scatter", ("grad",), _scatter_forward, "IndexBackwardBackward0",
-                       grad=lambda grad, index: _getitem(grad, index=index))
+                       grad=lambda grad, index: _getitem(grad, index=index),
+                       jvp=lambda grad_t, shape, index: _index_scatter(grad_t, shape=shape, index=index))
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from .registry import defop
 
@@ -40,21 +41,31 @@ def _matmul_other_grad(grad, self, other):
     return matmul(self.mT, grad)
 
 
+def _product_jvp(product):
+    """The JVP of a product bilinear in its operands: d(a @ b) = da @ b + a @ db."""
+    return lambda self_t, other_t, self, other: tangent_sum(None if self_t is None else product(self_t, other),
+                                                            None if other_t is None else product(self, other_t))
+
+
 _dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul,
              self=lambda grad, other: grad * other,
-             other=lambda grad, self: grad * self)
+             other=lambda grad, self: grad * self,
+             jvp=_product_jvp(lambda a, b: _dot(a, b)))
 
 _mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul,
             self=lambda grad, other: grad.unsqueeze(1) * other,
-            other=lambda grad, self: _mv(self.T, grad))
+            other=lambda grad, self: _mv(self.T, grad),
+            jvp=_product_jvp(lambda a, b: _mv(a, b)))
 
 _mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul,
             self=lambda grad, other: _mm(grad, other.T),
-            other=lambda grad, self: _mm(self.T, grad))
+            other=lambda grad, self: _mm(self.T, grad),
+            jvp=_product_jvp(lambda a, b: _mm(a, b)))
 
 _matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0", explain=_explain_matmul,
                 self=_matmul_self_grad,
-                other=_matmul_other_grad)
+                other=_matmul_other_grad,
+                jvp=_product_jvp(lambda a, b: _matmul(a, b)))
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:

@@ -34,37 +34,49 @@ def _sigmoid(a):
 
 
 exp = defop("exp", ("self",), floating_forward(np.exp), "ExpBackward0",
-            self=lambda grad, result: grad * result)
+            self=lambda grad, result: grad * result,
+            jvp=lambda self_t, result: self_t * result)
 
 log = defop("log", ("self",), floating_forward(np.log), "LogBackward0",
-            self=lambda grad, self: grad / self)
+            self=lambda grad, self: grad / self,
+            jvp=lambda self_t, self: self_t / self)
 
 log1p = defop("log1p", ("self",), floating_forward(np.log1p), "Log1PBackward0",
-              self=lambda grad, self: grad / (self + 1.0))
+              self=lambda grad, self: grad / (self + 1.0),
+              jvp=lambda self_t, self: self_t / (self + 1.0))
 
 expm1 = defop("expm1", ("self",), floating_forward(np.expm1), "Expm1Backward0",
-              self=lambda grad, result: grad * (result + 1.0))
+              self=lambda grad, result: grad * (result + 1.0),
+              jvp=lambda self_t, result: self_t * (result + 1.0))
 
 sqrt = defop("sqrt", ("self",), floating_forward(np.sqrt), "SqrtBackward0",
-             self=lambda grad, result: grad / (result * 2.0))
+             self=lambda grad, result: grad / (result * 2.0),
+             jvp=lambda self_t, result: self_t / (result * 2.0))
 
 rsqrt = defop("rsqrt", ("self",), floating_forward(_rsqrt), "RsqrtBackward0",
-              self=lambda grad, result: grad * result * result * result * -0.5)
+              self=lambda grad, result: grad * result * result * result * -0.5,
+              jvp=lambda self_t, result: self_t * result * result * result * -0.5)
 
 sin = defop("sin", ("self",), floating_forward(np.sin), "SinBackward0",
-            self=lambda grad, self: grad * self.cos())
+            self=lambda grad, self: grad * self.cos(),
+            jvp=lambda self_t, self: self_t * self.cos())
 
 cos = defop("cos", ("self",), floating_forward(np.cos), "CosBackward0",
-            self=lambda grad, self: -grad * self.sin())
+            self=lambda grad, self: -grad * self.sin(),
+            jvp=lambda self_t, self: -self_t * self.sin())
 
 tan = defop("tan", ("self",), floating_forward(np.tan), "TanBackward0",
-            self=lambda grad, result: grad * (result * result + 1.0))
+            self=lambda grad, result: grad * (result * result + 1.0),
+            jvp=lambda self_t, result: self_t * (result * result + 1.0))
 
 tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0",
-             self=lambda grad, result: grad * (1.0 - result * result))
+             self=lambda grad, result: grad * (1.0 - result * result),
+             jvp=lambda self_t, result: self_t * (1.0 - result * result))
 
 sigmoid = defop("sigmoid", ("self",), floating_forward(_sigmoid), "SigmoidBackward0",
-                self=lambda grad, result: grad * result * (1.0 - result))
+                self=lambda grad, result: grad * result * (1.0 - result),
+                jvp=lambda self_t, result: self_t * result * (1.0 - result))
 
 erf = defop("erf", ("self",), floating_forward(erf_ufunc), "ErfBackward0",
-            self=lambda grad, self: grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)))
+            self=lambda grad, self: grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)),
+            jvp=lambda self_t, self: self_t * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..tensor import Tensor
+from . import inplace
 from .arithmetic import to_dtype
 
 _SAME_NAME = (
@@ -58,6 +59,12 @@ def _attach() -> None:
     }
     for name, fn in operators.items():
         setattr(Tensor, name, fn)
+    for name in ("add_", "sub_", "mul_", "div_", "pow_", "clamp_", "fill_", "zero_", "copy_"):
+        setattr(Tensor, name, getattr(inplace, name))
+    Tensor.clip_ = inplace.clamp_
+    Tensor.__iadd__, Tensor.__isub__ = inplace.add_, inplace.sub_
+    Tensor.__imul__, Tensor.__itruediv__, Tensor.__ipow__ = inplace.mul_, inplace.div_, inplace.pow_
+    Tensor.__setitem__ = inplace.setitem
     Tensor.to = _to
     Tensor.float = lambda self: to_dtype(self, "float32")
     Tensor.double = lambda self: to_dtype(self, "float64")

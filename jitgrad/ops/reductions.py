@@ -57,6 +57,11 @@ def _var_grad(grad, self, dim, keepdim, correction):
     return _unsqueeze_reduced(grad, self._data.shape, dim, keepdim) * centred * (2.0 / (n - correction))
 
 
+def _var_jvp(self_t, self, dim, keepdim, correction):
+    centred = self - self.mean(dim, keepdim=True)
+    return _sum(centred * self_t, dim=dim, keepdim=keepdim) * (2.0 / (_count(self._data.shape, dim) - correction))
+
+
 def _std_grad(grad, self, result, dim, keepdim, correction):
     n = _count(self._data.shape, dim)
     shape = self._data.shape
@@ -65,12 +70,20 @@ def _std_grad(grad, self, result, dim, keepdim, correction):
             / (_unsqueeze_reduced(result, shape, dim, keepdim) * (n - correction)))
 
 
+def _std_jvp(self_t, self, result, dim, keepdim, correction):
+    centred = self - self.mean(dim, keepdim=True)
+    return _sum(centred * self_t, dim=dim, keepdim=keepdim) / (result * (_count(self._data.shape, dim) - correction))
+
+
 def _prod_grad(grad, self, dim, keepdim):
+    return _unsqueeze_reduced(grad, self._data.shape, dim, keepdim) * _prod_of_others(self, dim)
+
+
+def _prod_of_others(self, dim):
     """d prod / d x_i is the product of the other elements, computed without dividing by zero: that of
     the nonzero ones other than x_i times that of the zeros other than x_i. The latter is written so that
     its own derivative is right too (create_graph): for a zero x_i it is 1 when x_i is the only zero, the
     other zero (their sum less x_i) when there are two, and 0, flat to first order, beyond."""
-    grad = _unsqueeze_reduced(grad, self._data.shape, dim, keepdim)
     is_zero = self == 0.0
     zeros = is_zero.sum(dim, keepdim=True)
     nonzero = where(is_zero, 1.0, self)
@@ -78,7 +91,7 @@ def _prod_grad(grad, self, dim, keepdim):
     zero_sum = where(is_zero, self, 0.0).sum(dim, keepdim=True)
     zero_others = where(is_zero, where(zeros == 1, 1.0, where(zeros == 2, zero_sum - self, 0.0)),
                         where(is_zero, self, 1.0).prod(dim, keepdim=True))
-    return grad * nonzero_others * zero_others
+    return nonzero_others * zero_others
 
 
 def _evenly_distribute(grad, self, result, dim, keepdim):
@@ -88,12 +101,30 @@ def _evenly_distribute(grad, self, result, dim, keepdim):
     return where(is_extreme, _unsqueeze_reduced(grad, shape, dim, keepdim), 0.0) / is_extreme.sum(dim, keepdim=True)
 
 
-def _value_selecting_grad(grad, self_shape, results, dim, keepdim):
-    """The gradient of ``max(dim)``/``min(dim)``: all of it goes to the selected index."""
+def _evenly_read(self_t, self, result, dim, keepdim):
+    """The tangent of max/min: the mean of the tangents of the ties, the transpose of the above."""
+    is_extreme = self == _unsqueeze_reduced(result, self._data.shape, dim, keepdim)
+    return _sum(where(is_extreme, self_t, 0.0), dim=dim, keepdim=keepdim) / _sum(is_extreme, dim=dim, keepdim=keepdim)
+
+
+def _is_selected(self_shape, results, dim, keepdim):
+    """Where ``max(dim)``/``min(dim)`` took its values from: a mask of ``self``'s shape."""
     (d,) = dim
     indices = _unsqueeze_reduced(results[1], self_shape, dim, keepdim)
     positions = Tensor._make(np.arange(self_shape[d]).reshape((-1,) + (1,) * (len(self_shape) - d - 1)))
-    return where(positions == indices, _unsqueeze_reduced(grad, self_shape, dim, keepdim), 0.0)
+    return positions == indices
+
+
+def _value_selecting_grad(grad, self_shape, results, dim, keepdim):
+    """The gradient of ``max(dim)``/``min(dim)``: all of it goes to the selected index."""
+    grad = _unsqueeze_reduced(grad, self_shape, dim, keepdim)
+    return where(_is_selected(self_shape, results, dim, keepdim), grad, 0.0)
+
+
+def _value_selecting_jvp(self_t, self_shape, results, dim, keepdim):
+    """The tangent of the values is that of the selected elements; the indices have none."""
+    selected = where(_is_selected(self_shape, results, dim, keepdim), self_t, 0.0)
+    return _sum(selected, dim=dim, keepdim=keepdim), None
 
 
 def _logsumexp_forward(a, dim, keepdim):
@@ -110,40 +141,50 @@ def _logsumexp_grad(grad, self, result, dim, keepdim):
     return _unsqueeze_reduced(grad, shape, dim, keepdim) * (self - _unsqueeze_reduced(result, shape, dim, keepdim)).exp()
 
 
+def _logsumexp_jvp(self_t, self, result, dim, keepdim):
+    weights = (self - _unsqueeze_reduced(result, self._data.shape, dim, keepdim)).exp()
+    return _sum(weights * self_t, dim=dim, keepdim=keepdim)
+
+
 def _sum_forward(a, dim, keepdim):
     return np.sum(a, axis=dim, keepdims=keepdim)
 
 
-_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad)
+_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad,
+             jvp=lambda self_t, dim, keepdim: _sum(self_t, dim=dim, keepdim=keepdim))
 _mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
-              self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim))
+              self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
+              jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
 _var = defop("var", ("self",), lambda a, dim, keepdim, correction: np.var(a, axis=dim, ddof=correction, keepdims=keepdim),
-             "VarBackward0", self=_var_grad)
+             "VarBackward0", self=_var_grad, jvp=_var_jvp)
 _std = defop("std", ("self",), lambda a, dim, keepdim, correction: np.std(a, axis=dim, ddof=correction, keepdims=keepdim),
-             "StdBackward0", self=_std_grad)
+             "StdBackward0", self=_std_grad, jvp=_std_jvp)
 _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
-              self=_prod_grad)
+              self=_prod_grad,
+              jvp=lambda self_t, self, dim, keepdim:
+                  _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
 _amax = defop("amax", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "AmaxBackward0",
-              self=_evenly_distribute)
+              self=_evenly_distribute, jvp=_evenly_read)
 _amin = defop("amin", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "AminBackward0",
-              self=_evenly_distribute)
+              self=_evenly_distribute, jvp=_evenly_read)
 _max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "MaxBackward1",
-                 self=_evenly_distribute)
+                 self=_evenly_distribute, jvp=_evenly_read)
 _min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
-                 self=_evenly_distribute)
+                 self=_evenly_distribute, jvp=_evenly_read)
 _max_dim = defop("max_dim", ("self",),
                  lambda a, dim, keepdim: (np.max(a, axis=dim, keepdims=keepdim),
                                           np.argmax(a, axis=dim[0], keepdims=keepdim)),
-                 "MaxBackward0", self=_value_selecting_grad)
+                 "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp)
 _min_dim = defop("min_dim", ("self",),
                  lambda a, dim, keepdim: (np.min(a, axis=dim, keepdims=keepdim),
                                           np.argmin(a, axis=dim[0], keepdims=keepdim)),
-                 "MinBackward0", self=_value_selecting_grad)
+                 "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp)
 _argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim))
 _argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim))
 _all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim))
 _any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim))
-_logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad)
+_logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad,
+                   jvp=_logsumexp_jvp)
 
 
 def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:

@@ -8,6 +8,9 @@ node. A formula names what it reads through its parameters, as PyTorch's ``deriv
 - ``result`` (the op's output), an input's name (``self``, ``other``...), ``<input>_shape``;
 - any attribute of the call (``dim``, ``keepdim``...).
 
+Its JVP rule (``jvp=``, for forward mode, see ``jitgrad.autograd.forward_ad``) reads the same names, with
+``<input>_t`` (that input's tangent, None when it has none) in place of ``grad``.
+
 Only what the formulas of inputs that require grad read is saved for backward. A formula returns the
 gradient at the broadcast shape it computes; the engine sums it back to the input's shape.
 """
@@ -22,9 +25,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..autograd import grad_mode
+from ..autograd import forward_ad, grad_mode
 from ..autograd.graph import gradient_edge
 from ..autograd.op_backward import node_class
+from ..autograd.versions import mark_views
 from ..tensor import Tensor
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -37,8 +41,9 @@ class OpDef:
     ``inputs`` names the tensor arguments in order; with ``variadic`` the single input is a sequence
     of tensors (``cat``, ``stack``) and its formula returns one gradient per tensor. ``node`` is the
     backward node's class name, or a function of ``(args, attrs)`` where PyTorch's name depends on the
-    call (``PowBackward0/1/2``). ``explain`` turns a failure of the forward into a message that names
-    the op and the shapes.
+    call (``PowBackward0/1/2``). ``jvp`` gives the output's tangent from the inputs' (forward mode).
+    ``view`` ops (reshape, transpose, basic indexing...) may return their input's memory.
+    ``explain`` turns a failure of the forward into a message that names the op and the shapes.
     """
 
     name: str
@@ -48,6 +53,9 @@ class OpDef:
     node: str | Callable[[tuple, dict], str] = ""
     variadic: bool = False
     explain: Callable[[tuple, dict], str | None] | None = None
+    jvp: Callable[..., Any] | None = None
+    view: bool = False
+    jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
 
@@ -57,6 +65,7 @@ class OpDef:
             if input_name not in self.inputs:
                 raise ValueError(f"op {self.name}: derivative for unknown input {input_name!r}")
             self.reads[input_name] = tuple(inspect.signature(formula).parameters)
+        self.jvp_reads = tuple(inspect.signature(self.jvp).parameters) if self.jvp else ()
         if self.derivatives and not self.node:
             raise ValueError(f"op {self.name}: a differentiable op needs a backward node name")
 
@@ -104,16 +113,24 @@ class OpDef:
 
         if type(out) is tuple:
             outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
+            if op.view:
+                mark_views(tensors[0], outputs)
             if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
                 _record(op, tensors, args, attrs, outputs)
             if _observers.observer is not None:
                 _observers.observer(op, args, attrs, outputs)
+            if _dual.level is not None:
+                forward_ad.propagate(op, args, attrs, outputs)
             return outputs
         result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+        if op.view:
+            mark_views(tensors[0], (result,))
         if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
             _record(op, tensors, args, attrs, (result,))
         if _observers.observer is not None:
             _observers.observer(op, args, attrs, result)
+        if _dual.level is not None:
+            forward_ad.propagate(op, args, attrs, (result,))
         return result
 
     def __get__(self, instance: Any, owner: type) -> Any:
@@ -133,31 +150,46 @@ def register(op: OpDef) -> OpDef:
 
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
+          jvp: Callable[..., Any] | None = None, view: bool = False,
           **derivatives: Callable[..., Any]) -> OpDef:
-    """Declares and registers an op; keyword arguments are the per-input derivative formulas."""
-    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain))
+    """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
+    ``view`` op's outputs may share their first input's memory (and then its version counter)."""
+    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view))
 
 
 class _Observers(threading.local):
     observer: Callable[[OpDef, tuple, dict, Any], None] | None = None
+    alias: Callable[[Tensor, Tensor], None] | None = None
 
 
 _observers = _Observers()
+_dual = forward_ad.state  # its ``level`` is checked after every op: not None while a dual level is open
 
 
 @contextmanager
-def observing(observer: Callable[[OpDef, tuple, dict, Any], None]) -> Iterator[None]:
-    """Calls ``observer(op, args, attrs, output)`` after every op this thread runs, inside the block.
+def observing(observer: Callable[[OpDef, tuple, dict, Any], None],
+              alias: Callable[[Tensor, Tensor], None] | None = None) -> Iterator[None]:
+    """Calls ``observer(op, args, attrs, output)`` after every op this thread runs, inside the block,
+    and ``alias(tensor, source)`` when a tensor takes another's value without an op of its own (an
+    in-place op writing its result back).
 
     This is how graph mode sees a program: a tracer observes the ops of the forward and, since the
     engine's derivative formulas are jitgrad ops too, of the backward, in the order the engine runs
     them."""
-    previous = _observers.observer
-    _observers.observer = observer
+    previous = _observers.observer, _observers.alias
+    _observers.observer, _observers.alias = observer, alias
     try:
         yield
     finally:
-        _observers.observer = previous
+        _observers.observer, _observers.alias = previous
+
+
+def note_alias(tensor: Tensor, source: Tensor) -> None:
+    """Tells an observer, and forward mode, that ``tensor`` now holds ``source``'s value."""
+    if _observers.alias is not None:
+        _observers.alias(tensor, source)
+    if _dual.level is not None:
+        forward_ad.carry_tangent(source, tensor)
 
 
 def _value(arg: Any) -> Any:

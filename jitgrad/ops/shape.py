@@ -5,6 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .reductions import sum_to
@@ -25,6 +26,11 @@ def _explain_cat(values, attrs):
     return f"Sizes of tensors must match except in dimension {attrs['dim']}; got shapes {shapes}"
 
 
+def _tangents_or_zeros(tangents, tensors):
+    """The tangents of cat's and stack's inputs, zeros for those without one."""
+    return [tangent_or_zeros(t, x) for t, x in zip(tangents, tensors)]
+
+
 def _split_forward(a, sizes, dim, equal):
     if sum(sizes) != a.shape[dim]:
         raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
@@ -34,37 +40,46 @@ def _split_forward(a, sizes, dim, equal):
 
 _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
                  explain=_explain_reshape,
-                 self=lambda grad, self_shape: grad.reshape(self_shape))
+                 view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
+                 jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
 _transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
                    "TransposeBackward0",
-                   self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
+                   view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
+                   jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
 _permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
-                 self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))))
+                 view=True, self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))),
+                 jvp=lambda self_t, dims: _permute(self_t, dims=dims))
 
 _squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
                  lambda args, attrs: f"SqueezeBackward{attrs['variant']}",
-                 self=lambda grad, self_shape: grad.reshape(self_shape))
+                 view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
+                 jvp=lambda self_t, dim, variant: _squeeze(self_t, dim=dim, variant=variant))
 
 _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
-                   self=lambda grad, dim: grad.squeeze(dim))
+                   view=True, self=lambda grad, dim: grad.squeeze(dim),
+                   jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
 _expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
                 explain=_explain_expand,
-                self=lambda grad, self_shape: sum_to(grad, self_shape))
+                view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
+                jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 
 _cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
              variadic=True, explain=_explain_cat,
-             tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim))
+             tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim),
+             jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
                variadic=True, explain=_explain_cat,
-               tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))])
+               tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
+               jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _split = defop("split", ("self",), _split_forward,
                lambda args, attrs: "SplitBackward0" if attrs["equal"] else "SplitWithSizesBackward0",
-               self=lambda grads, dim: cat(grads, dim))
+               view=True, self=lambda grads, dim: cat(grads, dim),
+               jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
 
 
 def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:

@@ -1,0 +1,123 @@
+"""In-place ops, version counters and views: the errors PyTorch gives, and never a wrong gradient."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.autograd.graph import increment_version
+
+
+def leaf(*values):
+    return jg.tensor(np.array(values, dtype=np.float32), requires_grad=True)
+
+
+def test_modified_saved_tensor_is_refused_with_pytorchs_message():
+    x = leaf(1.0, 2.0, 3.0)
+    y = x.exp()
+    y.add_(1)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation has been "
+                                           r"modified by an inplace operation: \[float32 \[3\]\], which is "
+                                           r"output 0 of ExpBackward0, is at version 2; expected version 0 "
+                                           r"instead"):
+        y.sum().backward()
+
+
+def test_in_place_on_a_leaf_that_requires_grad_is_refused():
+    x = leaf(1.0)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place "
+                                           "operation."):
+        x.add_(1)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x += 1
+    with jg.no_grad():
+        x -= 0.5  # an optimizer step is fine
+    assert x.item() == 0.5 and x.is_leaf and x._version == 1
+
+
+def test_in_place_on_a_non_leaf_rebases_its_history():
+    torch = pytest.importorskip("torch")
+    results = {}
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        h = x * 2
+        h.mul_(w)
+        h += x
+        h.clamp_(-1.5, 4.5)
+        h.sin().sum().backward()
+        results[lib.__name__] = (h.detach().numpy(), x.grad.numpy(), w.grad.numpy(), h.grad_fn.name())
+    for ours, theirs in zip(results["jitgrad"], results["torch"]):
+        assert np.array_equal(ours, theirs) if isinstance(ours, str) else np.allclose(ours, theirs)
+
+
+def test_setitem_and_copy_against_pytorch():
+    torch = pytest.importorskip("torch")
+    results = {}
+    for lib in (jg, torch):
+        w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        v = lib.tensor([0.5, 1.5], requires_grad=True)
+        z = lib.zeros(3, 2)
+        z[1:] = w * 2
+        z[0] = v
+        buffer = lib.zeros(2, 2)
+        buffer.copy_(v)
+        ((z * z).sum() + (buffer * w).sum()).backward()
+        results[lib.__name__] = (z.detach().numpy(), w.grad.numpy(), v.grad.numpy())
+    for ours, theirs in zip(results["jitgrad"], results["torch"]):
+        assert np.allclose(ours, theirs)
+
+
+def test_views_share_memory_and_version():
+    base = jg.zeros(2, 3)
+    row = base[1]
+    row.add_(5)
+    assert np.array_equal(base.numpy()[1], [5, 5, 5])
+    assert base._version == row._version == 1 and row._base is base
+    base.T.mul_(2)
+    assert np.array_equal(row.numpy(), [10, 10, 10]) and row._version == 2
+
+
+def test_a_stale_view_is_refused_rather_than_giving_a_wrong_gradient():
+    x = leaf(1.0, 2.0)
+    h = x * 1
+    first = h[0]
+    h.mul_(3)
+    with pytest.raises(RuntimeError, match="view whose base was modified in place"):
+        (first * 2).backward()
+    again = h[0]
+    (again * 2).backward()
+    assert np.allclose(x.grad.numpy(), [6.0, 0.0])
+
+
+def test_recorded_in_place_on_a_view_is_refused():
+    h = leaf(1.0, 2.0) * 1
+    with pytest.raises(RuntimeError, match="in-place change to a view is not supported"):
+        h[0].mul_(2)
+
+
+def test_shape_and_dtype_rules():
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        jg.zeros(3).add_(jg.ones(2, 3))
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+        jg.tensor([1, 2]).mul_(2.5)
+    with pytest.raises(RuntimeError, match="read-only"):
+        jg.zeros(3).expand(2, 3).add_(1)
+
+
+def test_increment_version_invalidates_saved_tensors():
+    x = leaf(1.0, 2.0)
+    y = x * x
+    increment_version(x)
+    with pytest.raises(RuntimeError, match="is at version 1; expected version 0"):
+        y.sum().backward()
+
+
+def test_fill_and_zero_cut_the_gradient():
+    x = leaf(1.0, 2.0)
+    h = x * 3
+    h.zero_()
+    h.fill_(2.0)
+    (h * x).sum().backward()
+    assert h.grad_fn.name() == "FillBackward2" and np.allclose(x.grad.numpy(), [2.0, 2.0])
