@@ -257,3 +257,39 @@ def test_traced_through_by_fx():
     assert np.allclose(traced.detach().numpy() if traced.requires_grad else traced.numpy(),
                        eager.detach().numpy())
     assert np.allclose(traced_grad, x.grad.numpy())
+
+
+def test_forward_mode_uses_the_functions_jvp():
+    fwAD = jg.autograd.forward_ad
+
+    class Cube(jg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 3 * x * x
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            (x,) = ctx.saved_tensors
+            return x_t * 3 * x * x
+
+    class NoJvp(jg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = jg.tensor([1.0, 2.0], dtype=jg.float64)
+    with fwAD.dual_level():
+        out = Cube.apply(fwAD.make_dual(x, jg.tensor([1.0, 0.5], dtype=jg.float64)))
+        assert np.allclose(fwAD.unpack_dual(out).tangent.numpy(), [3.0, 6.0])
+        with pytest.raises(NotImplementedError, match="static jvp"):
+            NoJvp.apply(fwAD.make_dual(x, x))

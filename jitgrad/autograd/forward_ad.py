@@ -26,7 +26,8 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from typing import Any, Callable, NamedTuple, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -193,9 +194,16 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 def _alias(tensor: Tensor) -> Tensor:
     """A new tensor on ``tensor``'s array, its view in reverse mode, carrying no tangent."""
     from ..ops.shape import _reshape
+    with suspended():
+        return _reshape(tensor, shape=tensor._data.shape)
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """No tangents are computed inside (a custom Function's forward, whose tangent is its ``jvp``'s)."""
     _suspended.active, previous = True, _suspended.active
     try:
-        return _reshape(tensor, shape=tensor._data.shape)
+        yield
     finally:
         _suspended.active = previous
 

@@ -1,5 +1,7 @@
 """Custom differentiable functions: ``jitgrad.autograd.Function``, as PyTorch spells it.
 
+In forward mode a Function's tangents come from its ``jvp``, never from the ops inside its forward.
+
 ``MyFn.apply(*args)`` runs ``MyFn.forward(ctx, *args)`` without recording and, when an input requires
 grad, makes one ``MyFnBackward`` node the ``grad_fn`` of the outputs. That node *is* the ``ctx`` the
 user saw in ``forward``: what it saved is what ``backward`` reads.
@@ -12,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor
-from . import grad_mode
+from . import forward_ad, grad_mode
 from .graph import Node, gradient_edge, new_input_metadata
 from .saved_tensor import SavedTensor
 
@@ -133,6 +135,12 @@ class Function:
         raise NotImplementedError("a Function subclass must define a static backward(ctx, *grads) "
                                   "to be differentiated")
 
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *grad_inputs: Tensor | None) -> Any:
+        """Forward mode: the outputs' tangents from the inputs' (None for inputs without one)."""
+        raise NotImplementedError("a Function subclass must define a static jvp(ctx, *tangents) to be "
+                                  "used with forward-mode AD")
+
     @classmethod
     def _node_class(cls) -> type[FunctionBackward]:
         node_class = Function._node_classes.get(cls)
@@ -148,12 +156,15 @@ class Function:
         records = grad_mode.is_grad_enabled() and any(needs_input_grad)
         ctx = cls._node_class()(tuple(gradient_edge(args[p]) for p in positions) if records else (),
                                 positions, needs_input_grad)
-        with grad_mode.no_grad():
+        tangents = forward_ad.input_tangents(args)
+        with grad_mode.no_grad(), forward_ad.suspended():
             output = cls.forward(ctx, *args, **kwargs)
         outputs = output if isinstance(output, tuple) else (output,)
-        if not records:
-            return output
-        outputs = _connect(ctx, args, outputs)
+        if records:
+            outputs = _connect(ctx, args, outputs)
+        _save(ctx, outputs, records)
+        if tangents is not None:
+            forward_ad.run_jvp(lambda: cls.jvp(ctx, *tangents), [o for o in outputs if isinstance(o, Tensor)])
         return outputs if isinstance(output, tuple) else outputs[0]
 
 
@@ -178,7 +189,12 @@ def _connect(ctx: FunctionBackward, args: tuple, outputs: tuple) -> tuple:
         metadata.append(new_input_metadata((out._data.shape, out._data.dtype, "cpu")))
         connected.append(out)
     ctx._input_metadata = metadata
-    output_nr = {id(o): nr for nr, o in enumerate(outputs) if isinstance(o, Tensor)}
+    return tuple(connected)
+
+
+def _save(ctx: FunctionBackward, outputs: tuple, connected: bool) -> None:
+    """Turns what forward passed to ``save_for_backward`` into saved tensors (read by backward and by
+    jvp); a connected output is saved as the node's own output, without a reference cycle."""
+    output_nr = {id(o): nr for nr, o in enumerate(outputs) if isinstance(o, Tensor)} if connected else {}
     ctx._saved = tuple(None if t is None else SavedTensor(t, output_nr.get(id(t))) for t in ctx._to_save)
     ctx._to_save = ()
-    return tuple(connected)
