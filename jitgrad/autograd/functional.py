@@ -22,6 +22,10 @@ def _as_tuple(value: Any) -> tuple[bool, tuple]:
     return False, (value,)
 
 
+def _zeros_like(t: Tensor) -> Tensor:
+    return Tensor._make(np.zeros(t._data.shape, t._data.dtype))
+
+
 def _unpack(was_tuple: bool, values: tuple) -> Any:
     return values if was_tuple else values[0]
 
@@ -47,7 +51,7 @@ def _grads(outputs: tuple, inputs: tuple, seeds: Any, create_graph: bool, strict
         if strict:
             raise RuntimeError(f"{what}: the output of the user-provided function does not require "
                                "gradients (strict=True)")
-        return tuple(Tensor._make(np.zeros(t._data.shape, t._data.dtype)) for t in inputs)
+        return tuple(_zeros_like(t) for t in inputs)
     seeds = [s for o, s in zip(outputs, seeds) if o.requires_grad] if seeds is not None else None
     grads = autograd_grad(differentiable, list(inputs), seeds, create_graph=create_graph,
                           retain_graph=True, allow_unused=True)
@@ -57,7 +61,7 @@ def _grads(outputs: tuple, inputs: tuple, seeds: Any, create_graph: bool, strict
             if strict:
                 raise RuntimeError(f"{what}: the output of the user-provided function is independent of "
                                    f"input {i} (strict=True)")
-            g = Tensor._make(np.zeros(t._data.shape, t._data.dtype))
+            g = _zeros_like(t)
         result.append(g)
     return tuple(result)
 
@@ -108,12 +112,12 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         vjps = _grads(outputs, leaves, cotangents, True, strict, "jvp")
         linear = [g for g in vjps if g.requires_grad]
         if not linear:
-            jvps = tuple(Tensor._make(np.zeros(o._data.shape, o._data.dtype)) for o in outputs)
+            jvps = tuple(_zeros_like(o) for o in outputs)
         else:
             pairs = [(g, t) for g, t in zip(vjps, v) if g.requires_grad]
             jvps = autograd_grad([g for g, _ in pairs], list(cotangents), [t for _, t in pairs],
                                  create_graph=create_graph, allow_unused=True)
-            jvps = tuple(j if j is not None else Tensor._make(np.zeros(o._data.shape, o._data.dtype))
+            jvps = tuple(j if j is not None else _zeros_like(o)
                          for j, o in zip(jvps, outputs))
     return _unpack(outputs_tuple, _detached(outputs, create_graph)), _unpack(outputs_tuple, jvps)
 
@@ -189,7 +193,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
                                      create_graph=create_graph, allow_unused=True)
         else:
             products = (None,) * len(leaves)
-        products = tuple(p if p is not None else Tensor._make(np.zeros(t._data.shape, t._data.dtype))
+        products = tuple(p if p is not None else _zeros_like(t)
                          for p, t in zip(products, leaves))
     out = out if create_graph else out.detach()
     return out, _unpack(inputs_tuple, products)
