@@ -137,6 +137,12 @@ def _set_rows(x, v):
     return x
 
 
+def _scale_first_row(x, w):
+    """``x[0].mul_(w)`` on a non-leaf, returning x: an in-place op through a view (``copy_slices``)."""
+    x[0].mul_(w)
+    return x
+
+
 def _grad_of_getitem(index):
     """The gradient of ``x[index] * w`` with respect to x, as a function of w, built with create_graph:
     the only public way to call ``index_scatter``, getitem's backward."""
@@ -209,6 +215,7 @@ SAMPLES: list[Sample] = [
     Sample("fill", "zero", lambda x: (x * 1).zero_(), SAME, ((3,),)),
     Sample("copy", "inplace-broadcast", lambda x, y: (x * 1).copy_(y), SAME, ((2, 3), (3,))),
     Sample("index_put", "setitem-slice", lambda x, v: _set_rows(x * 1, v), SAME, ((3, 4), (4,))),
+    Sample("copy_slices", "inplace-through-view", lambda x, w: _scale_first_row(x * 1, w), SAME, ((3, 4), (4,))),
     # comparisons and logical ops: values only
     Sample("eq", "bcast", lambda x, y: x == y, SAME, BCAST, integers(), numpy_fn=np.equal),
     Sample("eq", "scalar", lambda x: jg.eq(x, 1.0), lambda x: torch.eq(x, 1.0), ((2, 3),), integers(),

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import anomaly_mode, grad_mode
 from ..hooks import RemovableHandle
-from .versions import check_view_is_current
+from .versions import refresh_view
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -203,7 +203,7 @@ new_input_metadata = functools.partial(tuple.__new__, InputMetadata)
 def gradient_edge(tensor: "Tensor") -> Edge | None:
     """Where a gradient for ``tensor`` must be sent: its grad_fn's slot, or its AccumulateGrad."""
     if tensor._view is not None:
-        check_view_is_current(tensor)
+        refresh_view(tensor)
     if tensor._grad_fn is not None:
         return _new_edge((tensor._grad_fn, tensor._output_nr))
     if tensor._requires_grad:

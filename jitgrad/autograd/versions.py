@@ -1,13 +1,14 @@
 """Version counters: how autograd notices that memory it needs was changed in place.
 
 Every in-place op bumps the counter of the tensor it writes, which its views share. A saved tensor
-remembers the version it was saved at and refuses to be used once that changed; a view taken before an
-in-place change to its base refuses to be recorded into a new graph, since its recorded history no
-longer describes its value (PyTorch regenerates it; jitgrad raises rather than give wrong gradients).
+remembers the version it was saved at and refuses to be used once that changed. A view whose base
+changed in place after its history was recorded gets a new one (its view ops replayed on the base)
+when it is next used; an in-place change made *through* a view rebuilds the histories of the view and
+of its root base (``ops/inplace.py``, PyTorch's CopySlices).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -27,24 +28,49 @@ def increment_version(tensor: "Tensor") -> None:
     version_counter(tensor)[0] += 1
 
 
-def mark_views(base: "Tensor", outputs: Sequence["Tensor"]) -> None:
-    """Outputs of a view op that share ``base``'s memory share its version counter too."""
-    root = base._view[0] if base._view is not None else base
+def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]) -> None:
+    """Outputs of a view op that share ``base``'s memory share its version counter too, and remember
+    how they were taken from the root base: ``_view = (root, version, chain)`` with ``chain`` the view
+    ops from the root, as ``(op, attrs, output index or None)``."""
+    if base._view is not None:
+        root, _, chain = base._view
+    else:
+        root, chain = base, ()
     counter = version_counter(base)
-    for out in outputs:
+    for index, out in enumerate(outputs):
         if np.may_share_memory(out._data, base._data):
             out._version_counter = counter
-            out._view = (root, counter[0])
+            out._view = (root, counter[0], chain + ((op, attrs, index if len(outputs) > 1 else None),))
 
 
-def check_view_is_current(tensor: "Tensor") -> None:
+def view_positions(tensor: "Tensor") -> np.ndarray:
+    """For a view, the flat position in its root base of each of its elements (the view ops replayed
+    on an array of positions)."""
+    root, _, chain = tensor._view
+    positions = np.arange(root._data.size).reshape(root._data.shape)
+    for op, attrs, index in chain:
+        positions = op.forward(positions, **attrs)
+        if index is not None:
+            positions = positions[index]
+    return positions
+
+
+def refresh_view(tensor: "Tensor") -> None:
+    """Gives a view whose root base changed in place since its history was recorded a new history: its
+    view ops replayed on the root (PyTorch regenerates a view's grad_fn the same way)."""
     view = tensor._view
-    if view is not None and tensor._requires_grad and tensor._version_counter[0] != view[1]:
-        raise RuntimeError(
-            f"this {tensor._data.dtype.name} {list(tensor._data.shape)} tensor is a view whose base was "
-            "modified in place after the view was taken, so its recorded history no longer matches its "
-            "value; jitgrad does not rebuild view histories (PyTorch's CopySlices) yet. Take the view "
-            "again after the in-place operation.")
+    if view is None or not tensor._requires_grad or tensor._version_counter[0] == view[1]:
+        return
+    from ..ops.registry import note_alias
+    root, _, chain = view
+    value = root
+    for op, attrs, index in chain:
+        value = op(value, **attrs)
+        if index is not None:
+            value = value[index]
+    tensor._grad_fn, tensor._output_nr = value._grad_fn, value._output_nr
+    tensor._view = (root, tensor._version_counter[0], chain)
+    note_alias(tensor, value)
 
 
 def describe(tensor_data: np.ndarray) -> str:

@@ -3,9 +3,8 @@
 Autograd sees an in-place op as its out-of-place op followed by a rebase: the tensor's ``grad_fn``
 becomes the new node, whose input edge is the tensor's old history (recorded through a snapshot of
 the old value, so the new node never reads overwritten memory). The version counter is bumped, so a
-node that saved the old value refuses to run. What jitgrad cannot do correctly it refuses: in-place on
-a leaf that requires grad (PyTorch's rule), and a recorded in-place change to a view
-(PyTorch rebuilds the base's history there, with CopySlices; jitgrad does not yet).
+node that saved the old value refuses to run. Through a view, the root base's history is rebuilt too
+(PyTorch's CopySlices). In-place on a leaf that requires grad, or on a view of one, is refused.
 """
 from __future__ import annotations
 
@@ -13,13 +12,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import grad_mode
+from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
-from ..autograd.versions import increment_version
+from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
-from .indexing import normalize_index
+from .indexing import getitem, normalize_index
 from .registry import defop, note_alias
+from .shape import reshape
 
 _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -39,18 +39,24 @@ def _snapshot(tensor: Tensor) -> Tensor:
 def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
     """Runs ``op(self, *args)`` and writes the result into ``self``'s memory."""
     recording = _involves_grad(self, args)
+    if recording and self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(_LEAF_ERROR)
+    if self._view is not None and (recording or forward_ad.state.level is not None):
+        return _apply_through_view(name, self, op, recording, *args, **kwargs)
     if recording:
-        if self._grad_fn is None and self._requires_grad:
-            raise RuntimeError(_LEAF_ERROR)
-        if self._view is not None:
-            raise RuntimeError(f"{name}: recording an in-place change to a view is not supported by jitgrad "
-                               "yet: its base's history would have to be rebuilt (PyTorch's CopySlices). "
-                               "Apply the op out of place, or to the base tensor")
         snapshot = _snapshot(self)
         note_alias(snapshot, self)
         result = op(snapshot, *args, **kwargs)
     else:
         result = op(self, *args, **kwargs)
+    _write(name, self, result)
+    if recording and result._grad_fn is not None:
+        self._grad_fn, self._output_nr, self._requires_grad = result._grad_fn, result._output_nr, True
+    return self
+
+
+def _write(name: str, self: Tensor, result: Tensor) -> None:
+    """Copies ``result`` into ``self``'s memory (checked) and bumps the version counter."""
     if result._data.shape != self._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(self._data.shape)} doesn't match the broadcast "
                            f"shape {list(result._data.shape)}")
@@ -62,9 +68,38 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
     np.copyto(self._data, result._data, casting="same_kind")
     increment_version(self)
     note_alias(self, result)
-    if recording and result._grad_fn is not None:
-        self._grad_fn, self._output_nr, self._requires_grad = result._grad_fn, result._output_nr, True
-    return self
+
+
+def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], recording: bool, *args: Any,
+                        **kwargs: Any) -> Tensor:
+    """An in-place op on a view, with derivatives (PyTorch's CopySlices): the view's old value is
+    gathered from a snapshot of its root base, the op runs on it, and the root's new value scatters the
+    result back into the snapshot (``copy_slices``); the view's becomes the op's result. Histories are
+    rebased when ``recording``; forward-mode tangents follow through ``note_alias`` either way."""
+    root = view._view[0]
+    if recording and root._grad_fn is None and root._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    refresh_view(view)
+    positions = view_positions(view)
+    snapshot = _snapshot(root)
+    note_alias(snapshot, root)
+    old_value = reshape(getitem(reshape(snapshot, -1), (positions.reshape(-1),)), view._data.shape)
+    level = forward_ad.state.level
+    if level is not None and level.get(view) is not None:
+        forward_ad.carry_tangent(view, old_value)  # a dual made by make_dual holds its tangent itself
+    result = op(old_value, *args, **kwargs)
+    if result._data.shape != view._data.shape:
+        raise RuntimeError(f"{name}: output with shape {list(view._data.shape)} doesn't match the broadcast "
+                           f"shape {list(result._data.shape)}")
+    new_root = _copy_slices(snapshot, result, positions=positions)
+    _write(name, view, result)
+    note_alias(root, new_root)
+    if recording:
+        root._grad_fn, root._output_nr, root._requires_grad = new_root._grad_fn, new_root._output_nr, True
+        view._grad_fn, view._output_nr, view._requires_grad = result._grad_fn, result._output_nr, True
+    view._view = view._view[:1] + (view._version_counter[0],) + view._view[2:]
+    return view
 
 
 _fill = defop("fill", ("self",), lambda a, value, zero: np.full_like(a, value),
@@ -91,6 +126,22 @@ _index_put = defop("index_put", ("self", "values"), _index_put_forward, "IndexPu
                        tangent_or_zeros(self_t, self), 0.0 if values_t is None else values_t, index=index),
                    self=lambda grad, index: _index_put(grad, 0.0, index=index),
                    values=lambda grad, index: grad[index])
+
+
+def _copy_slices_forward(a, src, positions):
+    out = a.copy()
+    out.reshape(-1)[positions.reshape(-1)] = np.reshape(src, -1) if np.ndim(src) else src
+    return out
+
+
+# ``self`` with the elements at flat ``positions`` replaced by ``src``: a root base after an in-place op
+# through one of its views. PyTorch's node of the same name.
+_copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "CopySlices",
+                     jvp=lambda self_t, src_t, self, positions: _copy_slices(
+                         tangent_or_zeros(self_t, self), 0.0 if src_t is None else src_t, positions=positions),
+                     self=lambda grad, positions: _copy_slices(grad, 0.0, positions=positions),
+                     src=lambda grad, src_shape, positions: reshape(
+                         getitem(reshape(grad, -1), (positions.reshape(-1),)), src_shape))
 
 
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:

@@ -114,7 +114,7 @@ class OpDef:
         if type(out) is tuple:
             outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
             if op.view:
-                mark_views(tensors[0], outputs)
+                mark_views(op, attrs, tensors[0], outputs)
             if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
                 _record(op, tensors, args, attrs, outputs)
             if _observers.observer is not None:
@@ -124,7 +124,7 @@ class OpDef:
             return outputs
         result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
         if op.view:
-            mark_views(tensors[0], (result,))
+            mark_views(op, attrs, tensors[0], (result,))
         if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
             _record(op, tensors, args, attrs, (result,))
         if _observers.observer is not None:
