@@ -18,7 +18,7 @@ from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
 from .indexing import getitem, normalize_index
-from .registry import defop, note_alias
+from .registry import defop, note_alias, observed
 from .shape import reshape
 
 _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -183,5 +183,13 @@ def copy_(self: Tensor, src: Any) -> Tensor:
 
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: the gradient of ``value`` is the indexed gradient; the overwritten
-    elements of ``self`` get none."""
-    apply_inplace("__setitem__", self, _index_put, value, index=normalize_index(index))
+    elements of ``self`` get none. With nothing to differentiate or observe, the elements are written
+    directly rather than through a copy of the whole tensor."""
+    index = normalize_index(index)
+    if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed():
+        apply_inplace("__setitem__", self, _index_put, value, index=index)
+        return
+    if not self._data.flags.writeable:
+        raise RuntimeError("__setitem__: this tensor's memory is read-only (an expanded view); clone() it first")
+    self._data[index] = value._data if isinstance(value, Tensor) else value
+    increment_version(self)

@@ -184,6 +184,11 @@ def observing(observer: Callable[[OpDef, tuple, dict, Any], None],
         _observers.observer, _observers.alias = previous
 
 
+def observed() -> bool:
+    """Whether an observer (a tracer) is watching this thread's ops."""
+    return _observers.observer is not None
+
+
 def note_alias(tensor: Tensor, source: Tensor) -> None:
     """Tells an observer, and forward mode, that ``tensor`` now holds ``source``'s value."""
     if _observers.alias is not None:
