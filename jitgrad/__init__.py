@@ -28,3 +28,4 @@ view = reshape
 __version__ = "0.1.0"
 
 from . import fx  # noqa: E402 - graph mode builds on everything above
+from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; the package stays importable as jitgrad.compile

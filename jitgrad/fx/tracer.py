@@ -11,6 +11,11 @@ is never reused during a trace. A backward node keeps its op's output as a bare 
 into a new tensor object, so an op output is also known by the ``id`` of its array. A tensor the
 tracer has not seen (made by a factory, or by the engine: the seed ``ones`` of a scalar loss, zeros for
 a missing gradient) becomes a constant (``get_attr``).
+
+An in-place write into an argument's memory (through the tensor, ``.data`` or ``.detach()``) raises a
+``TraceError``, unless the tracer was made with ``capture_writes=True`` (``jitgrad.compile`` does): then
+``writes`` maps the argument's placeholder to the node of its new value, which later reads see. A write
+into part of an argument, through a view of it, always raises.
 """
 from __future__ import annotations
 
@@ -75,11 +80,17 @@ class TracedTensor(Tensor):
 class Tracer:
     """Builds one graph from the ops observed while a function runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, capture_writes: bool = False) -> None:
         self.graph = Graph()
         self._nodes: dict[int, Node] = {}
         self._by_array: dict[int, Node] = {}  # op outputs by the id of their array (saved ``result``s)
         self._alive: list[Any] = []  # keeps ids unique for the whole trace
+        # Arguments' arrays: ``w.data``/``w.detach()`` share them, and an in-place write into one is a
+        # write into the caller's tensor. Without ``capture_writes`` such a write raises TraceError;
+        # with it, ``writes`` maps the placeholder to the node of the value it now holds.
+        self.capture_writes = capture_writes
+        self._arguments: dict[int, Node] = {}
+        self.writes: dict[Node, Node] = {}
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -88,7 +99,13 @@ class Tracer:
 
     def node_of(self, tensor: Tensor) -> Node:
         """The node computing ``tensor``; a constant for a tensor made outside the registry."""
-        node = self._nodes.get(id(tensor)) or self._by_array.get(id(tensor._data))
+        argument = self._arguments.get(id(tensor._data))
+        if argument is not None and argument in self.writes:
+            return self.writes[argument]  # the argument's memory was written: its latest value
+        node = self._nodes.get(id(tensor))
+        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
+            node = None  # an argument whose ``.data`` was replaced: it holds another value now
+        node = node or self._by_array.get(id(tensor._data)) or argument
         if node is None:
             node = self.graph.get_attr(Tensor._make(tensor._data.copy()))
             node.meta.update(self._phase())
@@ -119,6 +136,7 @@ class Tracer:
         traced = TracedTensor._make(value._data, value._requires_grad)
         node = self.graph.placeholder(name, {**tensor_meta(value), **meta})
         self._bind(traced, node)
+        self._arguments.setdefault(id(traced._data), node)
         if traced._requires_grad:
             self._watch_grad(traced)
         return traced
@@ -168,11 +186,23 @@ class Tracer:
 
     def alias(self, tensor: Tensor, source: Tensor) -> None:
         """``tensor`` now holds ``source``'s value (an in-place op wrote it back)."""
-        node = self._nodes.get(id(tensor))
-        if node is not None and node.op is Opcode.PLACEHOLDER:
-            raise _conversion_error("An in-place change to an argument of the traced function (not "
-                                    "captured yet)")
+        argument = self._arguments.get(id(tensor._data))
+        if argument is None and self._views_an_argument(tensor._data):
+            raise _conversion_error("An in-place change to part of an argument (through a view of it)")
+        if argument is not None:
+            if not self.capture_writes:
+                raise _conversion_error("An in-place change to an argument of the traced function (not "
+                                        "captured by fx.trace; jitgrad.compile captures it)")
+            self.writes[argument] = self.node_of(source)
         self._bind(tensor, self.node_of(source))
+
+    def _views_an_argument(self, array: np.ndarray) -> bool:
+        base = array.base
+        while isinstance(base, np.ndarray):
+            if id(base) in self._arguments:
+                return True
+            base = base.base
+        return False
 
     def _bind_output(self, tensor: Tensor, node: Node) -> None:
         tensor.__class__ = TracedTensor

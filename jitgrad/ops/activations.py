@@ -48,6 +48,39 @@ def _softplus_forward(a, beta, threshold):
     return np.where(scaled > threshold, a, soft).astype(a.dtype, copy=False)
 
 
+def _gelu_lower(self, approximate, T, out):
+    if approximate == "tanh":
+        inner = f"{T}({_SQRT_2_OVER_PI!r}) * ({self} + {T}({_GELU_CUBIC!r}) * {self} * {self} * {self})"
+        return f"({T}(0.5) * {self} * ({T}(1.0) + math.tanh({inner})))"
+    return f"({T}(0.5) * {self} * ({T}(1.0) + math.erf({self} * {T}({_INV_SQRT_2!r}))))"
+
+
+def _softplus_lower(self, beta, threshold, T, out):
+    scaled = f"({self} * {beta})"  # log(1 + e^s) as max(s, 0) + log1p(e^-|s|), which never overflows
+    soft = f"(max({scaled}, {T}(0.0)) + math.log1p(math.exp(-abs({scaled})))) / {beta}"
+    return f"({self} if {scaled} > {threshold} else {soft})"
+
+
+def _softmax_lower(ctx, log=False):
+    """A loop over the rows along ``dim`` of the input seen as (outer, n, inner): max, sum of exp, write."""
+    rows, T = ctx.rows(ctx.attrs["dim"]), ctx.T
+    a, o, p, q, k, peak, total = (f"{ctx.out}_{s}" for s in ("in", "3d", "p", "q", "k", "peak", "total"))
+    value = f"{a}[{p}, {k}, {q}] - {peak}"
+    write = f"{value} - math.log({total})" if log else f"math.exp({value}) / {total}"
+    return [f"{a} = {ctx.contiguous(ctx.self)}.reshape({rows})",
+            f"{o} = {ctx.out}.reshape({rows})",
+            f"for {p} in range({a}.shape[0]):",
+            f"    for {q} in range({a}.shape[2]):",
+            f"        {peak} = {a}[{p}, 0, {q}]",
+            f"        for {k} in range(1, {a}.shape[1]):",
+            f"            {peak} = max({peak}, {a}[{p}, {k}, {q}])",
+            f"        {total} = {T}(0.0)",
+            f"        for {k} in range({a}.shape[1]):",
+            f"            {total} += math.exp({value})",
+            f"        for {k} in range({a}.shape[1]):",
+            f"            {o}[{p}, {k}, {q}] = {write}"]
+
+
 def _softmax_forward(a, dim):
     shifted = a - a.max(axis=dim, keepdims=True)
     e = np.exp(shifted)
@@ -59,15 +92,15 @@ def _log_softmax_forward(a, dim):
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
-relu = defop("relu", ("self",), _relu, "ReluBackward0",
+relu = defop("relu", ("self",), _relu, "ReluBackward0", lower="max({self}, {T}(0.0))",
              self=lambda grad, result: where(result > 0.0, grad, 0.0),
              jvp=lambda self_t, result: where(result > 0.0, self_t, 0.0))
 
 _gelu = defop("gelu", ("self",), floating_forward(_gelu_forward),
-             "GeluBackward0", self=_gelu_grad,
+             "GeluBackward0", self=_gelu_grad, lower=_gelu_lower,
              jvp=lambda self_t, self, approximate: _gelu_grad(self_t, self, approximate))
 
-_softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
+_softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0", lower=_softplus_lower,
                  self=lambda grad, self, beta, threshold:
                      where(self * beta > threshold, grad, grad * (self * beta).sigmoid()),
                  jvp=lambda self_t, self, beta, threshold:
@@ -75,10 +108,12 @@ _softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
 
 # softmax's Jacobian is symmetric, so its JVP is its backward formula; log_softmax's is not.
 _softmax = defop("softmax", ("self",), floating_forward(_softmax_forward), "SoftmaxBackward0",
+                lower=_softmax_lower,
                 self=lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True)),
                 jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)))
 
 _log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_forward), "LogSoftmaxBackward0",
+                        lower=lambda ctx: _softmax_lower(ctx, log=True),
                         self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True),
                         jvp=lambda self_t, result, dim: self_t - (result.exp() * self_t).sum(dim, keepdim=True))
 

@@ -55,13 +55,34 @@ def _scatter_forward(grad, shape, index):
     return out
 
 
+def _getitem_lower(ctx):
+    """Basic indexing: slices stay a view; an integer becomes a one-wide slice, and the result a
+    reshaped copy (so that no 0-d array appears in generated code)."""
+    index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
+    if _is_advanced(index) or None in index or not shape:
+        raise NotImplementedError("advanced indexing, None and 0-d inputs are not lowered")
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1:]
+    items, copy = [], False
+    for item, size in zip(index, shape):
+        if isinstance(item, slice):
+            items.append(":".join("" if v is None else str(v) for v in (item.start, item.stop, item.step)))
+        else:
+            start = int(item) % size
+            items.append(f"{start}:{start + 1}")
+            copy = True
+    selected = f"{ctx.self}[{', '.join(items)}]"
+    return f"{ctx.out} = {ctx.reshaped(selected) if copy else selected}"
+
+
 def _getitem_forward(a, index):
     if not _is_advanced(index) and Ellipsis not in index:
         index = index + (Ellipsis,)  # numpy then returns a 0-d view, not a copied scalar, for x[0]
     return a[index]
 
 
-_getitem = defop("getitem", ("self",), _getitem_forward, _index_node,
+_getitem = defop("getitem", ("self",), _getitem_forward, _index_node, lower=_getitem_lower,
                  view=True, self=lambda grad, self_shape, index: _index_scatter(grad, shape=self_shape, index=index),
                  jvp=lambda self_t, index: _getitem(self_t, index=index))
 

@@ -25,6 +25,24 @@ def _matmul_forward(a, b):
     return np.matmul(a, b)
 
 
+def _dot_lower(ctx):
+    """BLAS through ``np.dot`` on C-contiguous operands, writing into the planned buffer."""
+    a, b = ctx.contiguous(ctx.self), ctx.contiguous(ctx.other)
+    if ctx.rank() == 0:
+        return f"{ctx.out}[0] = np.dot({a}, {b})"
+    return f"np.dot({a}, {b}, {ctx.out})"
+
+
+def _matmul_lower(ctx):
+    """Batched products whose right operand is a matrix: one ``np.dot`` over the stacked rows."""
+    if ctx.rank(ctx.other) != 2 or ctx.rank(ctx.self) < 2:
+        raise NotImplementedError("only (..., n, k) @ (k, m) is lowered")
+    rows = " * ".join(ctx.shape(ctx.self)[:-1])
+    k, m = ctx.shape(ctx.other)
+    return (f"np.dot({ctx.contiguous(ctx.self)}.reshape(({rows}, {k})), {ctx.contiguous(ctx.other)}, "
+            f"{ctx.out}.reshape(({rows}, {m})))")
+
+
 def _matmul_self_grad(grad, self, other):
     if other.ndim == 1:
         return grad.unsqueeze(-1) * other
@@ -47,22 +65,23 @@ def _product_jvp(product):
                                                             None if other_t is None else product(self, other_t))
 
 
-_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul,
+_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul, lower=_dot_lower,
              self=lambda grad, other: grad * other,
              other=lambda grad, self: grad * self,
              jvp=_product_jvp(lambda a, b: _dot(a, b)))
 
-_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul,
+_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul, lower=_dot_lower,
             self=lambda grad, other: grad.unsqueeze(1) * other,
             other=lambda grad, self: _mv(self.T, grad),
             jvp=_product_jvp(lambda a, b: _mv(a, b)))
 
-_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul,
+_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul, lower=_dot_lower,
             self=lambda grad, other: _mm(grad, other.T),
             other=lambda grad, self: _mm(self.T, grad),
             jvp=_product_jvp(lambda a, b: _mm(a, b)))
 
 _matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0", explain=_explain_matmul,
+                lower=_matmul_lower,
                 self=_matmul_self_grad,
                 other=_matmul_other_grad,
                 jvp=_product_jvp(lambda a, b: _matmul(a, b)))

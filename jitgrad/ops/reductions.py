@@ -146,31 +146,44 @@ def _logsumexp_jvp(self_t, self, result, dim, keepdim):
     return _sum(weights * self_t, dim=dim, keepdim=keepdim)
 
 
+# Lowerings of the reductions: accumulator templates (see jitgrad.backends.numba_cpu.context).
+_SUM = {"init": "0", "update": "({acc} + {self})"}
+_MEAN = dict(_SUM, finish="({acc} / {count})")
+_MAX = {"init": "-np.inf", "update": "max({acc}, {self})"}
+_MIN = {"init": "np.inf", "update": "min({acc}, {self})"}
+_CENTRED = "({self} - {first}) * ({self} - {first})"
+_VAR = {"first": _MEAN, "init": "0", "update": "({acc} + " + _CENTRED + ")",
+        "finish": "({acc} / ({count} - {T}({correction})))"}
+_STD = dict(_VAR, finish="math.sqrt({acc} / ({count} - {T}({correction})))")
+_LOGSUMEXP = {"first": dict(_MAX, finish="({acc} if math.isfinite({acc}) else {T}(0.0))"),
+              "init": "0", "update": "({acc} + math.exp({self} - {first}))", "finish": "(math.log({acc}) + {first})"}
+
+
 def _sum_forward(a, dim, keepdim):
     return np.sum(a, axis=dim, keepdims=keepdim)
 
 
-_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad,
+_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad, lower=_SUM,
              jvp=lambda self_t, dim, keepdim: _sum(self_t, dim=dim, keepdim=keepdim))
-_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
+_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"), lower=_MEAN,
               self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
               jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
 _var = defop("var", ("self",), lambda a, dim, keepdim, correction: np.var(a, axis=dim, ddof=correction, keepdims=keepdim),
-             "VarBackward0", self=_var_grad, jvp=_var_jvp)
+             "VarBackward0", self=_var_grad, jvp=_var_jvp, lower=_VAR)
 _std = defop("std", ("self",), lambda a, dim, keepdim, correction: np.std(a, axis=dim, ddof=correction, keepdims=keepdim),
-             "StdBackward0", self=_std_grad, jvp=_std_jvp)
+             "StdBackward0", self=_std_grad, jvp=_std_jvp, lower=_STD)
 _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
-              self=_prod_grad,
+              self=_prod_grad, lower={"init": "1", "update": "({acc} * {self})"},
               jvp=lambda self_t, self, dim, keepdim:
                   _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
 _amax = defop("amax", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "AmaxBackward0",
-              self=_evenly_distribute, jvp=_evenly_read)
+              self=_evenly_distribute, jvp=_evenly_read, lower=_MAX)
 _amin = defop("amin", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "AminBackward0",
-              self=_evenly_distribute, jvp=_evenly_read)
+              self=_evenly_distribute, jvp=_evenly_read, lower=_MIN)
 _max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "MaxBackward1",
-                 self=_evenly_distribute, jvp=_evenly_read)
+                 self=_evenly_distribute, jvp=_evenly_read, lower=_MAX)
 _min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
-                 self=_evenly_distribute, jvp=_evenly_read)
+                 self=_evenly_distribute, jvp=_evenly_read, lower=_MIN)
 _max_dim = defop("max_dim", ("self",),
                  lambda a, dim, keepdim: (np.max(a, axis=dim, keepdims=keepdim),
                                           np.argmax(a, axis=dim[0], keepdims=keepdim)),
@@ -181,10 +194,12 @@ _min_dim = defop("min_dim", ("self",),
                  "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp)
 _argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim))
 _argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim))
-_all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim))
-_any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim))
+_all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim),
+             lower={"init": "True", "update": "({acc} and bool({self}))"})
+_any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim),
+             lower={"init": "False", "update": "({acc} or bool({self}))"})
 _logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad,
-                   jvp=_logsumexp_jvp)
+                   jvp=_logsumexp_jvp, lower=_LOGSUMEXP)
 
 
 def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:

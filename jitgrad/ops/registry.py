@@ -11,6 +11,10 @@ node. A formula names what it reads through its parameters, as PyTorch's ``deriv
 Its JVP rule (``jvp=``, for forward mode, see ``jitgrad.autograd.forward_ad``) reads the same names, with
 ``<input>_t`` (that input's tangent, None when it has none) in place of ``grad``.
 
+Its lowering (``lower=``) tells the compiling backends how to write the op as code: a scalar expression
+for an elementwise op, an accumulator for a reduction, a function emitting source lines for the rest
+(see ``jitgrad.backends.numba_cpu`` and docs/backends.md). An op without one runs only eagerly.
+
 Only what the formulas of inputs that require grad read is saved for backward. A formula returns the
 gradient at the broadcast shape it computes; the engine sums it back to the input's shape.
 """
@@ -55,6 +59,7 @@ class OpDef:
     explain: Callable[[tuple, dict], str | None] | None = None
     jvp: Callable[..., Any] | None = None
     view: bool = False
+    lower: Any = None
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
@@ -150,11 +155,11 @@ def register(op: OpDef) -> OpDef:
 
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
-          jvp: Callable[..., Any] | None = None, view: bool = False,
+          jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
           **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter)."""
-    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view))
+    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower))
 
 
 class _Observers(threading.local):

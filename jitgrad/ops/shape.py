@@ -31,6 +31,50 @@ def _tangents_or_zeros(tangents, tensors):
     return [tangent_or_zeros(t, x) for t, x in zip(tangents, tensors)]
 
 
+# Lowerings (see jitgrad.backends.numba_cpu.context): views bind ``ctx.out``; cat and stack fill it.
+def _reshape_lower(ctx):
+    return f"{ctx.out} = {ctx.reshaped(ctx.self)}"
+
+
+def _transpose_lower(ctx, dims):
+    order = tuple(dims) if ctx.rank() > 0 else (0,)
+    return f"{ctx.out} = {ctx.self}.transpose({order!r})"
+
+
+def _swap(ctx):
+    order = list(range(max(ctx.rank(), 1)))
+    d0, d1 = ctx.attrs["dim0"], ctx.attrs["dim1"]
+    order[d0], order[d1] = order[d1], order[d0]
+    return _transpose_lower(ctx, order)
+
+
+def _slice_at(rank: int, dim: int, start: str, stop: str) -> str:
+    return ", ".join([":"] * dim + [f"{start}:{stop}"]) if rank else f"{start}:{stop}"
+
+
+def _cat_lower(ctx):
+    dim, lines, offset = ctx.attrs["dim"], [], "0"
+    for t in ctx.tensors:
+        stop = f"{offset} + {ctx.shape(t)[dim]}" if offset != "0" else ctx.shape(t)[dim]
+        lines.append(f"{ctx.out}[{_slice_at(ctx.rank(), dim, offset, stop)}] = {t}")
+        offset = stop
+    return lines
+
+
+def _stack_lower(ctx):
+    dim = ctx.attrs["dim"]
+    return [f"{ctx.out}[{', '.join([':'] * dim + [str(i)])}] = {t}{'[0]' if ctx.rank(t) == 0 else ''}"
+            for i, t in enumerate(ctx.tensors)]
+
+
+def _split_lower(ctx):
+    dim, start, pieces = ctx.attrs["dim"], 0, []
+    for size in ctx.attrs["sizes"]:
+        pieces.append(f"{ctx.self}[{_slice_at(ctx.rank(ctx.self), dim, str(start), str(start + size))}]")
+        start += size
+    return f"{ctx.out} = ({', '.join(pieces)},)"
+
+
 def _split_forward(a, sizes, dim, equal):
     if sum(sizes) != a.shape[dim]:
         raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
@@ -39,45 +83,48 @@ def _split_forward(a, sizes, dim, equal):
 
 
 _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
-                 explain=_explain_reshape,
+                 explain=_explain_reshape, lower=_reshape_lower,
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
 _transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
-                   "TransposeBackward0",
+                   "TransposeBackward0", lower=_swap,
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
 _permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
+                 lower=lambda ctx: _transpose_lower(ctx, ctx.attrs["dims"]),
                  view=True, self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))),
                  jvp=lambda self_t, dims: _permute(self_t, dims=dims))
 
 _squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
-                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}",
+                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}", lower=_reshape_lower,
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, dim, variant: _squeeze(self_t, dim=dim, variant=variant))
 
 _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
+                   lower=_reshape_lower,
                    view=True, self=lambda grad, dim: grad.squeeze(dim),
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
 _expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
-                explain=_explain_expand,
+                explain=_explain_expand, lower="{self}",
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
                 jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 
 _cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
-             variadic=True, explain=_explain_cat,
+             variadic=True, explain=_explain_cat, lower=_cat_lower,
              tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim),
              jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
-               variadic=True, explain=_explain_cat,
+               variadic=True, explain=_explain_cat, lower=_stack_lower,
                tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
                jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _split = defop("split", ("self",), _split_forward,
                lambda args, attrs: "SplitBackward0" if attrs["equal"] else "SplitWithSizesBackward0",
+               lower=_split_lower,
                view=True, self=lambda grads, dim: cat(grads, dim),
                jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
 

@@ -1,0 +1,29 @@
+"""The numba CPU backend: lowers a ``jitgrad.fx.Graph`` (after the pass pipeline) to one ``numba.njit``
+function, one numba call per graph.
+
+Interface (what ``jitgrad.compile`` calls)::
+
+    from jitgrad.backends.numba_cpu import lower, LoweringError, structural_key
+    compiled = lower(graph, *, fastmath=False, parallel=None)   # the graph is not modified
+    compiled(*arrays) -> tuple[np.ndarray, ...]   # one array per placeholder, in graph.placeholders order;
+                                                  # returns the tensors of the output, flattened
+                                                  # depth-first through tuples, lists and dict values
+    compiled.source -> str                        # the generated Python source
+    structural_key(graph) -> str                  # equal for graphs that share one compiled kernel
+
+``lower`` raises ``LoweringError`` (a ``RuntimeError``) naming the op and the IR node when an op has no
+lowering, before anything is compiled, and when numba refuses the generated code. ``parallel=None``
+uses parallel loops for fusion groups of at least ``PARALLEL_ELEMENTS`` elements, ``True`` for every
+group that can have one, ``False`` never; ``fastmath`` is passed to numba.
+
+Sizes and Python numbers are arguments of the generated function, not part of its source; compiled
+kernels are cached in memory by the source (which is what ``structural_key`` hashes), so graphs that
+differ only in sizes (a new batch size, retraced) or constants compile once per process. Each value's
+array comes from the memory plan (``plan_memory``), allocated once per call. With
+``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's
+lowering and how to read the generated code: docs/backends.md.
+"""
+from .codegen import PARALLEL_ELEMENTS, LoweringError
+from .compiler import CompiledGraph, clear_cache, lower, structural_key
+
+__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "clear_cache", "lower", "structural_key"]

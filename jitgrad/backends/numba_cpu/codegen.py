@@ -1,0 +1,481 @@
+"""Writes a graph as the source of one ``kernel`` function for ``numba.njit``.
+
+The function takes the placeholders' arrays, the graph's constants, ``sizes`` (an int64 array of the
+sizes no input's ``.shape`` gives, such as a flattened dimension) and ``scalars`` (a float64 array of the
+Python numbers in the graph, cast once at the top to the dtype they meet), and returns the outputs. No
+size and no number is written into the source, so graphs that differ only in them (a new batch size)
+share one source, hence one compiled kernel.
+
+Layout of the body: sizes and constants first; then the buffers of the memory plan, allocated once
+(flat, bound to each value they hold by a reshape); then one block per unit in dependency order: a
+fusion group is one loop nest over its loop shape (elementwise values are scalars inside it, written to
+a buffer only when read outside the group; broadcasting is index arithmetic; a reduction accumulates
+into its output inside the same loop), any other op is the lines of its lowering. Each node's IR line
+is its comment. Every value has rank at least 1 in the generated code (a 0-d tensor is a 1-element
+array), which keeps numba away from 0-d arrays.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...fx.graph import Graph, format_arg
+from ...fx.node import Node, Opcode, iter_nodes, tuple_item
+from ...fx.passes.fusion import ELEMENTWISE, REDUCTIONS
+from .context import OpContext, numpy_type, product
+
+# Names the generated code reads as globals or builtins: an array may not take them.
+_RESERVED = frozenset({"np", "math", "prange", "sizes", "scalars", "kernel", "max", "min", "abs", "bool",
+                       "range", "float", "int", "sum", "len", "True", "False", "None"})
+
+# A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
+PARALLEL_ELEMENTS = 1 << 16
+
+
+class LoweringError(RuntimeError):
+    """An op, or a use of one, that the numba CPU backend cannot lower. Raised by ``lower()``, before any
+    compiling, naming the op and the IR node."""
+
+
+@dataclass
+class GeneratedKernel:
+    """The source and what the wrapper passes besides the placeholders' arrays."""
+
+    source: str
+    constants: list[str]                 # graph.constants keys, in argument order
+    sizes: list[int]
+    scalars: list[float]
+    outputs: list[Node]                  # the output nodes, flattened depth-first
+    parallel: bool
+    scalar_outputs: list[bool] = field(default_factory=list)  # 0-d outputs, reshaped back by the wrapper
+
+
+def ir_line(node: Node) -> str:
+    """The node as ``print(graph)`` shows it, without the pass annotations."""
+    call = f"{node.op.value} {node.target_name}"
+    if node.op is Opcode.CALL_FUNCTION:
+        call += "(" + ", ".join([format_arg(a) for a in node.args]
+                                + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
+    return f"%{node.name}: {node.format_meta()} = {call}"
+
+
+def lowering_kind(node: Node) -> str:
+    name = node.target_name
+    if name in ELEMENTWISE:
+        return "elementwise"
+    if name in REDUCTIONS:
+        return "reduction"
+    return "statement"
+
+
+def check_lowerings(graph: Graph) -> None:
+    """Raises ``LoweringError`` for the first node whose op has no lowering."""
+    for node in graph.nodes:
+        if node.op is Opcode.CALL_FUNCTION and node.target is not tuple_item and node.target.lower is None:
+            raise LoweringError(f"the numba CPU backend has no lowering for op {node.target_name!r} "
+                                f"(IR node {ir_line(node)})")
+
+
+def _kernel_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return shape if shape else (1,)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.number, np.bool_))
+
+
+class _Writer:
+    def __init__(self, graph: Graph, parallel: bool | None) -> None:
+        self.graph = graph
+        self.parallel_mode = parallel
+        self.uses_prange = False
+        self.lines: list[str] = []
+        self.top: list[str] = []
+        self.sizes: list[int] = []
+        self.scalars: list[float] = []
+        self.size_names: dict[int, str] = {}
+        self.shapes: dict[str, tuple[str, ...]] = {}    # variable -> size expressions
+        self.contiguous: dict[str, bool] = {}
+        self.ranks: dict[str, int] = {}
+        self.var: dict[Node, str] = {}                  # node -> array variable
+        self.taken = {n.name for n in graph.nodes} | _RESERVED
+        self.placeholder_dims: dict[int, str] = {}
+        self.allocations: list[str] = []
+        self.buffers: dict[Node, str] = {}
+        self.allocated: set[str] = set()
+
+    # ---- names and sizes ---------------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        name, count = hint, 0
+        while name in self.taken:
+            count += 1
+            name = f"{hint}_{count}"
+        self.taken.add(name)
+        return name
+
+    def size(self, value: int) -> str:
+        """A run-time expression for a size: ``1`` stays literal (it decides broadcasting, which is
+        structure); a size some input has is read from its ``.shape``; others come in ``sizes``."""
+        if value == 1:
+            return "1"
+        if value in self.placeholder_dims:
+            return self.placeholder_dims[value]
+        if value not in self.size_names:
+            name = self.fresh(f"size{len(self.sizes)}")
+            self.top.append(f"    {name} = sizes[{len(self.sizes)}]")
+            self.sizes.append(int(value))
+            self.size_names[value] = name
+        return self.size_names[value]
+
+    def sizes_of(self, shape: tuple[int, ...]) -> tuple[str, ...]:
+        return tuple(self.size(s) for s in _kernel_shape(shape))
+
+    def scalar(self, value: Any, dtype: np.dtype, hint: str) -> str:
+        """A Python number of the graph, read from ``scalars`` and cast once to ``dtype``."""
+        name = self.fresh(hint)
+        self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])  # {value!r}")
+        self.scalars.append(float(value))
+        return name
+
+    def array_name(self, node: Node) -> str:
+        """The array variable of a node: its name, unless that is a builtin the code calls (``max``)."""
+        if node in self.var:
+            return self.var[node]
+        return node.name if node.name not in _RESERVED else self.fresh(f"{node.name}_")
+
+    def bind(self, node: Node, var: str, contiguous: bool) -> None:
+        self.var[node] = var
+        self.shapes[var] = self.sizes_of(node.meta["shape"])
+        self.contiguous[var] = contiguous
+        self.ranks[var] = len(node.meta["shape"])
+
+    def allocate(self, node: Node, out: list[str]) -> None:
+        """Binds ``node``'s array to its buffer (allocated once, at the top, on first use)."""
+        buffer = self.buffers[node]
+        var = f"_{buffer}" if not buffer.startswith("buf") else buffer
+        if var not in self.allocated:
+            self.allocated.add(var)
+            count = product(self.sizes_of(node.meta["shape"]))
+            self.allocations.append(f"    {var} = np.empty({count}, {numpy_type(_dtype(node))})")
+        name = self.array_name(node)
+        self.bind(node, name, True)
+        out.append(f"    {name} = {var}.reshape({_tuple(self.shapes[name])})")
+
+    def statement(self, node: Node, out: list[str]) -> None:
+        out.append(f"    # {ir_line(node)}")
+        if node.target is tuple_item:
+            source, index = node.args
+            name = self.array_name(node)
+            self.bind(node, name, False)
+            out.append(f"    {name} = {self.var[source]}[{index}]")
+            return
+        op = node.target
+        values = [[self.var[v] for v in node.args[0]]] if op.variadic else \
+            [self.var[v] if isinstance(v, Node) else v for v in node.args]
+        inputs = dict(zip(op.inputs, values))
+        multi = isinstance(node.meta["dtype"], tuple)
+        name = self.array_name(node)
+        if not op.view and not multi:
+            self.allocate(node, out)
+        elif not multi:
+            self.bind(node, name, False)
+        else:
+            self.var[node] = name
+        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks)
+        try:
+            lines = op.lower(ctx)
+        except NotImplementedError as error:
+            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
+        out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
+        if op.view and not multi:
+            self.contiguous[name] = ctx.result_contiguous
+
+
+def _tuple(sizes: tuple[str, ...]) -> str:
+    return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
+
+
+def _dtype(node: Node) -> np.dtype:
+    return np.dtype(node.meta["dtype"])
+
+
+def _compute_dtype(node: Node) -> np.dtype:
+    """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
+    bool result) that of its first tensor input."""
+    out = _dtype(node)
+    if out.kind == "f":
+        return out
+    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple)]
+    floats = [_dtype(i) for i in inputs if _dtype(i).kind == "f"]
+    return floats[0] if floats else (_dtype(inputs[0]) if inputs else out)
+
+
+# ---- units: fusion groups and single nodes, in dependency order ----------------------------------------
+def _units(graph: Graph) -> list[list[Node]]:
+    calls = [n for n in graph.nodes if n.op is Opcode.CALL_FUNCTION]
+    unit_of: dict[Node, int] = {}
+    units: list[list[Node]] = []
+    by_group: dict[str, int] = {}
+    for node in calls:
+        group = node.meta.get("fusion_group") if lowering_kind(node) != "statement" else None
+        if group is not None and group in by_group:
+            units[by_group[group]].append(node)
+            unit_of[node] = by_group[group]
+            continue
+        if group is not None:
+            by_group[group] = len(units)
+        unit_of[node] = len(units)
+        units.append([node])
+    # Kahn's algorithm over units, taking the ready unit that appears first in the graph.
+    needs = [set() for _ in units]
+    for i, members in enumerate(units):
+        for node in members:
+            for used in node.all_input_nodes:
+                if used in unit_of and unit_of[used] != i:
+                    needs[i].add(unit_of[used])
+    done: set[int] = set()
+    order: list[list[Node]] = []
+    while len(order) < len(units):
+        ready = next(i for i in range(len(units)) if i not in done and needs[i] <= done)
+        done.add(ready)
+        order.append(units[ready])
+    return order
+
+
+# ---- buffers -------------------------------------------------------------------------------------------
+def _plan_buffers(order: list[list[Node]], materialized: set[Node], outputs: set[Node]) -> dict[Node, str]:
+    """The memory plan's buffer for each materialized value, checked against the emission order and
+    views (a view keeps its base's buffer alive); a value whose planned buffer is still in use gets its
+    own."""
+    position: dict[Node, int] = {}
+    for p, members in enumerate(order):
+        for node in members:
+            position[node] = p
+    base: dict[Node, Node] = {}
+    for members in order:
+        for node in members:
+            if node.target is tuple_item or (node.target.view and lowering_kind(node) == "statement"):
+                source = node.args[0]
+                base[node] = base.get(source, source)
+    last: dict[Node, int] = {}
+    end = len(order)
+    for members in order:
+        for node in members:
+            for used in node.all_input_nodes:
+                root = base.get(used, used)
+                last[root] = max(last.get(root, -1), position[node])
+    for node in outputs:
+        last[base.get(node, node)] = end
+    free_after: dict[str, int] = {}
+    buffers: dict[Node, str] = {}
+    for members in order:
+        for node in members:
+            if node not in materialized or node in base:
+                continue
+            planned = node.meta.get("buffer", node.name)
+            start = position[node]
+            if planned in free_after and free_after[planned] >= start:
+                planned = f"{planned}_{node.name}"
+            buffers[node] = planned
+            free_after[planned] = max(last.get(node, start), start)
+    return buffers
+
+
+# ---- one fusion group: one loop nest -------------------------------------------------------------------
+class _Group:
+    def __init__(self, writer: "_Writer", members: list[Node], materialized: set[Node]) -> None:
+        self.w = writer
+        self.members = members
+        self.materialized = materialized
+        last = members[-1]
+        self.reduction = last if lowering_kind(last) == "reduction" else None
+        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
+        self.loop_shape = _kernel_shape(tuple(loop))
+        self.rank = len(self.loop_shape)
+        self.index = [f"i{k}" for k in range(self.rank)]
+        self.scalar_var: dict[Node, str] = {}
+
+    def read(self, value: Any, node: Node, input_name: str) -> str:
+        """The scalar expression of one input at the current loop index."""
+        if isinstance(value, Node):
+            if value in self.scalar_var:
+                return self.scalar_var[value]
+            return self.element(self.w.var[value], value.meta["shape"])
+        if _is_scalar(value):
+            return self.w.scalar(value, _compute_dtype(node), f"{node.name}_{input_name}")
+        if value is None:
+            return "None"
+        raise LoweringError(f"cannot lower argument {value!r} of IR node {ir_line(node)}")
+
+    def element(self, var: str, shape: tuple[int, ...]) -> str:
+        """``var`` indexed at the loop index, right-aligned; a size-1 dimension reads index 0."""
+        shape = _kernel_shape(tuple(shape))
+        offset = self.rank - len(shape)
+        index = ["0" if s == 1 else self.index[offset + k] for k, s in enumerate(shape)]
+        return f"{var}[{', '.join(index)}]"
+
+    def output_index(self, node: Node) -> str:
+        dims = node.kwargs.get("dim")
+        in_rank = len(node.args[0].meta["shape"])
+        reduced = set(range(in_rank)) if dims is None else set(dims)
+        if node.kwargs.get("keepdim", False):
+            index = ["0" if k in reduced else self.index[k] for k in range(in_rank)]
+        else:
+            index = [self.index[k] for k in range(in_rank) if k not in reduced]
+        return ", ".join(index) or "0"
+
+    def count(self, node: Node) -> str:
+        dims = node.kwargs.get("dim")
+        shape = node.args[0].meta["shape"]
+        reduced = range(len(shape)) if dims is None else dims
+        return product([self.w.size(shape[k]) for k in reduced])
+
+    def parallel_ok(self) -> bool:
+        mode = self.w.parallel_mode
+        if mode is False or self.loop_shape[0] == 1:
+            return False
+        if self.reduction is not None:
+            dims = self.reduction.kwargs.get("dim")
+            if dims is None or 0 in dims or len(self.reduction.args[0].meta["shape"]) == 0:
+                return False
+        return mode is True or math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
+
+    def expression(self, node: Node) -> str:
+        op = node.target
+        names: dict[str, Any] = {}
+        for name, value in zip(op.inputs, node.args):
+            names[name] = self.read(value, node, name)
+        for key, value in node.kwargs.items():
+            names[key] = self.read(value, node, key) if _is_scalar(value) and not isinstance(value, bool) \
+                else value
+        names["T"] = numpy_type(_compute_dtype(node))
+        names["out"] = numpy_type(_dtype(node))
+        try:
+            return op.lower(**names) if callable(op.lower) else op.lower.format(**names)
+        except NotImplementedError as error:
+            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
+
+    def loop_lines(self, body: list[str], parallel: bool) -> list[str]:
+        lines = []
+        sizes = self.w.sizes_of(self.loop_shape)
+        for k in range(self.rank):
+            loop = "prange" if k == 0 and parallel else "range"
+            lines.append("    " * (k + 1) + f"for {self.index[k]} in {loop}({sizes[k]}):")
+        return lines + ["    " * (self.rank + 1) + b for b in body]
+
+    def body(self, write_outputs: bool, update: str | None) -> list[str]:
+        """The loop body: each elementwise member as a scalar, stores of materialized ones and the
+        reduction's update."""
+        self.scalar_var = {}
+        lines = []
+        for node in self.members:
+            if node is self.reduction:
+                break
+            lines.append(f"# {ir_line(node)}")
+            value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
+            lines.append(f"{value} = {self.expression(node)}")
+            if write_outputs and node in self.materialized:
+                lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
+        if update is not None:
+            lines.append(f"# {ir_line(self.reduction)}")
+            lines.append(update)
+        return lines
+
+    def emit(self, out: list[str]) -> None:
+        names = ", ".join(n.name for n in self.members)
+        loop = "x".join(str(s) for s in self.loop_shape)
+        out.append(f"    # {self.members[0].meta.get('fusion_group', 'group')}: {names} (loop over [{loop}])")
+        for node in self.members:
+            if node in self.materialized:
+                self.w.allocate(node, out)
+        parallel = self.parallel_ok()
+        self.w.uses_prange |= parallel
+        red = self.reduction
+        if red is None:
+            out.extend(self.loop_lines(self.body(True, None), parallel))
+            return
+        spec = red.target.lower
+        acc = self.w.var[red]
+        if "first" in spec:
+            first = self.w.fresh(f"{red.name}_first")
+            out.append(f"    {first} = np.empty_like({acc})")
+            out.extend(self.accumulate(spec["first"], first, None, True, parallel))
+            out.extend(self.accumulate(spec, acc, first, False, parallel))
+        else:
+            out.extend(self.accumulate(spec, acc, None, True, parallel))
+
+    def accumulate(self, spec: dict, acc: str, first: str | None, write_outputs: bool,
+                   parallel: bool) -> list[str]:
+        """One pass over the loop nest folding the reduction's input into ``acc`` (initialised first,
+        finished after); a second pass reads the first's result as ``{first}``."""
+        red = self.reduction
+        T = numpy_type(_dtype(red))
+        index = self.output_index(red)
+        names = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
+        names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None)
+        lines = [f"    {acc}.reshape(-1)[:] = {spec['init'].format(**names)}"]
+        body = self.body(write_outputs, None)
+        body.append(f"# {ir_line(red)}")
+        value = self.read(red.args[0], red, "self")
+        at = f"{acc}[{index}]"
+        body.append(f"{at} = {spec['update'].format(acc=at, self=value, **names)}")
+        lines += self.loop_lines(body, parallel)
+        if "finish" in spec:
+            j, flat = self.w.fresh("j"), self.w.fresh(f"{acc}_flat")
+            lines.append(f"    {flat} = {acc}.reshape(-1)")
+            if first:
+                names["first"] = f"{first}.reshape(-1)[{j}]"
+            lines.append(f"    for {j} in range({flat}.size):")
+            lines.append(f"        {flat}[{j}] = {spec['finish'].format(acc=f'{flat}[{j}]', **names)}")
+        return lines
+
+
+# ---- the whole function --------------------------------------------------------------------------------
+def generate(graph: Graph, parallel: bool | None = None) -> GeneratedKernel:
+    """The kernel source for ``graph`` (not modified) and the values its wrapper passes in."""
+    check_lowerings(graph)
+    w = _Writer(graph, parallel)
+    outputs = list(iter_nodes(graph.output_node.args[0]))
+    params = []
+    for p in graph.placeholders:
+        var = w.array_name(p)
+        params.append(var)
+        for k, s in enumerate(p.meta["shape"]):
+            if s != 1 and s not in w.placeholder_dims:
+                name = w.fresh(f"{var}_n{k}")
+                w.placeholder_dims[s] = name
+                w.top.append(f"    {name} = {var}.shape[{k}]")
+        w.bind(p, var, True)
+    constants = [n for n in graph.nodes if n.op is Opcode.GET_ATTR]
+    for c in constants:
+        var = w.array_name(c)
+        params.append(var)
+        w.bind(c, var, True)
+    order = _units(graph)
+    unit_of = {node: i for i, members in enumerate(order) for node in members}
+    materialized: set[Node] = set()
+    for i, members in enumerate(order):
+        for node in members:
+            kind = lowering_kind(node)
+            if kind == "statement" or kind == "reduction" or node in outputs or \
+                    any(unit_of.get(u, -1) != i for u in node.users if u.op is not Opcode.OUTPUT):
+                materialized.add(node)
+    w.buffers = _plan_buffers(order, materialized, set(outputs))
+    body: list[str] = []
+    for members in order:
+        if lowering_kind(members[0]) == "statement":
+            w.statement(members[0], body)
+        else:
+            _Group(w, members, materialized).emit(body)
+    returned = ", ".join(w.var[n] for n in outputs)
+    signature = ", ".join(params + ["sizes", "scalars"])
+    header = ["import math", "import numpy as np", "from numba import prange", "", "",
+              f"def kernel({signature}):"]
+    if not w.top and not w.allocations and not body:
+        body.append("    pass")
+    source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{',' if len(outputs) == 1 else ''})"]) + "\n"
+    return GeneratedKernel(source, [c.target for c in constants], w.sizes, w.scalars, outputs, w.uses_prange,
+                           [len(n.meta["shape"]) == 0 for n in outputs])

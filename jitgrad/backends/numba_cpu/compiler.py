@@ -1,0 +1,100 @@
+"""``lower``: generated source -> numba dispatcher (cached by source) -> a callable over numpy arrays."""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import linecache
+from typing import Any, Callable
+
+import numpy as np
+
+from ...fx.graph import Graph
+from .codegen import GeneratedKernel, LoweringError, generate
+
+_KERNELS: dict[tuple[str, bool, bool], Callable[..., Any]] = {}
+_ids = itertools.count()
+
+
+def structural_key(graph: Graph, parallel: bool | None = None) -> str:
+    """A hash of what the compiled kernel depends on: ops, attributes, dtypes, ranks, which dimensions
+    are 1, the fusion groups and the memory plan; not sizes nor the values of numbers. It hashes the
+    generated source, which holds exactly these."""
+    return hashlib.sha256(generate(graph, parallel).source.encode()).hexdigest()
+
+
+def clear_cache() -> None:
+    """Forgets every compiled kernel of this process (tests use it to count compiles)."""
+    _KERNELS.clear()
+
+
+def _compile(source: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
+    key = (source, fastmath, parallel)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        import numba
+
+        filename = f"<jitgrad.backends.numba_cpu kernel {next(_ids)}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        namespace: dict[str, Any] = {}
+        exec(compile(source, filename, "exec"), namespace)
+        kernel = numba.njit(fastmath=fastmath, parallel=parallel, nogil=True)(namespace["kernel"])
+        _KERNELS[key] = kernel
+    return kernel
+
+
+class CompiledGraph:
+    """A lowered graph: call it with one array per placeholder. ``source`` is the kernel's source;
+    ``key`` its structural key."""
+
+    def __init__(self, graph: Graph, generated: GeneratedKernel, kernel: Callable[..., Any]) -> None:
+        self.source = generated.source
+        self.key = hashlib.sha256(generated.source.encode()).hexdigest()
+        self.kernel = kernel
+        self.parallel = generated.parallel
+        placeholders = graph.placeholders
+        self.names = [p.name for p in placeholders]
+        self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
+        self.extra = tuple(np.ascontiguousarray(graph.constants[k]._data).reshape(
+            graph.constants[k]._data.shape or (1,)) for k in generated.constants)
+        self.extra += (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
+        self.scalar_outputs = generated.scalar_outputs
+        self.any_scalar_output = any(generated.scalar_outputs)
+
+    def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        if len(arrays) != len(self.expected):
+            raise TypeError(f"the compiled graph takes {len(self.expected)} arrays ({', '.join(self.names)}), "
+                            f"got {len(arrays)}")
+        args = []
+        for name, a, (shape, dtype) in zip(self.names, arrays, self.expected):
+            if a.shape != shape or a.dtype != dtype:
+                raise ValueError(f"argument {name}: expected {dtype}{list(shape)}, got {a.dtype}{list(a.shape)} "
+                                 f"(lower the graph traced at these shapes)")
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            args.append(a if shape else a.reshape(1))
+        out = self.kernel(*args, *self.extra)
+        if self.any_scalar_output:
+            return tuple(o.reshape(()) if scalar else o for o, scalar in zip(out, self.scalar_outputs))
+        return out
+
+    def __repr__(self) -> str:
+        return f"<CompiledGraph {self.key[:12]}>"
+
+
+def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> CompiledGraph:
+    """Compiles ``graph`` (not modified) with numba; see the package docstring."""
+    generated = generate(graph, parallel)
+    kernel = _compile(generated.source, fastmath, generated.parallel)
+    compiled = CompiledGraph(graph, generated, kernel)
+    if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
+        import numba
+
+        types = [numba.typeof(np.empty(shape or (1,), dtype)) for shape, dtype in compiled.expected]
+        types += [numba.typeof(a) for a in compiled.extra]
+        try:
+            kernel.compile(tuple(types))
+        except Exception as error:  # numba's typing and lowering errors have many classes
+            _KERNELS.pop((generated.source, fastmath, generated.parallel), None)
+            raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
+                                f"\n{generated.source}") from error
+    return compiled

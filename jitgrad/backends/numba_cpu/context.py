@@ -1,0 +1,102 @@
+"""What a lowering sees: the names, shapes and attributes of one IR node inside the generated function.
+
+Registry entries declare their lowering (``lower=`` in ``defop``) in one of three forms, by the kind of op:
+
+- an elementwise op (``fusion.ELEMENTWISE``): a scalar expression, a ``str.format`` template over the
+  inputs' scalar values (``{self}``, ``{other}``), the node's attributes (``{min}``), ``{T}`` (the numpy
+  type to cast constants to, so that float32 stays float32) and ``{out}`` (the output's numpy type); or a
+  function of those same names returning such an expression;
+- a reduction (``fusion.REDUCTIONS``): a ``dict`` of templates over ``{acc}`` (the accumulator) and
+  ``{self}``: ``init``, ``update``, optional ``finish`` (which may read ``{count}``, the number of
+  elements reduced) and, for two-pass reductions (var, logsumexp), ``first``: a dict of the same form
+  whose finished value the second pass reads as ``{first}``;
+- anything else: a function of an ``OpContext`` returning source lines (a list or one string) that
+  compute ``ctx.out``. A view op (``view=True``) binds ``ctx.out`` itself; any other op writes into the
+  ``ctx.out`` array the backend allocated from the memory plan. It raises ``NotImplementedError`` for a
+  case it cannot lower (advanced indexing...), which becomes a ``LoweringError``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...fx.node import Node
+
+
+def numpy_type(dtype: Any) -> str:
+    """The source spelling of a dtype's scalar constructor (``np.float32``)."""
+    return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
+
+
+def product(sizes: Sequence[str]) -> str:
+    """Source for the product of size expressions (``1`` for none)."""
+    factors = [s for s in sizes if s != "1"]
+    return " * ".join(factors) if factors else "1"
+
+
+class OpContext:
+    """The view a statement lowering has of its node: array names, run-time shapes, attributes.
+
+    ``inputs`` maps each input name of the op (``self``, ``other``; for a variadic op its one name) to
+    the array variable (a list of them for a variadic op); ``out`` is the variable to compute;
+    ``attrs`` the node's keyword arguments. Every value has rank at least 1 inside generated code: a 0-d
+    tensor is a 1-element array (the wrapper reshapes at the boundary)."""
+
+    def __init__(self, node: Node, inputs: dict[str, Any], out: str, shapes: dict[str, tuple[str, ...]],
+                 contiguous: dict[str, bool], ranks: dict[str, int]) -> None:
+        self.node = node
+        self.inputs = inputs
+        self.out = out
+        self.attrs = dict(node.kwargs)
+        self._shapes = shapes
+        self._contiguous = contiguous
+        self._ranks = ranks
+        self.result_contiguous = False
+
+    def __getattr__(self, name: str) -> Any:
+        inputs = self.__dict__.get("inputs", {})
+        if name in inputs:
+            return inputs[name]
+        raise AttributeError(name)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.node.meta["dtype"]) if not isinstance(self.node.meta["dtype"], tuple) \
+            else np.dtype(self.node.meta["dtype"][0])
+
+    @property
+    def T(self) -> str:  # noqa: N802 - the name templates use
+        return numpy_type(self.dtype)
+
+    def shape(self, var: str | None = None) -> tuple[str, ...]:
+        """Size expressions of an input variable (or of the output): names or literals, run-time values."""
+        return self._shapes[self.out if var is None else var]
+
+    def shape_tuple(self, var: str | None = None) -> str:
+        sizes = self.shape(var)
+        return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
+
+    def rank(self, var: str | None = None) -> int:
+        """The IR rank of an input variable (or of the output): 0 for a scalar tensor, though its array
+        has one element."""
+        return self._ranks[self.out if var is None else var]
+
+    def rows(self, dim: int, var: str | None = None) -> str:
+        """The shape ``(outer, n, inner)`` that views a C-contiguous array as rows along ``dim``."""
+        sizes = self.shape(var)
+        if self.rank(var) == 0:
+            return "(1, 1, 1)"
+        return f"({product(sizes[:dim])}, {sizes[dim]}, {product(sizes[dim + 1:])})"
+
+    def contiguous(self, var: str) -> str:
+        """``var`` itself when it is C-contiguous in the generated code, else a contiguous copy of it."""
+        return var if self._contiguous.get(var, False) else f"np.ascontiguousarray({var})"
+
+    def reshaped(self, var: str, sizes: Sequence[str] | None = None) -> str:
+        """A C-contiguous reshape of ``var`` to ``sizes`` (the output's shape by default); marks the
+        output contiguous."""
+        self.result_contiguous = True
+        sizes = self.shape() if sizes is None else tuple(sizes)
+        target = f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
+        return f"{self.contiguous(var)}.reshape({target})"

@@ -1,0 +1,115 @@
+"""The backend a compiled function lowers its graphs with.
+
+``jitgrad.backends.numba_cpu`` when it is there (``lower``, ``LoweringError``, ``structural_key``);
+otherwise ``INTERPRETER``, which runs the graph's generated Python (``GraphModule.code``, what
+``fx.Interpreter`` computes) on the eager ops behind the same interface, so that everything above the backend (tracing, guards, the backward node, write-back,
+the caches) behaves the same with either.
+
+The contract: ``lower(graph, fastmath=..., parallel=...)`` returns a callable taking one array per
+placeholder (in ``graph.placeholders`` order) and returning the output values flattened depth-first;
+``.source`` is the code it runs. Graphs handed to a backend here always return a flat tuple of nodes.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..fx.graph import Graph
+from ..fx.graph_module import GraphModule
+from ..fx.node import iter_nodes
+from ..tensor import Tensor
+
+
+class LoweringError(RuntimeError):
+    """An op (or a use of one) the backend has no lowering for."""
+
+
+@dataclass
+class Backend:
+    name: str
+    lower: Callable[..., Any]
+    lowering_errors: tuple[type[BaseException], ...]
+    structural_key: Callable[[Graph], Any] | None
+    version: str
+
+
+class InterpretedGraph:
+    """The fallback "compiled" graph: the graph's generated Python source (``GraphModule.code``) run on
+    the eager ops. It pickles as that source and its constants, so the disk cache can hold it."""
+
+    def __init__(self, source: str, constants: dict[str, Any]) -> None:
+        self.source = source
+        self.constants = constants
+        namespace: dict[str, Any] = {}
+        exec(compile(source, "<jitgrad.compile interpreted graph>", "exec"), namespace)
+        self._forward = namespace["forward"]
+
+    @classmethod
+    def from_graph(cls, graph: Graph) -> "InterpretedGraph":
+        module = GraphModule(graph)
+        return cls(module.code, module.constants)
+
+    def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        with grad_mode.no_grad():
+            out = self._forward(*(Tensor._make(a) for a in arrays), constants=self.constants)
+        return tuple(v._data if isinstance(v, Tensor) else v for v in iter_nodes_values(out))
+
+    def __reduce__(self):
+        constants = {k: (True, v._data) if isinstance(v, Tensor) else (False, v) for k, v in self.constants.items()}
+        return (_interpreted_from_pickle, (self.source, constants))
+
+
+def _interpreted_from_pickle(source: str, constants: dict[str, tuple[bool, Any]]) -> InterpretedGraph:
+    return InterpretedGraph(source, {k: Tensor._make(v) if is_tensor else v
+                                     for k, (is_tensor, v) in constants.items()})
+
+
+def iter_nodes_values(value: Any) -> list[Any]:
+    """The leaves of an output value, depth-first (the same walk as ``iter_nodes`` over the graph)."""
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in iter_nodes_values(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in iter_nodes_values(v)]
+    return [value]
+
+
+def interpret(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> InterpretedGraph:
+    return InterpretedGraph.from_graph(graph)
+
+
+INTERPRETER = Backend("interpreter", interpret, (LoweringError,), None, "0")
+
+
+def _numba_module() -> ModuleType | None:
+    try:
+        return importlib.import_module("jitgrad.backends.numba_cpu")
+    except ImportError:
+        return None
+
+
+def get_backend(device: str = "cpu") -> Backend:
+    """numba on the CPU when the lowering exists, else the interpreter (same results, no speed-up).
+    ``JITGRAD_COMPILE_BACKEND=interpreter`` picks the interpreter anyway (to tell a backend problem
+    from a tracing one, and for tests of what lies above the backend)."""
+    if device != "cpu":
+        raise ValueError(f"jitgrad.compile: device {device!r} is not supported (only 'cpu')")
+    choice = os.environ.get("JITGRAD_COMPILE_BACKEND", "")
+    if choice not in ("", "interpreter", "numba_cpu"):
+        raise ValueError(f"JITGRAD_COMPILE_BACKEND={choice!r}: expected 'interpreter' or 'numba_cpu'")
+    module = _numba_module() if choice != "interpreter" else None
+    if module is None or not hasattr(module, "lower"):
+        if choice == "numba_cpu":
+            raise ImportError("JITGRAD_COMPILE_BACKEND=numba_cpu but jitgrad.backends.numba_cpu has no lower()")
+        return INTERPRETER
+    import numba
+    errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
+    return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba.__version__)
+
+
+__all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "get_backend", "iter_nodes"]

@@ -1,0 +1,279 @@
+"""What a compiled function runs: lowered graphs, and the autograd node that runs a compiled backward.
+
+``lower`` takes a captured graph through the pass pipeline and the backend, keeping what ``explain``
+shows (the IR before and after, fusion groups, the memory plan, the source). ``StepProgram`` runs a
+step and writes its ``.grad``s and in-place updates back into the caller's tensors. ``LossProgram``
+runs a forward and hands its differentiable outputs one ``CompiledFunctionBackward`` node, whose
+``apply`` runs the compiled backward for the gradients the engine asks for (one lowered variant per
+set of needed inputs), or, under ``create_graph=True``, the eager backward of a re-run of the function.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.differentiate import grad as autograd_grad
+from ..autograd.graph import Node, gradient_edge, new_input_metadata
+from ..autograd.versions import increment_version
+from ..fx.graph import Graph
+from ..fx.node import Node as IRNode, Opcode
+from ..fx.passes import PassManager, partition_joint
+from ..fx.passes.dead_code import eliminate_dead_code
+from ..tensor import Tensor
+from .backend import Backend
+from .capture import Slot, Unsupported, fill_template, flatten_output, tensor_leaves
+
+
+def logs(topic: str) -> bool:
+    return topic in os.environ.get("JITGRAD_LOG", "").split(",")
+
+
+@dataclass
+class Lowered:
+    """One graph after passes and lowering, with what ``explain`` reports about it."""
+
+    label: str
+    call: Callable[..., tuple]
+    source: str
+    ir_before: str
+    ir_after: str
+    pass_report: str
+    fusion_groups: list[str]
+    memory: dict[str, Any]
+    out_dtypes: list[np.dtype]
+    reused: bool = False      # the backend had kernels for a graph equal up to sizes (in this process)
+    from_disk: bool = False   # loaded from the disk cache instead of lowered
+    example_out: list | None = None  # what the example call returned (used once, to warm up the backward)
+
+
+# Structural keys of the graphs lowered so far: a backend that caches kernels by structure (numba's
+# does, by generated source) reuses them for a graph equal up to sizes, so lowering it is cheap.
+_SEEN_KEYS: set[Any] = set()
+
+
+def _failing_node(graph: Graph, error: BaseException) -> IRNode | None:
+    node = getattr(error, "node", None)
+    if isinstance(node, IRNode):
+        return node
+    text = str(error)
+    for candidate in graph.nodes:
+        if candidate.op is Opcode.CALL_FUNCTION and (candidate.name in text or candidate.target_name in text):
+            return candidate
+    return None
+
+
+def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
+          sources: dict[str, str], disk: Any = None, example: list[np.ndarray] | None = None) -> Lowered:
+    """Passes then the backend; an op without a lowering (or any backend failure) is ``Unsupported``,
+    naming the op and the user's line where the trace saw it. The lowered code runs once on copies of
+    ``example`` here, so that a backend compiling lazily (numba compiles on the first call) fails now,
+    while the call can still run eagerly, and never in the middle of a backward."""
+    before = str(graph)
+    manager = PassManager()
+    graph = manager.run(graph)
+    records = {r.name: r for r in graph.history}
+    fusion = records.get("group_fusions")
+    memory = records.get("plan_memory")
+    out_dtypes = [np.dtype(n.meta["dtype"]) for n in graph.output_node.args[0]]
+    key = None
+    if backend.structural_key is not None:
+        try:
+            key = (backend.name, backend.structural_key(graph), options["fastmath"], options["parallel"])
+        except Exception:  # noqa: BLE001 - no key: the lowering below reports the problem
+            key = None
+    reused = key is not None and key in _SEEN_KEYS
+    disk_key = disk.key(graph, backend.name, options) if disk is not None else None
+    compiled = disk.load(disk_key) if disk_key is not None else None
+    from_disk = compiled is not None
+    if from_disk:
+        disk.restore_machine_code(compiled, options["fastmath"])
+    try:
+        if compiled is None:
+            compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"])
+        example_out = None
+        if example is not None:
+            example_out = list(compiled(*[np.array(a, copy=True) for a in example]))
+        if disk_key is not None and not from_disk and disk.store(disk_key, compiled):
+            disk.save_machine_code(compiled, options["fastmath"])
+    except Exception as error:  # noqa: BLE001 - a backend's own traceback never reaches the user
+        node = _failing_node(graph, error)
+        op = node.target_name if node is not None else None
+        where = sources.get(node.name) if node is not None else None
+        kind = "no lowering" if isinstance(error, backend.lowering_errors) else \
+            f"the {backend.name} backend failed ({type(error).__name__})"
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise Unsupported(f"{kind}: {first_line}", op, where) from None
+    if key is not None:
+        _SEEN_KEYS.add(key)
+    source = getattr(compiled, "source", "")
+    if logs("output_code") and not reused and not from_disk:
+        print(f"--- jitgrad.compile: generated code for {label} ({backend.name}) ---\n{source}", file=sys.stderr)
+    lowered = Lowered(label, compiled, source, before, str(graph), manager.report(),
+                      list(fusion.changes) if fusion else [], dict(memory.stats) if memory else {}, out_dtypes,
+                      reused, from_disk)
+    lowered.example_out = example_out
+    return lowered
+
+
+def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    flat = lowered.call(*arrays)
+    return [v if isinstance(v, np.ndarray) and v.dtype == d else np.asarray(v, dtype=d)
+            for v, d in zip(flat, lowered.out_dtypes)]
+
+
+# ---- a whole step -------------------------------------------------------------------------------------
+@dataclass
+class StepProgram:
+    lowered: Lowered
+    template: Any               # (result, {name: slot|None}, {name: slot})
+    names: list[str]            # placeholder names of the tensor arguments
+    grad_inputs: list[int]      # tensor arguments whose .grad is an input
+    kind: str = "step"
+
+    def run(self, tensors: list[Tensor]) -> Any:
+        arrays = [t._data for t in tensors] + [tensors[i]._grad._data for i in self.grad_inputs]
+        flat = _run(self.lowered, arrays)
+        result, grads, writes = self.template
+        value = fill_template(result, flat, lambda i, a: Tensor._make(a))
+        for name, slot in writes.items():
+            tensor, new = tensors[self.names.index(name)], flat[slot.index]
+            if tensor._data.shape == new.shape and tensor._data.flags.writeable:
+                np.copyto(tensor._data, new)
+            else:
+                tensor._data = np.array(new, copy=True)
+            increment_version(tensor)
+        for name, slot in grads.items():
+            tensor = tensors[self.names.index(name)]
+            tensor._grad = None if slot is None else Tensor._make(np.array(flat[slot.index], copy=True))
+        return value
+
+
+# ---- a loss: forward now, backward through the engine ---------------------------------------------------
+@dataclass
+class LossProgram:
+    joint: Graph                 # kept to build the backward variants
+    forward: Lowered
+    result_template: Any         # the result, with slots into the forward's outputs
+    saved_count: int
+    differentiable: list[bool]   # per tensor leaf of the result
+    wanted: list[int]            # tensor arguments that get gradients (positions among tensors)
+    options: dict[str, Any]
+    backend: Backend
+    sources: dict[str, str]
+    partition_stats: dict[str, Any]
+    disk: Any = None
+    saved_inputs: list[int] = field(default_factory=list)  # tensor arguments the forward saves as they are
+    backward_variants: dict[tuple[bool, ...], tuple[Lowered, Any]] = field(default_factory=dict)
+    kind: str = "loss"
+
+    def __post_init__(self) -> None:
+        self._differentiable_slots = dict(zip(_tensor_slots(self.result_template), self.differentiable))
+
+    def backward_for(self, mask: tuple[bool, ...], example: list[np.ndarray] | None = None) -> tuple[Lowered, Any]:
+        """The backward computing only the gradients in ``mask`` (one per wanted input), lowered once
+        (and run on ``example``, the saved values and tangents, when given)."""
+        variant = self.backward_variants.get(mask)
+        if variant is None:
+            graph = partition_joint(self.joint).backward
+            grads = graph.output_node.args[0]
+            graph.output_node.args = (tuple(g if keep else None for g, keep in zip(grads, mask)),)
+            eliminate_dead_code(graph)
+            template = flatten_output(graph)
+            label = self.forward.label.replace("(forward)", "(backward)")
+            if not all(mask):
+                label += f" for gradients {list(mask)}"
+            variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), template)
+            self.backward_variants[mask] = variant
+        return variant
+
+    def run(self, tensors: list[Tensor], eager_call: Callable[[], Any], check: Any = None) -> Any:
+        flat = _run(self.forward, [t._data for t in tensors])
+        saved = flat[len(flat) - self.saved_count:] if self.saved_count else []
+        inputs = [tensors[i] for i in self.wanted]
+        records = grad_mode.is_grad_enabled() and any(t._requires_grad for t in inputs)
+        node = None
+        if records:
+            node = CompiledFunctionBackward(self, saved, [gradient_edge(t) for t in inputs], eager_call, check)
+        differentiable = self._differentiable_slots
+        metadata = []
+
+        def wrap(index: int, array: np.ndarray) -> Tensor:
+            out = Tensor._make(array)
+            if node is not None and differentiable.get(index) and array.dtype.kind == "f":
+                out._requires_grad, out._grad_fn, out._output_nr = True, node, len(metadata)
+                metadata.append(new_input_metadata((array.shape, array.dtype, "cpu")))
+            return out
+
+        value = fill_template(self.result_template, flat, wrap)
+        if node is not None:
+            node._input_metadata = metadata
+        return value
+
+
+def _tensor_slots(template: Any) -> list[int]:
+    """Slot indices of the result's tensor leaves, in the order ``tensor_leaves`` walks them."""
+    if isinstance(template, Slot):
+        return [template.index]
+    if isinstance(template, (tuple, list)):
+        return [i for v in template for i in _tensor_slots(v)]
+    if isinstance(template, dict):
+        return [i for v in template.values() for i in _tensor_slots(v)]
+    return []
+
+
+class CompiledFunctionBackward(Node):
+    """The one backward node of a compiled function's outputs: the compiled backward of its forward."""
+
+    def __init__(self, program: LossProgram, saved: list[np.ndarray], edges: list, eager_call: Callable,
+                 check: Any) -> None:
+        Node.__init__(self, edges)
+        self._program = program
+        self._saved: list[np.ndarray] | None = list(saved)
+        self._eager_call = eager_call
+        self._check = check
+
+    def apply(self, grads, needed):
+        if grad_mode.state.grad_enabled:  # create_graph: the gradients must be differentiable
+            return self._eager_backward(grads)
+        self._eager_call(check_only=True)  # an input changed in place since forward: eager's error
+        if self._saved is None:
+            raise RuntimeError("Trying to backward through the graph a second time (or directly access "
+                               "saved tensors after they have already been freed). Specify "
+                               "retain_graph=True if you need to backward through the graph a second time.")
+        mask = tuple(bool(n) for n in needed) if needed is not None else (True,) * len(self._next_edges)
+        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
+                    for g, m in zip(grads, self._input_metadata)]
+        try:
+            lowered, template = self._program.backward_for(mask, [*self._saved, *tangents])
+        except Unsupported as error:  # this set of gradients has no lowering: eager, as the warning says
+            warnings.warn(f"jitgrad.compile: running a backward eagerly: {error}", RuntimeWarning, stacklevel=2)
+            return self._eager_backward(grads, create_graph=False)
+        flat = _run(lowered, [*self._saved, *tangents])
+        result = list(fill_template(template, flat, lambda i, a: Tensor._make(a)))
+        if self._check is not None:
+            self._check(grads, result, mask)
+        return result
+
+    def _eager_backward(self, grads, create_graph: bool = True):
+        """Re-runs the function eagerly on the original inputs and differentiates that graph."""
+        with grad_mode.enable_grad():
+            tensors, result = self._eager_call()
+        outputs = [t for t, d in zip(tensor_leaves(result), self._program.differentiable) if d]
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o._requires_grad]
+        inputs = [tensors[i] for i in self._program.wanted]
+        if not pairs:
+            return [None] * len(inputs)
+        return list(autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
+                                  create_graph=create_graph, allow_unused=True))
+
+    def release_variables(self) -> None:
+        self._saved = None
+
+
+__all__ = ["CompiledFunctionBackward", "LossProgram", "Lowered", "StepProgram", "Unsupported", "logs", "lower"]

@@ -1,0 +1,66 @@
+"""``CompiledFunction.explain(*args)``: what a call with those arguments runs, as text.
+
+For each lowered graph (a step; or a forward and its backward): the IR as traced and after the pass
+pipeline, the pass report, the fusion groups, the memory plan and the generated source; for a loss,
+what the forward saves for the backward and what it recomputes; the (re)compile log with the guard that
+failed each time; or, for a call that runs eagerly, why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+def _section(title: str, body: str) -> str:
+    return f"=== {title} ===\n{body.rstrip()}\n"
+
+
+@dataclass
+class Explanation:
+    name: str
+    backend: str
+    program: Any
+    fallback_reason: str | None
+    log: list[str]
+
+    @property
+    def lowered(self) -> list:
+        """The lowered graphs (``compiled_function.Lowered``) of this program."""
+        if self.program == "eager" or self.program is None:
+            return []
+        if self.program.kind == "step":
+            return [self.program.lowered]
+        return [self.program.forward] + [v[0] for v in self.program.backward_variants.values()]
+
+    @property
+    def source(self) -> str:
+        return "\n".join(l.source for l in self.lowered)
+
+    def __str__(self) -> str:
+        head = f"jitgrad.compile({self.name}) on {self.backend}"
+        if not self.lowered:
+            parts = [head, _section("runs eagerly", self.fallback_reason or "see the warning")]
+        else:
+            parts = [f"{head}: {'a whole step (one graph)' if self.program.kind == 'step' else 'a forward and a backward'}"]
+            if self.program.kind == "loss":
+                stats = self.program.partition_stats
+                parts.append(_section("saved for backward", (
+                    f"saved: {', '.join(stats['saved']) or '-'}\nrecomputed in backward: "
+                    f"{', '.join(stats['recomputed']) or '-'}\nbytes saved: {stats['saved_bytes_before']} "
+                    f"before recomputation, {stats['saved_bytes_after']} after")))
+            for lowered in self.lowered:
+                memory = ", ".join(f"{k}={v}" for k, v in lowered.memory.items())
+                parts += [_section(f"{lowered.label}: IR before passes", lowered.ir_before),
+                          _section(f"{lowered.label}: IR after passes", lowered.ir_after),
+                          _section(f"{lowered.label}: passes", lowered.pass_report),
+                          _section(f"{lowered.label}: fusion groups", "\n".join(lowered.fusion_groups) or "none"),
+                          _section(f"{lowered.label}: memory plan", memory),
+                          _section(f"{lowered.label}: generated source"
+                                   + (" (reused kernels)" if lowered.reused else "")
+                                   + (" (from the disk cache)" if lowered.from_disk else ""), lowered.source)]
+        if self.log:
+            parts.append(_section("compile log", "\n".join(self.log)))
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        return str(self)

@@ -1,0 +1,72 @@
+"""Tracing op samples (forward and backward) into graphs the numba backend lowers, several at a time."""
+from __future__ import annotations
+
+import numpy as np
+
+import jitgrad as jg
+from jitgrad import fx
+from jitgrad.fx import passes
+from jitgrad.fx.node import iter_nodes
+
+
+def leaves(arrays):
+    return [jg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+
+
+def sample_program(sample):
+    """The sample's op and, when differentiable, a backward of a weighted sum of its output."""
+    def program(*inputs):
+        out = sample.fn(*inputs)
+        if sample.differentiable:
+            weights = jg.tensor(np.linspace(-1.0, 1.0, out.numel()).reshape(out.shape)).to(out.dtype)
+            (out * weights).sum().backward()
+        return out
+    return program
+
+
+def batch_program(samples):
+    """One program running every sample on its own slice of the arguments."""
+    counts = [len(s.shapes) for s in samples]
+
+    def program(*inputs):
+        outs, start = [], 0
+        for sample, count in zip(samples, counts):
+            outs.append(sample_program(sample)(*inputs[start:start + count]))
+            start += count
+        return tuple(outs)
+    return program
+
+
+def arrays_of(samples, dtype=None, seed=1):
+    arrays = [a for s in samples for a in s.arrays(seed=seed)]
+    if dtype is not None:
+        arrays = [a.astype(dtype) if a.dtype.kind == "f" else a for a in arrays]
+    return arrays
+
+
+def optimized_graph(program, arrays):
+    """The traced graph of ``program`` after the default pass pipeline."""
+    return passes.PassManager().run(fx.trace(program, *leaves(arrays)).graph)
+
+
+def interpreted(graph, arrays):
+    """What the fx Interpreter computes, flattened as the backend returns it."""
+    out = fx.Interpreter(graph).run(*(jg.tensor(a) for a in arrays))
+    return [v.detach().numpy() for v in iter_nodes_values(out)]
+
+
+def iter_nodes_values(value):
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in iter_nodes_values(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in iter_nodes_values(v)]
+    return [] if value is None else [value]
+
+
+def assert_close(actual, expected, dtype):
+    tight = np.dtype(dtype) == np.float64
+    rtol, atol = (1e-10, 1e-12) if tight else (1e-5, 1e-6)
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)

@@ -1,0 +1,131 @@
+"""What a compiled function cannot reproduce exactly runs eagerly (one warning) or, with fullgraph=True,
+raises an error naming the op and the line; check=True compares with eager."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import jitgrad as jg
+from compile_helpers import assert_close
+from jitgrad.compile import CompileCheckError, CompileError, CompileWarning, LoweringError
+from jitgrad.compile import backend as backend_module
+
+
+def branchy(x):
+    if x.sum() > 0:  # data-dependent control flow
+        return x * 2.0
+    return x * 3.0
+
+
+def test_data_dependent_control_flow_warns_once_and_runs_eagerly():
+    f = jg.compile(branchy)
+    with pytest.warns(CompileWarning, match="bool\\(\\) on a traced tensor"):
+        for sign in (1.0, -1.0):
+            x = jg.ones(3, dtype=jg.float64) * sign
+            assert_close(f(x), branchy(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f(jg.ones(3, dtype=jg.float64))
+
+
+def test_fullgraph_names_the_line():
+    with pytest.raises(CompileError, match="if x.sum\\(\\) > 0:"):
+        jg.compile(branchy, fullgraph=True)(jg.ones(3))
+
+
+def test_an_op_without_lowering_names_the_op_and_line(monkeypatch):
+    def no_exp(graph, **options):
+        if any(n.target_name == "exp" for n in graph.nodes):
+            raise LoweringError("no lowering for op exp")
+        return backend_module.interpret(graph, **options)
+    monkeypatch.setattr(backend_module.INTERPRETER, "lower", no_exp)
+
+    def f(x):
+        y = x * 2.0
+        return y.exp()
+    x = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    with pytest.raises(CompileError) as error:
+        jg.compile(f, fullgraph=True, cache=False)(x)
+    message = str(error.value)
+    assert "exp" in message and "return y.exp()" in message and "test_compile_fallback.py" in message
+    assert error.value.__cause__ is None and error.value.__suppress_context__
+    with pytest.warns(CompileWarning, match="no lowering"):
+        out = jg.compile(f, cache=False)(x)
+    out.sum().backward()
+    assert_close(x.grad, 2.0 * f(x.detach()))
+
+
+@pytest.mark.parametrize("inside", [
+    lambda y: y.register_hook(lambda g: g * 10.0),
+    lambda y: y.retain_grad(),
+], ids=["hook", "retain_grad"])
+def test_hooks_and_retain_grad_inside_are_never_ignored(inside):
+    def f(x):
+        y = x * 2.0
+        inside(y)
+        return y.sum()
+    x = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    with pytest.raises(CompileError, match="inside a compiled function is not supported"):
+        jg.compile(f, fullgraph=True, cache=False)(x)
+    xe = x.detach().requires_grad_()
+    with pytest.warns(CompileWarning):
+        jg.compile(f)(x).backward()
+    f(xe).backward()
+    assert_close(x.grad, xe.grad)  # the hook ran: eager behaviour
+
+
+def test_a_hook_on_an_argument_of_a_step_runs_eagerly():
+    def step(x):
+        loss = (x * x).sum()
+        loss.backward()
+        return loss
+    x = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    x.register_hook(lambda g: g * 0.0)
+    with pytest.warns(CompileWarning, match="hook"):
+        jg.compile(step)(x)
+    assert_close(x.grad, jg.zeros(3, dtype=jg.float64))
+
+
+def test_anomaly_mode_runs_eagerly():
+    f = jg.compile(lambda x: (x * 2.0).sum())
+    x = jg.randn(3, requires_grad=True)
+    with pytest.warns(UserWarning, match="Anomaly"), jg.autograd.detect_anomaly():
+        out = f(x)
+    assert type(out.grad_fn).__name__ == "SumBackward0"
+
+
+def test_check_passes_and_catches_a_wrong_backend(monkeypatch):
+    def f(x, w):
+        return (x * w).tanh().sum()
+    x, w = jg.randn(4, dtype=jg.float64), jg.randn(4, dtype=jg.float64, requires_grad=True)
+    f_checked = jg.compile(f, check=True)
+    f_checked(x, w).backward()
+
+    def off_by_one(graph, **options):
+        compiled = backend_module.interpret(graph, **options)
+        call = compiled.__call__
+
+        class Wrong:
+            source = compiled.source
+
+            def __call__(self, *arrays):
+                return tuple(a + 1.0 for a in call(*arrays))
+        return Wrong()
+    monkeypatch.setattr(backend_module.INTERPRETER, "lower", off_by_one)
+    with pytest.raises(CompileCheckError, match="output 0 differs from eager"):
+        jg.compile(f, check=True, cache=False)(x, w)
+
+
+def test_check_on_a_step_compares_updates_and_grads():
+    def step(x, w):
+        loss = (x * w).sum()
+        loss.backward()
+        with jg.no_grad():
+            w -= 0.5 * w.grad
+        return loss
+    x, w = jg.randn(4, dtype=jg.float64), jg.randn(4, dtype=jg.float64, requires_grad=True)
+    we = w.detach().requires_grad_()
+    jg.compile(step, check=True)(x, w)
+    step(x, we)
+    assert_close(w, we)

@@ -1,0 +1,96 @@
+"""Guards: what recompiles, what only retraces for new sizes, and what the log says."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import jitgrad as jg
+from compile_helpers import assert_close
+from jitgrad.compile import MAX_RECOMPILES, CompileWarning
+
+
+def mean_by_hand(x, w):
+    return (x * w).sum() / x.shape[0]  # a shape read as a Python value
+
+
+def test_new_batch_size_retraces_and_never_bakes_in_a_shape(monkeypatch, capsys):
+    monkeypatch.setenv("JITGRAD_LOG", "recompiles")
+    f = jg.compile(mean_by_hand)
+    w = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    for batch in (4, 6, 4):
+        x = jg.randn(batch, 3, dtype=jg.float64)
+        we = w.detach().requires_grad_()
+        assert_close(f(x, w), mean_by_hand(x, we))
+    assert f.recompiles == 0
+    err = capsys.readouterr().err
+    assert "retracing mean_by_hand for new sizes: argument 'x': shape was (4, 3), now (6, 3)" in err
+    assert err.count("retracing") == 1  # batch 4 again: its graph is still there
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda x, w: (x.to(jg.float32), w.detach().to(jg.float32).requires_grad_()), "argument 'x': dtype"),
+    (lambda x, w: (x.reshape(1, 2, 3), w), "argument 'x': rank was 2, now 3"),
+    (lambda x, w: (x[:1], w), "argument 'x': dimensions of size 1 was (False, False), now (True, False)"),
+    (lambda x, w: (x, w.detach()), "argument 'w': requires_grad was True, now False"),
+])
+def test_a_failed_guard_recompiles_and_says_which(monkeypatch, capsys, change, expected):
+    monkeypatch.setenv("JITGRAD_LOG", "recompiles")
+    f = jg.compile(mean_by_hand)
+    x, w = jg.randn(2, 3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    f(x, w)
+    x2, w2 = change(x, w)
+    assert_close(f(x2, w2), mean_by_hand(x2, w2))
+    assert f.recompiles == 1
+    err = capsys.readouterr().err
+    assert expected in err and "test_compile_guards.py" in err, err
+
+
+def test_grad_mode_and_non_tensor_values_are_guarded(capsys):
+    f = jg.compile(lambda x, scale: (x * scale).sum())
+    x = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    f(x, 2.0)
+    with jg.no_grad():
+        assert not f(x, 2.0).requires_grad
+    assert "grad mode changed" in f.log[-1]
+    assert_close(f(x, 3.0), (x * 3.0).sum())
+    assert "argument 'scale': value was 2.0, now 3.0" in f.log[-1]
+
+
+def test_after_max_recompiles_it_warns_once_and_runs_eagerly():
+    f = jg.compile(lambda x, n: x * n)
+    x = jg.randn(3, dtype=jg.float64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(MAX_RECOMPILES + 4):
+            assert_close(f(x, float(n)), x * float(n))
+    assert f.recompiles == MAX_RECOMPILES
+    messages = [str(w.message) for w in caught if issubclass(w.category, CompileWarning)]
+    assert len(messages) == 1 and "running it eagerly" in messages[0]
+
+
+def test_a_new_size_is_lowered_again_and_marked_as_reusing_kernels(monkeypatch):
+    """A backend caches its kernels by structure; a retrace for new sizes lowers the new graph (cheap
+    then) and explain/logs say the kernels were reused. No recompile is counted."""
+    from jitgrad.compile import backend as backend_module
+
+    def without_sizes(graph):
+        return tuple((n.op, n.target_name, str(n.meta.get("dtype")), len(n.meta.get("shape", ()))) for n in graph.nodes)
+    monkeypatch.setattr(backend_module.INTERPRETER, "structural_key", without_sizes)
+
+    def f(x, w):
+        return (x * w).sin().sum()
+    compiled = jg.compile(f, cache=False)
+    w = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    for batch in (2, 5):
+        x = jg.randn(batch, 3, dtype=jg.float64)
+        we = w.detach().requires_grad_()
+        out = compiled(x, w)
+        assert_close(out, f(x, we))
+        out.backward()
+        f(x, we).backward()
+        assert_close(w.grad, we.grad)
+        w.grad = None
+    programs = list(compiled._programs.values())
+    assert [p.forward.reused for p in programs] == [False, True]
+    assert compiled.recompiles == 0

@@ -1,0 +1,182 @@
+"""A compiled loss: forward values and gradients (through one CompiledFunctionBackward) equal eager."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.compile import CompiledFunctionBackward
+
+from compile_helpers import assert_close, leaves
+
+from op_samples import SAMPLES
+
+# A representative set: broadcasting binary ops, unary math, reductions, shape ops, matmul, softmax.
+REPRESENTATIVE = ["add-bcast", "mul-bcast", "div-bcast", "pow-tensor**tensor-bcast", "where-bcast",
+                  "exp-method", "tanh-method", "sigmoid-method", "gelu-tanh", "sum-dims-keepdim",
+                  "mean-dim-keepdim", "mm-operator", "matmul-bcast-batch", "transpose-method",
+                  "reshape-method", "log_softmax-dim-1", "softmax-dim1", "var-dim-biased", "amax-dim",
+                  "clamp-both", "maximum-bcast", "expand-method", "cat-dim1", "split-sizes",
+                  "getitem-slice", "mean-cross_entropy"]
+FLOAT32 = ("mul-bcast", "tanh-method", "mm-operator", "log_softmax-dim-1")
+BY_ID = {s.id: s for s in SAMPLES}
+CHOSEN = [BY_ID[i] for i in REPRESENTATIVE if i in BY_ID]
+
+
+def test_enough_samples_exist():
+    assert len(CHOSEN) == len(REPRESENTATIVE), sorted(set(REPRESENTATIVE) - set(BY_ID))
+
+
+def _outputs(value):
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+CASES = [(s, np.float64) for s in CHOSEN] + [(s, np.float32) for s in CHOSEN if s.id in FLOAT32]
+
+
+@pytest.mark.parametrize("sample,dtype", CASES, ids=[f"{s.id}-{np.dtype(d).name}" for s, d in CASES])
+def test_sample_forward_and_gradients_equal_eager(sample, dtype):
+    arrays = [a.astype(dtype) if a.dtype.kind == "f" else a for a in sample.arrays()]
+    eager_in, compiled_in = leaves(arrays), leaves(arrays)
+    expected = _outputs(sample.fn(*eager_in))
+    got = _outputs(jg.compile(sample.fn)(*compiled_in))
+    for a, e in zip(got, expected):
+        assert_close(a, e, f"{sample.id} output")
+        assert a.requires_grad == e.requires_grad
+    seeds = [jg.tensor(np.random.default_rng(1).standard_normal(e.shape).astype(dtype)) for e in expected]
+    jg.autograd.backward(expected, seeds)
+    jg.autograd.backward(got, seeds)
+    for i, (a, e) in enumerate(zip(compiled_in, eager_in)):
+        assert (a.grad is None) == (e.grad is None)
+        if e.grad is not None:
+            assert_close(a.grad, e.grad, f"{sample.id} gradient {i}")
+
+
+def mlp_loss(x, onehot, w1, b1, w2, b2):
+    h = jg.tanh(x @ w1 + b1)
+    logits = h @ w2 + b2
+    return -(jg.nn.functional.log_softmax(logits, dim=1) * onehot).mean() * 10.0
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((8, 5)), np.eye(3)[rng.integers(0, 3, 8)], rng.standard_normal((5, 4)),
+              rng.standard_normal(4), rng.standard_normal((4, 3)), rng.standard_normal(3)]
+    return jg.compile(mlp_loss), arrays
+
+
+def _mlp_tensors(arrays):
+    return [jg.tensor(a) for a in arrays[:2]] + [jg.tensor(a, requires_grad=True) for a in arrays[2:]]
+
+
+def test_loss_backward_fills_grad_like_eager(mlp):
+    compiled, arrays = mlp
+    ours, theirs = _mlp_tensors(arrays), _mlp_tensors(arrays)
+    loss = compiled(*ours)
+    assert isinstance(loss.grad_fn, CompiledFunctionBackward)
+    loss.backward()
+    expected = mlp_loss(*theirs)
+    expected.backward()
+    assert_close(loss, expected)
+    for a, e in zip(ours[2:], theirs[2:]):
+        assert_close(a.grad, e.grad)
+    assert ours[0].grad is None
+
+
+def test_gradients_accumulate_and_second_backward_needs_retain_graph(mlp):
+    compiled, arrays = mlp
+    ours, theirs = _mlp_tensors(arrays), _mlp_tensors(arrays)
+    loss = compiled(*ours)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    for _ in range(2):
+        mlp_loss(*theirs).backward()
+    for a, e in zip(ours[2:], theirs[2:]):
+        assert_close(a.grad, e.grad)
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
+
+
+def test_only_the_gradients_asked_for_are_computed(mlp):
+    compiled, arrays = mlp
+    ours, theirs = _mlp_tensors(arrays), _mlp_tensors(arrays)
+    (g,) = jg.autograd.grad(compiled(*ours), [ours[2]])
+    (e,) = jg.autograd.grad(mlp_loss(*theirs), [theirs[2]])
+    assert_close(g, e)
+    program = next(p for p in compiled._programs.values() if p != "eager")
+    assert (True, False, False, False) in program.backward_variants
+    assert all(t.grad is None for t in ours)
+
+
+def test_create_graph_falls_back_to_the_eager_backward():
+    f = jg.compile(lambda x, w: (x * w).sin().sum())
+    x, w = jg.randn(5, dtype=jg.float64, requires_grad=True), jg.randn(5, dtype=jg.float64, requires_grad=True)
+    xe, we = x.detach().requires_grad_(), w.detach().requires_grad_()
+    (gx,) = jg.autograd.grad(f(x, w), x, create_graph=True)
+    (gxe,) = jg.autograd.grad((xe * we).sin().sum(), xe, create_graph=True)
+    assert gx.requires_grad
+    assert_close(gx, gxe)
+    assert_close(jg.autograd.grad(gx.sum(), w)[0], jg.autograd.grad(gxe.sum(), we)[0])
+
+
+def test_several_outputs_non_tensor_arguments_and_no_grad():
+    def f(x, scale, w):
+        y = x * w * scale
+        return y.sum(), (y.exp(), x + 1.0)
+    compiled = jg.compile(f)
+    x, w = jg.randn(3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    we = w.detach().requires_grad_()
+    (s, (e, xp)), (se, (ee, xpe)) = compiled(x, 2.0, w), f(x, 2.0, we)
+    for a, b in ((s, se), (e, ee), (xp, xpe)):
+        assert_close(a, b)
+        assert a.requires_grad == b.requires_grad
+    (s + e.sum()).backward()
+    (se + ee.sum()).backward()
+    assert_close(w.grad, we.grad)
+    with jg.no_grad():
+        out = compiled(x, 2.0, w)
+    assert not out[0].requires_grad
+
+
+def test_an_input_changed_in_place_before_backward_raises_as_eager():
+    f = jg.compile(lambda x, w: (x * w).sum())
+    x, w = jg.randn(3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    out = f(x, w)
+    with jg.no_grad():
+        x.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_an_input_the_backward_does_not_read_may_change_as_in_eager():
+    f = jg.compile(lambda x, w: (x + w).sum())
+    x, w = jg.randn(3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    out = f(x, w)
+    with jg.no_grad():
+        x.mul_(2.0)
+    out.backward()
+    assert_close(w.grad, jg.ones(3, dtype=jg.float64))
+
+
+def test_the_same_tensor_twice():
+    f = jg.compile(lambda a, b: (a * b).sum())
+    x = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    xe = x.detach().requires_grad_()
+    f(x, x).backward()
+    (xe * xe).sum().backward()
+    assert_close(x.grad, xe.grad)
+    y = jg.randn(3, dtype=jg.float64)
+    assert_close(f(x, y), (x * y).sum())
+
+
+def test_a_compiled_function_inside_another_joins_its_graph():
+    inner = jg.compile(lambda x, w: (x * w).tanh())
+    outer = jg.compile(lambda x, w: (inner(x, w) * 2.0).sum())
+    x, w = jg.randn(3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    we = w.detach().requires_grad_()
+    outer(x, w).backward()
+    ((x * we).tanh() * 2.0).sum().backward()
+    assert_close(w.grad, we.grad)
+    assert not outer._programs[next(iter(outer._programs))].forward.ir_before.count("get_attr")

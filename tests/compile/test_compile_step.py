@@ -1,0 +1,110 @@
+"""A whole training step (backward() inside, an SGD update under no_grad) compiled as one graph."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import workloads
+from compile_helpers import assert_close
+
+LR = 0.1
+
+
+def sgd_step(x, y, w, b):
+    loss = ((x @ w + b).tanh() - y).pow(2).mean()
+    loss.backward()
+    with jg.no_grad():
+        w -= LR * w.grad
+        b.data = b.data - LR * b.grad
+    w.grad = None
+    b.grad = None
+    return loss
+
+
+def accumulating_step(x, w):
+    """No zero_grad: the gradient accumulates over calls, as eager's does."""
+    loss = (x * w).sin().sum()
+    loss.backward()
+    with jg.no_grad():
+        w.sub_(0.01 * w.grad)
+    return loss
+
+
+def _params(rng):
+    return [rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2), rng.standard_normal((4, 2))]
+
+
+@pytest.fixture(scope="module")
+def compiled_sgd():
+    return jg.compile(sgd_step)
+
+
+def test_sgd_over_several_steps_matches_eager(compiled_sgd):
+    x, w, b, y = _params(np.random.default_rng(0))
+    ours = [jg.tensor(w, requires_grad=True), jg.tensor(b, requires_grad=True)]
+    theirs = [jg.tensor(w, requires_grad=True), jg.tensor(b, requires_grad=True)]
+    w_before = ours[0]._data
+    for _ in range(4):
+        loss = compiled_sgd(jg.tensor(x), jg.tensor(y), *ours)
+        expected = sgd_step(jg.tensor(x), jg.tensor(y), *theirs)
+        assert_close(loss, expected)
+        for a, e in zip(ours, theirs):
+            assert_close(a, e)
+            assert a.grad is None
+    assert ours[0]._data is w_before  # updated in place, like eager's w -= ...
+    assert len([p for p in compiled_sgd._programs.values() if p != "eager"]) == 1
+
+
+def test_gradient_already_there_is_an_input():
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal(5), rng.standard_normal(5)
+    compiled = jg.compile(accumulating_step)
+    ours, theirs = jg.tensor(w, requires_grad=True), jg.tensor(w, requires_grad=True)
+    for _ in range(3):
+        assert_close(compiled(jg.tensor(x), ours), accumulating_step(jg.tensor(x), theirs))
+        assert_close(ours, theirs)
+        assert_close(ours.grad, theirs.grad)
+
+
+def test_w1_whole_step_matches_eager():
+    inputs = workloads.w1_inputs(True)
+
+    def w1_step(x):
+        x.grad = None
+        y = x
+        for _ in range(workloads.W1_ITERS):
+            y = jg.sin(y) * 1.01 + 0.1
+            y = jg.tanh(y) * y
+        loss = y.sum()
+        loss.backward()
+        return loss, (x.grad,)
+    compiled = jg.compile(w1_step)
+    x, xe = jg.tensor(inputs["x"], requires_grad=True), jg.tensor(inputs["x"], requires_grad=True)
+    for _ in range(2):
+        (loss, (grad,)), (loss_e, (grad_e,)) = compiled(x), w1_step(xe)
+        assert_close(loss, loss_e)
+        assert_close(grad, grad_e)
+        assert_close(x.grad, xe.grad)
+
+
+def test_w2_step_matches_eager_float32():
+    inputs = workloads.w2_inputs(True)
+    names = workloads.W2_PARAMS
+
+    def w2_step(x, onehot, w1, b1, w2, b2, w3, b3):
+        h = jg.tanh(x @ w1 + b1)
+        h = jg.tanh(h @ w2 + b2)
+        logits = h @ w3 + b3
+        loss = -(jg.nn.functional.log_softmax(logits, dim=1) * onehot).sum() / x.shape[0]
+        loss.backward()
+        return loss
+    compiled = jg.compile(w2_step)
+
+    def tensors():
+        return [jg.tensor(inputs["x"]), jg.tensor(inputs["onehot"])] + \
+            [jg.tensor(inputs[n], requires_grad=True) for n in names]
+    ours, theirs = tensors(), tensors()
+    assert_close(compiled(*ours), w2_step(*theirs))
+    for a, e in zip(ours[2:], theirs[2:]):
+        assert_close(a.grad, e.grad)

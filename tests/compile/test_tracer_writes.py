@@ -1,0 +1,60 @@
+"""The tracer edits jitgrad.compile needs: writes into arguments are captured (or refused), and
+``w.data``/``w.detach()`` read the argument rather than a constant copy of its example value."""
+from __future__ import annotations
+
+import pytest
+
+import jitgrad as jg
+from compile_helpers import assert_close
+from jitgrad import fx
+from jitgrad.fx.node import Opcode
+from jitgrad.fx.tracer import Tracer
+from jitgrad.ops.registry import observing
+
+
+def test_fx_trace_still_refuses_a_write_into_an_argument():
+    def update(w):
+        with jg.no_grad():
+            w.data -= 0.1
+        return w
+    with pytest.raises(fx.TraceError, match="in-place change to an argument"):
+        fx.trace(update, jg.ones(3))
+
+
+def test_data_of_an_argument_is_the_argument_not_a_constant():
+    graph = fx.trace(lambda w: w.detach() * 2.0, jg.ones(3)).graph
+    assert not graph.constants
+    mul = next(n for n in graph.nodes if n.op is Opcode.CALL_FUNCTION)
+    assert mul.args[0].op is Opcode.PLACEHOLDER
+
+
+def test_a_captured_write_is_read_by_later_ops():
+    tracer = Tracer(capture_writes=True)
+    w = tracer.placeholder("w", jg.ones(3, dtype=jg.float64))
+    with observing(tracer.observe, tracer.alias):
+        with jg.no_grad():
+            w.data.mul_(3.0)     # through a tensor sharing w's memory
+            w -= 1.0             # in place on w itself
+        out = w * 2.0
+    placeholder = tracer.graph.placeholders[0]
+    written = tracer.writes[placeholder]
+    assert written.target_name == "sub" and tracer.node_of(out).args[0] is written
+    assert_close(out, jg.full((3,), 4.0, dtype=jg.float64))
+
+
+def test_a_write_through_a_view_of_an_argument_is_refused_and_the_step_runs_eagerly():
+    import warnings
+
+    from jitgrad.compile import CompileWarning
+
+    def step(w):
+        with jg.no_grad():
+            w[0].add_(1.0)   # a view of w: changes part of it
+        return w * 1.0
+    w, we = jg.zeros(2, 3, dtype=jg.float64), jg.zeros(2, 3, dtype=jg.float64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jg.compile(step)(w)
+    assert any(issubclass(c.category, CompileWarning) and "through a view" in str(c.message) for c in caught)
+    step(we)
+    assert_close(w, we)
