@@ -21,7 +21,7 @@ from ..autograd.differentiate import grad as autograd_grad
 from ..autograd.versions import version_counter
 from ..fx.passes import partition_joint
 from ..fx.tracer import TraceError, parameter_names
-from ..ops.registry import _observers
+from ..ops.registry import observed
 from ..tensor import Tensor
 from . import guards
 from .backend import get_backend
@@ -112,7 +112,7 @@ class CompiledFunction:
 
     # ---- calling ---------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if anomaly_mode.state.enabled or self._eager_from_now or _observers.observer is not None:
+        if anomaly_mode.state.enabled or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
         _, program = self._program_for(args, kwargs, _caller())
         if program is EAGER:
