@@ -6,7 +6,7 @@ numerical one a column at a time by nudging each input element by ``eps``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 

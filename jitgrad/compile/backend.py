@@ -22,7 +22,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
-from ..fx.node import iter_nodes
+from ..fx.node import iter_leaves, iter_nodes
 from ..tensor import Tensor
 
 
@@ -58,7 +58,7 @@ class InterpretedGraph:
     def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         with grad_mode.no_grad():
             out = self._forward(*(Tensor._make(a) for a in arrays), constants=self.constants)
-        return tuple(v._data if isinstance(v, Tensor) else v for v in iter_nodes_values(out))
+        return tuple(v._data if isinstance(v, Tensor) else v for v in iter_leaves(out))
 
     def __reduce__(self):
         constants = {k: (True, v._data) if isinstance(v, Tensor) else (False, v) for k, v in self.constants.items()}
@@ -68,15 +68,6 @@ class InterpretedGraph:
 def _interpreted_from_pickle(source: str, constants: dict[str, tuple[bool, Any]]) -> InterpretedGraph:
     return InterpretedGraph(source, {k: Tensor._make(v) if is_tensor else v
                                      for k, (is_tensor, v) in constants.items()})
-
-
-def iter_nodes_values(value: Any) -> list[Any]:
-    """The leaves of an output value, depth-first (the same walk as ``iter_nodes`` over the graph)."""
-    if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in iter_nodes_values(v)]
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in iter_nodes_values(v)]
-    return [value]
 
 
 def interpret(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> InterpretedGraph:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from ..autograd import grad_mode
 from ..fx.graph import Graph
 from ..fx.joint import is_backward, trace_joint
-from ..fx.node import Node, Opcode
+from ..fx.node import Node, Opcode, iter_leaves
 from ..fx.tracer import Tracer, TraceError, parameter_names
 from ..ops.registry import observing
 from ..tensor import Tensor
@@ -93,23 +93,12 @@ def flatten_output(graph: Graph) -> Any:
 
 
 def slots(template: Any) -> list[int]:
-    if isinstance(template, Slot):
-        return [template.index]
-    if isinstance(template, (tuple, list)):
-        return [i for v in template for i in slots(v)]
-    if isinstance(template, dict):
-        return [i for v in template.values() for i in slots(v)]
-    return []
+    """The slot indices of a template, in the order ``tensor_leaves`` walks the value it stands for."""
+    return [slot.index for slot in iter_leaves(template, Slot)]
 
 
 def tensor_leaves(value: Any) -> list[Tensor]:
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in tensor_leaves(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensor_leaves(v)]
-    return []
+    return list(iter_leaves(value, Tensor))
 
 
 # ---- source lines ----------------------------------------------------------------------------------

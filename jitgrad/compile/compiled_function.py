@@ -27,7 +27,7 @@ from ..fx.passes import PassManager, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..tensor import Tensor
 from .backend import Backend
-from .capture import Slot, Unsupported, fill_template, flatten_output, tensor_leaves
+from .capture import Unsupported, fill_template, flatten_output, slots, tensor_leaves
 
 
 def logs(topic: str) -> bool:
@@ -173,7 +173,7 @@ class LossProgram:
     kind: str = "loss"
 
     def __post_init__(self) -> None:
-        self._differentiable_slots = dict(zip(_tensor_slots(self.result_template), self.differentiable))
+        self._differentiable_slots = dict(zip(slots(self.result_template), self.differentiable))
 
     def backward_for(self, mask: tuple[bool, ...], example: list[np.ndarray] | None = None) -> tuple[Lowered, Any]:
         """The backward computing only the gradients in ``mask`` (one per wanted input), lowered once
@@ -214,17 +214,6 @@ class LossProgram:
         if node is not None:
             node._input_metadata = metadata
         return value
-
-
-def _tensor_slots(template: Any) -> list[int]:
-    """Slot indices of the result's tensor leaves, in the order ``tensor_leaves`` walks them."""
-    if isinstance(template, Slot):
-        return [template.index]
-    if isinstance(template, (tuple, list)):
-        return [i for v in template for i in _tensor_slots(v)]
-    if isinstance(template, dict):
-        return [i for v in template.values() for i in _tensor_slots(v)]
-    return []
 
 
 class CompiledFunctionBackward(Node):

@@ -17,7 +17,7 @@ from ..ops.registry import observing
 from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
-from .node import Node, Opcode
+from .node import Node, Opcode, iter_leaves
 from .tracer import start_trace
 
 BACKWARD = "backward"
@@ -51,16 +51,6 @@ class JointTrace:
         return self.module.graph
 
 
-def _flat_tensors(value: Any) -> list[Tensor]:
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _flat_tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _flat_tensors(v)]
-    return []
-
-
 def trace_joint(fn: Callable[..., Any], *example_args: Any) -> JointTrace:
     """Traces ``fn`` and the backward of its outputs that require grad with respect to every tensor
     argument that requires grad; one tangent placeholder per differentiated output."""
@@ -69,7 +59,7 @@ def trace_joint(fn: Callable[..., Any], *example_args: Any) -> JointTrace:
     wanted = [a for a in call_args if isinstance(a, Tensor) and a._requires_grad]
     with observing(tracer.observe, tracer.alias):
         result = fn(*call_args)
-        outputs = [t for t in _flat_tensors(result) if t._requires_grad]
+        outputs = [t for t in iter_leaves(result, Tensor) if t._requires_grad]
         tangents = [tracer.placeholder(f"tangent_{i}", Tensor._make(np.ones_like(t._data)), phase=BACKWARD)
                     for i, t in enumerate(outputs)]
         grads = grad(outputs, wanted, tangents, allow_unused=True) if outputs and wanted else ()

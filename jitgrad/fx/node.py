@@ -11,7 +11,6 @@ import enum
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
-    from ..ops.registry import OpDef
     from .graph import Graph
 
 
@@ -55,16 +54,23 @@ def map_nodes(value: Any, fn: Callable[["Node"], Any]) -> Any:
     return value
 
 
-def iter_nodes(value: Any) -> Iterator["Node"]:
-    """Every node inside ``value``, in order, repeats included."""
-    if isinstance(value, Node):
-        yield value
-    elif isinstance(value, (tuple, list)):
+def iter_leaves(value: Any, kind: type | tuple[type, ...] = object) -> Iterator[Any]:
+    """The leaves of ``value`` (nested tuples, lists and dict values), depth-first, repeats included,
+    keeping those of type ``kind``. One walk for every nested value the IR and its users flatten:
+    output structures, their tensors, their nodes."""
+    if isinstance(value, (tuple, list)):
         for v in value:
-            yield from iter_nodes(v)
+            yield from iter_leaves(v, kind)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from iter_nodes(v)
+            yield from iter_leaves(v, kind)
+    elif isinstance(value, kind):
+        yield value
+
+
+def iter_nodes(value: Any) -> Iterator["Node"]:
+    """Every node inside ``value``, in order, repeats included."""
+    return iter_leaves(value, Node)
 
 
 class Node:

@@ -8,6 +8,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..shapes import broadcast_shapes
+from ..tensor import Tensor
 from .registry import defop
 
 
@@ -245,7 +246,7 @@ clone = defop("clone", ("self",), np.copy, "CloneBackward0", lower="{self}",
               jvp=lambda self_t: clone(self_t))
 
 
-def to_dtype(input, dtype) -> "Tensor":
+def to_dtype(input: Tensor, dtype) -> Tensor:
     """``input`` cast to ``dtype`` (the same tensor when it already has it, as in PyTorch)."""
     target = dtypes.as_numpy_dtype(dtype)
     if input._data.dtype == target:

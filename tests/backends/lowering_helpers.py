@@ -6,7 +6,7 @@ import numpy as np
 import jitgrad as jg
 from jitgrad import fx
 from jitgrad.fx import passes
-from jitgrad.fx.node import iter_nodes
+from jitgrad.fx.node import iter_leaves
 
 
 def leaves(arrays):
@@ -52,15 +52,7 @@ def optimized_graph(program, arrays):
 def interpreted(graph, arrays):
     """What the fx Interpreter computes, flattened as the backend returns it."""
     out = fx.Interpreter(graph).run(*(jg.tensor(a) for a in arrays))
-    return [v.detach().numpy() for v in iter_nodes_values(out)]
-
-
-def iter_nodes_values(value):
-    if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in iter_nodes_values(v)]
-    if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in iter_nodes_values(v)]
-    return [] if value is None else [value]
+    return [v.detach().numpy() for v in iter_leaves(out) if v is not None]
 
 
 def assert_close(actual, expected, dtype):
