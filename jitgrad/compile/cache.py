@@ -12,7 +12,7 @@ with mode 0o700. A backend whose compiled objects do not pickle simply gets no d
 
 Machine code: a pickled numba dispatcher unpickles without its compiled code, and numba's own cache
 only serves functions defined in a file. So for a compiled object holding a numba ``kernel`` made from
-its ``source``, the source is also written to ``kernels/k_<hash>.py`` and the kernel's compiled
+its ``source``, the source is also written to ``kernels/jitgrad_kernel_<hash>.py`` and the kernel's compiled
 overloads are saved into numba's cache for that file (``kernels/__pycache__``); a process that loads
 the entry imports the file and gets its kernel from numba's cache instead of compiling it.
 """
@@ -107,12 +107,15 @@ class DiskCache:
 
     # ---- numba machine code ----------------------------------------------------------------------------
     def _kernel_module(self, compiled: Any, fastmath: bool, write: bool) -> Any | None:
-        """The module of ``kernels/k_<hash>.py`` holding ``compiled.source`` (written when asked)."""
+        """The module of ``kernels/jitgrad_kernel_<hash>.py`` holding ``compiled.source`` (written when
+        asked). Sources equal up to comments share one file, so the machine code numba cached for one
+        serves all."""
         source = getattr(compiled, "source", None)
         if not isinstance(source, str) or "def kernel" not in source:
             return None
         flags = f"fastmath={fastmath},parallel={getattr(compiled, 'parallel', None)}"
-        name = "jitgrad_kernel_" + hashlib.sha256((source + flags).encode()).hexdigest()[:24]
+        code = getattr(compiled, "key", None) or source  # the backend's key ignores comments (sizes)
+        name = "jitgrad_kernel_" + hashlib.sha256((code + flags).encode()).hexdigest()[:24]
         path = self.directory / "kernels" / f"{name}.py"
         if not path.exists():
             if not write:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 import linecache
+import tokenize
 from typing import Any, Callable
 
 import numpy as np
@@ -15,11 +17,20 @@ _KERNELS: dict[tuple[str, bool, bool], Callable[..., Any]] = {}
 _ids = itertools.count()
 
 
+def code_key(source: str) -> str:
+    """A hash of the generated source without its comments. The comments repeat each node's IR line,
+    sizes included, so two sources that differ only there are one kernel: this is the key it is
+    cached under."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    code = tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
 def structural_key(graph: Graph, parallel: bool | None = None) -> str:
     """A hash of what the compiled kernel depends on: ops, attributes, dtypes, ranks, which dimensions
     are 1, the fusion groups and the memory plan; not sizes nor the values of numbers. It hashes the
-    generated source, which holds exactly these."""
-    return hashlib.sha256(generate(graph, parallel).source.encode()).hexdigest()
+    generated code, which holds exactly these."""
+    return code_key(generate(graph, parallel).source)
 
 
 def clear_cache() -> None:
@@ -27,9 +38,9 @@ def clear_cache() -> None:
     _KERNELS.clear()
 
 
-def _compile(source: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
-    key = (source, fastmath, parallel)
-    kernel = _KERNELS.get(key)
+def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
+    """The kernel for ``key`` (``code_key(source)``), compiled from ``source`` the first time."""
+    kernel = _KERNELS.get((key, fastmath, parallel))
     if kernel is None:
         import numba
 
@@ -38,7 +49,7 @@ def _compile(source: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
         kernel = numba.njit(fastmath=fastmath, parallel=parallel, nogil=True)(namespace["kernel"])
-        _KERNELS[key] = kernel
+        _KERNELS[key, fastmath, parallel] = kernel
     return kernel
 
 
@@ -46,9 +57,9 @@ class CompiledGraph:
     """A lowered graph: call it with one array per placeholder. ``source`` is the kernel's source;
     ``key`` its structural key."""
 
-    def __init__(self, graph: Graph, generated: GeneratedKernel, kernel: Callable[..., Any]) -> None:
+    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any]) -> None:
         self.source = generated.source
-        self.key = hashlib.sha256(generated.source.encode()).hexdigest()
+        self.key = key
         self.kernel = kernel
         self.parallel = generated.parallel
         placeholders = graph.placeholders
@@ -84,8 +95,9 @@ class CompiledGraph:
 def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> CompiledGraph:
     """Compiles ``graph`` (not modified) with numba; see the package docstring."""
     generated = generate(graph, parallel)
-    kernel = _compile(generated.source, fastmath, generated.parallel)
-    compiled = CompiledGraph(graph, generated, kernel)
+    key = code_key(generated.source)
+    kernel = _compile(generated.source, key, fastmath, generated.parallel)
+    compiled = CompiledGraph(graph, generated, key, kernel)
     if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
         import numba
 
@@ -94,7 +106,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         try:
             kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
-            _KERNELS.pop((generated.source, fastmath, generated.parallel), None)
+            _KERNELS.pop((key, fastmath, generated.parallel), None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
     return compiled
