@@ -62,8 +62,9 @@ class Tensor:
     # ---- value -------------------------------------------------------------------------------------
     @property
     def data(self) -> "Tensor":
-        """A tensor sharing this one's array, outside autograd (``p.data -= lr * p.grad``)."""
-        return Tensor._make(self._data)
+        """A tensor sharing this one's array, outside autograd (``p.data -= lr * p.grad``). Of this
+        tensor's class, so that a traced tensor's data is still traced (it refuses ``numpy()``)."""
+        return type(self)._make(self._data)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -256,8 +257,9 @@ class Tensor:
         return RemovableHandle(self._hooks, hook)
 
     def detach(self) -> "Tensor":
-        """A new tensor sharing this one's array, cut from the graph."""
-        return Tensor._make(self._data)
+        """A new tensor sharing this one's array, cut from the graph; of this tensor's class (a traced
+        tensor detached is still traced)."""
+        return type(self)._make(self._data)
 
     def detach_(self) -> "Tensor":
         self._grad_fn = None

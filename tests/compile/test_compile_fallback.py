@@ -87,6 +87,64 @@ def test_a_hook_on_an_argument_of_a_step_runs_eagerly():
     assert_close(x.grad, jg.zeros(3, dtype=jg.float64))
 
 
+class TripleSquare(jg.autograd.Function):
+    """A custom Function in jitgrad ops whose backward is deliberately not the derivative (3x, not
+    2x): a compiled function must run this backward, not one of its own."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3.0 * x
+
+
+class NumpySquare(jg.autograd.Function):
+    """A custom Function that leaves jitgrad for numpy: nothing a graph can capture."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return jg.tensor(x.detach().numpy() ** 2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return jg.tensor(grad.detach().numpy() * 2.0 * x.detach().numpy())
+
+
+def test_a_custom_function_in_jitgrad_ops_compiles_with_its_own_backward():
+    f = jg.compile(lambda x: TripleSquare.apply(x).sum(), fullgraph=True, cache=False)
+    x = jg.randn(4, dtype=jg.float64, requires_grad=True)
+    xe = x.detach().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = f(x)
+    assert type(out.grad_fn).__name__ == "CompiledFunctionBackward"
+    out.backward()
+    TripleSquare.apply(xe).sum().backward()
+    assert_close(x.grad, xe.grad)
+
+
+def test_a_custom_function_that_reads_numpy_runs_eagerly_with_every_input():
+    def loss(x):
+        return NumpySquare.apply(x).sum()
+    with pytest.raises(CompileError, match="numpy\\(\\) on a traced tensor"):
+        jg.compile(loss, fullgraph=True)(jg.ones(2, dtype=jg.float64, requires_grad=True))
+    f = jg.compile(loss)
+    with pytest.warns(CompileWarning, match="numpy\\(\\) on a traced tensor"):
+        f(jg.ones(2, dtype=jg.float64, requires_grad=True))
+    for start in (1.0, 5.0):  # a captured constant would give the first input's answer again
+        x = jg.arange(3, dtype=jg.float64).add(start).requires_grad_()
+        out = f(x)
+        out.backward()
+        assert_close(out, (x.detach() ** 2).sum())
+        assert_close(x.grad, 2.0 * x.detach())
+
+
 def test_anomaly_mode_runs_eagerly():
     f = jg.compile(lambda x: (x * 2.0).sum())
     x = jg.randn(3, requires_grad=True)
