@@ -1,8 +1,10 @@
 """``fold_constants``: computes at compile time every op whose inputs are all constants.
 
-Backward graphs are full of these (the seed ``ones`` reshaped and expanded, ``1.0 - 0.0``). A folded
-value becomes a ``get_attr``; values above ``max_elements`` are left alone so that folding an
-``expand`` of a scalar does not turn a cheap broadcast into a large constant.
+Backward graphs are full of these (the seed ``ones`` reshaped, ``1.0 - 0.0``). A folded value becomes
+a ``get_attr``. An op whose result has more elements than its largest input (``expand`` of the seed to
+the loss's input shape) is left alone: folding it would turn a broadcast the backend reads for free
+into a constant as large as an activation, and would make the graph's structure depend on sizes (a
+new batch size must reuse the compiled kernels).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from ..graph import Graph
 from ..node import Node, Opcode, map_nodes, tuple_item
 
 
-def fold_constants(graph: Graph, max_elements: int = 1 << 16) -> Graph:
+def fold_constants(graph: Graph) -> Graph:
     record = graph.record_pass("fold_constants")
     feeding: set[Node] = set()
     for node in graph.nodes:
@@ -22,7 +24,8 @@ def fold_constants(graph: Graph, max_elements: int = 1 << 16) -> Graph:
         inputs = node.all_input_nodes
         if not inputs or any(n.op is not Opcode.GET_ATTR for n in inputs):
             continue
-        if isinstance(node.meta["dtype"], tuple) or math.prod(node.meta["shape"]) > max_elements:
+        largest_input = max(math.prod(n.meta["shape"]) for n in inputs)
+        if isinstance(node.meta["dtype"], tuple) or math.prod(node.meta["shape"]) > largest_input:
             continue
         feeding.update(inputs)
 
