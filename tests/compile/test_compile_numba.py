@@ -189,3 +189,37 @@ def test_a_second_process_gets_numba_machine_code_from_the_disk_cache(tmp_path):
     assert second["hits"] == 2 and second["numba_cache_hits"] == 2, second
     assert second["grad"] == first["grad"]
     assert second["seconds"] < first["seconds"]
+
+
+PLAIN_PYTHON_SCRIPT = """
+import inspect, json
+import jitgrad as jg
+
+def loss(x, w):
+    return (x * w).sin().sum()
+
+x = jg.tensor([0.5, -1.0, 2.0], dtype=jg.float64)
+w = jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64, requires_grad=True)
+f = jg.compile(loss, fullgraph=True, cache=False)
+f(x, w).backward()
+kernel = next(iter(f._programs.values())).forward.call.kernel
+w_eager = w.detach().requires_grad_()
+loss(x, w_eager).backward()
+print(json.dumps({"plain_function": inspect.isfunction(kernel), "file": kernel.__code__.co_filename,
+                  "lines": inspect.getsource(kernel).count("\\n"),
+                  "grad": w.grad.tolist(), "eager_grad": w_eager.grad.tolist()}))
+"""
+
+
+def test_under_numba_disable_jit_the_generated_code_runs_as_plain_python():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "JITGRAD_COMPILE_BACKEND": "numba_cpu"}
+    run = json.loads(subprocess.run([sys.executable, "-c", PLAIN_PYTHON_SCRIPT], env=env, capture_output=True,
+                                    text=True, timeout=120, check=True).stdout.strip().splitlines()[-1])
+    assert run["plain_function"] and "jitgrad.backends.numba_cpu kernel" in run["file"]
+    assert run["lines"] > 3  # a debugger and inspect find the generated source
+    np.testing.assert_allclose(run["grad"], run["eager_grad"], rtol=1e-12)
