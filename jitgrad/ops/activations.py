@@ -8,7 +8,7 @@ import numpy as np
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .arithmetic import where
-from .math_functions import floating_forward
+from .math_functions import floating_forward, tanh_source
 from .registry import defop
 from .special import erf_ufunc
 
@@ -51,7 +51,7 @@ def _softplus_forward(a, beta, threshold):
 def _gelu_lower(self, approximate, T, out):
     if approximate == "tanh":
         inner = f"{T}({_SQRT_2_OVER_PI!r}) * ({self} + {T}({_GELU_CUBIC!r}) * {self} * {self} * {self})"
-        return f"({T}(0.5) * {self} * ({T}(1.0) + math.tanh({inner})))"
+        return f"({T}(0.5) * {self} * ({T}(1.0) + {tanh_source(inner, T)}))"
     return f"({T}(0.5) * {self} * ({T}(1.0) + math.erf({self} * {T}({_INV_SQRT_2!r}))))"
 
 

@@ -69,7 +69,14 @@ tan = defop("tan", ("self",), floating_forward(np.tan), "TanBackward0", lower="m
             self=lambda grad, result: grad * (result * result + 1.0),
             jvp=lambda self_t, result: self_t * (result * result + 1.0))
 
-tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0", lower="math.tanh({self})",
+def tanh_source(value: str, T: str) -> str:
+    """The backend's tanh of a scalar expression: float32 calls the vectorizable ``tanh_float32``
+    (jitgrad/backends/numba_cpu/intrinsics.py), which is many times faster than ``math.tanh``."""
+    return f"tanh_float32({value})" if T == "np.float32" else f"math.tanh({value})"
+
+
+tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0",
+             lower=lambda self, T, out: tanh_source(self, T),
              self=lambda grad, result: grad * (1.0 - result * result),
              jvp=lambda self_t, result: self_t * (1.0 - result * result))
 
