@@ -26,8 +26,9 @@ def _matmul_forward(a, b):
 
 
 def _dot_lower(ctx):
-    """BLAS through ``np.dot`` on C-contiguous operands, writing into the planned buffer."""
-    a, b = ctx.contiguous(ctx.self), ctx.contiguous(ctx.other)
+    """BLAS through ``np.dot`` on contiguous operands (a transposed matrix as it is), writing into the
+    planned buffer."""
+    a, b = ctx.blas_operand(ctx.self), ctx.blas_operand(ctx.other)
     if ctx.rank() == 0:
         return f"{ctx.out}[0] = np.dot({a}, {b})"
     return f"np.dot({a}, {b}, {ctx.out})"

@@ -28,8 +28,8 @@ from ...fx.passes.fusion import ELEMENTWISE, REDUCTIONS
 from .context import OpContext, numpy_type, product
 
 # Names the generated code reads as globals or builtins: an array may not take them.
-_RESERVED = frozenset({"np", "math", "prange", "sizes", "scalars", "kernel", "max", "min", "abs", "bool",
-                       "range", "float", "int", "sum", "len", "True", "False", "None"})
+_RESERVED = frozenset({"np", "math", "prange", "tanh_float32", "sizes", "scalars", "kernel", "max", "min", "abs",
+                       "bool", "range", "float", "int", "sum", "len", "True", "False", "None"})
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
@@ -99,6 +99,7 @@ class _Writer:
         self.size_names: dict[int, str] = {}
         self.shapes: dict[str, tuple[str, ...]] = {}    # variable -> size expressions
         self.contiguous: dict[str, bool] = {}
+        self.fortran: set[str] = set()                  # variables numba types as Fortran-contiguous
         self.ranks: dict[str, int] = {}
         self.var: dict[Node, str] = {}                  # node -> array variable
         self.taken = {n.name for n in graph.nodes} | _RESERVED
@@ -184,7 +185,7 @@ class _Writer:
             self.bind(node, name, False)
         else:
             self.var[node] = name
-        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks)
+        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks, self.fortran)
         try:
             lines = op.lower(ctx)
         except NotImplementedError as error:
@@ -192,6 +193,8 @@ class _Writer:
         out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
         if op.view and not multi:
             self.contiguous[name] = ctx.result_contiguous
+            if ctx.result_fortran:
+                self.fortran.add(name)
 
 
 def _tuple(sizes: tuple[str, ...]) -> str:
@@ -333,13 +336,28 @@ class _Group:
         reduced = range(len(shape)) if dims is None else dims
         return product([self.w.size(shape[k]) for k in reduced])
 
+    def reduced_dims(self) -> set[int]:
+        """The loop dimensions the group's reduction folds."""
+        dims = self.reduction.kwargs.get("dim")
+        if dims is None or len(self.reduction.args[0].meta["shape"]) == 0:
+            return set(range(self.rank))
+        return set(dims)
+
+    def kept(self) -> int | None:
+        """How many outer loop dimensions the reduction keeps, when it folds exactly the inner ones (a
+        row reduction, or all of them): then it accumulates in a scalar, not in memory. None otherwise."""
+        reduced = self.reduced_dims()
+        kept = self.rank - len(reduced)
+        return kept if reduced == set(range(kept, self.rank)) else None
+
     def parallel_ok(self) -> bool:
         mode = self.w.parallel_mode
         if mode is False or self.loop_shape[0] == 1:
             return False
-        if self.reduction is not None:
-            dims = self.reduction.kwargs.get("dim")
-            if dims is None or 0 in dims or len(self.reduction.args[0].meta["shape"]) == 0:
+        if self.reduction is not None and 0 in self.reduced_dims():
+            # A full reduction splits into per-row partial results, combined by ``update``; a two-pass
+            # one (``first``) cannot be combined that way.
+            if self.kept() != 0 or self.rank < 2 or "first" in self.reduction.target.lower:
                 return False
         return mode is True or math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
 
@@ -366,9 +384,8 @@ class _Group:
             lines.append("    " * (k + 1) + f"for {self.index[k]} in {loop}({sizes[k]}):")
         return lines + ["    " * (self.rank + 1) + b for b in body]
 
-    def body(self, write_outputs: bool, update: str | None) -> list[str]:
-        """The loop body: each elementwise member as a scalar, stores of materialized ones and the
-        reduction's update."""
+    def body(self, write_outputs: bool) -> list[str]:
+        """The loop body: each elementwise member as a scalar, and stores of the materialized ones."""
         self.scalar_var = {}
         lines = []
         for node in self.members:
@@ -379,9 +396,6 @@ class _Group:
             lines.append(f"{value} = {self.expression(node)}")
             if write_outputs and node in self.materialized:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
-        if update is not None:
-            lines.append(f"# {ir_line(self.reduction)}")
-            lines.append(update)
         return lines
 
     def emit(self, out: list[str]) -> None:
@@ -395,7 +409,7 @@ class _Group:
         self.w.uses_prange |= parallel
         red = self.reduction
         if red is None:
-            out.extend(self.loop_lines(self.body(True, None), parallel))
+            out.extend(self.loop_lines(self.body(True), parallel))
             return
         spec = red.target.lower
         acc = self.w.var[red]
@@ -409,20 +423,51 @@ class _Group:
 
     def accumulate(self, spec: dict, acc: str, first: str | None, write_outputs: bool,
                    parallel: bool) -> list[str]:
-        """One pass over the loop nest folding the reduction's input into ``acc`` (initialised first,
-        finished after); a second pass reads the first's result as ``{first}``."""
+        """One pass over the loop nest folding the reduction's input into ``acc``; a second pass reads
+        the first's result as ``{first}``. A reduction over the inner dimensions keeps its running
+        value in a local (a register: no load and store per element, and no aliasing for LLVM to
+        fear); any other accumulates in ``acc`` itself."""
         red = self.reduction
         T = numpy_type(_dtype(red))
         index = self.output_index(red)
         names = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
         names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None)
-        lines = [f"    {acc}.reshape(-1)[:] = {spec['init'].format(**names)}"]
-        body = self.body(write_outputs, None)
+        body = self.body(write_outputs)
         body.append(f"# {ir_line(red)}")
         value = self.read(red.args[0], red, "self")
+        kept = self.kept()
+        if kept is None:
+            return self.accumulate_in_memory(spec, acc, first, body, value, names, parallel)
+        total = self.w.fresh(f"{red.name}_total")
+        init = f"{total} = {T}({spec['init'].format(**names)})"
+        body.append(f"{total} = {spec['update'].format(acc=total, self=value, **names)}")
+        finished = spec["finish"].format(acc=total, **names) if "finish" in spec else total
+        if kept == 0 and parallel:  # per-row partial results, combined serially
+            partial, k = self.w.fresh(f"{red.name}_partial"), self.index[0]
+            sizes = self.w.sizes_of(self.loop_shape)
+            lines = [f"    {partial} = np.empty({sizes[0]}, {T})", f"    for {k} in prange({sizes[0]}):",
+                     f"        {init}"]
+            for d in range(1, self.rank):
+                lines.append("    " * (d + 1) + f"for {self.index[d]} in range({sizes[d]}):")
+            lines += ["    " * (self.rank + 1) + b for b in body]
+            lines.append(f"        {partial}[{k}] = {total}")
+            combined = self.w.fresh(f"{red.name}_combined")  # not ``total``: prange would see a reduction
+            lines += [f"    {combined} = {T}({spec['init'].format(**names)})", f"    for {k} in range({sizes[0]}):",
+                      f"        {combined} = {spec['update'].format(acc=combined, self=f'{partial}[{k}]', **names)}"]
+            finished = spec["finish"].format(acc=combined, **names) if "finish" in spec else combined
+            return lines + [f"    {acc}[{index}] = {finished}"]
+        lines = self.loop_lines(body, parallel)
+        lines.insert(kept, "    " * (kept + 1) + init)
+        return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {finished}"]
+
+    def accumulate_in_memory(self, spec: dict, acc: str, first: str | None, body: list[str], value: str,
+                             names: dict[str, Any], parallel: bool) -> list[str]:
+        """The reduction's running values live in ``acc`` (initialised first, finished after): for
+        reductions over outer dimensions, whose inner loop then updates a row of ``acc`` at a time."""
+        index = self.output_index(self.reduction)
         at = f"{acc}[{index}]"
         body.append(f"{at} = {spec['update'].format(acc=at, self=value, **names)}")
-        lines += self.loop_lines(body, parallel)
+        lines = [f"    {acc}.reshape(-1)[:] = {spec['init'].format(**names)}"] + self.loop_lines(body, parallel)
         if "finish" in spec:
             j, flat = self.w.fresh("j"), self.w.fresh(f"{acc}_flat")
             lines.append(f"    {flat} = {acc}.reshape(-1)")
@@ -472,7 +517,8 @@ def generate(graph: Graph, parallel: bool | None = None) -> GeneratedKernel:
             _Group(w, members, materialized).emit(body)
     returned = ", ".join(w.var[n] for n in outputs)
     signature = ", ".join(params + ["sizes", "scalars"])
-    header = ["import math", "import numpy as np", "from numba import prange", "", "",
+    header = ["import math", "import numpy as np", "from numba import prange", "",
+              "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32", "", "",
               f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")

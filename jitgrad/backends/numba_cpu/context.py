@@ -44,7 +44,7 @@ class OpContext:
     tensor is a 1-element array (the wrapper reshapes at the boundary)."""
 
     def __init__(self, node: Node, inputs: dict[str, Any], out: str, shapes: dict[str, tuple[str, ...]],
-                 contiguous: dict[str, bool], ranks: dict[str, int]) -> None:
+                 contiguous: dict[str, bool], ranks: dict[str, int], fortran: set[str]) -> None:
         self.node = node
         self.inputs = inputs
         self.out = out
@@ -52,7 +52,9 @@ class OpContext:
         self._shapes = shapes
         self._contiguous = contiguous
         self._ranks = ranks
+        self._fortran = fortran
         self.result_contiguous = False
+        self.result_fortran = False
 
     def __getattr__(self, name: str) -> Any:
         inputs = self.__dict__.get("inputs", {})
@@ -92,6 +94,14 @@ class OpContext:
     def contiguous(self, var: str) -> str:
         """``var`` itself when it is C-contiguous in the generated code, else a contiguous copy of it."""
         return var if self._contiguous.get(var, False) else f"np.ascontiguousarray({var})"
+
+    def is_contiguous(self, var: str) -> bool:
+        return self._contiguous.get(var, False)
+
+    def blas_operand(self, var: str) -> str:
+        """``var`` as ``np.dot`` takes it without a copy: itself when it is C- or Fortran-contiguous
+        (the transpose of a C-contiguous matrix, which BLAS reads as transposed), else a C copy."""
+        return var if var in self._fortran else self.contiguous(var)
 
     def reshaped(self, var: str, sizes: Sequence[str] | None = None) -> str:
         """A C-contiguous reshape of ``var`` to ``sizes`` (the output's shape by default); marks the
