@@ -75,6 +75,8 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     ``example`` here, so that a backend compiling lazily (numba compiles on the first call) fails now,
     while the call can still run eagerly, and never in the middle of a backward."""
     before = str(graph)
+    for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
+        node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node
     manager = PassManager()
     graph = manager.run(graph)
     records = {r.name: r for r in graph.history}
