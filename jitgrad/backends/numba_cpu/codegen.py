@@ -1,13 +1,16 @@
 """Writes a graph as the source of one ``kernel`` function for ``numba.njit``.
 
-The function takes the placeholders' arrays, the graph's constants, ``sizes`` (an int64 array of the
-sizes no input's ``.shape`` gives, such as a flattened dimension) and ``scalars`` (a float64 array of the
-Python numbers in the graph, cast once at the top to the dtype they meet), and returns the outputs. No
-size and no number is written into the source, so graphs that differ only in them (a new batch size)
-share one source, hence one compiled kernel.
+The function takes the placeholders' arrays, the graph's constants, one workspace array per dtype of
+intermediate values, ``sizes`` (an int64 array of the sizes no input's ``.shape`` gives, such as a
+flattened dimension) and ``scalars`` (a float64 array of the Python numbers in the graph, cast once at
+the top to the dtype they meet), and returns the outputs. No size and no number is written into the
+source, so graphs that differ only in them (a new batch size) share one source, hence one compiled
+kernel.
 
-Layout of the body: sizes and constants first; then the buffers of the memory plan, allocated once
-(flat, bound to each value they hold by a reshape); then one block per unit in dependency order: a
+Layout of the body: sizes and constants first; then the buffers of the memory plan (flat, bound to
+each value they hold by a reshape): a buffer an output lives in is allocated by the call, any other is
+a slice of its dtype's workspace, which the caller keeps from call to call; then one block per unit in
+dependency order: a
 fusion group is one loop nest over its loop shape (elementwise values are scalars inside it, written to
 a buffer only when read outside the group; broadcasting is index arithmetic; a reduction accumulates
 into its output inside the same loop), any other op is the lines of its lowering. Each node's IR line
@@ -46,6 +49,7 @@ class GeneratedKernel:
 
     source: str
     constants: list[str]                 # graph.constants keys, in argument order
+    workspaces: list[tuple[np.dtype, int]]  # one array per dtype of intermediates: dtype, elements
     sizes: list[int]
     scalars: list[float]
     outputs: list[Node]                  # the output nodes, flattened depth-first
@@ -106,7 +110,9 @@ class _Writer:
         self.placeholder_dims: dict[int, str] = {}
         self.allocations: list[str] = []
         self.buffers: dict[Node, str] = {}
+        self.output_buffers: set[str] = set()
         self.allocated: set[str] = set()
+        self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
 
     # ---- names and sizes ---------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -159,11 +165,26 @@ class _Writer:
         var = f"_{buffer}" if not buffer.startswith("buf") else buffer
         if var not in self.allocated:
             self.allocated.add(var)
-            count = product(self.sizes_of(node.meta["shape"]))
-            self.allocations.append(f"    {var} = np.empty({count}, {numpy_type(_dtype(node))})")
+            count, dtype = product(self.sizes_of(node.meta["shape"])), _dtype(node)
+            if buffer in self.output_buffers:
+                self.allocations.append(f"    {var} = np.empty({count}, {numpy_type(dtype)})")
+            else:
+                self.take_from_workspace(var, count, dtype, math.prod(_kernel_shape(node.meta["shape"])))
         name = self.array_name(node)
         self.bind(node, name, True)
         out.append(f"    {name} = {var}.reshape({_tuple(self.shapes[name])})")
+
+    def take_from_workspace(self, var: str, count: str, dtype: np.dtype, elements: int) -> None:
+        """Binds a buffer no output lives in to the next ``count`` elements of its dtype's workspace:
+        one array per dtype that the wrapper allocates once and passes to every call, so that a call
+        neither allocates intermediates nor touches fresh pages."""
+        workspace, at = f"workspace_{dtype.name}", f"at_{dtype.name}"
+        if dtype.name not in self.workspaces:
+            self.workspaces[dtype.name] = 0
+            self.allocations.append(f"    {at} = 0")
+        self.workspaces[dtype.name] += elements
+        self.allocations.append(f"    {var} = {workspace}[{at}:{at} + {count}]")
+        self.allocations.append(f"    {at} += {count}")
 
     def statement(self, node: Node, out: list[str]) -> None:
         out.append(f"    # {ir_line(node)}")
@@ -249,10 +270,11 @@ def _units(graph: Graph) -> list[list[Node]]:
 
 
 # ---- buffers -------------------------------------------------------------------------------------------
-def _plan_buffers(order: list[list[Node]], materialized: set[Node], outputs: set[Node]) -> dict[Node, str]:
+def _plan_buffers(order: list[list[Node]], materialized: set[Node],
+                  outputs: set[Node]) -> tuple[dict[Node, str], set[str]]:
     """The memory plan's buffer for each materialized value, checked against the emission order and
     views (a view keeps its base's buffer alive); a value whose planned buffer is still in use gets its
-    own."""
+    own. Also the buffers an output lives in (directly or as a view): those are new every call."""
     position: dict[Node, int] = {}
     for p, members in enumerate(order):
         for node in members:
@@ -284,7 +306,7 @@ def _plan_buffers(order: list[list[Node]], materialized: set[Node], outputs: set
                 planned = f"{planned}_{node.name}"
             buffers[node] = planned
             free_after[planned] = max(last.get(node, start), start)
-    return buffers
+    return buffers, {buffers[base.get(n, n)] for n in outputs if base.get(n, n) in buffers}
 
 
 # ---- one fusion group: one loop nest -------------------------------------------------------------------
@@ -508,7 +530,7 @@ def generate(graph: Graph, parallel: bool | None = None) -> GeneratedKernel:
             if kind == "statement" or kind == "reduction" or node in outputs or \
                     any(unit_of.get(u, -1) != i for u in node.users if u.op is not Opcode.OUTPUT):
                 materialized.add(node)
-    w.buffers = _plan_buffers(order, materialized, set(outputs))
+    w.buffers, w.output_buffers = _plan_buffers(order, materialized, set(outputs))
     body: list[str] = []
     for members in order:
         if lowering_kind(members[0]) == "statement":
@@ -516,12 +538,14 @@ def generate(graph: Graph, parallel: bool | None = None) -> GeneratedKernel:
         else:
             _Group(w, members, materialized).emit(body)
     returned = ", ".join(w.var[n] for n in outputs)
-    signature = ", ".join(params + ["sizes", "scalars"])
+    workspaces = sorted(w.workspaces)
+    signature = ", ".join(params + [f"workspace_{name}" for name in workspaces] + ["sizes", "scalars"])
     header = ["import math", "import numpy as np", "from numba import prange", "",
               "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32", "", "",
               f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")
     source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{',' if len(outputs) == 1 else ''})"]) + "\n"
-    return GeneratedKernel(source, [c.target for c in constants], w.sizes, w.scalars, outputs, w.uses_prange,
-                           [len(n.meta["shape"]) == 0 for n in outputs])
+    return GeneratedKernel(source, [c.target for c in constants], [(np.dtype(name), w.workspaces[name])
+                                                                   for name in workspaces],
+                           w.sizes, w.scalars, outputs, w.uses_prange, [len(n.meta["shape"]) == 0 for n in outputs])

@@ -5,6 +5,7 @@ import hashlib
 import io
 import itertools
 import linecache
+import threading
 import tokenize
 from typing import Any, Callable
 
@@ -65,11 +66,30 @@ class CompiledGraph:
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
         self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
-        self.extra = tuple(np.ascontiguousarray(graph.constants[k]._data).reshape(
+        self.constants = tuple(np.ascontiguousarray(graph.constants[k]._data).reshape(
             graph.constants[k]._data.shape or (1,)) for k in generated.constants)
-        self.extra += (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
+        self.workspace_sizes = generated.workspaces
+        self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
         self.scalar_outputs = generated.scalar_outputs
         self.any_scalar_output = any(generated.scalar_outputs)
+        self._local = threading.local()
+
+    def workspaces(self) -> tuple[np.ndarray, ...]:
+        """This thread's workspaces: allocated on its first call, reused by every later one (a kernel
+        releases the GIL, so two threads running it at once must not share them)."""
+        arrays = getattr(self._local, "arrays", None)
+        if arrays is None:
+            arrays = self._local.arrays = tuple(np.empty(n, dtype) for dtype, n in self.workspace_sizes)
+        return arrays
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_local"]  # workspaces are per process and per thread
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
 
     def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         if len(arrays) != len(self.expected):
@@ -83,7 +103,7 @@ class CompiledGraph:
             if not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
             args.append(a if shape else a.reshape(1))
-        out = self.kernel(*args, *self.extra)
+        out = self.kernel(*args, *self.constants, *self.workspaces(), *self.numbers)
         if self.any_scalar_output:
             return tuple(o.reshape(()) if scalar else o for o, scalar in zip(out, self.scalar_outputs))
         return out
@@ -102,7 +122,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         import numba
 
         types = [numba.typeof(np.empty(shape or (1,), dtype)) for shape, dtype in compiled.expected]
-        types += [numba.typeof(a) for a in compiled.extra]
+        types += [numba.typeof(a) for a in (*compiled.constants, *compiled.workspaces(), *compiled.numbers)]
         try:
             kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
