@@ -108,3 +108,19 @@ def test_w2_step_matches_eager_float32():
     assert_close(compiled(*ours), w2_step(*theirs))
     for a, e in zip(ours[2:], theirs[2:]):
         assert_close(a.grad, e.grad)
+
+
+def test_a_forward_value_the_backward_recomputes_is_computed_once():
+    def step(x):
+        z = x.tanh()
+        loss = ((z - z.mean(1, keepdim=True)) / z.std(1, keepdim=True)).sum()
+        loss.backward()   # std's backward computes z.mean(1, keepdim=True) again, under no_grad
+        return loss
+    f = jg.compile(step, cache=False)
+    x = jg.randn(4, 5, dtype=jg.float64, requires_grad=True)
+    xe = x.detach().requires_grad_()
+    assert_close(f(x), step(xe))
+    assert_close(x.grad, xe.grad)
+    program = next(iter(f._programs.values()))
+    graph = program.lowered.ir_after if not isinstance(program.lowered, list) else program.lowered[0].ir_after
+    assert graph.count("= call_function mean(") == 1, graph
