@@ -113,7 +113,7 @@ class DiskCache:
         source = getattr(compiled, "source", None)
         if not isinstance(source, str) or "def kernel" not in source:
             return None
-        flags = f"fastmath={fastmath},parallel={getattr(compiled, 'parallel', None)}"
+        flags = f"fastmath={fastmath}"
         code = getattr(compiled, "key", None) or source  # the backend's key ignores comments (sizes)
         name = "jitgrad_kernel_" + hashlib.sha256((code + flags).encode()).hexdigest()[:24]
         path = self.directory / "kernels" / f"{name}.py"
@@ -135,8 +135,7 @@ class DiskCache:
 
     def _file_kernel(self, compiled: Any, module: Any, fastmath: bool) -> Any:
         import numba
-        return numba.njit(cache=True, fastmath=fastmath, parallel=bool(getattr(compiled, "parallel", False)),
-                          nogil=True)(module.kernel)
+        return numba.njit(cache=True, fastmath=fastmath, nogil=True)(module.kernel)
 
     def save_machine_code(self, compiled: Any, fastmath: bool) -> bool:
         """Puts the compiled overloads of ``compiled.kernel`` into numba's cache for the kernel file."""

@@ -116,3 +116,28 @@ def test_workspaces_are_kept_between_calls_but_outputs_are_new_and_threads_do_no
     for i, want in enumerate(expected):
         for got, w in zip(results[i], want):
             np.testing.assert_allclose(got, w, rtol=1e-12)
+
+
+def test_groups_with_the_same_code_share_one_function():
+    def unrolled(h, w):
+        for _ in range(6):
+            h = (w @ h).tanh() * 0.5 + h   # six groups with the same loop nest up to names
+        return h
+    h, w = np.linspace(-1.0, 1.0, 5), np.random.default_rng(3).standard_normal((5, 5)) * 0.4
+    kernel = lowered(unrolled, h, w)
+    calls = [line.split("(")[0].strip() for line in kernel.source.split("def kernel(")[1].splitlines()
+             if line.strip().startswith("fused")]
+    assert len(calls) == 6 and len(set(calls)) == 1, calls
+    assert kernel.source.count("@numba.njit") == 1
+    np.testing.assert_allclose(kernel(h, w)[0], unrolled(jg.tensor(h), jg.tensor(w)).numpy(), rtol=1e-12)
+
+
+def test_outlining_finds_parameters_and_equal_code_up_to_names():
+    from jitgrad.backends.numba_cpu.outlining import canonical_form, parameters
+
+    first = "for i0 in range(n):\n    t = math.tanh(a[i0])\n    out[i0] = t * s  # a comment\n"
+    second = "for i0 in range(m):\n    u = math.tanh(b[i0])\n    res[i0] = u * k\n"
+    aliased = "for i0 in range(m):\n    u = math.tanh(b[i0])\n    b[i0] = u * k\n"
+    assert parameters(first) == ["n", "a", "out", "s"]
+    assert canonical_form(first) == canonical_form(second)
+    assert canonical_form(first) != canonical_form(aliased)  # writing into its input is other code

@@ -1,5 +1,5 @@
 """The numba CPU backend: lowers a ``jitgrad.fx.Graph`` (after the pass pipeline) to one ``numba.njit``
-function, one numba call per graph.
+kernel, one numba call per graph; the kernel calls one function per distinct fusion group.
 
 Interface (what ``jitgrad.compile`` calls)::
 
@@ -19,7 +19,8 @@ group that can have one, ``False`` never; ``fastmath`` is passed to numba.
 Sizes and Python numbers are arguments of the generated function, not part of its source; compiled
 kernels are cached in memory by the source (which is what ``structural_key`` hashes), so graphs that
 differ only in sizes (a new batch size, retraced) or constants compile once per process. Each value's
-array comes from the memory plan (``plan_memory``), allocated once per call. With
+array comes from the memory plan (``plan_memory``): outputs are allocated by each call, intermediates
+live in per-thread workspaces the ``CompiledGraph`` keeps between calls. With
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's
 lowering and how to read the generated code: docs/backends.md.
 """

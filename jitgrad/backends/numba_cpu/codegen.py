@@ -29,10 +29,11 @@ from ...fx.graph import Graph, format_arg
 from ...fx.node import Node, Opcode, iter_nodes, tuple_item
 from ...fx.passes.fusion import ELEMENTWISE, REDUCTIONS
 from .context import OpContext, numpy_type, product
+from .outlining import Outliner
 
 # Names the generated code reads as globals or builtins: an array may not take them.
-_RESERVED = frozenset({"np", "math", "prange", "tanh_float32", "sizes", "scalars", "kernel", "max", "min", "abs",
-                       "bool", "range", "float", "int", "sum", "len", "True", "False", "None"})
+_RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "sizes", "scalars", "kernel", "max", "min",
+                       "abs", "bool", "range", "float", "int", "sum", "len", "True", "False", "None"})
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
@@ -92,9 +93,10 @@ def _is_scalar(value: Any) -> bool:
 
 
 class _Writer:
-    def __init__(self, graph: Graph, parallel: bool | None) -> None:
+    def __init__(self, graph: Graph, parallel: bool | None, fastmath: bool) -> None:
         self.graph = graph
         self.parallel_mode = parallel
+        self.outliner = Outliner(fastmath)
         self.uses_prange = False
         self.lines: list[str] = []
         self.top: list[str] = []
@@ -429,19 +431,21 @@ class _Group:
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
         self.w.uses_prange |= parallel
+        out.append(self.w.outliner.call(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
+                                        self.loops(parallel), parallel))
+
+    def loops(self, parallel: bool) -> list[str]:
+        """The group's loop nest (or nests: a two-pass reduction takes two)."""
         red = self.reduction
         if red is None:
-            out.extend(self.loop_lines(self.body(True), parallel))
-            return
+            return self.loop_lines(self.body(True), parallel)
         spec = red.target.lower
         acc = self.w.var[red]
-        if "first" in spec:
-            first = self.w.fresh(f"{red.name}_first")
-            out.append(f"    {first} = np.empty_like({acc})")
-            out.extend(self.accumulate(spec["first"], first, None, True, parallel))
-            out.extend(self.accumulate(spec, acc, first, False, parallel))
-        else:
-            out.extend(self.accumulate(spec, acc, None, True, parallel))
+        if "first" not in spec:
+            return self.accumulate(spec, acc, None, True, parallel)
+        first = self.w.fresh(f"{red.name}_first")
+        return [f"    {first} = np.empty_like({acc})", *self.accumulate(spec["first"], first, None, True, parallel),
+                *self.accumulate(spec, acc, first, False, parallel)]
 
     def accumulate(self, spec: dict, acc: str, first: str | None, write_outputs: bool,
                    parallel: bool) -> list[str]:
@@ -501,10 +505,10 @@ class _Group:
 
 
 # ---- the whole function --------------------------------------------------------------------------------
-def generate(graph: Graph, parallel: bool | None = None) -> GeneratedKernel:
+def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> GeneratedKernel:
     """The kernel source for ``graph`` (not modified) and the values its wrapper passes in."""
     check_lowerings(graph)
-    w = _Writer(graph, parallel)
+    w = _Writer(graph, parallel, fastmath)
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
     for p in graph.placeholders:
@@ -540,9 +544,9 @@ def generate(graph: Graph, parallel: bool | None = None) -> GeneratedKernel:
     returned = ", ".join(w.var[n] for n in outputs)
     workspaces = sorted(w.workspaces)
     signature = ", ".join(params + [f"workspace_{name}" for name in workspaces] + ["sizes", "scalars"])
-    header = ["import math", "import numpy as np", "from numba import prange", "",
+    header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
               "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32", "", "",
-              f"def kernel({signature}):"]
+              *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")
     source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{',' if len(outputs) == 1 else ''})"]) + "\n"

@@ -14,7 +14,7 @@ import numpy as np
 from ...fx.graph import Graph
 from .codegen import GeneratedKernel, LoweringError, generate
 
-_KERNELS: dict[tuple[str, bool, bool], Callable[..., Any]] = {}
+_KERNELS: dict[str, Callable[..., Any]] = {}
 _ids = itertools.count()
 
 
@@ -27,11 +27,11 @@ def code_key(source: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()
 
 
-def structural_key(graph: Graph, parallel: bool | None = None) -> str:
+def structural_key(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> str:
     """A hash of what the compiled kernel depends on: ops, attributes, dtypes, ranks, which dimensions
-    are 1, the fusion groups and the memory plan; not sizes nor the values of numbers. It hashes the
-    generated code, which holds exactly these."""
-    return code_key(generate(graph, parallel).source)
+    are 1, the fusion groups and the memory plan, the numba flags; not sizes nor the values of numbers.
+    It hashes the generated code, which holds exactly these."""
+    return code_key(generate(graph, parallel, fastmath).source)
 
 
 def clear_cache() -> None:
@@ -39,9 +39,11 @@ def clear_cache() -> None:
     _KERNELS.clear()
 
 
-def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
-    """The kernel for ``key`` (``code_key(source)``), compiled from ``source`` the first time."""
-    kernel = _KERNELS.get((key, fastmath, parallel))
+def _compile(source: str, key: str, fastmath: bool) -> Callable[..., Any]:
+    """The kernel for ``key`` (``code_key(source)``), compiled from ``source`` the first time. Its loops
+    are in the group functions, which the source decorates itself; the kernel only calls them, so it
+    needs no ``parallel``."""
+    kernel = _KERNELS.get(key)
     if kernel is None:
         import numba
 
@@ -49,8 +51,8 @@ def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
-        kernel = numba.njit(fastmath=fastmath, parallel=parallel, nogil=True)(namespace["kernel"])
-        _KERNELS[key, fastmath, parallel] = kernel
+        kernel = numba.njit(fastmath=fastmath, nogil=True)(namespace["kernel"])
+        _KERNELS[key] = kernel
     return kernel
 
 
@@ -114,9 +116,9 @@ class CompiledGraph:
 
 def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> CompiledGraph:
     """Compiles ``graph`` (not modified) with numba; see the package docstring."""
-    generated = generate(graph, parallel)
+    generated = generate(graph, parallel, fastmath)
     key = code_key(generated.source)
-    kernel = _compile(generated.source, key, fastmath, generated.parallel)
+    kernel = _compile(generated.source, key, fastmath)
     compiled = CompiledGraph(graph, generated, key, kernel)
     if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
         import numba
@@ -126,7 +128,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         try:
             kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
-            _KERNELS.pop((key, fastmath, generated.parallel), None)
+            _KERNELS.pop(key, None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
     return compiled
