@@ -145,6 +145,22 @@ def test_a_custom_function_that_reads_numpy_runs_eagerly_with_every_input():
         assert_close(x.grad, 2.0 * x.detach())
 
 
+def test_a_hook_added_between_calls_is_seen_by_the_next_call():
+    def step(x):
+        loss = (x * x).sum()
+        loss.backward()
+        return loss
+    f = jg.compile(step)
+    x = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    f(x)
+    assert_close(x.grad, 2.0 * x.detach())
+    x.grad = None
+    x.register_hook(lambda g: g * 0.0)
+    with pytest.warns(CompileWarning, match="hook"):
+        f(x)
+    assert_close(x.grad, jg.zeros(3, dtype=jg.float64))
+
+
 def test_anomaly_mode_runs_eagerly():
     f = jg.compile(lambda x: (x * 2.0).sum())
     x = jg.randn(3, requires_grad=True)
