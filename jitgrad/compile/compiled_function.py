@@ -125,8 +125,8 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
 
 def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
     flat = lowered.call(*arrays)
-    return [v if isinstance(v, np.ndarray) and v.dtype == d else np.asarray(v, dtype=d)
-            for v, d in zip(flat, lowered.out_dtypes)]
+    return [v if isinstance(v, np.ndarray) and (v.dtype is d or v.dtype == d) else np.asarray(v, dtype=d)
+            for v, d in zip(flat, lowered.out_dtypes)]  # ``is`` first: comparing dtypes costs ~0.3 us
 
 
 # ---- a whole step -------------------------------------------------------------------------------------

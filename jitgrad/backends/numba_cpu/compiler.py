@@ -72,16 +72,21 @@ class CompiledGraph:
             graph.constants[k]._data.shape or (1,)) for k in generated.constants)
         self.workspace_sizes = generated.workspaces
         self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
-        self.scalar_outputs = generated.scalar_outputs
-        self.any_scalar_output = any(generated.scalar_outputs)
+        self.scalar_outputs = [i for i, scalar in enumerate(generated.scalar_outputs) if scalar]
         self._local = threading.local()
 
     def workspaces(self) -> tuple[np.ndarray, ...]:
         """This thread's workspaces: allocated on its first call, reused by every later one (a kernel
         releases the GIL, so two threads running it at once must not share them)."""
-        arrays = getattr(self._local, "arrays", None)
+        return self._trailing()[len(self.constants):len(self.constants) + len(self.workspace_sizes)]
+
+    def _trailing(self) -> tuple[np.ndarray, ...]:
+        """The kernel's arguments after the placeholders, for this thread: constants, workspaces,
+        sizes and numbers."""
+        arrays = getattr(self._local, "trailing", None)
         if arrays is None:
-            arrays = self._local.arrays = tuple(np.empty(n, dtype) for dtype, n in self.workspace_sizes)
+            workspaces = tuple(np.empty(n, dtype) for dtype, n in self.workspace_sizes)
+            arrays = self._local.trailing = (*self.constants, *workspaces, *self.numbers)
         return arrays
 
     def __getstate__(self) -> dict[str, Any]:
@@ -99,15 +104,20 @@ class CompiledGraph:
                             f"got {len(arrays)}")
         args = []
         for name, a, (shape, dtype) in zip(self.names, arrays, self.expected):
-            if a.shape != shape or a.dtype != dtype:
+            if a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):  # ``is``: dtypes compare slowly
                 raise ValueError(f"argument {name}: expected {dtype}{list(shape)}, got {a.dtype}{list(a.shape)} "
                                  f"(lower the graph traced at these shapes)")
-            if not a.flags.c_contiguous:
+            if not shape:
+                a = a.reshape(1)
+            elif not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
-            args.append(a if shape else a.reshape(1))
-        out = self.kernel(*args, *self.constants, *self.workspaces(), *self.numbers)
-        if self.any_scalar_output:
-            return tuple(o.reshape(()) if scalar else o for o, scalar in zip(out, self.scalar_outputs))
+            args.append(a)
+        out = self.kernel(*args, *self._trailing())
+        if self.scalar_outputs:  # 0-d values are one-element arrays inside the kernel
+            out = list(out)
+            for i in self.scalar_outputs:
+                out[i] = out[i].reshape(())
+            return tuple(out)
         return out
 
     def __repr__(self) -> str:
