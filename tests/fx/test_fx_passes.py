@@ -199,6 +199,20 @@ def test_group_fusions_does_not_fuse_across_a_path_outside_the_group():
     assert g.find("exp").meta["fusion_group"] != g.find("add").meta["fusion_group"]
 
 
+def test_group_fusions_sees_a_dependency_through_another_member_of_a_group():
+    def f(x, w):
+        d = (w * 0.1).exp() / 4.0           # group A over (4,)
+        t = x * 2.0                         # group B over (3, 4) ...
+        p = t * d                           # ... reads A
+        s = (t * x).sum(0)                  # ... and s does not, but B runs as a whole after A
+        return d + s, p                     # so d + s must not join A: A would need B and B need A
+    g = fx.trace(f, X, W).graph
+    run_pass(group_fusions, g, X, W)
+    group = {n.name: n.meta.get("fusion_group") for n in g.nodes}
+    assert group["exp"] == group["div"] != group["mul_1"] == group["mul_2"] == group["mul_3"] == group["sum"]
+    assert group["add"] not in (group["exp"], group["sum"])
+
+
 # ---- plan_memory --------------------------------------------------------------------------------------
 def test_plan_memory_reuses_dead_buffers_of_the_same_size():
     g = fx.trace(lambda x: x.exp().sin().cos().tanh().sum(0), X).graph

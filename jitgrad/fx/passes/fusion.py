@@ -35,6 +35,7 @@ class FusionGroup:
     closed: bool = False
     members: list[Node] = field(default_factory=list)
     merged_into: "FusionGroup | None" = None
+    upstream: set["FusionGroup"] = field(default_factory=set)  # groups its members' inputs depend on
 
     def find(self) -> "FusionGroup":
         """The group this one now belongs to, after merges."""
@@ -68,7 +69,18 @@ class _Grouping:
         return group.find() if group is not None else None
 
     def depends_on(self, node: Node, group: FusionGroup) -> bool:
-        return any(g.find() is group for g in self.reaches[node])
+        """Whether ``node`` needs ``group`` to have run: through its inputs, or through a group it
+        needs, which runs as a whole and so needs everything any of its members needs."""
+        seen: set[FusionGroup] = set()
+        pending = [g.find() for g in self.reaches[node]]
+        while pending:
+            g = pending.pop()
+            if g is group:
+                return True
+            if g not in seen:
+                seen.add(g)
+                pending += [u.find() for u in g.upstream]
+        return False
 
     def joinable(self, group: FusionGroup | None, shape: tuple[int, ...], inputs: list[Node]) -> bool:
         """Open, same loop, and no other input depends on the group from outside it (a cycle)."""
@@ -92,10 +104,12 @@ class _Grouping:
                     if self.independent(group, other):
                         other.merged_into = group
                         group.members += other.members
+                        group.upstream |= other.upstream
             else:
                 group = FusionGroup(f"fused_{len(self.groups)}", shape)
                 self.groups.append(group)
             group.members.append(node)
+            group.upstream |= {g.find() for g in upstream} - {group}
             group.closed = node.target_name in REDUCTIONS
             self.group_of[node] = group
             upstream.add(group)
