@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,12 +31,41 @@ step = st.one_of(st.tuples(st.just("unary"), st.sampled_from(sorted(UNARY)), st.
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step, min_size=1, max_size=6), seed=st.integers(0, 2**16))
 def test_random_program_matches_eager(steps, seed):
+    check_random_program(steps, seed, "interpreter")
+
+
+@pytest.fixture
+def numba_code_as_python(monkeypatch):
+    """The numba backend's generated code, run as plain Python (numba's DISABLE_JIT, read when a
+    function is decorated): every random program exercises the code generator without a numba compile
+    each. Kernels made so are forgotten afterwards, so that no other test gets one."""
+    import numba
+
+    from jitgrad.backends.numba_cpu import clear_cache
+
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    clear_cache()
+    yield
+    clear_cache()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=6), seed=st.integers(0, 2**16))
+def test_random_program_matches_eager_through_the_numba_code_generator(numba_code_as_python, steps, seed):
+    check_random_program(steps, seed, "numba_cpu")
+
+
+def check_random_program(steps, seed, backend):
     rng = np.random.default_rng(seed)
     xs, ws = rng.standard_normal((3, 4)), rng.standard_normal(4)
     fn = program(steps)
     x, w = jg.tensor(xs, requires_grad=True), jg.tensor(ws, requires_grad=True)
     xe, we = jg.tensor(xs, requires_grad=True), jg.tensor(ws, requires_grad=True)
-    out, expected = jg.compile(fn, cache=False)(x, w), fn(xe, we)
+    compiled = jg.compile(fn, cache=False, fullgraph=True)
+    assert compiled.backend.name == backend
+    out, expected = compiled(x, w), fn(xe, we)
     assert_close(out, expected)
     out.backward()
     expected.backward()
