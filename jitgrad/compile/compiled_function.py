@@ -68,6 +68,15 @@ def _failing_node(graph: Graph, error: BaseException) -> IRNode | None:
     return None
 
 
+def _structural_key(compiled: Any, graph: Graph, backend: Backend, options: dict[str, Any]) -> tuple | None:
+    """What says whether this process lowered an equal graph up to sizes before: the compiled
+    object's own key when it has one (generating the code again just to hash it costs a lowering)."""
+    code = getattr(compiled, "key", None)
+    if code is None and backend.structural_key is not None:
+        code = backend.structural_key(graph)
+    return None if code is None else (backend.name, code, options["fastmath"], options["parallel"])
+
+
 def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
           sources: dict[str, str], disk: Any = None, example: list[np.ndarray] | None = None) -> Lowered:
     """Passes then the backend; an op without a lowering (or any backend failure) is ``Unsupported``,
@@ -83,13 +92,6 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     fusion = records.get("group_fusions")
     memory = records.get("plan_memory")
     out_dtypes = [np.dtype(n.meta["dtype"]) for n in graph.output_node.args[0]]
-    key = None
-    if backend.structural_key is not None:
-        try:
-            key = (backend.name, backend.structural_key(graph), options["fastmath"], options["parallel"])
-        except Exception:  # noqa: BLE001 - no key: the lowering below reports the problem
-            key = None
-    reused = key is not None and key in _SEEN_KEYS
     disk_key = disk.key(graph, backend.name, options) if disk is not None else None
     compiled = disk.load(disk_key) if disk_key is not None else None
     from_disk = compiled is not None
@@ -111,6 +113,8 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
             f"the {backend.name} backend failed ({type(error).__name__})"
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise Unsupported(f"{kind}: {first_line}", op, where) from None
+    key = _structural_key(compiled, graph, backend, options)
+    reused = key is not None and key in _SEEN_KEYS
     if key is not None:
         _SEEN_KEYS.add(key)
     source = getattr(compiled, "source", "")

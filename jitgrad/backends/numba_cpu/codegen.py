@@ -431,8 +431,8 @@ class _Group:
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
         self.w.uses_prange |= parallel
-        out.append(self.w.outliner.call(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
-                                        self.loops(parallel), parallel))
+        out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
+                                       self.loops(parallel), parallel))
 
     def loops(self, parallel: bool) -> list[str]:
         """The group's loop nest (or nests: a two-pass reduction takes two)."""
@@ -541,6 +541,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
             w.statement(members[0], body)
         else:
             _Group(w, members, materialized).emit(body)
+    body = w.outliner.resolve(body)
     returned = ", ".join(w.var[n] for n in outputs)
     workspaces = sorted(w.workspaces)
     signature = ", ".join(params + [f"workspace_{name}" for name in workspaces] + ["sizes", "scalars"])

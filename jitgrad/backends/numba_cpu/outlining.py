@@ -1,13 +1,13 @@
-"""Each fusion group's loop nest becomes a function of its own, one per distinct loop nest.
+"""Fusion groups with the same loop nest share one function.
 
 numba's cost is LLVM optimising a function, and that grows faster than the function: W4's unrolled
-RNN step, forward and backward as one function of a hundred small loops, took a minute to compile. As
-separate functions each loop nest is optimised alone, and two groups whose code is the same up to the
-names of their variables (every step of an unrolled loop, every layer of the same width and dtype)
-call one function, compiled once.
+RNN step, forward and backward as one function of a hundred small loops, took a minute to compile.
+Groups whose code is the same up to the names of their variables (every step of an unrolled loop,
+every layer of the same width and dtype) become one function, compiled and optimised once, that the
+kernel calls once per group.
 
-A group's function takes what its code reads and does not assign (arrays, sizes, numbers) in order of
-first use, and writes its results into the arrays it is given; the kernel calls it with the group's
+Such a function takes what its code reads and does not assign (arrays, sizes, numbers) in order of
+first use, and writes its results into the arrays it is given; the kernel calls it with each group's
 own variables. The comments (IR lines) of the first group with that code stay in its body.
 """
 from __future__ import annotations
@@ -46,25 +46,49 @@ def canonical_form(code: str) -> str:
 
 
 class Outliner:
-    """Collects the group functions of one kernel and writes the calls to them."""
+    """Collects the group loop nests of one kernel; ``resolve`` then writes a loop nest that appears
+    more than once (up to names) as one function and calls to it, and any other in place: a function
+    of its own costs numba more than the same loops inline (W1's two big loops compile in 5 s inline,
+    7 s outlined), so only sharing pays."""
 
     def __init__(self, fastmath: bool) -> None:
         self.fastmath = fastmath
         self.definitions: list[str] = []
-        self._by_form: dict[str, str] = {}
+        self._groups: list[tuple[str, list[str], bool, str, list[str]]] = []
 
-    def call(self, name: str, lines: list[str], parallel: bool) -> str:
-        """The kernel's line calling a function that runs ``lines`` (statements of the kernel's body,
-        indented one level); ``name`` names the function if this code is new."""
+    def add(self, name: str, lines: list[str], parallel: bool) -> str:
+        """Records a group's loop nest (statements of the kernel's body, indented one level); returns
+        the line that stands for it in the body until ``resolve``."""
         code = "\n".join(line[4:] for line in lines)
-        params = parameters(code)
         form = canonical_form(code) + f"|parallel={parallel}"
-        function = self._by_form.get(form)
-        if function is None:
-            function = self._by_form[form] = name
-            self.definitions += [f"@numba.njit(nogil=True, fastmath={self.fastmath}, parallel={parallel})",
-                                 f"def {function}({', '.join(params)}):", *lines, "", ""]
-        return f"    {function}({', '.join(params)})"
+        self._groups.append((name, lines, parallel, form, parameters(code)))
+        return f"{_MARK}{len(self._groups) - 1}"
+
+    def resolve(self, body: list[str]) -> list[str]:
+        """``body`` with each group's mark replaced by its loops or by a call of its shared function
+        (whose definition goes to ``definitions``)."""
+        counts: dict[str, int] = {}
+        for *_, form, _params in self._groups:
+            counts[form] = counts.get(form, 0) + 1
+        functions: dict[str, str] = {}
+        out: list[str] = []
+        for line in body:
+            if not line.startswith(_MARK):
+                out.append(line)
+                continue
+            name, lines, parallel, form, params = self._groups[int(line[len(_MARK):])]
+            if counts[form] == 1:
+                out += lines
+                continue
+            if form not in functions:
+                functions[form] = name
+                self.definitions += [f"@numba.njit(nogil=True, fastmath={self.fastmath}, parallel={parallel})",
+                                     f"def {name}({', '.join(params)}):", *lines, "", ""]
+            out.append(f"    {functions[form]}({', '.join(params)})")
+        return out
+
+
+_MARK = "\x00group "
 
 
 __all__ = ["GLOBALS", "Outliner", "canonical_form", "parameters"]
