@@ -1,8 +1,8 @@
 """The disk cache: lowered graphs that outlive the process.
 
 An entry is keyed by a hash of the optimized graph (its IR listing, which holds every op, attribute,
-shape and dtype, plus the bytes of its constants), the backend and its options, and the jitgrad and
-numba versions. The file holds a header (magic, format) and a SHA-256 of the pickled payload; the
+shape and dtype, plus the bytes of its constants), the backend and its options, the jitgrad and numba
+versions and a hash of jitgrad's source files. The file holds a header (magic, format) and a SHA-256 of the pickled payload; the
 payload repeats the full key. A file that is truncated, fails its checksum, does not unpickle or was
 written for another key or version is a miss: the graph is lowered again and the entry rewritten.
 Nothing is read from a directory that other users could write to.
@@ -18,6 +18,7 @@ the entry imports the file and gets its kernel from numba's cache instead of com
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -54,6 +55,16 @@ def graph_hash(graph: Graph) -> str:
     return digest.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
+def source_fingerprint() -> str:
+    """A hash of jitgrad's own source files: a development checkout changes code without changing
+    ``__version__``, and an entry lowered by other code must not be trusted."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def versions() -> dict[str, str]:
     from .. import __version__
     try:
@@ -61,7 +72,7 @@ def versions() -> dict[str, str]:
         numba_version = numba.__version__
     except ImportError:  # pragma: no cover - numba is a dependency
         numba_version = "none"
-    return {"jitgrad": __version__, "numba": numba_version,
+    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": numba_version,
             "numba_disable_jit": os.environ.get("NUMBA_DISABLE_JIT", "0")}
 
 
@@ -135,7 +146,8 @@ class DiskCache:
 
     def _file_kernel(self, compiled: Any, module: Any, fastmath: bool) -> Any:
         import numba
-        return numba.njit(cache=True, fastmath=fastmath, nogil=True)(module.kernel)
+        return numba.njit(cache=True, fastmath=fastmath, parallel=bool(getattr(compiled, "parallel", False)),
+                          nogil=True)(module.kernel)
 
     def save_machine_code(self, compiled: Any, fastmath: bool) -> bool:
         """Puts the compiled overloads of ``compiled.kernel`` into numba's cache for the kernel file."""

@@ -54,7 +54,7 @@ class GeneratedKernel:
     sizes: list[int]
     scalars: list[float]
     outputs: list[Node]                  # the output nodes, flattened depth-first
-    parallel: bool
+    parallel: bool                       # the kernel itself has a prange loop (numba's parallel=True)
     scalar_outputs: list[bool] = field(default_factory=list)  # 0-d outputs, reshaped back by the wrapper
 
 
@@ -97,7 +97,6 @@ class _Writer:
         self.graph = graph
         self.parallel_mode = parallel
         self.outliner = Outliner(fastmath)
-        self.uses_prange = False
         self.lines: list[str] = []
         self.top: list[str] = []
         self.sizes: list[int] = []
@@ -430,7 +429,6 @@ class _Group:
             if node in self.materialized:
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
-        self.w.uses_prange |= parallel
         out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
                                        self.loops(parallel), parallel))
 
@@ -553,4 +551,5 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{',' if len(outputs) == 1 else ''})"]) + "\n"
     return GeneratedKernel(source, [c.target for c in constants], [(np.dtype(name), w.workspaces[name])
                                                                    for name in workspaces],
-                           w.sizes, w.scalars, outputs, w.uses_prange, [len(n.meta["shape"]) == 0 for n in outputs])
+                           w.sizes, w.scalars, outputs, w.outliner.inline_parallel,
+                           [len(n.meta["shape"]) == 0 for n in outputs])

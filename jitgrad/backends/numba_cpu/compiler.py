@@ -14,7 +14,7 @@ import numpy as np
 from ...fx.graph import Graph
 from .codegen import GeneratedKernel, LoweringError, generate
 
-_KERNELS: dict[str, Callable[..., Any]] = {}
+_KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
 _ids = itertools.count()
 
 
@@ -39,11 +39,10 @@ def clear_cache() -> None:
     _KERNELS.clear()
 
 
-def _compile(source: str, key: str, fastmath: bool) -> Callable[..., Any]:
-    """The kernel for ``key`` (``code_key(source)``), compiled from ``source`` the first time. Its loops
-    are in the group functions, which the source decorates itself; the kernel only calls them, so it
-    needs no ``parallel``."""
-    kernel = _KERNELS.get(key)
+def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
+    """The kernel for ``key`` (``code_key(source)``) and ``fastmath``, compiled from ``source`` the first
+    time. (``parallel`` follows from the source: whether the kernel's own loops use prange.)"""
+    kernel = _KERNELS.get((key, fastmath))
     if kernel is None:
         import numba
 
@@ -51,8 +50,8 @@ def _compile(source: str, key: str, fastmath: bool) -> Callable[..., Any]:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
-        kernel = numba.njit(fastmath=fastmath, nogil=True)(namespace["kernel"])
-        _KERNELS[key] = kernel
+        kernel = numba.njit(fastmath=fastmath, parallel=parallel, nogil=True)(namespace["kernel"])
+        _KERNELS[key, fastmath] = kernel
     return kernel
 
 
@@ -128,7 +127,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
     """Compiles ``graph`` (not modified) with numba; see the package docstring."""
     generated = generate(graph, parallel, fastmath)
     key = code_key(generated.source)
-    kernel = _compile(generated.source, key, fastmath)
+    kernel = _compile(generated.source, key, fastmath, generated.parallel)
     compiled = CompiledGraph(graph, generated, key, kernel)
     if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
         import numba
@@ -138,7 +137,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         try:
             kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
-            _KERNELS.pop(key, None)
+            _KERNELS.pop((key, fastmath), None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
     return compiled

@@ -54,6 +54,7 @@ class Outliner:
     def __init__(self, fastmath: bool) -> None:
         self.fastmath = fastmath
         self.definitions: list[str] = []
+        self.inline_parallel = False  # a group left inline has a prange loop: the kernel needs parallel
         self._groups: list[tuple[str, list[str], bool, str, list[str]]] = []
 
     def add(self, name: str, lines: list[str], parallel: bool) -> str:
@@ -79,6 +80,7 @@ class Outliner:
             name, lines, parallel, form, params = self._groups[int(line[len(_MARK):])]
             if counts[form] == 1:
                 out += lines
+                self.inline_parallel |= parallel
                 continue
             if form not in functions:
                 functions[form] = name
