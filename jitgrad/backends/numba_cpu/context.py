@@ -75,6 +75,11 @@ class OpContext:
         """Size expressions of an input variable (or of the output): names or literals, run-time values."""
         return self._shapes[self.out if var is None else var]
 
+    @staticmethod
+    def product(sizes: Sequence[str]) -> str:
+        """Source for the product of size expressions (``1`` for none)."""
+        return product(sizes)
+
     def shape_tuple(self, var: str | None = None) -> str:
         sizes = self.shape(var)
         return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
