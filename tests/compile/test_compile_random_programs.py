@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import jitgrad as jg
 from compile_helpers import assert_close
+from plain_python_kernels import plain_python_kernels
 
 UNARY = {"sin": jg.sin, "tanh": jg.tanh, "exp_small": lambda v: jg.exp(v * 0.1), "neg": jg.neg,
          "sigmoid": jg.sigmoid}
@@ -36,18 +37,11 @@ def test_random_program_matches_eager(steps, seed):
 
 @pytest.fixture
 def numba_code_as_python(monkeypatch):
-    """The numba backend's generated code, run as plain Python (numba's DISABLE_JIT, read when a
-    function is decorated): every random program exercises the code generator without a numba compile
-    each. Kernels made so are forgotten afterwards, so that no other test gets one."""
-    import numba
-
-    from jitgrad.backends.numba_cpu import clear_cache
-
+    """The numba backend's generated code, run as plain Python: every random program exercises the
+    code generator without a numba compile each."""
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
-    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
-    clear_cache()
-    yield
-    clear_cache()
+    with plain_python_kernels():
+        yield
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -1,0 +1,32 @@
+"""Running the numba backend's generated code as plain Python inside the test process.
+
+numba reads ``numba.config.DISABLE_JIT`` when a function is decorated, so turning it on makes the
+kernels lowered afterwards plain Python: the code generator is exercised without a numba compile per
+kernel. Two things must hold for that: nothing may compile under it (numba decorates some of its own
+helpers lazily, and those would stay plain), so the one jitted helper the generated code calls is
+compiled first; and kernels made this way are forgotten afterwards, so that no other test gets one.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def plain_python_kernels() -> Iterator[None]:
+    import numba
+
+    from jitgrad.backends.numba_cpu import clear_cache
+    from jitgrad.backends.numba_cpu.intrinsics import tanh_float32
+
+    tanh_float32(np.float32(0.5))
+    saved = numba.config.DISABLE_JIT
+    numba.config.DISABLE_JIT = True
+    clear_cache()
+    try:
+        yield
+    finally:
+        numba.config.DISABLE_JIT = saved
+        clear_cache()
