@@ -65,6 +65,7 @@ def test_row_and_full_reductions_in_registers_and_parallel_partials(dtype):
     for parallel in (False, True):
         kernel = lowered(reductions, x, parallel=parallel)
         assert ("_partial" in kernel.source) == parallel  # full sum, amax and mean split into partials
+        assert kernel.kernel.targetoptions.get("parallel", False) == parallel  # else prange runs serially
         for got, want in zip(kernel(x), expected):
             assert got.dtype == want.dtype
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
