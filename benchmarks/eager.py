@@ -83,19 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     import environment
     import report
     from workloads import WORKLOADS
-    available, skipped = libraries.probe()
+    available, skipped, env = environment.announce(libraries.LIBRARIES)
     if args.threads and "torch" in available:
         import torch
         torch.set_num_threads(args.threads)
-    for key in ("jitgrad", "numpy"):
-        if key not in available:
-            sys.exit(f"error: {key} is required but cannot be imported: {skipped[key]}")
     libs = [k for k in available if args.libraries is None or k in args.libraries or k == "numpy"]
-    for key, reason in skipped.items():
-        print(f"note: skipping {libraries.label(key)} (not importable: {reason})")
-    env = environment.describe(available)
-    for name, value in env:
-        print(f"{name}: {value}")
     settings = (f"{'quick' if args.quick else 'full'} run, {args.rounds} interleaved rounds of "
                 f"~{args.batch_ms:g} ms per library, median reported; threads: "
                 + (f"capped at {args.threads}" if args.threads else "library defaults"))
@@ -115,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         section = report.markdown_section(results, args.baseline, env, settings, skipped)
         report.write_markdown(args.markdown, section)
         print(f"\nwrote {args.markdown}")
-    if any(r.problems for r in results):
-        print("\nERROR: some libraries disagree with the numpy reference; see the messages above.",
-              file=sys.stderr)
-        return 1
-    return 0
+    return report.exit_status(results)
 
 
 if __name__ == "__main__":

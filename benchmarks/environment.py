@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import sys
 
 import libraries
 
@@ -34,8 +35,9 @@ def describe(available: list[str]) -> list[tuple[str, str]]:
     rows = [("date", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")),
             ("cpu", f"{cpu_model()}, {usable_cores()} usable cores (nproc)"),
             ("python", platform.python_version())]
-    for key in available:
-        rows.append((libraries.BY_KEY[key].dist, libraries.version(libraries.BY_KEY[key])))
+    for dist in dict.fromkeys(libraries.BY_KEY[key].dist for key in available):  # torch.compile is torch
+        lib = next(lib for lib in libraries.BY_KEY.values() if lib.dist == dist)
+        rows.append((dist, libraries.version(lib)))
     if "torch" in available:
         import torch
         rows.append(("torch threads", str(torch.get_num_threads())))
@@ -43,3 +45,18 @@ def describe(available: list[str]) -> list[tuple[str, str]]:
     # leaves it as found and only records it, since it changes matmul speed.
     rows.append(("OPENBLAS_CORETYPE", os.environ.get("OPENBLAS_CORETYPE", "(not set)")))
     return rows
+
+
+def announce(candidates: tuple[libraries.Library, ...]) -> tuple[list[str], dict[str, str], list[tuple[str, str]]]:
+    """Probe ``candidates``, exit if jitgrad or numpy is missing, print what is skipped and the run's
+    description; returns the available keys, the skipped ones with reasons, and the description."""
+    available, skipped = libraries.probe(candidates)
+    for key in ("jitgrad", "numpy"):
+        if key not in available:
+            sys.exit(f"error: {key} is required but cannot be imported: {skipped[key]}")
+    for key, reason in skipped.items():
+        print(f"note: skipping {libraries.label(key)} (not importable: {reason})")
+    rows = describe(available)
+    for name, value in rows:
+        print(f"{name}: {value}")
+    return available, skipped, rows

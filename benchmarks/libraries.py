@@ -28,7 +28,13 @@ LIBRARIES = (
     Library("autograd", "HIPS autograd", "autograd", "autograd"),
     Library("numpy", "numpy, hand-written", "numpy", "numpy"),
 )
-BY_KEY = {lib.key: lib for lib in LIBRARIES}
+# The compiled benchmark's extra columns (benchmarks/compiled.py).
+COMPILED_LIBRARIES = (
+    Library("jitgrad_compiled", "jitgrad @compile (step)", "jitgrad", "jitgrad"),
+    Library("torch_compile", "torch.compile", "torch", "torch"),
+    Library("numba", "numba, hand-fused", "numba", "numba"),
+)
+BY_KEY = {lib.key: lib for lib in LIBRARIES + COMPILED_LIBRARIES}
 
 
 def label(key: str) -> str:
@@ -44,11 +50,11 @@ def version(lib: Library) -> str:
         return getattr(module, "__version__", "?")
 
 
-def probe() -> tuple[list[str], dict[str, str]]:
+def probe(candidates: tuple[Library, ...] = LIBRARIES) -> tuple[list[str], dict[str, str]]:
     """Import every library once. Returns the keys that imported, in table order, and for the others
     the reason they are skipped (the import error), so the report can say why a column is missing."""
     available, skipped = [], {}
-    for lib in LIBRARIES:
+    for lib in candidates:
         try:
             importlib.import_module(lib.module)
         except Exception as exc:  # an optional library may fail in more ways than ImportError

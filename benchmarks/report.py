@@ -6,6 +6,7 @@ the generated section of an existing file and keeps the hand-written commentary 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 import libraries
@@ -40,7 +41,7 @@ def ratio(result: WorkloadResult, lib: str, baseline: str) -> float | None:
     return m[lib].median / m[baseline].median
 
 
-def _ratio_text(value: float | None) -> str:
+def ratio_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
 
@@ -59,15 +60,15 @@ def goal_status(result: WorkloadResult) -> tuple[float | None, str]:
     return value, "met" if value <= goal.max_ratio else "NOT MET"
 
 
-def _rows(result: WorkloadResult, baseline: str) -> list[list[str]]:
+def measurement_rows(result: WorkloadResult, baseline: str) -> list[list[str]]:
     rows = []
     for key, m in result.measurements.items():
         rows.append([libraries.label(key), format_time(m.median), f"±{m.spread * 50:.0f}%",
-                     _ratio_text(ratio(result, key, baseline)), str(m.reps)])
+                     ratio_text(ratio(result, key, baseline)), str(m.reps)])
     return rows
 
 
-def _headers(baseline: str) -> list[str]:
+def measurement_headers(baseline: str) -> list[str]:
     return ["library", "median / step", "spread", f"vs {libraries.label(baseline)}", "steps / round"]
 
 
@@ -77,8 +78,8 @@ def _summary_rows(results: list[WorkloadResult]) -> list[list[str]]:
         goal = r.workload.goal
         value, status = goal_status(r)
         rows.append([f"{r.workload.key} {r.workload.title}", "none set" if goal is None else goal_text(goal),
-                     _ratio_text(value) if goal else "-",
-                     _ratio_text(ratio(r, "jitgrad", "numpy")), _ratio_text(ratio(r, "jitgrad", "torch")),
+                     ratio_text(value) if goal else "-",
+                     ratio_text(ratio(r, "jitgrad", "numpy")), ratio_text(ratio(r, "jitgrad", "torch")),
                      status])
     return rows
 
@@ -86,7 +87,7 @@ def _summary_rows(results: list[WorkloadResult]) -> list[list[str]]:
 _SUMMARY_HEADERS = ["workload", "goal", "measured", "jitgrad / numpy", "jitgrad / PyTorch", "status"]
 
 
-def _text_table(headers: list[str], rows: list[list[str]], left: int = 1, indent: str = "  ") -> str:
+def text_table(headers: list[str], rows: list[list[str]], left: int = 1, indent: str = "  ") -> str:
     """A plain-text table; the first ``left`` columns are text (left-aligned), the rest numbers."""
     widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
 
@@ -96,7 +97,7 @@ def _text_table(headers: list[str], rows: list[list[str]], left: int = 1, indent
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(row) for row in rows])
 
 
-def _markdown_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+def markdown_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     lines = ["| " + " | ".join(headers) + " |",
              "|" + "|".join(["---"] * left + ["---:"] * (len(headers) - left)) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -110,39 +111,59 @@ def text_workload(result: WorkloadResult, baseline: str) -> str:
         parts.append(f"  ERROR: {libraries.label(p.library)} failed verification against the numpy "
                      f"reference and is not timed: {p.message}")
     if result.measurements:
-        parts.append(_text_table(_headers(baseline), _rows(result, baseline)))
+        parts.append(text_table(measurement_headers(baseline), measurement_rows(result, baseline)))
     if w.goal is not None:
         value, status = goal_status(result)
-        parts.append(f"  goal: {goal_text(w.goal)}; measured {_ratio_text(value)} -> {status}")
+        parts.append(f"  goal: {goal_text(w.goal)}; measured {ratio_text(value)} -> {status}")
     return "\n".join(parts)
 
 
 def text_summary(results: list[WorkloadResult]) -> str:
-    return "Goals\n" + _text_table(_SUMMARY_HEADERS, _summary_rows(results), left=2)
+    return "Goals\n" + text_table(_SUMMARY_HEADERS, _summary_rows(results), left=2)
+
+
+def markdown_run(environment: list[tuple[str, str]], settings: str, skipped: dict[str, str]) -> list[str]:
+    """The "Run" part of a generated section: machine, versions, settings, skipped libraries."""
+    out = ["### Run", ""]
+    out += [f"- **{name}**: {value}" for name, value in environment]
+    out.append(f"- **settings**: {settings}")
+    out += [f"- **skipped {libraries.label(key)}**: {reason}" for key, reason in skipped.items()]
+    return out + [""]
+
+
+def markdown_workloads(results: list[WorkloadResult], baseline: str, suffix: str = "") -> list[str]:
+    """The "Per workload" part of a generated section: one table per workload, and its errors."""
+    out = ["### Per workload", "",
+           f"Median time per warm step; *spread* is half the interquartile range over rounds, relative "
+           f"to the median; ratios are against {libraries.label(baseline)}.", ""]
+    for r in results:
+        w = r.workload
+        out += [f"#### {w.key} {w.title}{suffix}", "", r.description, ""]
+        for p in r.problems:
+            out += [f"**ERROR**: {libraries.label(p.library)} failed verification against the numpy "
+                    f"reference and was not timed: `{p.message.splitlines()[0]}`", ""]
+        if r.measurements:
+            out += [markdown_table(measurement_headers(baseline), measurement_rows(r, baseline)), ""]
+    return out
 
 
 def markdown_section(results: list[WorkloadResult], baseline: str, environment: list[tuple[str, str]],
                      settings: str, skipped: dict[str, str]) -> str:
     """The generated part of docs/benchmarks.md, markers included."""
-    out = [BEGIN, "", "### Run", ""]
-    out += [f"- **{name}**: {value}" for name, value in environment]
-    out.append(f"- **settings**: {settings}")
-    for key, reason in skipped.items():
-        out.append(f"- **skipped {libraries.label(key)}**: {reason}")
-    out += ["", "### Goals", "", _markdown_table(_SUMMARY_HEADERS, _summary_rows(results), left=2), ""]
-    out += ["### Per workload", "",
-            f"Median time per warm step; *spread* is half the interquartile range over rounds, relative "
-            f"to the median; ratios are against {libraries.label(baseline)}.", ""]
-    for r in results:
-        w = r.workload
-        out += [f"#### {w.key} {w.title}", "", r.description, ""]
-        for p in r.problems:
-            out += [f"**ERROR**: {libraries.label(p.library)} failed verification against the numpy "
-                    f"reference and was not timed: `{p.message.splitlines()[0]}`", ""]
-        if r.measurements:
-            out += [_markdown_table(_headers(baseline), _rows(r, baseline)), ""]
+    out = [BEGIN, "", *markdown_run(environment, settings, skipped)]
+    out += ["### Goals", "", markdown_table(_SUMMARY_HEADERS, _summary_rows(results), left=2), ""]
+    out += markdown_workloads(results, baseline)
     out.append(END)
     return "\n".join(out) + "\n"
+
+
+def exit_status(results: list[WorkloadResult]) -> int:
+    """1, with a message, when a library disagreed with the reference; else 0. A missed goal is 0."""
+    if any(r.problems for r in results):
+        print("\nERROR: some libraries disagree with the numpy reference; see the messages above.",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 _NEW_FILE_HEAD = """# Eager-mode benchmarks
@@ -153,13 +174,15 @@ replaces the section between the marker comments below and keeps the rest of thi
 """
 
 
-def write_markdown(path: str, section: str) -> None:
-    """Replace the generated section of ``path``, or create the file around it. A file without the
-    markers gets the section appended, so hand-written text is never lost."""
+def write_markdown(path: str, section: str, begin: str = BEGIN) -> None:
+    """Replace the generated section that starts with ``begin`` in ``path``, or create the file around
+    it. A file without the markers gets the section appended, so hand-written text (and the other
+    script's section) is never lost."""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        start, end = text.find(BEGIN), text.find(END)
+        start = text.find(begin)
+        end = text.find(END, start)
         if start != -1 and end > start:
             text = text[:start] + section.rstrip("\n") + text[end + len(END):]
         else:

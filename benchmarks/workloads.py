@@ -56,7 +56,7 @@ def _rng(seed: int) -> np.random.Generator:
 
 def to_numpy(lib: str, value: Any) -> np.ndarray:
     """A library's loss or gradient as a float64 numpy array, for comparison."""
-    if lib in ("jitgrad", "torch"):
+    if lib.startswith(("jitgrad", "torch")):   # eager or compiled
         value = value.detach().numpy()
     return np.asarray(value, dtype=np.float64)
 

@@ -1,0 +1,115 @@
+"""The compiled benchmark's tables: per-step goals, compile times, and its Markdown section.
+
+Per-workload tables are the eager benchmark's (report.py); the goals differ (several per workload,
+against several baselines) and compile times are new, so they are written here.
+"""
+from __future__ import annotations
+
+import libraries
+import report
+from compiled_workloads import BATCHES, FIRST_CALL_GOALS, GOALS, SECOND_PROCESS_GOAL_SECONDS
+from report import WorkloadResult, format_time, markdown_table, ratio, ratio_text, text_table
+
+BEGIN = "<!-- BEGIN GENERATED: python benchmarks/compiled.py --markdown docs/benchmarks.md -->"
+
+_GOAL_HEADERS = ["workload", "goal", "measured", "status"]
+_COMPILE_HEADERS = ["workload", "jitgrad first call", "JAX first call", "torch.compile first call",
+                    "jitgrad / JAX", "goal", "status", "jitgrad 2nd process: to first result (call)"]
+
+
+def _status(value: float | None, limit: float) -> str:
+    return "not measured" if value is None else ("met" if value <= limit else "NOT MET")
+
+
+def goal_rows(results: list[WorkloadResult]) -> list[list[str]]:
+    by_key = {r.workload.key: r for r in results}
+    rows = []
+    for key, lib, baseline, limit in GOALS:
+        if key in by_key:
+            value = ratio(by_key[key], lib, baseline)
+            rows.append([f"{key} {by_key[key].workload.title}",
+                         f"{libraries.label(lib)} <= {limit:g}x {libraries.label(baseline)}",
+                         ratio_text(value), _status(value, limit)])
+    return rows
+
+
+def _seconds(entry: dict | None, field: str = "first_call") -> float | None:
+    return None if not entry or "error" in entry else entry[field]
+
+
+def _time_text(entry: dict | None, field: str = "first_call") -> str:
+    if entry and "error" in entry:
+        return f"failed: {entry['error'][:60]}"
+    value = _seconds(entry, field)
+    return "-" if value is None else format_time(value)
+
+
+def compile_rows(timings: dict) -> list[list[str]]:
+    rows = []
+    keys = list(dict.fromkeys(key for key, _ in timings["first"]))
+    for key in keys:
+        first = {lib: timings["first"].get((key, lib)) for lib in ("jitgrad_compiled", "jax", "torch_compile")}
+        ours, jax = _seconds(first["jitgrad_compiled"]), _seconds(first["jax"])
+        value = ours / jax if ours is not None and jax is not None else None
+        limit = FIRST_CALL_GOALS.get(key)
+        second = timings["second"].get(key)
+        second_text = "-" if second is None else \
+            f"{_time_text(second, 'from_start')} ({_time_text(second)})"
+        rows.append([key, _time_text(first["jitgrad_compiled"]), _time_text(first["jax"]),
+                     _time_text(first["torch_compile"]), ratio_text(value),
+                     "-" if limit is None else f"<= {limit:g}x", "-" if limit is None else _status(value, limit),
+                     second_text])
+    return rows
+
+
+def second_process_line(timings: dict) -> str:
+    worst = max((_seconds(v, "from_start") or 0.0 for v in timings["second"].values()), default=None)
+    status = _status(worst, SECOND_PROCESS_GOAL_SECONDS)
+    return (f"second process on a warm disk cache, process start to first result: at most "
+            f"{format_time(worst) if worst is not None else '-'} over the workloads (goal under "
+            f"{SECOND_PROCESS_GOAL_SECONDS:g} s): {status}")
+
+
+def batches_line(timings: dict) -> str:
+    batches = timings.get("batches", {})
+    if "error" in batches:
+        return f"W2 at batch sizes {BATCHES}: failed: {batches['error']}"
+    kernels = batches["kernels"]
+    once = all(k == kernels[0] for k in kernels)
+    calls = ", ".join(f"{b}: {format_time(s)}" for b, s in zip(batches["batches"], batches["seconds"]))
+    return (f"W2 (cross-entropy with mean) compiled at batch {', then '.join(map(str, BATCHES))}: "
+            f"numba kernels in memory after each {kernels} -> "
+            f"{'compiled once: met' if once else 'compiled again: NOT MET'} (first call at each size: {calls})")
+
+
+def text_workload(result: WorkloadResult, baseline: str) -> str:
+    return report.text_workload(result, baseline)
+
+
+def text_summary(results: list[WorkloadResult], timings: dict | None) -> str:
+    parts = ["Goals (time per step)", text_table(_GOAL_HEADERS, goal_rows(results), left=2)]
+    if timings is not None:
+        parts += ["", "Compile (fresh processes, empty disk cache)",
+                  text_table(_COMPILE_HEADERS, compile_rows(timings), left=1),
+                  "  " + second_process_line(timings), "  " + batches_line(timings)]
+    return "\n".join(parts)
+
+
+def markdown_section(results: list[WorkloadResult], timings: dict | None, baseline: str,
+                     environment: list[tuple[str, str]], settings: str, skipped: dict[str, str]) -> str:
+    out = [BEGIN, "", *report.markdown_run(environment, settings, skipped)]
+    out += ["### Goals: time per step", "", markdown_table(_GOAL_HEADERS, goal_rows(results), left=2), ""]
+    if timings is not None:
+        out += ["### Goals: compiling", "",
+                "First call = trace, compile and run once, in a fresh process with an empty jitgrad disk "
+                "cache; the last column is a second process on the cache the first one left: from process "
+                "start (imports included) to the first result, and the first call alone.", "",
+                markdown_table(_COMPILE_HEADERS, compile_rows(timings)), "",
+                f"- {second_process_line(timings)}", f"- {batches_line(timings)}", ""]
+    out += report.markdown_workloads(results, baseline, " (compiled run)")
+    out.append(report.END)
+    return "\n".join(out) + "\n"
+
+
+def write(path: str, section: str) -> None:
+    report.write_markdown(path, section, begin=BEGIN)
