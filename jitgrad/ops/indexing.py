@@ -55,25 +55,55 @@ def _scatter_forward(grad, shape, index):
     return out
 
 
-def _getitem_lower(ctx):
-    """Basic indexing: slices stay a view; an integer becomes a one-wide slice, and the result a
-    reshaped copy (so that no 0-d array appears in generated code)."""
-    index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
+def _without_ellipsis(index: tuple, rank: int) -> tuple:
+    if Ellipsis not in index:
+        return index
+    at = index.index(Ellipsis)
+    return index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
+
+
+def _basic_items(index: tuple, shape: tuple) -> list[str] | None:
+    """Source for a basic index as slices (an integer is a one-wide slice), one per dimension it
+    names; None for what the backend does not lower: arrays (their values would have to travel as
+    constants), None, or a 0-d input."""
     if _is_advanced(index) or None in index or not shape:
-        raise NotImplementedError("advanced indexing, None and 0-d inputs are not lowered")
-    if Ellipsis in index:
-        at = index.index(Ellipsis)
-        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1:]
-    items, copy = [], False
+        return None
+    index = _without_ellipsis(index, len(shape))
+    items = []
     for item, size in zip(index, shape):
         if isinstance(item, slice):
             items.append(":".join("" if v is None else str(v) for v in (item.start, item.stop, item.step)))
         else:
             start = int(item) % size
             items.append(f"{start}:{start + 1}")
-            copy = True
+    return items
+
+
+def _getitem_lower(ctx):
+    """Basic indexing: slices stay a view; an integer becomes a one-wide slice, and the result a
+    reshaped copy (so that no 0-d array appears in generated code)."""
+    index = ctx.attrs["index"]
+    items = _basic_items(index, ctx.node.args[0].meta["shape"])
+    if items is None:
+        raise NotImplementedError("advanced indexing, None and 0-d inputs are not lowered")
     selected = f"{ctx.self}[{', '.join(items)}]"
-    return f"{ctx.out} = {ctx.reshaped(selected) if copy else selected}"
+    integers = any(isinstance(i, (int, np.integer)) for i in index)
+    return f"{ctx.out} = {ctx.reshaped(selected) if integers else selected}"
+
+
+def _index_scatter_lower(ctx):
+    """Zeros, and the gradient written into the region a basic index selected (an integer's dimension
+    kept as a one-wide slice)."""
+    index, shape = ctx.attrs["index"], ctx.attrs["shape"]
+    items = _basic_items(index, shape)
+    if items is None:
+        raise NotImplementedError("the scatter of an advanced index is not lowered")
+    region, sizes = [], iter(ctx.shape(ctx.grad) if ctx.rank(ctx.grad) else ())
+    for item in _without_ellipsis(index, len(shape)):
+        region.append("1" if isinstance(item, (int, np.integer)) else next(sizes))
+    region += list(sizes)  # dimensions the index leaves whole
+    return [f"{ctx.out}[...] = 0",
+            f"{ctx.out}[{', '.join(items)}] = {ctx.contiguous(ctx.grad)}.reshape(({', '.join(region)},))"]
 
 
 def _getitem_forward(a, index):
@@ -87,6 +117,7 @@ _getitem = defop("getitem", ("self",), _getitem_forward, _index_node, lower=_get
                  jvp=lambda self_t, index: _getitem(self_t, index=index))
 
 _index_scatter = defop("index_scatter", ("grad",), _scatter_forward, "IndexBackwardBackward0",
+                       lower=_index_scatter_lower,
                        grad=lambda grad, index: _getitem(grad, index=index),
                        jvp=lambda grad_t, shape, index: _index_scatter(grad_t, shape=shape, index=index))
 

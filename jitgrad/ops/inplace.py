@@ -102,14 +102,23 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     return view
 
 
+def _copy_lower(ctx):
+    """``src`` broadcast into the output (the shape and dtype of ``self``)."""
+    src = ctx.src
+    if not isinstance(src, str):  # a Python number
+        return f"{ctx.out}[...] = {ctx.T}({float(src)!r})"
+    return f"{ctx.out}[...] = np.broadcast_to({src}, {ctx.shape_tuple()})"
+
+
 _fill = defop("fill", ("self",), lambda a, value, zero: np.full_like(a, value),
               lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2",
+              lower=lambda ctx: f"{ctx.out}[...] = {ctx.T}({float(ctx.attrs['value'])!r})",
               jvp=lambda self_t: self_t * 0.0,
               self=lambda grad: grad * 0.0)
 
 _copy = defop("copy", ("self", "src"),
               lambda a, src: np.array(np.broadcast_to(src, a.shape), dtype=a.dtype),
-              "CopyBackwards",
+              "CopyBackwards", lower=_copy_lower,
               jvp=lambda self_t, src_t: self_t * 0.0 if src_t is None else src_t,
               self=lambda grad: grad * 0.0,
               src=lambda grad: grad)

@@ -184,16 +184,60 @@ _max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, k
                  self=_evenly_distribute, jvp=_evenly_read, lower=_MAX)
 _min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
                  self=_evenly_distribute, jvp=_evenly_read, lower=_MIN)
+def _selecting_lower(ctx, better: str, with_values: bool):
+    """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
+    best element's index (as numpy and PyTorch do) and, for max/min(dim), its value. max/min(dim)
+    bind their output to the pair ``(values, indices)``, new arrays of the reduced shape."""
+    dim = ctx.attrs["dim"]
+    dim = dim[0] if isinstance(dim, tuple) else dim
+    a, p, q, k, best, at = (f"{ctx.out}_{s}" for s in ("in", "p", "q", "k", "best", "at"))
+    lines = [f"{a} = {ctx.contiguous(ctx.self)}.reshape({ctx.rows(dim, ctx.self)})"]
+    if with_values:
+        values, indices = f"{ctx.out}_values", f"{ctx.out}_indices"
+        lines += [f"{values} = np.empty(({a}.shape[0], {a}.shape[2]), {ctx.input_type(0)})",
+                  f"{indices} = np.empty(({a}.shape[0], {a}.shape[2]), np.int64)"]
+    else:
+        indices = f"{ctx.out}_2d"
+        lines.append(f"{indices} = {ctx.out}.reshape(({a}.shape[0], {a}.shape[2]))")
+    lines += [f"for {p} in range({a}.shape[0]):",
+              f"    for {q} in range({a}.shape[2]):",
+              f"        {best} = {a}[{p}, 0, {q}]",
+              f"        {at} = 0",
+              f"        for {k} in range(1, {a}.shape[1]):",
+              f"            if {a}[{p}, {k}, {q}] {better} {best}:",
+              f"                {best} = {a}[{p}, {k}, {q}]",
+              f"                {at} = {k}",
+              f"        {indices}[{p}, {q}] = {at}"]
+    if with_values:
+        lines.insert(-1, f"        {values}[{p}, {q}] = {best}")
+        shape = _reduced_shape(ctx, dim)
+        lines.append(f"{ctx.out} = ({values}.reshape({shape}), {indices}.reshape({shape}))")
+    return lines
+
+
+def _reduced_shape(ctx, dim: int) -> str:
+    """Source for the shape of a one-dimension reduction's result (rank at least 1 in kernels)."""
+    sizes = list(ctx.shape(ctx.self)) if ctx.rank(ctx.self) else []
+    if sizes:
+        sizes[dim] = "1" if ctx.attrs.get("keepdim") else None
+    sizes = [s for s in sizes if s is not None] or ["1"]
+    return f"({', '.join(sizes)},)"
+
+
 _max_dim = defop("max_dim", ("self",),
                  lambda a, dim, keepdim: (np.max(a, axis=dim, keepdims=keepdim),
                                           np.argmax(a, axis=dim[0], keepdims=keepdim)),
-                 "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp)
+                 "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
+                 lower=lambda ctx: _selecting_lower(ctx, ">", True))
 _min_dim = defop("min_dim", ("self",),
                  lambda a, dim, keepdim: (np.min(a, axis=dim, keepdims=keepdim),
                                           np.argmin(a, axis=dim[0], keepdims=keepdim)),
-                 "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp)
-_argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim))
-_argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim))
+                 "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
+                 lower=lambda ctx: _selecting_lower(ctx, "<", True))
+_argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim),
+                lower=lambda ctx: _selecting_lower(ctx, ">", False))
+_argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim),
+                lower=lambda ctx: _selecting_lower(ctx, "<", False))
 _all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim),
              lower={"init": "True", "update": "({acc} and bool({self}))"})
 _any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim),

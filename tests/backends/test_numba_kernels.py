@@ -142,3 +142,29 @@ def test_outlining_finds_parameters_and_equal_code_up_to_names():
     assert parameters(first) == ["n", "a", "out", "s"]
     assert canonical_form(first) == canonical_form(second)
     assert canonical_form(first) != canonical_form(aliased)  # writing into its input is other code
+
+
+def test_statement_lowerings_compile_under_numba():
+    """The statement lowerings that plain-Python runs cannot vouch for numba typing: argmax/argmin,
+    max/min(dim), basic indexing and its scatter, fill, copy, batched and broadcast matmul."""
+    rng = np.random.default_rng(4)
+    x, b, c = rng.standard_normal((3, 4)), rng.standard_normal((2, 1, 4, 2)), rng.standard_normal((3, 2, 3))
+
+    def program(x, b, c):
+        values, indices = x.max(dim=1)
+        low, where_low = x.min(dim=0, keepdim=True)
+        filled = x.clone().fill_(0.5) + x.clone().copy_(x[1])
+        product = (b @ c).sum()
+        loss = (values * 2.0).sum() + low.sum() + x[1].sum() + x[:, 2:].sum() + product + filled.sum()
+        loss.backward()
+        return loss, indices, where_low, x.argmax(dim=0), x.argmin(dim=1, keepdim=True)
+    tensors = [jg.tensor(a, requires_grad=True) for a in (x, b, c)]
+    graph = passes.PassManager().run(fx.trace(program, *tensors).graph)
+    kernel = lower(graph)
+    eager = [jg.tensor(a, requires_grad=True) for a in (x, b, c)]
+    expected = [v.detach().numpy() for v in program(*eager)] + [t.grad.numpy() for t in eager]
+    got = kernel(x, b, c)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, e.dtype, g.shape, e.shape)
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)

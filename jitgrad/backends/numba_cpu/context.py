@@ -75,6 +75,10 @@ class OpContext:
         """Size expressions of an input variable (or of the output): names or literals, run-time values."""
         return self._shapes[self.out if var is None else var]
 
+    def input_type(self, position: int) -> str:
+        """The numpy type (source spelling) of the node's ``position``-th argument."""
+        return numpy_type(self.node.args[position].meta["dtype"])
+
     @staticmethod
     def product(sizes: Sequence[str]) -> str:
         """Source for the product of size expressions (``1`` for none)."""
