@@ -10,13 +10,18 @@ from .registry import defop
 
 
 def normalize_index(index: Any) -> tuple:
-    """The index as a tuple numpy understands: tensors and lists become integer or boolean arrays."""
+    """The index as a tuple numpy understands: tensors and lists become integer or boolean arrays.
+    The index becomes an attribute of the op, so it must not be a traced tensor: under a trace it
+    stands for every value it could take, and baking in this one would give wrong results later."""
     if not isinstance(index, tuple):
         index = (index,)
     out = []
     for item in index:
         if isinstance(item, Tensor):
-            item = item._data
+            if item._data.dtype.kind in "biu":
+                item = item.numpy()  # the values themselves: a traced tensor refuses (TraceError)
+            else:
+                item = item._data
         elif isinstance(item, (list, range, np.ndarray)):
             item = np.asarray(item)
         if isinstance(item, np.ndarray) and item.dtype.kind not in "biu":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import jitgrad as jg
@@ -159,6 +160,18 @@ def test_a_hook_added_between_calls_is_seen_by_the_next_call():
     with pytest.warns(CompileWarning, match="hook"):
         f(x)
     assert_close(x.grad, jg.zeros(3, dtype=jg.float64))
+
+
+def test_an_index_tensor_argument_is_never_baked_into_the_graph():
+    def gather(x, index):
+        return (x[index] * 2.0).sum()
+    f = jg.compile(gather)
+    x = jg.randn(3, 4, dtype=jg.float64)
+    with pytest.warns(CompileWarning, match="numpy\\(\\) on a traced tensor"):
+        f(x, jg.tensor(np.array([0, 1, 2])))
+    for rows in ([2, 2, 0], [1, 0, 1]):   # the same shapes: a graph with the first index would be reused
+        index = jg.tensor(np.array(rows))
+        assert_close(f(x, index), gather(x, index))
 
 
 def test_anomaly_mode_runs_eagerly():
