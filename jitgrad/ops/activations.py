@@ -92,15 +92,16 @@ def _log_softmax_forward(a, dim):
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
-relu = defop("relu", ("self",), _relu, "ReluBackward0", lower="max({self}, {T}(0.0))",
+relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", lower="max({self}, {T}(0.0))",
              self=lambda grad, result: where(result > 0.0, grad, 0.0),
              jvp=lambda self_t, result: where(result > 0.0, self_t, 0.0))
 
 _gelu = defop("gelu", ("self",), floating_forward(_gelu_forward),
-             "GeluBackward0", self=_gelu_grad, lower=_gelu_lower,
+             "GeluBackward0", self=_gelu_grad, kind="elementwise", lower=_gelu_lower,
              jvp=lambda self_t, self, approximate: _gelu_grad(self_t, self, approximate))
 
-_softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0", lower=_softplus_lower,
+_softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
+                  kind="elementwise", lower=_softplus_lower,
                  self=lambda grad, self, beta, threshold:
                      where(self * beta > threshold, grad, grad * (self * beta).sigmoid()),
                  jvp=lambda self_t, self, beta, threshold:

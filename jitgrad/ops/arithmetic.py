@@ -59,34 +59,34 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
-            lower="({self} + {other})",
+            kind="elementwise", lower="({self} + {other})",
             self=lambda grad: grad,
             other=lambda grad: grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, other_t))
 
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
-            explain=_explain_binary, lower="({self} - {other})",
+            explain=_explain_binary, kind="elementwise", lower="({self} - {other})",
             self=lambda grad: grad,
             other=lambda grad: -grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, None if other_t is None else -other_t))
 
 mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
-            lower="({self} * {other})",
+            kind="elementwise", lower="({self} * {other})",
             self=lambda grad, other: grad * other,
             other=lambda grad, self: grad * self,
             jvp=lambda self_t, other_t, self, other: tangent_sum(None if self_t is None else self_t * other,
                                                                  None if other_t is None else self * other_t))
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
-            explain=_explain_binary, lower="({T}({self}) / {T}({other}))",
+            explain=_explain_binary, kind="elementwise", lower="({T}({self}) / {T}({other}))",
             self=lambda grad, other: grad / other,
             other=lambda grad, self, other: -grad * self / (other * other),
             jvp=lambda self_t, other_t, self, other: tangent_sum(
                 None if self_t is None else self_t / other,
                 None if other_t is None else -other_t * self / (other * other)))
 
-neg = defop("neg", ("self",), np.negative, "NegBackward0", lower="(-{self})",
+neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", lower="(-{self})",
             self=lambda grad: -grad,
             jvp=lambda self_t: -self_t)
 
@@ -127,7 +127,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
 
 
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
-            lower="({T}({self}) ** {T}({exponent}))",
+            kind="elementwise", lower="({T}({self}) ** {T}({exponent}))",
             self=_pow_self_grad,
             exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result),
             jvp=_pow_jvp)
@@ -146,13 +146,13 @@ def _select_jvp(self_t, other_t, self_wins, other_wins):
 
 
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
-                explain=_explain_binary, lower="max({T}({self}), {T}({other}))",
+                explain=_explain_binary, kind="elementwise", lower="max({T}({self}), {T}({other}))",
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
-                explain=_explain_binary, lower="min({T}({self}), {T}({other}))",
+                explain=_explain_binary, kind="elementwise", lower="min({T}({self}), {T}({other}))",
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self < other, self > other))
@@ -167,7 +167,8 @@ def _where_forward(condition, a, b):
 
 
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
-              explain=_explain_binary, lower="({out}({self}) if {condition} else {out}({other}))",
+              explain=_explain_binary,
+              kind="elementwise", lower="({out}({self}) if {condition} else {out}({other}))",
               self=lambda grad, condition: where(condition, grad, 0.0),
               other=lambda grad, condition: where(condition, 0.0, grad),
               jvp=lambda self_t, other_t, condition: where(condition, 0.0 if self_t is None else self_t,
@@ -193,7 +194,7 @@ def _clamp_lower(self, min, max, T, out):  # noqa: A002
     return value if max is None else f"min({value}, {max})"
 
 
-_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", lower=_clamp_lower,
+_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", lower=_clamp_lower,
               self=_clamp_grad,
               jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 
@@ -202,46 +203,53 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     return _clamp(input, min=min, max=max)
 
 
-abs = defop("abs", ("self",), np.abs, "AbsBackward0", lower="abs({self})",  # noqa: A001
+abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", lower="abs({self})",  # noqa: A001
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
 
-sign = defop("sign", ("self",), np.sign, "SignBackward0", lower="np.sign({self})",
+sign = defop("sign", ("self",), np.sign, "SignBackward0", kind="elementwise", lower="np.sign({self})",
              self=lambda grad: grad * 0.0,
              jvp=lambda self_t: self_t * 0.0)
 
 
-eq = defop("eq", ("self", "other"), _binary(np.equal), explain=_explain_binary, lower="({self} == {other})")
-ne = defop("ne", ("self", "other"), _binary(np.not_equal), explain=_explain_binary, lower="({self} != {other})")
-lt = defop("lt", ("self", "other"), _binary(np.less), explain=_explain_binary, lower="({self} < {other})")
-le = defop("le", ("self", "other"), _binary(np.less_equal), explain=_explain_binary, lower="({self} <= {other})")
-gt = defop("gt", ("self", "other"), _binary(np.greater), explain=_explain_binary, lower="({self} > {other})")
-ge = defop("ge", ("self", "other"), _binary(np.greater_equal), explain=_explain_binary, lower="({self} >= {other})")
+eq = defop("eq", ("self", "other"), _binary(np.equal), explain=_explain_binary,
+           kind="elementwise", lower="({self} == {other})")
+ne = defop("ne", ("self", "other"), _binary(np.not_equal), explain=_explain_binary,
+           kind="elementwise", lower="({self} != {other})")
+lt = defop("lt", ("self", "other"), _binary(np.less), explain=_explain_binary,
+           kind="elementwise", lower="({self} < {other})")
+le = defop("le", ("self", "other"), _binary(np.less_equal), explain=_explain_binary,
+           kind="elementwise", lower="({self} <= {other})")
+gt = defop("gt", ("self", "other"), _binary(np.greater), explain=_explain_binary,
+           kind="elementwise", lower="({self} > {other})")
+ge = defop("ge", ("self", "other"), _binary(np.greater_equal), explain=_explain_binary,
+           kind="elementwise", lower="({self} >= {other})")
 floor_divide = defop("floor_divide", ("self", "other"), _binary(np.floor_divide), explain=_explain_binary,
-                     lower="({T}({self}) // {T}({other}))")
+                     kind="elementwise", lower="({T}({self}) // {T}({other}))")
 remainder = defop("remainder", ("self", "other"), _binary(np.remainder),
                   lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
-                  explain=_explain_binary, lower="({T}({self}) % {T}({other}))",
+                  explain=_explain_binary, kind="elementwise", lower="({T}({self}) % {T}({other}))",
                   self=lambda grad: grad,
                   other=lambda grad, self, other: -grad * floor_divide(self, other),
                   jvp=lambda self_t, other_t, self, other: tangent_sum(
                       self_t, None if other_t is None else -other_t * floor_divide(self, other)))
 logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary,
-                    lower="(bool({self}) and bool({other}))")
+                    kind="elementwise", lower="(bool({self}) and bool({other}))")
 logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary,
-                   lower="(bool({self}) or bool({other}))")
-logical_not = defop("logical_not", ("self",), np.logical_not, lower="(not {self})")
+                   kind="elementwise", lower="(bool({self}) or bool({other}))")
+logical_not = defop("logical_not", ("self",), np.logical_not, kind="elementwise", lower="(not {self})")
 
 
 def _to_forward(a, dtype):
     return a.astype(dtype)
 
 
-_to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0", lower="{out}({self})",
+_to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
+                  kind="elementwise", lower="{out}({self})",
                  self=lambda grad: grad,
                  jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
-clone = defop("clone", ("self",), np.copy, "CloneBackward0", lower="{self}",
+clone = defop("clone", ("self",), np.copy, "CloneBackward0", kind="elementwise", lower="{self}",
               self=lambda grad: grad,
               jvp=lambda self_t: clone(self_t))
 

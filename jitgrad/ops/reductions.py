@@ -163,27 +163,29 @@ def _sum_forward(a, dim, keepdim):
     return np.sum(a, axis=dim, keepdims=keepdim)
 
 
-_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad, lower=_SUM,
+_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad,
+             kind="reduction", lower=_SUM,
              jvp=lambda self_t, dim, keepdim: _sum(self_t, dim=dim, keepdim=keepdim))
-_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"), lower=_MEAN,
+_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
+              kind="reduction", lower=_MEAN,
               self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
               jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
 _var = defop("var", ("self",), lambda a, dim, keepdim, correction: np.var(a, axis=dim, ddof=correction, keepdims=keepdim),
-             "VarBackward0", self=_var_grad, jvp=_var_jvp, lower=_VAR)
+             "VarBackward0", self=_var_grad, jvp=_var_jvp, kind="reduction", lower=_VAR)
 _std = defop("std", ("self",), lambda a, dim, keepdim, correction: np.std(a, axis=dim, ddof=correction, keepdims=keepdim),
-             "StdBackward0", self=_std_grad, jvp=_std_jvp, lower=_STD)
+             "StdBackward0", self=_std_grad, jvp=_std_jvp, kind="reduction", lower=_STD)
 _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
-              self=_prod_grad, lower={"init": "1", "update": "({acc} * {self})"},
+              self=_prod_grad, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"},
               jvp=lambda self_t, self, dim, keepdim:
                   _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
 _amax = defop("amax", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "AmaxBackward0",
-              self=_evenly_distribute, jvp=_evenly_read, lower=_MAX)
+              self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MAX)
 _amin = defop("amin", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "AminBackward0",
-              self=_evenly_distribute, jvp=_evenly_read, lower=_MIN)
+              self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MIN)
 _max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "MaxBackward1",
-                 self=_evenly_distribute, jvp=_evenly_read, lower=_MAX)
+                 self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MAX)
 _min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
-                 self=_evenly_distribute, jvp=_evenly_read, lower=_MIN)
+                 self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MIN)
 def _selecting_lower(ctx, better: str, with_values: bool):
     """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
     best element's index (as numpy and PyTorch do) and, for max/min(dim), its value. max/min(dim)
@@ -239,11 +241,11 @@ _argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=d
 _argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim),
                 lower=lambda ctx: _selecting_lower(ctx, "<", False))
 _all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim),
-             lower={"init": "True", "update": "({acc} and bool({self}))"})
+             kind="reduction", lower={"init": "True", "update": "({acc} and bool({self}))"})
 _any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim),
-             lower={"init": "False", "update": "({acc} or bool({self}))"})
+             kind="reduction", lower={"init": "False", "update": "({acc} or bool({self}))"})
 _logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad,
-                   jvp=_logsumexp_jvp, lower=_LOGSUMEXP)
+                   jvp=_logsumexp_jvp, kind="reduction", lower=_LOGSUMEXP)
 
 
 def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:

@@ -36,6 +36,7 @@ from ..autograd.versions import mark_views
 from ..tensor import Tensor
 
 REGISTRY: dict[str, "OpDef"] = {}
+KINDS = frozenset({"elementwise", "reduction", "statement"})
 
 
 @dataclass(eq=False)
@@ -48,6 +49,9 @@ class OpDef:
     call (``PowBackward0/1/2``). ``jvp`` gives the output's tangent from the inputs' (forward mode).
     ``view`` ops (reshape, transpose, basic indexing...) may return their input's memory.
     ``explain`` turns a failure of the forward into a message that names the op and the shapes.
+    ``kind`` is what the fusion pass and the backends need to know of it: ``"elementwise"`` (one
+    output element from the inputs' elements at the same, broadcast, index: it fuses into a loop),
+    ``"reduction"`` (folds ``dim`` of its input: it can end a loop) or ``"statement"`` (anything else).
     """
 
     name: str
@@ -60,11 +64,14 @@ class OpDef:
     jvp: Callable[..., Any] | None = None
     view: bool = False
     lower: Any = None
+    kind: str = "statement"
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"op {self.name}: kind must be one of {sorted(KINDS)}, not {self.kind!r}")
         self.reads, self.save_plans = {}, {}
         for input_name, formula in self.derivatives.items():
             if input_name not in self.inputs:
@@ -156,10 +163,11 @@ def register(op: OpDef) -> OpDef:
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
           jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
-          **derivatives: Callable[..., Any]) -> OpDef:
+          kind: str = "statement", **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter)."""
-    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower))
+    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
+                          kind))
 
 
 class _Observers(threading.local):

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...fx.graph import Graph, format_arg
 from ...fx.node import Node, Opcode, iter_nodes, tuple_item
-from ...fx.passes.fusion import ELEMENTWISE, REDUCTIONS
+from ...fx.passes.fusion import kind_of
 from .context import OpContext, numpy_type, product
 from .outlining import Outliner
 
@@ -68,12 +68,8 @@ def ir_line(node: Node) -> str:
 
 
 def lowering_kind(node: Node) -> str:
-    name = node.target_name
-    if name in ELEMENTWISE:
-        return "elementwise"
-    if name in REDUCTIONS:
-        return "reduction"
-    return "statement"
+    """``elementwise``, ``reduction`` or ``statement``: which form its op's lowering takes."""
+    return kind_of(node)
 
 
 def check_lowerings(graph: Graph) -> None:

@@ -2,11 +2,11 @@
 
 Registry entries declare their lowering (``lower=`` in ``defop``) in one of three forms, by the kind of op:
 
-- an elementwise op (``fusion.ELEMENTWISE``): a scalar expression, a ``str.format`` template over the
+- an elementwise op (``kind="elementwise"``): a scalar expression, a ``str.format`` template over the
   inputs' scalar values (``{self}``, ``{other}``), the node's attributes (``{min}``), ``{T}`` (the numpy
   type to cast constants to, so that float32 stays float32) and ``{out}`` (the output's numpy type); or a
   function of those same names returning such an expression;
-- a reduction (``fusion.REDUCTIONS``): a ``dict`` of templates over ``{acc}`` (the accumulator) and
+- a reduction (``kind="reduction"``): a ``dict`` of templates over ``{acc}`` (the accumulator) and
   ``{self}``: ``init``, ``update``, optional ``finish`` (which may read ``{count}``, the number of
   elements reduced) and, for two-pass reductions (var, logsumexp), ``first``: a dict of the same form
   whose finished value the second pass reads as ``{first}``;

@@ -1,6 +1,6 @@
 """``group_fusions``: marks groups of nodes that can run as one loop nest.
 
-Elementwise ops (with broadcasting: an input of a smaller shape is read with a stride of 0, and
+Elementwise ops (``kind="elementwise"`` in their registry entry; with broadcasting: an input of a smaller shape is read with a stride of 0, and
 ``expand`` is such a read) over the same output shape share a loop; a reduction can end the loop nest
 of its input (its loop runs over the input's shape) and closes the group, since what reads its smaller
 result needs a new loop. A node joins a group only when no path leaves the group and comes back to
@@ -18,14 +18,10 @@ from dataclasses import dataclass, field
 from ..graph import Graph
 from ..node import Node, Opcode
 
-ELEMENTWISE = frozenset({
-    "add", "sub", "mul", "div", "neg", "pow", "maximum", "minimum", "where", "clamp", "abs", "sign",
-    "remainder", "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-    "logical_not", "to_dtype", "clone", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
-    "tan", "tanh", "sigmoid", "erf", "relu", "gelu", "softplus", "expand",
-})
-REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "prod", "all", "any", "logsumexp",
-                        "var", "std"})
+def kind_of(node: Node) -> str:
+    """The node's op kind as its registry entry declares it (``OpDef.kind``); ``statement`` for what
+    is not a registry op (``tuple_item``, placeholders)."""
+    return getattr(node.target, "kind", "statement") if node.op is Opcode.CALL_FUNCTION else "statement"
 
 
 @dataclass(eq=False)
@@ -47,11 +43,10 @@ class FusionGroup:
 
 def _loop_shape(node: Node) -> tuple[int, ...] | None:
     """The iteration space of the node's loop, or None when it does not fuse."""
-    if node.op is not Opcode.CALL_FUNCTION:
-        return None
-    if node.target_name in ELEMENTWISE:
+    kind = kind_of(node)
+    if kind == "elementwise":
         return node.meta["shape"]
-    if node.target_name in REDUCTIONS and isinstance(node.args[0], Node):
+    if kind == "reduction" and isinstance(node.args[0], Node):
         return node.args[0].meta["shape"]
     return None
 
@@ -110,7 +105,7 @@ class _Grouping:
                 self.groups.append(group)
             group.members.append(node)
             group.upstream |= {g.find() for g in upstream} - {group}
-            group.closed = node.target_name in REDUCTIONS
+            group.closed = kind_of(node) == "reduction"
             self.group_of[node] = group
             upstream.add(group)
         self.reaches[node] = upstream

@@ -14,7 +14,7 @@ from ..graph import Graph
 from ..joint import is_backward, saved_values
 from ..node import Node, Opcode, iter_nodes, map_nodes
 from .dead_code import eliminate_dead_code
-from .fusion import ELEMENTWISE
+from .fusion import kind_of
 from .memory import value_bytes
 
 
@@ -36,7 +36,7 @@ def _choose_saved(graph: Graph, needed: list[Node]) -> tuple[list[Node], list[No
     while changed:
         changed = False
         for node in sorted(saved, key=position.__getitem__, reverse=True):
-            if node.op is not Opcode.CALL_FUNCTION or node.target_name not in ELEMENTWISE:
+            if kind_of(node) != "elementwise":
                 continue
             extra = [i for i in node.all_input_nodes if i.op is not Opcode.GET_ATTR and i not in saved]
             if sum(value_bytes(i) for i in extra) <= value_bytes(node):
