@@ -22,3 +22,17 @@ def assert_close(actual, expected, what: str = "value") -> None:
 def leaves(tensors, requires_grad=True):
     """Fresh leaf copies of numpy arrays (float ones require grad)."""
     return [jg.tensor(a, requires_grad=requires_grad and a.dtype.kind == "f") for a in tensors]
+
+
+def w1_step(x):
+    """The benchmarks' W1 as a training step (backward inside): the compile tests' small real workload."""
+    import workloads
+
+    x.grad = None
+    y = x
+    for _ in range(workloads.W1_ITERS):
+        y = jg.sin(y) * 1.01 + 0.1
+        y = jg.tanh(y) * y
+    loss = y.sum()
+    loss.backward()
+    return loss, (x.grad,)

@@ -6,7 +6,7 @@ import pytest
 
 import jitgrad as jg
 import workloads
-from compile_helpers import assert_close
+from compile_helpers import assert_close, w1_step
 
 LR = 0.1
 
@@ -69,16 +69,6 @@ def test_gradient_already_there_is_an_input():
 
 def test_w1_whole_step_matches_eager():
     inputs = workloads.w1_inputs(True)
-
-    def w1_step(x):
-        x.grad = None
-        y = x
-        for _ in range(workloads.W1_ITERS):
-            y = jg.sin(y) * 1.01 + 0.1
-            y = jg.tanh(y) * y
-        loss = y.sum()
-        loss.backward()
-        return loss, (x.grad,)
     compiled = jg.compile(w1_step)
     x, xe = jg.tensor(inputs["x"], requires_grad=True), jg.tensor(inputs["x"], requires_grad=True)
     for _ in range(2):
