@@ -84,13 +84,25 @@ def _basic_items(index: tuple, shape: tuple) -> list[str] | None:
     return items
 
 
+def gather_lines(ctx, source: str, positions: str) -> list[str]:
+    """``ctx.out`` as a new array of the elements of ``source`` at flat ``positions``."""
+    flat, i = f"{ctx.out}_flat", f"{ctx.out}_i"
+    ctx.result_contiguous = True
+    return [f"{flat} = np.empty({positions}.size, {ctx.T})",
+            f"{source}_all = {ctx.contiguous(source)}.reshape(-1)",
+            f"for {i} in range({positions}.size):",
+            f"    {flat}[{i}] = {source}_all[{positions}[{i}]]",
+            f"{ctx.out} = {flat}.reshape({ctx.shape_tuple()})"]
+
+
 def _getitem_lower(ctx):
     """Basic indexing: slices stay a view; an integer becomes a one-wide slice, and the result a
-    reshaped copy (so that no 0-d array appears in generated code)."""
-    index = ctx.attrs["index"]
-    items = _basic_items(index, ctx.node.args[0].meta["shape"])
+    reshaped copy (so that no 0-d array appears in generated code). Anything else (integer and
+    boolean arrays, None, a 0-d input) gathers by flat positions computed when lowering."""
+    index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
+    items = _basic_items(index, shape)
     if items is None:
-        raise NotImplementedError("advanced indexing, None and 0-d inputs are not lowered")
+        return gather_lines(ctx, ctx.self, ctx.positions(shape, index))
     selected = f"{ctx.self}[{', '.join(items)}]"
     integers = any(isinstance(i, (int, np.integer)) for i in index)
     return f"{ctx.out} = {ctx.reshaped(selected) if integers else selected}"
@@ -98,11 +110,15 @@ def _getitem_lower(ctx):
 
 def _index_scatter_lower(ctx):
     """Zeros, and the gradient written into the region a basic index selected (an integer's dimension
-    kept as a one-wide slice)."""
+    kept as a one-wide slice), or added at the flat positions of an advanced one."""
     index, shape = ctx.attrs["index"], ctx.attrs["shape"]
     items = _basic_items(index, shape)
-    if items is None:
-        raise NotImplementedError("the scatter of an advanced index is not lowered")
+    if items is None:  # accumulate element by element: an index may repeat
+        positions, flat, grad, i = ctx.positions(shape, index), f"{ctx.out}_all", f"{ctx.out}_grad", f"{ctx.out}_i"
+        return [f"{ctx.out}[...] = 0", f"{flat} = {ctx.out}.reshape(-1)",
+                f"{grad} = {ctx.contiguous(ctx.grad)}.reshape(-1)",
+                f"for {i} in range({positions}.size):",
+                f"    {flat}[{positions}[{i}]] += {grad}[{i}]"]
     region, sizes = [], iter(ctx.shape(ctx.grad) if ctx.rank(ctx.grad) else ())
     for item in _without_ellipsis(index, len(shape)):
         region.append("1" if isinstance(item, (int, np.integer)) else next(sizes))

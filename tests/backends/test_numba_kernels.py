@@ -168,3 +168,29 @@ def test_statement_lowerings_compile_under_numba():
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, e.dtype, g.shape, e.shape)
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+
+
+def test_advanced_indexing_and_writes_compile_under_numba():
+    """Gathers and scatters by flat positions computed when lowering: integer and boolean array
+    indices, their accumulating backward, index_put with broadcast values, a write through a view."""
+    rng = np.random.default_rng(5)
+    x, v = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    rows, mask = np.array([2, 0, 2]), x > 0.2
+
+    def program(x, v):
+        picked = x[jg.tensor(rows)] * 2.0 + x[jg.tensor(mask)].sum()
+        y = x * 1.0
+        y[jg.tensor(np.array([1, 3]))] = v          # index_put, values broadcast over the rows
+        y[:, 1:2].mul_(3.0)                          # a write through a view: copy_slices
+        loss = picked.sum() + (y * y).sum()
+        loss.backward()
+        return loss, picked, y
+    graph = passes.PassManager().run(fx.trace(program, jg.tensor(x, requires_grad=True),
+                                              jg.tensor(v, requires_grad=True)).graph)
+    names = {n.target_name for n in graph.nodes}
+    assert {"getitem", "index_scatter", "index_put", "copy_slices"} <= names, names
+    kernel = lower(graph)
+    eager = [jg.tensor(x, requires_grad=True), jg.tensor(v, requires_grad=True)]
+    expected = [t.detach().numpy() for t in program(*eager)] + [t.grad.numpy() for t in eager]
+    for got, want in zip(kernel(x, v), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -1,6 +1,7 @@
 """Writes a graph as the source of one ``kernel`` function for ``numba.njit``.
 
-The function takes the placeholders' arrays, the graph's constants, one workspace array per dtype of
+The function takes the placeholders' arrays, the graph's constants, the index vectors some lowerings
+compute at lowering time (flat positions of an advanced index), one workspace array per dtype of
 intermediate values, ``sizes`` (an int64 array of the sizes no input's ``.shape`` gives, such as a
 flattened dimension) and ``scalars`` (a float64 array of the Python numbers in the graph, cast once at
 the top to the dtype they meet), and returns the outputs. No size and no number is written into the
@@ -50,6 +51,7 @@ class GeneratedKernel:
 
     source: str
     constants: list[str]                 # graph.constants keys, in argument order
+    index_arrays: list[np.ndarray]       # int64 vectors lowerings asked for, after the constants
     workspaces: list[tuple[np.dtype, int]]  # one array per dtype of intermediates: dtype, elements
     sizes: list[int]
     scalars: list[float]
@@ -110,6 +112,7 @@ class _Writer:
         self.output_buffers: set[str] = set()
         self.allocated: set[str] = set()
         self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
+        self.index_arrays: dict[str, np.ndarray] = {}   # arguments made by lowerings (flat positions)
 
     # ---- names and sizes ---------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -183,6 +186,13 @@ class _Writer:
         self.allocations.append(f"    {var} = {workspace}[{at}:{at} + {count}]")
         self.allocations.append(f"    {at} += {count}")
 
+    def index_argument(self, node: Node, array: np.ndarray) -> str:
+        """A new argument of the kernel holding ``array`` (an int64 vector a lowering computed from
+        the node's attributes and the traced shapes): values are arguments, never source."""
+        name = self.fresh(f"{node.name}_positions")
+        self.index_arrays[name] = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
+        return name
+
     def statement(self, node: Node, out: list[str]) -> None:
         out.append(f"    # {ir_line(node)}")
         if node.target is tuple_item:
@@ -203,7 +213,8 @@ class _Writer:
             self.bind(node, name, False)
         else:
             self.var[node] = name
-        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks, self.fortran)
+        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks, self.fortran,
+                        lambda array: self.index_argument(node, array))
         try:
             lines = op.lower(ctx)
         except NotImplementedError as error:
@@ -538,14 +549,15 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     body = w.outliner.resolve(body)
     returned = ", ".join(w.var[n] for n in outputs)
     workspaces = sorted(w.workspaces)
-    signature = ", ".join(params + [f"workspace_{name}" for name in workspaces] + ["sizes", "scalars"])
+    signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
+                          + ["sizes", "scalars"])
     header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
               "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32", "", "",
               *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")
     source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{',' if len(outputs) == 1 else ''})"]) + "\n"
-    return GeneratedKernel(source, [c.target for c in constants], [(np.dtype(name), w.workspaces[name])
-                                                                   for name in workspaces],
+    return GeneratedKernel(source, [c.target for c in constants], list(w.index_arrays.values()),
+                           [(np.dtype(name), w.workspaces[name]) for name in workspaces],
                            w.sizes, w.scalars, outputs, w.outliner.inline_parallel,
                            [len(n.meta["shape"]) == 0 for n in outputs])

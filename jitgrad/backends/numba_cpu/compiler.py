@@ -68,7 +68,7 @@ class CompiledGraph:
         self.names = [p.name for p in placeholders]
         self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
         self.constants = tuple(np.ascontiguousarray(graph.constants[k]._data).reshape(
-            graph.constants[k]._data.shape or (1,)) for k in generated.constants)
+            graph.constants[k]._data.shape or (1,)) for k in generated.constants) + tuple(generated.index_arrays)
         self.workspace_sizes = generated.workspaces
         self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
         self.scalar_outputs = [i for i, scalar in enumerate(generated.scalar_outputs) if scalar]

@@ -17,7 +17,7 @@ Registry entries declare their lowering (``lower=`` in ``defop``) in one of thre
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -44,7 +44,8 @@ class OpContext:
     tensor is a 1-element array (the wrapper reshapes at the boundary)."""
 
     def __init__(self, node: Node, inputs: dict[str, Any], out: str, shapes: dict[str, tuple[str, ...]],
-                 contiguous: dict[str, bool], ranks: dict[str, int], fortran: set[str]) -> None:
+                 contiguous: dict[str, bool], ranks: dict[str, int], fortran: set[str],
+                 index_argument: Callable[[np.ndarray], str] | None = None) -> None:
         self.node = node
         self.inputs = inputs
         self.out = out
@@ -53,6 +54,7 @@ class OpContext:
         self._contiguous = contiguous
         self._ranks = ranks
         self._fortran = fortran
+        self._index_argument = index_argument
         self.result_contiguous = False
         self.result_fortran = False
 
@@ -74,6 +76,16 @@ class OpContext:
     def shape(self, var: str | None = None) -> tuple[str, ...]:
         """Size expressions of an input variable (or of the output): names or literals, run-time values."""
         return self._shapes[self.out if var is None else var]
+
+    def index_argument(self, array: np.ndarray) -> str:
+        """The name of a new kernel argument holding ``array`` as an int64 vector: for positions a
+        lowering computes from the node's attributes (an advanced index) and the traced shapes."""
+        return self._index_argument(array)
+
+    def positions(self, shape: tuple[int, ...], index: Any) -> str:
+        """A kernel argument with the flat positions, in a C-ordered array of ``shape``, of the
+        elements ``index`` selects, in the order the selection lists them."""
+        return self.index_argument(np.arange(int(np.prod(shape))).reshape(shape)[index])
 
     def input_type(self, position: int) -> str:
         """The numpy type (source spelling) of the node's ``position``-th argument."""
