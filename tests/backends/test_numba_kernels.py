@@ -194,3 +194,12 @@ def test_advanced_indexing_and_writes_compile_under_numba():
     expected = [t.detach().numpy() for t in program(*eager)] + [t.grad.numpy() for t in eager]
     for got, want in zip(kernel(x, v), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fastmath_is_passed_to_numba_and_keeps_results_close():
+    x = np.random.default_rng(6).standard_normal((5, 7)).astype(np.float32)
+    graph = passes.PassManager().run(fx.trace(lambda x: (x.exp() * x).sum(dim=1), jg.tensor(x)).graph)
+    plain, fast = lower(graph), lower(graph, fastmath=True)
+    assert fast.kernel.targetoptions["fastmath"] and not plain.kernel.targetoptions["fastmath"]
+    assert fast.kernel is not plain.kernel  # the in-memory kernel cache keys on fastmath too
+    np.testing.assert_allclose(fast(x)[0], plain(x)[0], rtol=1e-5)
