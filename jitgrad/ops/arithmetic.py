@@ -9,7 +9,7 @@ from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
-from .registry import defop
+from .registry import OpDef, defop
 
 
 def _promote(a, b):
@@ -212,18 +212,18 @@ sign = defop("sign", ("self",), np.sign, "SignBackward0", kind="elementwise", lo
              jvp=lambda self_t: self_t * 0.0)
 
 
-eq = defop("eq", ("self", "other"), _binary(np.equal), explain=_explain_binary,
-           kind="elementwise", lower="({self} == {other})")
-ne = defop("ne", ("self", "other"), _binary(np.not_equal), explain=_explain_binary,
-           kind="elementwise", lower="({self} != {other})")
-lt = defop("lt", ("self", "other"), _binary(np.less), explain=_explain_binary,
-           kind="elementwise", lower="({self} < {other})")
-le = defop("le", ("self", "other"), _binary(np.less_equal), explain=_explain_binary,
-           kind="elementwise", lower="({self} <= {other})")
-gt = defop("gt", ("self", "other"), _binary(np.greater), explain=_explain_binary,
-           kind="elementwise", lower="({self} > {other})")
-ge = defop("ge", ("self", "other"), _binary(np.greater_equal), explain=_explain_binary,
-           kind="elementwise", lower="({self} >= {other})")
+def _comparison(name: str, ufunc: np.ufunc, symbol: str) -> OpDef:
+    """A comparison: elementwise, a bool result, no derivative."""
+    return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary, kind="elementwise",
+                 lower=f"({{self}} {symbol} {{other}})")
+
+
+eq = _comparison("eq", np.equal, "==")
+ne = _comparison("ne", np.not_equal, "!=")
+lt = _comparison("lt", np.less, "<")
+le = _comparison("le", np.less_equal, "<=")
+gt = _comparison("gt", np.greater, ">")
+ge = _comparison("ge", np.greater_equal, ">=")
 floor_divide = defop("floor_divide", ("self", "other"), _binary(np.floor_divide), explain=_explain_binary,
                      kind="elementwise", lower="({T}({self}) // {T}({other}))")
 remainder = defop("remainder", ("self", "other"), _binary(np.remainder),
