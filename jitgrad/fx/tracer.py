@@ -113,11 +113,14 @@ class Tracer:
         return node
 
     def as_arg(self, value: Any) -> Any:
-        """``value`` with its tensors replaced by their nodes (sequences kept as they are)."""
+        """``value`` with its tensors replaced by their nodes (sequences kept as they are, but a tuple
+        of a subclass, such as what ``max(dim)`` returns, becomes a plain one: the IR holds plain
+        tuples and lists)."""
         if isinstance(value, Tensor):
             return self.node_of(value)
         if isinstance(value, (tuple, list)):
-            return type(value)(self.as_arg(v) for v in value)
+            items = [self.as_arg(v) for v in value]
+            return items if isinstance(value, list) else tuple(items)
         if isinstance(value, dict):
             return {k: self.as_arg(v) for k, v in value.items()}
         return value

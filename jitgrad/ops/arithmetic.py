@@ -145,14 +145,23 @@ def _select_jvp(self_t, other_t, self_wins, other_wins):
     return where(self_wins, a, where(other_wins, b, (a + b) * 0.5))
 
 
+def _select_lower(keeps: str):
+    """The lowering of maximum (``keeps=">="``) or minimum: ``self`` where it wins or is NaN, else
+    ``other``, so that a NaN on either side is the result, as numpy's maximum has it."""
+    def lower(self, other, T, out):
+        a, b = f"{T}({self})", f"{T}({other})"
+        return f"({a} if {a} {keeps} {b} or {a} != {a} else {b})"
+    return lower
+
+
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
-                explain=_explain_binary, kind="elementwise", lower="max({T}({self}), {T}({other}))",
+                explain=_explain_binary, kind="elementwise", lower=_select_lower(">="),
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
-                explain=_explain_binary, kind="elementwise", lower="min({T}({self}), {T}({other}))",
+                explain=_explain_binary, kind="elementwise", lower=_select_lower("<="),
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self < other, self > other))

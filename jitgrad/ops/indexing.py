@@ -69,18 +69,17 @@ def _without_ellipsis(index: tuple, rank: int) -> tuple:
 
 def _basic_items(index: tuple, shape: tuple) -> list[str] | None:
     """Source for a basic index as slices (an integer is a one-wide slice), one per dimension it
-    names; None for what the backend does not lower: arrays (their values would have to travel as
-    constants), None, or a 0-d input."""
+    names; None for what lowers as a gather or scatter by flat positions instead: arrays, None, or
+    a 0-d input."""
     if _is_advanced(index) or None in index or not shape:
         return None
-    index = _without_ellipsis(index, len(shape))
     items = []
-    for item, size in zip(index, shape):
+    for item in _without_ellipsis(index, len(shape)):
         if isinstance(item, slice):
             items.append(":".join("" if v is None else str(v) for v in (item.start, item.stop, item.step)))
-        else:
-            start = int(item) % size
-            items.append(f"{start}:{start + 1}")
+        else:  # counted from the end when negative, so that the size stays out of the source
+            start = int(item)
+            items.append(f"{start}:{start + 1}" if start != -1 else "-1:")
     return items
 
 

@@ -106,13 +106,13 @@ def _copy_lower(ctx):
     """``src`` broadcast into the output (the shape and dtype of ``self``)."""
     src = ctx.src
     if not isinstance(src, str):  # a Python number
-        return f"{ctx.out}[...] = {ctx.T}({float(src)!r})"
+        return f"{ctx.out}[...] = {ctx.number(src)}"
     return f"{ctx.out}[...] = np.broadcast_to({src}, {ctx.shape_tuple()})"
 
 
 _fill = defop("fill", ("self",), lambda a, value, zero: np.full_like(a, value),
               lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2",
-              lower=lambda ctx: f"{ctx.out}[...] = {ctx.T}({float(ctx.attrs['value'])!r})",
+              lower=lambda ctx: f"{ctx.out}[...] = {ctx.number(ctx.attrs['value'])}",
               jvp=lambda self_t: self_t * 0.0,
               self=lambda grad: grad * 0.0)
 
@@ -140,7 +140,7 @@ def _scatter_lines(ctx, positions: str, values: Any, value_positions: str | None
         at = f"{value_positions}[{i}]" if value_positions else i
         value = f"{ctx.out}_values[{at}]"
     else:
-        value = f"{ctx.T}({float(values)!r})"
+        value = ctx.number(values)
     return lines + [f"for {i} in range({positions}.size):", f"    {flat}[{positions}[{i}]] = {value}"]
 
 

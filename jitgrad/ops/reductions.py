@@ -149,8 +149,10 @@ def _logsumexp_jvp(self_t, self, result, dim, keepdim):
 # Lowerings of the reductions: accumulator templates (see jitgrad.backends.numba_cpu.context).
 _SUM = {"init": "0", "update": "({acc} + {self})"}
 _MEAN = dict(_SUM, finish="({acc} / {count})")
-_MAX = {"init": "-np.inf", "update": "max({acc}, {self})"}
-_MIN = {"init": "np.inf", "update": "min({acc}, {self})"}
+# A NaN met becomes the running value and stays it, as numpy's max and min propagate NaN (Python's
+# ``max`` keeps whichever argument comes first when they do not compare).
+_MAX = {"init": "{lowest}", "update": "({self} if {self} > {acc} or {self} != {self} else {acc})"}
+_MIN = {"init": "{highest}", "update": "({self} if {self} < {acc} or {self} != {self} else {acc})"}
 _CENTRED = "({self} - {first}) * ({self} - {first})"
 _VAR = {"first": _MEAN, "init": "0", "update": "({acc} + " + _CENTRED + ")",
         "finish": "({acc} / ({count} - {T}({correction})))"}
@@ -189,10 +191,11 @@ _min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, k
 def _selecting_lower(ctx, better: str, with_values: bool):
     """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
     best element's index (as numpy and PyTorch do) and, for max/min(dim), its value. max/min(dim)
-    bind their output to the pair ``(values, indices)``, new arrays of the reduced shape."""
+    bind their output to the pair ``(values, indices)``, new arrays of the reduced shape. The first
+    NaN is the best element, as numpy's argmax has it."""
     dim = ctx.attrs["dim"]
     dim = dim[0] if isinstance(dim, tuple) else dim
-    a, p, q, k, best, at = (f"{ctx.out}_{s}" for s in ("in", "p", "q", "k", "best", "at"))
+    a, p, q, k, best, at, value = (f"{ctx.out}_{s}" for s in ("in", "p", "q", "k", "best", "at", "value"))
     lines = [f"{a} = {ctx.contiguous(ctx.self)}.reshape({ctx.rows(dim, ctx.self)})"]
     if with_values:
         values, indices = f"{ctx.out}_values", f"{ctx.out}_indices"
@@ -206,8 +209,9 @@ def _selecting_lower(ctx, better: str, with_values: bool):
               f"        {best} = {a}[{p}, 0, {q}]",
               f"        {at} = 0",
               f"        for {k} in range(1, {a}.shape[1]):",
-              f"            if {a}[{p}, {k}, {q}] {better} {best}:",
-              f"                {best} = {a}[{p}, {k}, {q}]",
+              f"            {value} = {a}[{p}, {k}, {q}]",
+              f"            if {value} {better} {best} or ({value} != {value} and {best} == {best}):",
+              f"                {best} = {value}",
               f"                {at} = {k}",
               f"        {indices}[{p}, {q}] = {at}"]
     if with_values:

@@ -71,10 +71,13 @@ def _stack_lower(ctx):
 
 
 def _split_lower(ctx):
-    dim, start, pieces = ctx.attrs["dim"], 0, []
+    """Views of consecutive slices, their bounds run-time sizes (a split along the batch dimension
+    keeps its source when the batch size changes)."""
+    dim, start, pieces = ctx.attrs["dim"], "0", []
     for size in ctx.attrs["sizes"]:
-        pieces.append(f"{ctx.self}[{_slice_at(ctx.rank(ctx.self), dim, str(start), str(start + size))}]")
-        start += size
+        stop = ctx.size(size) if start == "0" else f"{start} + {ctx.size(size)}"
+        pieces.append(f"{ctx.self}[{_slice_at(ctx.rank(ctx.self), dim, start, stop)}]")
+        start = stop
     return f"{ctx.out} = ({', '.join(pieces)},)"
 
 

@@ -5,6 +5,7 @@ import numpy as np
 
 import jitgrad as jg
 from jitgrad import fx
+from jitgrad.backends.numba_cpu import lower
 from jitgrad.fx import passes
 from jitgrad.fx.node import iter_leaves
 
@@ -24,14 +25,16 @@ def sample_program(sample):
     return program
 
 
-def batch_program(samples):
-    """One program running every sample on its own slice of the arguments."""
+def batch_program(samples, backward=True):
+    """One program running every sample (and its backward, unless ``backward=False``) on its own
+    slice of the arguments."""
     counts = [len(s.shapes) for s in samples]
 
     def program(*inputs):
         outs, start = [], 0
         for sample, count in zip(samples, counts):
-            outs.append(sample_program(sample)(*inputs[start:start + count]))
+            run = sample_program(sample) if backward else sample.fn
+            outs.append(run(*inputs[start:start + count]))
             start += count
         return tuple(outs)
     return program
@@ -47,6 +50,12 @@ def arrays_of(samples, dtype=None, seed=1):
 def optimized_graph(program, arrays):
     """The traced graph of ``program`` after the default pass pipeline."""
     return passes.PassManager().run(fx.trace(program, *leaves(arrays)).graph)
+
+
+def lowered(program, arrays, **options):
+    """The optimized graph of ``program`` traced on ``arrays``, and that graph lowered."""
+    graph = optimized_graph(program, arrays)
+    return graph, lower(graph, **options)
 
 
 def interpreted(graph, arrays):

@@ -29,6 +29,7 @@ import numpy as np
 from ...fx.graph import Graph, format_arg
 from ...fx.node import Node, Opcode, iter_nodes, tuple_item
 from ...fx.passes.fusion import kind_of
+from .buffers import plan_buffers, shared_memory
 from .context import OpContext, numpy_type, product
 from .outlining import Outliner
 
@@ -214,7 +215,8 @@ class _Writer:
         else:
             self.var[node] = name
         ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks, self.fortran,
-                        lambda array: self.index_argument(node, array))
+                        lambda array: self.index_argument(node, array),
+                        lambda value: self.scalar(value, ctx.dtype, f"{node.name}_value"), self.size)
         try:
             lines = op.lower(ctx)
         except NotImplementedError as error:
@@ -232,6 +234,15 @@ def _tuple(sizes: tuple[str, ...]) -> str:
 
 def _dtype(node: Node) -> np.dtype:
     return np.dtype(node.meta["dtype"])
+
+
+def _extremes(dtype: np.dtype) -> dict[str, str]:
+    """Source for the least and the greatest value of ``dtype`` (where max and min start)."""
+    if dtype.kind == "f":
+        return {"lowest": "-np.inf", "highest": "np.inf"}
+    if dtype.kind == "b":
+        return {"lowest": "False", "highest": "True"}
+    return {"lowest": str(np.iinfo(dtype).min), "highest": str(np.iinfo(dtype).max)}
 
 
 def _compute_dtype(node: Node) -> np.dtype:
@@ -275,46 +286,6 @@ def _units(graph: Graph) -> list[list[Node]]:
         done.add(ready)
         order.append(units[ready])
     return order
-
-
-# ---- buffers -------------------------------------------------------------------------------------------
-def _plan_buffers(order: list[list[Node]], materialized: set[Node],
-                  outputs: set[Node]) -> tuple[dict[Node, str], set[str]]:
-    """The memory plan's buffer for each materialized value, checked against the emission order and
-    views (a view keeps its base's buffer alive); a value whose planned buffer is still in use gets its
-    own. Also the buffers an output lives in (directly or as a view): those are new every call."""
-    position: dict[Node, int] = {}
-    for p, members in enumerate(order):
-        for node in members:
-            position[node] = p
-    base: dict[Node, Node] = {}
-    for members in order:
-        for node in members:
-            if node.target is tuple_item or (node.target.view and lowering_kind(node) == "statement"):
-                source = node.args[0]
-                base[node] = base.get(source, source)
-    last: dict[Node, int] = {}
-    end = len(order)
-    for members in order:
-        for node in members:
-            for used in node.all_input_nodes:
-                root = base.get(used, used)
-                last[root] = max(last.get(root, -1), position[node])
-    for node in outputs:
-        last[base.get(node, node)] = end
-    free_after: dict[str, int] = {}
-    buffers: dict[Node, str] = {}
-    for members in order:
-        for node in members:
-            if node not in materialized or node in base:
-                continue
-            planned = node.meta.get("buffer", node.name)
-            start = position[node]
-            if planned in free_after and free_after[planned] >= start:
-                planned = f"{planned}_{node.name}"
-            buffers[node] = planned
-            free_after[planned] = max(last.get(node, start), start)
-    return buffers, {buffers[base.get(n, n)] for n in outputs if base.get(n, n) in buffers}
 
 
 # ---- one fusion group: one loop nest -------------------------------------------------------------------
@@ -462,7 +433,8 @@ class _Group:
         T = numpy_type(_dtype(red))
         index = self.output_index(red)
         names = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
-        names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None)
+        names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None,
+                     **_extremes(_dtype(red)))
         body = self.body(write_outputs)
         body.append(f"# {ir_line(red)}")
         value = self.read(red.args[0], red, "self")
@@ -510,6 +482,20 @@ class _Group:
 
 
 # ---- the whole function --------------------------------------------------------------------------------
+def _returned(w: _Writer, order: list[list[Node]], outputs: list[Node], body: list[str]) -> list[str]:
+    """The variables the kernel returns: each output's array, or a copy of it (appended to ``body``)
+    where that memory is not the output's own."""
+    returned = []
+    for node, owner in zip(outputs, shared_memory(order, outputs)):
+        var = w.var[node]
+        if owner is not None:
+            copy = w.fresh(f"{var}_copy")
+            body.append(f"    {copy} = {var}.copy()  # %{node.name} would share memory with {owner}")
+            var = copy
+        returned.append(var)
+    return returned
+
+
 def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> GeneratedKernel:
     """The kernel source for ``graph`` (not modified) and the values its wrapper passes in."""
     check_lowerings(graph)
@@ -539,7 +525,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
             if kind == "statement" or kind == "reduction" or node in outputs or \
                     any(unit_of.get(u, -1) != i for u in node.users if u.op is not Opcode.OUTPUT):
                 materialized.add(node)
-    w.buffers, w.output_buffers = _plan_buffers(order, materialized, set(outputs))
+    w.buffers, w.output_buffers = plan_buffers(order, materialized, set(outputs))
     body: list[str] = []
     for members in order:
         if lowering_kind(members[0]) == "statement":
@@ -547,7 +533,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
         else:
             _Group(w, members, materialized).emit(body)
     body = w.outliner.resolve(body)
-    returned = ", ".join(w.var[n] for n in outputs)
+    returned = ", ".join(_returned(w, order, outputs, body))
     workspaces = sorted(w.workspaces)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
                           + ["sizes", "scalars"])

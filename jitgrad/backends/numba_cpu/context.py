@@ -7,7 +7,8 @@ Registry entries declare their lowering (``lower=`` in ``defop``) in one of thre
   type to cast constants to, so that float32 stays float32) and ``{out}`` (the output's numpy type); or a
   function of those same names returning such an expression;
 - a reduction (``kind="reduction"``): a ``dict`` of templates over ``{acc}`` (the accumulator) and
-  ``{self}``: ``init``, ``update``, optional ``finish`` (which may read ``{count}``, the number of
+  ``{self}``: ``init`` (which may read ``{lowest}`` and ``{highest}``, the extreme values of the
+  output's dtype), ``update``, optional ``finish`` (which may read ``{count}``, the number of
   elements reduced) and, for two-pass reductions (var, logsumexp), ``first``: a dict of the same form
   whose finished value the second pass reads as ``{first}``;
 - anything else: a function of an ``OpContext`` returning source lines (a list or one string) that
@@ -45,7 +46,9 @@ class OpContext:
 
     def __init__(self, node: Node, inputs: dict[str, Any], out: str, shapes: dict[str, tuple[str, ...]],
                  contiguous: dict[str, bool], ranks: dict[str, int], fortran: set[str],
-                 index_argument: Callable[[np.ndarray], str] | None = None) -> None:
+                 index_argument: Callable[[np.ndarray], str] | None = None,
+                 number_argument: Callable[[Any], str] | None = None,
+                 size: Callable[[int], str] | None = None) -> None:
         self.node = node
         self.inputs = inputs
         self.out = out
@@ -55,6 +58,8 @@ class OpContext:
         self._ranks = ranks
         self._fortran = fortran
         self._index_argument = index_argument
+        self._number_argument = number_argument
+        self._size = size
         self.result_contiguous = False
         self.result_fortran = False
 
@@ -81,6 +86,16 @@ class OpContext:
         """The name of a new kernel argument holding ``array`` as an int64 vector: for positions a
         lowering computes from the node's attributes (an advanced index) and the traced shapes."""
         return self._index_argument(array)
+
+    def size(self, value: int) -> str:
+        """A run-time expression for a size the node's attributes hold (a split's pieces): a literal
+        only for 0 and 1, which decide structure."""
+        return str(value) if value in (0, 1) else self._size(value)
+
+    def number(self, value: Any) -> str:
+        """A variable holding the Python number ``value`` (a fill value) as the output's type: it reaches
+        the kernel through ``scalars``, so that a graph differing only in it shares the kernel."""
+        return self._number_argument(value)
 
     def positions(self, shape: tuple[int, ...], index: Any) -> str:
         """A kernel argument with the flat positions, in a C-ordered array of ``shape``, of the

@@ -1,0 +1,112 @@
+"""The structural key: graphs that differ only in sizes or Python numbers share one compiled kernel;
+a dtype or a broadcasting pattern is structure. The generated source reads as the IR it came from."""
+from __future__ import annotations
+
+import io
+import tokenize
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.backends.numba_cpu import compiler, structural_key
+from lowering_helpers import assert_close, interpreted, lowered, optimized_graph
+
+FEATURES, HIDDEN = 5, 6
+BATCHES = (9, 13)  # no batch size, nor one less, equals another size of the program
+
+
+def layer_step(x, w, b):
+    """Sizes reach the graph through shapes (the split at the batch size, ``h[-1]``), not only
+    through the arguments."""
+    h = (x @ w + b).tanh()
+    top, rest = h.split([1, h.shape[0] - 1])
+    loss = jg.log_softmax(rest, dim=1).mean() + (top * h[-1]).sum() + h.amax(dim=0).sum()
+    loss.backward()
+    return loss, h
+
+
+def layer_arrays(batch, dtype=np.float64):
+    rng = np.random.default_rng(batch)
+    return [rng.standard_normal(s).astype(dtype) for s in ((batch, FEATURES), (FEATURES, HIDDEN), (HIDDEN,))]
+
+
+@pytest.fixture(scope="module")
+def two_batch_sizes():
+    """The step lowered at two batch sizes, and how many kernels the second lowering compiled."""
+    first_arrays, second_arrays = (layer_arrays(b) for b in BATCHES)
+    first = lowered(layer_step, first_arrays)
+    before = len(compiler._KERNELS)
+    second = lowered(layer_step, second_arrays)
+    return SimpleNamespace(runs=[(first_arrays, *first), (second_arrays, *second)],
+                           compiled=len(compiler._KERNELS) - before)
+
+
+def test_a_new_batch_size_has_the_same_key_and_compiles_nothing(two_batch_sizes):
+    (_, first_graph, first), (_, second_graph, second) = two_batch_sizes.runs
+    assert first_graph.placeholders[0].meta["shape"] != second_graph.placeholders[0].meta["shape"]
+    assert structural_key(first_graph) == structural_key(second_graph) == first.key == second.key
+    assert two_batch_sizes.compiled == 0 and second.kernel is first.kernel
+
+
+def test_both_batch_sizes_equal_the_interpreter(two_batch_sizes):
+    for arrays, graph, kernel in two_batch_sizes.runs:
+        assert_close(list(kernel(*arrays)), interpreted(graph, arrays), np.float64)
+
+
+def literals(source: str) -> set[str]:
+    """The numbers written in ``source``'s code (not its comments), but for subscripts of ``sizes``,
+    ``scalars`` and ``.shape``."""
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.COMMENT]
+    return {t.string for i, t in enumerate(tokens) if t.type == tokenize.NUMBER
+            and not (tokens[i - 1].string == "[" and tokens[i - 2].string in ("sizes", "scalars", "shape"))}
+
+
+def test_the_source_holds_no_size_and_no_number_of_the_graph(two_batch_sizes):
+    """Sizes come from ``.shape`` or ``sizes``, numbers from ``scalars``: only 0 and 1 (structure:
+    which dimensions broadcast, where a split starts) are written."""
+    _, _, first = two_batch_sizes.runs[0]
+    assert literals(first.source) <= {"0", "0.0", "1"}, literals(first.source)
+
+
+def program_key(program, *arrays):
+    return structural_key(optimized_graph(program, list(arrays)))
+
+
+def test_numbers_are_not_structure_but_dtypes_and_broadcasting_are():
+    x, y = np.ones((4, 5)), np.ones(5)
+
+    def scaled(factor):
+        return lambda x, y: ((x * factor + y).sin() * (factor + 1.0)).sum(dim=1)
+    key = program_key(scaled(2.0), x, y)
+    assert program_key(scaled(3.5), x, y) == key
+    assert program_key(scaled(2.0), np.ones((7, 5)), y) == key
+    different = {
+        "float32": program_key(scaled(2.0), x.astype(np.float32), y.astype(np.float32)),
+        "column": program_key(scaled(2.0), x, np.ones((4, 1))),
+        "row of ones": program_key(scaled(2.0), np.ones((1, 5)), y),
+        "matrix": program_key(scaled(2.0), x, np.ones((4, 5))),
+        "rank 3": program_key(scaled(2.0), np.ones((2, 4, 5)), y),
+    }
+    assert key not in different.values(), different
+    assert len(set(different.values())) == len(different)
+
+
+def test_fill_values_and_negative_indices_are_arguments_too():
+    def filled(value, index):
+        def program(x):
+            y = x * 1.0
+            y[index] = value
+            return y.sum(dim=0) + x[index]
+        return program
+    keys = {program_key(filled(value, -2), np.ones((rows, 3))) for value in (0.5, -4.0) for rows in (4, 6)}
+    assert len(keys) == 1
+
+
+def test_comments_carry_the_ir_lines(two_batch_sizes):
+    _, graph, kernel = two_batch_sizes.runs[0]
+    comments = {line.split("# ", 1)[1] for line in kernel.source.splitlines() if "# " in line}
+    ir_lines = [line.split("  # ")[0].strip() for line in str(graph).splitlines() if "call_function" in line]
+    assert len(ir_lines) > 10
+    assert [line for line in ir_lines if line not in comments] == []

@@ -1,0 +1,73 @@
+"""Small real programs lowered whole, forward and backward, and compiled by numba: a chain like the
+benchmarks' W1 and one training step of a small MLP, equal to eager."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.backends.numba_cpu import compiler
+from lowering_helpers import assert_close, interpreted, lowered
+
+CHAIN_STEPS = 25
+
+
+def chain(x):
+    y = x
+    for _ in range(CHAIN_STEPS):
+        y = jg.sin(y) * 1.01 + 0.1
+        y = jg.tanh(y) * y
+    loss = y.sum()
+    loss.backward()
+    return loss
+
+
+def mlp_step(x, onehot, w1, b1, w2, b2):
+    hidden = jg.tanh(x @ w1 + b1)
+    logits = hidden @ w2 + b2
+    loss = -(jg.nn.functional.log_softmax(logits, dim=1) * onehot).sum(dim=1).mean()
+    loss.backward()
+    return loss
+
+
+def eager_gradients(program, arrays):
+    """The program's result and the gradients of its floating inputs, run eagerly."""
+    tensors = [jg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    result = program(*tensors)
+    return [result.detach().numpy()] + [t.grad.numpy() for t in tensors if t.grad is not None]
+
+
+@pytest.fixture(scope="module")
+def chain_kernel():
+    arrays = [np.linspace(-1.5, 1.5, 16)]
+    before = len(compiler._KERNELS)
+    graph, kernel = lowered(chain, arrays)
+    return SimpleNamespace(arrays=arrays, graph=graph, kernel=kernel, compiled=len(compiler._KERNELS) - before)
+
+
+def test_the_chain_forward_and_backward_is_one_kernel(chain_kernel):
+    phases = {n.meta.get("phase", "forward") for n in chain_kernel.graph.nodes}
+    assert phases == {"forward", "backward"}
+    assert chain_kernel.compiled <= 1
+    assert chain_kernel.kernel.source.count("def ") == 1  # no function beside the kernel
+
+
+def test_the_chain_equals_eager_and_the_interpreter(chain_kernel):
+    got = list(chain_kernel.kernel(*chain_kernel.arrays))
+    assert_close(got, interpreted(chain_kernel.graph, chain_kernel.arrays), np.float64)
+    assert_close(got, eager_gradients(chain, chain_kernel.arrays), np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_mlp_training_step_equals_eager(dtype):
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((8, 5)), np.eye(3)[rng.integers(0, 3, 8)], rng.standard_normal((5, 6)) * 0.5,
+              rng.standard_normal(6) * 0.1, rng.standard_normal((6, 3)) * 0.5, rng.standard_normal(3) * 0.1]
+    arrays = [a.astype(dtype) for a in arrays]
+    graph, kernel = lowered(mlp_step, arrays)
+    got = list(kernel(*arrays))
+    assert len(got) == 7  # the loss and the gradients of the six inputs (lowered() makes them all require grad)
+    assert_close(got, interpreted(graph, arrays), dtype)
+    assert_close(got, eager_gradients(mlp_step, arrays), dtype)
