@@ -16,20 +16,10 @@ from typing import Any, Callable
 import numpy as np
 
 import workloads as eager
-from workloads import STD_EPS, W1_ITERS, W2_PARAMS, W4_HIDDEN, W4_STEPS, Inputs, Step
+from workloads import STD_EPS, W1_ITERS, W2_PARAMS, W4_HIDDEN, W4_STEPS, Inputs, Step, w1_loss
 
 
 # ---- the losses, written once per library ----------------------------------------------------------------
-def w1_loss(lib: Any) -> Callable:
-    def loss(x):
-        y = x
-        for _ in range(W1_ITERS):
-            y = lib.sin(y) * 1.01 + 0.1
-            y = lib.tanh(y) * y
-        return y.sum()
-    return loss
-
-
 def w2_loss(F: Any) -> Callable:
     def loss(x, onehot, w1, b1, w2, b2, w3, b3):
         h = (x @ w1 + b1).tanh()

@@ -72,17 +72,26 @@ def w1_inputs(quick: bool) -> Inputs:
     return {"x": _rng(1).standard_normal(16)}
 
 
+def w1_loss(lib):
+    """The W1 loss written against any module with ``sin``, ``tanh`` and ``sum`` (jitgrad, torch,
+    jax.numpy, autograd.numpy)."""
+    def loss(x):
+        y = x
+        for _ in range(W1_ITERS):
+            y = lib.sin(y) * 1.01 + 0.1
+            y = lib.tanh(y) * y
+        return lib.sum(y)
+    return loss
+
+
 def w1_jitgrad(inp: Inputs) -> Step:
     import jitgrad as jg
     x = jg.tensor(inp["x"], requires_grad=True)
+    loss_of = w1_loss(jg)
 
     def step():
         x.grad = None
-        y = x
-        for _ in range(W1_ITERS):
-            y = jg.sin(y) * 1.01 + 0.1
-            y = jg.tanh(y) * y
-        loss = y.sum()
+        loss = loss_of(x)
         loss.backward()
         return loss, (x.grad,)
     return step
@@ -91,34 +100,20 @@ def w1_jitgrad(inp: Inputs) -> Step:
 def w1_torch(inp: Inputs) -> Step:
     import torch
     x = torch.from_numpy(inp["x"].copy()).requires_grad_()
+    loss_of = w1_loss(torch)
 
     def step():
         x.grad = None
-        y = x
-        for _ in range(W1_ITERS):
-            y = torch.sin(y) * 1.01 + 0.1
-            y = torch.tanh(y) * y
-        loss = y.sum()
+        loss = loss_of(x)
         loss.backward()
         return loss, (x.grad,)
     return step
 
 
-def _w1_loss(np_like):
-    """The W1 loss written against a numpy-compatible module (jax.numpy or autograd.numpy)."""
-    def loss(x):
-        y = x
-        for _ in range(W1_ITERS):
-            y = np_like.sin(y) * 1.01 + 0.1
-            y = np_like.tanh(y) * y
-        return np_like.sum(y)
-    return loss
-
-
 def w1_jax(inp: Inputs) -> Step:
     import jax
     import jax.numpy as jnp
-    f = jax.jit(jax.value_and_grad(_w1_loss(jnp)))
+    f = jax.jit(jax.value_and_grad(w1_loss(jnp)))
     x = jnp.asarray(inp["x"])
 
     def step():
@@ -130,7 +125,7 @@ def w1_jax(inp: Inputs) -> Step:
 def w1_autograd(inp: Inputs) -> Step:
     import autograd
     import autograd.numpy as anp
-    f = autograd.value_and_grad(_w1_loss(anp))
+    f = autograd.value_and_grad(w1_loss(anp))
     x = inp["x"]
 
     def step():

@@ -1,13 +1,14 @@
 """Lets the backend tests reuse ``tests/op_samples.py``, the one list of samples of every op, and
-run generated code as plain Python."""
+the benchmarks' workloads, and run generated code as plain Python."""
 import sys
 from pathlib import Path
 
 import pytest
 
-TESTS = str(Path(__file__).resolve().parent.parent)
-if TESTS not in sys.path:
-    sys.path.insert(0, TESTS)
+ROOT = Path(__file__).resolve().parents[2]
+for path in (ROOT / "tests", ROOT / "benchmarks"):  # op_samples, plain_python_kernels; workloads
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 from plain_python_kernels import plain_python_kernels  # noqa: E402
 
