@@ -17,8 +17,9 @@ uses parallel loops for fusion groups of at least ``PARALLEL_ELEMENTS`` elements
 group that can have one, ``False`` never; ``fastmath`` is passed to numba.
 
 Sizes and Python numbers are arguments of the generated function, not part of its source; compiled
-kernels are cached in memory by the source (which is what ``structural_key`` hashes), so graphs that
-differ only in sizes (a new batch size, retraced) or constants compile once per process. Each value's
+kernels are cached in memory by their code without comments (which is what ``structural_key``
+hashes), so graphs that differ only in sizes (a new batch size, retraced) or constants compile once
+per process. Each value's
 array comes from the memory plan (``plan_memory``): outputs are allocated by each call, intermediates
 live in per-thread workspaces the ``CompiledGraph`` keeps between calls. With
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's

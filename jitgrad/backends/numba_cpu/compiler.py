@@ -74,14 +74,10 @@ class CompiledGraph:
         self.scalar_outputs = [i for i, scalar in enumerate(generated.scalar_outputs) if scalar]
         self._local = threading.local()
 
-    def workspaces(self) -> tuple[np.ndarray, ...]:
-        """This thread's workspaces: allocated on its first call, reused by every later one (a kernel
-        releases the GIL, so two threads running it at once must not share them)."""
-        return self._trailing()[len(self.constants):len(self.constants) + len(self.workspace_sizes)]
-
-    def _trailing(self) -> tuple[np.ndarray, ...]:
+    def trailing_arguments(self) -> tuple[np.ndarray, ...]:
         """The kernel's arguments after the placeholders, for this thread: constants, workspaces,
-        sizes and numbers."""
+        sizes and numbers. The workspaces are allocated on a thread's first call and reused by every
+        later one (a kernel releases the GIL, so two threads running it at once must not share them)."""
         arrays = getattr(self._local, "trailing", None)
         if arrays is None:
             workspaces = tuple(np.empty(n, dtype) for dtype, n in self.workspace_sizes)
@@ -111,7 +107,7 @@ class CompiledGraph:
             elif not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
             args.append(a)
-        out = self.kernel(*args, *self._trailing())
+        out = self.kernel(*args, *self.trailing_arguments())
         if self.scalar_outputs:  # 0-d values are one-element arrays inside the kernel
             out = list(out)
             for i in self.scalar_outputs:
@@ -133,7 +129,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         import numba
 
         types = [numba.typeof(np.empty(shape or (1,), dtype)) for shape, dtype in compiled.expected]
-        types += [numba.typeof(a) for a in (*compiled.constants, *compiled.workspaces(), *compiled.numbers)]
+        types += [numba.typeof(a) for a in compiled.trailing_arguments()]
         try:
             kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
