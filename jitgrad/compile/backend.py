@@ -100,7 +100,8 @@ def get_backend(device: str = "cpu") -> Backend:
         return INTERPRETER
     import numba
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
-    return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba.__version__)
+    return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None),
+                   f"numba {numba.__version__}, BLAS {module.blas.description()}")
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "get_backend", "iter_nodes"]

@@ -92,7 +92,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     fusion = records.get("group_fusions")
     memory = records.get("plan_memory")
     out_dtypes = [np.dtype(n.meta["dtype"]) for n in graph.output_node.args[0]]
-    disk_key = disk.key(graph, backend.name, options) if disk is not None else None
+    disk_key = disk.key(graph, f"{backend.name} ({backend.version})", options) if disk is not None else None
     compiled = disk.load(disk_key) if disk_key is not None else None
     from_disk = compiled is not None
     if from_disk:

@@ -26,25 +26,24 @@ def _matmul_forward(a, b):
 
 
 def _dot_lower(ctx):
-    """BLAS through ``np.dot`` on contiguous operands (a transposed matrix as it is), writing into the
-    planned buffer."""
-    a, b = ctx.blas_operand(ctx.self), ctx.blas_operand(ctx.other)
+    """BLAS (numpy's, see backends/numba_cpu/blas.py) writing into the planned buffer; operands go as
+    they are laid out, a transposed matrix included."""
+    a, b = ctx.self, ctx.other
     if ctx.rank() == 0:
-        return f"{ctx.out}[0] = np.dot({a}, {b})"
-    return f"np.dot({a}, {b}, {ctx.out})"
+        return f"{ctx.out}[0] = np.dot({ctx.contiguous(a)}, {ctx.contiguous(b)})"
+    return f"{'mm_into' if ctx.rank(b) == 2 else 'mv_into'}({a}, {b}, {ctx.out})"
 
 
 def _matmul_lower(ctx):
-    """``(..., n, k) @ (k, m)``: one ``np.dot`` over the stacked rows. Anything else (batched operands,
-    broadcast batch dimensions, a 1-d operand beside a batched one): one ``np.dot`` per matrix of the
+    """``(..., n, k) @ (k, m)``: one product over the stacked rows. Anything else (batched operands,
+    broadcast batch dimensions, a 1-d operand beside a batched one): one product per matrix of the
     result, each operand's matrix found by unravelling the result's batch index with broadcasting."""
     a, b = ctx.self, ctx.other
     ra, rb = ctx.rank(a), ctx.rank(b)
     if rb == 2 and ra >= 2:
         rows = " * ".join(ctx.shape(a)[:-1])
         k, m = ctx.shape(b)
-        return (f"np.dot({ctx.contiguous(a)}.reshape(({rows}, {k})), {ctx.contiguous(b)}, "
-                f"{ctx.out}.reshape(({rows}, {m})))")
+        return f"mm_into({ctx.contiguous(a)}.reshape(({rows}, {k})), {b}, {ctx.out}.reshape(({rows}, {m})))"
     a_shape = ctx.shape(a) if ra > 1 else ("1",) + ctx.shape(a)        # a vector is a row ...
     b_shape = ctx.shape(b) if rb > 1 else ctx.shape(b) + ("1",)        # ... or a column
     batch = _broadcast_sizes(a_shape[:-2], b_shape[:-2])
@@ -68,7 +67,7 @@ def _matmul_lower(ctx):
         if db >= 0 and b_shape[db] != "1":
             lines.append(f"    {name}_ib += {name}_j * {stride_b}")
             stride_b = f"{stride_b} * {b_shape[db]}"
-    lines.append(f"    np.dot({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
+    lines.append(f"    mm_into({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
     return lines
 
 

@@ -39,7 +39,6 @@ def _reshape_lower(ctx):
 def _transpose_lower(ctx, dims):
     order = tuple(dims) if ctx.rank() > 0 else (0,)
     if order == (1, 0) and ctx.is_contiguous(ctx.self):
-        ctx.result_fortran = True  # numba types it so, and np.dot reads it without a copy
         return f"{ctx.out} = {ctx.self}.T"
     return f"{ctx.out} = {ctx.self}.transpose({order!r})"
 

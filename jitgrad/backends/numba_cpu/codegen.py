@@ -103,7 +103,6 @@ class _Writer:
         self.size_names: dict[int, str] = {}
         self.shapes: dict[str, tuple[str, ...]] = {}    # variable -> size expressions
         self.contiguous: dict[str, bool] = {}
-        self.fortran: set[str] = set()                  # variables numba types as Fortran-contiguous
         self.ranks: dict[str, int] = {}
         self.var: dict[Node, str] = {}                  # node -> array variable
         self.taken = {n.name for n in graph.nodes} | _RESERVED
@@ -214,7 +213,7 @@ class _Writer:
             self.bind(node, name, False)
         else:
             self.var[node] = name
-        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks, self.fortran,
+        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks,
                         lambda array: self.index_argument(node, array),
                         lambda value: self.scalar(value, ctx.dtype, f"{node.name}_value"), self.size)
         try:
@@ -224,8 +223,6 @@ class _Writer:
         out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
         if op.view and not multi:
             self.contiguous[name] = ctx.result_contiguous
-            if ctx.result_fortran:
-                self.fortran.add(name)
 
 
 def _tuple(sizes: tuple[str, ...]) -> str:
@@ -538,6 +535,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
                           + ["sizes", "scalars"])
     header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
+              "from jitgrad.backends.numba_cpu.blas import mm_into, mv_into",
               "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32", "", "",
               *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...fx.graph import Graph
+from . import blas
 from .codegen import GeneratedKernel, LoweringError, generate
 
 _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
@@ -19,12 +20,12 @@ _ids = itertools.count()
 
 
 def code_key(source: str) -> str:
-    """A hash of the generated source without its comments. The comments repeat each node's IR line,
-    sizes included, so two sources that differ only there are one kernel: this is the key it is
-    cached under."""
+    """A hash of the generated source without its comments, and of the BLAS it links. The comments
+    repeat each node's IR line, sizes included, so two sources that differ only there are one kernel:
+    this is the key it is cached under (on disk too, where another numpy may have another BLAS)."""
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     code = tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
-    return hashlib.sha256(code.encode()).hexdigest()
+    return hashlib.sha256((code + blas.description()).encode()).hexdigest()
 
 
 def structural_key(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> str:

@@ -45,7 +45,7 @@ class OpContext:
     tensor is a 1-element array (the wrapper reshapes at the boundary)."""
 
     def __init__(self, node: Node, inputs: dict[str, Any], out: str, shapes: dict[str, tuple[str, ...]],
-                 contiguous: dict[str, bool], ranks: dict[str, int], fortran: set[str],
+                 contiguous: dict[str, bool], ranks: dict[str, int],
                  index_argument: Callable[[np.ndarray], str] | None = None,
                  number_argument: Callable[[Any], str] | None = None,
                  size: Callable[[int], str] | None = None) -> None:
@@ -56,12 +56,10 @@ class OpContext:
         self._shapes = shapes
         self._contiguous = contiguous
         self._ranks = ranks
-        self._fortran = fortran
         self._index_argument = index_argument
         self._number_argument = number_argument
         self._size = size
         self.result_contiguous = False
-        self.result_fortran = False
 
     def __getattr__(self, name: str) -> Any:
         inputs = self.__dict__.get("inputs", {})
@@ -133,11 +131,6 @@ class OpContext:
 
     def is_contiguous(self, var: str) -> bool:
         return self._contiguous.get(var, False)
-
-    def blas_operand(self, var: str) -> str:
-        """``var`` as ``np.dot`` takes it without a copy: itself when it is C- or Fortran-contiguous
-        (the transpose of a C-contiguous matrix, which BLAS reads as transposed), else a C copy."""
-        return var if var in self._fortran else self.contiguous(var)
 
     def reshaped(self, var: str, sizes: Sequence[str] | None = None) -> str:
         """A C-contiguous reshape of ``var`` to ``sizes`` (the output's shape by default); marks the

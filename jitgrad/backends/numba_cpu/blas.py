@@ -1,0 +1,196 @@
+"""Matrix products in generated kernels, on numpy's own BLAS.
+
+numba's ``np.dot`` calls the BLAS that SciPy ships, a second OpenBLAS beside the one numpy links. Each
+keeps its own pool of threads, and an OpenBLAS thread spins for a while after its work is done: a
+program that runs numpy (or jitgrad's eager mode) and compiled kernels in turn has two pools fighting
+for the same cores. On 2 cores that made a compiled MLP step 4x slower, and numpy's own products 2x
+slower, than either alone. So kernels call numpy's ``cblas_?gemm`` directly: its address is found
+through numpy's extension module and registered with LLVM under a fixed name, which keeps the machine
+code cacheable (it names the symbol, not an address).
+
+Where numpy's BLAS cannot be found (a build without CBLAS symbols), or ``JITGRAD_KERNEL_BLAS=numba``
+asks for it, ``BLAS`` is None and the same functions use numba's ``np.dot``. Either way an operand is passed as it is laid out: a matrix whose rows or
+columns are unit-stride goes to BLAS as it is, transposed if need be, and anything else (a broadcast
+view, a slice with steps in both dimensions) is copied first.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+# (symbol pattern, bits of the BLAS integer): numpy's wheels (OpenBLAS, ILP64 with a suffix), macOS
+# Accelerate (ILP64), then plain LP64 CBLAS
+_CANDIDATES = (("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64), ("cblas_{}gemm$NEWLAPACK$ILP64", 64),
+               ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32))
+
+
+@dataclass(frozen=True)
+class Blas:
+    """numpy's CBLAS as the kernels link it: ``description`` goes into cache keys, so machine code built
+    against one BLAS is never loaded where another is."""
+    integer_bits: int
+    symbols: dict[str, str]   # numpy dtype name -> name registered with LLVM
+    description: str
+
+
+def _find_blas() -> Blas | None:
+    choice = os.environ.get("JITGRAD_KERNEL_BLAS", "numpy")
+    if choice not in ("numpy", "numba"):
+        raise ValueError(f"JITGRAD_KERNEL_BLAS={choice!r}: expected 'numpy' (numpy's BLAS, the default) or "
+                         "'numba' (numba's np.dot, on SciPy's BLAS)")
+    if choice == "numba":
+        return None
+    try:
+        from numpy._core import _multiarray_umath as module
+        library = ctypes.CDLL(module.__file__)
+    except (ImportError, OSError):
+        return None
+    for pattern, bits in _CANDIDATES:
+        addresses = {}
+        for prefix, dtype in (("s", "float32"), ("d", "float64")):
+            try:
+                addresses[dtype] = ctypes.cast(getattr(library, pattern.format(prefix)), ctypes.c_void_p).value
+            except AttributeError:
+                break
+        if len(addresses) == 2:
+            symbols = {}
+            for dtype, address in addresses.items():
+                symbols[dtype] = f"jitgrad_numpy_cblas_gemm_{dtype}_i{bits}"
+                llvm.add_symbol(symbols[dtype], address)
+            return Blas(bits, symbols, f"{pattern.format('?')} (i{bits}) from numpy {np.__version__}")
+    return None
+
+
+BLAS = _find_blas()
+
+
+def description() -> str:
+    return BLAS.description if BLAS is not None else "numba np.dot"
+
+
+@intrinsic
+def _cblas_gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
+    """``c = op(a) @ op(b)`` (row-major, alpha 1, beta 0) by numpy's ``cblas_?gemm``; a, b, c are arrays
+    whose data pointers start the matrices."""
+    arrays = (a, b, c)
+    if BLAS is None or not all(isinstance(x, types.Array) for x in arrays) or \
+            len({x.dtype for x in arrays}) != 1 or str(c.dtype) not in BLAS.symbols:
+        return None
+    dtype = c.dtype
+    signature = types.void(types.intp, types.intp, types.intp, types.intp, types.intp, a, types.intp, b,
+                           types.intp, c, types.intp)
+
+    def codegen(context, builder, sig, args):
+        blas_int, enum = ir.IntType(BLAS.integer_bits), ir.IntType(32)
+        scalar = context.get_value_type(dtype)
+        pointer = scalar.as_pointer()
+        function_type = ir.FunctionType(ir.VoidType(), [enum, enum, enum, blas_int, blas_int, blas_int, scalar,
+                                                        pointer, blas_int, pointer, blas_int, scalar, pointer,
+                                                        blas_int])
+        function = cgutils.get_or_insert_function(builder.module, function_type, BLAS.symbols[str(dtype)])
+        ta, tb, m_, n_, k_, a_, lda_, b_, ldb_, c_, ldc_ = args
+
+        def data(value, array_type):
+            return builder.bitcast(context.make_array(array_type)(context, builder, value).data, pointer)
+
+        def integer(value):
+            return builder.trunc(value, blas_int) if blas_int.width < value.type.width else value
+
+        builder.call(function, [ir.Constant(enum, ROW_MAJOR), builder.trunc(ta, enum), builder.trunc(tb, enum),
+                                integer(m_), integer(n_), integer(k_), ir.Constant(scalar, 1.0),
+                                data(a_, sig.args[5]), integer(lda_), data(b_, sig.args[7]), integer(ldb_),
+                                ir.Constant(scalar, 0.0), data(c_, sig.args[9]), integer(ldc_)])
+        return context.get_dummy_value()
+    return signature, codegen
+
+
+@numba.njit
+def _layout(rows, cols, row_stride, col_stride):
+    """How BLAS reads a rows x cols matrix with these element strides: (NO_TRANS or TRANS, leading
+    dimension), or (0, 0) when it cannot be read in place."""
+    if (cols == 1 or col_stride == 1) and (rows == 1 or row_stride >= max(cols, 1)):
+        return NO_TRANS, row_stride if rows > 1 else max(cols, 1)
+    if (rows == 1 or row_stride == 1) and (cols == 1 or col_stride >= max(rows, 1)):
+        return TRANS, col_stride if cols > 1 else max(rows, 1)
+    return 0, 0
+
+
+@numba.njit
+def _product(a, a_rows, a_cols, a_rs, a_cs, b, b_cols, b_rs, b_cs, out, out_rs, out_cs):
+    """out (a_rows x b_cols) = a @ b for matrices given by their first element and element strides."""
+    if a_rows == 0 or b_cols == 0:
+        return
+    if a_cols == 0:
+        out[:] = 0
+        return
+    ta, lda = _layout(a_rows, a_cols, a_rs, a_cs)
+    tb, ldb = _layout(a_cols, b_cols, b_rs, b_cs)
+    tc, ldc = _layout(a_rows, b_cols, out_rs, out_cs)
+    if ta == 0 or tb == 0 or tc != NO_TRANS:  # callers pass matrices that need none of this
+        raise ValueError("matmul: an operand BLAS cannot read in place reached the kernel")
+    _cblas_gemm(ta, tb, a_rows, b_cols, a_cols, a, lda, b, ldb, out, ldc)
+
+
+@numba.njit
+def _blas_ready(x):
+    """``x`` itself when each row or each column is unit-stride, else a C-contiguous copy."""
+    size = x.itemsize
+    if x.strides[1] == size and (x.shape[0] <= 1 or x.strides[0] >= size * max(x.shape[1], 1)):
+        return x
+    if x.strides[0] == size and (x.shape[1] <= 1 or x.strides[1] >= size * max(x.shape[0], 1)):
+        return x
+    return np.ascontiguousarray(x)
+
+
+def mm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = a @ b`` for 2-d a (n, k), b (k, m) and a C-contiguous out (n, m). As plain Python
+    (``NUMBA_DISABLE_JIT=1``) numpy does it; in a kernel, ``_mm_into_blas``."""
+    np.matmul(a, b, out=out)
+
+
+def mv_into(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = a @ v`` for 2-d a (n, k), 1-d v (k,) and a contiguous 1-d out (n,)."""
+    np.matmul(a, v, out=out)
+
+
+@overload(mm_into)
+def _mm_into_blas(a, b, out):
+    if BLAS is None:
+        return lambda a, b, out: np.dot(a, b, out)
+
+    def mm(a, b, out):
+        a, b = _blas_ready(a), _blas_ready(b)
+        size = a.itemsize
+        _product(a, a.shape[0], a.shape[1], a.strides[0] // size, a.strides[1] // size,
+                 b, b.shape[1], b.strides[0] // size, b.strides[1] // size,
+                 out, out.strides[0] // size, out.strides[1] // size)
+    return mm
+
+
+@overload(mv_into)
+def _mv_into_blas(a, v, out):
+    if BLAS is None:
+        return lambda a, v, out: np.dot(a, v, out)
+
+    def mv(a, v, out):
+        a = _blas_ready(a)
+        if v.shape[0] > 1 and v.strides[0] <= 0:
+            v = np.ascontiguousarray(v)
+        size = a.itemsize
+        _product(a, a.shape[0], a.shape[1], a.strides[0] // size, a.strides[1] // size,
+                 v, 1, v.strides[0] // size, 1, out, 1, 1)
+    return mv
+
+
+__all__ = ["BLAS", "Blas", "description", "mm_into", "mv_into"]
