@@ -92,7 +92,7 @@ def _log_softmax_forward(a, dim):
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
-relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", lower="max({self}, {T}(0.0))",
+relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", recompute=True, lower="max({self}, {T}(0.0))",
              self=lambda grad, result: where(result > 0.0, grad, 0.0),
              jvp=lambda self_t, result: where(result > 0.0, self_t, 0.0))
 

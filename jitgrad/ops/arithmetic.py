@@ -59,34 +59,34 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
-            kind="elementwise", lower="({self} + {other})",
+            kind="elementwise", recompute=True, lower="({self} + {other})",
             self=lambda grad: grad,
             other=lambda grad: grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, other_t))
 
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
-            explain=_explain_binary, kind="elementwise", lower="({self} - {other})",
+            explain=_explain_binary, kind="elementwise", recompute=True, lower="({self} - {other})",
             self=lambda grad: grad,
             other=lambda grad: -grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, None if other_t is None else -other_t))
 
 mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
-            kind="elementwise", lower="({self} * {other})",
+            kind="elementwise", recompute=True, lower="({self} * {other})",
             self=lambda grad, other: grad * other,
             other=lambda grad, self: grad * self,
             jvp=lambda self_t, other_t, self, other: tangent_sum(None if self_t is None else self_t * other,
                                                                  None if other_t is None else self * other_t))
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
-            explain=_explain_binary, kind="elementwise", lower="({T}({self}) / {T}({other}))",
+            explain=_explain_binary, kind="elementwise", recompute=True, lower="({T}({self}) / {T}({other}))",
             self=lambda grad, other: grad / other,
             other=lambda grad, self, other: -grad * self / (other * other),
             jvp=lambda self_t, other_t, self, other: tangent_sum(
                 None if self_t is None else self_t / other,
                 None if other_t is None else -other_t * self / (other * other)))
 
-neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", lower="(-{self})",
+neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", recompute=True, lower="(-{self})",
             self=lambda grad: -grad,
             jvp=lambda self_t: -self_t)
 
@@ -155,13 +155,13 @@ def _select_lower(keeps: str):
 
 
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
-                explain=_explain_binary, kind="elementwise", lower=_select_lower(">="),
+                explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower(">="),
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
-                explain=_explain_binary, kind="elementwise", lower=_select_lower("<="),
+                explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower("<="),
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self < other, self > other))
@@ -177,7 +177,7 @@ def _where_forward(condition, a, b):
 
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
               explain=_explain_binary,
-              kind="elementwise", lower="({out}({self}) if {condition} else {out}({other}))",
+              kind="elementwise", recompute=True, lower="({out}({self}) if {condition} else {out}({other}))",
               self=lambda grad, condition: where(condition, grad, 0.0),
               other=lambda grad, condition: where(condition, 0.0, grad),
               jvp=lambda self_t, other_t, condition: where(condition, 0.0 if self_t is None else self_t,
@@ -203,7 +203,7 @@ def _clamp_lower(self, min, max, T, out):  # noqa: A002
     return value if max is None else f"min({value}, {max})"
 
 
-_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", lower=_clamp_lower,
+_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", recompute=True, lower=_clamp_lower,
               self=_clamp_grad,
               jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 
@@ -212,7 +212,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     return _clamp(input, min=min, max=max)
 
 
-abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", lower="abs({self})",  # noqa: A001
+abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recompute=True, lower="abs({self})",  # noqa: A001
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
 
@@ -224,7 +224,7 @@ sign = defop("sign", ("self",), np.sign, "SignBackward0", kind="elementwise", lo
 def _comparison(name: str, ufunc: np.ufunc, symbol: str) -> OpDef:
     """A comparison: elementwise, a bool result, no derivative."""
     return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary, kind="elementwise",
-                 lower=f"({{self}} {symbol} {{other}})")
+                 recompute=True, lower=f"({{self}} {symbol} {{other}})")
 
 
 eq = _comparison("eq", np.equal, "==")
@@ -254,11 +254,11 @@ def _to_forward(a, dtype):
 
 
 _to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
-                  kind="elementwise", lower="{out}({self})",
+                  kind="elementwise", recompute=True, lower="{out}({self})",
                  self=lambda grad: grad,
                  jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
-clone = defop("clone", ("self",), np.copy, "CloneBackward0", kind="elementwise", lower="{self}",
+clone = defop("clone", ("self",), np.copy, "CloneBackward0", kind="elementwise", recompute=True, lower="{self}",
               self=lambda grad: grad,
               jvp=lambda self_t: clone(self_t))
 

@@ -154,11 +154,12 @@ _MEAN = dict(_SUM, finish="({acc} / {count})")
 _MAX = {"init": "{lowest}", "update": "({self} if {self} > {acc} or {self} != {self} else {acc})"}
 _MIN = {"init": "{highest}", "update": "({self} if {self} < {acc} or {self} != {self} else {acc})"}
 _CENTRED = "({self} - {first}) * ({self} - {first})"
-_VAR = {"first": _MEAN, "init": "0", "update": "({acc} + " + _CENTRED + ")",
+_VAR = {"first": _MEAN, "init": "0", "update": "({acc} + " + _CENTRED + ")", "combine": "({acc} + {self})",
         "finish": "({acc} / ({count} - {T}({correction})))"}
 _STD = dict(_VAR, finish="math.sqrt({acc} / ({count} - {T}({correction})))")
 _LOGSUMEXP = {"first": dict(_MAX, finish="({acc} if math.isfinite({acc}) else {T}(0.0))"),
-              "init": "0", "update": "({acc} + math.exp({self} - {first}))", "finish": "(math.log({acc}) + {first})"}
+              "init": "0", "update": "({acc} + math.exp({self} - {first}))", "combine": "({acc} + {self})",
+              "finish": "(math.log({acc}) + {first})"}
 
 
 def _sum_forward(a, dim, keepdim):

@@ -52,6 +52,9 @@ class OpDef:
     ``kind`` is what the fusion pass and the backends need to know of it: ``"elementwise"`` (one
     output element from the inputs' elements at the same, broadcast, index: it fuses into a loop),
     ``"reduction"`` (folds ``dim`` of its input: it can end a loop) or ``"statement"`` (anything else).
+    ``recompute`` marks an elementwise op as a few arithmetic instructions per element: cheaper for a
+    fused loop to compute again than to read back from memory (``rematerialize``); not so a call to
+    the C library (``exp``, float64 ``tanh``).
     """
 
     name: str
@@ -65,6 +68,7 @@ class OpDef:
     view: bool = False
     lower: Any = None
     kind: str = "statement"
+    recompute: bool = False
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
@@ -72,6 +76,8 @@ class OpDef:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"op {self.name}: kind must be one of {sorted(KINDS)}, not {self.kind!r}")
+        if self.recompute and self.kind != "elementwise":
+            raise ValueError(f"op {self.name}: only an elementwise op can be recomputed inside a loop")
         self.reads, self.save_plans = {}, {}
         for input_name, formula in self.derivatives.items():
             if input_name not in self.inputs:
@@ -163,11 +169,11 @@ def register(op: OpDef) -> OpDef:
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
           jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
-          kind: str = "statement", **derivatives: Callable[..., Any]) -> OpDef:
+          kind: str = "statement", recompute: bool = False, **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter)."""
     return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
-                          kind))
+                          kind, recompute))
 
 
 class _Observers(threading.local):

@@ -113,7 +113,7 @@ _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim)
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
 _expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
-                explain=_explain_expand, kind="elementwise", lower="{self}",
+                explain=_explain_expand, kind="elementwise", recompute=True, lower="{self}",
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
                 jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 

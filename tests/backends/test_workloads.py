@@ -66,3 +66,19 @@ def test_an_mlp_training_step_equals_eager(dtype):
     assert len(got) == 7  # the loss and the gradients of the six inputs (lowered() makes them all require grad)
     assert_close(got, interpreted(graph, arrays), dtype)
     assert_close(got, eager_gradients(mlp_step, arrays), dtype)
+
+
+def test_compiled_large_reductions_equal_eager():
+    """Row folds of a loop large enough for ``accumulate_in_lanes`` (W3's shape, smaller), compiled."""
+    x = jg.tensor(np.random.default_rng(0).uniform(-1.0, 1.0, (512, 515)).astype(np.float32), requires_grad=True)
+
+    def program(x):
+        z = jg.gelu(x, approximate="tanh") * 2.0
+        out = (z - z.mean(1, keepdim=True)) / (z.std(1, keepdim=True) + 1e-5)
+        return (out * x).sum(), jg.autograd.grad((out * x).sum(), [x])[0]
+
+    step = jg.compile(program, fullgraph=True, cache=False)
+    for got, want in zip(step(x), program(x)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=2e-4, atol=1e-4)
+    source = step.explain(x).lowered[0].source
+    assert "_lane" in source and "sub_re" in source  # rows folded in lanes; z - mean recomputed, not stored

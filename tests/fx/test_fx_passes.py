@@ -1,6 +1,8 @@
 """Each pass the FX way: a tiny graph, the pass, the change it made, identical outputs, ``lint()``."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -10,8 +12,10 @@ from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
 from jitgrad.fx.joint import is_backward
 from jitgrad.fx.passes import (PassManager, eliminate_common_subexpressions, eliminate_dead_code,
                                fold_constants, group_fusions, partition_joint, plan_memory,
-                               simplify_algebra, topological_sort)
+                               rematerialize, simplify_algebra, topological_sort)
 from jitgrad.ops.registry import REGISTRY
+
+rematerialize_module = importlib.import_module("jitgrad.fx.passes.rematerialize")  # the package exports the pass
 
 
 def values(result):
@@ -211,6 +215,92 @@ def test_group_fusions_sees_a_dependency_through_another_member_of_a_group():
     group = {n.name: n.meta.get("fusion_group") for n in g.nodes}
     assert group["exp"] == group["div"] != group["mul_1"] == group["mul_2"] == group["mul_3"] == group["sum"]
     assert group["add"] not in (group["exp"], group["sum"])
+
+
+# ---- rematerialize -----------------------------------------------------------------------------------
+@pytest.fixture
+def every_value_large(monkeypatch):
+    """The pass looks at values of at least MIN_BYTES only: here every (3, 4) matrix, not (3, 1) rows."""
+    monkeypatch.setattr(rematerialize_module, "MIN_BYTES", X.numel() * 4)
+
+
+def fused(fn, *args):
+    graph = fx.trace(fn, *args).graph
+    group_fusions(graph)
+    return graph
+
+
+def group_of(graph, name):
+    return graph.find(name).meta.get("fusion_group")
+
+
+def test_rematerialize_computes_a_cheap_value_again_where_it_is_read(every_value_large):
+    def f(x):
+        z = x.exp() * 2.0
+        d = z - z.mean(1, keepdim=True)       # its own loop, after the mean
+        s = (d * d).sum(1, keepdim=True)      # closes that loop
+        return d / s                          # a third loop, which reads d: it computes it again from z
+    g = fused(f, X)
+    record = run_pass(rematerialize, g, X)
+    copy = g.find("sub_re")
+    assert group_of(g, "sub_re") == group_of(g, "div") != group_of(g, "sub")
+    assert copy.args[0] is g.find("mul") and g.find("div").args[0] is copy
+    assert all(group_of(g, u.name) == group_of(g, "sub") for u in g.find("sub").users)  # no longer stored
+    assert record.stats == {"recomputed": 1, "removed": 0}
+
+
+def test_rematerialize_removes_a_value_nobody_reads_any_more(every_value_large):
+    def f(x):
+        r = x.sum(1, keepdim=True)
+        b = r.expand(3, 4) * 0.5              # depends on r only: its loop stores a whole matrix
+        t = (b + x).sum(1, keepdim=True)
+        return b * t                          # computes b again from r: b's stored copy goes
+    g = fused(f, X)
+    record = run_pass(rematerialize, g, X)
+    assert record.stats["recomputed"] >= 1
+    assert "mul_re" in names_of(g) and group_of(g, "mul_re") == group_of(g, "mul_1")
+
+
+def names_of(graph):
+    return {n.name for n in graph.nodes}
+
+
+def test_rematerialize_leaves_library_calls_loads_and_small_values(every_value_large, monkeypatch):
+    def library(x):
+        e = x.exp()                           # a C-library call: read back, not computed again
+        return e / e.sum(1, keepdim=True)
+    g = fused(library, X)
+    assert run_pass(rematerialize, g, X).stats["recomputed"] == 0
+
+    def two_loads(x, y):
+        p = x * y                             # would load x and y in place of p
+        return p / p.sum(1, keepdim=True)
+    g = fused(two_loads, X, X * 2.0)
+    assert run_pass(rematerialize, g, X, X * 2.0).stats["recomputed"] == 0
+
+    monkeypatch.setattr(rematerialize_module, "MIN_BYTES", 1 << 20)
+    g = fused(lambda x: (x * 2.0) / (x * 2.0).sum(1, keepdim=True).exp(), X)
+    assert run_pass(rematerialize, g, X).stats["recomputed"] == 0
+
+
+def test_rematerialize_keeps_values_of_traced_backward_graphs(every_value_large):
+    x = jg.randn(3, 4, requires_grad=True)
+
+    def standardize(x):
+        z = jg.gelu(x, approximate="tanh") * 2.0
+        return (z - z.mean(1, keepdim=True)) / (z.std(1, keepdim=True) + 1e-5)
+    graph = fx.trace(with_backward(standardize), x).graph
+    for graph_pass in (topological_sort, fold_constants, simplify_algebra, eliminate_common_subexpressions,
+                       eliminate_dead_code, group_fusions):
+        graph = graph_pass(graph)
+    record = run_pass(rematerialize, graph, x)
+    assert record.stats["recomputed"] >= 2 and record.stats["removed"] >= 1
+
+
+def test_only_elementwise_ops_may_be_recomputed():
+    from jitgrad.ops.registry import OpDef
+    with pytest.raises(ValueError, match="only an elementwise op"):
+        OpDef("bad", ("self",), np.sum, kind="reduction", recompute=True)
 
 
 # ---- plan_memory --------------------------------------------------------------------------------------

@@ -34,11 +34,12 @@ from .context import OpContext, numpy_type, product
 from .outlining import Outliner
 
 # Names the generated code reads as globals or builtins: an array may not take them.
-_RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "sizes", "scalars", "kernel", "max", "min",
+_RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "mm_into", "mv_into", "sizes", "scalars", "kernel", "max", "min",
                        "abs", "bool", "range", "float", "int", "sum", "len", "True", "False", "None"})
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
+LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
 
 
 class LoweringError(RuntimeError):
@@ -432,10 +433,13 @@ class _Group:
         names = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
         names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None,
                      **_extremes(_dtype(red)))
+        kept = self.kept()
+        if kept is not None and self.rank >= 2 and (kept == self.rank - 1 or (kept == 0 and self.rank == 2)) \
+                and self.large():
+            return self.accumulate_in_lanes(spec, acc, write_outputs, names, parallel)
         body = self.body(write_outputs)
         body.append(f"# {ir_line(red)}")
         value = self.read(red.args[0], red, "self")
-        kept = self.kept()
         if kept is None:
             return self.accumulate_in_memory(spec, acc, first, body, value, names, parallel)
         total = self.w.fresh(f"{red.name}_total")
@@ -459,6 +463,55 @@ class _Group:
         lines = self.loop_lines(body, parallel)
         lines.insert(kept, "    " * (kept + 1) + init)
         return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {finished}"]
+
+    def large(self) -> bool:
+        return math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
+
+    def accumulate_in_lanes(self, spec: dict, acc: str, write_outputs: bool, names: dict[str, Any],
+                            parallel: bool) -> list[str]:
+        """A row reduction of a large loop, in two loops per row: the elementwise members over the row,
+        writing the reduction's input to a row buffer (a plain loop LLVM vectorizes, where a running
+        value in the same loop, a chain of dependent adds it may not reorder, kept it scalar: 16 ms
+        instead of 4 for W3's first loop), then the fold of that row (in cache) with ``LANES``
+        running values, combined at the end, as numpy's own sums do. A full reduction keeps the rows'
+        results and combines them in order afterwards."""
+        red = self.reduction
+        T = numpy_type(_dtype(red))
+        sizes = self.w.sizes_of(self.loop_shape)
+        inner, depth = self.index[-1], self.rank
+        pad = "    " * depth
+        row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
+                            self.w.fresh(f"{inner}_rest"))
+        lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
+        combine = spec.get("combine", spec["update"])
+        body = self.body(write_outputs) + [f"# {ir_line(red)}",
+                                           f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
+        lines = [pad + f"{row} = np.empty({sizes[-1]}, {numpy_type(red.args[0].meta['dtype'])})",
+                 pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
+        lines += [pad + f"{lane} = {T}({spec['init'].format(**names)})" for lane in lanes]
+        lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
+                  pad + f"for {block} in range(0, {rest}, {LANES}):"]
+        lines += [pad + f"    {lane} = {spec['update'].format(acc=lane, self=f'{row}[{block} + {k}]', **names)}"
+                  for k, lane in enumerate(lanes)]
+        lines += [pad + f"for {inner} in range({rest}, {sizes[-1]}):",
+                  pad + f"    {lanes[0]} = {spec['update'].format(acc=lanes[0], self=f'{row}[{inner}]', **names)}"]
+        while len(lanes) > 1:  # a balanced tree: (l0 + l1) + (l2 + l3)
+            pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
+            lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
+            lines += [pad + f"{v} = {combine.format(acc=a, self=b, **names)}" for v, (a, b) in zip(lanes, pairs)]
+        total = lanes[0]
+        outer = [("    " * (k + 1)) + f"for {self.index[k]} in {'prange' if k == 0 and parallel else 'range'}"
+                 f"({sizes[k]}):" for k in range(depth - 1)]
+        if self.kept() == self.rank - 1:
+            finished = spec["finish"].format(acc=total, **names) if "finish" in spec else total
+            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
+        partial, combined, k = (self.w.fresh(f"{red.name}_partial"), self.w.fresh(f"{red.name}_combined"),
+                                self.index[0])
+        finished = spec["finish"].format(acc=combined, **names) if "finish" in spec else combined
+        return [f"    {partial} = np.empty({sizes[0]}, {T})", *outer, *lines, pad + f"{partial}[{k}] = {total}",
+                f"    {combined} = {T}({spec['init'].format(**names)})", f"    for {k} in range({sizes[0]}):",
+                f"        {combined} = {combine.format(acc=combined, self=f'{partial}[{k}]', **names)}",
+                f"    {acc}[{self.output_index(red)}] = {finished}"]
 
     def accumulate_in_memory(self, spec: dict, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:

@@ -7,9 +7,10 @@ from .fusion import group_fusions
 from .manager import DEFAULT_PIPELINE, PassManager, PassRun
 from .memory import plan_memory
 from .partition import Partition, partition_joint
+from .rematerialize import rematerialize
 from .simplify import simplify_algebra
 from .topological_sort import topological_sort
 
 __all__ = ["DEFAULT_PIPELINE", "Partition", "PassManager", "PassRun", "eliminate_common_subexpressions",
            "eliminate_dead_code", "fold_constants", "group_fusions", "partition_joint", "plan_memory",
-           "simplify_algebra", "topological_sort"]
+           "rematerialize", "simplify_algebra", "topological_sort"]

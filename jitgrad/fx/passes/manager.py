@@ -18,6 +18,7 @@ from .constant_folding import fold_constants
 from .dead_code import eliminate_dead_code
 from .fusion import group_fusions
 from .memory import plan_memory
+from .rematerialize import rematerialize
 from .simplify import simplify_algebra
 from .topological_sort import topological_sort
 
@@ -27,7 +28,7 @@ Pass = Callable[[Graph], Graph]
 
 DEFAULT_PIPELINE: tuple[Pass, ...] = (
     topological_sort, fold_constants, simplify_algebra, eliminate_common_subexpressions,
-    eliminate_dead_code, group_fusions, plan_memory,
+    eliminate_dead_code, group_fusions, rematerialize, plan_memory,
 )
 
 
