@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitgrad.backends.numba_cpu.codegen import LANES, PARALLEL_ELEMENTS
+from jitgrad.backends.numba_cpu.loop_nest import LANES, PARALLEL_ELEMENTS
 from lowering_helpers import assert_close, interpreted, lowered
 
 ROWS, COLUMNS = 130, 2 * LANES * 64 + 3          # a remainder after the lanes

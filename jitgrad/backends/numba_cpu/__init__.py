@@ -26,7 +26,8 @@ live in per-thread workspaces the ``CompiledGraph`` keeps between calls. With
 lowering and how to read the generated code: docs/backends.md.
 """
 from . import blas, intrinsics  # noqa: F401 - decorated now, whatever numba.config.DISABLE_JIT says later
-from .codegen import PARALLEL_ELEMENTS, LoweringError
 from .compiler import CompiledGraph, clear_cache, lower, structural_key
+from .loop_nest import PARALLEL_ELEMENTS
+from .nodes import LoweringError
 
 __all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "clear_cache", "lower", "structural_key"]

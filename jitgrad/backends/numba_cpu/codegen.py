@@ -26,25 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from ...fx.graph import Graph, format_arg
+from ...fx.graph import Graph
 from ...fx.node import Node, Opcode, iter_nodes, tuple_item
-from ...fx.passes.fusion import kind_of
 from .buffers import plan_buffers, shared_memory
 from .context import OpContext, numpy_type, product
+from .loop_nest import LoopNest
+from .nodes import LoweringError, check_lowerings, ir_line, kernel_shape, lowering_kind, node_dtype
 from .outlining import Outliner
 
 # Names the generated code reads as globals or builtins: an array may not take them.
 _RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "mm_into", "mv_into", "sizes", "scalars", "kernel", "max", "min",
                        "abs", "bool", "range", "float", "int", "sum", "len", "True", "False", "None"})
 
-# A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
-PARALLEL_ELEMENTS = 1 << 16
-LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
-
-
-class LoweringError(RuntimeError):
-    """An op, or a use of one, that the numba CPU backend cannot lower. Raised by ``lower()``, before any
-    compiling, naming the op and the IR node."""
 
 
 @dataclass
@@ -60,36 +53,6 @@ class GeneratedKernel:
     outputs: list[Node]                  # the output nodes, flattened depth-first
     parallel: bool                       # the kernel itself has a prange loop (numba's parallel=True)
     scalar_outputs: list[bool] = field(default_factory=list)  # 0-d outputs, reshaped back by the wrapper
-
-
-def ir_line(node: Node) -> str:
-    """The node as ``print(graph)`` shows it, without the pass annotations."""
-    call = f"{node.op.value} {node.target_name}"
-    if node.op is Opcode.CALL_FUNCTION:
-        call += "(" + ", ".join([format_arg(a) for a in node.args]
-                                + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
-    return f"%{node.name}: {node.format_meta()} = {call}"
-
-
-def lowering_kind(node: Node) -> str:
-    """``elementwise``, ``reduction`` or ``statement``: which form its op's lowering takes."""
-    return kind_of(node)
-
-
-def check_lowerings(graph: Graph) -> None:
-    """Raises ``LoweringError`` for the first node whose op has no lowering."""
-    for node in graph.nodes:
-        if node.op is Opcode.CALL_FUNCTION and node.target is not tuple_item and node.target.lower is None:
-            raise LoweringError(f"the numba CPU backend has no lowering for op {node.target_name!r} "
-                                f"(IR node {ir_line(node)})")
-
-
-def _kernel_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return shape if shape else (1,)
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, np.number, np.bool_))
 
 
 class _Writer:
@@ -139,7 +102,7 @@ class _Writer:
         return self.size_names[value]
 
     def sizes_of(self, shape: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(self.size(s) for s in _kernel_shape(shape))
+        return tuple(self.size(s) for s in kernel_shape(shape))
 
     def scalar(self, value: Any, dtype: np.dtype, hint: str) -> str:
         """A Python number of the graph, read from ``scalars`` and cast once to ``dtype``."""
@@ -166,11 +129,11 @@ class _Writer:
         var = f"_{buffer}" if not buffer.startswith("buf") else buffer
         if var not in self.allocated:
             self.allocated.add(var)
-            count, dtype = product(self.sizes_of(node.meta["shape"])), _dtype(node)
+            count, dtype = product(self.sizes_of(node.meta["shape"])), node_dtype(node)
             if buffer in self.output_buffers:
                 self.allocations.append(f"    {var} = np.empty({count}, {numpy_type(dtype)})")
             else:
-                self.take_from_workspace(var, count, dtype, math.prod(_kernel_shape(node.meta["shape"])))
+                self.take_from_workspace(var, count, dtype, math.prod(kernel_shape(node.meta["shape"])))
         name = self.array_name(node)
         self.bind(node, name, True)
         out.append(f"    {name} = {var}.reshape({_tuple(self.shapes[name])})")
@@ -230,30 +193,6 @@ def _tuple(sizes: tuple[str, ...]) -> str:
     return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
 
 
-def _dtype(node: Node) -> np.dtype:
-    return np.dtype(node.meta["dtype"])
-
-
-def _extremes(dtype: np.dtype) -> dict[str, str]:
-    """Source for the least and the greatest value of ``dtype`` (where max and min start)."""
-    if dtype.kind == "f":
-        return {"lowest": "-np.inf", "highest": "np.inf"}
-    if dtype.kind == "b":
-        return {"lowest": "False", "highest": "True"}
-    return {"lowest": str(np.iinfo(dtype).min), "highest": str(np.iinfo(dtype).max)}
-
-
-def _compute_dtype(node: Node) -> np.dtype:
-    """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
-    bool result) that of its first tensor input."""
-    out = _dtype(node)
-    if out.kind == "f":
-        return out
-    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple)]
-    floats = [_dtype(i) for i in inputs if _dtype(i).kind == "f"]
-    return floats[0] if floats else (_dtype(inputs[0]) if inputs else out)
-
-
 # ---- units: fusion groups and single nodes, in dependency order ----------------------------------------
 def _units(graph: Graph) -> list[list[Node]]:
     calls = [n for n in graph.nodes if n.op is Opcode.CALL_FUNCTION]
@@ -284,251 +223,6 @@ def _units(graph: Graph) -> list[list[Node]]:
         done.add(ready)
         order.append(units[ready])
     return order
-
-
-# ---- one fusion group: one loop nest -------------------------------------------------------------------
-class _Group:
-    def __init__(self, writer: "_Writer", members: list[Node], materialized: set[Node]) -> None:
-        self.w = writer
-        self.members = members
-        self.materialized = materialized
-        last = members[-1]
-        self.reduction = last if lowering_kind(last) == "reduction" else None
-        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
-        self.loop_shape = _kernel_shape(tuple(loop))
-        self.rank = len(self.loop_shape)
-        self.index = [f"i{k}" for k in range(self.rank)]
-        self.scalar_var: dict[Node, str] = {}
-
-    def read(self, value: Any, node: Node, input_name: str) -> str:
-        """The scalar expression of one input at the current loop index."""
-        if isinstance(value, Node):
-            if value in self.scalar_var:
-                return self.scalar_var[value]
-            return self.element(self.w.var[value], value.meta["shape"])
-        if _is_scalar(value):
-            return self.w.scalar(value, _compute_dtype(node), f"{node.name}_{input_name}")
-        if value is None:
-            return "None"
-        raise LoweringError(f"cannot lower argument {value!r} of IR node {ir_line(node)}")
-
-    def element(self, var: str, shape: tuple[int, ...]) -> str:
-        """``var`` indexed at the loop index, right-aligned; a size-1 dimension reads index 0."""
-        shape = _kernel_shape(tuple(shape))
-        offset = self.rank - len(shape)
-        index = ["0" if s == 1 else self.index[offset + k] for k, s in enumerate(shape)]
-        return f"{var}[{', '.join(index)}]"
-
-    def output_index(self, node: Node) -> str:
-        dims = node.kwargs.get("dim")
-        in_rank = len(node.args[0].meta["shape"])
-        reduced = set(range(in_rank)) if dims is None else set(dims)
-        if node.kwargs.get("keepdim", False):
-            index = ["0" if k in reduced else self.index[k] for k in range(in_rank)]
-        else:
-            index = [self.index[k] for k in range(in_rank) if k not in reduced]
-        return ", ".join(index) or "0"
-
-    def count(self, node: Node) -> str:
-        dims = node.kwargs.get("dim")
-        shape = node.args[0].meta["shape"]
-        reduced = range(len(shape)) if dims is None else dims
-        return product([self.w.size(shape[k]) for k in reduced])
-
-    def reduced_dims(self) -> set[int]:
-        """The loop dimensions the group's reduction folds."""
-        dims = self.reduction.kwargs.get("dim")
-        if dims is None or len(self.reduction.args[0].meta["shape"]) == 0:
-            return set(range(self.rank))
-        return set(dims)
-
-    def kept(self) -> int | None:
-        """How many outer loop dimensions the reduction keeps, when it folds exactly the inner ones (a
-        row reduction, or all of them): then it accumulates in a scalar, not in memory. None otherwise."""
-        reduced = self.reduced_dims()
-        kept = self.rank - len(reduced)
-        return kept if reduced == set(range(kept, self.rank)) else None
-
-    def parallel_ok(self) -> bool:
-        mode = self.w.parallel_mode
-        if mode is False or self.loop_shape[0] == 1:
-            return False
-        if self.reduction is not None and 0 in self.reduced_dims():
-            # A full reduction splits into per-row partial results, combined by ``update``; a two-pass
-            # one (``first``) cannot be combined that way.
-            if self.kept() != 0 or self.rank < 2 or "first" in self.reduction.target.lower:
-                return False
-        return mode is True or math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
-
-    def expression(self, node: Node) -> str:
-        op = node.target
-        names: dict[str, Any] = {}
-        for name, value in zip(op.inputs, node.args):
-            names[name] = self.read(value, node, name)
-        for key, value in node.kwargs.items():
-            names[key] = self.read(value, node, key) if _is_scalar(value) and not isinstance(value, bool) \
-                else value
-        names["T"] = numpy_type(_compute_dtype(node))
-        names["out"] = numpy_type(_dtype(node))
-        try:
-            return op.lower(**names) if callable(op.lower) else op.lower.format(**names)
-        except NotImplementedError as error:
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
-
-    def loop_lines(self, body: list[str], parallel: bool) -> list[str]:
-        lines = []
-        sizes = self.w.sizes_of(self.loop_shape)
-        for k in range(self.rank):
-            loop = "prange" if k == 0 and parallel else "range"
-            lines.append("    " * (k + 1) + f"for {self.index[k]} in {loop}({sizes[k]}):")
-        return lines + ["    " * (self.rank + 1) + b for b in body]
-
-    def body(self, write_outputs: bool) -> list[str]:
-        """The loop body: each elementwise member as a scalar, and stores of the materialized ones."""
-        self.scalar_var = {}
-        lines = []
-        for node in self.members:
-            if node is self.reduction:
-                break
-            lines.append(f"# {ir_line(node)}")
-            value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
-            lines.append(f"{value} = {self.expression(node)}")
-            if write_outputs and node in self.materialized:
-                lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
-        return lines
-
-    def emit(self, out: list[str]) -> None:
-        names = ", ".join(n.name for n in self.members)
-        loop = "x".join(str(s) for s in self.loop_shape)
-        out.append(f"    # {self.members[0].meta.get('fusion_group', 'group')}: {names} (loop over [{loop}])")
-        for node in self.members:
-            if node in self.materialized:
-                self.w.allocate(node, out)
-        parallel = self.parallel_ok()
-        out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
-                                       self.loops(parallel), parallel))
-
-    def loops(self, parallel: bool) -> list[str]:
-        """The group's loop nest (or nests: a two-pass reduction takes two)."""
-        red = self.reduction
-        if red is None:
-            return self.loop_lines(self.body(True), parallel)
-        spec = red.target.lower
-        acc = self.w.var[red]
-        if "first" not in spec:
-            return self.accumulate(spec, acc, None, True, parallel)
-        first = self.w.fresh(f"{red.name}_first")
-        return [f"    {first} = np.empty_like({acc})", *self.accumulate(spec["first"], first, None, True, parallel),
-                *self.accumulate(spec, acc, first, False, parallel)]
-
-    def accumulate(self, spec: dict, acc: str, first: str | None, write_outputs: bool,
-                   parallel: bool) -> list[str]:
-        """One pass over the loop nest folding the reduction's input into ``acc``; a second pass reads
-        the first's result as ``{first}``. A reduction over the inner dimensions keeps its running
-        value in a local (a register: no load and store per element, and no aliasing for LLVM to
-        fear); any other accumulates in ``acc`` itself."""
-        red = self.reduction
-        T = numpy_type(_dtype(red))
-        index = self.output_index(red)
-        names = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
-        names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None,
-                     **_extremes(_dtype(red)))
-        kept = self.kept()
-        if kept is not None and self.rank >= 2 and (kept == self.rank - 1 or (kept == 0 and self.rank == 2)) \
-                and self.large():
-            return self.accumulate_in_lanes(spec, acc, write_outputs, names, parallel)
-        body = self.body(write_outputs)
-        body.append(f"# {ir_line(red)}")
-        value = self.read(red.args[0], red, "self")
-        if kept is None:
-            return self.accumulate_in_memory(spec, acc, first, body, value, names, parallel)
-        total = self.w.fresh(f"{red.name}_total")
-        init = f"{total} = {T}({spec['init'].format(**names)})"
-        body.append(f"{total} = {spec['update'].format(acc=total, self=value, **names)}")
-        finished = spec["finish"].format(acc=total, **names) if "finish" in spec else total
-        if kept == 0 and parallel:  # per-row partial results, combined serially
-            partial, k = self.w.fresh(f"{red.name}_partial"), self.index[0]
-            sizes = self.w.sizes_of(self.loop_shape)
-            lines = [f"    {partial} = np.empty({sizes[0]}, {T})", f"    for {k} in prange({sizes[0]}):",
-                     f"        {init}"]
-            for d in range(1, self.rank):
-                lines.append("    " * (d + 1) + f"for {self.index[d]} in range({sizes[d]}):")
-            lines += ["    " * (self.rank + 1) + b for b in body]
-            lines.append(f"        {partial}[{k}] = {total}")
-            combined = self.w.fresh(f"{red.name}_combined")  # not ``total``: prange would see a reduction
-            lines += [f"    {combined} = {T}({spec['init'].format(**names)})", f"    for {k} in range({sizes[0]}):",
-                      f"        {combined} = {spec['update'].format(acc=combined, self=f'{partial}[{k}]', **names)}"]
-            finished = spec["finish"].format(acc=combined, **names) if "finish" in spec else combined
-            return lines + [f"    {acc}[{index}] = {finished}"]
-        lines = self.loop_lines(body, parallel)
-        lines.insert(kept, "    " * (kept + 1) + init)
-        return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {finished}"]
-
-    def large(self) -> bool:
-        return math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
-
-    def accumulate_in_lanes(self, spec: dict, acc: str, write_outputs: bool, names: dict[str, Any],
-                            parallel: bool) -> list[str]:
-        """A row reduction of a large loop, in two loops per row: the elementwise members over the row,
-        writing the reduction's input to a row buffer (a plain loop LLVM vectorizes, where a running
-        value in the same loop, a chain of dependent adds it may not reorder, kept it scalar: 16 ms
-        instead of 4 for W3's first loop), then the fold of that row (in cache) with ``LANES``
-        running values, combined at the end, as numpy's own sums do. A full reduction keeps the rows'
-        results and combines them in order afterwards."""
-        red = self.reduction
-        T = numpy_type(_dtype(red))
-        sizes = self.w.sizes_of(self.loop_shape)
-        inner, depth = self.index[-1], self.rank
-        pad = "    " * depth
-        row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
-                            self.w.fresh(f"{inner}_rest"))
-        lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
-        combine = spec.get("combine", spec["update"])
-        body = self.body(write_outputs) + [f"# {ir_line(red)}",
-                                           f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
-        lines = [pad + f"{row} = np.empty({sizes[-1]}, {numpy_type(red.args[0].meta['dtype'])})",
-                 pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
-        lines += [pad + f"{lane} = {T}({spec['init'].format(**names)})" for lane in lanes]
-        lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
-                  pad + f"for {block} in range(0, {rest}, {LANES}):"]
-        lines += [pad + f"    {lane} = {spec['update'].format(acc=lane, self=f'{row}[{block} + {k}]', **names)}"
-                  for k, lane in enumerate(lanes)]
-        lines += [pad + f"for {inner} in range({rest}, {sizes[-1]}):",
-                  pad + f"    {lanes[0]} = {spec['update'].format(acc=lanes[0], self=f'{row}[{inner}]', **names)}"]
-        while len(lanes) > 1:  # a balanced tree: (l0 + l1) + (l2 + l3)
-            pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
-            lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
-            lines += [pad + f"{v} = {combine.format(acc=a, self=b, **names)}" for v, (a, b) in zip(lanes, pairs)]
-        total = lanes[0]
-        outer = [("    " * (k + 1)) + f"for {self.index[k]} in {'prange' if k == 0 and parallel else 'range'}"
-                 f"({sizes[k]}):" for k in range(depth - 1)]
-        if self.kept() == self.rank - 1:
-            finished = spec["finish"].format(acc=total, **names) if "finish" in spec else total
-            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
-        partial, combined, k = (self.w.fresh(f"{red.name}_partial"), self.w.fresh(f"{red.name}_combined"),
-                                self.index[0])
-        finished = spec["finish"].format(acc=combined, **names) if "finish" in spec else combined
-        return [f"    {partial} = np.empty({sizes[0]}, {T})", *outer, *lines, pad + f"{partial}[{k}] = {total}",
-                f"    {combined} = {T}({spec['init'].format(**names)})", f"    for {k} in range({sizes[0]}):",
-                f"        {combined} = {combine.format(acc=combined, self=f'{partial}[{k}]', **names)}",
-                f"    {acc}[{self.output_index(red)}] = {finished}"]
-
-    def accumulate_in_memory(self, spec: dict, acc: str, first: str | None, body: list[str], value: str,
-                             names: dict[str, Any], parallel: bool) -> list[str]:
-        """The reduction's running values live in ``acc`` (initialised first, finished after): for
-        reductions over outer dimensions, whose inner loop then updates a row of ``acc`` at a time."""
-        index = self.output_index(self.reduction)
-        at = f"{acc}[{index}]"
-        body.append(f"{at} = {spec['update'].format(acc=at, self=value, **names)}")
-        lines = [f"    {acc}.reshape(-1)[:] = {spec['init'].format(**names)}"] + self.loop_lines(body, parallel)
-        if "finish" in spec:
-            j, flat = self.w.fresh("j"), self.w.fresh(f"{acc}_flat")
-            lines.append(f"    {flat} = {acc}.reshape(-1)")
-            if first:
-                names["first"] = f"{first}.reshape(-1)[{j}]"
-            lines.append(f"    for {j} in range({flat}.size):")
-            lines.append(f"        {flat}[{j}] = {spec['finish'].format(acc=f'{flat}[{j}]', **names)}")
-        return lines
 
 
 # ---- the whole function --------------------------------------------------------------------------------
@@ -581,7 +275,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
         if lowering_kind(members[0]) == "statement":
             w.statement(members[0], body)
         else:
-            _Group(w, members, materialized).emit(body)
+            LoopNest(w, members, materialized).emit(body)
     body = w.outliner.resolve(body)
     returned = ", ".join(_returned(w, order, outputs, body))
     workspaces = sorted(w.workspaces)

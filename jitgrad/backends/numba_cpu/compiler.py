@@ -13,7 +13,8 @@ import numpy as np
 
 from ...fx.graph import Graph
 from . import blas
-from .codegen import GeneratedKernel, LoweringError, generate
+from .codegen import GeneratedKernel, generate
+from .nodes import LoweringError
 
 _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
 _ids = itertools.count()

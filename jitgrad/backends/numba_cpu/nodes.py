@@ -1,0 +1,71 @@
+"""What the generated code needs to know of an IR node: its IR line (the comment above its code), the
+form its lowering takes, its dtype and the dtype its constants are cast to, and the errors lowering
+raises. Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...fx.graph import Graph, format_arg
+from ...fx.node import Node, Opcode, tuple_item
+from ...fx.passes.fusion import kind_of
+
+
+class LoweringError(RuntimeError):
+    """An op, or a use of one, that the numba CPU backend cannot lower. Raised by ``lower()``, before any
+    compiling, naming the op and the IR node."""
+
+
+def ir_line(node: Node) -> str:
+    """The node as ``print(graph)`` shows it, without the pass annotations."""
+    call = f"{node.op.value} {node.target_name}"
+    if node.op is Opcode.CALL_FUNCTION:
+        call += "(" + ", ".join([format_arg(a) for a in node.args]
+                                + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
+    return f"%{node.name}: {node.format_meta()} = {call}"
+
+
+def lowering_kind(node: Node) -> str:
+    """``elementwise``, ``reduction`` or ``statement``: which form its op's lowering takes."""
+    return kind_of(node)
+
+
+def check_lowerings(graph: Graph) -> None:
+    """Raises ``LoweringError`` for the first node whose op has no lowering."""
+    for node in graph.nodes:
+        if node.op is Opcode.CALL_FUNCTION and node.target is not tuple_item and node.target.lower is None:
+            raise LoweringError(f"the numba CPU backend has no lowering for op {node.target_name!r} "
+                                f"(IR node {ir_line(node)})")
+
+
+def kernel_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return shape if shape else (1,)
+
+
+def is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.number, np.bool_))
+
+
+def node_dtype(node: Node) -> np.dtype:
+    return np.dtype(node.meta["dtype"])
+
+
+def extremes(dtype: np.dtype) -> dict[str, str]:
+    """Source for the least and the greatest value of ``dtype`` (where max and min start)."""
+    if dtype.kind == "f":
+        return {"lowest": "-np.inf", "highest": "np.inf"}
+    if dtype.kind == "b":
+        return {"lowest": "False", "highest": "True"}
+    return {"lowest": str(np.iinfo(dtype).min), "highest": str(np.iinfo(dtype).max)}
+
+
+def compute_dtype(node: Node) -> np.dtype:
+    """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
+    bool result) that of its first tensor input."""
+    out = node_dtype(node)
+    if out.kind == "f":
+        return out
+    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple)]
+    floats = [node_dtype(i) for i in inputs if node_dtype(i).kind == "f"]
+    return floats[0] if floats else (node_dtype(inputs[0]) if inputs else out)
