@@ -144,10 +144,9 @@ class DiskCache:
             sys.modules[name] = module
         return module
 
-    def _file_kernel(self, compiled: Any, module: Any, fastmath: bool) -> Any:
+    def _file_kernel(self, compiled: Any, module: Any) -> Any:
         import numba
-        return numba.njit(cache=True, fastmath=fastmath, parallel=bool(getattr(compiled, "parallel", False)),
-                          nogil=True)(module.kernel)
+        return numba.njit(cache=True, **compiled.numba_options)(module.kernel)
 
     def save_machine_code(self, compiled: Any, fastmath: bool) -> bool:
         """Puts the compiled overloads of ``compiled.kernel`` into numba's cache for the kernel file."""
@@ -160,7 +159,7 @@ class DiskCache:
                 return False
             # numba rebuilds a cached function's globals by importing its module: name it after the file
             kernel.py_func.__globals__.setdefault("__name__", module.__name__)
-            file_kernel = self._file_kernel(compiled, module, fastmath)
+            file_kernel = self._file_kernel(compiled, module)
             for signature, result in kernel.overloads.items():
                 file_kernel._cache.save_overload(signature, result)
             return True
@@ -174,7 +173,7 @@ class DiskCache:
         try:
             module = self._kernel_module(compiled, fastmath, write=False)
             if module is not None:
-                compiled.kernel = self._file_kernel(compiled, module, fastmath)
+                compiled.kernel = self._file_kernel(compiled, module)
         except Exception:  # noqa: BLE001 - keep the unpickled kernel: numba compiles it on first call
             pass
 

@@ -90,6 +90,20 @@ def test_a_transposed_matrix_goes_to_blas_without_a_copy():
     np.testing.assert_allclose(got_grad, w_eager.grad.numpy(), rtol=1e-12)
 
 
+def test_division_by_zero_gives_what_numpy_and_eager_give():
+    """numba's default error model raises ZeroDivisionError (and checks every divisor, which keeps
+    loops from vectorizing); kernels use numpy's: inf, -inf, nan, and 0 for integers."""
+    x = np.array([1.0, -2.0, 0.0, 3.0])
+    zero = np.array([0.0, 0.0, 0.0, 1.0])
+    counts, none = np.array([7, -3, 0]), np.array([0, 0, 0])
+    kernel = lowered(lambda x, z, c, n: (x / z, c // n), x, zero, counts, none)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eager_ratio, eager_quotient = jg.tensor(x) / jg.tensor(zero), jg.tensor(counts) // jg.tensor(none)
+    ratio, quotient = kernel(x, zero, counts, none)
+    np.testing.assert_array_equal(ratio, eager_ratio.numpy())     # [inf, -inf, nan, 3]
+    np.testing.assert_array_equal(quotient, eager_quotient.numpy())
+
+
 def test_workspaces_are_kept_between_calls_but_outputs_are_new_and_threads_do_not_share():
     def chain(x):
         y = (x.exp() @ x).sin()           # intermediates live in the workspace

@@ -15,6 +15,7 @@ from ...fx.graph import Graph
 from . import blas
 from .codegen import GeneratedKernel, generate
 from .nodes import LoweringError
+from .numba_options import numba_options
 
 _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
 _ids = itertools.count()
@@ -52,20 +53,22 @@ def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
-        kernel = numba.njit(fastmath=fastmath, parallel=parallel, nogil=True)(namespace["kernel"])
+        kernel = numba.njit(**numba_options(fastmath, parallel))(namespace["kernel"])
         _KERNELS[key, fastmath] = kernel
     return kernel
 
 
 class CompiledGraph:
     """A lowered graph: call it with one array per placeholder. ``source`` is the kernel's source;
-    ``key`` its structural key."""
+    ``key`` its structural key; ``numba_options`` what it was compiled with."""
 
-    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any]) -> None:
+    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any],
+                 fastmath: bool) -> None:
         self.source = generated.source
         self.key = key
         self.kernel = kernel
         self.parallel = generated.parallel
+        self.numba_options = numba_options(fastmath, generated.parallel)
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
         self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
@@ -126,7 +129,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
     generated = generate(graph, parallel, fastmath)
     key = code_key(generated.source)
     kernel = _compile(generated.source, key, fastmath, generated.parallel)
-    compiled = CompiledGraph(graph, generated, key, kernel)
+    compiled = CompiledGraph(graph, generated, key, kernel, fastmath)
     if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
         import numba
 

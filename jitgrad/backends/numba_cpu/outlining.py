@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 
+from .numba_options import decorator
+
 # Names the generated code takes from its module or from builtins, never from a variable.
 GLOBALS = frozenset({"np", "math", "numba", "prange", "tanh_float32", "range", "min", "max", "abs", "bool",
                      "float", "int", "len", "True", "False", "None"})
@@ -84,7 +86,7 @@ class Outliner:
                 continue
             if form not in functions:
                 functions[form] = name
-                self.definitions += [f"@numba.njit(nogil=True, fastmath={self.fastmath}, parallel={parallel})",
+                self.definitions += [decorator(self.fastmath, parallel),
                                      f"def {name}({', '.join(params)}):", *lines, "", ""]
             out.append(f"    {functions[form]}({', '.join(params)})")
         return out
