@@ -9,9 +9,9 @@ through numpy's extension module and registered with LLVM under a fixed name, wh
 code cacheable (it names the symbol, not an address).
 
 Where numpy's BLAS cannot be found (a build without CBLAS symbols), or ``JITGRAD_KERNEL_BLAS=numba``
-asks for it, ``BLAS`` is None and the same functions use numba's ``np.dot``. Either way an operand is passed as it is laid out: a matrix whose rows or
-columns are unit-stride goes to BLAS as it is, transposed if need be, and anything else (a broadcast
-view, a slice with steps in both dimensions) is copied first.
+asks for it, ``BLAS`` is None and the same functions use numba's ``np.dot``. Otherwise an operand is
+passed as it is laid out: a matrix whose rows or columns are unit-stride goes to BLAS as it is,
+transposed if need be, and anything else (a broadcast view, steps in both dimensions) is copied first.
 """
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def _cblas_gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
     return signature, codegen
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _layout(rows, cols, row_stride, col_stride):
     """How BLAS reads a rows x cols matrix with these element strides: (NO_TRANS or TRANS, leading
     dimension), or (0, 0) when it cannot be read in place."""
@@ -126,23 +126,20 @@ def _layout(rows, cols, row_stride, col_stride):
     return 0, 0
 
 
-@numba.njit
-def _product(a, a_rows, a_cols, a_rs, a_cs, b, b_cols, b_rs, b_cs, out, out_rs, out_cs):
-    """out (a_rows x b_cols) = a @ b for matrices given by their first element and element strides."""
-    if a_rows == 0 or b_cols == 0:
-        return
-    if a_cols == 0:
-        out[:] = 0
-        return
-    ta, lda = _layout(a_rows, a_cols, a_rs, a_cs)
-    tb, ldb = _layout(a_cols, b_cols, b_rs, b_cs)
-    tc, ldc = _layout(a_rows, b_cols, out_rs, out_cs)
+@numba.njit(cache=True)
+def _gemm_arguments(n, k, m, a_rs, a_cs, b_rs, b_cs, out_rs, out_cs):
+    """``cblas_?gemm``'s transposes and leading dimensions for out (n x m) = a (n x k) @ b (k x m),
+    from each matrix's element strides. (Cached: what names the BLAS symbol is compiled into each
+    kernel instead, where the BLAS of the process is part of the key.)"""
+    ta, lda = _layout(n, k, a_rs, a_cs)
+    tb, ldb = _layout(k, m, b_rs, b_cs)
+    tc, ldc = _layout(n, m, out_rs, out_cs)
     if ta == 0 or tb == 0 or tc != NO_TRANS:  # callers pass matrices that need none of this
         raise ValueError("matmul: an operand BLAS cannot read in place reached the kernel")
-    _cblas_gemm(ta, tb, a_rows, b_cols, a_cols, a, lda, b, ldb, out, ldc)
+    return ta, lda, tb, ldb, ldc
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _blas_ready(x):
     """``x`` itself when each row or each column is unit-stride, else a C-contiguous copy."""
     size = x.itemsize
@@ -170,11 +167,18 @@ def _mm_into_blas(a, b, out):
         return lambda a, b, out: np.dot(a, b, out)
 
     def mm(a, b, out):
+        n, k, m = a.shape[0], a.shape[1], b.shape[1]
+        if n == 0 or m == 0:
+            return
+        if k == 0:
+            out[:] = 0
+            return
         a, b = _blas_ready(a), _blas_ready(b)
         size = a.itemsize
-        _product(a, a.shape[0], a.shape[1], a.strides[0] // size, a.strides[1] // size,
-                 b, b.shape[1], b.strides[0] // size, b.strides[1] // size,
-                 out, out.strides[0] // size, out.strides[1] // size)
+        ta, lda, tb, ldb, ldc = _gemm_arguments(n, k, m, a.strides[0] // size, a.strides[1] // size,
+                                                b.strides[0] // size, b.strides[1] // size,
+                                                out.strides[0] // size, out.strides[1] // size)
+        _cblas_gemm(ta, tb, n, m, k, a, lda, b, ldb, out, ldc)
     return mm
 
 
@@ -184,12 +188,19 @@ def _mv_into_blas(a, v, out):
         return lambda a, v, out: np.dot(a, v, out)
 
     def mv(a, v, out):
+        n, k = a.shape[0], a.shape[1]
+        if n == 0:
+            return
+        if k == 0:
+            out[:] = 0
+            return
         a = _blas_ready(a)
-        if v.shape[0] > 1 and v.strides[0] <= 0:
+        if k > 1 and v.strides[0] <= 0:
             v = np.ascontiguousarray(v)
         size = a.itemsize
-        _product(a, a.shape[0], a.shape[1], a.strides[0] // size, a.strides[1] // size,
-                 v, 1, v.strides[0] // size, 1, out, 1, 1)
+        ta, lda, tb, ldb, ldc = _gemm_arguments(n, k, 1, a.strides[0] // size, a.strides[1] // size,
+                                                v.strides[0] // size, 1, out.strides[0] // size, 1)
+        _cblas_gemm(ta, tb, n, 1, k, a, lda, v, ldb, out, ldc)
     return mv
 
 

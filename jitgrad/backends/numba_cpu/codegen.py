@@ -35,8 +35,9 @@ from .nodes import LoweringError, check_lowerings, ir_line, kernel_shape, loweri
 from .outlining import Outliner
 
 # Names the generated code reads as globals or builtins: an array may not take them.
-_RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "mm_into", "mv_into", "sizes", "scalars", "kernel", "max", "min",
-                       "abs", "bool", "range", "float", "int", "sum", "len", "True", "False", "None"})
+_RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "mm_into", "mv_into", "sizes", "scalars",
+                       "kernel", "max", "min", "abs", "bool", "range", "float", "int", "sum", "len", "True",
+                       "False", "None"})
 
 
 
@@ -287,7 +288,8 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
               *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")
-    source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{',' if len(outputs) == 1 else ''})"]) + "\n"
+    trailing_comma = "," if len(outputs) == 1 else ""
+    source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{trailing_comma})"]) + "\n"
     return GeneratedKernel(source, [c.target for c in constants], list(w.index_arrays.values()),
                            [(np.dtype(name), w.workspaces[name]) for name in workspaces],
                            w.sizes, w.scalars, outputs, w.outliner.inline_parallel,

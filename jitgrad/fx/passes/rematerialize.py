@@ -46,9 +46,14 @@ class _Group:
         inside = set(self.members)
         return {i: None for m in self.members for i in m.all_input_nodes if i not in inside and _large(i)}
 
-    def loads(self, value: Node, reads: dict[Node, None]) -> set[Node] | None:
+    def loads(self, value: Node, reads: dict[Node, None],
+              known: dict[Node, set[Node] | None]) -> set[Node] | None:
         """The large arrays this group would load, beyond ``reads``, to compute ``value`` itself
-        (recomputing what it can: an ``expand`` of a small array loads nothing); None if it cannot."""
+        (recomputing what it can: an ``expand`` of a small array loads nothing); None if it cannot.
+        ``known`` holds the answers so far: a chain that forks and joins is walked once."""
+        if value in known:
+            return known[value]
+        known[value] = None
         if value.op is not Opcode.CALL_FUNCTION or not getattr(value.target, "recompute", False) or \
                 kind_of(value) != "elementwise" or value.meta.get("fusion_group") == self.name:
             return None
@@ -56,21 +61,23 @@ class _Group:
         for i in value.all_input_nodes:
             if not _large(i) or i in reads:
                 continue
-            again = self.loads(i, reads)
+            again = self.loads(i, reads, known)
             if again is not None and (not again or not _stored(i)):
                 loads |= again
             elif _stored(i):
                 loads.add(i)
             else:
                 return None
+        known[value] = loads
         return loads
 
     def candidate(self) -> tuple[Node, list[Node]] | None:
         """A value to compute here instead of reading it, and the readers it replaces: one that costs
         at most one other load, of an array that is in memory anyway."""
         reads = self.reads()
+        known: dict[Node, set[Node] | None] = {}
         for value in reads:
-            loads = self.loads(value, reads)
+            loads = self.loads(value, reads, known)
             if loads is not None and len(loads) <= 1:
                 return value, [m for m in self.members if m in value.users]
         return None
