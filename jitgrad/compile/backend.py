@@ -56,9 +56,21 @@ class InterpretedGraph:
         return cls(module.code, module.constants)
 
     def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The outputs, each its own memory: the graph may return an argument itself (``x * 1.0``
+        simplified to ``x``), a constant, a view of either or one output twice, and the caller writes
+        into what it gets (``.grad`` accumulates in place), as the numba backend's outputs allow."""
         with grad_mode.no_grad():
             out = self._forward(*(Tensor._make(a) for a in arrays), constants=self.constants)
-        return tuple(v._data if isinstance(v, Tensor) else v for v in iter_leaves(out))
+        owned = [*arrays, *(c._data for c in self.constants.values() if isinstance(c, Tensor))]
+        results = []
+        for value in iter_leaves(out):
+            value = value._data if isinstance(value, Tensor) else value
+            if isinstance(value, np.ndarray):
+                if any(np.shares_memory(value, other) for other in owned):
+                    value = value.copy()
+                owned.append(value)
+            results.append(value)
+        return tuple(results)
 
     def __reduce__(self):
         constants = {k: (True, v._data) if isinstance(v, Tensor) else (False, v) for k, v in self.constants.items()}

@@ -180,3 +180,20 @@ def test_a_compiled_function_inside_another_joins_its_graph():
     ((x * we).tanh() * 2.0).sum().backward()
     assert_close(w.grad, we.grad)
     assert not outer._programs[next(iter(outer._programs))].forward.ir_before.count("get_attr")
+
+
+def test_outputs_never_share_memory_with_arguments_or_each_other():
+    """The interpreter backend may return an argument itself (``x * 1.0`` simplified to ``x``) or a
+    view of it; writing into a result must not change the argument or another result."""
+    @jg.compile(cache=False)
+    def f(x):
+        return x * 1.0, x.reshape(-1), x.reshape(-1)
+
+    x = jg.randn(3)
+    before = x.numpy().copy()
+    first, second, third = f(x)
+    first.numpy()[:] = 5.0
+    second.numpy()[:] = 7.0
+    np.testing.assert_array_equal(x.numpy(), before)
+    np.testing.assert_array_equal(first.numpy(), 5.0)
+    np.testing.assert_array_equal(third.numpy(), before)
