@@ -16,6 +16,7 @@ transposed if need be, and anything else (a broadcast view, steps in both dimens
 from __future__ import annotations
 
 import ctypes
+import importlib
 import os
 from dataclasses import dataclass
 
@@ -52,7 +53,8 @@ def _find_blas() -> Blas | None:
     if choice == "numba":
         return None
     try:
-        from numpy._core import _multiarray_umath as module
+        module = importlib.import_module("numpy._core._multiarray_umath" if int(np.__version__.split(".")[0]) >= 2
+                                         else "numpy.core._multiarray_umath")  # numpy 1.x's name
         library = ctypes.CDLL(module.__file__)
     except (ImportError, OSError):
         return None
