@@ -71,10 +71,49 @@ def make_template(value: Any, leaves: list[Node]) -> Any:
     return value
 
 
+class TupleOf(tuple):
+    """A tuple of a subclass in a template (``max(dim)``'s ``(values, indices)``, a named tuple): the
+    IR holds plain tuples, so the type is put back here and the result rebuilt as ``kind(*items)``."""
+
+    def __new__(cls, kind: type, items: tuple) -> "TupleOf":
+        template = super().__new__(cls, items)
+        template.kind = kind
+        return template
+
+
+def tuple_types(value: Any) -> Any:
+    """Where ``value`` (a traced function's result) holds tuples of a subclass: ``(kind, items)`` for
+    a tuple, a list or dict of the same for lists and dicts, None where there are none."""
+    if isinstance(value, (tuple, list)):
+        items = [tuple_types(v) for v in value]
+        if isinstance(value, tuple) and type(value) is not tuple:
+            return (type(value), items)
+        return items if any(i is not None for i in items) else None
+    if isinstance(value, dict):
+        items = {k: tuple_types(v) for k, v in value.items()}
+        return items if any(i is not None for i in items.values()) else None
+    return None
+
+
+def with_tuple_types(template: Any, types: Any) -> Any:
+    """``template`` with the tuple subclasses ``tuple_types`` found put back."""
+    if types is None:
+        return template
+    if isinstance(types, tuple):
+        kind, items = types
+        return TupleOf(kind, tuple(with_tuple_types(t, i) for t, i in zip(template, items)))
+    if isinstance(types, dict):
+        return {k: with_tuple_types(t, types.get(k)) for k, t in template.items()}
+    rebuilt = [with_tuple_types(t, i) for t, i in zip(template, types)]
+    return tuple(rebuilt) if isinstance(template, tuple) else rebuilt
+
+
 def fill_template(template: Any, values: tuple, wrap: Callable[[int, Any], Any]) -> Any:
     """The template with slot ``i`` replaced by ``wrap(i, values[i])``."""
     if isinstance(template, Slot):
         return wrap(template.index, values[template.index])
+    if isinstance(template, TupleOf):
+        return template.kind(*(fill_template(v, values, wrap) for v in template))
     if isinstance(template, tuple):
         return tuple(fill_template(v, values, wrap) for v in template)
     if isinstance(template, list):
@@ -119,7 +158,7 @@ def user_line() -> str | None:
 class Captured:
     kind: str                                   # "step" or "loss"
     graph: Graph | None = None                  # the step's graph (before passes)
-    template: Any = None                        # (result, grads, writes) around the step's outputs
+    result_types: Any = None                    # the result's tuple subclasses (``tuple_types``)
     grad_inputs: list[int] = field(default_factory=list)   # tensor arguments passed with their .grad
     sources: dict[str, str] = field(default_factory=dict)  # node name -> user source line
 
@@ -222,7 +261,7 @@ def capture_call(fn: Callable, args: tuple, kwargs: dict) -> Captured:
                           "higher-order gradients through a compiled step are not supported")
     value = tracer.as_arg(result)
     graph.output((value, grads, writes))
-    return Captured("step", graph, None, grad_inputs, sources)
+    return Captured("step", graph, tuple_types(result), grad_inputs, sources)
 
 
 @dataclass
@@ -230,6 +269,7 @@ class CapturedLoss:
     graph: Graph                   # the joint graph
     differentiable: list[bool]     # per tensor leaf of the result: does it require grad
     wanted: list[int]              # tensor arguments (by position among tensors) that get gradients
+    result_types: Any = None       # the result's tuple subclasses (``tuple_types``)
 
 
 def capture_loss(fn: Callable, args: tuple, kwargs: dict) -> CapturedLoss:
@@ -247,8 +287,9 @@ def capture_loss(fn: Callable, args: tuple, kwargs: dict) -> CapturedLoss:
     differentiable = [t._requires_grad for t in tensor_leaves(results[0])]
     tensors = [a for a in args if isinstance(a, Tensor)]
     wanted = [i for i, t in enumerate(tensors) if t._requires_grad]
-    return CapturedLoss(joint.graph, differentiable, wanted)
+    return CapturedLoss(joint.graph, differentiable, wanted, tuple_types(results[0]))
 
 
-__all__ = ["Captured", "CapturedLoss", "Slot", "TraceError", "Unsupported", "capture_call", "capture_loss",
-           "fill_template", "flatten_output", "make_template", "slots", "tensor_leaves", "user_line"]
+__all__ = ["Captured", "CapturedLoss", "Slot", "TraceError", "TupleOf", "Unsupported", "capture_call",
+           "capture_loss", "fill_template", "flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types",
+           "user_line", "with_tuple_types"]

@@ -27,7 +27,8 @@ from ..tensor import Tensor
 from . import guards
 from .backend import get_backend
 from .cache import DiskCache
-from .capture import Unsupported, capture_call, capture_loss, flatten_output, tensor_leaves
+from .capture import (Unsupported, capture_call, capture_loss, flatten_output, tensor_leaves,
+                      with_tuple_types)
 from .compiled_function import LossProgram, StepProgram, logs, lower
 from .explain import Explanation
 
@@ -262,7 +263,8 @@ class CompiledFunction:
         if captured.kind == "step":
             graph = captured.graph
             tensor_names = [p.name for p in graph.placeholders][:n_tensors]
-            template = flatten_output(graph)
+            result, grads, writes = flatten_output(graph)
+            template = (with_tuple_types(result, captured.result_types), grads, writes)
             tensors = [a for a in args if isinstance(a, Tensor)]
             example = [t._data for t in tensors] + [tensors[i]._grad._data for i in captured.grad_inputs]
             lowered = lower(graph, self.backend, self.options, f"{name} (step)", captured.sources,
@@ -272,6 +274,7 @@ class CompiledFunction:
         split = partition_joint(loss.graph)
         forward = split.forward
         template = flatten_output(forward)
+        template = (with_tuple_types(template[0], loss.result_types), *template[1:])
         tensors = [a for a in args if isinstance(a, Tensor)]
         lowered = lower(forward, self.backend, self.options, f"{name} (forward)", captured.sources,
                         self.disk_cache, [t._data for t in tensors])

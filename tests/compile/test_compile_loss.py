@@ -197,3 +197,28 @@ def test_outputs_never_share_memory_with_arguments_or_each_other():
     np.testing.assert_array_equal(x.numpy(), before)
     np.testing.assert_array_equal(first.numpy(), 5.0)
     np.testing.assert_array_equal(third.numpy(), before)
+
+
+def test_named_tuples_in_the_result_keep_their_type():
+    """The IR holds plain tuples; ``max(dim)``'s ``(values, indices)`` and a user's named tuple come back
+    with their attributes, from a loss (gradients wanted) and from a call under no_grad alike."""
+    from collections import namedtuple
+    Pair = namedtuple("Pair", "total peak")
+
+    @jg.compile(cache=False)
+    def f(x):
+        best = (x * 2.0).max(1)
+        return best, Pair(x.sum(), best.values.amax())
+
+    x = jg.randn(3, 4, requires_grad=True)
+    best, pair = f(x)
+    expected = (x * 2.0).max(1)
+    assert type(best) is type(expected) and type(pair) is Pair
+    assert_close(best.values, expected.values)
+    np.testing.assert_array_equal(best.indices.numpy(), expected.indices.numpy())
+    pair.total.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 4), np.float32))
+    with jg.no_grad():
+        best, pair = f(x)
+    assert type(best) is type(expected) and type(pair) is Pair
+    assert_close(pair.peak, expected.values.amax())
