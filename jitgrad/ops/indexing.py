@@ -67,19 +67,21 @@ def _without_ellipsis(index: tuple, rank: int) -> tuple:
     return index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
 
 
-def _basic_items(index: tuple, shape: tuple) -> list[str] | None:
+def _basic_items(ctx, index: tuple, shape: tuple) -> list[str] | None:
     """Source for a basic index as slices (an integer is a one-wide slice), one per dimension it
     names; None for what lowers as a gather or scatter by flat positions instead: arrays, None, or
-    a 0-d input."""
+    a 0-d input. Bounds are run-time values (``ctx.size``), as sizes are: ``x[:, :n // 2]`` traced at
+    another ``n`` reuses the kernel; a step stays literal (its sign decides the loop)."""
     if _is_advanced(index) or None in index or not shape:
         return None
     items = []
     for item in _without_ellipsis(index, len(shape)):
         if isinstance(item, slice):
-            items.append(":".join("" if v is None else str(v) for v in (item.start, item.stop, item.step)))
+            bounds = ["" if v is None else ctx.size(int(v)) for v in (item.start, item.stop)]
+            items.append(":".join(bounds + ([] if item.step is None else [str(item.step)])))
         else:  # counted from the end when negative, so that the size stays out of the source
             start = int(item)
-            items.append(f"{start}:{start + 1}" if start != -1 else "-1:")
+            items.append(f"{ctx.size(start)}:{ctx.size(start + 1)}" if start != -1 else "-1:")
     return items
 
 
@@ -99,7 +101,7 @@ def _getitem_lower(ctx):
     reshaped copy (so that no 0-d array appears in generated code). Anything else (integer and
     boolean arrays, None, a 0-d input) gathers by flat positions computed when lowering."""
     index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
-    items = _basic_items(index, shape)
+    items = _basic_items(ctx, index, shape)
     if items is None:
         return gather_lines(ctx, ctx.self, ctx.positions(shape, index))
     selected = f"{ctx.self}[{', '.join(items)}]"
@@ -111,7 +113,7 @@ def _index_scatter_lower(ctx):
     """Zeros, and the gradient written into the region a basic index selected (an integer's dimension
     kept as a one-wide slice), or added at the flat positions of an advanced one."""
     index, shape = ctx.attrs["index"], ctx.attrs["shape"]
-    items = _basic_items(index, shape)
+    items = _basic_items(ctx, index, shape)
     if items is None:  # accumulate element by element: an index may repeat
         positions, flat, grad, i = ctx.positions(shape, index), f"{ctx.out}_all", f"{ctx.out}_grad", f"{ctx.out}_i"
         return [f"{ctx.out}[...] = 0", f"{flat} = {ctx.out}.reshape(-1)",
