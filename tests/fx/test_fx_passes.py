@@ -138,6 +138,12 @@ def test_cse_merges_equal_calls_and_equal_constants_but_not_different_attributes
     assert record.changes == ["sum_1 -> sum", "_tensor_constant_1 -> _tensor_constant", "mul_1 -> mul"]
 
 
+def test_cse_keeps_zero_and_negative_zero_apart():
+    g = fx.trace(lambda x: (1.0 / (x * 0.0), 1.0 / (x * -0.0)), X).graph
+    run_pass(eliminate_common_subexpressions, g, X)
+    assert names(g).count("mul") == 2   # 1 / (x * -0.0) is -inf where 1 / (x * 0.0) is inf
+
+
 # ---- fold_constants -----------------------------------------------------------------------------------
 def test_fold_constants_computes_constant_subgraphs_once():
     def f(x):

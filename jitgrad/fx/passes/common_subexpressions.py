@@ -7,6 +7,7 @@ gradient slots; this pass makes them share one node.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Hashable
 
 import numpy as np
@@ -27,8 +28,8 @@ def _key(value: Any) -> Hashable:
         return ("array", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, slice):
         return ("slice", value.start, value.stop, value.step)
-    if isinstance(value, float):
-        return ("float", value)  # keeps 1 and 1.0 apart: they promote differently
+    if isinstance(value, float):  # keeps 1 and 1.0 apart (they promote differently), and 0.0 and -0.0
+        return ("float", value, math.copysign(1.0, value))
     return (type(value).__name__, value)
 
 
