@@ -111,3 +111,20 @@ def test_comments_carry_the_ir_lines(two_batch_sizes):
     ir_lines = [line.split("  # ")[0].strip() for line in str(graph).splitlines() if "call_function" in line]
     assert len(ir_lines) > 10
     assert [line for line in ir_lines if line not in comments] == []
+
+
+def test_equal_numbers_share_one_variable_and_signed_zeros_do_not():
+    def program(x):
+        y = x
+        for _ in range(5):
+            y = (y * 1.01 + 0.1).sin()
+        return y, 1.0 / (x * 0.0), 1.0 / (x * -0.0)
+    x = np.linspace(0.5, 1.5, 4)
+    graph, kernel = lowered(program, [x])
+    reads = [line for line in kernel.source.splitlines() if "scalars[" in line]
+    assert len(reads) == 5, reads  # 1.01, 0.1, 0.0, -0.0, 1.0
+    with np.errstate(divide="ignore"):
+        got = list(kernel(x))
+    np.testing.assert_array_equal(got[1], np.inf)
+    np.testing.assert_array_equal(got[2], -np.inf)
+    assert_close(got[:1], interpreted(graph, [x])[:1], np.float64)

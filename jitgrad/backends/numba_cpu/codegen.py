@@ -66,6 +66,7 @@ class _Writer:
         self.sizes: list[int] = []
         self.scalars: list[float] = []
         self.size_names: dict[int, str] = {}
+        self.scalar_names: dict[tuple[str, str], str] = {}
         self.shapes: dict[str, tuple[str, ...]] = {}    # variable -> size expressions
         self.contiguous: dict[str, bool] = {}
         self.ranks: dict[str, int] = {}
@@ -106,11 +107,16 @@ class _Writer:
         return tuple(self.size(s) for s in kernel_shape(shape))
 
     def scalar(self, value: Any, dtype: np.dtype, hint: str) -> str:
-        """A Python number of the graph, read from ``scalars`` and cast once to ``dtype``."""
-        name = self.fresh(hint)
-        self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])  # {value!r}")
-        self.scalars.append(float(value))
-        return name
+        """A Python number of the graph, read from ``scalars`` and cast once to ``dtype``; one variable
+        per distinct number and dtype (W1's fifty ``* 1.01`` read one), which keeps the function
+        numba compiles short."""
+        key = (repr(float(value)), np.dtype(dtype).str)  # repr: 0.0 and -0.0 stay apart
+        if key not in self.scalar_names:
+            name = self.fresh(hint)
+            self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])  # {value!r}")
+            self.scalars.append(float(value))
+            self.scalar_names[key] = name
+        return self.scalar_names[key]
 
     def array_name(self, node: Node) -> str:
         """The array variable of a node: its name, unless that is a builtin the code calls (``max``)."""
