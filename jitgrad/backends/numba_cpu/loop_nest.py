@@ -87,7 +87,7 @@ class LoopNest:
             # one (``first``) cannot be combined that way.
             if self.kept() != 0 or self.rank < 2 or "first" in self.reduction.target.lower:
                 return False
-        return mode is True or math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
+        return mode is True or self.large()
 
     def expression(self, node: Node) -> str:
         op = node.target
@@ -174,7 +174,6 @@ class LoopNest:
         total = self.w.fresh(f"{red.name}_total")
         init = f"{total} = {T}({spec['init'].format(**names)})"
         body.append(f"{total} = {spec['update'].format(acc=total, self=value, **names)}")
-        finished = spec["finish"].format(acc=total, **names) if "finish" in spec else total
         if kept == 0 and parallel:  # per-row partial results, combined serially
             partial, k = self.w.fresh(f"{red.name}_partial"), self.index[0]
             sizes = self.w.sizes_of(self.loop_shape)
@@ -184,14 +183,20 @@ class LoopNest:
                 lines.append("    " * (d + 1) + f"for {self.index[d]} in range({sizes[d]}):")
             lines += ["    " * (self.rank + 1) + b for b in body]
             lines.append(f"        {partial}[{k}] = {total}")
-            combined = self.w.fresh(f"{red.name}_combined")  # not ``total``: prange would see a reduction
-            lines += [f"    {combined} = {T}({spec['init'].format(**names)})", f"    for {k} in range({sizes[0]}):",
-                      f"        {combined} = {spec['update'].format(acc=combined, self=f'{partial}[{k}]', **names)}"]
-            finished = spec["finish"].format(acc=combined, **names) if "finish" in spec else combined
-            return lines + [f"    {acc}[{index}] = {finished}"]
+            return lines + self.combine_rows(spec, acc, partial, names)
         lines = self.loop_lines(body, parallel)
         lines.insert(kept, "    " * (kept + 1) + init)
-        return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {finished}"]
+        return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {_finished(spec, total, names)}"]
+
+    def combine_rows(self, spec: dict, acc: str, partial: str, names: dict[str, Any]) -> list[str]:
+        """A full reduction's last lines: the rows' partial results in ``partial`` folded in order
+        (``combine``, else ``update``) into ``acc``'s one value."""
+        combined, k = self.w.fresh(f"{self.reduction.name}_combined"), self.index[0]  # not a prange reduction
+        combine = spec.get("combine", spec["update"])
+        return [f"    {combined} = {names['T']}({spec['init'].format(**names)})",
+                f"    for {k} in range({self.w.sizes_of(self.loop_shape)[0]}):",
+                f"        {combined} = {combine.format(acc=combined, self=f'{partial}[{k}]', **names)}",
+                f"    {acc}[{self.output_index(self.reduction)}] = {_finished(spec, combined, names)}"]
 
     def large(self) -> bool:
         return math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
@@ -232,15 +237,10 @@ class LoopNest:
         outer = [("    " * (k + 1)) + f"for {self.index[k]} in {'prange' if k == 0 and parallel else 'range'}"
                  f"({sizes[k]}):" for k in range(depth - 1)]
         if self.kept() == self.rank - 1:
-            finished = spec["finish"].format(acc=total, **names) if "finish" in spec else total
-            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
-        partial, combined, k = (self.w.fresh(f"{red.name}_partial"), self.w.fresh(f"{red.name}_combined"),
-                                self.index[0])
-        finished = spec["finish"].format(acc=combined, **names) if "finish" in spec else combined
-        return [f"    {partial} = np.empty({sizes[0]}, {T})", *outer, *lines, pad + f"{partial}[{k}] = {total}",
-                f"    {combined} = {T}({spec['init'].format(**names)})", f"    for {k} in range({sizes[0]}):",
-                f"        {combined} = {combine.format(acc=combined, self=f'{partial}[{k}]', **names)}",
-                f"    {acc}[{self.output_index(red)}] = {finished}"]
+            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {_finished(spec, total, names)}"]
+        partial = self.w.fresh(f"{red.name}_partial")
+        return [f"    {partial} = np.empty({sizes[0]}, {T})", *outer, *lines,
+                pad + f"{partial}[{self.index[0]}] = {total}", *self.combine_rows(spec, acc, partial, names)]
 
     def accumulate_in_memory(self, spec: dict, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:
@@ -258,3 +258,8 @@ class LoopNest:
             lines.append(f"    for {j} in range({flat}.size):")
             lines.append(f"        {flat}[{j}] = {spec['finish'].format(acc=f'{flat}[{j}]', **names)}")
         return lines
+
+
+def _finished(spec: dict, acc: str, names: dict[str, Any]) -> str:
+    """A reduction's result from its running value ``acc``: ``finish`` (a mean's division) or ``acc``."""
+    return spec["finish"].format(acc=acc, **names) if "finish" in spec else acc
