@@ -32,12 +32,10 @@ from .buffers import plan_buffers, shared_memory
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
 from .nodes import LoweringError, check_lowerings, ir_line, kernel_shape, lowering_kind, node_dtype
-from .outlining import Outliner
+from .outlining import GLOBALS, Outliner
 
-# Names the generated code reads as globals or builtins: an array may not take them.
-_RESERVED = frozenset({"np", "math", "numba", "prange", "tanh_float32", "mm_into", "mv_into", "sizes", "scalars",
-                       "kernel", "max", "min", "abs", "bool", "range", "float", "int", "sum", "len", "True",
-                       "False", "None"})
+# Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
+_RESERVED = GLOBALS | {"sizes", "scalars", "kernel"}
 
 
 
