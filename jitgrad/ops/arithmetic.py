@@ -203,16 +203,19 @@ def _clamp_lower(self, min, max, T, out):  # noqa: A002
     return value if max is None else f"min({value}, {max})"
 
 
-_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", recompute=True, lower=_clamp_lower,
-              self=_clamp_grad,
-              jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
+_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", recompute=True,
+               lower=_clamp_lower,
+               self=_clamp_grad,
+               jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
+
 
 def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     """Limits values to ``[min, max]``; the gradient is zero where a limit applied."""
     return _clamp(input, min=min, max=max)
 
 
-abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recompute=True, lower="abs({self})",  # noqa: A001
+abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recompute=True,  # noqa: A001
+            lower="abs({self})",
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
 

@@ -67,7 +67,6 @@ class CompiledGraph:
         self.source = generated.source
         self.key = key
         self.kernel = kernel
-        self.parallel = generated.parallel
         self.numba_options = numba_options(fastmath, generated.parallel)
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
@@ -78,6 +77,11 @@ class CompiledGraph:
         self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
         self.scalar_outputs = [i for i, scalar in enumerate(generated.scalar_outputs) if scalar]
         self._local = threading.local()
+
+    @property
+    def parallel(self) -> bool:
+        """Whether numba compiles the kernel with ``parallel=True`` (its own loops use prange)."""
+        return bool(self.numba_options["parallel"])
 
     def trailing_arguments(self) -> tuple[np.ndarray, ...]:
         """The kernel's arguments after the placeholders, for this thread: constants, workspaces,

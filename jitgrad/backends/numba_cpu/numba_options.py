@@ -3,7 +3,8 @@ and the kernels the disk cache rebuilds from their files): one place, so that th
 
 ``error_model="numpy"``: division by zero gives inf or nan as in numpy (and so in eager jitgrad), not
 Python's ``ZeroDivisionError``; and no zero check per division, which kept every loop that divides
-from vectorizing (W2's float32 tanh loop, a division per element: 68 us before, 8 us after).
+from vectorizing (W2's float32 tanh loop over 64x256, a division per element: 68 us before, 13 us
+after).
 ``nogil``: a kernel releases the GIL, so threads can run compiled functions at once.
 """
 from __future__ import annotations
