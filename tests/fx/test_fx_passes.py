@@ -10,8 +10,8 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
 from jitgrad.fx.joint import is_backward
-from jitgrad.fx.passes import (PassManager, eliminate_common_subexpressions, eliminate_dead_code,
-                               fold_constants, group_fusions, partition_joint, plan_memory,
+from jitgrad.fx.passes import (PassManager, batch_matrix_products, eliminate_common_subexpressions,
+                               eliminate_dead_code, fold_constants, group_fusions, partition_joint, plan_memory,
                                rematerialize, simplify_algebra, topological_sort)
 from jitgrad.ops.registry import REGISTRY
 
@@ -174,6 +174,10 @@ def test_fold_constants_leaves_broadcasts_that_would_grow_a_constant():
     (lambda x: x.expand(3, 4), []),
     (lambda x: x * jg.ones(2, 3, 4), ["mul"]),                           # broadcasts: keeps the op
     (lambda x: x.long() * 1.0, ["to_dtype", "mul"]),                     # promotes: keeps the op
+    (lambda x: jg.stack([x[0], x[1], x[2]]), []),                        # every row in order: x
+    (lambda x: jg.stack([x[0], x[2], x[1]]), ["getitem"] * 3 + ["stack"]),   # another order: a copy
+    (lambda x: jg.stack([x[0], x[1]]), ["getitem"] * 2 + ["stack"]),      # not every row
+    (lambda x: jg.stack([x[0], x[1], x[2]], 1), ["getitem"] * 3 + ["stack"]),  # another dimension
 ])
 def test_simplify_algebra(fn, remaining):
     g = fx.trace(fn, X).graph
@@ -181,6 +185,69 @@ def test_simplify_algebra(fn, remaining):
     run_pass(eliminate_dead_code, g, X)
     assert names(g) == remaining
     assert record.changed == (remaining != names(fx.trace(fn, X).graph))
+
+
+# ---- batch_matrix_products ----------------------------------------------------------------------------
+def rnn(steps):
+    """W4's shape: one matrix times a vector per step (independent of one another) plus a recurrence,
+    and the gradients of both matrices."""
+    def program(wh, wx, xs):
+        h = jg.zeros(wh.shape[0], dtype=wh.dtype)
+        for t in range(steps):
+            h = jg.tanh(wh @ h + wx @ xs[t])
+        return jg.autograd.grad((h * h).sum(), [wh, wx])
+    return program
+
+
+def rnn_inputs(steps=5, hidden=3, features=2):
+    return (jg.randn(hidden, hidden, dtype=jg.float64, requires_grad=True),
+            jg.randn(hidden, features, dtype=jg.float64, requires_grad=True),
+            jg.randn(steps, features, dtype=jg.float64))
+
+
+def test_batch_matrix_products_multiplies_independent_vectors_at_once_and_sums_outer_products_as_one():
+    inputs = rnn_inputs()
+    g = fx.trace(rnn(5), *inputs).graph
+    assert names(g).count("mv") == 10 + 4          # forward wh @ h and wx @ x_t; backward wh.T @ g
+    record = run_pass(batch_matrix_products, g, *inputs)
+    for graph_pass in (simplify_algebra, eliminate_dead_code):
+        run_pass(graph_pass, g, *inputs)
+    assert names(g).count("mv") == 5 + 4           # the recurrence stays (wh @ h0 and the backward's)
+    products = [n for n in g.nodes if n.target_name == "mm"]
+    assert [tuple(p.meta["shape"]) for p in products] == [(5, 3), (3, 2), (3, 3)]
+    xs = g.placeholders[2]
+    assert products[0].args[0] is xs and products[1].args[1] is xs   # x[t] for every t: xs, no copy
+    matrices = [n.target_name for n in g.nodes if len(n.meta.get("shape", ())) == 2]
+    assert "add" not in matrices and "unsqueeze" not in names(g)     # no outer product is left
+    assert len(record.changes) == 3
+
+
+def test_batch_matrix_products_leaves_dependent_and_few_products():
+    inputs = rnn_inputs(steps=3)
+    g = fx.trace(rnn(3), *inputs).graph
+    assert not run_pass(batch_matrix_products, g, *inputs).changed   # three of each: below MIN_PRODUCTS
+
+    def chain(w, v):   # each vector is the previous product: nothing to batch
+        for _ in range(6):
+            v = w @ v
+        return v
+    w, v = jg.randn(3, 3), jg.randn(3)
+    g = fx.trace(chain, w, v).graph
+    assert not run_pass(batch_matrix_products, g, w, v).changed
+
+
+def test_batch_matrix_products_adds_what_else_the_sum_holds():
+    a, b, c = jg.randn(6, 3), jg.randn(6, 2), jg.randn(3, 2)
+
+    def program(a, b, c):
+        total = c * 2.0
+        for t in (4, 1, 5, 0, 2):       # outer products of rows in no order, and one more term
+            total = total + a[t].unsqueeze(1) * b[t]
+        return total
+    g = fx.trace(program, a, b, c).graph
+    run_pass(batch_matrix_products, g, a, b, c)
+    run_pass(eliminate_dead_code, g, a, b, c)
+    assert names(g).count("mm") == 1 and names(g).count("add") == 1 and names(g).count("stack") == 2
 
 
 # ---- group_fusions ------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Graph passes: each a function that edits a ``Graph`` in place, returns it and records what it
 changed in ``graph.history`` (``partition_joint`` splits a graph, so it returns a ``Partition``)."""
+from .batch_products import batch_matrix_products
 from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
 from .dead_code import eliminate_dead_code
@@ -9,8 +10,9 @@ from .memory import plan_memory
 from .partition import Partition, partition_joint
 from .rematerialize import rematerialize
 from .simplify import simplify_algebra
-from .topological_sort import topological_sort
+from .topological_sort import topological_order, topological_sort
 
-__all__ = ["DEFAULT_PIPELINE", "Partition", "PassManager", "PassRun", "eliminate_common_subexpressions",
+__all__ = ["DEFAULT_PIPELINE", "Partition", "PassManager", "PassRun", "batch_matrix_products",
+           "eliminate_common_subexpressions",
            "eliminate_dead_code", "fold_constants", "group_fusions", "partition_joint", "plan_memory",
-           "rematerialize", "simplify_algebra", "topological_sort"]
+           "rematerialize", "simplify_algebra", "topological_order", "topological_sort"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..graph import Graph
+from .batch_products import batch_matrix_products
 from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
 from .dead_code import eliminate_dead_code
@@ -27,8 +28,8 @@ logger = logging.getLogger("jitgrad.fx")
 Pass = Callable[[Graph], Graph]
 
 DEFAULT_PIPELINE: tuple[Pass, ...] = (
-    topological_sort, fold_constants, simplify_algebra, eliminate_common_subexpressions,
-    eliminate_dead_code, group_fusions, rematerialize, plan_memory,
+    topological_sort, fold_constants, batch_matrix_products, simplify_algebra,
+    eliminate_common_subexpressions, eliminate_dead_code, group_fusions, rematerialize, plan_memory,
 )
 
 

@@ -1,8 +1,9 @@
 """``simplify_algebra``: rewrites that make a value cheaper without changing it.
 
 ``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (the backward adds zero gradients for outputs nobody used),
-a reshape of a reshape, a transpose undone by the same transpose, a permute of a permute, and reshapes,
-permutes and expands that keep the shape. A rewrite to an existing value happens only when that value
+a reshape of a reshape, a transpose undone by the same transpose, a permute of a permute, reshapes,
+permutes and expands that keep the shape, and a stack of every row of an array, in order (an unrolled
+loop's ``x[t]`` put back together, see ``batch_matrix_products``). A rewrite to an existing value happens only when that value
 already has the node's shape and dtype (``int_tensor * 1.0`` is a float: it stays). Nodes left unread
 are removed by ``eliminate_dead_code``.
 """
@@ -73,6 +74,28 @@ def _permute(graph: Graph, node: Node) -> Node | None:
     return source if dims == tuple(range(ndim)) and _same_value_type(node, source) else None
 
 
+def row_of(value: Any) -> tuple[Node, int] | None:
+    """``(x, i)`` when ``value`` is ``x[i]`` for one integer ``i`` (counted from the start)."""
+    if not isinstance(value, Node) or value.op is not Opcode.CALL_FUNCTION or value.target_name != "getitem":
+        return None
+    index = value.kwargs["index"]
+    if len(index) != 1 or not isinstance(index[0], (int, np.integer)) or isinstance(index[0], bool):
+        return None
+    source = value.args[0]
+    return source, int(index[0]) % source.meta["shape"][0]
+
+
+def _stack(graph: Graph, node: Node) -> Node | None:
+    """``stack([x[0], x[1], ..., x[n - 1]])`` of every row of ``x`` in order is ``x``."""
+    values = node.args[0]
+    rows = [row_of(v) for v in values]
+    if node.kwargs["dim"] != 0 or rows[0] is None:
+        return None
+    source = rows[0][0]
+    whole = source.meta["shape"][0] == len(values) and all(r == (source, i) for i, r in enumerate(rows))
+    return source if whole and _same_value_type(node, source) else None
+
+
 def _same_shape(graph: Graph, node: Node) -> Node | None:
     (source,) = node.args
     return source if _same_value_type(node, source) else None
@@ -87,6 +110,7 @@ RULES: dict[str, Callable[[Graph, Node], Node | None]] = {
     "transpose": _transpose,
     "permute": _permute,
     "expand": _same_shape,
+    "stack": _stack,
 }
 
 

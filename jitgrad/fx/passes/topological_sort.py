@@ -22,8 +22,9 @@ def _find_cycle(remaining: set[Node]) -> list[Node]:
     return path[path.index(node):]
 
 
-def topological_sort(graph: Graph) -> Graph:
-    record = graph.record_pass("topological_sort")
+def topological_order(graph: Graph) -> list[Node]:
+    """The graph's nodes in the stable order described above (a pass that inserts a node before
+    values it reads puts the graph in order with ``graph.reorder(topological_order(graph))``)."""
     nodes = graph.nodes
     position = {n: i for i, n in enumerate(nodes)}
     waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
@@ -44,7 +45,13 @@ def topological_sort(graph: Graph) -> Graph:
         cycle = _find_cycle(remaining)
         names = " -> ".join(n.name for n in reversed(cycle))
         raise GraphError(f"the graph has a cycle: {names} -> {cycle[-1].name}")
-    order += output
+    return order + output
+
+
+def topological_sort(graph: Graph) -> Graph:
+    record = graph.record_pass("topological_sort")
+    nodes = graph.nodes
+    order = topological_order(graph)
     record.changes = [f"moved {n.name}" for i, n in enumerate(order) if nodes[i] is not n]
     graph.reorder(order)
     return graph

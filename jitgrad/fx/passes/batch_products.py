@@ -1,0 +1,158 @@
+"""``batch_matrix_products``: many small products with one matrix become one matrix product.
+
+A loop traced step by step (an RNN over its time steps) leaves two patterns behind. Its forward
+multiplies one matrix by a vector per step, ``mv(W, v_t)``; the products whose vectors do not depend on
+one another are one ``mm(stack(v_t), W.T)``, whose rows are the results. Its backward sums one outer
+product per step into the matrix's gradient: the engine adds up ``g_t.unsqueeze(1) * v_t``, and that
+sum is ``stack(g_t).T @ stack(v_t)``. Each small product pays a BLAS call and the sum of outer products
+is a long scalar loop, where one matrix product runs in BLAS's vector code. Runs before
+``simplify_algebra``, which reads a stack of every row of one array, in order, as that array: the
+vectors ``x[t]`` of an unrolled loop over ``x`` are multiplied as ``x``, with no copy.
+
+A group of fewer than ``MIN_PRODUCTS`` products is left alone: there the copies into a stack would cost
+what the calls do. The sums come out in another order (BLAS's), as in any matrix product.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ops.registry import REGISTRY
+from ..graph import Graph, PassRecord
+from ..node import Node, Opcode
+from .simplify import row_of
+from .topological_sort import topological_order
+
+MIN_PRODUCTS = 4
+
+
+def _is_call(value: Any, op: str) -> bool:
+    return isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name == op
+
+
+def _call(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, shape: tuple, dtype: Any,
+          before: Node) -> Node:
+    """A new node placed before ``before``, in the phase (forward, backward, grad mode) of ``like``."""
+    meta = {k: like.meta[k] for k in ("phase", "no_grad") if k in like.meta}
+    return graph.call_function(REGISTRY[op], args, kwargs, {"shape": tuple(shape), "dtype": dtype, **meta},
+                               before=before)
+
+
+def _stacked(graph: Graph, values: list[Node], like: Node, before: Node) -> Node:
+    first = values[0].meta
+    return _call(graph, "stack", (tuple(values),), {"dim": 0}, like, (len(values), *first["shape"]),
+                 first["dtype"], before)
+
+
+# ---- mv(W, v_t) for many independent v_t -----------------------------------------------------------
+def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
+    """The products grouped by matrix (and phase); a product joins the first group of its matrix
+    none of whose products its vector depends on. ``upstream`` holds, per node, a bit per product
+    that the node's value depends on."""
+    bit = {p: 1 << i for i, p in enumerate(products)}
+    upstream: dict[Node, int] = {}
+    for node in graph.nodes:
+        mask = bit.get(node, 0)
+        for source in node.all_input_nodes:
+            mask |= upstream[source]
+        upstream[node] = mask
+    groups: dict[tuple, list[list]] = {}
+    for product in products:
+        matrix, vector = product.args
+        key = (matrix, product.meta.get("phase"), product.meta.get("no_grad", False))
+        candidates = groups.setdefault(key, [])
+        for group in candidates:
+            if not upstream[vector] & group[1]:
+                group[0].append(product)
+                group[1] |= bit[product]
+                break
+        else:
+            candidates.append([[product], bit[product]])
+    return [members for candidates in groups.values() for members, _ in candidates]
+
+
+def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
+    products = [n for n in graph.nodes if _is_call(n, "mv")]
+    if len(products) < MIN_PRODUCTS:
+        return
+    batched = False
+    for members in _independent_groups(graph, products):
+        if len(members) < MIN_PRODUCTS:
+            continue
+        first, matrix = members[0], members[0].args[0]
+        (m, n), dtype = matrix.meta["shape"], first.meta["dtype"]
+        stacked = _stacked(graph, [p.args[1] for p in members], first, first)
+        transposed = _call(graph, "permute", (matrix,), {"dims": (1, 0)}, first, (n, m), dtype, first)
+        product = _call(graph, "mm", (stacked, transposed), {}, first, (len(members), m), dtype, first)
+        for i, member in enumerate(members):
+            graph.replace_node(member, _call(graph, "getitem", (product,), {"index": (i,)}, member, (m,),
+                                             dtype, member))
+        record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
+        batched = True
+    if batched:  # the stack was put before the first product, ahead of the later products' vectors
+        graph.reorder(topological_order(graph))
+
+
+# ---- sums of outer products ------------------------------------------------------------------------
+def _outer_factors(value: Node) -> tuple[Node, Node] | None:
+    """``(a, b)`` when ``value`` is the outer product ``a.unsqueeze(1) * b`` of two vectors (either
+    operand first), the form of ``mv``'s gradient with respect to its matrix."""
+    if not _is_call(value, "mul") or len(value.meta["shape"]) != 2:
+        return None
+    for column, row in (value.args, value.args[::-1]):
+        if _is_call(column, "unsqueeze") and column.kwargs["dim"] in (1, -1) and isinstance(row, Node):
+            vector = column.args[0]
+            if len(vector.meta["shape"]) == 1 and len(row.meta["shape"]) == 1 \
+                    and vector.meta["dtype"] == row.meta["dtype"] == value.meta["dtype"]:
+                return vector, row
+    return None
+
+
+def _same_value_type(a: Any, b: Node) -> bool:
+    return isinstance(a, Node) and a.meta["shape"] == b.meta["shape"] and a.meta["dtype"] == b.meta["dtype"]
+
+
+def _summands(root: Node) -> tuple[list[Node], set[Node]]:
+    """The values a tree of adds sums (repeats included) and the adds of the tree: an add is part of
+    it when both its operands have the root's shape and dtype and, below the root, only the tree
+    reads it."""
+    terms, adds, pending = [], {root}, list(root.args)
+    while pending:
+        value = pending.pop()
+        if _is_call(value, "add") and len(value.users) == 1 and all(_same_value_type(a, root) for a in value.args):
+            adds.add(value)
+            pending.extend(value.args)
+        else:
+            terms.append(value)
+    return terms, adds
+
+
+def _sum_outer_products(graph: Graph, record: PassRecord) -> None:
+    absorbed: set[Node] = set()
+    for root in reversed(graph.nodes):
+        if root in absorbed or not _is_call(root, "add") or not all(_same_value_type(a, root) for a in root.args):
+            continue
+        terms, adds = _summands(root)
+        absorbed |= adds
+        factors = {t: _outer_factors(t) for t in terms}
+        pairs = [f for f in factors.values() if f is not None]
+        if len(pairs) < MIN_PRODUCTS:
+            continue
+        rows = [row_of(b) for _, b in pairs]
+        if all(r is not None for r in rows):  # in row order, a stack of all the rows is the array
+            pairs = [p for _, p in sorted(zip(rows, pairs), key=lambda item: item[0][1])]
+        (m, n), dtype = root.meta["shape"], root.meta["dtype"]
+        left = _stacked(graph, [a for a, _ in pairs], root, root)
+        right = _stacked(graph, [b for _, b in pairs], root, root)
+        transposed = _call(graph, "permute", (left,), {"dims": (1, 0)}, root, (m, len(pairs)), dtype, root)
+        total = _call(graph, "mm", (transposed, right), {}, root, (m, n), dtype, root)
+        for term in (t for t in terms if factors[t] is None):
+            total = _call(graph, "add", (total, term), {}, root, (m, n), dtype, root)
+        graph.replace_node(root, total)
+        record.changes.append(f"{root.name}: {len(pairs)} outer products -> {total.name}")
+
+
+def batch_matrix_products(graph: Graph) -> Graph:
+    record = graph.record_pass("batch_matrix_products")
+    _batch_vector_products(graph, record)
+    _sum_outer_products(graph, record)
+    return graph
