@@ -96,11 +96,27 @@ def gather_lines(ctx, source: str, positions: str) -> list[str]:
             f"{ctx.out} = {flat}.reshape({ctx.shape_tuple()})"]
 
 
+def _leading_integers(index: tuple, rank: int) -> tuple:
+    """The integers of an index that is integers for some leading dimensions (not all: no 0-d result)
+    and whole slices after them; () for any other index."""
+    items = _without_ellipsis(index, rank) if not _is_advanced(index) and None not in index else ()
+    count = next((n for n, item in enumerate(items) if not isinstance(item, (int, np.integer))), len(items))
+    rest = items[count:]
+    if count == 0 or count >= rank or any(item != slice(None) for item in rest):
+        return ()
+    return items[:count]
+
+
 def _getitem_lower(ctx):
-    """Basic indexing: slices stay a view; an integer becomes a one-wide slice, and the result a
-    reshaped copy (so that no 0-d array appears in generated code). Anything else (integer and
-    boolean arrays, None, a 0-d input) gathers by flat positions computed when lowering."""
+    """Basic indexing: leading integers and whole dimensions after them (``x[t]``, the step of an
+    unrolled loop) index a view; slices stay a view; an integer elsewhere becomes a one-wide slice, and
+    the result a reshaped copy (so that no 0-d array appears in generated code). Anything else (integer
+    and boolean arrays, None, a 0-d input) gathers by flat positions computed when lowering."""
     index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
+    leading = _leading_integers(index, len(shape))
+    if leading:  # x[t] of an unrolled loop: a view, no copy and no reshape
+        ctx.result_contiguous = ctx.is_contiguous(ctx.self)
+        return f"{ctx.out} = {ctx.self}[{', '.join(ctx.size(int(i)) for i in leading)}]"
     items = _basic_items(ctx, index, shape)
     if items is None:
         return gather_lines(ctx, ctx.self, ctx.positions(shape, index))

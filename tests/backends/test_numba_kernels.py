@@ -3,6 +3,7 @@ registers and in parallel partials, transposes handed to BLAS, and workspaces ke
 Each test compiles one small kernel under numba."""
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -217,3 +218,31 @@ def test_fastmath_is_passed_to_numba_and_keeps_results_close():
     assert fast.kernel.targetoptions["fastmath"] and not plain.kernel.targetoptions["fastmath"]
     assert fast.kernel is not plain.kernel  # the in-memory kernel cache keys on fastmath too
     np.testing.assert_allclose(fast(x)[0], plain(x)[0], rtol=1e-5)
+
+
+def test_an_unrolled_loop_reads_rows_as_views_and_multiplies_them_at_once():
+    """``x[t]`` of a loop is a view (a transposed source's row too, and ``x[-1]``, and ``c[1, 0]``),
+    the products of one matrix with every ``x[t]`` are one product, and 1-d values bind their buffers
+    without a reshape; the values and gradients are eager's."""
+    rng = np.random.default_rng(7)
+    w, xs, c = rng.standard_normal((3, 2)), rng.standard_normal((6, 2)), rng.standard_normal((2, 3, 2))
+
+    def program(w, xs, c):
+        h = jg.zeros(3, dtype=jg.float64)
+        for t in range(6):
+            h = (h + w @ xs[t]).tanh()
+        extra = (xs.T[1] * xs[-1][0]).sum() + (c[1, 0] * w[2]).sum()
+        loss = (h * h).sum() + extra
+        loss.backward()
+        return loss
+    tensors = [jg.tensor(w, requires_grad=True), jg.tensor(xs), jg.tensor(c)]
+    graph = passes.PassManager().run(fx.trace(program, *tensors).graph)
+    kernel = lower(graph)
+    assert [n.target_name for n in graph.nodes].count("mv") == 0
+    for view in (r"= mm\[0\]\n", r"= permute\w*\[1\]\n", r"= c\[1, 0\]\n", r"tanh = buf\d+\n"):
+        assert re.search(view, kernel.source), view
+    eager = [jg.tensor(w, requires_grad=True), jg.tensor(xs), jg.tensor(c)]
+    expected_loss = program(*eager)
+    got_loss, got_grad = kernel(w, xs, c)
+    np.testing.assert_allclose(got_loss, expected_loss.item(), rtol=1e-12)
+    np.testing.assert_allclose(got_grad, eager[0].grad.numpy(), rtol=1e-12)

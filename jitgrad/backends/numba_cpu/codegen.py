@@ -9,9 +9,9 @@ source, so graphs that differ only in them (a new batch size) share one source, 
 kernel.
 
 Layout of the body: sizes and constants first; then the buffers of the memory plan (flat, bound to
-each value they hold by a reshape): a buffer an output lives in is allocated by the call, any other is
-a slice of its dtype's workspace, which the caller keeps from call to call; then one block per unit in
-dependency order: a
+each value they hold by a reshape, or by name for a 1-d value of the buffer's length): a buffer an
+output lives in is allocated by the call, any other is a slice of its dtype's workspace, which the
+caller keeps from call to call; then one block per unit in dependency order: a
 fusion group is one loop nest over its loop shape (elementwise values are scalars inside it, written to
 a buffer only when read outside the group; broadcasting is index arithmetic; a reduction accumulates
 into its output inside the same loop), any other op is the lines of its lowering. Each node's IR line
@@ -74,7 +74,7 @@ class _Writer:
         self.allocations: list[str] = []
         self.buffers: dict[Node, str] = {}
         self.output_buffers: set[str] = set()
-        self.allocated: set[str] = set()
+        self.allocated: dict[str, str] = {}             # buffer variable -> its length
         self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
         self.index_arrays: dict[str, np.ndarray] = {}   # arguments made by lowerings (flat positions)
 
@@ -133,15 +133,19 @@ class _Writer:
         buffer = self.buffers[node]
         var = f"_{buffer}" if not buffer.startswith("buf") else buffer
         if var not in self.allocated:
-            self.allocated.add(var)
             count, dtype = product(self.sizes_of(node.meta["shape"])), node_dtype(node)
+            self.allocated[var] = count
             if buffer in self.output_buffers:
                 self.allocations.append(f"    {var} = np.empty({count}, {numpy_type(dtype)})")
             else:
                 self.take_from_workspace(var, count, dtype, math.prod(kernel_shape(node.meta["shape"])))
         name = self.array_name(node)
         self.bind(node, name, True)
-        out.append(f"    {name} = {var}.reshape({_tuple(self.shapes[name])})")
+        shape = self.shapes[name]
+        if shape == (self.allocated[var],):  # a reshape costs a call and a reference count (W4: 250)
+            out.append(f"    {name} = {var}")
+        else:
+            out.append(f"    {name} = {var}.reshape({_tuple(shape)})")
 
     def take_from_workspace(self, var: str, count: str, dtype: np.dtype, elements: int) -> None:
         """Binds a buffer no output lives in to the next ``count`` elements of its dtype's workspace:
