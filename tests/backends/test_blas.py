@@ -56,14 +56,17 @@ def test_mm_into_equals_numpy_for_every_layout(dtype, n, k, m):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_mv_into_equals_numpy_for_every_layout(dtype):
-    rng = np.random.default_rng(1)
-    v = rng.standard_normal(14).astype(dtype)
-    vectors = {"contiguous": v[:7], "step": v[::2], "broadcast": _broadcast(v[:1], (7,))}
+@pytest.mark.parametrize("n,k", [(5, 7), (1, 4), (4, 1), (3, 0), (0, 3)])
+def test_mv_into_equals_numpy_for_every_layout(dtype, n, k):
+    rng = np.random.default_rng(n * 10 + k)
+    v = rng.standard_normal(2 * k).astype(dtype)
+    vectors = {"contiguous": v[:k], "step": v[::2], "reversed": v[k - 1::-1] if k else v[:0]}
+    if k:
+        vectors["broadcast"] = _broadcast(v[:1], (k,))
     tolerance = 1e-5 if dtype == np.float32 else 1e-12
-    for name_a, a in _matrices(5, 7, dtype, rng).items():
+    for name_a, a in _matrices(n, k, dtype, rng).items():
         for name_v, x in vectors.items():
-            out = np.full(5, np.nan, dtype)
+            out = np.full(n, np.nan, dtype)
             _mv(a, x, out)
             np.testing.assert_allclose(out, a @ x, rtol=tolerance, atol=tolerance, err_msg=f"{name_a} @ {name_v}")
 

@@ -4,9 +4,13 @@ numba's ``np.dot`` calls the BLAS that SciPy ships, a second OpenBLAS beside the
 keeps its own pool of threads, and an OpenBLAS thread spins for a while after its work is done: a
 program that runs numpy (or jitgrad's eager mode) and compiled kernels in turn has two pools fighting
 for the same cores. On 2 cores that made a compiled MLP step 4x slower, and numpy's own products 2x
-slower, than either alone. So kernels call numpy's ``cblas_?gemm`` directly: its address is found
-through numpy's extension module and registered with LLVM under a fixed name, which keeps the machine
-code cacheable (it names the symbol, not an address).
+slower, than either alone. So kernels call numpy's ``cblas_?gemm`` and ``cblas_?gemv`` directly: their
+addresses are found through numpy's extension module and registered with LLVM under fixed names, which
+keeps the machine code cacheable (it names the symbols, not addresses). A matrix-vector product calls ``gemv``,
+and reads the layout without making or returning an array on the common path: a 32x32 product (W4's
+recurrence) takes ~170 ns in a kernel, against ~195 ns through ``gemm`` with a one-column matrix and a
+copy-if-needed helper; the call itself is ~125 ns, the rest is numba counting references to the three
+arrays the function is given.
 
 Where numpy's BLAS cannot be found (a build without CBLAS symbols), or ``JITGRAD_KERNEL_BLAS=numba``
 asks for it, ``BLAS`` is None and the same functions use numba's ``np.dot``. Otherwise an operand is
@@ -19,6 +23,7 @@ import ctypes
 import importlib
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.binding as llvm
 import numba
@@ -31,9 +36,10 @@ from numba.extending import intrinsic, overload
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 # (symbol pattern, bits of the BLAS integer): numpy's wheels (OpenBLAS, ILP64 with a suffix), macOS
-# Accelerate (ILP64), then plain LP64 CBLAS
-_CANDIDATES = (("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64), ("cblas_{}gemm$NEWLAPACK$ILP64", 64),
-               ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32))
+# Accelerate (ILP64), then plain LP64 CBLAS; ``{}`` is the routine (``dgemm``...)
+_CANDIDATES = (("scipy_cblas_{}64_", 64), ("cblas_{}64_", 64), ("cblas_{}$NEWLAPACK$ILP64", 64),
+               ("scipy_cblas_{}", 32), ("cblas_{}", 32))
+_ROUTINES = ("gemm", "gemv")
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,7 @@ class Blas:
     """numpy's CBLAS as the kernels link it: ``description`` goes into cache keys, so machine code built
     against one BLAS is never loaded where another is."""
     integer_bits: int
-    symbols: dict[str, str]   # numpy dtype name -> name registered with LLVM
+    symbols: dict[str, str]   # routine and dtype (``gemm_float64``) -> name registered with LLVM
     description: str
 
 
@@ -58,19 +64,23 @@ def _find_blas() -> Blas | None:
         library = ctypes.CDLL(module.__file__)
     except (ImportError, OSError):
         return None
+    wanted = [(routine, prefix, dtype) for routine in _ROUTINES for prefix, dtype in (("s", "float32"),
+                                                                                      ("d", "float64"))]
     for pattern, bits in _CANDIDATES:
         addresses = {}
-        for prefix, dtype in (("s", "float32"), ("d", "float64")):
+        for routine, prefix, dtype in wanted:
             try:
-                addresses[dtype] = ctypes.cast(getattr(library, pattern.format(prefix)), ctypes.c_void_p).value
+                function = getattr(library, pattern.format(prefix + routine))
             except AttributeError:
                 break
-        if len(addresses) == 2:
+            addresses[f"{routine}_{dtype}"] = ctypes.cast(function, ctypes.c_void_p).value
+        if len(addresses) == len(wanted):
             symbols = {}
-            for dtype, address in addresses.items():
-                symbols[dtype] = f"jitgrad_numpy_cblas_gemm_{dtype}_i{bits}"
-                llvm.add_symbol(symbols[dtype], address)
-            return Blas(bits, symbols, f"{pattern.format('?')} (i{bits}) from numpy {np.__version__}")
+            for key, address in addresses.items():
+                symbols[key] = f"jitgrad_numpy_cblas_{key}_i{bits}"
+                llvm.add_symbol(symbols[key], address)
+            names = pattern.format("?{" + ",".join(_ROUTINES) + "}")
+            return Blas(bits, symbols, f"{names} (i{bits}) from numpy {np.__version__}")
     return None
 
 
@@ -81,40 +91,51 @@ def description() -> str:
     return BLAS.description if BLAS is not None else "numba np.dot"
 
 
-@intrinsic
-def _cblas_gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
-    """``c = op(a) @ op(b)`` (row-major, alpha 1, beta 0) by numpy's ``cblas_?gemm``; a, b, c are arrays
-    whose data pointers start the matrices."""
-    arrays = (a, b, c)
+def _cblas_call(routine: str, kinds: str, args: tuple) -> Any:
+    """The typing and code of an intrinsic calling numpy's ``cblas_?<routine>`` (row-major) for the dtype
+    of its arrays. ``kinds`` spells the CBLAS arguments after the order: ``e`` an enum (a transpose),
+    ``i`` an integer and ``a`` an array's data pointer, each the intrinsic's next argument, and ``1``/``0``
+    the constants alpha and beta."""
+    arrays = [t for t, kind in zip(args, (k for k in kinds if k in "eia")) if kind == "a"]
     if BLAS is None or not all(isinstance(x, types.Array) for x in arrays) or \
-            len({x.dtype for x in arrays}) != 1 or str(c.dtype) not in BLAS.symbols:
+            len({x.dtype for x in arrays}) != 1 or f"{routine}_{arrays[0].dtype}" not in BLAS.symbols:
         return None
-    dtype = c.dtype
-    signature = types.void(types.intp, types.intp, types.intp, types.intp, types.intp, a, types.intp, b,
-                           types.intp, c, types.intp)
+    dtype = arrays[0].dtype
 
-    def codegen(context, builder, sig, args):
+    def codegen(context, builder, sig, values):
         blas_int, enum = ir.IntType(BLAS.integer_bits), ir.IntType(32)
         scalar = context.get_value_type(dtype)
         pointer = scalar.as_pointer()
-        function_type = ir.FunctionType(ir.VoidType(), [enum, enum, enum, blas_int, blas_int, blas_int, scalar,
-                                                        pointer, blas_int, pointer, blas_int, scalar, pointer,
-                                                        blas_int])
-        function = cgutils.get_or_insert_function(builder.module, function_type, BLAS.symbols[str(dtype)])
-        ta, tb, m_, n_, k_, a_, lda_, b_, ldb_, c_, ldc_ = args
-
-        def data(value, array_type):
-            return builder.bitcast(context.make_array(array_type)(context, builder, value).data, pointer)
-
-        def integer(value):
-            return builder.trunc(value, blas_int) if blas_int.width < value.type.width else value
-
-        builder.call(function, [ir.Constant(enum, ROW_MAJOR), builder.trunc(ta, enum), builder.trunc(tb, enum),
-                                integer(m_), integer(n_), integer(k_), ir.Constant(scalar, 1.0),
-                                data(a_, sig.args[5]), integer(lda_), data(b_, sig.args[7]), integer(ldb_),
-                                ir.Constant(scalar, 0.0), data(c_, sig.args[9]), integer(ldc_)])
+        given = iter(zip(values, sig.args))
+        operands = [ir.Constant(enum, ROW_MAJOR)]
+        for kind in kinds:
+            if kind in "10":
+                operands.append(ir.Constant(scalar, float(kind)))
+                continue
+            value, value_type = next(given)
+            if kind == "a":
+                operands.append(builder.bitcast(context.make_array(value_type)(context, builder, value).data, pointer))
+            elif kind == "e":
+                operands.append(builder.trunc(value, enum))
+            else:
+                operands.append(builder.trunc(value, blas_int) if blas_int.width < value.type.width else value)
+        function_type = ir.FunctionType(ir.VoidType(), [o.type for o in operands])
+        function = cgutils.get_or_insert_function(builder.module, function_type, BLAS.symbols[f"{routine}_{dtype}"])
+        builder.call(function, operands)
         return context.get_dummy_value()
-    return signature, codegen
+    return types.void(*args), codegen
+
+
+@intrinsic
+def _cblas_gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
+    """``c = op(a) @ op(b)``; a, b, c are arrays whose data pointers start the matrices."""
+    return _cblas_call("gemm", "eeiii1aiai0ai", (trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc))
+
+
+@intrinsic
+def _cblas_gemv(typingctx, trans, rows, cols, a, lda, x, incx, y, incy):
+    """``y = op(a) @ x``; ``rows`` and ``cols`` are those of ``a`` as stored."""
+    return _cblas_call("gemv", "eii1aiai0ai", (trans, rows, cols, a, lda, x, incx, y, incy))
 
 
 @numba.njit(cache=True)
@@ -184,6 +205,16 @@ def _mm_into_blas(a, b, out):
     return mm
 
 
+@numba.njit
+def _mv_copied(a, v, out):
+    """The rare layouts: a matrix BLAS cannot read in place or a vector without a forward step, made
+    readable (by the caller) and multiplied here, out of the common path."""
+    size = a.itemsize
+    a = np.ascontiguousarray(a)
+    v = np.ascontiguousarray(v)
+    _cblas_gemv(NO_TRANS, a.shape[0], a.shape[1], a, a.shape[1], v, 1, out, out.strides[0] // size)
+
+
 @overload(mv_into)
 def _mv_into_blas(a, v, out):
     if BLAS is None:
@@ -196,13 +227,18 @@ def _mv_into_blas(a, v, out):
         if k == 0:
             out[:] = 0
             return
-        a = _blas_ready(a)
-        if k > 1 and v.strides[0] <= 0:
-            v = np.ascontiguousarray(v)
         size = a.itemsize
-        ta, lda, tb, ldb, ldc = _gemm_arguments(n, k, 1, a.strides[0] // size, a.strides[1] // size,
-                                                v.strides[0] // size, 1, out.strides[0] // size, 1)
-        _cblas_gemm(ta, tb, n, 1, k, a, lda, v, ldb, out, ldc)
+        increment = v.strides[0] // size if k > 1 else 1
+        if increment <= 0:  # a broadcast or reversed vector: BLAS wants a forward step
+            _mv_copied(a, v, out)
+            return
+        trans, lda = _layout(n, k, a.strides[0] // size, a.strides[1] // size)
+        if trans == NO_TRANS:
+            _cblas_gemv(NO_TRANS, n, k, a, lda, v, increment, out, out.strides[0] // size)
+        elif trans == TRANS:  # the transpose of a row-major k x n matrix
+            _cblas_gemv(TRANS, k, n, a, lda, v, increment, out, out.strides[0] // size)
+        else:
+            _mv_copied(a, v, out)
     return mv
 
 
