@@ -109,16 +109,18 @@ def with_tuple_types(template: Any, types: Any) -> Any:
 
 
 def fill_template(template: Any, values: tuple, wrap: Callable[[int, Any], Any]) -> Any:
-    """The template with slot ``i`` replaced by ``wrap(i, values[i])``."""
-    if isinstance(template, Slot):
+    """The template with slot ``i`` replaced by ``wrap(i, values[i])``. (Every call of a compiled
+    function rebuilds its result here, so the kinds are told apart by exact type, the cheap test.)"""
+    kind = type(template)
+    if kind is Slot:
         return wrap(template.index, values[template.index])
-    if isinstance(template, TupleOf):
-        return template.kind(*(fill_template(v, values, wrap) for v in template))
-    if isinstance(template, tuple):
-        return tuple(fill_template(v, values, wrap) for v in template)
-    if isinstance(template, list):
+    if kind is tuple:
+        return tuple([fill_template(v, values, wrap) for v in template])
+    if kind is list:
         return [fill_template(v, values, wrap) for v in template]
-    if isinstance(template, dict):
+    if kind is TupleOf:
+        return template.kind(*[fill_template(v, values, wrap) for v in template])
+    if kind is dict:
         return {k: fill_template(v, values, wrap) for k, v in template.items()}
     return template
 
