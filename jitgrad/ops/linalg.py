@@ -31,7 +31,7 @@ def _dot_lower(ctx):
     a, b = ctx.self, ctx.other
     if ctx.rank() == 0:
         return f"{ctx.out}[0] = np.dot({ctx.contiguous(a)}, {ctx.contiguous(b)})"
-    return f"{'mm_into' if ctx.rank(b) == 2 else 'mv_into'}({a}, {b}, {ctx.out})"
+    return f"{'mm_into' if ctx.rank(b) == 2 else 'matvec'}({a}, {b}, {ctx.out})"
 
 
 def _matmul_lower(ctx):

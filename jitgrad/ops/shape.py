@@ -64,8 +64,11 @@ def _cat_lower(ctx):
 
 
 def _stack_lower(ctx):
+    """Along the first dimension each row is ``put_row`` (one copy when both are contiguous: see
+    backends/numba_cpu/rows.py); along another, or of 0-d values, an assignment."""
     dim = ctx.attrs["dim"]
-    return [f"{ctx.out}[{', '.join([':'] * dim + [str(i)])}] = {t}{'[0]' if ctx.rank(t) == 0 else ''}"
+    return [f"put_row({ctx.out}, {i}, {t})" if dim == 0 and ctx.rank(t) > 0 else
+            f"{ctx.out}[{', '.join([':'] * dim + [str(i)])}] = {t}{'[0]' if ctx.rank(t) == 0 else ''}"
             for i, t in enumerate(ctx.tensors)]
 
 

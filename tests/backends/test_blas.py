@@ -23,6 +23,11 @@ def _mv(a, v, out):
     blas.mv_into(a, v, out)
 
 
+@numba.njit
+def _matvec(a, v, out):  # compiled per layout: C and Fortran matrices take gemv directly, others mv_into
+    blas.matvec(a, v, out)
+
+
 def _broadcast(one: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A writable stride-0 view (a kernel sees an expanded tensor so; numba's signatures want writable)."""
     return np.lib.stride_tricks.as_strided(one, shape, (0,) * len(shape))
@@ -66,9 +71,11 @@ def test_mv_into_equals_numpy_for_every_layout(dtype, n, k):
     tolerance = 1e-5 if dtype == np.float32 else 1e-12
     for name_a, a in _matrices(n, k, dtype, rng).items():
         for name_v, x in vectors.items():
-            out = np.full(n, np.nan, dtype)
-            _mv(a, x, out)
-            np.testing.assert_allclose(out, a @ x, rtol=tolerance, atol=tolerance, err_msg=f"{name_a} @ {name_v}")
+            for product in (_mv, _matvec):
+                out = np.full(n, np.nan, dtype)
+                product(a, x, out)
+                np.testing.assert_allclose(out, a @ x, rtol=tolerance, atol=tolerance,
+                                           err_msg=f"{product.__name__}: {name_a} @ {name_v}")
 
 
 def test_layouts_blas_reads_in_place():
@@ -90,6 +97,15 @@ def test_the_plain_python_functions_are_numpy():
     vector = np.empty(2)
     blas.mv_into(a, b[:, 0], vector)
     np.testing.assert_array_equal(vector, a @ b[:, 0])
+
+
+def test_matvec_is_the_intrinsic_under_jit_and_numpy_without():
+    script = "import numba.core.config as c; from jitgrad.backends.numba_cpu import blas; " \
+             "print(blas.matvec is blas.mv_into)"
+    for disabled, expected in (("0", "False"), ("1", "True")):
+        env = {**os.environ, "NUMBA_DISABLE_JIT": disabled}
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected
 
 
 def test_kernel_keys_name_the_blas(monkeypatch):

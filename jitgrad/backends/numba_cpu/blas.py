@@ -6,11 +6,10 @@ program that runs numpy (or jitgrad's eager mode) and compiled kernels in turn h
 for the same cores. On 2 cores that made a compiled MLP step 4x slower, and numpy's own products 2x
 slower, than either alone. So kernels call numpy's ``cblas_?gemm`` and ``cblas_?gemv`` directly: their
 addresses are found through numpy's extension module and registered with LLVM under fixed names, which
-keeps the machine code cacheable (it names the symbols, not addresses). A matrix-vector product calls ``gemv``,
-and reads the layout without making or returning an array on the common path: a 32x32 product (W4's
-recurrence) takes ~170 ns in a kernel, against ~195 ns through ``gemm`` with a one-column matrix and a
-copy-if-needed helper; the call itself is ~125 ns, the rest is numba counting references to the three
-arrays the function is given.
+keeps the machine code cacheable (it names the symbols, not addresses). Kernels multiply a matrix by a
+vector with ``matvec``: an intrinsic that writes the ``gemv`` call into the kernel when numba's types
+say the operands are contiguous (a 32x32 product, W4's recurrence, ~125 ns), where a function would add
+~45 ns of reference counting on the arrays it is given; other layouts go through ``mv_into``.
 
 Where numpy's BLAS cannot be found (a build without CBLAS symbols), or ``JITGRAD_KERNEL_BLAS=numba``
 asks for it, ``BLAS`` is None and the same functions use numba's ``np.dot``. Otherwise an operand is
@@ -91,37 +90,49 @@ def description() -> str:
     return BLAS.description if BLAS is not None else "numba np.dot"
 
 
+def _emit_cblas(context: Any, builder: Any, routine: str, dtype: Any, operands: list[tuple[str, Any]]) -> None:
+    """Emits a call of numpy's ``cblas_?<routine>`` (row-major) for ``dtype``. Each operand after the
+    order is ``(kind, value)``: ``e`` an enum (a transpose), ``i`` an integer, ``p`` a data pointer, and
+    ``1``/``0`` the constants alpha and beta (value None)."""
+    blas_int, enum = ir.IntType(BLAS.integer_bits), ir.IntType(32)
+    scalar = context.get_value_type(dtype)
+    values = [ir.Constant(enum, ROW_MAJOR)]
+    for kind, value in operands:
+        if kind in "10":
+            values.append(ir.Constant(scalar, float(kind)))
+        elif kind == "p":
+            values.append(builder.bitcast(value, scalar.as_pointer()))
+        elif kind == "e":
+            values.append(builder.trunc(value, enum))
+        else:
+            values.append(builder.trunc(value, blas_int) if blas_int.width < value.type.width else value)
+    function_type = ir.FunctionType(ir.VoidType(), [v.type for v in values])
+    function = cgutils.get_or_insert_function(builder.module, function_type, BLAS.symbols[f"{routine}_{dtype}"])
+    builder.call(function, values)
+
+
 def _cblas_call(routine: str, kinds: str, args: tuple) -> Any:
-    """The typing and code of an intrinsic calling numpy's ``cblas_?<routine>`` (row-major) for the dtype
-    of its arrays. ``kinds`` spells the CBLAS arguments after the order: ``e`` an enum (a transpose),
-    ``i`` an integer and ``a`` an array's data pointer, each the intrinsic's next argument, and ``1``/``0``
-    the constants alpha and beta."""
+    """The typing and code of an intrinsic calling ``cblas_?<routine>`` for the dtype of its arrays.
+    ``kinds`` spells the CBLAS arguments as ``_emit_cblas`` does, ``a`` standing for an array argument
+    (its data pointer); each of ``e``, ``i``, ``a`` is the intrinsic's next argument."""
     arrays = [t for t, kind in zip(args, (k for k in kinds if k in "eia")) if kind == "a"]
     if BLAS is None or not all(isinstance(x, types.Array) for x in arrays) or \
             len({x.dtype for x in arrays}) != 1 or f"{routine}_{arrays[0].dtype}" not in BLAS.symbols:
         return None
-    dtype = arrays[0].dtype
 
     def codegen(context, builder, sig, values):
-        blas_int, enum = ir.IntType(BLAS.integer_bits), ir.IntType(32)
-        scalar = context.get_value_type(dtype)
-        pointer = scalar.as_pointer()
         given = iter(zip(values, sig.args))
-        operands = [ir.Constant(enum, ROW_MAJOR)]
+        operands = []
         for kind in kinds:
             if kind in "10":
-                operands.append(ir.Constant(scalar, float(kind)))
+                operands.append((kind, None))
                 continue
             value, value_type = next(given)
             if kind == "a":
-                operands.append(builder.bitcast(context.make_array(value_type)(context, builder, value).data, pointer))
-            elif kind == "e":
-                operands.append(builder.trunc(value, enum))
+                operands.append(("p", context.make_array(value_type)(context, builder, value).data))
             else:
-                operands.append(builder.trunc(value, blas_int) if blas_int.width < value.type.width else value)
-        function_type = ir.FunctionType(ir.VoidType(), [o.type for o in operands])
-        function = cgutils.get_or_insert_function(builder.module, function_type, BLAS.symbols[f"{routine}_{dtype}"])
-        builder.call(function, operands)
+                operands.append((kind, value))
+        _emit_cblas(context, builder, routine, arrays[0].dtype, operands)
         return context.get_dummy_value()
     return types.void(*args), codegen
 
@@ -242,4 +253,50 @@ def _mv_into_blas(a, v, out):
     return mv
 
 
-__all__ = ["BLAS", "Blas", "description", "mm_into", "mv_into"]
+def _general_matvec(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    mv_into(a, v, out)
+
+
+@intrinsic
+def _matvec(typingctx, a, v, out):
+    """``out[...] = a @ v`` as one call of ``cblas_?gemv`` written into the caller, when numba's types say
+    a is C- or Fortran-contiguous (a transpose) and v and out are contiguous; ``mv_into`` otherwise."""
+    if not (isinstance(a, types.Array) and isinstance(v, types.Array) and isinstance(out, types.Array)
+            and (a.ndim, v.ndim, out.ndim) == (2, 1, 1)):
+        return None
+    direct = BLAS is not None and a.layout in "CF" and v.layout == "C" and out.layout == "C" \
+        and a.dtype == v.dtype == out.dtype and f"gemv_{a.dtype}" in BLAS.symbols
+
+    def codegen(context, builder, sig, args):
+        if not direct:
+            context.compile_internal(builder, _general_matvec, sig, args)
+            return context.get_dummy_value()
+        matrix, vector, result = (context.make_array(t)(context, builder, value) for t, value in zip(sig.args, args))
+        rows, cols = cgutils.unpack_tuple(builder, matrix.shape, 2)
+        one = ir.Constant(rows.type, 1)
+        # row-major CBLAS reads the stored matrix: a itself (C), or a.T (Fortran) transposed back
+        stored_rows, stored_cols = (rows, cols) if a.layout == "C" else (cols, rows)
+        lda = builder.select(builder.icmp_signed(">", stored_cols, one), stored_cols, one)
+        empty = builder.icmp_signed("==", cols, ir.Constant(cols.type, 0))
+        with builder.if_else(empty) as (no_terms, terms):
+            with no_terms:  # a sum of nothing; OpenBLAS would leave out as it was
+                size = builder.mul(rows, ir.Constant(rows.type, a.dtype.bitwidth // 8))
+                cgutils.memset(builder, result.data, size, 0)
+            with terms:
+                _emit_cblas(context, builder, "gemv", a.dtype,
+                            [("e", ir.Constant(ir.IntType(64), NO_TRANS if a.layout == "C" else TRANS)),
+                             ("i", stored_rows), ("i", stored_cols), ("1", None), ("p", matrix.data), ("i", lda),
+                             ("p", vector.data), ("i", one), ("0", None), ("p", result.data), ("i", one)])
+        return context.get_dummy_value()
+    return types.void(a, v, out), codegen
+
+
+def __getattr__(name: str) -> Any:
+    """``matvec``, what kernels call for a matrix-vector product: the intrinsic, or where numba runs
+    code as plain Python (``NUMBA_DISABLE_JIT``, which no intrinsic survives) ``mv_into``. Looked up
+    when a kernel's source runs its imports, so a switch of ``numba.config.DISABLE_JIT`` is followed."""
+    if name == "matvec":
+        return mv_into if numba.config.DISABLE_JIT else _matvec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = ["BLAS", "Blas", "description", "matvec", "mm_into", "mv_into"]
