@@ -157,6 +157,20 @@ def _grad_of_getitem(index):
     return jitgrad_fn, torch_fn
 
 
+def _grad_of_nll_loss(reduction):
+    """The gradient of ``nll_loss(x)`` with respect to x for an incoming gradient g, as a function of g,
+    built with create_graph: the public way to call ``nll_loss_backward``."""
+    def jitgrad_fn(g):
+        x = jg.zeros(3, 4, dtype=jg.float64, requires_grad=True)
+        return jg.autograd.grad(F.nll_loss(x, jg.tensor(CLASSES), reduction=reduction), x, g, create_graph=True)[0]
+
+    def torch_fn(g):
+        x = torch.zeros(3, 4, dtype=torch.float64, requires_grad=True)
+        loss = torch.nn.functional.nll_loss(x, _t(CLASSES), reduction=reduction)
+        return torch.autograd.grad(loss, x, g, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
 BCAST = ((3, 1), (4,))
 
 SAMPLES: list[Sample] = [
@@ -377,8 +391,14 @@ SAMPLES: list[Sample] = [
            ((3, 4), (2, 4))),
     Sample("mean", "mse_loss", lambda x, y: F.mse_loss(x, y), lambda x, y: torch.nn.functional.mse_loss(x, y),
            ((3, 4), (3, 4))),
-    Sample("mean", "cross_entropy", lambda x: F.cross_entropy(x, jg.tensor(CLASSES)),
+    Sample("nll_loss", "cross_entropy", lambda x: F.cross_entropy(x, jg.tensor(CLASSES)),
            lambda x: torch.nn.functional.cross_entropy(x, _t(CLASSES)), ((3, 4),)),
+    Sample("nll_loss", "sum", lambda x: F.nll_loss(x, jg.tensor(CLASSES), reduction="sum"),
+           lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), reduction="sum"), ((3, 4),)),
+    Sample("nll_loss", "none", lambda x: F.nll_loss(x, jg.tensor(CLASSES), reduction="none"),
+           lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), reduction="none"), ((3, 4),)),
+    Sample("nll_loss_backward", "mean", *_grad_of_nll_loss("mean"), ((),)),
+    Sample("nll_loss_backward", "none", *_grad_of_nll_loss("none"), ((3,),)),
     Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
            lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
 ]

@@ -228,7 +228,6 @@ KNOWN_NODE_NAME_DIFFERENCES = {
     # nn.functional composes registry ops where PyTorch has fused kernels.
     "add-linear": ("AddBackward0", "AddmmBackward0"),
     "mean-mse_loss": ("MeanBackward0", "MseLossBackward0"),
-    "mean-cross_entropy": ("MeanBackward0", "NllLossBackward0"),
     "sum-cross_entropy-probs": ("SumBackward0", "NegBackward0"),  # jitgrad negates before summing
 }
 

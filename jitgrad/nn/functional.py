@@ -1,13 +1,11 @@
 """Activations and losses as PyTorch's ``torch.nn.functional`` spells them, composed of registry ops."""
 from __future__ import annotations
 
-import numpy as np
-
-from ..ops import gelu, log_softmax, relu, softmax
+from ..ops import gelu, log_softmax, nll_loss, relu, softmax
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
 
-__all__ = ["relu", "gelu", "softmax", "log_softmax", "cross_entropy", "mse_loss", "linear"]
+__all__ = ["relu", "gelu", "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "linear"]
 
 
 def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
@@ -31,17 +29,13 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Ten
             raise ValueError(f"cross_entropy: probability targets must have the input's shape "
                              f"{tuple(input.shape)}, got {tuple(target.shape)}")
         return _reduce(-sum(log_probs * target, dim=-1), reduction, "cross_entropy")
-    if input.ndim == 1:
-        return _reduce(-log_probs[target], reduction, "cross_entropy")
-    n, classes = input.shape
-    if tuple(target.shape) != (n,):
-        raise ValueError(f"cross_entropy: class-index targets must have shape ({n},), got {tuple(target.shape)}")
-    indices = target.numpy()
-    if indices.size and (indices.min() < 0 or indices.max() >= classes):
-        raise IndexError(f"cross_entropy: target {int(indices.max() if indices.max() >= classes else indices.min())} "
-                         f"is out of bounds for {classes} classes")
-    picked = log_probs[np.arange(n), indices]
-    return _reduce(-picked, reduction, "cross_entropy")
+    if input.ndim == 1:  # one sample: a batch of one, and a 0-d loss
+        if target.ndim != 0:
+            raise ValueError(f"cross_entropy: a class-index target for input of shape ({input.shape[0]},) is a "
+                             f"0-d tensor, got shape {tuple(target.shape)}")
+        loss = nll_loss(log_probs.unsqueeze(0), target.reshape(1), reduction=reduction)
+        return loss.reshape(()) if reduction == "none" else loss
+    return nll_loss(log_probs, target, reduction=reduction)
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:

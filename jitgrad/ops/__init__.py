@@ -4,6 +4,7 @@ from .arithmetic import (abs, add, clamp, clone, div, eq, floor_divide, ge, gt, 
                          lt, maximum, minimum, mul, ne, neg, pow, remainder, sign, sub, where)
 from .indexing import getitem, narrow, select
 from .linalg import matmul, mm
+from .losses import nll_loss
 from .math_functions import cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, sin, sqrt, tan, tanh
 from .reductions import (all, amax, any, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, sum_to,
                          var)

@@ -18,7 +18,7 @@ REPRESENTATIVE = ["add-bcast", "mul-bcast", "div-bcast", "pow-tensor**tensor-bca
                   "mean-dim-keepdim", "mm-operator", "matmul-bcast-batch", "transpose-method",
                   "reshape-method", "log_softmax-dim-1", "softmax-dim1", "var-dim-biased", "amax-dim",
                   "clamp-both", "maximum-bcast", "expand-method", "cat-dim1", "split-sizes",
-                  "getitem-slice", "mean-cross_entropy"]
+                  "getitem-slice", "nll_loss-cross_entropy"]
 FLOAT32 = ("mul-bcast", "tanh-method", "mm-operator", "log_softmax-dim-1")
 BY_ID = {s.id: s for s in SAMPLES}
 CHOSEN = [BY_ID[i] for i in REPRESENTATIVE if i in BY_ID]

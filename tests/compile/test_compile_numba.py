@@ -203,3 +203,29 @@ def test_under_numba_disable_jit_the_generated_code_runs_as_plain_python():
     assert run["plain_function"] and "jitgrad.backends.numba_cpu kernel" in run["file"]
     assert run["lines"] > 3  # a debugger and inspect find the generated source
     np.testing.assert_allclose(run["grad"], run["eager_grad"], rtol=1e-12)
+
+
+def test_cross_entropy_on_class_indices_takes_the_labels_as_an_argument():
+    """Labels are an integer tensor argument: each batch runs the same program, and a label outside the
+    classes raises IndexError from the kernel before the step changes any parameter."""
+    rng = np.random.default_rng(5)
+    w = jg.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    reference = jg.tensor(w.detach().numpy(), requires_grad=True)
+
+    def step(x, labels, w):
+        loss = jg.nn.functional.cross_entropy(x @ w, labels)
+        loss.backward()
+        with jg.no_grad():
+            w -= 0.1 * w.grad
+        w.grad = None
+        return loss
+    f = compiled(step)
+    for _ in range(2):
+        x, labels = jg.tensor(rng.standard_normal((5, 4))), jg.tensor(rng.integers(0, 3, 5))
+        assert_close(f(x, labels, w), step(x, labels, reference))
+        np.testing.assert_allclose(w.detach().numpy(), reference.detach().numpy(), rtol=1e-12)
+    assert len(f._by_fast_key) == 1
+    before = w.detach().numpy().copy()
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(x, jg.tensor(np.array([0, 1, 3, 0, 1])), w)
+    np.testing.assert_array_equal(w.detach().numpy(), before)

@@ -1,0 +1,102 @@
+"""``nll_loss``: the negative log-likelihood of class indices, as PyTorch's ``nll_loss`` (what
+``cross_entropy`` with class-index targets computes after ``log_softmax``; node ``NllLossBackward0``).
+
+The targets are an input of the op, an integer tensor, so that a compiled loss takes them as an
+argument like any other tensor; reading them as numbers to index with would make every batch of labels
+part of the traced program. Its gradient, ``nll_loss_backward``, is an op of its own (as in PyTorch),
+linear in the incoming gradient, and its own gradient is ``nll_loss`` again: gradients of any order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .registry import defop
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check(log_probs: np.ndarray, target: np.ndarray, reduction: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"expected class indices of an integer dtype (int64), got {target.dtype}: "
+                        f"pass class probabilities to cross_entropy instead, or convert with .long()")
+    if log_probs.ndim != 2 or target.ndim != 1:
+        raise ValueError(f"expected input of shape (N, C) and target of shape (N,), got {list(log_probs.shape)} "
+                         f"and {list(target.shape)}")
+    if log_probs.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({log_probs.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
+    outside = (target < 0) | (target >= log_probs.shape[1])
+    if outside.any():
+        raise IndexError(f"Target {int(target[outside][0])} is out of bounds for {log_probs.shape[1]} classes.")
+
+
+def _nll_forward(self: np.ndarray, target: np.ndarray, reduction: str) -> np.ndarray:
+    _check(self, target, reduction)
+    picked = -self[np.arange(target.shape[0]), target]
+    if reduction == "none":
+        return picked
+    total = picked.sum(dtype=self.dtype)
+    return np.asarray(total / self.dtype.type(target.shape[0]) if reduction == "mean" else total)
+
+
+def _nll_backward_forward(grad: np.ndarray, target: np.ndarray, shape: tuple[int, int],
+                          reduction: str) -> np.ndarray:
+    out = np.zeros(shape, grad.dtype)
+    n = target.shape[0]
+    scale = -grad if reduction == "none" else np.full(n, -grad / (grad.dtype.type(n) if reduction == "mean" else 1),
+                                                       grad.dtype)
+    out[np.arange(n), target] = scale
+    return out
+
+
+# ---- lowerings (see jitgrad.backends.numba_cpu.context) ---------------------------------------------
+def _target_check(row: str, classes: str) -> list[str]:
+    """A target outside the classes would read or write outside the array: numba checks no bounds."""
+    return [f"    if {row} < 0 or {row} >= {classes}:",
+            "        raise IndexError('nll_loss: a target is out of bounds for the number of classes')"]
+
+
+def _nll_lower(ctx):
+    n, classes = ctx.shape(ctx.self)
+    t, i = f"{ctx.out}_t", f"{ctx.out}_i"
+    lines = [f"for {i} in range({n}):", f"    {t} = {ctx.target}[{i}]", *_target_check(t, classes)]
+    if ctx.attrs["reduction"] == "none":
+        return lines + [f"    {ctx.out}[{i}] = -{ctx.self}[{i}, {t}]"]
+    total = f"{ctx.out}_total"
+    finish = f"{total} / {ctx.T}({n})" if ctx.attrs["reduction"] == "mean" else total
+    return [f"{total} = {ctx.T}(0)", *lines, f"    {total} = {total} - {ctx.self}[{i}, {t}]",
+            f"{ctx.out}[0] = {finish}"]
+
+
+def _nll_backward_lower(ctx):
+    n, classes = ctx.shape()
+    t, i = f"{ctx.out}_t", f"{ctx.out}_i"
+    lines = [f"{ctx.out}[...] = 0"]
+    if ctx.attrs["reduction"] == "none":
+        value = f"-{ctx.grad}[{i}]"
+    else:  # one value for every row
+        value = f"{ctx.out}_value"
+        scale = f" / {ctx.T}({n})" if ctx.attrs["reduction"] == "mean" else ""
+        lines.append(f"{value} = -{ctx.grad}[0]{scale}")
+    return lines + [f"for {i} in range({n}):", f"    {t} = {ctx.target}[{i}]", *_target_check(t, classes),
+                    f"    {ctx.out}[{i}, {t}] = {value}"]
+
+
+_nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", lower=_nll_lower,
+                  self=lambda grad, target, self_shape, reduction: _nll_loss_backward(
+                      grad, target, shape=self_shape, reduction=reduction),
+                  jvp=lambda self_t, target, reduction: _nll_loss(self_t, target, reduction=reduction))
+
+_nll_loss_backward = defop("nll_loss_backward", ("grad", "target"), _nll_backward_forward,
+                           "NllLossBackwardBackward0", lower=_nll_backward_lower,
+                           grad=lambda grad, target, reduction: _nll_loss(grad, target, reduction=reduction),
+                           jvp=lambda grad_t, target, shape, reduction: _nll_loss_backward(
+                               grad_t, target, shape=shape, reduction=reduction))
+
+
+def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """PyTorch's ``nll_loss`` for ``input`` of log-probabilities (N, C) and class indices (N,)."""
+    return _nll_loss(input, target, reduction=reduction)
