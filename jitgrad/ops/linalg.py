@@ -31,7 +31,7 @@ def _dot_lower(ctx):
     a, b = ctx.self, ctx.other
     if ctx.rank() == 0:
         return f"{ctx.out}[0] = np.dot({ctx.contiguous(a)}, {ctx.contiguous(b)})"
-    return f"{'mm_into' if ctx.rank(b) == 2 else 'matvec'}({a}, {b}, {ctx.out})"
+    return f"{'matmat' if ctx.rank(b) == 2 else 'matvec'}({a}, {b}, {ctx.out})"
 
 
 def _matmul_lower(ctx):
@@ -43,7 +43,7 @@ def _matmul_lower(ctx):
     if rb == 2 and ra >= 2:
         rows = " * ".join(ctx.shape(a)[:-1])
         k, m = ctx.shape(b)
-        return f"mm_into({ctx.contiguous(a)}.reshape(({rows}, {k})), {b}, {ctx.out}.reshape(({rows}, {m})))"
+        return f"matmat({ctx.contiguous(a)}.reshape(({rows}, {k})), {b}, {ctx.out}.reshape(({rows}, {m})))"
     a_shape = ctx.shape(a) if ra > 1 else ("1",) + ctx.shape(a)        # a vector is a row ...
     b_shape = ctx.shape(b) if rb > 1 else ctx.shape(b) + ("1",)        # ... or a column
     batch = _broadcast_sizes(a_shape[:-2], b_shape[:-2])
@@ -67,7 +67,7 @@ def _matmul_lower(ctx):
         if db >= 0 and b_shape[db] != "1":
             lines.append(f"    {name}_ib += {name}_j * {stride_b}")
             stride_b = f"{stride_b} * {b_shape[db]}"
-    lines.append(f"    mm_into({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
+    lines.append(f"    matmat({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
     return lines
 
 

@@ -28,6 +28,11 @@ def _matvec(a, v, out):  # compiled per layout: C and Fortran matrices take gemv
     blas.matvec(a, v, out)
 
 
+@numba.njit
+def _matmat(a, b, out):  # compiled per layout: C and Fortran matrices take gemm directly, others mm_into
+    blas.matmat(a, b, out)
+
+
 def _broadcast(one: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A writable stride-0 view (a kernel sees an expanded tensor so; numba's signatures want writable)."""
     return np.lib.stride_tricks.as_strided(one, shape, (0,) * len(shape))
@@ -55,9 +60,11 @@ def test_mm_into_equals_numpy_for_every_layout(dtype, n, k, m):
     tolerance = 1e-5 if dtype == np.float32 else 1e-12
     for name_a, a in _matrices(n, k, dtype, rng).items():
         for name_b, b in _matrices(k, m, dtype, rng).items():
-            out = np.full((n, m), np.nan, dtype)
-            _mm(a, b, out)
-            np.testing.assert_allclose(out, a @ b, rtol=tolerance, atol=tolerance, err_msg=f"{name_a} @ {name_b}")
+            for product in (_mm, _matmat):
+                out = np.full((n, m), np.nan, dtype)
+                product(a, b, out)
+                np.testing.assert_allclose(out, a @ b, rtol=tolerance, atol=tolerance,
+                                           err_msg=f"{product.__name__}: {name_a} @ {name_b}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -99,10 +106,9 @@ def test_the_plain_python_functions_are_numpy():
     np.testing.assert_array_equal(vector, a @ b[:, 0])
 
 
-def test_matvec_is_the_intrinsic_under_jit_and_numpy_without():
-    script = "import numba.core.config as c; from jitgrad.backends.numba_cpu import blas; " \
-             "print(blas.matvec is blas.mv_into)"
-    for disabled, expected in (("0", "False"), ("1", "True")):
+def test_kernel_products_are_intrinsics_under_jit_and_numpy_without():
+    script = "from jitgrad.backends.numba_cpu import blas; print(blas.matvec is blas.mv_into, blas.matmat is blas.mm_into)"
+    for disabled, expected in (("0", "False False"), ("1", "True True")):
         env = {**os.environ, "NUMBA_DISABLE_JIT": disabled}
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.strip() == expected

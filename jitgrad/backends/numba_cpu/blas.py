@@ -257,15 +257,45 @@ def _general_matvec(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     mv_into(a, v, out)
 
 
+def _general_matmat(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    mm_into(a, b, out)
+
+
+def _stored(builder: Any, layout: str, rows: Any, cols: Any) -> tuple[Any, Any]:
+    """How row-major CBLAS reads a matrix of numba layout C (as it is) or F (its transpose, stored
+    row-major): the transpose flag and the leading dimension, at least 1 as BLAS requires."""
+    one = ir.Constant(rows.type, 1)
+    stored_cols = cols if layout == "C" else rows
+    lda = builder.select(builder.icmp_signed(">", stored_cols, one), stored_cols, one)
+    return ir.Constant(ir.IntType(64), NO_TRANS if layout == "C" else TRANS), lda
+
+
+def _direct(arrays: tuple, ranks: tuple[int, ...], routine: str) -> bool | None:
+    """None when the types are not arrays of these ranks; else whether BLAS can be called in place:
+    C or F matrices, contiguous vectors and a C result, one dtype."""
+    if not all(isinstance(a, types.Array) for a in arrays) or tuple(a.ndim for a in arrays) != ranks:
+        return None
+    *operands, out = arrays
+    return BLAS is not None and all(a.layout in ("CF" if a.ndim == 2 else "C") for a in operands) \
+        and out.layout == "C" and len({a.dtype for a in arrays}) == 1 and f"{routine}_{out.dtype}" in BLAS.symbols
+
+
+def _fill_zero(builder: Any, result: Any, elements: Any, dtype: Any) -> None:
+    """``result[...] = 0`` for a product of no terms: OpenBLAS would leave the result as it was."""
+    cgutils.memset(builder, result.data, builder.mul(elements, ir.Constant(elements.type, dtype.bitwidth // 8)), 0)
+
+
+def _is_zero(builder: Any, value: Any) -> Any:
+    return builder.icmp_signed("==", value, ir.Constant(value.type, 0))
+
+
 @intrinsic
 def _matvec(typingctx, a, v, out):
     """``out[...] = a @ v`` as one call of ``cblas_?gemv`` written into the caller, when numba's types say
     a is C- or Fortran-contiguous (a transpose) and v and out are contiguous; ``mv_into`` otherwise."""
-    if not (isinstance(a, types.Array) and isinstance(v, types.Array) and isinstance(out, types.Array)
-            and (a.ndim, v.ndim, out.ndim) == (2, 1, 1)):
+    direct = _direct((a, v, out), (2, 1, 1), "gemv")
+    if direct is None:
         return None
-    direct = BLAS is not None and a.layout in "CF" and v.layout == "C" and out.layout == "C" \
-        and a.dtype == v.dtype == out.dtype and f"gemv_{a.dtype}" in BLAS.symbols
 
     def codegen(context, builder, sig, args):
         if not direct:
@@ -273,30 +303,62 @@ def _matvec(typingctx, a, v, out):
             return context.get_dummy_value()
         matrix, vector, result = (context.make_array(t)(context, builder, value) for t, value in zip(sig.args, args))
         rows, cols = cgutils.unpack_tuple(builder, matrix.shape, 2)
+        trans, lda = _stored(builder, a.layout, rows, cols)
+        stored = (rows, cols) if a.layout == "C" else (cols, rows)
         one = ir.Constant(rows.type, 1)
-        # row-major CBLAS reads the stored matrix: a itself (C), or a.T (Fortran) transposed back
-        stored_rows, stored_cols = (rows, cols) if a.layout == "C" else (cols, rows)
-        lda = builder.select(builder.icmp_signed(">", stored_cols, one), stored_cols, one)
-        empty = builder.icmp_signed("==", cols, ir.Constant(cols.type, 0))
-        with builder.if_else(empty) as (no_terms, terms):
-            with no_terms:  # a sum of nothing; OpenBLAS would leave out as it was
-                size = builder.mul(rows, ir.Constant(rows.type, a.dtype.bitwidth // 8))
-                cgutils.memset(builder, result.data, size, 0)
+        with builder.if_else(_is_zero(builder, cols)) as (no_terms, terms):
+            with no_terms:
+                _fill_zero(builder, result, rows, a.dtype)
             with terms:
                 _emit_cblas(context, builder, "gemv", a.dtype,
-                            [("e", ir.Constant(ir.IntType(64), NO_TRANS if a.layout == "C" else TRANS)),
-                             ("i", stored_rows), ("i", stored_cols), ("1", None), ("p", matrix.data), ("i", lda),
-                             ("p", vector.data), ("i", one), ("0", None), ("p", result.data), ("i", one)])
+                            [("e", trans), ("i", stored[0]), ("i", stored[1]), ("1", None), ("p", matrix.data),
+                             ("i", lda), ("p", vector.data), ("i", one), ("0", None), ("p", result.data), ("i", one)])
         return context.get_dummy_value()
     return types.void(a, v, out), codegen
 
 
+@intrinsic
+def _matmat(typingctx, a, b, out):
+    """``out[...] = a @ b`` as one call of ``cblas_?gemm`` written into the caller, when numba's types say
+    a and b are C- or Fortran-contiguous and out is C-contiguous; ``mm_into`` otherwise. (Each layout of
+    a function is a compile of its own: W2's step multiplies in five.)"""
+    direct = _direct((a, b, out), (2, 2, 2), "gemm")
+    if direct is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        if not direct:
+            context.compile_internal(builder, _general_matmat, sig, args)
+            return context.get_dummy_value()
+        left, right, result = (context.make_array(t)(context, builder, value) for t, value in zip(sig.args, args))
+        n, k = cgutils.unpack_tuple(builder, left.shape, 2)
+        m = cgutils.unpack_tuple(builder, right.shape, 2)[1]
+        ta, lda = _stored(builder, a.layout, n, k)
+        tb, ldb = _stored(builder, b.layout, k, m)
+        one = ir.Constant(m.type, 1)
+        ldc = builder.select(builder.icmp_signed(">", m, one), m, one)
+        with builder.if_else(_is_zero(builder, k)) as (no_terms, terms):
+            with no_terms:
+                _fill_zero(builder, result, builder.mul(n, m), a.dtype)
+            with terms:
+                _emit_cblas(context, builder, "gemm", a.dtype,
+                            [("e", ta), ("e", tb), ("i", n), ("i", m), ("i", k), ("1", None), ("p", left.data),
+                             ("i", lda), ("p", right.data), ("i", ldb), ("0", None), ("p", result.data), ("i", ldc)])
+        return context.get_dummy_value()
+    return types.void(a, b, out), codegen
+
+
+_KERNEL_FUNCTIONS = {"matvec": (mv_into, _matvec), "matmat": (mm_into, _matmat)}
+
+
 def __getattr__(name: str) -> Any:
-    """``matvec``, what kernels call for a matrix-vector product: the intrinsic, or where numba runs
-    code as plain Python (``NUMBA_DISABLE_JIT``, which no intrinsic survives) ``mv_into``. Looked up
-    when a kernel's source runs its imports, so a switch of ``numba.config.DISABLE_JIT`` is followed."""
-    if name == "matvec":
-        return mv_into if numba.config.DISABLE_JIT else _matvec
+    """``matvec`` and ``matmat``, what kernels call for matrix products: the intrinsics, or where numba
+    runs code as plain Python (``NUMBA_DISABLE_JIT``, which no intrinsic survives) ``mv_into`` and
+    ``mm_into``. Looked up when a kernel's source runs its imports, so a switch of
+    ``numba.config.DISABLE_JIT`` is followed."""
+    if name in _KERNEL_FUNCTIONS:
+        plain, intrinsic_version = _KERNEL_FUNCTIONS[name]
+        return plain if numba.config.DISABLE_JIT else intrinsic_version
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["BLAS", "Blas", "description", "matvec", "mm_into", "mv_into"]
+__all__ = ["BLAS", "Blas", "description", "matmat", "matvec", "mm_into", "mv_into"]

@@ -291,7 +291,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
                           + ["sizes", "scalars"])
     header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
-              "from jitgrad.backends.numba_cpu.blas import matvec, mm_into",
+              "from jitgrad.backends.numba_cpu.blas import matmat, matvec",
               "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32",
               "from jitgrad.backends.numba_cpu.rows import put_row", "", "",
               *w.outliner.definitions, f"def kernel({signature}):"]

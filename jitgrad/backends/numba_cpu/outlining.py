@@ -17,7 +17,7 @@ import ast
 from .numba_options import decorator
 
 # Names the generated code takes from its module or from builtins, never from a variable.
-GLOBALS = frozenset({"np", "math", "numba", "prange", "tanh_float32", "matvec", "mm_into", "put_row", "range",
+GLOBALS = frozenset({"np", "math", "numba", "prange", "tanh_float32", "matmat", "matvec", "put_row", "range",
                      "min", "max", "abs", "bool", "float", "int", "len", "sum", "True", "False", "None"})
 
 

@@ -3,9 +3,9 @@
 ``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (the backward adds zero gradients for outputs nobody used),
 a reshape of a reshape, a transpose undone by the same transpose, a permute of a permute, reshapes,
 permutes and expands that keep the shape, and a stack of every row of an array, in order (an unrolled
-loop's ``x[t]`` put back together, see ``batch_matrix_products``). A rewrite to an existing value happens only when that value
-already has the node's shape and dtype (``int_tensor * 1.0`` is a float: it stays). Nodes left unread
-are removed by ``eliminate_dead_code``.
+loop's ``x[t]`` put back together, see ``batch_matrix_products``). A rewrite to an existing value
+happens only when that value already has the node's shape and dtype (``int_tensor * 1.0`` is a float:
+it stays). Nodes left unread are removed by ``eliminate_dead_code``.
 """
 from __future__ import annotations
 
