@@ -27,7 +27,7 @@ from ..fx.passes import PassManager, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..tensor import Tensor
 from .backend import Backend
-from .capture import Unsupported, fill_template, flatten_output, slots, tensor_leaves
+from .capture import Unsupported, flatten_output, slots, template_filler, tensor_leaves
 
 
 def logs(topic: str) -> bool:
@@ -127,6 +127,10 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     return lowered
 
 
+def _as_tensor(index: int, array: np.ndarray) -> Tensor:
+    return Tensor._make(array)
+
+
 def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
     flat = lowered.call(*arrays)
     return [v if isinstance(v, np.ndarray) and (v.dtype is d or v.dtype == d) else np.asarray(v, dtype=d)
@@ -142,11 +146,14 @@ class StepProgram:
     grad_inputs: list[int]      # tensor arguments whose .grad is an input
     kind: str = "step"
 
+    def __post_init__(self) -> None:
+        self._fill_result = template_filler(self.template[0])
+
     def run(self, tensors: list[Tensor]) -> Any:
         arrays = [t._data for t in tensors] + [tensors[i]._grad._data for i in self.grad_inputs]
         flat = _run(self.lowered, arrays)
-        result, grads, writes = self.template
-        value = fill_template(result, flat, lambda i, a: Tensor._make(a))
+        _, grads, writes = self.template
+        value = self._fill_result(flat, _as_tensor)
         for name, slot in writes.items():
             tensor, new = tensors[self.names.index(name)], flat[slot.index]
             if tensor._data.shape == new.shape and tensor._data.flags.writeable:
@@ -180,21 +187,23 @@ class LossProgram:
 
     def __post_init__(self) -> None:
         self._differentiable_slots = dict(zip(slots(self.result_template), self.differentiable))
+        self._fill_result = template_filler(self.result_template)
 
     def backward_for(self, mask: tuple[bool, ...], example: list[np.ndarray] | None = None) -> tuple[Lowered, Any]:
         """The backward computing only the gradients in ``mask`` (one per wanted input), lowered once
-        (and run on ``example``, the saved values and tangents, when given)."""
+        (and run on ``example``, the saved values and tangents, when given), and the filler of its
+        gradients' template."""
         variant = self.backward_variants.get(mask)
         if variant is None:
             graph = partition_joint(self.joint).backward
             grads = graph.output_node.args[0]
             graph.output_node.args = (tuple(g if keep else None for g, keep in zip(grads, mask)),)
             eliminate_dead_code(graph)
-            template = flatten_output(graph)
+            fill = template_filler(flatten_output(graph))
             label = self.forward.label.replace("(forward)", "(backward)")
             if not all(mask):
                 label += f" for gradients {list(mask)}"
-            variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), template)
+            variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), fill)
             self.backward_variants[mask] = variant
         return variant
 
@@ -216,7 +225,7 @@ class LossProgram:
                 metadata.append(new_input_metadata((array.shape, array.dtype, "cpu")))
             return out
 
-        value = fill_template(self.result_template, flat, wrap)
+        value = self._fill_result(flat, wrap)
         if node is not None:
             node._input_metadata = metadata
         return value
@@ -245,12 +254,12 @@ class CompiledFunctionBackward(Node):
         tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
                     for g, m in zip(grads, self._input_metadata)]
         try:
-            lowered, template = self._program.backward_for(mask, [*self._saved, *tangents])
+            lowered, fill = self._program.backward_for(mask, [*self._saved, *tangents])
         except Unsupported as error:  # this set of gradients has no lowering: eager, as the warning says
             warnings.warn(f"jitgrad.compile: running a backward eagerly: {error}", RuntimeWarning, stacklevel=2)
             return self._eager_backward(grads, create_graph=False)
         flat = _run(lowered, [*self._saved, *tangents])
-        result = list(fill_template(template, flat, lambda i, a: Tensor._make(a)))
+        result = list(fill(flat, _as_tensor))
         if self._check is not None:
             self._check(grads, result, mask)
         return result

@@ -59,3 +59,18 @@ def test_a_write_through_a_view_of_an_argument_is_refused_and_the_step_runs_eage
     assert any(issubclass(c.category, CompileWarning) and "through a view" in str(c.message) for c in caught)
     step(we)
     assert_close(w, we)
+
+
+def test_template_filler_rebuilds_every_kind_of_container():
+    """A compiled function's result is rebuilt by one generated expression per template: slots wrapped
+    by index, tuples (empty and of one), lists, dicts, named tuples and constants as they were."""
+    from collections import namedtuple
+
+    from jitgrad.compile.capture import Slot, TupleOf, template_filler
+    Pair = namedtuple("Pair", "left right")
+    constant = object()
+    template = (Slot(2), [Slot(0), (), (Slot(1),)], {"a": Slot(0), 3: None}, TupleOf(Pair, (Slot(1), constant)), 7)
+    filled = template_filler(template)(["x", "y", "z"], lambda i, value: (i, value))
+    assert filled == ((2, "z"), [(0, "x"), (), ((1, "y"),)], {"a": (0, "x"), 3: None},
+                      Pair((1, "y"), constant), 7)
+    assert type(filled[3]) is Pair and filled[3].right is constant and type(filled[1]) is list
