@@ -289,32 +289,44 @@ def _is_zero(builder: Any, value: Any) -> Any:
     return builder.icmp_signed("==", value, ir.Constant(value.type, 0))
 
 
+def _product(arrays: tuple, ranks: tuple[int, ...], routine: str, general: Any, plan: Any) -> Any:
+    """The typing and code of ``matvec``/``matmat``: ``general`` compiled in where BLAS cannot read the
+    operands in place (``_direct``), else the BLAS call ``plan(builder, arrays)`` describes: the length
+    of the sum, the result's elements and the CBLAS operands; a sum of nothing fills the result with
+    zeros (OpenBLAS would leave it as it was)."""
+    direct = _direct(arrays, ranks, routine)
+    if direct is None:
+        return None
+    dtype = arrays[-1].dtype
+
+    def codegen(context, builder, sig, args):
+        if not direct:
+            context.compile_internal(builder, general, sig, args)
+            return context.get_dummy_value()
+        views = [context.make_array(t)(context, builder, value) for t, value in zip(sig.args, args)]
+        terms, elements, operands = plan(builder, views)
+        with builder.if_else(_is_zero(builder, terms)) as (no_terms, some_terms):
+            with no_terms:
+                _fill_zero(builder, views[-1], elements, dtype)
+            with some_terms:
+                _emit_cblas(context, builder, routine, dtype, operands)
+        return context.get_dummy_value()
+    return types.void(*arrays), codegen
+
+
 @intrinsic
 def _matvec(typingctx, a, v, out):
     """``out[...] = a @ v`` as one call of ``cblas_?gemv`` written into the caller, when numba's types say
     a is C- or Fortran-contiguous (a transpose) and v and out are contiguous; ``mv_into`` otherwise."""
-    direct = _direct((a, v, out), (2, 1, 1), "gemv")
-    if direct is None:
-        return None
-
-    def codegen(context, builder, sig, args):
-        if not direct:
-            context.compile_internal(builder, _general_matvec, sig, args)
-            return context.get_dummy_value()
-        matrix, vector, result = (context.make_array(t)(context, builder, value) for t, value in zip(sig.args, args))
+    def plan(builder, views):
+        matrix, vector, result = views
         rows, cols = cgutils.unpack_tuple(builder, matrix.shape, 2)
         trans, lda = _stored(builder, a.layout, rows, cols)
         stored = (rows, cols) if a.layout == "C" else (cols, rows)
         one = ir.Constant(rows.type, 1)
-        with builder.if_else(_is_zero(builder, cols)) as (no_terms, terms):
-            with no_terms:
-                _fill_zero(builder, result, rows, a.dtype)
-            with terms:
-                _emit_cblas(context, builder, "gemv", a.dtype,
-                            [("e", trans), ("i", stored[0]), ("i", stored[1]), ("1", None), ("p", matrix.data),
-                             ("i", lda), ("p", vector.data), ("i", one), ("0", None), ("p", result.data), ("i", one)])
-        return context.get_dummy_value()
-    return types.void(a, v, out), codegen
+        return cols, rows, [("e", trans), ("i", stored[0]), ("i", stored[1]), ("1", None), ("p", matrix.data),
+                            ("i", lda), ("p", vector.data), ("i", one), ("0", None), ("p", result.data), ("i", one)]
+    return _product((a, v, out), (2, 1, 1), "gemv", _general_matvec, plan)
 
 
 @intrinsic
@@ -322,30 +334,18 @@ def _matmat(typingctx, a, b, out):
     """``out[...] = a @ b`` as one call of ``cblas_?gemm`` written into the caller, when numba's types say
     a and b are C- or Fortran-contiguous and out is C-contiguous; ``mm_into`` otherwise. (Each layout of
     a function is a compile of its own: W2's step multiplies in five.)"""
-    direct = _direct((a, b, out), (2, 2, 2), "gemm")
-    if direct is None:
-        return None
-
-    def codegen(context, builder, sig, args):
-        if not direct:
-            context.compile_internal(builder, _general_matmat, sig, args)
-            return context.get_dummy_value()
-        left, right, result = (context.make_array(t)(context, builder, value) for t, value in zip(sig.args, args))
+    def plan(builder, views):
+        left, right, result = views
         n, k = cgutils.unpack_tuple(builder, left.shape, 2)
         m = cgutils.unpack_tuple(builder, right.shape, 2)[1]
         ta, lda = _stored(builder, a.layout, n, k)
         tb, ldb = _stored(builder, b.layout, k, m)
         one = ir.Constant(m.type, 1)
         ldc = builder.select(builder.icmp_signed(">", m, one), m, one)
-        with builder.if_else(_is_zero(builder, k)) as (no_terms, terms):
-            with no_terms:
-                _fill_zero(builder, result, builder.mul(n, m), a.dtype)
-            with terms:
-                _emit_cblas(context, builder, "gemm", a.dtype,
-                            [("e", ta), ("e", tb), ("i", n), ("i", m), ("i", k), ("1", None), ("p", left.data),
-                             ("i", lda), ("p", right.data), ("i", ldb), ("0", None), ("p", result.data), ("i", ldc)])
-        return context.get_dummy_value()
-    return types.void(a, b, out), codegen
+        return k, builder.mul(n, m), [("e", ta), ("e", tb), ("i", n), ("i", m), ("i", k), ("1", None),
+                                      ("p", left.data), ("i", lda), ("p", right.data), ("i", ldb), ("0", None),
+                                      ("p", result.data), ("i", ldc)]
+    return _product((a, b, out), (2, 2, 2), "gemm", _general_matmat, plan)
 
 
 _KERNEL_FUNCTIONS = {"matvec": (mv_into, _matvec), "matmat": (mm_into, _matmat)}
