@@ -16,10 +16,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import anomaly_mode, grad_mode
+from ..autograd import anomaly_mode
 from ..autograd.differentiate import grad as autograd_grad
 from ..autograd.versions import version_counter
-from ..dtypes import get_default_dtype
 from ..fx.passes import partition_joint
 from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
@@ -51,29 +50,6 @@ class CompileCheckError(AssertionError):
 def _caller(depth: int = 2) -> str:
     frame = sys._getframe(depth)
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
-_PLAIN_VALUES = (int, float, bool, str, type(None))
-
-
-def _fast_key(args: tuple) -> tuple | None:
-    """What the guard key and the specialization hold, read in one pass, for the common call: tensors
-    that are distinct objects and plain Python values. None for anything else (the full guards then
-    decide). A call costs this instead of the descriptive keys, which matters for a W1-sized step."""
-    parts = []
-    seen: set[int] = set()
-    for a in args:
-        if isinstance(a, Tensor):
-            if id(a) in seen:
-                return None
-            seen.add(id(a))
-            data = a._data
-            parts.append((data.shape, data.dtype, a._requires_grad, a._grad is None, not a._hooks))
-        elif type(a) in _PLAIN_VALUES:
-            parts.append((type(a), a))
-        else:
-            return None
-    return (grad_mode.is_grad_enabled(), get_default_dtype(), *parts)
 
 
 def _tolerances(dtype: np.dtype) -> tuple[float, float]:
@@ -126,7 +102,7 @@ class CompiledFunction:
         self.fullgraph, self.check = fullgraph, check
         self.disk_cache = DiskCache() if cache else None
         self._programs: dict[tuple, Any] = {}
-        self._by_fast_key: dict[tuple, Any] = {}  # the same programs, by _fast_key
+        self._by_fast_key: dict[tuple, Any] = {}  # the same programs, by guards.fast_key
         self._names_by_count: dict[int, list[str]] = {}
         self._reasons: dict[tuple, str] = {}
         self._guards: list[tuple] = []
@@ -140,7 +116,7 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if anomaly_mode.state.enabled or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
-        key = _fast_key(args) if not kwargs else None
+        key = guards.fast_key(args) if not kwargs else None
         program = self._by_fast_key.get(key) if key is not None else None
         if program is None:
             _, program = self._program_for(args, kwargs, _caller())

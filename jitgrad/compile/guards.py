@@ -52,6 +52,31 @@ def specialization(args: tuple) -> tuple:
             tuple(bool(t._hooks) for t in tensors), tuple(ids.index(i) for i in ids))
 
 
+_PLAIN_VALUES = (int, float, bool, str, type(None))
+
+
+def fast_key(args: tuple) -> tuple | None:
+    """The common call's key, read in one pass: tensors that are distinct objects and plain Python
+    values; None for anything else (``guard_key`` and ``specialization`` then decide). Programs are
+    also cached by it, so it must tell apart every two calls those two tell apart (it may tell apart
+    more): ``tests/compile/test_compile_guards.py`` checks that over varied arguments. A call costs
+    this instead of the descriptive keys, which matters for a W1-sized step."""
+    parts = []
+    seen: set[int] = set()
+    for a in args:
+        if isinstance(a, Tensor):
+            if id(a) in seen:
+                return None
+            seen.add(id(a))
+            data = a._data
+            parts.append((data.shape, data.dtype, a._requires_grad, a._grad is None, not a._hooks))
+        elif type(a) in _PLAIN_VALUES:
+            parts.append((type(a), a))
+        else:
+            return None
+    return (grad_mode.is_grad_enabled(), get_default_dtype(), *parts)
+
+
 _TENSOR_PARTS = ("rank", "dtype", "dimensions of size 1", "requires_grad")
 
 

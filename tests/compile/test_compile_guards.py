@@ -94,3 +94,38 @@ def test_a_new_size_is_lowered_again_and_marked_as_reusing_kernels(monkeypatch):
     programs = list(compiled._programs.values())
     assert [p.forward.reused for p in programs] == [False, True]
     assert compiled.recompiles == 0
+
+
+def test_the_fast_key_tells_apart_every_two_calls_the_guards_tell_apart():
+    """Programs are cached by ``fast_key`` in front of ``guard_key`` and ``specialization``: over varied
+    arguments, an equal fast key must mean equal guards (a guard added in one place only fails here)."""
+    import itertools
+
+    from jitgrad.compile import guards
+
+    def tensor(shape, dtype, requires_grad=False, with_grad=False, hooked=False):
+        t = jg.zeros(*shape, dtype=dtype, requires_grad=requires_grad)
+        if with_grad:
+            t.grad = jg.ones(*shape, dtype=dtype)
+        if hooked:
+            t.register_hook(lambda g: g)
+        return t
+    tensors = [tensor(s, d, r, w, h) for s, d, (r, w, h) in itertools.product(
+        [(2, 3), (2, 1), (3,), (1,)], [jg.float32, jg.float64],
+        [(False, False, False), (True, False, False), (True, True, False), (True, False, True)])]
+    values = [1, 1.0, True, 2, "mean", None, 0.5]
+    calls = [(a, v) for a in tensors for v in values[:3]] + [(tensors[0], v) for v in values]
+    names = ["x", "value"]
+    keys = {}
+    for grad_enabled, dtype in itertools.product((True, False), (jg.float32, jg.float64)):
+        jg.set_default_dtype(dtype)
+        try:
+            with jg.set_grad_enabled(grad_enabled):
+                for args in calls:
+                    full = (guards.guard_key(names, args, {}), guards.specialization(args))
+                    assert keys.setdefault(guards.fast_key(args), full) == full, args
+        finally:
+            jg.set_default_dtype(jg.float32)
+    assert len(keys) > 100
+    shared = tensors[0]
+    assert guards.fast_key((shared, shared)) is None   # the same tensor twice: the full guards decide
