@@ -3,8 +3,9 @@
 numba reads ``numba.config.DISABLE_JIT`` when a function is decorated, so turning it on makes the
 kernels lowered afterwards plain Python: the code generator is exercised without a numba compile per
 kernel. Two things must hold for that: nothing may compile under it (numba decorates some of its own
-helpers lazily, and those would stay plain), so the one jitted helper the generated code calls is
-compiled first, for the float32 it gets under numba and the Python float ``math`` returns in Python; and kernels made this way are forgotten afterwards, so that no other test gets one.
+helpers lazily, and those would stay plain), so the jitted scalar helpers the generated code calls are
+compiled first, for the float32 they get under numba and the Python float ``math`` returns in Python;
+and kernels made this way are forgotten afterwards, so that no other test gets one.
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ def plain_python_kernels() -> Iterator[None]:
     import numba
 
     from jitgrad.backends.numba_cpu import clear_cache
-    from jitgrad.backends.numba_cpu.intrinsics import tanh_float32
+    from jitgrad.backends.numba_cpu.intrinsics import exp_float32, tanh_float32
 
-    tanh_float32(np.float32(0.5))
-    tanh_float32(0.5)  # as plain Python, math.sin of a float32 is a Python float
+    for function in (tanh_float32, exp_float32):
+        function(np.float32(0.5))
+        function(0.5)  # as plain Python, math.sin of a float32 is a Python float
     saved = numba.config.DISABLE_JIT
     numba.config.DISABLE_JIT = True
     clear_cache()

@@ -33,8 +33,14 @@ def _sigmoid(a):
     return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(a.dtype, copy=False)
 
 
+def exp_source(value: str, T: str) -> str:
+    """The backend's exp of a scalar expression: float32 calls the vectorizable ``exp_float32``
+    (jitgrad/backends/numba_cpu/intrinsics.py), about three times faster than ``math.exp``."""
+    return f"exp_float32({value})" if T == "np.float32" else f"math.exp({value})"
+
+
 exp = defop("exp", ("self",), floating_forward(np.exp), "ExpBackward0",
-            kind="elementwise", lower="math.exp({self})",
+            kind="elementwise", lower=lambda self, T, out: exp_source(self, T),
             self=lambda grad, result: grad * result,
             jvp=lambda self_t, result: self_t * result)
 
@@ -90,7 +96,7 @@ tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0",
              jvp=lambda self_t, result: self_t * (1.0 - result * result))
 
 sigmoid = defop("sigmoid", ("self",), floating_forward(_sigmoid), "SigmoidBackward0",
-                kind="elementwise", lower="({T}(1.0) / ({T}(1.0) + math.exp(-{self})))",
+                kind="elementwise", lower=lambda self, T, out: f"({T}(1.0) / ({T}(1.0) + {exp_source(f'-{self}', T)}))",
                 self=lambda grad, result: grad * result * (1.0 - result),
                 jvp=lambda self_t, result: self_t * result * (1.0 - result))
 

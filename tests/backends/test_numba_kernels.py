@@ -43,6 +43,42 @@ def test_tanh_float32_is_within_a_few_ulp_of_the_exact_tanh():
     assert out[-3] == 1.0 and out[-2] == -1.0
 
 
+def test_exp_float32_is_within_an_ulp_of_the_exact_exp_and_numpy_at_the_ends():
+    import numba
+
+    from jitgrad.backends.numba_cpu.intrinsics import exp_float32
+
+    @numba.njit
+    def apply(values, out):
+        for i in range(values.shape[0]):
+            out[i] = exp_float32(values[i])
+
+    grid = np.linspace(-110.0, 90.0, 400_001).astype(np.float32)
+    special = np.array([0.0, -0.0, 1e-30, 88.72, 88.7228, 88.73, -87.3, -100.0, -103.9, -104.0, np.inf, -np.inf,
+                        np.nan], np.float32)
+    values = np.concatenate([grid, special])
+    out = np.empty_like(values)
+    apply(values, out)
+    exact = np.exp(values.astype(np.float64))
+    normal = np.isfinite(exact) & (exact > np.finfo(np.float32).tiny) & (exact < np.finfo(np.float32).max)
+    assert out.dtype == np.float32
+    assert (np.abs(out - exact)[normal] / exact[normal]).max() < 1.5e-7
+    subnormal = exact <= np.finfo(np.float32).tiny
+    assert np.abs(out - exact)[subnormal].max() <= 1.5e-45   # one subnormal step
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out[~normal & ~subnormal], np.exp(values[~normal & ~subnormal]))  # inf, nan
+
+
+def test_float32_exp_softmax_and_sigmoid_in_kernels_match_numpy():
+    x = np.random.default_rng(1).standard_normal((6, 7)).astype(np.float32) * 5
+    kernel = lowered(lambda x: (x.exp(), x.sigmoid(), x.softmax(1), x.log_softmax(0)), x)
+    assert "exp_float32(" in kernel.source and "math.exp" not in kernel.source
+    t = jg.tensor(x)
+    for got, want in zip(kernel(x), (t.exp(), t.sigmoid(), t.softmax(1), t.log_softmax(0))):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-6, atol=1e-7)
+
+
 def test_float32_tanh_in_a_kernel_matches_numpy():
     x = np.random.default_rng(0).standard_normal((8, 5)).astype(np.float32) * 4
     kernel = lowered(lambda x: (x.tanh() * 2.0, jg.gelu(x, approximate="tanh")), x)

@@ -292,7 +292,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
                           + ["sizes", "scalars"])
     header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
               "from jitgrad.backends.numba_cpu.blas import matmat, matvec",
-              "from jitgrad.backends.numba_cpu.intrinsics import tanh_float32",
+              "from jitgrad.backends.numba_cpu.intrinsics import exp_float32, tanh_float32",
               "from jitgrad.backends.numba_cpu.rows import put_row", "", "",
               *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:

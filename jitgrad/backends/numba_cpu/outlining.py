@@ -17,8 +17,8 @@ import ast
 from .numba_options import decorator
 
 # Names the generated code takes from its module or from builtins, never from a variable.
-GLOBALS = frozenset({"np", "math", "numba", "prange", "tanh_float32", "matmat", "matvec", "put_row", "range",
-                     "min", "max", "abs", "bool", "float", "int", "len", "sum", "True", "False", "None"})
+GLOBALS = frozenset({"np", "math", "numba", "prange", "exp_float32", "tanh_float32", "matmat", "matvec", "put_row",
+                     "range", "min", "max", "abs", "bool", "float", "int", "len", "sum", "True", "False", "None"})
 
 
 def _names_in_order(tree: ast.AST) -> list[ast.Name]:
