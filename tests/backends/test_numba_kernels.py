@@ -20,21 +20,26 @@ def lowered(fn, *arrays, parallel=None):
     return lower(graph, parallel=parallel)
 
 
-def test_tanh_float32_is_within_a_few_ulp_of_the_exact_tanh():
+def applied(scalar_function, values):
+    """A jitted scalar helper over ``values`` inside a numba loop, as the kernels call it."""
     import numba
-
-    from jitgrad.backends.numba_cpu.intrinsics import tanh_float32
 
     @numba.njit
     def apply(values, out):
         for i in range(values.shape[0]):
-            out[i] = tanh_float32(values[i])
+            out[i] = scalar_function(values[i])
+    out = np.empty_like(values)
+    apply(values, out)
+    return out
+
+
+def test_tanh_float32_is_within_a_few_ulp_of_the_exact_tanh():
+    from jitgrad.backends.numba_cpu.intrinsics import tanh_float32
 
     grid = np.linspace(-12.0, 12.0, 400_001).astype(np.float32)
     special = np.array([0.0, -0.0, 1e-30, -1e-30, 7.9, 9.0, np.inf, -np.inf, np.nan], np.float32)
     values = np.concatenate([grid, special])
-    out = np.empty_like(values)
-    apply(values, out)
+    out = applied(tanh_float32, values)
     exact = np.tanh(values.astype(np.float64))
     finite = np.isfinite(exact) & (exact != 0)
     assert out.dtype == np.float32
@@ -44,21 +49,13 @@ def test_tanh_float32_is_within_a_few_ulp_of_the_exact_tanh():
 
 
 def test_exp_float32_is_within_an_ulp_of_the_exact_exp_and_numpy_at_the_ends():
-    import numba
-
     from jitgrad.backends.numba_cpu.intrinsics import exp_float32
-
-    @numba.njit
-    def apply(values, out):
-        for i in range(values.shape[0]):
-            out[i] = exp_float32(values[i])
 
     grid = np.linspace(-110.0, 90.0, 400_001).astype(np.float32)
     special = np.array([0.0, -0.0, 1e-30, 88.72, 88.7228, 88.73, -87.3, -100.0, -103.9, -104.0, np.inf, -np.inf,
                         np.nan], np.float32)
     values = np.concatenate([grid, special])
-    out = np.empty_like(values)
-    apply(values, out)
+    out = applied(exp_float32, values)
     exact = np.exp(values.astype(np.float64))
     normal = np.isfinite(exact) & (exact > np.finfo(np.float32).tiny) & (exact < np.finfo(np.float32).max)
     assert out.dtype == np.float32
