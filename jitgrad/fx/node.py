@@ -73,6 +73,11 @@ def iter_nodes(value: Any) -> Iterator["Node"]:
     return iter_leaves(value, Node)
 
 
+def is_call(value: Any, op: str) -> bool:
+    """Whether ``value`` (an argument: a node or a plain value) is a call of the registry op ``op``."""
+    return isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name == op
+
+
 class Node:
     """One value of the program. ``target`` is the registry ``OpDef`` (or ``tuple_item``) for
     ``call_function``, the parameter name for ``placeholder``, the constant's key for ``get_attr`` and

@@ -18,15 +18,11 @@ from typing import Any
 
 from ...ops.registry import REGISTRY
 from ..graph import Graph, PassRecord
-from ..node import Node, Opcode
-from .simplify import row_of
+from ..node import Node, is_call
+from .simplify import row_of, same_value_type
 from .topological_sort import topological_order
 
 MIN_PRODUCTS = 4
-
-
-def _is_call(value: Any, op: str) -> bool:
-    return isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name == op
 
 
 def _call(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, shape: tuple, dtype: Any,
@@ -71,7 +67,7 @@ def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
 
 
 def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
-    products = [n for n in graph.nodes if _is_call(n, "mv")]
+    products = [n for n in graph.nodes if is_call(n, "mv")]
     if len(products) < MIN_PRODUCTS:
         return
     batched = False
@@ -96,19 +92,15 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
 def _outer_factors(value: Node) -> tuple[Node, Node] | None:
     """``(a, b)`` when ``value`` is the outer product ``a.unsqueeze(1) * b`` of two vectors (either
     operand first), the form of ``mv``'s gradient with respect to its matrix."""
-    if not _is_call(value, "mul") or len(value.meta["shape"]) != 2:
+    if not is_call(value, "mul") or len(value.meta["shape"]) != 2:
         return None
     for column, row in (value.args, value.args[::-1]):
-        if _is_call(column, "unsqueeze") and column.kwargs["dim"] in (1, -1) and isinstance(row, Node):
+        if is_call(column, "unsqueeze") and column.kwargs["dim"] in (1, -1) and isinstance(row, Node):
             vector = column.args[0]
             if len(vector.meta["shape"]) == 1 and len(row.meta["shape"]) == 1 \
                     and vector.meta["dtype"] == row.meta["dtype"] == value.meta["dtype"]:
                 return vector, row
     return None
-
-
-def _same_value_type(a: Any, b: Node) -> bool:
-    return isinstance(a, Node) and a.meta["shape"] == b.meta["shape"] and a.meta["dtype"] == b.meta["dtype"]
 
 
 def _summands(root: Node) -> tuple[list[Node], set[Node]]:
@@ -118,7 +110,7 @@ def _summands(root: Node) -> tuple[list[Node], set[Node]]:
     terms, adds, pending = [], {root}, list(root.args)
     while pending:
         value = pending.pop()
-        if _is_call(value, "add") and len(value.users) == 1 and all(_same_value_type(a, root) for a in value.args):
+        if is_call(value, "add") and len(value.users) == 1 and all(same_value_type(root, a) for a in value.args):
             adds.add(value)
             pending.extend(value.args)
         else:
@@ -129,7 +121,7 @@ def _summands(root: Node) -> tuple[list[Node], set[Node]]:
 def _sum_outer_products(graph: Graph, record: PassRecord) -> None:
     absorbed: set[Node] = set()
     for root in reversed(graph.nodes):
-        if root in absorbed or not _is_call(root, "add") or not all(_same_value_type(a, root) for a in root.args):
+        if root in absorbed or not is_call(root, "add") or not all(same_value_type(root, a) for a in root.args):
             continue
         terms, adds = _summands(root)
         absorbed |= adds

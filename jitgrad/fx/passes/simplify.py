@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..graph import Graph
-from ..node import Node, Opcode
+from ..node import Node, Opcode, is_call
 
 
 def _equals(graph: Graph, value: Any, scalar: float) -> bool:
@@ -24,7 +24,8 @@ def _equals(graph: Graph, value: Any, scalar: float) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == scalar
 
 
-def _same_value_type(node: Node, other: Any) -> bool:
+def same_value_type(node: Node, other: Any) -> bool:
+    """Whether ``other`` is a node whose value has ``node``'s shape and dtype."""
     return isinstance(other, Node) and other.meta.get("shape") == node.meta["shape"] \
         and other.meta.get("dtype") == node.meta["dtype"]
 
@@ -33,9 +34,9 @@ def _identity(left: float | None, right: float | None) -> Callable[[Graph, Node]
     """``op(x, e) == x`` for the identity element ``e`` on the given side(s)."""
     def rule(graph: Graph, node: Node) -> Node | None:
         a, b = node.args
-        if right is not None and _equals(graph, b, right) and _same_value_type(node, a):
+        if right is not None and _equals(graph, b, right) and same_value_type(node, a):
             return a
-        if left is not None and _equals(graph, a, left) and _same_value_type(node, b):
+        if left is not None and _equals(graph, a, left) and same_value_type(node, b):
             return b
         return None
     return rule
@@ -50,7 +51,7 @@ def _reshape(graph: Graph, node: Node) -> Node | None:
     if source.op is Opcode.CALL_FUNCTION and source.target is node.target:
         node.args = source.args  # reshape(reshape(x)) reads x directly
         source = node.args[0]
-    return source if _same_value_type(node, source) else None
+    return source if same_value_type(node, source) else None
 
 
 def _transpose(graph: Graph, node: Node) -> Node | None:
@@ -71,12 +72,12 @@ def _permute(graph: Graph, node: Node) -> Node | None:
         inner = _wrap(tuple(source.kwargs["dims"]), ndim)
         node.args, node.kwargs = source.args, {**node.kwargs, "dims": tuple(inner[d] for d in dims)}
         source, dims = node.args[0], node.kwargs["dims"]
-    return source if dims == tuple(range(ndim)) and _same_value_type(node, source) else None
+    return source if dims == tuple(range(ndim)) and same_value_type(node, source) else None
 
 
 def row_of(value: Any) -> tuple[Node, int] | None:
     """``(x, i)`` when ``value`` is ``x[i]`` for one integer ``i`` (counted from the start)."""
-    if not isinstance(value, Node) or value.op is not Opcode.CALL_FUNCTION or value.target_name != "getitem":
+    if not is_call(value, "getitem"):
         return None
     index = value.kwargs["index"]
     if len(index) != 1 or not isinstance(index[0], (int, np.integer)) or isinstance(index[0], bool):
@@ -93,12 +94,12 @@ def _stack(graph: Graph, node: Node) -> Node | None:
         return None
     source = rows[0][0]
     whole = source.meta["shape"][0] == len(values) and all(r == (source, i) for i, r in enumerate(rows))
-    return source if whole and _same_value_type(node, source) else None
+    return source if whole and same_value_type(node, source) else None
 
 
 def _same_shape(graph: Graph, node: Node) -> Node | None:
     (source,) = node.args
-    return source if _same_value_type(node, source) else None
+    return source if same_value_type(node, source) else None
 
 
 RULES: dict[str, Callable[[Graph, Node], Node | None]] = {
