@@ -32,7 +32,7 @@ from .buffers import plan_buffers, shared_memory
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
 from .nodes import LoweringError, check_lowerings, ir_line, kernel_shape, lowering_kind, node_dtype
-from .outlining import GLOBALS, Outliner
+from .outlining import GLOBALS, KERNEL_IMPORTS, Outliner
 
 # Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
 _RESERVED = GLOBALS | {"sizes", "scalars", "kernel"}
@@ -291,9 +291,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
                           + ["sizes", "scalars"])
     header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
-              "from jitgrad.backends.numba_cpu.blas import matmat, matvec",
-              "from jitgrad.backends.numba_cpu.intrinsics import exp_float32, tanh_float32",
-              "from jitgrad.backends.numba_cpu.rows import put_row", "", "",
+              *(f"from {module} import {', '.join(names)}" for module, names in KERNEL_IMPORTS.items()), "", "",
               *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")

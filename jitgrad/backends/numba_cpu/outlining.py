@@ -16,9 +16,14 @@ import ast
 
 from .numba_options import decorator
 
+# The backend's own functions the generated code imports, by module (``codegen`` writes the imports).
+KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
+                  "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "tanh_float32"),
+                  "jitgrad.backends.numba_cpu.rows": ("put_row",)}
+
 # Names the generated code takes from its module or from builtins, never from a variable.
-GLOBALS = frozenset({"np", "math", "numba", "prange", "exp_float32", "tanh_float32", "matmat", "matvec", "put_row",
-                     "range", "min", "max", "abs", "bool", "float", "int", "len", "sum", "True", "False", "None"})
+GLOBALS = frozenset({"np", "math", "numba", "prange", "range", "min", "max", "abs", "bool", "float", "int", "len",
+                     "sum", "True", "False", "None", *(name for names in KERNEL_IMPORTS.values() for name in names)})
 
 
 def _names_in_order(tree: ast.AST) -> list[ast.Name]:
@@ -95,4 +100,4 @@ class Outliner:
 _MARK = "\x00group "
 
 
-__all__ = ["GLOBALS", "Outliner", "canonical_form", "parameters"]
+__all__ = ["GLOBALS", "KERNEL_IMPORTS", "Outliner", "canonical_form", "parameters"]
