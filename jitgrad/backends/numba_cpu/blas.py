@@ -6,10 +6,11 @@ program that runs numpy (or jitgrad's eager mode) and compiled kernels in turn h
 for the same cores. On 2 cores that made a compiled MLP step 4x slower, and numpy's own products 2x
 slower, than either alone. So kernels call numpy's ``cblas_?gemm`` and ``cblas_?gemv`` directly: their
 addresses are found through numpy's extension module and registered with LLVM under fixed names, which
-keeps the machine code cacheable (it names the symbols, not addresses). Kernels multiply a matrix by a
-vector with ``matvec``: an intrinsic that writes the ``gemv`` call into the kernel when numba's types
-say the operands are contiguous (a 32x32 product, W4's recurrence, ~125 ns), where a function would add
-~45 ns of reference counting on the arrays it is given; other layouts go through ``mv_into``.
+keeps the machine code cacheable (it names the symbols, not addresses). Kernels call ``matvec`` and
+``matmat``: intrinsics that write the ``gemv``/``gemm`` call into the kernel when numba's types say the
+operands are contiguous (a 32x32 matrix-vector product, W4's recurrence, ~125 ns), where a function
+would add ~45 ns of reference counting on the arrays it is given, and a compile per combination of
+layouts; other layouts go through ``mv_into``/``mm_into``, which read the layout at run time.
 
 Where numpy's BLAS cannot be found (a build without CBLAS symbols), or ``JITGRAD_KERNEL_BLAS=numba``
 asks for it, ``BLAS`` is None and the same functions use numba's ``np.dot``. Otherwise an operand is
@@ -31,6 +32,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
+
+from .numba_options import jit_or_plain
 
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
@@ -185,8 +188,9 @@ def _blas_ready(x):
 
 
 def mm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out[...] = a @ b`` for 2-d a (n, k), b (k, m) and a C-contiguous out (n, m). As plain Python
-    (``NUMBA_DISABLE_JIT=1``) numpy does it; in a kernel, ``_mm_into_blas``."""
+    """``out[...] = a @ b`` for 2-d a (n, k), b (k, m) of any layout and a C-contiguous out (n, m). As
+    plain Python (``NUMBA_DISABLE_JIT=1``) numpy does it; compiled, ``_mm_into_blas``. Kernels call
+    ``matmat``, which comes here for the layouts it cannot hand to BLAS as they are."""
     np.matmul(a, b, out=out)
 
 
@@ -218,8 +222,8 @@ def _mm_into_blas(a, b, out):
 
 @numba.njit
 def _mv_copied(a, v, out):
-    """The rare layouts: a matrix BLAS cannot read in place or a vector without a forward step, made
-    readable (by the caller) and multiplied here, out of the common path."""
+    """The rare layouts, out of ``mv_into``'s common path: a matrix BLAS cannot read in place or a vector
+    without a forward step, copied contiguous here and multiplied."""
     size = a.itemsize
     a = np.ascontiguousarray(a)
     v = np.ascontiguousarray(v)
@@ -253,6 +257,8 @@ def _mv_into_blas(a, v, out):
     return mv
 
 
+# What the intrinsics compile in for other layouts: functions returning nothing (with numba's np.dot,
+# ``mv_into``/``mm_into`` return the array).
 def _general_matvec(a: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     mv_into(a, v, out)
 
@@ -261,13 +267,18 @@ def _general_matmat(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     mm_into(a, b, out)
 
 
-def _stored(builder: Any, layout: str, rows: Any, cols: Any) -> tuple[Any, Any]:
-    """How row-major CBLAS reads a matrix of numba layout C (as it is) or F (its transpose, stored
-    row-major): the transpose flag and the leading dimension, at least 1 as BLAS requires."""
-    one = ir.Constant(rows.type, 1)
-    stored_cols = cols if layout == "C" else rows
-    lda = builder.select(builder.icmp_signed(">", stored_cols, one), stored_cols, one)
-    return ir.Constant(ir.IntType(64), NO_TRANS if layout == "C" else TRANS), lda
+def _at_least_one(builder: Any, value: Any) -> Any:
+    """``max(value, 1)``: BLAS wants leading dimensions of at least 1, even for empty matrices."""
+    one = ir.Constant(value.type, 1)
+    return builder.select(builder.icmp_signed(">", value, one), value, one)
+
+
+def _stored(builder: Any, layout: str, rows: Any, cols: Any) -> tuple[Any, Any, Any, Any]:
+    """How row-major CBLAS reads a rows x cols matrix of numba layout C (as it is) or F (its transpose,
+    stored row-major): the transpose flag, the stored matrix's rows and columns, its leading dimension."""
+    stored_rows, stored_cols = (rows, cols) if layout == "C" else (cols, rows)
+    trans = ir.Constant(ir.IntType(64), NO_TRANS if layout == "C" else TRANS)
+    return trans, stored_rows, stored_cols, _at_least_one(builder, stored_cols)
 
 
 def _direct(arrays: tuple, ranks: tuple[int, ...], routine: str) -> bool | None:
@@ -321,10 +332,9 @@ def _matvec(typingctx, a, v, out):
     def plan(builder, views):
         matrix, vector, result = views
         rows, cols = cgutils.unpack_tuple(builder, matrix.shape, 2)
-        trans, lda = _stored(builder, a.layout, rows, cols)
-        stored = (rows, cols) if a.layout == "C" else (cols, rows)
+        trans, stored_rows, stored_cols, lda = _stored(builder, a.layout, rows, cols)
         one = ir.Constant(rows.type, 1)
-        return cols, rows, [("e", trans), ("i", stored[0]), ("i", stored[1]), ("1", None), ("p", matrix.data),
+        return cols, rows, [("e", trans), ("i", stored_rows), ("i", stored_cols), ("1", None), ("p", matrix.data),
                             ("i", lda), ("p", vector.data), ("i", one), ("0", None), ("p", result.data), ("i", one)]
     return _product((a, v, out), (2, 1, 1), "gemv", _general_matvec, plan)
 
@@ -338,27 +348,23 @@ def _matmat(typingctx, a, b, out):
         left, right, result = views
         n, k = cgutils.unpack_tuple(builder, left.shape, 2)
         m = cgutils.unpack_tuple(builder, right.shape, 2)[1]
-        ta, lda = _stored(builder, a.layout, n, k)
-        tb, ldb = _stored(builder, b.layout, k, m)
-        one = ir.Constant(m.type, 1)
-        ldc = builder.select(builder.icmp_signed(">", m, one), m, one)
+        ta, _, _, lda = _stored(builder, a.layout, n, k)
+        tb, _, _, ldb = _stored(builder, b.layout, k, m)
         return k, builder.mul(n, m), [("e", ta), ("e", tb), ("i", n), ("i", m), ("i", k), ("1", None),
                                       ("p", left.data), ("i", lda), ("p", right.data), ("i", ldb), ("0", None),
-                                      ("p", result.data), ("i", ldc)]
+                                      ("p", result.data), ("i", _at_least_one(builder, m))]
     return _product((a, b, out), (2, 2, 2), "gemm", _general_matmat, plan)
 
 
-_KERNEL_FUNCTIONS = {"matvec": (mv_into, _matvec), "matmat": (mm_into, _matmat)}
+# What kernels call for matrix products: (the intrinsic, the general function).
+_KERNEL_FUNCTIONS = {"matvec": (_matvec, mv_into), "matmat": (_matmat, mm_into)}
 
 
 def __getattr__(name: str) -> Any:
-    """``matvec`` and ``matmat``, what kernels call for matrix products: the intrinsics, or where numba
-    runs code as plain Python (``NUMBA_DISABLE_JIT``, which no intrinsic survives) ``mv_into`` and
-    ``mm_into``. Looked up when a kernel's source runs its imports, so a switch of
-    ``numba.config.DISABLE_JIT`` is followed."""
+    """``matvec`` and ``matmat``: the intrinsics, or ``mv_into`` and ``mm_into`` (``jit_or_plain``)."""
     if name in _KERNEL_FUNCTIONS:
-        plain, intrinsic_version = _KERNEL_FUNCTIONS[name]
-        return plain if numba.config.DISABLE_JIT else intrinsic_version
+        return jit_or_plain(*_KERNEL_FUNCTIONS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["BLAS", "Blas", "description", "matmat", "matvec", "mm_into", "mv_into"]

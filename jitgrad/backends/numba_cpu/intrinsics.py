@@ -28,6 +28,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from .numba_options import jit_or_plain
+
 _CLAMP = np.float32(7.9)
 _SATURATED = np.float32(9.0)  # float32 tanh is exactly ±1 from here on
 P0, P1, P2, P3, P4, P5 = (np.float32(c) for c in (
@@ -59,8 +61,8 @@ def _float32_from_bits_python(bits: int) -> np.float32:
     return np.array(bits, dtype=np.int32).view(np.float32)[()]
 
 
-# Read by ``exp_float32`` when it runs: as plain Python (NUMBA_DISABLE_JIT=1) no intrinsic runs.
-_float32_from_bits = _float32_from_bits_python if numba.config.DISABLE_JIT else _float32_from_bits_jit
+# Chosen when ``exp_float32`` itself is (compiled or plain), at import.
+_float32_from_bits = jit_or_plain(_float32_from_bits_jit, _float32_from_bits_python)
 
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HIGH, _LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)   # their sum is ln 2

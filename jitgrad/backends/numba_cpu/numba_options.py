@@ -1,5 +1,6 @@
 """The ``numba.njit`` options of every function the backend generates (kernels, shared loop functions,
-and the kernels the disk cache rebuilds from their files): one place, so that they cannot drift apart.
+and the kernels the disk cache rebuilds from their files): one place, so that they cannot drift apart;
+and what generated code calls where numba does not compile (``jit_or_plain``).
 
 ``error_model="numpy"``: division by zero gives inf or nan as in numpy (and so in eager jitgrad), not
 Python's ``ZeroDivisionError``; and no zero check per division, which kept every loop that divides
@@ -8,6 +9,10 @@ after).
 ``nogil``: a kernel releases the GIL, so threads can run compiled functions at once.
 """
 from __future__ import annotations
+
+from typing import Any
+
+import numba
 
 
 def numba_options(fastmath: bool, parallel: bool) -> dict[str, bool | str]:
@@ -19,4 +24,12 @@ def decorator(fastmath: bool, parallel: bool) -> str:
     return "@numba.njit(" + ", ".join(f"{k}={v!r}" for k, v in numba_options(fastmath, parallel).items()) + ")"
 
 
-__all__ = ["decorator", "numba_options"]
+def jit_or_plain(compiled: Any, plain: Any) -> Any:
+    """``compiled`` (an intrinsic generated code calls), or ``plain`` where numba runs code as plain
+    Python (``numba.config.DISABLE_JIT``), which no intrinsic survives. The modules that hold such
+    functions call this from their ``__getattr__``, that is when a kernel's source runs its imports, so
+    that switching the setting at run time (tests/plain_python_kernels.py does) is followed."""
+    return plain if numba.config.DISABLE_JIT else compiled
+
+
+__all__ = ["decorator", "jit_or_plain", "numba_options"]

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .numba_options import jit_or_plain
 
 
 def _assign_row(out: np.ndarray, i: int, value: np.ndarray) -> None:
@@ -45,11 +46,9 @@ def _put_row(typingctx, out, i, value):
 
 
 def __getattr__(name: str) -> Any:
-    """``put_row``, what kernels call: the intrinsic, or where numba runs code as plain Python
-    (``NUMBA_DISABLE_JIT``, which no intrinsic survives) the assignment. Looked up when a kernel's source
-    runs its imports, so a switch of ``numba.config.DISABLE_JIT`` is followed."""
+    """``put_row``, what kernels call: the intrinsic or the assignment (``jit_or_plain``)."""
     if name == "put_row":
-        return _assign_row if numba.config.DISABLE_JIT else _put_row
+        return jit_or_plain(_put_row, _assign_row)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
