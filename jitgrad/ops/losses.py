@@ -53,27 +53,29 @@ def _nll_backward_forward(grad: np.ndarray, target: np.ndarray, shape: tuple[int
 
 
 # ---- lowerings (see jitgrad.backends.numba_cpu.context) ---------------------------------------------
-def _target_check(row: str, classes: str) -> list[str]:
-    """A target outside the classes would read or write outside the array: numba checks no bounds."""
-    return [f"    if {row} < 0 or {row} >= {classes}:",
-            "        raise IndexError('nll_loss: a target is out of bounds for the number of classes')"]
+def _each_target(ctx, n: str, classes: str) -> tuple[str, str, list[str]]:
+    """The loop over the rows and their targets (``for i: t = target[i]``), each target checked against
+    the classes: outside them it would read or write outside the array, and numba checks no bounds."""
+    t, i = f"{ctx.out}_t", f"{ctx.out}_i"
+    return i, t, [f"for {i} in range({n}):", f"    {t} = {ctx.target}[{i}]",
+                  f"    if {t} < 0 or {t} >= {classes}:",
+                  "        raise IndexError('nll_loss: a target is out of bounds for the number of classes')"]
 
 
 def _nll_lower(ctx):
     n, classes = ctx.shape(ctx.self)
-    t, i = f"{ctx.out}_t", f"{ctx.out}_i"
-    lines = [f"for {i} in range({n}):", f"    {t} = {ctx.target}[{i}]", *_target_check(t, classes)]
+    i, t, loop = _each_target(ctx, n, classes)
     if ctx.attrs["reduction"] == "none":
-        return lines + [f"    {ctx.out}[{i}] = -{ctx.self}[{i}, {t}]"]
+        return loop + [f"    {ctx.out}[{i}] = -{ctx.self}[{i}, {t}]"]
     total = f"{ctx.out}_total"
     finish = f"{total} / {ctx.T}({n})" if ctx.attrs["reduction"] == "mean" else total
-    return [f"{total} = {ctx.T}(0)", *lines, f"    {total} = {total} - {ctx.self}[{i}, {t}]",
+    return [f"{total} = {ctx.T}(0)", *loop, f"    {total} = {total} - {ctx.self}[{i}, {t}]",
             f"{ctx.out}[0] = {finish}"]
 
 
 def _nll_backward_lower(ctx):
     n, classes = ctx.shape()
-    t, i = f"{ctx.out}_t", f"{ctx.out}_i"
+    i, t, loop = _each_target(ctx, n, classes)
     lines = [f"{ctx.out}[...] = 0"]
     if ctx.attrs["reduction"] == "none":
         value = f"-{ctx.grad}[{i}]"
@@ -81,8 +83,7 @@ def _nll_backward_lower(ctx):
         value = f"{ctx.out}_value"
         scale = f" / {ctx.T}({n})" if ctx.attrs["reduction"] == "mean" else ""
         lines.append(f"{value} = -{ctx.grad}[0]{scale}")
-    return lines + [f"for {i} in range({n}):", f"    {t} = {ctx.target}[{i}]", *_target_check(t, classes),
-                    f"    {ctx.out}[{i}, {t}] = {value}"]
+    return lines + loop + [f"    {ctx.out}[{i}, {t}] = {value}"]
 
 
 _nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", lower=_nll_lower,
