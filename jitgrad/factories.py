@@ -7,16 +7,20 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
+from .ops.registry import note_created
 from .random import generator
 from .tensor import Tensor
 
 DType = Any
 
 
-def _finish(data: np.ndarray, requires_grad: bool) -> Tensor:
+def _finish(data: np.ndarray, requires_grad: bool, source: Any = None) -> Tensor:
+    """The new tensor; a tracer watching is told it was made here, from ``source`` (so that a numpy
+    array read from outside a compiled function can become its input rather than a constant)."""
     t = Tensor._make(data)
     if requires_grad:
         t.requires_grad_(True)
+    note_created(t, source)
     return t
 
 
@@ -39,7 +43,7 @@ def _infer(data: Any, dtype: DType) -> np.ndarray:
 
 def tensor(data: Any, dtype: DType = None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays or a tensor)."""
-    return _finish(_infer(data, dtype), requires_grad)
+    return _finish(_infer(data, dtype), requires_grad, data)
 
 
 def as_tensor(data: Any, dtype: DType = None) -> Tensor:
@@ -53,7 +57,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     dtypes.from_numpy_dtype(array.dtype)
-    return Tensor._make(array)
+    return _finish(array, False, array)
 
 
 def _size(size: tuple) -> tuple[int, ...]:

@@ -151,6 +151,11 @@ def current_graph_task() -> GraphTask | None:
 _thread = _ThreadState()
 
 
+def running_backward() -> bool:
+    """Whether this thread is inside a backward call (a tracer marks the ops it sees there)."""
+    return _thread.depth > 0
+
+
 def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, create_graph: bool,
             accumulate_grad: bool, outputs: Sequence[Edge] | None = None) -> list[Tensor | None]:
     """Runs backward from ``roots`` seeded with ``grads``; returns the gradients captured at

@@ -13,12 +13,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd.differentiate import grad
-from ..ops.registry import observing
 from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Node, Opcode, iter_leaves
-from .tracer import start_trace
+from .tracer import Tracer, start_trace
 
 BACKWARD = "backward"
 
@@ -51,22 +50,29 @@ class JointTrace:
         return self.module.graph
 
 
+def differentiate(tracer: Tracer, result: Any, inputs: list[Tensor]) -> tuple:
+    """Inside ``tracer.running()``: the gradients of ``result``'s tensors that require grad with respect
+    to ``inputs``, as the engine computes them, each output's incoming gradient a tangent placeholder
+    (``phase="backward"``, as every node the engine's ops add)."""
+    outputs = [t for t in iter_leaves(result, Tensor) if t._requires_grad]
+    tangents = [tracer.placeholder(f"tangent_{i}", Tensor._make(np.ones_like(t._data)), phase=BACKWARD)
+                for i, t in enumerate(outputs)]
+    return grad(outputs, inputs, tangents, allow_unused=True) if outputs and inputs else ()
+
+
 def trace_joint(fn: Callable[..., Any], *example_args: Any) -> JointTrace:
     """Traces ``fn`` and the backward of its outputs that require grad with respect to every tensor
     argument that requires grad; one tangent placeholder per differentiated output."""
     tracer, call_args = start_trace(fn, example_args)
     primals = tuple(p.name for p in tracer.graph.placeholders)
     wanted = [a for a in call_args if isinstance(a, Tensor) and a._requires_grad]
-    with observing(tracer.observe, tracer.alias):
+    with tracer.running():
         result = fn(*call_args)
-        outputs = [t for t in iter_leaves(result, Tensor) if t._requires_grad]
-        tangents = [tracer.placeholder(f"tangent_{i}", Tensor._make(np.ones_like(t._data)), phase=BACKWARD)
-                    for i, t in enumerate(outputs)]
-        grads = grad(outputs, wanted, tangents, allow_unused=True) if outputs and wanted else ()
+        grads = differentiate(tracer, result, wanted)
     tracer.graph.output((tracer.as_arg(result), tuple(tracer.as_arg(g) for g in grads)))
     module = GraphModule(tracer.graph)
     tangent_names = tuple(p.name for p in module.graph.placeholders if is_backward(p))
     return JointTrace(module, primals, tangent_names, tuple(n.name for n in saved_values(module.graph)))
 
 
-__all__ = ["JointTrace", "is_backward", "saved_values", "trace_joint"]
+__all__ = ["JointTrace", "differentiate", "is_backward", "saved_values", "trace_joint"]

@@ -8,21 +8,32 @@ Python number, so ``TracedTensor`` refuses those conversions with a ``TraceError
 
 Tensors are matched to nodes by ``id``; the tracer keeps every tensor it has seen alive so that an id
 is never reused during a trace. A backward node keeps its op's output as a bare array and unpacks it
-into a new tensor object, so an op output is also known by the ``id`` of its array. A tensor the
-tracer has not seen (made by a factory, or by the engine: the seed ``ones`` of a scalar loss, zeros for
-a missing gradient) becomes a constant (``get_attr``).
+into a new tensor object, so an op output is also known by the ``id`` of its array.
+
+The caller's tensors the function reads are *lent* to the trace (``lift`` for an argument, ``borrow``
+for a tensor it may read through its closure or globals: its placeholder is made on first use; see
+``borrowing.py``) and given back untouched when it ends. A tensor the tracer has not seen otherwise
+(made by a factory, or by the engine: the seed ``ones`` of a scalar loss, zeros for a missing
+gradient) becomes a constant (``get_attr``), unless ``outside`` refuses it (``jitgrad.compile`` does
+for a tensor it cannot tell where a call would read it from). A numpy array ``outside`` claims
+becomes an input when a factory makes a tensor of it.
 
 An in-place write into an argument's memory (through the tensor, ``.data`` or ``.detach()``) raises a
-``TraceError``, unless the tracer was made with ``capture_writes=True`` (``jitgrad.compile`` does): then
-``writes`` maps the argument's placeholder to the node of its new value, which later reads see. A write
-into part of an argument, through a view of it, always raises.
+``TraceError`` before anything is written, unless the tracer was made with ``capture_writes=True``
+(``jitgrad.compile`` does): then the argument gets memory of its own for the rest of the trace and
+``writes`` maps its placeholder to the node of its new value, which later reads see. A write into part
+of an argument, through a view of it, always raises. A view read after its base was written in place
+is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
 import inspect
+import linecache
 import os
+import sys
 import traceback
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -30,11 +41,23 @@ from ..autograd import engine, grad_mode
 from ..autograd.graph import grad_accumulator
 from ..ops.registry import REGISTRY, OpDef, observing
 from ..tensor import Tensor
+from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_line() -> str | None:
+    """``file:line: code`` of the innermost frame outside the jitgrad package."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {code}"
 
 
 class TraceError(RuntimeError):
@@ -77,25 +100,54 @@ class TracedTensor(Tensor):
         raise _conversion_error("Use as an index (__index__)")
 
 
+class Outside(Protocol):
+    """What a tracer asks about values it has not seen (``jitgrad.compile``'s free variables; the
+    tensors among those it lends to the trace before the function runs, see ``borrow``)."""
+
+    def lift_name(self, array: np.ndarray) -> str | None:
+        """A placeholder name when ``array`` (which a factory is making a tensor of) lives outside
+        the function and must be a graph input; None when it is not known outside."""
+
+    def unclaimed(self, tensor: Tensor) -> None:
+        """Called for a tensor neither seen, borrowed nor made during the trace: may raise when such
+        a tensor cannot safely be a constant; returning makes it one."""
+
+
 class Tracer:
     """Builds one graph from the ops observed while a function runs."""
 
-    def __init__(self, capture_writes: bool = False) -> None:
+    def __init__(self, capture_writes: bool = False, outside: Outside | None = None,
+                 record_lines: bool = False) -> None:
         self.graph = Graph()
         self._nodes: dict[int, Node] = {}
         self._by_array: dict[int, Node] = {}  # op outputs by the id of their array (saved ``result``s)
         self._alive: list[Any] = []  # keeps ids unique for the whole trace
+        self._view_versions: dict[int, int] = {}  # views: their base's version when they were bound
         # Arguments' arrays: ``w.data``/``w.detach()`` share them, and an in-place write into one is a
-        # write into the caller's tensor. Without ``capture_writes`` such a write raises TraceError;
-        # with it, ``writes`` maps the placeholder to the node of the value it now holds.
+        # write into the argument. Without ``capture_writes`` such a write raises TraceError; with it,
+        # ``writes`` maps the placeholder to the node of the value it now holds.
         self.capture_writes = capture_writes
         self._arguments: dict[int, Node] = {}
         self.writes: dict[Node, Node] = {}
+        self.outside = outside
+        self.loans: dict[int, Loan] = {}           # borrowed tensors, by id
+        self._loans_by_array: dict[int, Loan] = {}  # and by the id of every array they have held
+        self._pending: dict[int, str] = {}         # borrowed, their placeholder made on first use
+        self._placeholders: dict[int, Node] = {}   # borrowed and used: their placeholders
+        self.grad_of: dict[int, Tensor] = {}       # a borrowed ``.grad``, by id -> the tensor it belongs to
+        self.lifted: list[tuple[Node, np.ndarray]] = []  # placeholders of arrays ``outside`` claimed
+        self._lifted_arrays: dict[int, Node] = {}
+        self._outside_arrays: list[np.ndarray] = []  # numpy memory read from outside: never written
+        self._created: set[int] = set()
+        self.record_lines = record_lines
+        self.lines: dict[str, str] = {}  # node name -> the user's line that ran its op (record_lines)
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
         self._nodes[id(tensor)] = node
         self._alive.append(tensor)
+        if tensor._view is not None:
+            self._view_versions[id(tensor)] = tensor._version_counter[0]
 
     def node_of(self, tensor: Tensor) -> Node:
         """The node computing ``tensor``; a constant for a tensor made outside the registry."""
@@ -105,11 +157,41 @@ class Tracer:
         node = self._nodes.get(id(tensor))
         if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
             node = None  # an argument whose ``.data`` was replaced: it holds another value now
+        if node is not None and tensor._view is not None and \
+                self._view_versions.get(id(tensor)) != tensor._version_counter[0]:
+            return self._retake_view(tensor)
         node = node or self._by_array.get(id(tensor._data)) or argument
         if node is None:
-            node = self.graph.get_attr(Tensor._make(tensor._data.copy()))
-            node.meta.update(self._phase())
+            node = self._unseen(tensor)
+        return node
+
+    def _unseen(self, tensor: Tensor) -> Node:
+        if id(tensor) in self._pending:
+            return self._materialize(tensor)
+        loan = self._loans_by_array.get(id(tensor._data))
+        if loan is not None and id(loan.tensor) in self._pending:  # ``w.detach()`` before ``w`` was used
+            node = self._materialize(loan.tensor)
             self._bind(tensor, node)
+            return node
+        if self.outside is not None and id(tensor) not in self._created:
+            self.outside.unclaimed(tensor)
+        node = self.graph.get_attr(Tensor._make(tensor._data.copy()))
+        node.meta.update(self._phase())
+        self._bind(tensor, node)
+        return node
+
+    def _retake_view(self, view: Tensor) -> Node:
+        """A view whose base was written in place since it was bound holds the base's new values: its
+        view ops are replayed on the base's current node."""
+        root, _, chain = view._view
+        with grad_mode.no_grad():
+            value = root
+            for op, attrs, index in chain:
+                value = op(value, **attrs)
+                if index is not None:
+                    value = value[index]
+        node = self.node_of(value)
+        self._bind(view, node)
         return node
 
     def as_arg(self, value: Any) -> Any:
@@ -129,13 +211,14 @@ class Tracer:
     def _phase() -> dict[str, Any]:
         """Where the op ran: ``phase="backward"`` inside the engine, ``no_grad=True`` where grad mode
         was off (a backward without ``create_graph``), so that the module records what eager did."""
-        meta: dict[str, Any] = {"phase": "backward"} if engine._thread.depth > 0 else {}
+        meta: dict[str, Any] = {"phase": "backward"} if engine.running_backward() else {}
         if not grad_mode.state.grad_enabled:
             meta["no_grad"] = True
         return meta
 
     def placeholder(self, name: str, value: Tensor, **meta: Any) -> TracedTensor:
-        """An argument of the graph; returns the traced tensor the function is given for it."""
+        """An argument of the graph standing for a new tensor (a tangent): returns the traced tensor
+        the function is given for it."""
         traced = TracedTensor._make(value._data, value._requires_grad)
         node = self.graph.placeholder(name, {**tensor_meta(value), **meta})
         self._bind(traced, node)
@@ -143,6 +226,56 @@ class Tracer:
         if traced._requires_grad:
             self._watch_grad(traced)
         return traced
+
+    def lift(self, name: str, tensor: Tensor) -> Node:
+        """Makes the caller's ``tensor`` an argument of the graph, lent to the trace (``give_back``
+        returns it as it was, see ``borrowing.py``); the function goes on using the same object, a
+        ``TracedTensor`` until then. Its ``.grad`` is lent too, and becomes an argument when first
+        read (a backward accumulating into it, an update reading it)."""
+        self.borrow(name, tensor)
+        return self._materialize(tensor)
+
+    def borrow(self, name: str, tensor: Tensor) -> None:
+        """Lends ``tensor`` to the trace now; its placeholder ``name`` is made when it is first used."""
+        try:
+            loan = Loan(tensor, TracedTensor)
+        except BorrowError as error:
+            raise TraceError(f"{error}: pass a jitgrad.Tensor") from None
+        self.loans[id(tensor)] = loan
+        self._loans_by_array[id(tensor._data)] = loan
+        self._pending[id(tensor)] = name
+        self._alive.append(tensor)
+        grad = tensor._grad
+        if grad is not None and id(grad) not in self.loans:
+            self.grad_of[id(grad)] = tensor
+            self.borrow(f"{name}_grad", grad)
+
+    def _materialize(self, tensor: Tensor) -> Node:
+        name = self._pending.pop(id(tensor))
+        node = self.graph.placeholder(name, tensor_meta(tensor))
+        self._placeholders[id(tensor)] = node
+        self._bind(tensor, node)
+        self._arguments.setdefault(id(tensor._data), node)
+        if tensor._requires_grad:
+            self._watch_grad(tensor)
+        return node
+
+    def loans_in_order(self) -> list[Tensor]:
+        """The borrowed tensors, in the order they were lent."""
+        return [loan.tensor for loan in self.loans.values()]
+
+    def traced_values(self) -> list[tuple[Tensor, Node | None]]:
+        """Every tensor the trace has seen, with its node (None for one not bound to a node)."""
+        return [(v, self._nodes.get(id(v))) for v in self._alive if isinstance(v, Tensor)]
+
+    def placeholder_of(self, tensor: Tensor) -> Node | None:
+        """The placeholder of a borrowed tensor, None while it has not been used."""
+        return self._placeholders.get(id(tensor))
+
+    def give_back(self) -> None:
+        """Returns every borrowed tensor to the state it had before the trace."""
+        for loan in self.loans.values():
+            loan.give_back()
 
     def _watch_grad(self, leaf: TracedTensor) -> None:
         """Records what backward writes into ``leaf.grad``. Without ``create_graph`` AccumulateGrad
@@ -178,6 +311,10 @@ class Tracer:
         multi-output op); outputs become ``TracedTensor``s."""
         node = self.graph.call_function(op, self.as_arg(tuple(args)), dict(attrs),
                                         {**tensor_meta(output), **self._phase()})
+        if self.record_lines:
+            line = user_line()
+            if line is not None:
+                self.lines[node.name] = line
         if isinstance(output, tuple):
             for index, item in enumerate(output):
                 item_node = self.graph.call_function(tuple_item, (node, index), {},
@@ -186,6 +323,57 @@ class Tracer:
             self._alive.append(output)
         else:
             self._bind_output(output, node)
+
+    def created(self, tensor: Tensor, source: Any) -> None:
+        """A factory made ``tensor`` (from ``source``, the data it was given): a constant of the trace,
+        unless ``source`` is a numpy array ``outside`` claims, which becomes an input."""
+        self._created.add(id(tensor))
+        self._alive.append(tensor)
+        if self.outside is None or not isinstance(source, np.ndarray):
+            return
+        node = self._lifted_arrays.get(id(source))
+        if node is None:
+            name = self.outside.lift_name(source)
+            if name is None:
+                return
+            holder = TracedTensor._make(source)
+            node = self.graph.placeholder(name, tensor_meta(holder))
+            self._lifted_arrays[id(source)] = node
+            self._alive.append(source)
+            self._outside_arrays.append(source)
+            self.lifted.append((node, source))
+        if tensor._data.dtype != source.dtype:
+            node = self.graph.call_function(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype},
+                                            {**tensor_meta(tensor), **self._phase()})
+        else:
+            self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
+        tensor.__class__ = TracedTensor
+        self._bind(tensor, node)
+
+    def before_write(self, tensor: Tensor) -> None:
+        """Called before an in-place op writes ``tensor``'s memory: a borrowed tensor (or an alias of
+        its memory) gets memory of its own, so the caller's array keeps its value; a write the trace
+        cannot capture raises before it happens."""
+        loan = self._loans_by_array.get(id(tensor._data))
+        if loan is not None:
+            if id(loan.tensor) in self._pending:
+                self._materialize(loan.tensor)  # its value before the write is an input
+            if not self.capture_writes:
+                raise _conversion_error("An in-place change to an argument of the traced function (not "
+                                        "captured by fx.trace; jitgrad.compile captures it)")
+            own = loan.copy_on_write()
+            if own is not None:
+                self._loans_by_array[id(own)] = loan
+                self._arguments[id(own)] = self._arguments[id(loan.original_data)]
+            tensor._data = loan.tensor._data
+            return
+        if id(tensor._data) in self._arguments and not self.capture_writes:
+            raise _conversion_error("An in-place change to an argument of the traced function (not "
+                                    "captured by fx.trace; jitgrad.compile captures it)")
+        if id(tensor._data) not in self._arguments and self._views_an_argument(tensor._data):
+            raise _conversion_error("An in-place change to part of an argument (through a view of it)")
+        if any(same_memory(array, tensor._data) for array in self._outside_arrays):
+            raise _conversion_error("An in-place change to a numpy array read from outside the function")
 
     def alias(self, tensor: Tensor, source: Tensor) -> None:
         """``tensor`` now holds ``source``'s value (an in-place op wrote it back)."""
@@ -211,6 +399,16 @@ class Tracer:
         tensor.__class__ = TracedTensor
         self._bind(tensor, node)
         self._by_array.setdefault(id(tensor._data), node)
+
+    @contextmanager
+    def running(self) -> Iterator["Tracer"]:
+        """The block in which the traced function runs: ops, factories and in-place writes are
+        observed, and every borrowed tensor is given back at the end, whatever happens."""
+        try:
+            with observing(self.observe, self.alias, created=self.created, before_write=self.before_write):
+                yield self
+        finally:
+            self.give_back()
 
 
 def parameter_names(fn: Callable, count: int) -> list[str]:
@@ -238,7 +436,7 @@ def trace(fn: Callable[..., Any], *example_args: Any) -> GraphModule:
     A ``backward()`` inside ``fn`` is captured with it: gradients it writes into ``.grad`` of the
     arguments become outputs, and calling the module writes them into ``.grad`` of its arguments."""
     tracer, call_args = start_trace(fn, example_args)
-    with observing(tracer.observe, tracer.alias):
+    with tracer.running():
         result = fn(*call_args)
     value = tracer.as_arg(result)
     tensors = [arg for arg in call_args if isinstance(arg, Tensor)]

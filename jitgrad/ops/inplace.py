@@ -18,7 +18,7 @@ from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
 from .indexing import getitem, normalize_index
-from .registry import defop, note_alias, observed
+from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
 _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -57,6 +57,7 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
 
 def _write(name: str, self: Tensor, result: Tensor) -> None:
     """Copies ``result`` into ``self``'s memory (checked) and bumps the version counter."""
+    note_write(self)
     if result._data.shape != self._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(self._data.shape)} doesn't match the broadcast "
                            f"shape {list(result._data.shape)}")

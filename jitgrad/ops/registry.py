@@ -179,6 +179,8 @@ def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: A
 class _Observers(threading.local):
     observer: Callable[[OpDef, tuple, dict, Any], None] | None = None
     alias: Callable[[Tensor, Tensor], None] | None = None
+    created: Callable[[Tensor, Any], None] | None = None
+    before_write: Callable[[Tensor], None] | None = None
 
 
 _observers = _Observers()
@@ -187,20 +189,24 @@ _dual = forward_ad.state  # its ``level`` is checked after every op: not None wh
 
 @contextmanager
 def observing(observer: Callable[[OpDef, tuple, dict, Any], None],
-              alias: Callable[[Tensor, Tensor], None] | None = None) -> Iterator[None]:
-    """Calls ``observer(op, args, attrs, output)`` after every op this thread runs, inside the block,
-    and ``alias(tensor, source)`` when a tensor takes another's value without an op of its own (an
-    in-place op writing its result back).
+              alias: Callable[[Tensor, Tensor], None] | None = None, *,
+              created: Callable[[Tensor, Any], None] | None = None,
+              before_write: Callable[[Tensor], None] | None = None) -> Iterator[None]:
+    """Calls ``observer(op, args, attrs, output)`` after every op this thread runs, inside the block;
+    ``alias(tensor, source)`` when a tensor takes another's value without an op of its own (an
+    in-place op writing its result back); ``created(tensor, data)`` when a factory makes a tensor
+    from ``data``; and ``before_write(tensor)`` before an in-place op writes into ``tensor``'s memory.
 
     This is how graph mode sees a program: a tracer observes the ops of the forward and, since the
     engine's derivative formulas are jitgrad ops too, of the backward, in the order the engine runs
     them."""
-    previous = _observers.observer, _observers.alias
+    previous = _observers.observer, _observers.alias, _observers.created, _observers.before_write
     _observers.observer, _observers.alias = observer, alias
+    _observers.created, _observers.before_write = created, before_write
     try:
         yield
     finally:
-        _observers.observer, _observers.alias = previous
+        _observers.observer, _observers.alias, _observers.created, _observers.before_write = previous
 
 
 def observed() -> bool:
@@ -214,6 +220,18 @@ def note_alias(tensor: Tensor, source: Tensor) -> None:
         _observers.alias(tensor, source)
     if _dual.level is not None:
         forward_ad.carry_tangent(source, tensor)
+
+
+def note_created(tensor: Tensor, data: Any) -> None:
+    """Tells an observer that a factory made ``tensor`` from ``data`` (a list, an array, a shape)."""
+    if _observers.created is not None:
+        _observers.created(tensor, data)
+
+
+def note_write(tensor: Tensor) -> None:
+    """Tells an observer that an in-place op is about to write into ``tensor``'s memory."""
+    if _observers.before_write is not None:
+        _observers.before_write(tensor)
 
 
 def _value(arg: Any) -> Any:
