@@ -1,36 +1,39 @@
-"""Capturing a call of the user's function as the graphs a compiled function runs.
+"""Capturing a call of the user's function as the graph a compiled function runs: one trace.
 
-A first trace (``capture_call``) runs the function on copies of the tensor arguments, so that tracing a
-training step does not update the caller's parameters. It tells the two kinds of programs apart:
+The trace runs the function on the caller's own objects. Its tensors (the arguments' leaves, at any
+depth of lists, tuples and dicts, and the tensors it reads from its closure, globals, defaults or the
+objects reached from them) are lent to the trace and given back untouched (``fx.borrowing``); each
+distinct tensor is one graph input, with every *source* it was found at, so that each call reads it
+afresh from there (``GraphInput``). What the function reads besides tensors is guarded
+(``free_variables.py``): the guards are the decorator's business, this module reports them.
 
-- a *step*: the function calls ``backward()``/``autograd.grad`` or writes into its arguments (an SGD
-  update under ``no_grad``, ``w.data = ...``), or it needs no gradient at all. One graph taking the
-  tensor arguments (and the ``.grad`` they already hold) returns ``(result, grads, writes)``: the
-  result, the final ``.grad`` of each argument whose gradient changed and the new value of each
-  argument written in place. The runtime writes those back into the caller's tensors.
-- a *loss*: its outputs require grad and it does not differentiate them itself. ``fx.trace_joint``
-  captures forward and backward together and ``passes.partition_joint`` splits them, so that the
-  forward runs now and the backward when the engine reaches the outputs' ``CompiledFunctionBackward``.
+The trace tells two kinds of programs apart:
 
-Whatever the backend gets returns a flat tuple of nodes; ``Template`` remembers the nesting around them.
+- a *step*: the function calls ``backward()``/``autograd.grad``, writes into its tensors (an SGD update
+  under ``no_grad``, ``w.data = ...``), or needs no gradient at all. Its graph returns ``(result, grads,
+  writes)``: the result, the final ``.grad`` of each input whose gradient changed and the new value of
+  each input written in place, by input index. The runtime writes those back into the caller's tensors.
+- a *loss*: its outputs require grad and it does not differentiate them itself. The same trace goes on
+  into the engine's backward (``fx.joint.differentiate``), so the graph is the joint one, which
+  ``passes.partition_joint`` splits into the forward that runs now and the backward that runs when the
+  engine reaches the outputs' ``CompiledFunctionBackward``.
 """
 from __future__ import annotations
 
-import functools
-import os
-import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-from ..autograd import grad_mode
+from ..autograd import engine, grad_mode
 from ..fx.graph import Graph
-from ..fx.joint import is_backward, trace_joint
-from ..fx.node import Node, Opcode, iter_leaves
-from ..fx.tracer import Tracer, TraceError, parameter_names
-from ..ops.registry import observing
+from ..fx.joint import differentiate, is_backward
+from ..fx.node import Node
+from ..fx.tracer import TraceError, Tracer, user_line
 from ..tensor import Tensor
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from . import side_effects
+from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
+from .pytree import call_leaf_paths, flatten
+from .sources import Source, source_of_path
+from .templates import tensor_leaves, tuple_types
 
 
 class Unsupported(Exception):
@@ -50,260 +53,231 @@ class Unsupported(Exception):
         return "; ".join(parts)
 
 
-# ---- output templates ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Slot:
-    """Position ``index`` in the flat tuple a lowered graph returns."""
-    index: int
+@dataclass
+class GraphInput:
+    """One placeholder of the captured graph (tangents aside) and where a call reads its value:
+    ``sources`` lists every place the tensor was found (an argument leaf, a closure variable...; all
+    of them must hold the same tensor at a call). ``grad_of`` marks the ``.grad`` of another input
+    (read through it); ``array`` a numpy array a factory made a tensor of."""
+
+    name: str
+    sources: list[Source]
+    grad_of: int | None = None
+    array: bool = False
 
 
-def make_template(value: Any, leaves: list[Node]) -> Any:
-    """``value`` with each node replaced by a ``Slot`` and appended to ``leaves``."""
-    if isinstance(value, Node):
-        leaves.append(value)
-        return Slot(len(leaves) - 1)
-    if isinstance(value, tuple):
-        return tuple(make_template(v, leaves) for v in value)
-    if isinstance(value, list):
-        return [make_template(v, leaves) for v in value]
-    if isinstance(value, dict):
-        return {k: make_template(v, leaves) for k, v in value.items()}
-    return value
-
-
-class TupleOf(tuple):
-    """A tuple of a subclass in a template (``max(dim)``'s ``(values, indices)``, a named tuple): the
-    IR holds plain tuples, so the type is put back here and the result rebuilt as ``kind(*items)``."""
-
-    def __new__(cls, kind: type, items: tuple) -> "TupleOf":
-        template = super().__new__(cls, items)
-        template.kind = kind
-        return template
-
-
-def tuple_types(value: Any) -> Any:
-    """Where ``value`` (a traced function's result) holds tuples of a subclass: ``(kind, items)`` for
-    a tuple, a list or dict of the same for lists and dicts, None where there are none."""
-    if isinstance(value, (tuple, list)):
-        items = [tuple_types(v) for v in value]
-        if isinstance(value, tuple) and type(value) is not tuple:
-            return (type(value), items)
-        return items if any(i is not None for i in items) else None
-    if isinstance(value, dict):
-        items = {k: tuple_types(v) for k, v in value.items()}
-        return items if any(i is not None for i in items.values()) else None
-    return None
-
-
-def with_tuple_types(template: Any, types: Any) -> Any:
-    """``template`` with the tuple subclasses ``tuple_types`` found put back."""
-    if types is None:
-        return template
-    if isinstance(types, tuple):
-        kind, items = types
-        return TupleOf(kind, tuple(with_tuple_types(t, i) for t, i in zip(template, items)))
-    if isinstance(types, dict):
-        return {k: with_tuple_types(t, types.get(k)) for k, t in template.items()}
-    rebuilt = [with_tuple_types(t, i) for t, i in zip(template, types)]
-    return tuple(rebuilt) if isinstance(template, tuple) else rebuilt
-
-
-def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, Any], Any]], Any]:
-    """A function ``fill(values, wrap)``: the template with slot ``i`` replaced by ``wrap(i, values[i])``.
-
-    Written once per template as one Python expression (``(wrap(0, values[0]), [wrap(1, values[1])])``):
-    every call of a compiled function rebuilds its result, and walking the template on each call cost
-    2 us for W4's three outputs, a third of what a call spends in Python."""
-    constants: list[Any] = []
-
-    def constant(value: Any) -> str:
-        constants.append(value)
-        return f"c{len(constants) - 1}"
-
-    def expression(part: Any) -> str:
-        kind = type(part)
-        if kind is Slot:
-            return f"wrap({part.index}, values[{part.index}])"
-        if kind is tuple:
-            return "(" + "".join(f"{expression(v)}, " for v in part) + ")"
-        if kind is list:
-            return "[" + ", ".join(expression(v) for v in part) + "]"
-        if kind is TupleOf:
-            return f"{constant(part.kind)}(" + ", ".join(expression(v) for v in part) + ")"
-        if kind is dict:
-            return "{" + ", ".join(f"{constant(k)}: {expression(v)}" for k, v in part.items()) + "}"
-        return constant(part)
-    source = f"lambda values, wrap: {expression(template)}"
-    return eval(source, {f"c{i}": value for i, value in enumerate(constants)})  # noqa: S307 - our own source
-
-
-def flatten_output(graph: Graph) -> Any:
-    """Makes the graph return a flat tuple of its output nodes; returns the template to rebuild the value."""
-    leaves: list[Node] = []
-    template = make_template(graph.output_node.args[0], leaves)
-    graph.output_node.args = (tuple(leaves),)
-    return template
-
-
-def slots(template: Any) -> list[int]:
-    """The slot indices of a template, in the order ``tensor_leaves`` walks the value it stands for."""
-    return [slot.index for slot in iter_leaves(template, Slot)]
-
-
-def tensor_leaves(value: Any) -> list[Tensor]:
-    return list(iter_leaves(value, Tensor))
-
-
-# ---- source lines ----------------------------------------------------------------------------------
-def user_line() -> str | None:
-    """``file:line: code`` of the innermost frame outside the jitgrad package."""
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    import linecache
-    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {code}"
-
-
-# ---- the first trace ---------------------------------------------------------------------------------
 @dataclass
 class Captured:
-    kind: str                                   # "step" or "loss"
-    graph: Graph | None = None                  # the step's graph (before passes)
-    result_types: Any = None                    # the result's tuple subclasses (``tuple_types``)
-    grad_inputs: list[int] = field(default_factory=list)   # tensor arguments passed with their .grad
-    sources: dict[str, str] = field(default_factory=dict)  # node name -> user source line
+    kind: str                      # "step" or "loss"
+    graph: Graph                   # the step's graph, or the loss's joint graph (output: (result, grads))
+    inputs: list[GraphInput]       # in placeholder order, tangents excluded
+    free: FreeVariables            # what the function can reach: the guards come from here
+    result_types: Any = None       # the result's tuple subclasses (``templates.tuple_types``)
+    sources: dict[str, str] = field(default_factory=dict)   # node name -> user source line
+    differentiable: list[bool] = field(default_factory=list)  # loss: per tensor leaf of the result
+    wanted: list[int] = field(default_factory=list)          # loss: inputs that get gradients
 
 
-def _copy_tensor(arg: Tensor) -> Tensor:
-    return Tensor._make(arg._data.copy(), arg._requires_grad)
+class _FreeTensors:
+    """The tracer's ``outside``: a numpy array found by the free-variable walk becomes an input when a
+    factory reads it; a tensor found nowhere cannot be a constant (a call could not read it afresh)."""
+
+    def __init__(self, free: FreeVariables, parameter_names: list[str]) -> None:
+        self.free, self.parameter_names = free, parameter_names
+
+    def lift_name(self, array: Any) -> str | None:
+        sources = self.free.sources_of(array)
+        return sources[0].placeholder_name(self.parameter_names) if sources else None
+
+    def unclaimed(self, tensor: Tensor) -> None:
+        if engine.running_backward():
+            return  # the engine's own (a gradient seed, zeros for a missing gradient): a constant
+        raise Unsupported(f"the function reads a tensor ({tensor._data.dtype}{list(tensor._data.shape)}) that "
+                          "is not among its arguments and was not found in its closure, globals or "
+                          "defaults, so a compiled call could not read it afresh; pass it as an argument",
+                          where=user_line())
 
 
-def _check_hooks(tracer: Tracer, arguments: list[Tensor], sources: dict[str, str]) -> None:
+def _is_object(value: Any) -> bool:
+    return not isinstance(value, (Tensor, *SCALAR_TYPES)) and type(value).__module__ != "numpy"
+
+
+def _check_hooks(tracer: Tracer, borrowed: list[Tensor], sources: dict[str, str]) -> None:
     """Hooks and retain_grad registered inside the function would run at trace time only."""
-    for value in tracer._alive:
-        if not isinstance(value, Tensor):
-            continue
+    for value, node in tracer.traced_values():
         fn = value._grad_fn
         what = None
         if value._retains_grad or (fn is not None and fn._retains_grad):
             what = "retain_grad()"
-        elif value._hooks or (fn is not None and fn._tensor_pre_hooks):
+        elif (value._hooks and not any(value is b for b in borrowed)) or (fn is not None and fn._tensor_pre_hooks):
             what = "a tensor hook (register_hook)"
         elif fn is not None and (fn._pre_hooks or fn._post_hooks):
             what = "a hook on a grad_fn"
         if what is not None:
-            node = tracer._nodes.get(id(value))
             where = sources.get(node.name) if node is not None else None
             raise Unsupported(f"{what} inside a compiled function is not supported: it would act only "
                               "while tracing; use it outside the compiled function, or run this one eagerly",
                               where=f"the value computed at {where}" if where else None)
-    for arg in arguments:
-        if arg._hooks or arg._retains_grad:
-            raise Unsupported("a hook registered on an argument inside a compiled function is not supported")
 
 
-def capture_call(fn: Callable, args: tuple, kwargs: dict) -> Captured:
-    """Traces ``fn(*args, **kwargs)`` on copies; returns a step's graph, or says it is a loss."""
-    tracer = Tracer(capture_writes=True)
-    sources: dict[str, str] = {}
-
-    def observe(op, op_args, attrs, output):
-        count = len(tracer.graph)
-        tracer.observe(op, op_args, attrs, output)
-        if len(tracer.graph) > count:
-            line = user_line()
-            if line:
-                for node in tracer.graph.nodes[count:]:
-                    if node.op is Opcode.CALL_FUNCTION:
-                        sources[node.name] = line
-
-    names = parameter_names(fn, len(args))
-    originals = [a for a in args if isinstance(a, Tensor)]
-    call_args: list[Any] = []
-    traced: list[Tensor] = []
-    for name, arg in zip(names, args):
-        if isinstance(arg, Tensor):
-            arg = tracer.placeholder(name, _copy_tensor(arg))
-            traced.append(arg)
-        call_args.append(arg)
-    grad_inputs = []
-    for index, (original, copy) in enumerate(zip(originals, traced)):
-        if original._grad is not None:
-            grad_inputs.append(index)
-            name = tracer.graph.placeholders[index].name
-            copy._grad = tracer.placeholder(f"{name}_grad", Tensor._make(original._grad._data.copy()))
-    arrays = [t._data for t in traced]
-    with observing(observe, tracer.alias):
-        result = fn(*call_args, **kwargs)
-    _check_hooks(tracer, traced, sources)
-    graph = tracer.graph
-    placeholders = graph.placeholders
-    writes: dict[str, Node] = {placeholders[i].name: tracer.writes[placeholders[i]]
-                               for i in range(len(traced)) if placeholders[i] in tracer.writes}
-    for i, (copy, array) in enumerate(zip(traced, arrays)):
-        if copy._data is not array:  # ``w.data = new``
-            writes[placeholders[i].name] = tracer.node_of(Tensor._make(copy._data))
-    grads: dict[str, Node | None] = {}
-    for i, copy in enumerate(traced):
-        grad_placeholder = placeholders[len(traced) + grad_inputs.index(i)] if i in grad_inputs else None
-        if copy._grad is None:
-            if grad_placeholder is not None:
-                grads[placeholders[i].name] = None  # ``w.grad = None`` inside
+def _check_borrowed(tracer: Tracer, borrowed: list[Tensor], differentiated: bool) -> None:
+    for tensor in borrowed:
+        loan = tracer.loans[id(tensor)]
+        if tensor._hooks is not loan.original("_hooks") or tensor._retains_grad != loan.original("_retains_grad"):
+            raise Unsupported("a hook registered on an input inside a compiled function is not supported")
+        if tensor._requires_grad != loan.original("_requires_grad"):
+            raise Unsupported("the function changes requires_grad of a tensor it was given or reads from "
+                              "outside; set it before calling the compiled function")
+        if not differentiated:
             continue
-        node = tracer.node_of(copy._grad)
-        if node is not grad_placeholder:
-            grads[placeholders[i].name] = node
+        if loan.original("_hooks"):
+            raise Unsupported("a tensor the function reads has a hook and the function runs backward inside: "
+                              "the compiled backward would skip the hook; run this function eagerly")
+        if loan.original("_grad_fn") is not None and tensor._requires_grad and tensor._grad is not None \
+                and tensor._grad is not loan.original("_grad"):
+            raise Unsupported("the function runs backward into a tensor that was computed outside it (it has "
+                              "a grad_fn): the backward would have to go on into that history; run the "
+                              "backward outside, or detach the tensor")
+
+
+def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
+    """The new ``.grad`` of each input (by index) whose gradient changed, and the new value of each
+    input written in place or through ``.data``."""
+    grads: dict[int, Node | None] = {}
+    writes: dict[int, Node] = {}
+    for index, (tensor, placeholder) in enumerate(zip(inputs.values, inputs.nodes)):
+        if not isinstance(tensor, Tensor):
+            continue
+        loan = tracer.loans[id(tensor)]
+        if placeholder is not None and placeholder in tracer.writes:
+            writes[index] = tracer.writes[placeholder]
+        elif loan.written:
+            writes[index] = tracer.node_of(Tensor._make(tensor._data))
+        old, new = loan.original("_grad"), tensor._grad
+        if new is old:
+            continue
+        grads[index] = None if new is None else tracer.node_of(new)
+    return grads, writes
+
+
+def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]) -> Captured:
+    """Traces ``fn(*args, **kwargs)`` once (see the module docstring)."""
+    leaves, _ = flatten(args, kwargs)
+    leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
+    free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
+    if free.overflow:
+        raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.overflow}")
+    snapshots = free.snapshots + side_effects.container_snapshots(_containers(args, kwargs))
+    tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True)
+    argument_sources: dict[int, list[Source]] = {}
+    changes: list[side_effects.Change] = []
+    try:
+        with tracer.running():
+            for source, leaf in zip(leaf_sources, leaves):
+                if isinstance(leaf, Tensor):
+                    if id(leaf) not in argument_sources:
+                        tracer.lift(source.placeholder_name(parameter_names), leaf)
+                    argument_sources.setdefault(id(leaf), []).append(source)
+            for tensor in free.tensors_found():  # lent before any op can record them in a graph
+                if id(tensor) not in tracer.loans:
+                    tracer.borrow(free.sources_of(tensor)[0].placeholder_name(parameter_names), tensor)
+            result = fn(*args, **kwargs)
+            changes = side_effects.find_changes(snapshots)
+            if changes:
+                raise Unsupported("the function changes Python state outside itself, which a compiled call "
+                                  "would not do again: " + "; ".join(c.describe(parameter_names) for c in changes)
+                                  + "; return the values instead, or run it eagerly")
+            captured = _finish(tracer, free, result, argument_sources)
+    finally:
+        side_effects.undo(changes or side_effects.find_changes(snapshots))
+    return captured
+
+
+def _containers(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
+    """The lists and dicts among the call's arguments, at any depth, with their sources."""
+    found: list[tuple[Source, Any]] = []
+
+    def walk(value: Any, source: Source) -> None:
+        if type(value) in (list, dict):
+            found.append((source, value))
+        if isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(item, source.item(i))
+        elif type(value) is dict:
+            for key, item in value.items():
+                walk(item, source.entry(key))
+    for i, a in enumerate(args):
+        walk(a, Source("arg", None, i))
+    for key, value in kwargs.items():
+        walk(value, Source("kwarg", None, key))
+    return found
+
+
+class _Inputs:
+    """The graph's inputs as the trace left them: each placeholder (tangents aside) with its value
+    (a borrowed tensor, or a numpy array) and its ``GraphInput``, in placeholder order."""
+
+    def __init__(self, tracer: Tracer, free: FreeVariables, argument_sources: dict[int, list[Source]]) -> None:
+        values: dict[Node, Any] = {}
+        for tensor in tracer.loans_in_order():
+            node = tracer.placeholder_of(tensor)
+            if node is not None:
+                values[node] = tensor
+        for node, value in tracer.lifted:  # numpy arrays read from outside
+            values[node] = value
+        self.nodes = [p for p in tracer.graph.placeholders if not is_backward(p)]
+        self.values = [values[p] for p in self.nodes]
+        position = {id(v): i for i, v in enumerate(self.values)}
+        self.inputs = []
+        for node, value in zip(self.nodes, self.values):
+            owner = tracer.grad_of.get(id(value))
+            if owner is not None:
+                self.inputs.append(GraphInput(node.name, [], grad_of=position[id(owner)]))
+            else:
+                sources = argument_sources.get(id(value), []) + (free.sources_of(value) or [])
+                self.inputs.append(GraphInput(node.name, sources, array=not isinstance(value, Tensor)))
+        self.position = position
+
+    @property
+    def tensors(self) -> list[Tensor]:
+        return [v for v in self.values if isinstance(v, Tensor)]
+
+
+def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: dict[int, list[Source]]) -> Captured:
+    """After the function returned, inside the trace: what the graph returns, and its inputs."""
+    graph = tracer.graph
+    inputs = _Inputs(tracer, free, argument_sources)
+    _check_hooks(tracer, inputs.tensors, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
-    if len({id(a) for a in originals}) != len(originals) and (differentiated or writes or grads):
-        raise Unsupported("the same tensor is passed as two arguments of a function that runs backward "
-                          "or writes into its arguments; pass it once")
+    _check_borrowed(tracer, inputs.tensors, differentiated)
     leaves = tensor_leaves(result)
     needs_grad = grad_mode.is_grad_enabled() and any(t._requires_grad for t in leaves)
     if needs_grad and not differentiated:
+        grads, writes = _step_outputs(tracer, inputs)
         if writes or grads:
-            raise Unsupported("the function writes into its arguments (in place, or their .grad) and returns "
+            raise Unsupported("the function writes into its inputs (in place, or their .grad) and returns "
                               "outputs that require grad; compile the whole step (with backward() inside)")
-        return Captured("loss", sources=sources)
-    if differentiated and any(a._hooks or a._retains_grad for a in originals):
-        raise Unsupported("an argument has a tensor hook and the function runs backward inside: the "
-                          "compiled backward would skip the hook; run this function eagerly")
+        wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
+                  if inp.grad_of is None and not inp.array and value._requires_grad]
+        gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])
+        graph.output((tracer.as_arg(result), tuple(tracer.as_arg(g) for g in gradients)))
+        late = _Inputs(tracer, free, argument_sources)  # a backward may have read more of them
+        if len(late.inputs) != len(inputs.inputs):
+            raise Unsupported("the backward of the function reads tensors from outside it that its forward "
+                              "does not (a custom Function's backward?); pass them as arguments")
+        return Captured("loss", graph, inputs.inputs, free, tuple_types(result), tracer.lines,
+                        [t._requires_grad for t in leaves], wanted)
     if needs_grad and any(is_backward(tracer.node_of(t)) for t in leaves if t._requires_grad):
         raise Unsupported("the function returns a gradient that requires grad (create_graph=True inside); "
                           "higher-order gradients through a compiled step are not supported")
     value = tracer.as_arg(result)
+    while True:  # reading the result or the new .grads may make more inputs (a .grad read at last)
+        inputs = _Inputs(tracer, free, argument_sources)
+        grads, writes = _step_outputs(tracer, inputs)
+        if len(_Inputs(tracer, free, argument_sources).inputs) == len(inputs.inputs):
+            break
     graph.output((value, grads, writes))
-    return Captured("step", graph, tuple_types(result), grad_inputs, sources)
+    return Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
 
 
-@dataclass
-class CapturedLoss:
-    graph: Graph                   # the joint graph
-    differentiable: list[bool]     # per tensor leaf of the result: does it require grad
-    wanted: list[int]              # tensor arguments (by position among tensors) that get gradients
-    result_types: Any = None       # the result's tuple subclasses (``tuple_types``)
-
-
-def capture_loss(fn: Callable, args: tuple, kwargs: dict) -> CapturedLoss:
-    """``fx.trace_joint`` on copies of the arguments, remembering which outputs require grad."""
-    results: list[Any] = []
-
-    @functools.wraps(fn)
-    def wrapped(*call_args):
-        result = fn(*call_args, **kwargs)
-        results.append(result)
-        return result
-
-    copies = [_copy_tensor(a) if isinstance(a, Tensor) else a for a in args]
-    joint = trace_joint(wrapped, *copies)
-    differentiable = [t._requires_grad for t in tensor_leaves(results[0])]
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    wanted = [i for i, t in enumerate(tensors) if t._requires_grad]
-    return CapturedLoss(joint.graph, differentiable, wanted, tuple_types(results[0]))
-
-
-__all__ = ["Captured", "CapturedLoss", "Slot", "TraceError", "TupleOf", "Unsupported", "capture_call",
-           "capture_loss", "flatten_output", "make_template", "slots", "template_filler", "tensor_leaves",
-           "tuple_types", "user_line", "with_tuple_types"]
+__all__ = ["Captured", "GraphInput", "TraceError", "Unsupported", "capture"]

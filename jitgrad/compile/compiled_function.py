@@ -27,7 +27,8 @@ from ..fx.passes import PassManager, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..tensor import Tensor
 from .backend import Backend
-from .capture import Unsupported, flatten_output, slots, template_filler, tensor_leaves
+from .capture import Unsupported
+from .templates import flatten_output, slots, template_filler, tensor_leaves
 
 
 def logs(topic: str) -> bool:
@@ -131,6 +132,30 @@ def _as_tensor(index: int, array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
+@dataclass
+class InputLayout:
+    """Where a call finds each graph input among ``values`` (its argument leaves, then the free
+    variables the compiled function reads, ``decorator.py``): a position, or for the ``.grad`` of an
+    input, that input's index (the gradient is read through it)."""
+
+    positions: list[int | None]
+    grad_of: list[int | None]
+
+    def __post_init__(self) -> None:
+        self._grads = [(i, owner) for i, owner in enumerate(self.grad_of) if owner is not None]
+
+    def gather(self, values: list) -> list:
+        inputs = [values[p] if p is not None else None for p in self.positions]
+        for i, owner in self._grads:
+            inputs[i] = inputs[owner]._grad
+        return inputs
+
+
+def arrays_of(inputs: list) -> list[np.ndarray]:
+    """The arrays a lowered graph takes: a tensor's, or a numpy array read from outside as it is."""
+    return [v._data if isinstance(v, Tensor) else v for v in inputs]
+
+
 def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
     flat = lowered.call(*arrays)
     return [v if isinstance(v, np.ndarray) and (v.dtype is d or v.dtype == d) else np.asarray(v, dtype=d)
@@ -141,28 +166,26 @@ def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
 @dataclass
 class StepProgram:
     lowered: Lowered
-    template: Any               # (result, {name: slot|None}, {name: slot})
-    names: list[str]            # placeholder names of the tensor arguments
-    grad_inputs: list[int]      # tensor arguments whose .grad is an input
+    template: Any               # (result, {input: slot|None}, {input: slot}), inputs by index
+    layout: InputLayout
     kind: str = "step"
 
     def __post_init__(self) -> None:
         self._fill_result = template_filler(self.template[0])
 
-    def run(self, tensors: list[Tensor]) -> Any:
-        arrays = [t._data for t in tensors] + [tensors[i]._grad._data for i in self.grad_inputs]
-        flat = _run(self.lowered, arrays)
+    def run(self, inputs: list) -> Any:
+        flat = _run(self.lowered, arrays_of(inputs))
         _, grads, writes = self.template
         value = self._fill_result(flat, _as_tensor)
-        for name, slot in writes.items():
-            tensor, new = tensors[self.names.index(name)], flat[slot.index]
+        for index, slot in writes.items():
+            tensor, new = inputs[index], flat[slot.index]
             if tensor._data.shape == new.shape and tensor._data.flags.writeable:
                 np.copyto(tensor._data, new)
             else:
                 tensor._data = np.array(new, copy=True)
             increment_version(tensor)
-        for name, slot in grads.items():
-            tensor = tensors[self.names.index(name)]
+        for index, slot in grads.items():
+            tensor = inputs[index]
             tensor._grad = None if slot is None else Tensor._make(np.array(flat[slot.index], copy=True))
         return value
 
@@ -175,13 +198,14 @@ class LossProgram:
     result_template: Any         # the result, with slots into the forward's outputs
     saved_count: int
     differentiable: list[bool]   # per tensor leaf of the result
-    wanted: list[int]            # tensor arguments that get gradients (positions among tensors)
+    wanted: list[int]            # inputs that get gradients (by index)
+    layout: InputLayout
     options: dict[str, Any]
     backend: Backend
     sources: dict[str, str]
     partition_stats: dict[str, Any]
     disk: Any = None
-    saved_inputs: list[int] = field(default_factory=list)  # tensor arguments the forward saves as they are
+    saved_inputs: list[int] = field(default_factory=list)  # inputs the forward saves as they are
     backward_variants: dict[tuple[bool, ...], tuple[Lowered, Any]] = field(default_factory=dict)
     kind: str = "loss"
 
@@ -207,14 +231,14 @@ class LossProgram:
             self.backward_variants[mask] = variant
         return variant
 
-    def run(self, tensors: list[Tensor], eager_call: Callable[[], Any], check: Any = None) -> Any:
-        flat = _run(self.forward, [t._data for t in tensors])
+    def run(self, inputs: list, eager_call: Callable[[], Any], check: Any = None) -> Any:
+        flat = _run(self.forward, arrays_of(inputs))
         saved = flat[len(flat) - self.saved_count:] if self.saved_count else []
-        inputs = [tensors[i] for i in self.wanted]
-        records = grad_mode.is_grad_enabled() and any(t._requires_grad for t in inputs)
+        wanted = [inputs[i] for i in self.wanted]
+        records = grad_mode.is_grad_enabled() and any(t._requires_grad for t in wanted)
         node = None
         if records:
-            node = CompiledFunctionBackward(self, saved, [gradient_edge(t) for t in inputs], eager_call, check)
+            node = CompiledFunctionBackward(self, saved, [gradient_edge(t) for t in wanted], eager_call, check)
         differentiable = self._differentiable_slots
         metadata = []
 

@@ -26,10 +26,12 @@ from ..tensor import Tensor
 from . import guards
 from .backend import get_backend
 from .cache import DiskCache
-from .capture import (Unsupported, capture_call, capture_loss, flatten_output, tensor_leaves,
-                      with_tuple_types)
-from .compiled_function import LossProgram, StepProgram, logs, lower
+from .capture import Captured, Unsupported, capture
+from .compiled_function import InputLayout, LossProgram, StepProgram, arrays_of, logs, lower
 from .explain import Explanation
+from .pytree import call_leaf_paths, flatten
+from .sources import source_of_path
+from .templates import flatten_output, tensor_leaves, with_tuple_types
 
 MAX_RECOMPILES = 8
 EAGER = "eager"
@@ -74,18 +76,25 @@ def _compare(what: str, compiled: Any, eager: Any) -> None:
         raise CompileCheckError(f"check=True: {what} differs from eager (largest difference {worst:.3g})")
 
 
-def _clone_args(args: tuple) -> tuple[tuple, list[Tensor]]:
-    clones: list[Tensor] = []
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            c = Tensor._make(a._data.copy(), a._requires_grad)
-            if a._grad is not None:
-                c._grad = Tensor._make(a._grad._data.copy())
-            clones.append(c)
-            a = c
-        out.append(a)
-    return tuple(out), clones
+class _Snapshot:
+    """The values and ``.grad``s of a call's input tensors, so that ``check=True`` can run the function
+    eagerly, remember what it left, and put everything back before the compiled call runs."""
+
+    def __init__(self, tensors: list[Tensor]) -> None:
+        self.tensors = tensors
+        self.saved = [(t._data, t._data.copy(), t._grad, None if t._grad is None else t._grad._data.copy())
+                      for t in tensors]
+
+    def after(self) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        return [(t._data.copy(), None if t._grad is None else t._grad._data.copy()) for t in self.tensors]
+
+    def restore(self) -> None:
+        for t, (data, values, grad, grad_values) in zip(self.tensors, self.saved):
+            t._data, t._grad = data, grad
+            if data.flags.writeable:
+                np.copyto(data, values)
+            if grad is not None:
+                np.copyto(grad._data, grad_values)
 
 
 class CompiledFunction:
@@ -96,17 +105,17 @@ class CompiledFunction:
                  check: bool = False) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.name = getattr(fn, "__name__", "function")
+        self.name = getattr(fn, "__name__", type(fn).__name__)
         self.backend = get_backend(device)
         self.options = {"fastmath": fastmath, "parallel": parallel}
         self.fullgraph, self.check = fullgraph, check
         self.disk_cache = DiskCache() if cache else None
-        self._programs: dict[tuple, Any] = {}
-        self._by_fast_key: dict[tuple, Any] = {}  # the same programs, by guards.fast_key
-        self._names_by_count: dict[int, list[str]] = {}
+        self._free = guards.FreeGuards()
+        self._tables: dict[int, dict[tuple, Any]] = {}  # programs, by how many free guards their key has
+        self._seen: list[tuple[tuple, int, list[str]]] = []  # every key traced: key, free guards, labels
+        self._order: list[int] = []  # ids of the programs, in the order they were built
         self._reasons: dict[tuple, str] = {}
-        self._guards: list[tuple] = []
-        self._specs: dict[tuple, list[tuple]] = {}
+        self._names_by_count: dict[int, list[str]] = {}
         self.recompiles = 0
         self._eager_from_now = False
         self._warned: set[str] = set()
@@ -116,36 +125,40 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if anomaly_mode.state.enabled or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
-        key = guards.fast_key(args) if not kwargs else None
-        program = self._by_fast_key.get(key) if key is not None else None
+        leaves, spec = flatten(args, kwargs)
+        free = self._free.read(args, kwargs)
+        program = None
+        if free is not None:
+            table = self._tables.get(len(free))
+            if table is not None:
+                program = table.get(guards.call_key(spec, leaves, free, self._free.kinds()))
         if program is None:
-            _, program = self._program_for(args, kwargs, _caller())
-            if key is not None:
-                self._by_fast_key[key] = program
+            program, free = self._program_for(args, kwargs, leaves, spec, _caller())
         if program is EAGER:
             return self.fn(*args, **kwargs)
-        tensors = [a for a in args if isinstance(a, Tensor)]
+        inputs = program.layout.gather(leaves + list(free))
         if program.kind == "step":
-            return self._run_step(program, tensors, args, kwargs)
-        return self._run_loss(program, tensors, args, kwargs)
+            return self._run_step(program, inputs, args, kwargs)
+        return self._run_loss(program, inputs, args, kwargs)
 
-    def _run_step(self, program: StepProgram, tensors: list[Tensor], args: tuple, kwargs: dict) -> Any:
+    def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict) -> Any:
         if not self.check:
-            return program.run(tensors)
-        eager_args, clones = _clone_args(args)
-        expected = self.fn(*eager_args, **kwargs)
-        result = program.run(tensors)
+            return program.run(inputs)
+        tensors = [t for t in inputs if isinstance(t, Tensor)]
+        snapshot = _Snapshot(tensors)
+        expected = self.fn(*args, **kwargs)
+        eager_state = snapshot.after()
+        snapshot.restore()
+        result = program.run(inputs)
         for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
             _compare(f"output {i}", a, b)
-        names = self._names(len(args))
-        tensor_names = [n for n, a in zip(names, args) if isinstance(a, Tensor)]
-        for name, t, c in zip(tensor_names, tensors, clones):
-            _compare(f"argument '{name}' after the call", t, c)
-            _compare(f"argument '{name}'.grad after the call", t._grad, c._grad)
+        for i, (t, (data, grad)) in enumerate(zip(tensors, eager_state)):
+            _compare(f"input {i} after the call", t, data)
+            _compare(f"input {i}.grad after the call", t._grad, grad)
         return result
 
-    def _run_loss(self, program: LossProgram, tensors: list[Tensor], args: tuple, kwargs: dict) -> Any:
-        watched = [tensors[i] for i in program.saved_inputs]
+    def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict) -> Any:
+        watched = [inputs[i] for i in program.saved_inputs]
         versions = [version_counter(t)[0] for t in watched]
 
         def eager_call(check_only: bool = False):
@@ -154,24 +167,23 @@ class CompiledFunction:
             if [version_counter(t)[0] for t in watched] != versions:
                 raise RuntimeError("one of the variables needed for gradient computation has been modified "
                                    "by an inplace operation (an input of a compiled function)")
-            return None if check_only else (tensors, self.fn(*args, **kwargs))
+            return None if check_only else (inputs, self.fn(*args, **kwargs))
 
         check = None
         expected = None
         if self.check:
-            eager_args, clones = _clone_args(args)
-            expected = self.fn(*eager_args, **kwargs)
+            expected = self.fn(*args, **kwargs)  # a loss writes nothing: eager runs on the inputs themselves
 
             def check(grads, result, mask):
                 outs = [t for t, d in zip(tensor_leaves(expected), program.differentiable) if d]
                 pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o._requires_grad]
-                inputs = [clones[i] for i in program.wanted]
-                eager = autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], retain_graph=True,
-                                      allow_unused=True) if pairs else [None] * len(inputs)
+                wanted = [inputs[i] for i in program.wanted]
+                eager = autograd_grad([o for o, _ in pairs], wanted, [g for _, g in pairs], retain_graph=True,
+                                      allow_unused=True) if pairs else [None] * len(wanted)
                 for i, (a, b, m) in enumerate(zip(result, eager, mask)):
                     if m:
                         _compare(f"gradient of input {program.wanted[i]}", a, b)
-        result = program.run(tensors, eager_call, check)
+        result = program.run(inputs, eager_call, check)
         if expected is not None:
             for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
                 _compare(f"output {i}", a, b)
@@ -184,90 +196,140 @@ class CompiledFunction:
             names = self._names_by_count[count] = parameter_names(self.fn, count)
         return names
 
-    def _program_for(self, args: tuple, kwargs: dict, caller: str) -> tuple[tuple | None, Any]:
-        names = self._names(len(args))
-        try:
-            if any(isinstance(v, Tensor) for v in kwargs.values()):
-                raise Unsupported("tensors passed as keyword arguments are not supported; pass them "
-                                  "positionally")
-            guard = guards.guard_key(names, args, kwargs)
-        except Unsupported as error:
-            self._fall_back(error)
-            return None, EAGER
-        spec = guards.specialization(args)
-        key = (guard, spec)
-        program = self._programs.get(key)
-        if program is not None:
-            return key, program
-        retrace = None
-        if guard not in self._specs:
-            if self._guards:
-                if self.recompiles >= MAX_RECOMPILES:
-                    self._eager_from_now = True
-                    self._warn(f"{self.name} was recompiled {self.recompiles} times; running it eagerly "
-                               "from now on (its arguments keep changing rank, dtype, requires_grad or "
-                               "non-tensor values)", "recompiles")
-                    return key, EAGER
-                self.recompiles += 1
-                why = guards.describe_change(names, guards.closest(self._guards, guard), guard)
-                self._note(f"recompiling {self.name} (recompile {self.recompiles}): guard failed: {why} "
-                           f"(called from {caller})")
-            self._guards.append(guard)
-            self._specs[guard] = []
+    def _labels(self, args: tuple, kwargs: dict, free_count: int) -> list[str]:
+        leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
+        return guards.labels(leaf_sources, self._free.entries[:free_count], self._names(len(args)))
+
+    def _find(self, spec: Any, leaves: list, free: tuple) -> tuple[tuple, Any]:
+        """The key of this call over every free guard, and a program traced for it before (under a
+        key with fewer free guards, when it was traced before later traces added guards), or None."""
+        kinds = self._free.kinds()
+        key = guards.call_key(spec, leaves, free, kinds)
+        for count, table in self._tables.items():
+            program = table.get(key if count == len(free) else guards.call_key(spec, leaves, free[:count], kinds))
+            if program is not None:
+                self._tables.setdefault(len(free), {})[key] = program
+                return key, program
+        return key, None
+
+    def _miss(self, spec: Any, leaves: list, free: tuple) -> guards.Miss | None:
+        """Why no program matched: the first failed guard against the closest key traced before."""
+        if not self._seen:
+            return None
+        kinds = self._free.kinds()
+
+        def distance(entry: tuple) -> int:
+            old, count, _ = entry
+            return guards.distance(old, guards.call_key(spec, leaves, free[:count], kinds))
+        old, count, labels = min(reversed(self._seen), key=distance)
+        return guards.describe_miss(old, guards.call_key(spec, leaves, free[:count], kinds), labels)
+
+    def _program_for(self, args: tuple, kwargs: dict, leaves: list, spec: Any, caller: str) -> tuple[Any, tuple]:
+        free = self._free.read(args, kwargs)
+        if free is None:  # a guarded place cannot be read as it was (an attribute deleted...): start over
+            self._free, self._tables, self._seen = guards.FreeGuards(), {}, []
+            miss: guards.Miss | None = guards.Miss("a value the function reads from outside is no longer where "
+                                                   "it was (an attribute or item was removed)", False, [])
+            free = ()
         else:
-            why = guards.describe_specialization(
-                [n for n, a in zip(names, args) if isinstance(a, Tensor)], self._specs[guard][-1], spec)
-            retrace = f"retracing {self.name} for new sizes: {why} (called from {caller})"
-        self._specs[guard].append(spec)
+            key, program = self._find(spec, leaves, free)
+            if program is not None:
+                return program, free
+            miss = self._miss(spec, leaves, free)
+        retrace = None
+        if miss is not None and miss.retrace:
+            retrace = f"retracing {self.name} for new sizes: {miss.reason} (called from {caller})"
+        elif miss is not None:
+            if self.recompiles >= MAX_RECOMPILES:
+                self._eager_from_now = True
+                self._warn(f"{self.name} was recompiled {self.recompiles} times; running it eagerly from now "
+                           f"on (the last change: {miss.reason})", "recompiles")
+                return EAGER, free
+            self.recompiles += 1
+            self._note(f"recompiling {self.name} (recompile {self.recompiles}): guard failed: {miss.reason} "
+                       f"(called from {caller})")
+        reason = None
         try:
-            program = self._build(args, kwargs)
+            program = self._build(args, kwargs, leaves)
         except (TraceError, Unsupported) as error:
-            self._reasons[key] = str(error)
             self._fall_back(error)
-            program = EAGER
+            program, reason = EAGER, str(error)
+        free = self._free.read(args, kwargs) or ()  # the trace may have added free guards
+        key = guards.call_key(spec, leaves, free, self._free.kinds())
+        if reason is not None:
+            self._reasons[key] = reason
+        self._tables.setdefault(len(free), {})[key] = program
+        self._order.append(id(program))
+        self._seen.append((key, len(free), self._labels(args, kwargs, len(free))))
         if retrace is not None and program is not EAGER:
             lowered = Explanation(self.name, self.backend.name, program, None, []).lowered
             reused = all(item.reused for item in lowered)
             self._note(f"{retrace}; {'kernels reused' if reused else 'the backend compiled new kernels'}")
-        self._programs[key] = program
-        return key, program
+        return program, free
 
-    def _build(self, args: tuple, kwargs: dict) -> Any:
-        captured = capture_call(self.fn, args, kwargs)
-        n_tensors = sum(isinstance(a, Tensor) for a in args)
+    def _layout(self, captured: Captured, args: tuple, kwargs: dict, leaves: list) -> InputLayout:
+        """Registers the trace's free guards and inputs; where each input is among a call's values."""
+        for source, kind, value in captured.free.guards:
+            self._free.add(source, kind, value)
+        leaf_index = {source_of_path(p): i for i, p in enumerate(call_leaf_paths(args, kwargs))}
+        positions: list[int | None] = []
+        for inp in captured.inputs:
+            for source in inp.sources:
+                if source not in leaf_index:  # read from outside, or from inside an object argument
+                    self._free.add(source, "array" if inp.array else "tensor")
+        for inp in captured.inputs:
+            if inp.grad_of is not None:
+                positions.append(None)
+                continue
+            first = inp.sources[0]
+            positions.append(leaf_index[first] if first in leaf_index else
+                             len(leaves) + self._free.index(first, "array" if inp.array else "tensor"))
+        return InputLayout(positions, [inp.grad_of for inp in captured.inputs])
+
+    def _build(self, args: tuple, kwargs: dict, leaves: list) -> Any:
+        captured = capture(self.fn, args, kwargs, self._names(len(args)))
+        layout = self._layout(captured, args, kwargs, leaves)
+        free = self._free.read(args, kwargs)
+        inputs = layout.gather(leaves + list(free))
+        example = arrays_of(inputs)
         name = self.name
         if captured.kind == "step":
             graph = captured.graph
-            tensor_names = [p.name for p in graph.placeholders][:n_tensors]
             result, grads, writes = flatten_output(graph)
             template = (with_tuple_types(result, captured.result_types), grads, writes)
-            tensors = [a for a in args if isinstance(a, Tensor)]
-            example = [t._data for t in tensors] + [tensors[i]._grad._data for i in captured.grad_inputs]
             lowered = lower(graph, self.backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
-            return StepProgram(lowered, template, tensor_names, captured.grad_inputs)
-        loss = capture_loss(self.fn, args, kwargs)
-        split = partition_joint(loss.graph)
+            return StepProgram(lowered, template, layout)
+        split = partition_joint(captured.graph)
         forward = split.forward
         template = flatten_output(forward)
-        template = (with_tuple_types(template[0], loss.result_types), *template[1:])
-        tensors = [a for a in args if isinstance(a, Tensor)]
+        template = (with_tuple_types(template[0], captured.result_types), *template[1:])
         lowered = lower(forward, self.backend, self.options, f"{name} (forward)", captured.sources,
-                        self.disk_cache, [t._data for t in tensors])
+                        self.disk_cache, example)
         stats = {"saved": split.saved, "recomputed": split.recomputed,
                  "saved_bytes_before": split.saved_bytes_before, "saved_bytes_after": split.saved_bytes_after}
-        program = LossProgram(loss.graph, lowered, template[0], len(template[1]), loss.differentiable,
-                              loss.wanted, self.options, self.backend, captured.sources, stats, self.disk_cache)
-        primals = [p.name for p in loss.graph.placeholders][:n_tensors]
-        program.saved_inputs = [i for i, p in enumerate(primals) if p in split.saved]
-        if loss.wanted:  # an op without a lowering fails now, not in the middle of a backward
+        program = LossProgram(captured.graph, lowered, template[0], len(template[1]), captured.differentiable,
+                              captured.wanted, layout, self.options, self.backend, captured.sources, stats,
+                              self.disk_cache)
+        program.saved_inputs = [i for i, inp in enumerate(captured.inputs) if inp.name in split.saved and not inp.array]
+        if captured.wanted:  # an op without a lowering fails now, not in the middle of a backward
             out, lowered.example_out = lowered.example_out, None
             saved = out[len(out) - program.saved_count:] if program.saved_count else []
             tangents = [np.ones_like(out[i]) for i, d in program._differentiable_slots.items() if d]
-            program.backward_for((True,) * len(loss.wanted), [*saved, *tangents])
+            program.backward_for((True,) * len(captured.wanted), [*saved, *tangents])
         return program
 
     # ---- reporting -------------------------------------------------------------------------------------
+    @property
+    def programs(self) -> list[Any]:
+        """The programs traced so far, in the order they were compiled (calls that run eagerly aside)."""
+        found: dict[int, Any] = {}
+        for table in self._tables.values():
+            for program in table.values():
+                if program is not EAGER:
+                    found.setdefault(id(program), program)
+        return sorted(found.values(), key=lambda p: self._order.index(id(p)))
+
     def _note(self, line: str) -> None:
         self.log.append(line)
         if logs("recompiles"):
@@ -287,8 +349,14 @@ class CompiledFunction:
     def explain(self, *args: Any, **kwargs: Any) -> Explanation:
         """What a call with these arguments runs: the IR before and after the passes, the fusion groups,
         the memory plan and the generated source (compiling first if needed; nothing is run)."""
-        key, program = self._program_for(args, kwargs, _caller())
-        return Explanation(self.name, self.backend.name, program, self._reasons.get(key), list(self.log))
+        leaves, spec = flatten(args, kwargs)
+        program, free = self._program_for(args, kwargs, leaves, spec, _caller())
+        key = guards.call_key(spec, leaves, free, self._free.kinds())
+        reason = self._reasons.get(key) if program is EAGER else None
+        if program is EAGER and reason is None:
+            reason = ("calls after the limit of recompiles run eagerly" if self._eager_from_now
+                      else "a trace of this call failed")
+        return Explanation(self.name, self.backend.name, program, reason, list(self.log))
 
     def __repr__(self) -> str:
         return f"<jitgrad.compile({self.name}) on {self.backend.name}>"

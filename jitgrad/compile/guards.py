@@ -1,133 +1,221 @@
-"""Guards: what a call must share with an earlier one to reuse what was compiled for it.
+"""Guards: what a call must share with an earlier one to run what was compiled for it.
 
-The guard key holds, per argument, a tensor's rank, dtype, which dimensions are 1 (they broadcast) and
-requires_grad, or a non-tensor's type and value; and the grad mode and default dtype. Sizes are not in
-it: a call with new sizes but the same key retraces the function (cheap, and every shape the function
-reads as a Python value is read again) and reuses the lowered kernels when the graph is the same up to
-sizes. ``specialization`` adds the exact shapes, which arguments come with a ``.grad``, which have
-tensor hooks and which are the same tensor: the key of one traced graph.
+A call's *key* is one flat tuple: the grad mode and default dtype, the nesting of the arguments
+(``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
+and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
+requires_grad, whether it has a ``.grad`` and hooks (its values are read afresh at every call); a
+Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
+type, see docs/compile.md); a numpy array's its shape and dtype; any other object's its identity (or
+its value, for a hashable object that defines equality, such as a dtype).
+
+Programs are found by the key, which is exact, so a call either runs what was compiled for exactly
+its situation or traces again. ``describe_miss`` says which guard failed, naming the argument or the
+free variable, and whether only sizes (a *retrace*, whose lowered kernels are reused) or something
+structural changed (a *recompile*).
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from ..autograd import grad_mode
-from ..dtypes import get_default_dtype
+from ..dtypes import from_numpy_dtype, get_default_dtype
 from ..tensor import Tensor
-from .capture import Unsupported
+from .pytree import describe_spec
+from .sources import Source, reader
+
+_PLAIN = (int, float, bool, str, type(None))
+# Free-variable guard kinds: the reader's expression for each.
+_READERS = {"tensor": "{0}", "array": "{0}", "value": "_value({0})", "identity": "id({0})",
+            "length": "len({0})", "keys": "tuple({0})"}
+HEADER = 3   # grad mode, default dtype, the arguments' spec
 
 
-def _value_guard(value: Any, where: str) -> Any:
-    if isinstance(value, Tensor):
-        raise Unsupported(f"{where} holds a tensor inside a container; pass tensors as arguments of "
-                          "their own")
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_value_guard(v, where) for v in value))
-    if isinstance(value, dict):
-        return ("dict", tuple((k, _value_guard(v, where)) for k, v in sorted(value.items(), key=repr)))
-    try:
-        hash(value)
-    except TypeError:
-        raise Unsupported(f"{where} is a {type(value).__name__}, which cannot be guarded (not hashable)") from None
-    return (type(value).__name__, value)
+def tensor_descriptor(t: Tensor) -> tuple:
+    data = t._data
+    return (data.shape, data.dtype, t._requires_grad, t._grad is not None, bool(t._hooks))
 
 
-def argument_guard(value: Any, where: str) -> tuple:
-    if isinstance(value, Tensor):
-        data = value._data
-        return ("tensor", data.ndim, data.dtype.str, tuple(s == 1 for s in data.shape), value._requires_grad)
-    return ("value", _value_guard(value, where))
+def value_descriptor(value: Any) -> Any:
+    """Descriptor of a non-tensor leaf or free value: type and value for plain values and hashable
+    objects that define equality, shape and dtype for an array, identity for the rest."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
+    if kind is np.ndarray:
+        return ("array", value.shape, value.dtype)
+    if kind.__eq__ is not object.__eq__:
+        try:
+            hash(value)
+            return (kind, value)
+        except TypeError:
+            pass
+    return ("object", id(value))
 
 
-def guard_key(names: list[str], args: tuple, kwargs: dict) -> tuple:
-    return (grad_mode.is_grad_enabled(), str(get_default_dtype()),
-            tuple(argument_guard(a, f"argument '{n}'") for n, a in zip(names, args)),
-            tuple((k, argument_guard(v, f"argument '{k}'")) for k, v in sorted(kwargs.items())))
+class FreeGuards:
+    """The free variables a compiled function guards or reads, over all its traces (only ever
+    growing), and one generated ``read(args, kwargs)`` returning their current values or descriptors."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[Source, str]] = []
+        self._index: dict[tuple[Source, str], int] = {}
+        self._kept: list[Any] = []   # objects guarded by identity: their ids must stay theirs
+        self._read: Callable[[tuple, dict], tuple | None] | None = None
+
+    def add(self, source: Source, kind: str, value: Any = None) -> int:
+        key = (source, kind)
+        index = self._index.get(key)
+        if index is None:
+            index = self._index[key] = len(self.entries)
+            self.entries.append(key)
+            self._read = None
+        if kind == "identity":
+            self._kept.append(value)
+        return index
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def read(self, args: tuple, kwargs: dict) -> tuple | None:
+        if not self.entries:
+            return ()
+        if self._read is None:
+            self._read = reader([(s, _READERS[k]) for s, k in self.entries], {"_value": value_descriptor})
+        return self._read(args, kwargs)
+
+    def kinds(self) -> list[str]:
+        return [k for _, k in self.entries]
+
+    def index(self, source: Source, kind: str) -> int:
+        return self._index[(source, kind)]
 
 
-def specialization(args: tuple) -> tuple:
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    ids = [id(t) for t in tensors]
-    return (tuple(t._data.shape for t in tensors), tuple(t._grad is not None for t in tensors),
-            tuple(bool(t._hooks) for t in tensors), tuple(ids.index(i) for i in ids))
-
-
-_PLAIN_VALUES = (int, float, bool, str, type(None))
-
-
-def fast_key(args: tuple) -> tuple | None:
-    """The common call's key, read in one pass: tensors that are distinct objects and plain Python
-    values; None for anything else (``guard_key`` and ``specialization`` then decide). Programs are
-    also cached by it, so it must tell apart every two calls those two tell apart (it may tell apart
-    more): ``tests/compile/test_compile_guards.py`` checks that over varied arguments. A call costs
-    this instead of the descriptive keys, which matters for a W1-sized step."""
-    parts = []
-    seen: set[int] = set()
-    for a in args:
-        if isinstance(a, Tensor):
-            if id(a) in seen:
-                return None
-            seen.add(id(a))
-            data = a._data
-            parts.append((data.shape, data.dtype, a._requires_grad, a._grad is None, not a._hooks))
-        elif type(a) in _PLAIN_VALUES:
-            parts.append((type(a), a))
+def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str], dynamic: frozenset = frozenset()) -> tuple:
+    """The key of a call (see the module docstring). ``dynamic`` holds the key positions of numbers
+    that are run-time inputs: their values are left out."""
+    parts: list[Any] = [grad_mode.state.grad_enabled, get_default_dtype(), spec]
+    ids: list[int] = []
+    for value in leaves:
+        if isinstance(value, Tensor):
+            parts.append(tensor_descriptor(value))
+            ids.append(id(value))
         else:
-            return None
-    return (grad_mode.is_grad_enabled(), get_default_dtype(), *parts)
+            parts.append(value_descriptor(value))
+    for value, kind in zip(free, free_kinds):
+        if kind == "tensor":
+            parts.append(tensor_descriptor(value) if isinstance(value, Tensor) else value_descriptor(value))
+            ids.append(id(value))
+        elif kind == "array":
+            parts.append(value_descriptor(value))
+        else:
+            parts.append(value)
+    for position in dynamic:
+        parts[position] = parts[position][:1]  # (type, value) -> (type,)
+    parts.append(True if len(set(ids)) == len(ids) else tuple(ids.index(i) for i in ids))
+    return tuple(parts)
 
 
-_TENSOR_PARTS = ("rank", "dtype", "dimensions of size 1", "requires_grad")
+def labels(leaf_sources: Sequence[Source], free_entries: Sequence[tuple[Source, str]],
+           parameter_names: Sequence[str]) -> list[str]:
+    """What each position of a key guards, for the log."""
+    return (["grad mode", "the default dtype", "the arguments' structure"]
+            + [s.describe(parameter_names) for s in leaf_sources]
+            + [s.describe(parameter_names) for s, _ in free_entries] + ["which inputs are the same tensor"])
 
 
-def _differences(old: tuple, new: tuple) -> int:
-    count = int(old[0] != new[0]) + int(old[1] != new[1]) + int(old[3] != new[3])
-    if len(old[2]) != len(new[2]):
-        return count + len(new[2]) * 4
-    for a, b in zip(old[2], new[2]):
-        count += sum(x != y for x, y in zip(a, b)) if a[0] == b[0] else 4
-    return count
+@dataclass
+class Miss:
+    """Why a call's key matched no program: ``reason`` for the log, ``retrace`` when only sizes,
+    ``.grad``s, hooks or aliasing changed (the same kernels serve), ``numbers`` the key positions of
+    Python numbers that changed value and nothing else."""
+
+    reason: str
+    retrace: bool
+    numbers: list[int]
 
 
-def closest(seen: list[tuple], new: tuple) -> tuple:
-    """The guard key seen before that differs least from ``new`` (the one whose guard "failed")."""
-    return min(reversed(seen), key=lambda old: _differences(old, new))
+def _dtype_name(dtype: Any) -> str:
+    try:
+        return from_numpy_dtype(np.dtype(dtype)).name if not isinstance(dtype, str) else dtype
+    except (TypeError, ValueError):
+        return str(dtype)
 
 
-def describe_change(names: list[str], old: tuple, new: tuple) -> str:
-    """Which guard failed, for which argument: the first difference between two guard keys."""
+def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
+    (s0, d0, r0, g0, h0), (s1, d1, r1, g1, h1) = old, new
+    if len(s0) != len(s1):
+        return f"{label}: rank was {len(s0)}, now {len(s1)}", False
+    if d0 != d1:
+        return f"{label}: dtype was {_dtype_name(d0)}, now {_dtype_name(d1)}", False
+    ones0, ones1 = tuple(s == 1 for s in s0), tuple(s == 1 for s in s1)
+    if ones0 != ones1:
+        return f"{label}: dimensions of size 1 was {ones0}, now {ones1}", False
+    if r0 != r1:
+        return f"{label}: requires_grad was {r0}, now {r1}", False
+    if s0 != s1:
+        return f"{label}: shape was {s0}, now {s1}", True
+    if g0 != g1:
+        return f"{label}: .grad was {'set' if g0 else 'None'}, now {'set' if g1 else 'None'}", True
+    return f"{label}: {'had' if h0 else 'had no'} tensor hooks, now {'has' if h1 else 'has none'}", True
+
+
+def _is_tensor_descriptor(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 5 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type):
+        return repr(value[1])
+    if isinstance(value, tuple) and value and value[0] == "object":
+        return f"another object (id {value[1]:#x})"
+    return repr(value)
+
+
+def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str]) -> Miss:
+    """The first guard that differs between ``old`` (a key compiled before) and ``new``."""
     if old[0] != new[0]:
-        return f"grad mode changed: is_grad_enabled() was {old[0]}, now {new[0]}"
+        return Miss(f"grad mode changed: is_grad_enabled() was {old[0]}, now {new[0]}", False, [])
     if old[1] != new[1]:
-        return f"the default dtype changed: was {old[1]}, now {new[1]}"
-    if len(old[2]) != len(new[2]):
-        return f"the number of arguments changed: was {len(old[2])}, now {len(new[2])}"
-    for name, a, b in zip(names, old[2], new[2]):
+        return Miss(f"the default dtype changed: was {old[1]}, now {new[1]}", False, [])
+    if old[2] != new[2] or len(old) != len(new):
+        return Miss(f"the arguments' structure changed: was {describe_spec(old[2])}, now "
+                    f"{describe_spec(new[2])}", False, [])
+    reasons: list[tuple[str, bool]] = []
+    numbers: list[int] = []
+    for position in range(HEADER, len(new)):
+        a, b = old[position], new[position]
         if a == b:
             continue
-        if a[0] != b[0]:
-            return f"argument '{name}': was a {'tensor' if a[0] == 'tensor' else 'non-tensor'}, now not"
-        if a[0] == "tensor":
-            for part, x, y in zip(_TENSOR_PARTS, a[1:], b[1:]):
-                if x != y:
-                    return f"argument '{name}': {part} was {x}, now {y}"
-        return f"argument '{name}': value was {a[1][1]!r}, now {b[1][1]!r}"
-    return f"keyword arguments changed: were {dict(old[3])}, now {dict(new[3])}"
+        label = key_labels[position] if position < len(key_labels) else f"guard {position}"
+        if position == len(new) - 1:
+            reasons.append(("which inputs are the same tensor changed", True))
+        elif _is_tensor_descriptor(a) and _is_tensor_descriptor(b):
+            reasons.append(_tensor_change(label, a, b))
+        else:
+            if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 2 and a[0] is b[0] \
+                    and a[0] in (int, float):
+                numbers.append(position)
+            if _is_tensor_descriptor(a) != _is_tensor_descriptor(b):
+                reasons.append((f"{label}: was {'a tensor' if _is_tensor_descriptor(a) else 'not a tensor'}, now "
+                                f"{'a tensor' if _is_tensor_descriptor(b) else 'not a tensor'}", False))
+            else:
+                reasons.append((f"{label}: value was {_show(a)}, now {_show(b)}", False))
+    structural = [r for r, retrace in reasons if not retrace]
+    if structural:
+        only_numbers = len(numbers) == len(structural)
+        return Miss(structural[0], False, numbers if only_numbers else [])
+    return Miss(reasons[0][0] if reasons else "no difference", True, [])
 
 
-def describe_specialization(names: list[str], old: tuple, new: tuple) -> str:
-    for name, a, b in zip(names, old[0], new[0]):
-        if a != b:
-            return f"argument '{name}': shape was {a}, now {b}"
-    for name, a, b in zip(names, old[1], new[1]):
-        if a != b:
-            return f"argument '{name}': .grad was {'set' if a else 'None'}, now {'set' if b else 'None'}"
-    for name, a, b in zip(names, old[2], new[2]):
-        if a != b:
-            return f"argument '{name}': {'had' if a else 'had no'} tensor hooks, now {'has' if b else 'has none'}"
-    if old[3] != new[3]:
-        return "which arguments are the same tensor changed"
-    return "no difference"
+def distance(old: tuple, new: tuple) -> int:
+    """How many guards differ between two keys (keys of another structure are far apart)."""
+    if len(old) != len(new) or old[:HEADER] != new[:HEADER]:
+        return len(new) + 10 + sum(a != b for a, b in zip(old[:HEADER], new[:HEADER]))
+    return sum(a != b for a, b in zip(old, new))
 
 
-__all__ = ["argument_guard", "closest", "describe_change", "describe_specialization", "guard_key", "specialization"]
+__all__ = ["FreeGuards", "HEADER", "Miss", "call_key", "describe_miss", "distance", "labels", "tensor_descriptor",
+           "value_descriptor"]

@@ -91,17 +91,18 @@ def test_a_new_size_is_lowered_again_and_marked_as_reusing_kernels(monkeypatch):
         f(x, we).backward()
         assert_close(w.grad, we.grad)
         w.grad = None
-    programs = list(compiled._programs.values())
+    programs = compiled.programs
     assert [p.forward.reused for p in programs] == [False, True]
     assert compiled.recompiles == 0
 
 
-def test_the_fast_key_tells_apart_every_two_calls_the_guards_tell_apart():
-    """Programs are cached by ``fast_key`` in front of ``guard_key`` and ``specialization``: over varied
-    arguments, an equal fast key must mean equal guards (a guard added in one place only fails here)."""
+def test_the_call_key_tells_apart_every_guarded_difference_and_nothing_else():
+    """Programs are found by one exact key: two calls that differ in anything a guard covers must get
+    different keys, and the same situation (with other tensors of the same kind) the same key."""
     import itertools
 
     from jitgrad.compile import guards
+    from jitgrad.compile.pytree import flatten
 
     def tensor(shape, dtype, requires_grad=False, with_grad=False, hooked=False):
         t = jg.zeros(*shape, dtype=dtype, requires_grad=requires_grad)
@@ -110,22 +111,30 @@ def test_the_fast_key_tells_apart_every_two_calls_the_guards_tell_apart():
         if hooked:
             t.register_hook(lambda g: g)
         return t
-    tensors = [tensor(s, d, r, w, h) for s, d, (r, w, h) in itertools.product(
-        [(2, 3), (2, 1), (3,), (1,)], [jg.float32, jg.float64],
-        [(False, False, False), (True, False, False), (True, True, False), (True, False, True)])]
+    kinds = list(itertools.product([(2, 3), (2, 1), (3,), (1,)], [jg.float32, jg.float64],
+                                   [(False, False, False), (True, False, False), (True, True, False),
+                                    (True, False, True)]))
     values = [1, 1.0, True, 2, "mean", None, 0.5]
-    calls = [(a, v) for a in tensors for v in values[:3]] + [(tensors[0], v) for v in values]
-    names = ["x", "value"]
-    keys = {}
-    for grad_enabled, dtype in itertools.product((True, False), (jg.float32, jg.float64)):
+    situations = [(k, v) for k in kinds for v in values[:3]] + [(kinds[0], v) for v in values[3:]]
+    situations += [(kinds[0], [1.0]), (kinds[0], (1.0,)), (kinds[0], {"a": 1.0})]
+
+    def key(situation, grad_enabled, dtype):
+        (shape, kind, flags), value = situation
+        leaves, spec = flatten((tensor(shape, kind, *flags), value), {})
         jg.set_default_dtype(dtype)
         try:
             with jg.set_grad_enabled(grad_enabled):
-                for args in calls:
-                    full = (guards.guard_key(names, args, {}), guards.specialization(args))
-                    assert keys.setdefault(guards.fast_key(args), full) == full, args
+                return guards.call_key(spec, leaves, (), [])
         finally:
             jg.set_default_dtype(jg.float32)
-    assert len(keys) > 100
-    shared = tensors[0]
-    assert guards.fast_key((shared, shared)) is None   # the same tensor twice: the full guards decide
+    seen = {}
+    for grad_enabled, dtype in itertools.product((True, False), (jg.float32, jg.float64)):
+        for situation in situations:
+            k = key(situation, grad_enabled, dtype)
+            assert key(situation, grad_enabled, dtype) == k     # fresh tensors, the same situation
+            assert seen.setdefault(k, (situation, grad_enabled, dtype)) == (situation, grad_enabled, dtype)
+    assert len(seen) == 4 * len(situations)
+    shared = jg.zeros(3)
+    twice, spec = flatten((shared, shared), {})
+    two, _ = flatten((jg.zeros(3), jg.zeros(3)), {})
+    assert guards.call_key(spec, twice, (), []) != guards.call_key(spec, two, (), [])

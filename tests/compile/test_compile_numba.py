@@ -101,7 +101,7 @@ def test_new_batch_size_reuses_the_numba_kernels():
     w = jg.randn(3, dtype=jg.float64, requires_grad=True)
     for batch in (5, 9):
         f(jg.randn(batch, 3, dtype=jg.float64), w)
-    assert list(f._programs.values())[-1].forward.reused
+    assert f.programs[-1].forward.reused
 
 
 def mean_mlp_step(x, onehot, w1, b1, w2, b2):
@@ -147,7 +147,7 @@ x = jg.tensor([0.5, -1.0, 2.0], dtype=jg.float64)
 w = jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64, requires_grad=True)
 out = loss(x, w)
 out.backward()
-program = next(iter(loss._programs.values()))
+program = loss.programs[0]
 kernels = [program.forward.call.kernel] + [v[0].call.kernel for v in program.backward_variants.values()]
 print(json.dumps({"hits": cache.stats.hits, "writes": cache.stats.writes, "grad": w.grad.tolist(),
                   "numba_cache_hits": sum(sum(k.stats.cache_hits.values()) for k in kernels),
@@ -182,7 +182,7 @@ x = jg.tensor([0.5, -1.0, 2.0], dtype=jg.float64)
 w = jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64, requires_grad=True)
 f = jg.compile(loss, fullgraph=True, cache=False)
 f(x, w).backward()
-kernel = next(iter(f._programs.values())).forward.call.kernel
+kernel = f.programs[0].forward.call.kernel
 w_eager = w.detach().requires_grad_()
 loss(x, w_eager).backward()
 print(json.dumps({"plain_function": inspect.isfunction(kernel), "file": kernel.__code__.co_filename,
@@ -224,7 +224,7 @@ def test_cross_entropy_on_class_indices_takes_the_labels_as_an_argument():
         x, labels = jg.tensor(rng.standard_normal((5, 4))), jg.tensor(rng.integers(0, 3, 5))
         assert_close(f(x, labels, w), step(x, labels, reference))
         np.testing.assert_allclose(w.detach().numpy(), reference.detach().numpy(), rtol=1e-12)
-    assert len(f._by_fast_key) == 1
+    assert len(f.programs) == 1
     before = w.detach().numpy().copy()
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, jg.tensor(np.array([0, 1, 3, 0, 1])), w)

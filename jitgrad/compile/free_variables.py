@@ -1,0 +1,253 @@
+"""What a compiled function can read besides its arguments, found by walking from its code.
+
+jitgrad does not interpret bytecode, so it cannot see exactly which outside values a function reads.
+It over-approximates, from the names the code uses: the cells of its closure, the globals its code
+names (attribute names included, which only widens the net), its default arguments, and from each of
+those, the items of lists, tuples and dicts, the attributes of objects (and of their classes), and the
+same again for every user function, method or class reached. Libraries (numpy, jitgrad's own
+internals, the standard library...) are not entered.
+
+Each value found is recorded with its ``Source``:
+
+- tensors and numpy arrays, by identity: a tensor the trace reads becomes a graph input read afresh
+  from its sources at every call (a numpy array, when the trace makes a tensor of it);
+- a guard for everything else: a Python number, string, bool or None by value; a function, class or
+  other object by identity (a rebinding changes what the code would run); a list or tuple by length
+  and a dict by its keys (what a loop over it would visit);
+- the mutable places (cells, globals, containers, objects' attributes), whose contents are
+  snapshotted so that a change made while tracing (a Python side effect) is found, undone and reported.
+
+The walk is bounded (``MAX_VALUES``); a function reaching more than that runs eagerly, with a warning
+that says so, rather than with guards that would miss a change.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..tensor import Tensor
+from .sources import Source
+
+MAX_VALUES = 5000
+SCALAR_TYPES = (int, float, bool, complex, str, bytes, type(None))
+_LIBRARIES = frozenset({"numpy", "numba", "scipy", "torch", "jax", "jaxlib", "llvmlite", "autograd", "jitgrad",
+                        "_pytest", "pytest", "hypothesis"}) | frozenset(sys.stdlib_module_names)
+# jitgrad's package whose objects are the user's model: their attributes hold the user's tensors.
+_USER_FACING_CLASSES = "jitgrad.nn"
+
+
+def _library(module_name: str | None) -> bool:
+    return bool(module_name) and module_name.partition(".")[0] in _LIBRARIES
+
+
+def _library_class(kind: type) -> bool:
+    module = kind.__module__ or ""
+    return _library(module) and not (module == _USER_FACING_CLASSES or module.startswith(_USER_FACING_CLASSES + "."))
+
+
+def code_names(code: types.CodeType) -> frozenset[str]:
+    """Every global and attribute name ``code`` and the functions defined inside it use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= code_names(const)
+    return frozenset(names)
+
+
+@dataclass
+class Snapshot:
+    """A mutable place and what it held when the trace began: a cell's contents, a global's value, a
+    list's items, a dict's items, an object's attributes."""
+
+    source: Source
+    kind: str           # "cell", "global", "list", "dict", "object"
+    holder: Any         # the cell, the globals dict, the list, the dict, the object
+    key: Any            # the global's name; None otherwise
+    before: Any
+
+
+@dataclass
+class FreeVariables:
+    tensors: dict[int, list[Source]] = field(default_factory=dict)
+    arrays: dict[int, list[Source]] = field(default_factory=dict)
+    guards: list[tuple[Source, str, Any]] = field(default_factory=list)   # (source, kind, value then)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    overflow: str | None = None        # set when the walk stopped at MAX_VALUES
+    objects: dict[int, Any] = field(default_factory=dict)  # the tensors and arrays above, by id
+    _alive: list[Any] = field(default_factory=list)  # keeps every id above meaning its object
+
+    def sources_of(self, value: Any) -> list[Source] | None:
+        table = self.tensors if isinstance(value, Tensor) else self.arrays
+        return table.get(id(value))
+
+    def tensors_found(self) -> list[Tensor]:
+        return [self.objects[i] for i in self.tensors]
+
+
+MISSING = object()  # a global the code names that does not exist (yet): a side effect may create it
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.found = FreeVariables()
+        self.visited: set[int] = set()
+        self.functions: set[int] = set()
+
+    # ---- roots --------------------------------------------------------------------------------------
+    def function(self, fn: Callable) -> None:
+        """A function's cells, the globals its code names and its defaults."""
+        if id(fn) in self.functions:
+            return
+        self.functions.add(id(fn))
+        self.found._alive.append(fn)
+        code = fn.__code__
+        names = code_names(code)
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            source = Source("cell", cell, name)
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not yet filled (a recursive inner function)
+                continue
+            self.found.snapshots.append(Snapshot(source, "cell", cell, None, value))
+            self.value(value, source, names)
+        module_globals = fn.__globals__
+        for name in sorted(names):
+            value = module_globals.get(name, MISSING)
+            source = Source("global", module_globals, name)
+            self.found.snapshots.append(Snapshot(source, "global", module_globals, name, value))
+            if value is not MISSING:
+                self.value(value, source, names)
+        for i, value in enumerate(fn.__defaults__ or ()):
+            self.value(value, Source("default", fn, i), names)
+        for name, value in (fn.__kwdefaults__ or {}).items():
+            self.value(value, Source("kwdefault", fn, name), names)
+
+    # ---- values -------------------------------------------------------------------------------------
+    def value(self, value: Any, source: Source, names: frozenset[str]) -> None:
+        if isinstance(value, Tensor):
+            self.found.tensors.setdefault(id(value), []).append(source)
+            self.found.objects[id(value)] = value
+            return
+        kind = type(value)
+        if kind is np.ndarray:
+            self.found.arrays.setdefault(id(value), []).append(source)
+            self.found.objects[id(value)] = value
+            return
+        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype)):
+            self.found.guards.append((source, "value", value))
+            return
+        if id(value) in self.visited or self.found.overflow is not None:
+            return
+        if len(self.visited) >= MAX_VALUES:
+            self.found.overflow = (f"it reaches more than {MAX_VALUES} Python objects from its closure, "
+                                   f"globals and defaults (the last at {source.describe()}), too many to "
+                                   "guard; pass the values it reads as arguments")
+            return
+        self.visited.add(id(value))
+        self.found._alive.append(value)
+        self._enter(value, kind, source, names)
+
+    def _enter(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
+        if kind is list or isinstance(value, tuple):
+            self.found.guards.append((source, "length", len(value)))
+            if kind is list:
+                self.found.guards.append((source, "identity", value))
+                self.found.snapshots.append(Snapshot(source, "list", value, None, list(value)))
+            for i, item in enumerate(value):
+                self.value(item, source.item(i), names)
+        elif kind is dict:
+            self.found.guards.append((source, "identity", value))
+            self.found.guards.append((source, "keys", tuple(value)))
+            self.found.snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
+            for key, item in value.items():
+                if type(key) in SCALAR_TYPES:
+                    self.value(item, source.entry(key), names)
+        elif kind in (set, frozenset):
+            if all(type(v) in SCALAR_TYPES for v in value):
+                self.found.guards.append((source, "value", frozenset(value)))
+        elif kind is types.ModuleType:
+            if not _library(value.__name__):
+                for name in sorted(names):
+                    if name in value.__dict__:
+                        self.value(value.__dict__[name], source.attr(name), names)
+        elif kind is types.FunctionType:
+            if not _library(value.__module__):
+                self.found.guards.append((source, "identity", value))
+                self.function(value)
+        elif kind is types.MethodType:
+            self.value(value.__func__, source.attr("__func__"), names)
+            self.value(value.__self__, source.attr("__self__"), names)
+        elif kind is functools.partial:
+            self.found.guards.append((source, "identity", value))
+            self.value(value.func, source.attr("func"), names)
+            self.value(value.args, source.attr("args"), names)
+            self.value(value.keywords, source.attr("keywords"), names)
+        elif isinstance(value, type):
+            if not _library_class(value):
+                self.found.guards.append((source, "identity", value))
+                self._attributes(value, vars(value), source, names)
+        elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
+                                types.MethodDescriptorType, staticmethod, classmethod, property)):
+            self._descriptor(value, source, names)
+        else:
+            self._object(value, kind, source, names)
+
+    def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
+        inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
+        if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
+            self.function(inner)
+
+    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str]) -> None:
+        for name, attribute in list(attributes.items()):
+            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__"):
+                continue
+            if isinstance(attribute, (staticmethod, classmethod, property)):
+                self._descriptor(attribute, source.attr(name), names)
+                continue
+            self.value(attribute, source.attr(name), names)
+
+    def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
+        wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
+        if _library_class(kind):
+            if isinstance(wrapped, types.FunctionType):
+                self.value(wrapped, source.attr("__wrapped__"), names)
+            return
+        self.found.guards.append((source, "identity", value))
+        self.value(kind, source.attr("__class__"), names)
+        attributes = getattr(value, "__dict__", None)
+        if isinstance(attributes, dict):
+            self.found.snapshots.append(Snapshot(source, "object", value, None, dict(attributes)))
+            self._attributes(value, attributes, source, names)
+        for slot in _slots(kind):
+            if hasattr(value, slot):
+                self.value(getattr(value, slot), source.attr(slot), names)
+
+
+def _slots(kind: type) -> list[str]:
+    slots: list[str] = []
+    for klass in kind.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        slots += [declared] if isinstance(declared, str) else [s for s in declared if s not in ("__dict__", "__weakref__")]
+    return slots
+
+
+def find_free_variables(fn: Callable, object_arguments: list[tuple[Source, Any]]) -> FreeVariables:
+    """Walks from ``fn`` (a function, a bound method, a callable object) and from the arguments that are
+    objects (not tensors, numbers or containers), given with their sources."""
+    walker = _Walker()
+    if isinstance(fn, types.FunctionType):
+        walker.function(fn)
+    else:  # a bound method, a callable object, a functools.partial: walked from the object itself
+        walker.value(fn, Source("held", fn, None), frozenset())
+    names = code_names(fn.__code__) if isinstance(fn, types.FunctionType) else frozenset()
+    for source, value in object_arguments:
+        walker.value(value, source, names)
+    return walker.found
+
+
+__all__ = ["FreeVariables", "MAX_VALUES", "MISSING", "SCALAR_TYPES", "Snapshot", "code_names", "find_free_variables"]

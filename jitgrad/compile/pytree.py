@@ -1,0 +1,87 @@
+"""Arguments as trees: lists, tuples, named tuples and dicts hold leaves (tensors, numbers, objects).
+
+A compiled function takes its tensors wherever the call puts them (``step(params, batch)`` with
+``params`` a list and ``batch`` a dict), as JAX's pytrees do. ``flatten`` turns the call's arguments
+into leaves and a *spec*, a hashable description of the nesting (container types, lengths, dict keys
+in order), which a guard compares: the same spec means the i-th leaf stands where it stood when the
+function was traced. A spec is a nested tuple so that comparing and hashing it is one C-level call.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+LEAF = None
+
+
+def _is_named_tuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def flatten_into(value: Any, leaves: list[Any]) -> Any:
+    """Appends ``value``'s leaves to ``leaves`` and returns its spec. Containers are matched by exact
+    type (a subclass of dict or list is a leaf: its contents may not be all there is to it), except
+    named tuples, whose class goes into the spec."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return (kind, tuple(flatten_into(v, leaves) for v in value))
+    if kind is dict:
+        return (dict, tuple(value), tuple(flatten_into(v, leaves) for v in value.values()))
+    if _is_named_tuple(value):
+        return (kind, tuple(flatten_into(v, leaves) for v in value))
+    leaves.append(value)
+    return LEAF
+
+
+def flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
+    """The call's leaves (positional arguments first, then keyword arguments in the order given) and
+    its spec. The common call, every argument a leaf and no keywords, takes one pass."""
+    if not kwargs:
+        for a in args:
+            if type(a) is list or type(a) is dict or isinstance(a, tuple):
+                break
+        else:
+            return list(args), len(args)
+    leaves: list[Any] = []
+    spec = ("call", flatten_into(args, leaves), flatten_into(kwargs, leaves))
+    return leaves, spec
+
+
+def leaf_paths(value: Any, path: tuple = ()) -> Iterator[tuple]:
+    """The path of each leaf of ``value`` (``("item", i)`` or ``("key", k)`` steps), in ``flatten`` order."""
+    kind = type(value)
+    if kind is list or kind is tuple or _is_named_tuple(value):
+        for i, v in enumerate(value):
+            yield from leaf_paths(v, (*path, ("item", i)))
+    elif kind is dict:
+        for k, v in value.items():
+            yield from leaf_paths(v, (*path, ("key", k)))
+    else:
+        yield path
+
+
+def call_leaf_paths(args: tuple, kwargs: dict) -> list[tuple]:
+    """The path of each leaf of a call, rooted at ``("arg", i)`` or ``("kwarg", name)``."""
+    paths = []
+    for i, a in enumerate(args):
+        paths += [(("arg", i), *p) for p in leaf_paths(a)]
+    for k, v in kwargs.items():
+        paths += [(("kwarg", k), *p) for p in leaf_paths(v)]
+    return paths
+
+
+def describe_spec(spec: Any) -> str:
+    """A short account of a spec for the recompile log: ``(tensor, list of 2, dict['x', 'y'])``."""
+    if spec is LEAF:
+        return "leaf"
+    if isinstance(spec, int):
+        return f"{spec} arguments, none a container"
+    if spec[0] == "call":
+        keywords = describe_spec(spec[2])
+        return describe_spec(spec[1]) + ("" if keywords == "dict[]" else f" and keywords {keywords}")
+    kind, children = spec[0], spec[-1]
+    if kind is dict:
+        return "dict[" + ", ".join(repr(k) for k in spec[1]) + "]"
+    return f"{kind.__name__}(" + ", ".join(describe_spec(c) for c in children) + ")"
+
+
+__all__ = ["LEAF", "call_leaf_paths", "describe_spec", "flatten", "flatten_into", "leaf_paths"]

@@ -1,0 +1,105 @@
+"""Python side effects of a traced function: found after the trace, undone, and reported.
+
+A compiled function replays its graph; Python statements that change state outside the function
+(``history.append(loss)``, ``self.calls += 1``, ``global step; step += 1``) ran once, while tracing, and
+would silently not run again. So every mutable place the free-variable walk reached (cells, globals,
+lists, dicts, objects' attributes, and the containers passed as arguments) is compared with its
+snapshot after the trace; a change is undone (the caller's state is as it was before the call) and
+reported with the place and the line, and the function runs eagerly instead, where the effect
+happens as written. ``print`` and other effects on the world outside Python objects cannot be seen:
+docs/compile.md says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .free_variables import MISSING, Snapshot
+from .sources import Source
+
+
+@dataclass
+class Change:
+    snapshot: Snapshot
+    what: str
+
+    def describe(self, parameter_names: list[str]) -> str:
+        return f"{self.snapshot.source.describe(parameter_names)} {self.what}"
+
+
+def container_snapshots(values: list[tuple[Source, Any]]) -> list[Snapshot]:
+    """Snapshots of the lists and dicts among the call's containers (a function appending to a list
+    it was given changes the caller's list)."""
+    snapshots = []
+    for source, value in values:
+        if type(value) is list:
+            snapshots.append(Snapshot(source, "list", value, None, list(value)))
+        elif type(value) is dict:
+            snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
+    return snapshots
+
+
+def _same_items(a: list | tuple, b: list | tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _changed_keys(before: dict, after: dict) -> list[Any]:
+    keys = [k for k in after if k not in before or after[k] is not before[k]]
+    return keys + [k for k in before if k not in after]
+
+
+def _difference(snapshot: Snapshot) -> str | None:
+    kind, holder, before = snapshot.kind, snapshot.holder, snapshot.before
+    if kind == "cell":
+        try:
+            now = holder.cell_contents
+        except ValueError:
+            return "was deleted"
+        return None if now is before else "was rebound"
+    if kind == "global":
+        now = holder.get(snapshot.key, MISSING)
+        return None if now is before else ("was created" if before is MISSING else "was rebound")
+    if kind == "list":
+        if _same_items(holder, before):
+            return None
+        if len(holder) > len(before) and _same_items(holder[:len(before)], before):
+            return f"grew from {len(before)} to {len(holder)} items"
+        return "had items replaced or removed"
+    attributes = holder if kind == "dict" else getattr(holder, "__dict__", {})
+    keys = _changed_keys(before, attributes)
+    if not keys:
+        return None
+    names = ", ".join(repr(k) if kind == "dict" else str(k) for k in keys[:3])
+    return f"had {'entries' if kind == 'dict' else 'attributes'} {names} changed"
+
+
+def find_changes(snapshots: list[Snapshot]) -> list[Change]:
+    changes = []
+    for snapshot in snapshots:
+        what = _difference(snapshot)
+        if what is not None:
+            changes.append(Change(snapshot, what))
+    return changes
+
+
+def undo(changes: list[Change]) -> None:
+    """Puts every changed place back as its snapshot has it."""
+    for change in changes:
+        snapshot = change.snapshot
+        kind, holder, before = snapshot.kind, snapshot.holder, snapshot.before
+        if kind == "cell":
+            holder.cell_contents = before
+        elif kind == "global":
+            if before is MISSING:
+                holder.pop(snapshot.key, None)
+            else:
+                holder[snapshot.key] = before
+        elif kind == "list":
+            holder[:] = before
+        else:
+            attributes = holder if kind == "dict" else holder.__dict__
+            attributes.clear()
+            attributes.update(before)
+
+
+__all__ = ["Change", "container_snapshots", "find_changes", "undo"]

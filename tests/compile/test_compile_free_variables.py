@@ -1,0 +1,272 @@
+"""Tensors a compiled function reads from outside its arguments (closures, globals, defaults, objects)
+are inputs read afresh at every call; Python values read from outside are guarded; Python side effects
+are never run only once in silence."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from compile_helpers import assert_close
+from jitgrad.compile import CompileError, CompileWarning
+
+
+def weights(seed=0, shape=(3, 2)):
+    rng = np.random.default_rng(seed)
+    return jg.tensor(rng.standard_normal(shape), requires_grad=True)
+
+
+def inputs(seed=1, shape=(4, 3)):
+    return jg.tensor(np.random.default_rng(seed).standard_normal(shape))
+
+
+def train(make_step, compiled, steps=4):
+    """Runs ``steps`` steps of the step ``make_step(W)`` builds around a fresh W; the losses and W."""
+    W = weights()
+    step = make_step(W)
+    if compiled:
+        step = jg.compile(step, cache=False, fullgraph=True)
+    x = inputs()
+    losses = [step(x).item() for _ in range(steps)]
+    return losses, W
+
+
+def sgd_step_on(W):
+    def step(x):
+        loss = (x @ W).tanh().sum()
+        loss.backward()
+        with jg.no_grad():
+            W.sub_(0.1 * W.grad)
+        W.grad = None
+        return loss
+    return step
+
+
+def test_a_step_updating_a_captured_tensor_trains_as_eager():
+    eager, w_eager = train(sgd_step_on, compiled=False)
+    ours, w_ours = train(sgd_step_on, compiled=True)
+    assert len(set(ours)) == len(ours)  # it trains: every loss differs
+    np.testing.assert_allclose(ours, eager, rtol=1e-12)
+    assert_close(w_ours, w_eager)
+    assert w_ours.grad is None and w_ours.requires_grad and w_ours.is_leaf
+
+
+def test_a_loss_over_a_captured_tensor_gives_it_its_gradient():
+    W, x = weights(), inputs()
+    f = jg.compile(lambda x: (x @ W).tanh().sum(), cache=False, fullgraph=True)
+    for _ in range(3):
+        loss = f(x)
+        assert loss.requires_grad and loss.grad_fn.name() == "CompiledFunctionBackward"
+        loss.backward()
+        W_eager = W.detach().clone().requires_grad_()
+        (x @ W_eager).tanh().sum().backward()
+        assert_close(W.grad, W_eager.grad)
+        with jg.no_grad():
+            W -= 0.5 * W.grad      # an update outside, in place: the next call sees it
+        W.grad = None
+        assert_close(f(x), (x @ W).tanh().sum())
+
+
+GLOBAL_W = weights(2)
+
+
+def global_loss(x):
+    return (x @ GLOBAL_W).sum()
+
+
+def test_global_tensors_and_their_in_place_updates_are_read_at_every_call():
+    f = jg.compile(global_loss, cache=False, fullgraph=True)
+    x = inputs()
+    for scale in (1.0, 10.0):
+        with jg.no_grad():
+            GLOBAL_W.mul_(scale)
+        assert_close(f(x), global_loss(x))
+    GLOBAL_W.data = jg.ones(3, 2, dtype=jg.float64)
+    assert_close(f(x), global_loss(x))
+    assert f.recompiles == 0
+
+
+def test_rebinding_a_captured_tensor_is_seen_and_a_new_shape_retraces_naming_it():
+    W = weights()
+
+    def loss(x):
+        return (x @ W).sum()
+    f = jg.compile(loss, cache=False, fullgraph=True)
+    x = inputs()
+    assert_close(f(x), loss(x))
+    W = weights(7)  # same kind of tensor: read afresh, nothing traced again
+    assert_close(f(x), loss(x))
+    assert len(f.programs) == 1
+    W = weights(7, shape=(3, 5))
+    assert_close(f(x), loss(x))
+    assert "closure variable 'W': shape was (3, 2), now (3, 5)" in f.log[-1] and f.recompiles == 0
+
+
+class Model:
+    def __init__(self):
+        self.layers = [weights(3, (3, 4)), weights(4, (4, 2))]
+        self.scale = 0.5
+
+    def __call__(self, x):
+        for w in self.layers:
+            x = (x @ w).tanh()
+        return x * self.scale
+
+
+MODEL = Model()
+
+
+def test_a_model_object_reached_from_a_global_gives_its_weights_gradients():
+    f = jg.compile(lambda x: MODEL(x).sum(), cache=False, fullgraph=True)
+    x = inputs()
+    f(x).backward()
+    grads = [w.grad for w in MODEL.layers]
+    eager = Model()
+    for w, original in zip(eager.layers, MODEL.layers):
+        w.data = original.detach().clone()
+    eager(x).sum().backward()
+    for ours, theirs in zip(grads, [w.grad for w in eager.layers]):
+        assert_close(ours, theirs)
+
+
+def test_a_model_passed_as_an_argument_and_a_default_argument_are_inputs_too():
+    model, bias = Model(), weights(5, (2,))
+
+    def loss(m, x, b=bias):
+        return (m(x) + b).sum()
+    f = jg.compile(loss, cache=False, fullgraph=True)
+    x = inputs()
+    out = f(model, x)
+    out.backward()
+    assert bias.grad is not None and all(w.grad is not None for w in model.layers)
+    with jg.no_grad():
+        model.layers[0].mul_(2.0)
+        bias.add_(1.0)
+    assert_close(f(model, x), loss(model, x))
+
+
+SCALES = {"s": 2.0}
+
+
+def scaled(x):
+    return (x * SCALES["s"]).sum()
+
+
+def test_a_global_number_is_guarded_and_the_log_names_it():
+    f = jg.compile(scaled, cache=False)
+    x = inputs()
+    assert_close(f(x), scaled(x))
+    SCALES["s"] = 3.0
+    try:
+        assert_close(f(x), scaled(x))
+        assert "global 'SCALES['s']': value was 2.0, now 3.0" in f.log[-1]
+    finally:
+        SCALES["s"] = 2.0
+
+
+def helper(x):
+    return x * 2.0
+
+
+def calls_helper(x):
+    return helper(x).sum()
+
+
+def test_a_rebound_global_function_recompiles():
+    global helper
+    f = jg.compile(calls_helper, cache=False)
+    x = inputs()
+    assert_close(f(x), calls_helper(x))
+    original = helper
+    helper = lambda v: v * 3.0  # noqa: E731
+    try:
+        assert_close(f(x), calls_helper(x))
+        assert "global 'helper'" in f.log[-1]
+    finally:
+        helper = original
+
+
+def test_a_numpy_array_read_from_outside_is_an_input():
+    table = np.arange(6.0).reshape(3, 2)
+
+    def f(x):
+        return (x @ jg.tensor(table)).sum()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = inputs()
+    assert_close(compiled(x), f(x))
+    table *= 10.0
+    assert_close(compiled(x), f(x))
+
+
+HISTORY: list = []
+
+
+def logs_its_loss(x):
+    loss = (x * x).sum()
+    HISTORY.append(loss)
+    return loss
+
+
+def test_a_python_side_effect_is_undone_reported_and_run_eagerly():
+    HISTORY.clear()
+    x = inputs()
+    with pytest.raises(CompileError, match="global 'HISTORY' grew from 0 to 1 items"):
+        jg.compile(logs_its_loss, cache=False, fullgraph=True)(x)
+    assert HISTORY == []  # the trace's append was undone
+    with pytest.warns(CompileWarning, match="changes Python state outside itself"):
+        f = jg.compile(logs_its_loss, cache=False)
+        for _ in range(2):
+            f(x)
+    assert len(HISTORY) == 2 and all(type(v) is jg.Tensor for v in HISTORY)
+    assert_close(HISTORY[0], (x * x).sum())
+
+
+def test_an_attribute_set_on_a_captured_object_is_a_side_effect():
+    class Counter:
+        calls = 0
+    counter = Counter()
+
+    def f(x):
+        counter.calls += 1
+        return x.sum()
+    with pytest.raises(CompileError, match="attributes calls changed"):
+        jg.compile(f, cache=False, fullgraph=True)(inputs())
+    assert counter.calls == 0
+
+
+def test_a_tensor_reached_in_no_way_a_call_could_read_runs_eagerly_with_the_reason():
+    @functools.lru_cache(maxsize=None)
+    def cached():
+        return jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64)
+    cached()  # made before the compiled function runs: only the cache holds it
+
+    def f(x):
+        return (x * cached()).sum()
+    with pytest.raises(CompileError, match="not among its arguments and was not found"):
+        jg.compile(f, cache=False, fullgraph=True)(inputs())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompileWarning)
+        x = inputs()
+        assert_close(jg.compile(f, cache=False)(x), f(x))
+
+
+def test_check_mode_compares_a_step_on_captured_tensors_without_updating_twice():
+    eager, w_eager = train(sgd_step_on, compiled=False, steps=2)
+    W, x = weights(), inputs()
+    step = jg.compile(sgd_step_on(W), cache=False, check=True)
+    ours = [step(x).item() for _ in range(2)]
+    np.testing.assert_allclose(ours, eager, rtol=1e-12)
+    assert_close(W, w_eager)
+
+
+def test_a_view_read_after_its_base_was_written_in_place_sees_the_write():
+    def f(x):
+        view = x[0]
+        x.add_(1.0)
+        return view * 2.0
+    x, xe = jg.zeros(2, 2, dtype=jg.float64), jg.zeros(2, 2, dtype=jg.float64)
+    assert_close(jg.compile(f, cache=False, fullgraph=True)(x), f(xe))
+    assert_close(x, xe)
