@@ -59,9 +59,11 @@ class InterpretedGraph:
         """The outputs, each its own memory: the graph may return an argument itself (``x * 1.0``
         simplified to ``x``), a constant, a view of either or one output twice, and the caller writes
         into what it gets (``.grad`` accumulates in place), as the numba backend's outputs allow."""
-        with grad_mode.no_grad():
-            out = self._forward(*(Tensor._make(a) for a in arrays), constants=self.constants)
-        owned = [*arrays, *(c._data for c in self.constants.values() if isinstance(c, Tensor))]
+        with grad_mode.no_grad():  # a Python number (fx.numbers) is passed as it is, as eager would get it
+            out = self._forward(*(Tensor._make(a) if type(a) is np.ndarray else a for a in arrays),
+                                constants=self.constants)
+        owned = [*(a for a in arrays if type(a) is np.ndarray),
+                 *(c._data for c in self.constants.values() if isinstance(c, Tensor))]
         results = []
         for value in iter_leaves(out):
             value = value._data if isinstance(value, Tensor) else value

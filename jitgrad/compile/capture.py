@@ -23,15 +23,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from ..autograd import engine, grad_mode
 from ..fx.graph import Graph
 from ..fx.joint import differentiate, is_backward
-from ..fx.node import Node
+from ..fx.node import Node, iter_leaves
+from ..fx.numbers import Specialize, SymbolicNumber
 from ..fx.tracer import TraceError, Tracer, user_line
 from ..tensor import Tensor
 from . import side_effects
 from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
-from .pytree import call_leaf_paths, flatten
+from .pytree import call_leaf_paths, flatten, replace_leaves
 from .sources import Source, source_of_path
 from .templates import tensor_leaves, tuple_types
 
@@ -58,12 +61,14 @@ class GraphInput:
     """One placeholder of the captured graph (tangents aside) and where a call reads its value:
     ``sources`` lists every place the tensor was found (an argument leaf, a closure variable...; all
     of them must hold the same tensor at a call). ``grad_of`` marks the ``.grad`` of another input
-    (read through it); ``array`` a numpy array a factory made a tensor of."""
+    (read through it); ``array`` a numpy array a factory made a tensor of; ``number`` a Python number
+    argument passed at each call (``fx.numbers``)."""
 
     name: str
     sources: list[Source]
     grad_of: int | None = None
     array: bool = False
+    number: bool = False
 
 
 @dataclass
@@ -160,37 +165,74 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
     return grads, writes
 
 
-def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]) -> Captured:
-    """Traces ``fn(*args, **kwargs)`` once (see the module docstring)."""
+class NeedsValues(Exception):
+    """The trace needed some of the numbers it was given as run-time inputs as Python values: the
+    argument leaves in ``leaves`` must stay guarded constants (``reason`` says where)."""
+
+    def __init__(self, leaves: set[int], reason: str) -> None:
+        super().__init__(reason)
+        self.leaves = leaves
+
+
+def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
+            dynamic: frozenset[int] = frozenset()) -> Captured:
+    """Traces ``fn(*args, **kwargs)`` once (see the module docstring); the argument leaves in ``dynamic``
+    (Python numbers, by ``flatten`` position) become run-time inputs (``fx.numbers``)."""
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
     if free.overflow:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.overflow}")
-    snapshots = free.snapshots + side_effects.container_snapshots(_containers(args, kwargs))
     tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True)
     argument_sources: dict[int, list[Source]] = {}
+    numbers: dict[Node, tuple[Source, Any]] = {}   # number placeholder -> (its leaf's source, value)
+    number_leaves: dict[str, int] = {}
     changes: list[side_effects.Change] = []
+    snapshots: list = []
     try:
         with tracer.running():
-            for source, leaf in zip(leaf_sources, leaves):
-                if isinstance(leaf, Tensor):
+            symbols = {}
+            for index, (source, leaf) in enumerate(zip(leaf_sources, leaves)):
+                if index in dynamic:
+                    symbols[index] = tracer.number_input(source.placeholder_name(parameter_names), leaf)
+                    numbers[symbols[index].node] = (source, leaf)
+                    number_leaves[symbols[index].node.name] = index
+                elif isinstance(leaf, Tensor):
                     if id(leaf) not in argument_sources:
                         tracer.lift(source.placeholder_name(parameter_names), leaf)
                     argument_sources.setdefault(id(leaf), []).append(source)
             for tensor in free.tensors_found():  # lent before any op can record them in a graph
                 if id(tensor) not in tracer.loans:
                     tracer.borrow(free.sources_of(tensor)[0].placeholder_name(parameter_names), tensor)
-            result = fn(*args, **kwargs)
+            call_args, call_kwargs = replace_leaves(args, kwargs, symbols) if symbols else (args, kwargs)
+            snapshots = free.snapshots + side_effects.container_snapshots(_containers(call_args, call_kwargs))
+            try:
+                result = fn(*call_args, **call_kwargs)
+                if not tracer.specialized:
+                    _refuse_numbers(tracer, result)
+            except Specialize as error:
+                tracer.specialized |= error.roots
+                reason = str(error)
+            else:
+                reason = "a number is needed as a Python value"
+            if tracer.specialized:
+                raise NeedsValues({number_leaves[name] for name in tracer.specialized}, reason)
             changes = side_effects.find_changes(snapshots)
             if changes:
                 raise Unsupported("the function changes Python state outside itself, which a compiled call "
                                   "would not do again: " + "; ".join(c.describe(parameter_names) for c in changes)
                                   + "; return the values instead, or run it eagerly")
-            captured = _finish(tracer, free, result, argument_sources)
+            captured = _finish(tracer, free, result, argument_sources, numbers)
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
     return captured
+
+
+def _refuse_numbers(tracer: Tracer, result: Any) -> None:
+    """A run-time number the function returns would have to come back as a Python number: it is
+    needed by value."""
+    for value in iter_leaves(result, SymbolicNumber):
+        tracer.specialize(value, "returning it")
 
 
 def _containers(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
@@ -215,10 +257,12 @@ def _containers(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
 
 class _Inputs:
     """The graph's inputs as the trace left them: each placeholder (tangents aside) with its value
-    (a borrowed tensor, or a numpy array) and its ``GraphInput``, in placeholder order."""
+    (a borrowed tensor, a numpy array, or a run-time Python number) and its ``GraphInput``, in
+    placeholder order."""
 
-    def __init__(self, tracer: Tracer, free: FreeVariables, argument_sources: dict[int, list[Source]]) -> None:
-        values: dict[Node, Any] = {}
+    def __init__(self, tracer: Tracer, free: FreeVariables, argument_sources: dict[int, list[Source]],
+                 numbers: dict[Node, tuple[Source, Any]]) -> None:
+        values: dict[Node, Any] = {node: value for node, (_, value) in numbers.items()}
         for tensor in tracer.loans_in_order():
             node = tracer.placeholder_of(tensor)
             if node is not None:
@@ -227,26 +271,28 @@ class _Inputs:
             values[node] = value
         self.nodes = [p for p in tracer.graph.placeholders if not is_backward(p)]
         self.values = [values[p] for p in self.nodes]
-        position = {id(v): i for i, v in enumerate(self.values)}
+        position = {id(v): i for i, v in enumerate(self.values) if isinstance(v, (Tensor, np.ndarray))}
         self.inputs = []
         for node, value in zip(self.nodes, self.values):
-            owner = tracer.grad_of.get(id(value))
-            if owner is not None:
+            owner = tracer.grad_of.get(id(value)) if isinstance(value, Tensor) else None
+            if node in numbers:
+                self.inputs.append(GraphInput(node.name, [numbers[node][0]], number=True))
+            elif owner is not None:
                 self.inputs.append(GraphInput(node.name, [], grad_of=position[id(owner)]))
             else:
                 sources = argument_sources.get(id(value), []) + (free.sources_of(value) or [])
                 self.inputs.append(GraphInput(node.name, sources, array=not isinstance(value, Tensor)))
-        self.position = position
 
     @property
     def tensors(self) -> list[Tensor]:
         return [v for v in self.values if isinstance(v, Tensor)]
 
 
-def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: dict[int, list[Source]]) -> Captured:
+def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: dict[int, list[Source]],
+            numbers: dict[Node, tuple[Source, Any]]) -> Captured:
     """After the function returned, inside the trace: what the graph returns, and its inputs."""
     graph = tracer.graph
-    inputs = _Inputs(tracer, free, argument_sources)
+    inputs = _Inputs(tracer, free, argument_sources, numbers)
     _check_hooks(tracer, inputs.tensors, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
     _check_borrowed(tracer, inputs.tensors, differentiated)
@@ -258,10 +304,10 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
             raise Unsupported("the function writes into its inputs (in place, or their .grad) and returns "
                               "outputs that require grad; compile the whole step (with backward() inside)")
         wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
-                  if inp.grad_of is None and not inp.array and value._requires_grad]
+                  if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])
         graph.output((tracer.as_arg(result), tuple(tracer.as_arg(g) for g in gradients)))
-        late = _Inputs(tracer, free, argument_sources)  # a backward may have read more of them
+        late = _Inputs(tracer, free, argument_sources, numbers)  # a backward may have read more of them
         if len(late.inputs) != len(inputs.inputs):
             raise Unsupported("the backward of the function reads tensors from outside it that its forward "
                               "does not (a custom Function's backward?); pass them as arguments")
@@ -272,12 +318,12 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
                           "higher-order gradients through a compiled step are not supported")
     value = tracer.as_arg(result)
     while True:  # reading the result or the new .grads may make more inputs (a .grad read at last)
-        inputs = _Inputs(tracer, free, argument_sources)
+        inputs = _Inputs(tracer, free, argument_sources, numbers)
         grads, writes = _step_outputs(tracer, inputs)
-        if len(_Inputs(tracer, free, argument_sources).inputs) == len(inputs.inputs):
+        if len(_Inputs(tracer, free, argument_sources, numbers).inputs) == len(inputs.inputs):
             break
     graph.output((value, grads, writes))
     return Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
 
 
-__all__ = ["Captured", "GraphInput", "TraceError", "Unsupported", "capture"]
+__all__ = ["Captured", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]

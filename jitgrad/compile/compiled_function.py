@@ -25,6 +25,7 @@ from ..fx.graph import Graph
 from ..fx.node import Node as IRNode, Opcode
 from ..fx.passes import PassManager, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
+from ..fx.passes.hoist_numbers import NumberPrelude
 from ..tensor import Tensor
 from .backend import Backend
 from .capture import Unsupported
@@ -103,7 +104,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
             compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"])
         example_out = None
         if example is not None:
-            example_out = list(compiled(*[np.array(a, copy=True) for a in example]))
+            example_out = list(compiled(*[np.array(a, copy=True) if type(a) is np.ndarray else a for a in example]))
         if disk_key is not None and not from_disk and disk.store(disk_key, compiled):
             disk.save_machine_code(compiled, options["fastmath"])
     except Exception as error:  # noqa: BLE001 - a backend's own traceback never reaches the user
@@ -152,8 +153,27 @@ class InputLayout:
 
 
 def arrays_of(inputs: list) -> list[np.ndarray]:
-    """The arrays a lowered graph takes: a tensor's, or a numpy array read from outside as it is."""
+    """The arrays a lowered graph takes: a tensor's, or a numpy array read from outside (or a Python
+    number passed at each call) as it is."""
     return [v._data if isinstance(v, Tensor) else v for v in inputs]
+
+
+@dataclass
+class NumberInputs:
+    """The Python numbers a lowered graph reads beyond its inputs: what ``hoist_numbers`` took out
+    of it (``lr * 0.5``), computed at each call from the run-time numbers among the inputs."""
+
+    prelude: NumberPrelude
+    positions: list[int]   # the inputs the prelude reads, by index
+
+    def extend(self, inputs: list) -> list:
+        if not self.prelude:
+            return inputs
+        return [*inputs, *self.prelude(*[inputs[i] for i in self.positions])]
+
+
+def no_numbers() -> NumberInputs:
+    return NumberInputs(NumberPrelude(), [])
 
 
 def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -168,13 +188,14 @@ class StepProgram:
     lowered: Lowered
     template: Any               # (result, {input: slot|None}, {input: slot}), inputs by index
     layout: InputLayout
+    numbers: NumberInputs = field(default_factory=no_numbers)
     kind: str = "step"
 
     def __post_init__(self) -> None:
         self._fill_result = template_filler(self.template[0])
 
     def run(self, inputs: list) -> Any:
-        flat = _run(self.lowered, arrays_of(inputs))
+        flat = _run(self.lowered, arrays_of(self.numbers.extend(inputs)))
         _, grads, writes = self.template
         value = self._fill_result(flat, _as_tensor)
         for index, slot in writes.items():
@@ -205,6 +226,8 @@ class LossProgram:
     sources: dict[str, str]
     partition_stats: dict[str, Any]
     disk: Any = None
+    numbers: NumberInputs = field(default_factory=no_numbers)
+    backward_numbers: list[int] = field(default_factory=list)  # forward inputs the backward reads too
     saved_inputs: list[int] = field(default_factory=list)  # inputs the forward saves as they are
     backward_variants: dict[tuple[bool, ...], tuple[Lowered, Any]] = field(default_factory=dict)
     kind: str = "loss"
@@ -232,12 +255,14 @@ class LossProgram:
         return variant
 
     def run(self, inputs: list, eager_call: Callable[[], Any], check: Any = None) -> Any:
-        flat = _run(self.forward, arrays_of(inputs))
+        extended = self.numbers.extend(inputs)
+        flat = _run(self.forward, arrays_of(extended))
         saved = flat[len(flat) - self.saved_count:] if self.saved_count else []
         wanted = [inputs[i] for i in self.wanted]
         records = grad_mode.is_grad_enabled() and any(t._requires_grad for t in wanted)
         node = None
         if records:
+            saved = [*saved, *(extended[i] for i in self.backward_numbers)]  # numbers come after tangents
             node = CompiledFunctionBackward(self, saved, [gradient_edge(t) for t in wanted], eager_call, check)
         differentiable = self._differentiable_slots
         metadata = []
@@ -277,12 +302,14 @@ class CompiledFunctionBackward(Node):
         mask = tuple(bool(n) for n in needed) if needed is not None else (True,) * len(self._next_edges)
         tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
                     for g, m in zip(grads, self._input_metadata)]
+        count = len(self._saved) - len(self._program.backward_numbers)
+        arrays = [*self._saved[:count], *tangents, *self._saved[count:]]
         try:
-            lowered, fill = self._program.backward_for(mask, [*self._saved, *tangents])
+            lowered, fill = self._program.backward_for(mask, arrays)
         except Unsupported as error:  # this set of gradients has no lowering: eager, as the warning says
             warnings.warn(f"jitgrad.compile: running a backward eagerly: {error}", RuntimeWarning, stacklevel=2)
             return self._eager_backward(grads, create_graph=False)
-        flat = _run(lowered, [*self._saved, *tangents])
+        flat = _run(lowered, arrays)
         result = list(fill(flat, _as_tensor))
         if self._check is not None:
             self._check(grads, result, mask)

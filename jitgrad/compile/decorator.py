@@ -20,14 +20,15 @@ from ..autograd import anomaly_mode
 from ..autograd.differentiate import grad as autograd_grad
 from ..autograd.versions import version_counter
 from ..fx.passes import partition_joint
+from ..fx.passes.hoist_numbers import hoist_numbers
 from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
 from ..tensor import Tensor
 from . import guards
 from .backend import get_backend
 from .cache import DiskCache
-from .capture import Captured, Unsupported, capture
-from .compiled_function import InputLayout, LossProgram, StepProgram, arrays_of, logs, lower
+from .capture import Captured, NeedsValues, Unsupported, capture
+from .compiled_function import InputLayout, LossProgram, NumberInputs, StepProgram, arrays_of, logs, lower
 from .explain import Explanation
 from .pytree import call_leaf_paths, flatten
 from .sources import source_of_path
@@ -35,6 +36,7 @@ from .templates import flatten_output, tensor_leaves, with_tuple_types
 
 MAX_RECOMPILES = 8
 EAGER = "eager"
+NO_DYNAMIC: frozenset[int] = frozenset()
 
 
 class CompileError(RuntimeError):
@@ -114,6 +116,8 @@ class CompiledFunction:
         self._tables: dict[int, dict[tuple, Any]] = {}  # programs, by how many free guards their key has
         self._seen: list[tuple[tuple, int, list[str]]] = []  # every key traced: key, free guards, labels
         self._order: list[int] = []  # ids of the programs, in the order they were built
+        self._dynamic: dict[Any, frozenset[int]] = {}  # per argument spec: key positions of run-time numbers
+        self._static: dict[Any, set[int]] = {}         # ... and of numbers the function needs by value
         self._reasons: dict[tuple, str] = {}
         self._names_by_count: dict[int, list[str]] = {}
         self.recompiles = 0
@@ -131,7 +135,8 @@ class CompiledFunction:
         if free is not None:
             table = self._tables.get(len(free))
             if table is not None:
-                program = table.get(guards.call_key(spec, leaves, free, self._free.kinds()))
+                program = table.get(guards.call_key(spec, leaves, free, self._free.kinds(),
+                                                    self._dynamic.get(spec, NO_DYNAMIC)))
         if program is None:
             program, free = self._program_for(args, kwargs, leaves, spec, _caller())
         if program is EAGER:
@@ -203,26 +208,38 @@ class CompiledFunction:
     def _find(self, spec: Any, leaves: list, free: tuple) -> tuple[tuple, Any]:
         """The key of this call over every free guard, and a program traced for it before (under a
         key with fewer free guards, when it was traced before later traces added guards), or None."""
-        kinds = self._free.kinds()
-        key = guards.call_key(spec, leaves, free, kinds)
+        kinds, dynamic = self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC)
+        key = guards.call_key(spec, leaves, free, kinds, dynamic)
         for count, table in self._tables.items():
-            program = table.get(key if count == len(free) else guards.call_key(spec, leaves, free[:count], kinds))
+            program = table.get(key if count == len(free) else
+                                guards.call_key(spec, leaves, free[:count], kinds, dynamic))
             if program is not None:
                 self._tables.setdefault(len(free), {})[key] = program
                 return key, program
         return key, None
 
     def _miss(self, spec: Any, leaves: list, free: tuple) -> guards.Miss | None:
-        """Why no program matched: the first failed guard against the closest key traced before."""
+        """Why no program matched: the first failed guard against the closest key traced before
+        (numbers that are run-time inputs aside)."""
         if not self._seen:
             return None
-        kinds = self._free.kinds()
+        kinds, ignore = self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC)
 
-        def distance(entry: tuple) -> int:
-            old, count, _ = entry
-            return guards.distance(old, guards.call_key(spec, leaves, free[:count], kinds))
-        old, count, labels = min(reversed(self._seen), key=distance)
-        return guards.describe_miss(old, guards.call_key(spec, leaves, free[:count], kinds), labels)
+        def new_key(count: int) -> tuple:
+            return guards.call_key(spec, leaves, free[:count], kinds)
+        old, count, labels = min(reversed(self._seen), key=lambda e: guards.distance(e[0], new_key(e[1]), ignore))
+        return guards.describe_miss(old, new_key(count), labels, ignore)
+
+    def _promote(self, spec: Any, leaves: list, miss: guards.Miss, args: tuple, kwargs: dict) -> str:
+        """When only Python-number arguments changed, they become run-time inputs ("automatic
+        dynamic"): the next trace takes them as inputs, later values need no trace at all."""
+        arguments = range(guards.HEADER, guards.HEADER + len(leaves))
+        promoted = set(miss.numbers)
+        if not promoted or not promoted <= set(arguments) or promoted & self._static.get(spec, set()):
+            return ""
+        self._dynamic[spec] = self._dynamic.get(spec, NO_DYNAMIC) | promoted
+        labels = self._labels(args, kwargs, 0)
+        return "; made dynamic (a run-time input from now on): " + ", ".join(labels[p] for p in sorted(promoted))
 
     def _program_for(self, args: tuple, kwargs: dict, leaves: list, spec: Any, caller: str) -> tuple[Any, tuple]:
         free = self._free.read(args, kwargs)
@@ -246,26 +263,43 @@ class CompiledFunction:
                            f"on (the last change: {miss.reason})", "recompiles")
                 return EAGER, free
             self.recompiles += 1
-            self._note(f"recompiling {self.name} (recompile {self.recompiles}): guard failed: {miss.reason} "
-                       f"(called from {caller})")
+            promoted = self._promote(spec, leaves, miss, args, kwargs)
+            self._note(f"recompiling {self.name} (recompile {self.recompiles}): guard failed: {miss.reason}"
+                       f"{promoted} (called from {caller})")
         reason = None
         try:
-            program = self._build(args, kwargs, leaves)
+            program = self._build_specializing(args, kwargs, leaves, spec)
         except (TraceError, Unsupported) as error:
             self._fall_back(error)
             program, reason = EAGER, str(error)
         free = self._free.read(args, kwargs) or ()  # the trace may have added free guards
-        key = guards.call_key(spec, leaves, free, self._free.kinds())
+        key = guards.call_key(spec, leaves, free, self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC))
         if reason is not None:
             self._reasons[key] = reason
         self._tables.setdefault(len(free), {})[key] = program
         self._order.append(id(program))
-        self._seen.append((key, len(free), self._labels(args, kwargs, len(free))))
+        self._seen.append((guards.call_key(spec, leaves, free, self._free.kinds()), len(free),
+                           self._labels(args, kwargs, len(free))))
         if retrace is not None and program is not EAGER:
             lowered = Explanation(self.name, self.backend.name, program, None, []).lowered
             reused = all(item.reused for item in lowered)
             self._note(f"{retrace}; {'kernels reused' if reused else 'the backend compiled new kernels'}")
         return program, free
+
+    def _build_specializing(self, args: tuple, kwargs: dict, leaves: list, spec: Any) -> Any:
+        """``_build`` with the spec's run-time numbers; a number the trace needs as a Python value
+        stays a guarded constant from then on (said in the log), and the trace runs again."""
+        while True:
+            dynamic = self._dynamic.get(spec, NO_DYNAMIC)
+            try:
+                return self._build(args, kwargs, leaves, frozenset(p - guards.HEADER for p in dynamic))
+            except NeedsValues as needed:
+                positions = {guards.HEADER + i for i in needed.leaves}
+                self._static.setdefault(spec, set()).update(positions)
+                self._dynamic[spec] = dynamic - positions
+                labels = self._labels(args, kwargs, 0)
+                self._note(f"{self.name}: {', '.join(labels[p] for p in sorted(positions))} stays a guarded "
+                           f"constant: {needed}")
 
     def _layout(self, captured: Captured, args: tuple, kwargs: dict, leaves: list) -> InputLayout:
         """Registers the trace's free guards and inputs; where each input is among a call's values."""
@@ -286,12 +320,15 @@ class CompiledFunction:
                              len(leaves) + self._free.index(first, "array" if inp.array else "tensor"))
         return InputLayout(positions, [inp.grad_of for inp in captured.inputs])
 
-    def _build(self, args: tuple, kwargs: dict, leaves: list) -> Any:
-        captured = capture(self.fn, args, kwargs, self._names(len(args)))
+    def _build(self, args: tuple, kwargs: dict, leaves: list, dynamic: frozenset[int]) -> Any:
+        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
         inputs = layout.gather(leaves + list(free))
-        example = arrays_of(inputs)
+        prelude = hoist_numbers(captured.graph)
+        names = [inp.name for inp in captured.inputs]
+        numbers = NumberInputs(prelude, [names.index(n) for n in prelude.inputs])
+        example = arrays_of(numbers.extend(inputs))
         name = self.name
         if captured.kind == "step":
             graph = captured.graph
@@ -299,7 +336,7 @@ class CompiledFunction:
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, self.backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
-            return StepProgram(lowered, template, layout)
+            return StepProgram(lowered, template, layout, numbers)
         split = partition_joint(captured.graph)
         forward = split.forward
         template = flatten_output(forward)
@@ -310,13 +347,15 @@ class CompiledFunction:
                  "saved_bytes_before": split.saved_bytes_before, "saved_bytes_after": split.saved_bytes_after}
         program = LossProgram(captured.graph, lowered, template[0], len(template[1]), captured.differentiable,
                               captured.wanted, layout, self.options, self.backend, captured.sources, stats,
-                              self.disk_cache)
+                              self.disk_cache, numbers, [(names + prelude.outputs).index(n) for n in split.numbers])
         program.saved_inputs = [i for i, inp in enumerate(captured.inputs) if inp.name in split.saved and not inp.array]
         if captured.wanted:  # an op without a lowering fails now, not in the middle of a backward
             out, lowered.example_out = lowered.example_out, None
             saved = out[len(out) - program.saved_count:] if program.saved_count else []
             tangents = [np.ones_like(out[i]) for i, d in program._differentiable_slots.items() if d]
-            program.backward_for((True,) * len(captured.wanted), [*saved, *tangents])
+            extended = numbers.extend(inputs)
+            program.backward_for((True,) * len(captured.wanted),
+                                 [*saved, *tangents, *(extended[i] for i in program.backward_numbers)])
         return program
 
     # ---- reporting -------------------------------------------------------------------------------------
@@ -351,7 +390,7 @@ class CompiledFunction:
         the memory plan and the generated source (compiling first if needed; nothing is run)."""
         leaves, spec = flatten(args, kwargs)
         program, free = self._program_for(args, kwargs, leaves, spec, _caller())
-        key = guards.call_key(spec, leaves, free, self._free.kinds())
+        key = guards.call_key(spec, leaves, free, self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC))
         reason = self._reasons.get(key) if program is EAGER else None
         if program is EAGER and reason is None:
             reason = ("calls after the limit of recompiles run eagerly" if self._eager_from_now

@@ -174,8 +174,9 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str]) -> Miss:
-    """The first guard that differs between ``old`` (a key compiled before) and ``new``."""
+def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str], ignore: frozenset[int] = frozenset()) -> Miss:
+    """The first guard that differs between ``old`` (a key compiled before) and ``new``, the positions
+    in ``ignore`` (numbers that are run-time inputs) aside."""
     if old[0] != new[0]:
         return Miss(f"grad mode changed: is_grad_enabled() was {old[0]}, now {new[0]}", False, [])
     if old[1] != new[1]:
@@ -187,7 +188,7 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str]) -> Miss:
     numbers: list[int] = []
     for position in range(HEADER, len(new)):
         a, b = old[position], new[position]
-        if a == b:
+        if a == b or position in ignore:
             continue
         label = key_labels[position] if position < len(key_labels) else f"guard {position}"
         if position == len(new) - 1:
@@ -210,11 +211,11 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str]) -> Miss:
     return Miss(reasons[0][0] if reasons else "no difference", True, [])
 
 
-def distance(old: tuple, new: tuple) -> int:
+def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> int:
     """How many guards differ between two keys (keys of another structure are far apart)."""
     if len(old) != len(new) or old[:HEADER] != new[:HEADER]:
         return len(new) + 10 + sum(a != b for a, b in zip(old[:HEADER], new[:HEADER]))
-    return sum(a != b for a, b in zip(old, new))
+    return sum(a != b for i, (a, b) in enumerate(zip(old, new)) if i not in ignore)
 
 
 __all__ = ["FreeGuards", "HEADER", "Miss", "call_key", "describe_miss", "distance", "labels", "tensor_descriptor",

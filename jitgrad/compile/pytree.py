@@ -46,6 +46,27 @@ def flatten(args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
     return leaves, spec
 
 
+def replace_leaves(args: tuple, kwargs: dict, replacements: dict[int, Any]) -> tuple[tuple, dict]:
+    """The call with leaf ``i`` (in ``flatten`` order) replaced by ``replacements[i]``. Only the
+    containers on the way to a replaced leaf are new; every other is the caller's own object, so that
+    a change the function makes to it is still a change to the caller's."""
+    counter = iter(range(1 << 62))
+
+    def rebuild(value: Any) -> Any:
+        kind = type(value)
+        if kind is list or kind is tuple or _is_named_tuple(value):
+            items = [rebuild(v) for v in value]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return items if kind is list else (kind(*items) if _is_named_tuple(value) else tuple(items))
+        if kind is dict:
+            items = {k: rebuild(v) for k, v in value.items()}
+            return value if all(items[k] is value[k] for k in value) else items
+        index = next(counter)
+        return replacements.get(index, value)
+    return tuple(rebuild(a) for a in args), {k: rebuild(v) for k, v in kwargs.items()}
+
+
 def leaf_paths(value: Any, path: tuple = ()) -> Iterator[tuple]:
     """The path of each leaf of ``value`` (``("item", i)`` or ``("key", k)`` steps), in ``flatten`` order."""
     kind = type(value)
@@ -84,4 +105,4 @@ def describe_spec(spec: Any) -> str:
     return f"{kind.__name__}(" + ", ".join(describe_spec(c) for c in children) + ")"
 
 
-__all__ = ["LEAF", "call_leaf_paths", "describe_spec", "flatten", "flatten_into", "leaf_paths"]
+__all__ = ["LEAF", "call_leaf_paths", "describe_spec", "flatten", "flatten_into", "leaf_paths", "replace_leaves"]

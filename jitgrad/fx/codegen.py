@@ -18,13 +18,14 @@ import numpy as np
 
 from .graph import Graph, format_arg
 from .node import Node, Opcode, tuple_item
+from .numbers import is_number_op
 
 LITERAL_ELEMENTS = 16
 
 HEADER = "import numpy as np\nimport jitgrad\nfrom jitgrad.ops.registry import REGISTRY\n"
 
 
-class _ConstantPool:
+class ConstantPool:
     """The values the source refers to by name instead of spelling out."""
 
     def __init__(self) -> None:
@@ -56,7 +57,7 @@ def _array_literal(array: np.ndarray) -> str:
     return f"np.array([{elements}], dtype=np.{array.dtype.name}).reshape({array.shape!r})"
 
 
-def literal(value: Any, pool: _ConstantPool, hint: str) -> str:
+def literal(value: Any, pool: ConstantPool, hint: str) -> str:
     """Python source that evaluates to ``value``; what has no short spelling goes into ``pool``."""
     if isinstance(value, Node):
         return value.name
@@ -86,7 +87,7 @@ def _comment(node: Node) -> str:
     return f"# {node.format_meta()} {node.target_name}{call if node.op is Opcode.CALL_FUNCTION else ''}{extra}"
 
 
-def _statement(node: Node, graph: Graph, pool: _ConstantPool) -> str:
+def _statement(node: Node, graph: Graph, pool: ConstantPool) -> str:
     if node.op is Opcode.GET_ATTR:
         value = graph.constants[node.target]._data
         if value.size <= LITERAL_ELEMENTS:
@@ -95,6 +96,8 @@ def _statement(node: Node, graph: Graph, pool: _ConstantPool) -> str:
     if node.target is tuple_item:
         source, index = node.args
         return f"{node.name} = {source.name}[{index}]"
+    if is_number_op(node.target):
+        return f"{node.name} = {node.target.source([literal(a, pool, node.name) for a in node.args])}"
     args = [literal(a, pool, f"{node.name}_arg") for a in node.args]
     args += [f"{k}={literal(v, pool, f'{node.name}_{k}')}" for k, v in node.kwargs.items()]
     return f'{node.name} = REGISTRY["{node.target.name}"]({", ".join(args)})'
@@ -102,7 +105,7 @@ def _statement(node: Node, graph: Graph, pool: _ConstantPool) -> str:
 
 def python_source(graph: Graph) -> tuple[str, dict[str, Any]]:
     """The module source defining ``forward`` and the ``constants`` dict it must be given."""
-    pool = _ConstantPool()
+    pool = ConstantPool()
     params = [p.name for p in graph.placeholders] + ["constants=None"]
     body: list[str] = []
     in_no_grad = False

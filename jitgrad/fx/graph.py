@@ -18,6 +18,7 @@ import numpy as np
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 from .node import Node, Opcode, map_nodes, tuple_item
+from .numbers import is_number_op
 
 # Names the generated code uses for itself; no node may take them.
 RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float"})
@@ -231,6 +232,9 @@ class Graph:
                 if not isinstance(source, Node) or not isinstance(source.meta.get("shape"), tuple) \
                         or not isinstance(source.meta.get("dtype"), tuple) or not isinstance(index, int):
                     raise GraphError(f"{where}: tuple_item must read a multi-output node and an int")
+            elif is_number_op(node.target):
+                if not node.meta.get("python_number"):
+                    raise GraphError(f"{where}: a number op's value must be marked python_number")
             elif not isinstance(node.target, OpDef) or REGISTRY.get(node.target.name) is not node.target:
                 raise GraphError(f"{where}: target {node.target!r} is not a registry op")
         elif node.op is Opcode.GET_ATTR:

@@ -45,6 +45,7 @@ from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
+from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -141,6 +142,7 @@ class Tracer:
         self._created: set[int] = set()
         self.record_lines = record_lines
         self.lines: dict[str, str] = {}  # node name -> the user's line that ran its op (record_lines)
+        self.specialized: set[str] = set()  # number inputs some code needed as Python values
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -200,6 +202,8 @@ class Tracer:
         tuples and lists)."""
         if isinstance(value, Tensor):
             return self.node_of(value)
+        if isinstance(value, SymbolicNumber):
+            return value.node
         if isinstance(value, (tuple, list)):
             items = [self.as_arg(v) for v in value]
             return items if isinstance(value, list) else tuple(items)
@@ -260,6 +264,24 @@ class Tracer:
             self._watch_grad(tensor)
         return node
 
+    # ---- Python numbers as inputs (``numbers.py``) -----------------------------------------------------
+    def number_input(self, name: str, value: int | float) -> SymbolicNumber:
+        """A placeholder for a Python number; the function is given the ``SymbolicNumber`` returned."""
+        node = self.graph.placeholder(name, number_meta(value))
+        return SymbolicNumber(value, node, frozenset({node.name}), self)
+
+    def number_op(self, op: NumberOp, operands: tuple) -> SymbolicNumber:
+        value = op(*values_of(operands))
+        args = tuple(o.node if isinstance(o, SymbolicNumber) else o for o in operands)
+        node = self.graph.call_function(op, args, {}, {**number_meta(value), **self._phase()})
+        roots = frozenset().union(*(o.roots for o in operands if isinstance(o, SymbolicNumber)))
+        return SymbolicNumber(value, node, roots, self)
+
+    def specialize(self, number: SymbolicNumber, operation: str) -> None:
+        """``number`` is needed as a Python value: remembered, then raised as ``Specialize``."""
+        self.specialized |= number.roots
+        raise Specialize(number.roots, operation, user_line())
+
     def loans_in_order(self) -> list[Tensor]:
         """The borrowed tensors, in the order they were lent."""
         return [loan.tensor for loan in self.loans.values()]
@@ -309,6 +331,9 @@ class Tracer:
     def observe(self, op: OpDef, args: tuple, attrs: dict, output: Any) -> None:
         """The registry's observer: one node per op call (plus a ``tuple_item`` per output of a
         multi-output op); outputs become ``TracedTensor``s."""
+        for value in attrs.values():
+            if isinstance(value, SymbolicNumber):
+                self.specialize(value, f"an attribute of {op.name}")
         node = self.graph.call_function(op, self.as_arg(tuple(args)), dict(attrs),
                                         {**tensor_meta(output), **self._phase()})
         if self.record_lines:

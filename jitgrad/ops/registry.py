@@ -39,6 +39,13 @@ REGISTRY: dict[str, "OpDef"] = {}
 KINDS = frozenset({"elementwise", "reduction", "statement"})
 
 
+class SymbolicValue:
+    """A stand-in for a Python number inside a trace (``jitgrad.fx.numbers.SymbolicNumber``): an op
+    computes with its ``value``, and a tracer records the stand-in's node as the operand."""
+
+    __slots__ = ("value",)
+
+
 @dataclass(eq=False)
 class OpDef:
     """One operator: forward over numpy arrays, derivatives in jitgrad ops, backward node name.
@@ -117,9 +124,13 @@ class OpDef:
                 if isinstance(a, Tensor):
                     requires_grad = a._requires_grad
                     a = a._data
+                elif isinstance(a, SymbolicValue):
+                    a = a.value
                 if isinstance(b, Tensor):
                     requires_grad = requires_grad or b._requires_grad
                     b = b._data
+                elif isinstance(b, SymbolicValue):
+                    b = b.value
                 values = (a, b)
             else:
                 values = tuple(_value(t) for t in args)
@@ -235,7 +246,9 @@ def note_write(tensor: Tensor) -> None:
 
 
 def _value(arg: Any) -> Any:
-    return arg._data if isinstance(arg, Tensor) else arg
+    if isinstance(arg, Tensor):
+        return arg._data
+    return arg.value if isinstance(arg, SymbolicValue) else arg
 
 
 def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:

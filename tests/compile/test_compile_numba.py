@@ -229,3 +229,34 @@ def test_cross_entropy_on_class_indices_takes_the_labels_as_an_argument():
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, jg.tensor(np.array([0, 1, 3, 0, 1])), w)
     np.testing.assert_array_equal(w.detach().numpy(), before)
+
+
+def test_captured_weights_and_dynamic_numbers_in_numba_kernels():
+    """A model's weights captured by a closure and a learning rate and step count that change every
+    call: numba kernels with the weights as inputs and the numbers as scalar arguments, two compiles,
+    float32 values as eager computes them (the numbers cast to float32 before each op)."""
+    rng = np.random.default_rng(4)
+    x = jg.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+
+    def model():
+        return [jg.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in ((3, 4), (4, 1))]
+    ours, theirs = model(), model()
+    for a, b in zip(ours, theirs):
+        b.data = a.detach().clone()
+
+    def make_step(params):
+        def step(x, lr, t):
+            loss = ((x @ params[0]).tanh() @ params[1]).pow(2).mean()
+            loss.backward()
+            with jg.no_grad():
+                for p in params:
+                    p -= lr * p.grad / (1 - 0.9 ** t)
+                    p.grad = None
+            return loss
+        return step
+    f, eager = compiled(make_step(ours)), make_step(theirs)
+    for t in range(1, 6):
+        assert_close(f(x, 0.05 / t, t), eager(x, 0.05 / t, t))
+    for a, b in zip(ours, theirs):
+        assert_close(a, b)
+    assert len(f.programs) == 2 and "python_number" in f.programs[-1].lowered.ir_after

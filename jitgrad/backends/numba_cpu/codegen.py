@@ -31,7 +31,7 @@ from ...fx.node import Node, Opcode, iter_nodes, tuple_item
 from .buffers import plan_buffers, shared_memory
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
-from .nodes import LoweringError, check_lowerings, ir_line, kernel_shape, lowering_kind, node_dtype
+from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_shape, lowering_kind, node_dtype
 from .outlining import GLOBALS, KERNEL_IMPORTS, Outliner
 
 # Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
@@ -116,6 +116,16 @@ class _Writer:
             self.scalar_names[key] = name
         return self.scalar_names[key]
 
+    def number(self, node: Node, dtype: np.dtype) -> str:
+        """A Python-number input (a scalar argument of the kernel) cast once to ``dtype``, as a
+        constant number is: eager casts a Python number to the tensor's dtype before the op."""
+        key = (node.name, np.dtype(dtype).str)
+        if key not in self.scalar_names:
+            name = self.fresh(f"{self.var[node]}_{np.dtype(dtype).name}")
+            self.top.append(f"    {name} = {numpy_type(dtype)}({self.var[node]})")
+            self.scalar_names[key] = name
+        return self.scalar_names[key]
+
     def array_name(self, node: Node) -> str:
         """The array variable of a node: its name, unless that is a builtin the code calls (``max``)."""
         if node in self.var:
@@ -175,6 +185,9 @@ class _Writer:
             out.append(f"    {name} = {self.var[source]}[{index}]")
             return
         op = node.target
+        if any(is_python_number(v) for v in node.all_input_nodes):
+            raise LoweringError(f"cannot lower IR node {ir_line(node)}: a Python number that changes between "
+                                "calls reaches an op that is not elementwise")
         values = [[self.var[v] for v in node.args[0]]] if op.variadic else \
             [self.var[v] if isinstance(v, Node) else v for v in node.args]
         inputs = dict(zip(op.inputs, values))
@@ -258,6 +271,9 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     for p in graph.placeholders:
         var = w.array_name(p)
         params.append(var)
+        if is_python_number(p):  # a scalar argument: elementwise code reads it cast, as a constant
+            w.var[p] = var
+            continue
         for k, s in enumerate(p.meta["shape"]):
             if s != 1 and s not in w.placeholder_dims:
                 name = w.fresh(f"{var}_n{k}")

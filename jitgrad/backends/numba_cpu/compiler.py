@@ -71,6 +71,7 @@ class CompiledGraph:
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
         self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
+        self.numbers_in = [i for i, p in enumerate(placeholders) if p.meta.get("python_number")]
         self.constants = tuple(np.ascontiguousarray(graph.constants[k]._data).reshape(
             graph.constants[k]._data.shape or (1,)) for k in generated.constants) + tuple(generated.index_arrays)
         self.workspace_sizes = generated.workspaces
@@ -108,6 +109,9 @@ class CompiledGraph:
                             f"got {len(arrays)}")
         args = []
         for name, a, (shape, dtype) in zip(self.names, arrays, self.expected):
+            if type(a) is not np.ndarray:  # a Python number passed at each call (fx.numbers)
+                args.append(a)
+                continue
             if a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):  # ``is``: dtypes compare slowly
                 raise ValueError(f"argument {name}: expected {dtype}{list(shape)}, got {a.dtype}{list(a.shape)} "
                                  f"(lower the graph traced at these shapes)")
@@ -138,6 +142,8 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         import numba
 
         types = [numba.typeof(np.empty(shape or (1,), dtype)) for shape, dtype in compiled.expected]
+        for i in compiled.numbers_in:
+            types[i] = numba.typeof(compiled.expected[i][1].type(0).item())  # a Python int or float
         types += [numba.typeof(a) for a in compiled.trailing_arguments()]
         try:
             kernel.compile(tuple(types))

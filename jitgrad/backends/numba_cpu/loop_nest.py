@@ -8,7 +8,8 @@ from typing import Any
 
 from ...fx.node import Node
 from .context import numpy_type, product
-from .nodes import (LoweringError, compute_dtype, extremes, ir_line, is_scalar, kernel_shape, lowering_kind,
+from .nodes import (LoweringError, compute_dtype, extremes, ir_line, is_python_number, is_scalar, kernel_shape,
+                    lowering_kind,
                     node_dtype)
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
@@ -34,6 +35,8 @@ class LoopNest:
         if isinstance(value, Node):
             if value in self.scalar_var:
                 return self.scalar_var[value]
+            if is_python_number(value):
+                return self.w.number(value, compute_dtype(node))
             return self.element(self.w.var[value], value.meta["shape"])
         if is_scalar(value):
             return self.w.scalar(value, compute_dtype(node), f"{node.name}_{input_name}")

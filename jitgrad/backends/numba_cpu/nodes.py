@@ -43,6 +43,11 @@ def kernel_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape if shape else (1,)
 
 
+def is_python_number(value: Any) -> bool:
+    """A node standing for a Python number passed at each call (``fx.numbers``): a scalar argument."""
+    return isinstance(value, Node) and bool(value.meta.get("python_number"))
+
+
 def is_scalar(value: Any) -> bool:
     return isinstance(value, (bool, int, float, np.number, np.bool_))
 
@@ -66,6 +71,6 @@ def compute_dtype(node: Node) -> np.dtype:
     out = node_dtype(node)
     if out.kind == "f":
         return out
-    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple)]
+    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple) and not is_python_number(i)]
     floats = [node_dtype(i) for i in inputs if node_dtype(i).kind == "f"]
     return floats[0] if floats else (node_dtype(inputs[0]) if inputs else out)

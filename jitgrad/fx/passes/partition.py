@@ -1,7 +1,8 @@
 """``partition_joint``: splits a joint graph (``trace_joint``) into a forward and a backward graph.
 
 The forward graph takes the primals and returns ``(result, saved)``; the backward graph takes the
-saved values then the tangents and returns the gradients. What to save: every forward value the
+saved values, then the tangents, then the Python-number inputs (``fx.numbers``), and returns the
+gradients. What to save: every forward value the
 backward reads, except that a cheap elementwise value is recomputed in the backward from its own inputs
 when saving those instead costs no more bytes (inputs already saved are free), repeated until nothing
 changes. ``exp(x)`` read by the backward, with ``x`` saved anyway, is recomputed rather than saved.
@@ -24,6 +25,7 @@ class Partition:
     backward: Graph
     saved: list[str]
     recomputed: list[str] = field(default_factory=list)
+    numbers: list[str] = field(default_factory=list)  # Python-number inputs the backward reads as well
     saved_bytes_before: int = 0
     saved_bytes_after: int = 0
 
@@ -38,7 +40,8 @@ def _choose_saved(graph: Graph, needed: list[Node]) -> tuple[list[Node], list[No
         for node in sorted(saved, key=position.__getitem__, reverse=True):
             if kind_of(node) != "elementwise":
                 continue
-            extra = [i for i in node.all_input_nodes if i.op is not Opcode.GET_ATTR and i not in saved]
+            extra = [i for i in node.all_input_nodes if i.op is not Opcode.GET_ATTR and i not in saved
+                     and not _is_number(i)]
             if sum(value_bytes(i) for i in extra) <= value_bytes(node):
                 saved.remove(node)
                 saved.update(extra)
@@ -46,6 +49,12 @@ def _choose_saved(graph: Graph, needed: list[Node]) -> tuple[list[Node], list[No
                 changed = True
     ordered = sorted(saved, key=position.__getitem__), sorted(recomputed, key=position.__getitem__)
     return ordered
+
+
+def _is_number(node: Node) -> bool:
+    """A Python-number input (``fx.numbers``, after ``hoist_numbers``): the runtime hands it to the
+    backward too, so it is never saved through the forward."""
+    return node.op is Opcode.PLACEHOLDER and bool(node.meta.get("python_number"))
 
 
 def _copy(target: Graph, node: Node, remap: dict[Node, Node]) -> Node:
@@ -61,9 +70,9 @@ def partition_joint(graph: Graph) -> Partition:
     """``graph`` is a joint graph whose output is ``(result, gradients)``; it is left unchanged."""
     record = graph.record_pass("partition_joint")
     result, grads = graph.output_node.args[0]
-    needed = saved_values(graph)
+    needed = [n for n in saved_values(graph) if not _is_number(n)]
     needed += [n for n in iter_nodes(grads) if not is_backward(n) and n.op is not Opcode.GET_ATTR
-               and n not in needed]
+               and n not in needed and not _is_number(n)]
     saved, recomputed = _choose_saved(graph, needed)
 
     forward, forward_map = Graph(), {}
@@ -79,6 +88,9 @@ def partition_joint(graph: Graph) -> Partition:
     for node in graph.placeholders:
         if is_backward(node):
             _copy(backward, node, backward_map)
+    for node in graph.placeholders:
+        if _is_number(node):
+            _copy(backward, node, backward_map)
     for node in recomputed:
         _copy(backward, node, backward_map)
     for node in graph.nodes:
@@ -87,7 +99,8 @@ def partition_joint(graph: Graph) -> Partition:
     backward.output(map_nodes(grads, backward_map.__getitem__))
     eliminate_dead_code(backward)
 
-    partition = Partition(forward, backward, [n.name for n in saved], [n.name for n in recomputed],
+    numbers = [p.name for p in backward.placeholders if _is_number(p)]
+    partition = Partition(forward, backward, [n.name for n in saved], [n.name for n in recomputed], numbers,
                           sum(value_bytes(n) for n in needed), sum(value_bytes(n) for n in saved))
     record.changes = [f"recompute {name}" for name in partition.recomputed]
     record.stats = {"saved_bytes_before": partition.saved_bytes_before,

@@ -1,0 +1,156 @@
+"""Python numbers as graph inputs: a learning rate or a step count that changes between calls.
+
+A traced function is given a ``SymbolicNumber`` in place of such a number. Arithmetic with other
+numbers records a ``NumberOp`` node (``lr * 0.5``, ``0.9 ** step``) whose value follows Python's own
+rules (float64, ints stay ints); a tensor op reading it records the number's node as its operand,
+while the op's forward sees the real value, so every dtype and value is eager's. A node of either
+kind carries ``meta["python_number"]``.
+
+Anything that needs the value as a Python value (``float()``, ``math.sqrt``, ``range()``, ``if lr >
+0``, a numpy function, an op attribute such as ``clamp(min=lr)``) cannot stay symbolic: it raises
+``Specialize``, naming the inputs the number came from, and the compiled function traces again with
+those numbers as guarded constants. The request is also kept on the recorder, so that code catching
+every exception cannot hide it.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ops.registry import SymbolicValue
+
+
+class Specialize(RuntimeError):
+    """A symbolic number was needed as a Python value; ``roots`` names the graph inputs it depends on."""
+
+    def __init__(self, roots: frozenset[str], operation: str, where: str | None) -> None:
+        super().__init__(f"{operation} needs the value of {', '.join(sorted(roots))}"
+                         + (f" at {where}" if where else ""))
+        self.roots, self.operation, self.where = roots, operation, where
+
+
+class NumberOp:
+    """An arithmetic operation on Python numbers: a call target of the IR besides registry ops and
+    ``tuple_item``. Its value is what Python computes; a compiled function evaluates these nodes in
+    Python before its kernels run (``hoist_numbers``), so no backend lowers them."""
+
+    def __init__(self, name: str, fn: Callable[..., Any], symbol: str) -> None:
+        self.name, self.fn, self.symbol = name, fn, symbol
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def source(self, operands: list[str]) -> str:
+        """Python source applying the operation to ``operands`` (source texts)."""
+        if len(operands) == 1:
+            return f"abs({operands[0]})" if self.name == "number_abs" else f"({self.symbol}{operands[0]})"
+        return f"({operands[0]} {self.symbol} {operands[1]})"
+
+    def __repr__(self) -> str:
+        return f"<number op {self.name}>"
+
+
+NUMBER_OPS: dict[str, NumberOp] = {op.name: op for op in (
+    NumberOp("number_add", operator.add, "+"), NumberOp("number_sub", operator.sub, "-"),
+    NumberOp("number_mul", operator.mul, "*"), NumberOp("number_truediv", operator.truediv, "/"),
+    NumberOp("number_floordiv", operator.floordiv, "//"), NumberOp("number_mod", operator.mod, "%"),
+    NumberOp("number_pow", operator.pow, "**"), NumberOp("number_neg", operator.neg, "-"),
+    NumberOp("number_pos", operator.pos, "+"), NumberOp("number_abs", abs, "abs"))}
+
+
+def is_number_op(target: Any) -> bool:
+    return isinstance(target, NumberOp) and NUMBER_OPS.get(target.name) is target
+
+
+def number_meta(value: Any) -> dict[str, Any]:
+    """A Python number's node metadata: 0-d, float64 or int64, and the ``python_number`` mark."""
+    return {"shape": (), "dtype": np.dtype(np.float64 if isinstance(value, float) else np.int64),
+            "python_number": True}
+
+
+_PLAIN = (int, float)
+
+
+class SymbolicNumber(SymbolicValue):
+    """A Python int or float standing for a graph input (or a value computed from inputs) in a trace.
+    ``value`` is the number it has in this trace; ``node`` its IR node; ``roots`` the inputs it depends
+    on; ``recorder`` the tracer (``number_op(op, operands)`` and ``specialize(number, operation)``)."""
+
+    __slots__ = ("node", "roots", "recorder")
+
+    def __init__(self, value: int | float, node: Any, roots: frozenset[str], recorder: Any) -> None:
+        self.value, self.node, self.roots, self.recorder = value, node, roots, recorder
+
+    # ---- arithmetic: recorded -------------------------------------------------------------------------
+    def _apply(self, name: str, *operands: Any) -> Any:
+        for operand in operands:  # a bool or a numpy number takes its own path (and specializes)
+            if not isinstance(operand, SymbolicNumber) and type(operand) not in _PLAIN:
+                return NotImplemented
+        if name == "number_pow" and all(isinstance(_value(o), int) for o in operands):
+            self.recorder.specialize(self, "an integer power of an integer")  # int or float: by value
+        return self.recorder.number_op(NUMBER_OPS[name], operands)
+
+    def __add__(self, other): return self._apply("number_add", self, other)       # noqa: E704
+    def __radd__(self, other): return self._apply("number_add", other, self)      # noqa: E704
+    def __sub__(self, other): return self._apply("number_sub", self, other)       # noqa: E704
+    def __rsub__(self, other): return self._apply("number_sub", other, self)      # noqa: E704
+    def __mul__(self, other): return self._apply("number_mul", self, other)       # noqa: E704
+    def __rmul__(self, other): return self._apply("number_mul", other, self)      # noqa: E704
+    def __truediv__(self, other): return self._apply("number_truediv", self, other)    # noqa: E704
+    def __rtruediv__(self, other): return self._apply("number_truediv", other, self)   # noqa: E704
+    def __floordiv__(self, other): return self._apply("number_floordiv", self, other)  # noqa: E704
+    def __rfloordiv__(self, other): return self._apply("number_floordiv", other, self)  # noqa: E704
+    def __mod__(self, other): return self._apply("number_mod", self, other)       # noqa: E704
+    def __rmod__(self, other): return self._apply("number_mod", other, self)      # noqa: E704
+    def __pow__(self, other): return self._apply("number_pow", self, other)       # noqa: E704
+    def __rpow__(self, other): return self._apply("number_pow", other, self)      # noqa: E704
+    def __neg__(self): return self._apply("number_neg", self)                     # noqa: E704
+    def __pos__(self): return self._apply("number_pos", self)                     # noqa: E704
+    def __abs__(self): return self._apply("number_abs", self)                     # noqa: E704
+
+    # ---- the value itself: a specialization ----------------------------------------------------------
+    def _needs_value(self, operation: str) -> Any:
+        self.recorder.specialize(self, operation)
+
+    def __float__(self): return self._needs_value("float()")        # noqa: E704
+    def __int__(self): return self._needs_value("int()")            # noqa: E704
+    def __index__(self): return self._needs_value("use as an int (range(), an index, a size)")  # noqa: E704
+    def __bool__(self): return self._needs_value("bool() (an if, and, or)")  # noqa: E704
+    def __complex__(self): return self._needs_value("complex()")    # noqa: E704
+    def __round__(self, ndigits=None): return self._needs_value("round()")  # noqa: E704
+    def __trunc__(self): return self._needs_value("math.trunc()")   # noqa: E704
+    def __floor__(self): return self._needs_value("math.floor()")   # noqa: E704
+    def __ceil__(self): return self._needs_value("math.ceil()")     # noqa: E704
+    def __hash__(self): return self._needs_value("hashing (a dict key, a set)")  # noqa: E704
+    def __array__(self, *args, **kwargs): return self._needs_value("a numpy function")  # noqa: E704
+
+    def _compare(self, other: Any, operation: str) -> Any:
+        if not isinstance(other, SymbolicNumber) and type(other) not in _PLAIN:
+            return NotImplemented
+        return self._needs_value(f"a comparison ({operation})")
+
+    def __eq__(self, other): return self._compare(other, "==")   # noqa: E704
+    def __ne__(self, other): return self._compare(other, "!=")   # noqa: E704
+    def __lt__(self, other): return self._compare(other, "<")    # noqa: E704
+    def __le__(self, other): return self._compare(other, "<=")   # noqa: E704
+    def __gt__(self, other): return self._compare(other, ">")    # noqa: E704
+    def __ge__(self, other): return self._compare(other, ">=")   # noqa: E704
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+def _value(operand: Any) -> Any:
+    return operand.value if isinstance(operand, SymbolicNumber) else operand
+
+
+def values_of(operands: tuple) -> tuple:
+    return tuple(_value(o) for o in operands)
+
+
+__all__ = ["NUMBER_OPS", "NumberOp", "Specialize", "SymbolicNumber", "is_number_op", "number_meta", "values_of"]

@@ -1,0 +1,124 @@
+"""Python numbers that change between calls (a learning-rate schedule, Adam's step count) become
+run-time inputs after their first change ("automatic dynamic"): at most two compiles, every value
+computed exactly as eager computes it."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from compile_helpers import assert_close
+from jitgrad.fx.numbers import Specialize, SymbolicNumber
+from jitgrad.fx.tracer import Tracer
+
+
+def weights(seed=0):
+    return jg.tensor(np.random.default_rng(seed).standard_normal((3, 2)), requires_grad=True)
+
+
+def data(seed=1):
+    return jg.tensor(np.random.default_rng(seed).standard_normal((4, 3)))
+
+
+def adam_like_step(x, w, m, lr, t):
+    """One step with a bias-corrected momentum: ``lr`` and the step count ``t`` change every call."""
+    loss = (x @ w).tanh().sum()
+    loss.backward()
+    with jg.no_grad():
+        m.mul_(0.9).add_(w.grad * 0.1)
+        w -= lr * m / (1 - 0.9 ** t)
+    w.grad = None
+    return loss
+
+
+def test_a_schedule_and_a_step_count_compile_twice_and_match_eager(monkeypatch, capsys):
+    monkeypatch.setenv("JITGRAD_LOG", "recompiles")
+    x = data()
+    w, m = weights(), jg.zeros(3, 2, dtype=jg.float64)
+    we, me = weights(), jg.zeros(3, 2, dtype=jg.float64)
+    step = jg.compile(adam_like_step, cache=False, fullgraph=True)
+    for t in range(1, 8):
+        lr = 0.1 * math.cos(t / 10)
+        assert_close(step(x, w, m, lr, t), adam_like_step(x, we, me, lr, t))
+        assert_close(w, we)
+    assert step.recompiles == 1 and len(step.programs) == 2
+    err = capsys.readouterr().err
+    assert "made dynamic (a run-time input from now on): argument 'lr', argument 't'" in err
+
+
+def test_a_dynamic_number_reaches_the_backward_of_a_loss():
+    def loss(x, w, scale):
+        return ((x @ w) * scale).exp().mean()
+    compiled = jg.compile(loss, cache=False, fullgraph=True)
+    x = data()
+    for scale in (0.5, -1.5, 2.25):
+        w, we = weights(), weights()
+        out = compiled(x, w, scale)
+        out.backward()
+        loss(x, we, scale).backward()
+        assert_close(out, loss(x, we.detach(), scale))
+        assert_close(w.grad, we.grad)
+    assert len(compiled.programs) == 2
+
+
+def test_numbers_inside_containers_become_dynamic_too():
+    def f(x, options):
+        return (x * options["scale"] + options["shift"]).sum()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for k in range(4):
+        options = {"scale": 1.0 + k, "shift": -0.5 * k}
+        assert_close(compiled(x, options), f(x, options))
+    assert len(compiled.programs) == 2
+
+
+def test_a_number_needed_as_a_python_value_stays_a_guarded_constant():
+    def f(x, n):
+        return jg.stack([x] * n).sum() * n
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for n in (1, 2, 3):
+        assert_close(compiled(x, n), f(x, n))
+    assert any("argument 'n' stays a guarded constant" in line and "use as an int" in line
+               for line in compiled.log)
+
+
+@pytest.mark.parametrize("use", [
+    lambda x, s: x * math.sqrt(s),                 # math calls float()
+    lambda x, s: x * np.float64(s),                # numpy asks for the value
+    lambda x, s: x if s > 1 else -x,               # a comparison
+    lambda x, s: x.clamp(min=s),                   # an attribute of an op
+])
+def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
+    def f(x, s):
+        return use(x, s).sum()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for s in (0.5, 2.0, 4.0):
+        assert_close(compiled(x, s), f(x, s))
+
+
+def test_bools_strings_and_none_stay_guarded_by_value():
+    def f(x, flag, mode, extra):
+        y = x.sum() if mode == "sum" else x.mean()
+        return y * 2.0 if flag else y
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for flag, mode in ((True, "sum"), (False, "sum"), (True, "mean"), (False, "mean")):
+        assert_close(compiled(x, flag, mode, None), f(x, flag, mode, None))
+    assert len(compiled.programs) == 4
+
+
+def test_symbolic_numbers_follow_python_arithmetic():
+    tracer = Tracer()
+    with tracer.running():
+        a, b = tracer.number_input("a", 7), tracer.number_input("b", 2.5)
+        values = [a + 1, 2 - a, a * b, a / 2, a // 2, -a, abs(-b), b ** 2, a % 3, 1.5 ** a]
+    assert [v.value for v in values] == [8, -5, 17.5, 3.5, 3, -7, 2.5, 6.25, 1, 1.5 ** 7]
+    assert all(isinstance(v, SymbolicNumber) for v in values)
+    assert [type(v.value) for v in values[:2]] == [int, int] and type(values[3].value) is float
+    with tracer.running(), pytest.raises(Specialize, match="int\\(\\) needs the value of a"):
+        int(a)
+    assert tracer.specialized == {"a"}
