@@ -107,29 +107,24 @@ def _is_object(value: Any) -> bool:
     return not isinstance(value, (Tensor, *SCALAR_TYPES)) and type(value).__module__ != "numpy"
 
 
-def _check_hooks(tracer: Tracer, borrowed: list[Tensor], sources: dict[str, str]) -> None:
-    """Hooks and retain_grad registered inside the function would run at trace time only."""
-    for value, node in tracer.traced_values():
-        fn = value._grad_fn
-        what = None
-        if value._retains_grad or (fn is not None and fn._retains_grad):
-            what = "retain_grad()"
-        elif (value._hooks and not any(value is b for b in borrowed)) or (fn is not None and fn._tensor_pre_hooks):
-            what = "a tensor hook (register_hook)"
-        elif fn is not None and (fn._pre_hooks or fn._post_hooks):
-            what = "a hook on a grad_fn"
-        if what is not None:
-            where = sources.get(node.name) if node is not None else None
-            raise Unsupported(f"{what} inside a compiled function is not supported: it would act only "
-                              "while tracing; use it outside the compiled function, or run this one eagerly",
-                              where=f"the value computed at {where}" if where else None)
+def _check_retained(tracer: Tracer, result: Any, sources: dict[str, str]) -> None:
+    """Hooks registered inside the function are part of what the engine runs, so the trace records
+    their ops like any other; but ``retain_grad()`` on a value the function returns would have to fill
+    ``.grad`` of the tensor the caller gets, which a compiled call makes anew."""
+    for value in tensor_leaves(result):
+        if value._retains_grad:
+            node = tracer.node_of(value)
+            where = sources.get(node.name)
+            raise Unsupported("retain_grad() on a value the compiled function returns is not supported: call "
+                              "it on the returned tensor instead", where=f"the value computed at {where}" if where else None)
 
 
 def _check_borrowed(tracer: Tracer, borrowed: list[Tensor], differentiated: bool) -> None:
     for tensor in borrowed:
         loan = tracer.loans[id(tensor)]
-        if tensor._hooks is not loan.original("_hooks") or tensor._retains_grad != loan.original("_retains_grad"):
-            raise Unsupported("a hook registered on an input inside a compiled function is not supported")
+        if tensor._hooks or tensor._retains_grad != loan.original("_retains_grad"):
+            raise Unsupported("a hook registered on an input inside a compiled function is not supported: "
+                              "it would stay registered after an eager call; register it outside")
         if tensor._requires_grad != loan.original("_requires_grad"):
             raise Unsupported("the function changes requires_grad of a tensor it was given or reads from "
                               "outside; set it before calling the compiled function")
@@ -217,12 +212,12 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
                 reason = "a number is needed as a Python value"
             if tracer.specialized:
                 raise NeedsValues({number_leaves[name] for name in tracer.specialized}, reason)
+            captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
             changes = side_effects.find_changes(snapshots)
             if changes:
                 raise Unsupported("the function changes Python state outside itself, which a compiled call "
                                   "would not do again: " + "; ".join(c.describe(parameter_names) for c in changes)
                                   + "; return the values instead, or run it eagerly")
-            captured = _finish(tracer, free, result, argument_sources, numbers)
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
     return captured
@@ -293,7 +288,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     """After the function returned, inside the trace: what the graph returns, and its inputs."""
     graph = tracer.graph
     inputs = _Inputs(tracer, free, argument_sources, numbers)
-    _check_hooks(tracer, inputs.tensors, tracer.lines)
+    _check_retained(tracer, result, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
     _check_borrowed(tracer, inputs.tensors, differentiated)
     leaves = tensor_leaves(result)

@@ -4,8 +4,10 @@ A traced function reads the caller's tensor objects themselves: its arguments, a
 reaches through its closure or globals (the code holds those objects; nothing can be handed to it in
 their place). While the trace runs, each such tensor is *borrowed*: it becomes a ``TracedTensor`` (so
 that turning it into a Python value raises instead of baking the value in), a leaf of the trace with a
-version counter and gradient accumulator of its own (so that the trace's backward and in-place ops
-touch nothing the caller's autograd graph holds), and its memory is copied on the first write (so that
+version counter and gradient accumulator of its own and none of its hooks (so that the trace's
+backward and in-place ops touch nothing the caller's autograd graph holds, and a hook the caller
+registered runs once, when the engine reaches the tensor, not also inside a compiled backward), and
+its memory is copied on the first write (so that
 an SGD update traced inside a training step does not update the caller's weights at trace time). When
 the trace ends, every borrowed tensor gets back exactly what it had.
 """
@@ -40,7 +42,7 @@ class Loan:
         except TypeError as error:
             raise BorrowError(f"a {self.kind.__name__} cannot be traced ({error})") from None
         version = tensor._version_counter[0] if tensor._version_counter else 0
-        tensor._grad_fn, tensor._output_nr, tensor._view = None, 0, None
+        tensor._grad_fn, tensor._output_nr, tensor._view, tensor._hooks = None, 0, None, None
         tensor._grad_accumulator, tensor._version_counter = None, [version]
 
     def original(self, name: str) -> Any:

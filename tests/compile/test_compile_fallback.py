@@ -59,21 +59,38 @@ def test_an_op_without_lowering_names_the_op_and_line(monkeypatch):
 
 @pytest.mark.parametrize("inside", [
     lambda y: y.register_hook(lambda g: g * 10.0),
+    lambda y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * 3.0, *grad_inputs[1:])),
     lambda y: y.retain_grad(),
-], ids=["hook", "retain_grad"])
-def test_hooks_and_retain_grad_inside_are_never_ignored(inside):
+], ids=["tensor_hook", "node_hook", "retain_grad"])
+def test_hooks_inside_are_recorded_as_the_engine_runs_them(inside):
+    """A hook registered inside runs in the traced backward like any other code the engine runs, so
+    its ops are part of the compiled backward: the gradient is eager's, hook included."""
     def f(x):
         y = x * 2.0
         inside(y)
-        return y.sum()
+        return (y * y).sum()
     x = jg.randn(3, dtype=jg.float64, requires_grad=True)
-    with pytest.raises(CompileError, match="inside a compiled function is not supported"):
-        jg.compile(f, fullgraph=True, cache=False)(x)
     xe = x.detach().requires_grad_()
-    with pytest.warns(CompileWarning):
-        jg.compile(f)(x).backward()
+    jg.compile(f, fullgraph=True, cache=False)(x).backward()
     f(xe).backward()
-    assert_close(x.grad, xe.grad)  # the hook ran: eager behaviour
+    assert_close(x.grad, xe.grad)
+
+
+def test_retain_grad_on_a_returned_value_is_refused():
+    def f(x):
+        y = x * 2.0
+        y.retain_grad()
+        return y
+    with pytest.raises(CompileError, match="retain_grad\\(\\) on a value the compiled function returns"):
+        jg.compile(f, fullgraph=True, cache=False)(jg.randn(3, requires_grad=True))
+
+
+def test_a_hook_on_a_captured_tensor_runs_once_when_the_engine_reaches_it():
+    w = jg.ones(3, dtype=jg.float64, requires_grad=True)
+    w.register_hook(lambda g: g * 10.0)
+    x = jg.full((3,), 2.0, dtype=jg.float64)
+    jg.compile(lambda x: (x * w).sum(), cache=False, fullgraph=True)(x).backward()
+    assert_close(w.grad, jg.full((3,), 20.0, dtype=jg.float64))
 
 
 def test_a_hook_on_an_argument_of_a_step_runs_eagerly():

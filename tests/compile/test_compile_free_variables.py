@@ -270,3 +270,39 @@ def test_a_view_read_after_its_base_was_written_in_place_sees_the_write():
     x, xe = jg.zeros(2, 2, dtype=jg.float64), jg.zeros(2, 2, dtype=jg.float64)
     assert_close(jg.compile(f, cache=False, fullgraph=True)(x), f(xe))
     assert_close(x, xe)
+
+
+class Cube(jg.autograd.Function):
+    """A custom Function in jitgrad ops: its own backward runs inside the compiled graph."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3.0 * x * x
+
+
+@pytest.mark.parametrize("use", [
+    lambda W, x: (x @ W.T.T).exp().mean(),           # tensor methods and properties on it
+    lambda W, x: Cube.apply(x @ W).sum(),            # a custom Function applied to it
+    lambda W, x: Cube.apply(W).sum() + (x @ W).sum(),
+], ids=["methods", "function_of_product", "function_of_weight"])
+def test_the_forms_a_captured_tensor_is_used_in(use):
+    W, x = weights(), inputs()
+    f = jg.compile(lambda x: use(W, x), cache=False, fullgraph=True)
+    f(x).backward()
+    We = W.detach().clone().requires_grad_()
+    use(We, x).backward()
+    assert_close(W.grad, We.grad)
+
+
+def test_a_hook_on_a_captured_tensor_of_a_step_is_a_clear_graph_break():
+    W = weights()
+    W.register_hook(lambda g: g * 2.0)
+    with pytest.raises(CompileError, match="has a hook and the function runs backward inside"):
+        jg.compile(sgd_step_on(W), cache=False, fullgraph=True)(inputs())
+    assert W.grad is None and W._hooks  # nothing ran, the hook is still there
