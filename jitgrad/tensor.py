@@ -269,8 +269,13 @@ class Tensor:
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: "Tensor | Sequence[Tensor] | None" = None) -> None:
-        from .autograd.differentiate import backward
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+        global _backward
+        if _backward is None:  # autograd builds on this module: bound on first use
+            from .autograd.differentiate import backward as _backward
+        _backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
+_backward: Callable | None = None
 
 
 def is_tensor(obj: object) -> bool:

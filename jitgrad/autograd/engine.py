@@ -17,10 +17,12 @@ import itertools
 import threading
 from typing import Sequence
 
+import numpy as np
+
 from ..ops.reductions import sum_to
 from ..tensor import Tensor
 from . import anomaly_mode, grad_mode
-from .graph import AccumulateGrad, Edge, GraphRoot, Node
+from .graph import AccumulateGrad, Edge, GraphRoot, Node, gradient_edge
 
 
 class InputBuffer:
@@ -160,6 +162,10 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
             accumulate_grad: bool, outputs: Sequence[Edge] | None = None) -> list[Tensor | None]:
     """Runs backward from ``roots`` seeded with ``grads``; returns the gradients captured at
     ``outputs`` (when given without ``accumulate_grad``)."""
+    if accumulate_grad and not outputs and not create_graph and len(roots) == 1 \
+            and not anomaly_mode.state.enabled and _into_leaves(roots[0][0]):
+        _execute_one_node(roots[0], validate_outputs(_ROOT, roots, [grads[0]])[0], keep_graph)
+        return []
     task = GraphTask(keep_graph, create_graph, _thread.depth)
     root = GraphRoot(roots, grads)
     task.compute_dependencies(root)
@@ -188,6 +194,77 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
         for fn in task.executed:
             fn.release_variables()
     return task.captured
+
+
+def _hooked(fn: Node) -> bool:
+    return bool(fn._pre_hooks or fn._post_hooks or fn._tensor_pre_hooks or fn._retains_grad)
+
+
+def _into_leaves(fn: Node) -> bool:
+    """Whether a backward from ``fn`` is one node, then the leaves' AccumulateGrads, with no hook on
+    the way and each leaf reached once: ``loss.backward()`` on a compiled loss, ``x.sum().backward()``."""
+    if type(fn) is AccumulateGrad or _hooked(fn):
+        return False
+    leaves = set()
+    for edge in fn._next_edges:
+        if edge is None:
+            continue
+        leaf = edge[0]
+        if type(leaf) is not AccumulateGrad or _hooked(leaf) or leaf.variable._hooks or leaf in leaves:
+            return False
+        leaves.add(leaf)
+    return True
+
+
+_ROOT = GraphRoot((), ())  # names the start of a backward in validate_outputs' messages
+_UNIT_SEEDS: dict[tuple, np.ndarray] = {}
+
+
+def _unit_seed(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
+    """The implicit gradient of a one-element output, shared and read-only: made once per shape and
+    dtype, since a small loop's ``loss.backward()`` would otherwise spend a numpy call making it."""
+    seed = _UNIT_SEEDS.get((shape, dtype))
+    if seed is None:
+        seed = _UNIT_SEEDS[shape, dtype] = np.ones(shape, dtype)
+        seed.flags.writeable = False
+    return Tensor._make(seed)
+
+
+def backward_into_leaves(output: Tensor, keep_graph: bool) -> bool:
+    """``output.backward()`` for a one-element output whose graph ``_into_leaves`` accepts, done by
+    ``_execute_one_node``; False (nothing done) for any other graph, which takes the general path."""
+    if output._grad_fn is None or output._data.size != 1 or anomaly_mode.state.enabled:
+        return False
+    root = gradient_edge(output)
+    if not _into_leaves(root[0]):
+        return False
+    _execute_one_node(root, _unit_seed(output._data.shape, output._data.dtype), keep_graph)
+    return True
+
+
+def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
+    """``execute`` for a graph ``_into_leaves`` accepts, given its checked seed: what the general loop
+    does for it (the same node calls, checks and accumulation), without the graph task, dependency
+    counts and ready queue a single node does not need. The node's gradients are all computed before
+    any ``.grad`` changes, so a failure leaves them as they were."""
+    fn, slot = root
+    grads: list = [None] * max(fn.num_inputs(), slot + 1)
+    grads[slot] = seed
+    previous_mode, previous_task = grad_mode.state.grad_enabled, _thread.task
+    grad_mode.state.grad_enabled = False
+    _thread.depth += 1
+    _thread.task = None
+    try:
+        outputs = validate_outputs(fn, fn._next_edges, fn.apply(grads, None))
+        for edge, leaf_grad in zip(fn._next_edges, outputs):
+            if edge is not None and leaf_grad is not None:
+                edge[0].apply([leaf_grad], None)
+    finally:
+        _thread.depth -= 1
+        _thread.task = previous_task
+        grad_mode.state.grad_enabled = previous_mode
+    if not keep_graph:
+        fn.release_variables()
 
 
 def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:

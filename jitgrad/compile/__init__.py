@@ -5,7 +5,7 @@ lowers and runs the graphs (and holds ``CompiledFunctionBackward``), ``cache`` k
 ``explain`` reports on them and ``backend`` picks numba or the interpreter fallback.
 """
 from .backend import LoweringError, get_backend
-from .compiled_function import CompiledFunctionBackward
+from .loss_program import CompiledFunctionBackward
 from .decorator import (MAX_RECOMPILES, CompileCheckError, CompiledFunction, CompileError, CompileWarning,
                         compile)
 from .explain import Explanation

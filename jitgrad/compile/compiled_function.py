@@ -1,11 +1,10 @@
-"""What a compiled function runs: lowered graphs, and the autograd node that runs a compiled backward.
+"""What a compiled function runs: lowered graphs, where a call finds their inputs, and a whole step.
 
 ``lower`` takes a captured graph through the pass pipeline and the backend, keeping what ``explain``
-shows (the IR before and after, fusion groups, the memory plan, the source). ``StepProgram`` runs a
-step and writes its ``.grad``s and in-place updates back into the caller's tensors. ``LossProgram``
-runs a forward and hands its differentiable outputs one ``CompiledFunctionBackward`` node, whose
-``apply`` runs the compiled backward for the gradients the engine asks for (one lowered variant per
-set of needed inputs), or, under ``create_graph=True``, the eager backward of a re-run of the function.
+shows (the IR before and after, fusion groups, the memory plan, the source). ``InputLayout`` finds a
+program's inputs among a call's values and ``NumberInputs`` adds the Python numbers computed from them.
+``StepProgram`` runs a step and writes its ``.grad``s and in-place updates back into the caller's
+tensors; a loss's program is in ``loss_program.py``.
 """
 from __future__ import annotations
 
@@ -176,7 +175,7 @@ def no_numbers() -> NumberInputs:
     return NumberInputs(NumberPrelude(), [])
 
 
-def _run(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
+def run_lowered(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
     flat = lowered.call(*arrays)
     return [v if isinstance(v, np.ndarray) and (v.dtype is d or v.dtype == d) else np.asarray(v, dtype=d)
             for v, d in zip(flat, lowered.out_dtypes)]  # ``is`` first: comparing dtypes costs ~0.3 us
@@ -195,7 +194,7 @@ class StepProgram:
         self._fill_result = template_filler(self.template[0])
 
     def run(self, inputs: list) -> Any:
-        flat = _run(self.lowered, arrays_of(self.numbers.extend(inputs)))
+        flat = run_lowered(self.lowered, arrays_of(self.numbers.extend(inputs)))
         _, grads, writes = self.template
         value = self._fill_result(flat, _as_tensor)
         for index, slot in writes.items():
@@ -211,124 +210,5 @@ class StepProgram:
         return value
 
 
-# ---- a loss: forward now, backward through the engine ---------------------------------------------------
-@dataclass
-class LossProgram:
-    joint: Graph                 # kept to build the backward variants
-    forward: Lowered
-    result_template: Any         # the result, with slots into the forward's outputs
-    saved_count: int
-    differentiable: list[bool]   # per tensor leaf of the result
-    wanted: list[int]            # inputs that get gradients (by index)
-    layout: InputLayout
-    options: dict[str, Any]
-    backend: Backend
-    sources: dict[str, str]
-    partition_stats: dict[str, Any]
-    disk: Any = None
-    numbers: NumberInputs = field(default_factory=no_numbers)
-    backward_numbers: list[int] = field(default_factory=list)  # forward inputs the backward reads too
-    saved_inputs: list[int] = field(default_factory=list)  # inputs the forward saves as they are
-    backward_variants: dict[tuple[bool, ...], tuple[Lowered, Any]] = field(default_factory=dict)
-    kind: str = "loss"
-
-    def __post_init__(self) -> None:
-        self._differentiable_slots = dict(zip(slots(self.result_template), self.differentiable))
-        self._fill_result = template_filler(self.result_template)
-
-    def backward_for(self, mask: tuple[bool, ...], example: list[np.ndarray] | None = None) -> tuple[Lowered, Any]:
-        """The backward computing only the gradients in ``mask`` (one per wanted input), lowered once
-        (and run on ``example``, the saved values and tangents, when given), and the filler of its
-        gradients' template."""
-        variant = self.backward_variants.get(mask)
-        if variant is None:
-            graph = partition_joint(self.joint).backward
-            grads = graph.output_node.args[0]
-            graph.output_node.args = (tuple(g if keep else None for g, keep in zip(grads, mask)),)
-            eliminate_dead_code(graph)
-            fill = template_filler(flatten_output(graph))
-            label = self.forward.label.replace("(forward)", "(backward)")
-            if not all(mask):
-                label += f" for gradients {list(mask)}"
-            variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), fill)
-            self.backward_variants[mask] = variant
-        return variant
-
-    def run(self, inputs: list, eager_call: Callable[[], Any], check: Any = None) -> Any:
-        extended = self.numbers.extend(inputs)
-        flat = _run(self.forward, arrays_of(extended))
-        saved = flat[len(flat) - self.saved_count:] if self.saved_count else []
-        wanted = [inputs[i] for i in self.wanted]
-        records = grad_mode.is_grad_enabled() and any(t._requires_grad for t in wanted)
-        node = None
-        if records:
-            saved = [*saved, *(extended[i] for i in self.backward_numbers)]  # numbers come after tangents
-            node = CompiledFunctionBackward(self, saved, [gradient_edge(t) for t in wanted], eager_call, check)
-        differentiable = self._differentiable_slots
-        metadata = []
-
-        def wrap(index: int, array: np.ndarray) -> Tensor:
-            out = Tensor._make(array)
-            if node is not None and differentiable.get(index) and array.dtype.kind == "f":
-                out._requires_grad, out._grad_fn, out._output_nr = True, node, len(metadata)
-                metadata.append(new_input_metadata((array.shape, array.dtype, "cpu")))
-            return out
-
-        value = self._fill_result(flat, wrap)
-        if node is not None:
-            node._input_metadata = metadata
-        return value
-
-
-class CompiledFunctionBackward(Node):
-    """The one backward node of a compiled function's outputs: the compiled backward of its forward."""
-
-    def __init__(self, program: LossProgram, saved: list[np.ndarray], edges: list, eager_call: Callable,
-                 check: Any) -> None:
-        Node.__init__(self, edges)
-        self._program = program
-        self._saved: list[np.ndarray] | None = list(saved)
-        self._eager_call = eager_call
-        self._check = check
-
-    def apply(self, grads, needed):
-        if grad_mode.state.grad_enabled:  # create_graph: the gradients must be differentiable
-            return self._eager_backward(grads)
-        self._eager_call(check_only=True)  # an input changed in place since forward: eager's error
-        if self._saved is None:
-            raise RuntimeError("Trying to backward through the graph a second time (or directly access "
-                               "saved tensors after they have already been freed). Specify "
-                               "retain_graph=True if you need to backward through the graph a second time.")
-        mask = tuple(bool(n) for n in needed) if needed is not None else (True,) * len(self._next_edges)
-        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
-                    for g, m in zip(grads, self._input_metadata)]
-        count = len(self._saved) - len(self._program.backward_numbers)
-        arrays = [*self._saved[:count], *tangents, *self._saved[count:]]
-        try:
-            lowered, fill = self._program.backward_for(mask, arrays)
-        except Unsupported as error:  # this set of gradients has no lowering: eager, as the warning says
-            warnings.warn(f"jitgrad.compile: running a backward eagerly: {error}", RuntimeWarning, stacklevel=2)
-            return self._eager_backward(grads, create_graph=False)
-        flat = _run(lowered, arrays)
-        result = list(fill(flat, _as_tensor))
-        if self._check is not None:
-            self._check(grads, result, mask)
-        return result
-
-    def _eager_backward(self, grads, create_graph: bool = True):
-        """Re-runs the function eagerly on the original inputs and differentiates that graph."""
-        with grad_mode.enable_grad():
-            tensors, result = self._eager_call()
-        outputs = [t for t, d in zip(tensor_leaves(result), self._program.differentiable) if d]
-        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o._requires_grad]
-        inputs = [tensors[i] for i in self._program.wanted]
-        if not pairs:
-            return [None] * len(inputs)
-        return list(autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
-                                  create_graph=create_graph, allow_unused=True))
-
-    def release_variables(self) -> None:
-        self._saved = None
-
-
-__all__ = ["CompiledFunctionBackward", "LossProgram", "Lowered", "StepProgram", "Unsupported", "logs", "lower"]
+__all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "Unsupported", "arrays_of", "logs", "lower",
+           "no_numbers", "run_lowered"]

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..autograd import anomaly_mode
 from ..autograd.differentiate import grad as autograd_grad
-from ..autograd.versions import version_counter
+from ..fx.joint import with_unit_tangents
+from ..fx.node import iter_nodes
 from ..fx.passes import partition_joint
 from ..fx.passes.hoist_numbers import hoist_numbers
 from ..fx.tracer import TraceError, parameter_names
@@ -28,7 +29,8 @@ from . import guards
 from .backend import get_backend
 from .cache import DiskCache
 from .capture import Captured, NeedsValues, Unsupported, capture
-from .compiled_function import InputLayout, LossProgram, NumberInputs, StepProgram, arrays_of, logs, lower
+from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
+from .loss_program import FusedGradients, LossCall, LossProgram
 from .explain import Explanation
 from .pytree import call_leaf_paths, flatten
 from .sources import source_of_path
@@ -163,35 +165,23 @@ class CompiledFunction:
         return result
 
     def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict) -> Any:
-        watched = [inputs[i] for i in program.saved_inputs]
-        versions = [version_counter(t)[0] for t in watched]
+        call = LossCall(self.fn, args, kwargs, inputs, program.saved_inputs)
+        if not self.check:
+            return program.run(inputs, call)
+        expected = self.fn(*args, **kwargs)  # a loss writes nothing: eager runs on the inputs themselves
 
-        def eager_call(check_only: bool = False):
-            """The inputs and an eager re-run (for create_graph); first, eager's check that no input
-            the backward reads was modified in place since the forward."""
-            if [version_counter(t)[0] for t in watched] != versions:
-                raise RuntimeError("one of the variables needed for gradient computation has been modified "
-                                   "by an inplace operation (an input of a compiled function)")
-            return None if check_only else (inputs, self.fn(*args, **kwargs))
-
-        check = None
-        expected = None
-        if self.check:
-            expected = self.fn(*args, **kwargs)  # a loss writes nothing: eager runs on the inputs themselves
-
-            def check(grads, result, mask):
-                outs = [t for t, d in zip(tensor_leaves(expected), program.differentiable) if d]
-                pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o._requires_grad]
-                wanted = [inputs[i] for i in program.wanted]
-                eager = autograd_grad([o for o, _ in pairs], wanted, [g for _, g in pairs], retain_graph=True,
-                                      allow_unused=True) if pairs else [None] * len(wanted)
-                for i, (a, b, m) in enumerate(zip(result, eager, mask)):
-                    if m:
-                        _compare(f"gradient of input {program.wanted[i]}", a, b)
-        result = program.run(inputs, eager_call, check)
-        if expected is not None:
-            for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
-                _compare(f"output {i}", a, b)
+        def check(grads, result, mask):
+            outs = [t for t, d in zip(tensor_leaves(expected), program.differentiable) if d]
+            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o._requires_grad]
+            wanted = [inputs[i] for i in program.wanted]
+            eager = autograd_grad([o for o, _ in pairs], wanted, [g for _, g in pairs], retain_graph=True,
+                                  allow_unused=True) if pairs else [None] * len(wanted)
+            for i, (a, b, m) in enumerate(zip(result, eager, mask)):
+                if m:
+                    _compare(f"gradient of input {program.wanted[i]}", a, b)
+        result = program.run(inputs, call, check)
+        for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
+            _compare(f"output {i}", a, b)
         return result
 
     # ---- compiling -------------------------------------------------------------------------------------
@@ -337,25 +327,35 @@ class CompiledFunction:
             lowered = lower(graph, self.backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
             return StepProgram(lowered, template, layout, numbers)
+        return self._loss_program(captured, layout, numbers, example)
+
+    def _loss_program(self, captured: Captured, layout: InputLayout, numbers: NumberInputs, example: list) -> Any:
+        """A loss's program: fused (forward and gradients in one kernel) for the usual scalar loss,
+        else a forward now and a backward lowered before any call needs it."""
         split = partition_joint(captured.graph)
-        forward = split.forward
-        template = flatten_output(forward)
-        template = (with_tuple_types(template[0], captured.result_types), *template[1:])
-        lowered = lower(forward, self.backend, self.options, f"{name} (forward)", captured.sources,
-                        self.disk_cache, example)
-        stats = {"saved": split.saved, "recomputed": split.recomputed,
-                 "saved_bytes_before": split.saved_bytes_before, "saved_bytes_after": split.saved_bytes_after}
-        program = LossProgram(captured.graph, lowered, template[0], len(template[1]), captured.differentiable,
-                              captured.wanted, layout, self.options, self.backend, captured.sources, stats,
-                              self.disk_cache, numbers, [(names + prelude.outputs).index(n) for n in split.numbers])
+        template = flatten_output(split.forward)
+        names = [inp.name for inp in captured.inputs] + numbers.prelude.outputs
+        program = LossProgram(captured.graph, split, with_tuple_types(template[0], captured.result_types),
+                              len(template[1]), captured.differentiable, captured.wanted, layout, self.options,
+                              self.backend, captured.sources, self.name, self.disk_cache, numbers,
+                              [names.index(n) for n in split.numbers])
         program.saved_inputs = [i for i, inp in enumerate(captured.inputs) if inp.name in split.saved and not inp.array]
+        result = captured.graph.output_node.args[0][0]
+        outputs = [n for n, d in zip(iter_nodes(result), captured.differentiable) if d]
+        if captured.wanted and len(outputs) == 1 and outputs[0].meta["shape"] == ():
+            fused = with_unit_tangents(captured.graph)
+            _, grads = flatten_output(fused)
+            program.fused = FusedGradients(lower(fused, self.backend, self.options, f"{self.name} (forward and "
+                                                 "gradients)", captured.sources, self.disk_cache, example), grads)
+            program.fused.lowered.example_out = None
+            return program
+        forward = program.forward_lowered(example)
         if captured.wanted:  # an op without a lowering fails now, not in the middle of a backward
-            out, lowered.example_out = lowered.example_out, None
+            out, forward.example_out = forward.example_out, None
             saved = out[len(out) - program.saved_count:] if program.saved_count else []
             tangents = [np.ones_like(out[i]) for i, d in program._differentiable_slots.items() if d]
-            extended = numbers.extend(inputs)
             program.backward_for((True,) * len(captured.wanted),
-                                 [*saved, *tangents, *(extended[i] for i in program.backward_numbers)])
+                                 [*saved, *tangents, *(example[i] for i in program.backward_numbers)])
         return program
 
     # ---- reporting -------------------------------------------------------------------------------------

@@ -25,12 +25,13 @@ class Explanation:
 
     @property
     def lowered(self) -> list:
-        """The lowered graphs (``compiled_function.Lowered``) of this program."""
+        """The lowered graphs (``compiled_function.Lowered``) of this program: for a loss, its forward and
+        whole backward (lowered now if no call has needed them yet) besides the fused kernel."""
         if self.program == "eager" or self.program is None:
             return []
         if self.program.kind == "step":
             return [self.program.lowered]
-        return [self.program.forward] + [v[0] for v in self.program.backward_variants.values()]
+        return self.program.lower_all()
 
     @property
     def source(self) -> str:

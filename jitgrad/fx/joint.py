@@ -60,6 +60,20 @@ def differentiate(tracer: Tracer, result: Any, inputs: list[Tensor]) -> tuple:
     return grad(outputs, inputs, tangents, allow_unused=True) if outputs and inputs else ()
 
 
+def with_unit_tangents(joint: Graph) -> Graph:
+    """A copy of a joint graph whose tangents (the gradients arriving at its outputs) are constants of
+    1: one graph computing the result and, for a scalar loss, its gradients as ``loss.backward()``
+    would (``jitgrad.compile`` runs it as one kernel and scales by whatever gradient arrives)."""
+    graph, remap = Graph(), {}
+    for node in joint.nodes:
+        if node.op is Opcode.PLACEHOLDER and is_backward(node):
+            remap[node] = graph.get_attr(Tensor._make(np.ones(node.meta["shape"], node.meta["dtype"])),
+                                         f"{node.name}_unit")
+        else:
+            remap[node] = graph.node_copy(node, remap)
+    return graph
+
+
 def trace_joint(fn: Callable[..., Any], *example_args: Any) -> JointTrace:
     """Traces ``fn`` and the backward of its outputs that require grad with respect to every tensor
     argument that requires grad; one tangent placeholder per differentiated output."""
@@ -75,4 +89,4 @@ def trace_joint(fn: Callable[..., Any], *example_args: Any) -> JointTrace:
     return JointTrace(module, primals, tangent_names, tuple(n.name for n in saved_values(module.graph)))
 
 
-__all__ = ["JointTrace", "differentiate", "is_backward", "saved_values", "trace_joint"]
+__all__ = ["JointTrace", "differentiate", "is_backward", "saved_values", "trace_joint", "with_unit_tangents"]

@@ -40,15 +40,16 @@ def _run(directory: Path) -> dict:
 def test_a_second_process_hits_the_disk_cache_and_a_corrupt_entry_is_recompiled(tmp_path):
     directory = tmp_path / "cache"
     first = _run(directory)
-    assert first["hits"] == 0 and first["writes"] == 2  # forward and backward
+    written = first["writes"]
+    assert first["hits"] == 0 and written >= 1  # the fused loss-and-gradient kernel, or forward and backward
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     second = _run(directory)
-    assert second["hits"] == 2 and second["writes"] == 0
+    assert second["hits"] == written and second["writes"] == 0
     assert (second["loss"], second["grad"]) == (first["loss"], first["grad"])
     entries = sorted(directory.glob("*.jgc"))
     entries[0].write_bytes(entries[0].read_bytes()[:-7] + b"garbage")
     third = _run(directory)
-    assert third["hits"] == 1 and third["writes"] == 1 and "checksum mismatch" in third["rejected"][0]
+    assert third["hits"] == written - 1 and third["writes"] == 1 and "checksum mismatch" in third["rejected"][0]
     assert (third["loss"], third["grad"]) == (first["loss"], first["grad"])
 
 

@@ -96,7 +96,7 @@ def test_a_new_size_is_lowered_again_and_marked_as_reusing_kernels(monkeypatch):
         assert_close(w.grad, we.grad)
         w.grad = None
     programs = compiled.programs
-    assert [p.forward.reused for p in programs] == [False, True]
+    assert [p.lowered_graphs[0].reused for p in programs] == [False, True]
     assert compiled.recompiles == 0
 
 

@@ -101,7 +101,7 @@ def test_new_batch_size_reuses_the_numba_kernels():
     w = jg.randn(3, dtype=jg.float64, requires_grad=True)
     for batch in (5, 9):
         f(jg.randn(batch, 3, dtype=jg.float64), w)
-    assert f.programs[-1].forward.reused
+    assert f.programs[-1].lowered_graphs[0].reused
 
 
 def mean_mlp_step(x, onehot, w1, b1, w2, b2):
@@ -148,7 +148,7 @@ w = jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64, requires_grad=True)
 out = loss(x, w)
 out.backward()
 program = loss.programs[0]
-kernels = [program.forward.call.kernel] + [v[0].call.kernel for v in program.backward_variants.values()]
+kernels = [lowered.call.kernel for lowered in program.lowered_graphs]
 print(json.dumps({"hits": cache.stats.hits, "writes": cache.stats.writes, "grad": w.grad.tolist(),
                   "numba_cache_hits": sum(sum(k.stats.cache_hits.values()) for k in kernels),
                   "seconds": time.perf_counter() - start}))
@@ -165,8 +165,9 @@ def test_a_second_process_gets_numba_machine_code_from_the_disk_cache(tmp_path):
     runs = [json.loads(subprocess.run([sys.executable, "-c", NUMBA_SCRIPT], env=env, capture_output=True, text=True,
                                       timeout=300, check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
     first, second = runs
-    assert first["writes"] == 2 and first["numba_cache_hits"] == 0
-    assert second["hits"] == 2 and second["numba_cache_hits"] == 2, second
+    written = first["writes"]  # the fused loss-and-gradient kernel
+    assert written >= 1 and first["numba_cache_hits"] == 0
+    assert second["hits"] == written and second["numba_cache_hits"] == written, second
     assert second["grad"] == first["grad"]
     assert second["seconds"] < first["seconds"]
 
@@ -182,7 +183,7 @@ x = jg.tensor([0.5, -1.0, 2.0], dtype=jg.float64)
 w = jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64, requires_grad=True)
 f = jg.compile(loss, fullgraph=True, cache=False)
 f(x, w).backward()
-kernel = f.programs[0].forward.call.kernel
+kernel = f.programs[0].lowered_graphs[0].call.kernel
 w_eager = w.detach().requires_grad_()
 loss(x, w_eager).backward()
 print(json.dumps({"plain_function": inspect.isfunction(kernel), "file": kernel.__code__.co_filename,

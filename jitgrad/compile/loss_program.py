@@ -1,0 +1,285 @@
+"""A compiled loss: its forward runs now, its backward when the engine reaches its outputs.
+
+``LossProgram`` hands the differentiable outputs one ``CompiledFunctionBackward`` node, whose ``apply``
+gives the engine the gradients of the function's inputs. Two ways to get them:
+
+- *split*: the forward graph saves what the backward needs (``partition_joint``), and ``apply`` runs
+  the backward graph for the gradients the engine asks for (one lowered variant per set of needed
+  inputs);
+- *fused*, for the usual loss (one differentiable output, a 0-d one): one kernel computes the loss and
+  its gradients for an incoming gradient of 1 (the joint graph with the tangent made a constant),
+  and ``apply`` hands those over, scaled by the gradient that actually arrives (the backward is linear
+  in it). ``loss.backward()`` then costs one kernel call, like a compiled whole step. The gradients are
+  computed before anyone asks for them, so the program speculates only while it pays: a call whose
+  node never runs switches it back to the split forward until a backward runs again.
+
+Under ``create_graph=True`` ``apply`` differentiates an eager re-run of the function instead, so
+higher-order gradients are always right.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.differentiate import grad as autograd_grad
+from ..autograd.graph import Node, gradient_edge, new_input_metadata
+from ..autograd.versions import version_counter
+from ..fx.graph import Graph
+from ..fx.passes import Partition, partition_joint
+from ..fx.passes.dead_code import eliminate_dead_code
+from ..tensor import Tensor
+from .backend import Backend
+from .capture import Unsupported
+from .compiled_function import InputLayout, Lowered, NumberInputs, arrays_of, lower, no_numbers, run_lowered
+from .templates import flatten_output, slots, template_filler, tensor_leaves
+
+
+def _as_tensor(index: int, array: np.ndarray) -> Tensor:
+    return Tensor._make(array)
+
+
+class LossCall:
+    """What a loss's backward node keeps of the call that made it: the inputs, the versions of those
+    the backward reads (for eager's check that none was changed in place since), and how to run the
+    function eagerly again (for ``create_graph``)."""
+
+    __slots__ = ("fn", "args", "kwargs", "inputs", "watched", "versions")
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, inputs: list, saved_inputs: list[int]) -> None:
+        self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
+        self.watched = [inputs[i] for i in saved_inputs]
+        self.versions = [version_counter(t)[0] for t in self.watched]
+
+    def check_versions(self) -> None:
+        for tensor, version in zip(self.watched, self.versions):
+            if tensor._version_counter[0] != version:
+                raise RuntimeError("one of the variables needed for gradient computation has been modified by "
+                                   "an inplace operation (an input of a compiled function)")
+
+    def rerun(self) -> Any:
+        self.check_versions()
+        return self.fn(*self.args, **self.kwargs)
+
+
+@dataclass
+class FusedGradients:
+    """The joint graph lowered with an incoming gradient of 1: it returns the result's values, then
+    one gradient (or nothing) per wanted input; ``grads`` maps each wanted input to its slot."""
+
+    lowered: Lowered
+    grads: tuple    # per wanted input: a templates.Slot, or None where it gets no gradient
+
+
+@dataclass
+class LossProgram:
+    joint: Graph                 # kept to build the backward variants
+    split: Partition             # its forward and backward graphs (lowered when needed)
+    result_template: Any         # the result, with slots into the forward's (and the fused graph's) outputs
+    saved_count: int
+    differentiable: list[bool]   # per tensor leaf of the result
+    wanted: list[int]            # inputs that get gradients (by index)
+    layout: InputLayout
+    options: dict[str, Any]
+    backend: Backend
+    sources: dict[str, str]
+    label: str
+    disk: Any = None
+    numbers: NumberInputs = field(default_factory=no_numbers)
+    backward_numbers: list[int] = field(default_factory=list)  # forward inputs the backward reads too
+    saved_inputs: list[int] = field(default_factory=list)  # inputs the forward saves as they are
+    forward: Lowered | None = None
+    fused: FusedGradients | None = None
+    backward_variants: dict[tuple[bool, ...], tuple[Lowered, Any]] = field(default_factory=dict)
+    kind: str = "loss"
+
+    def __post_init__(self) -> None:
+        self._differentiable_slots = dict(zip(slots(self.result_template), self.differentiable))
+        self._fill_result = template_filler(self.result_template)
+        self.speculating = True
+        self._pending = False      # the last call's node holds fused gradients nobody has asked for yet
+        self._last_edges: list = []
+
+    @property
+    def partition_stats(self) -> dict[str, Any]:
+        split = self.split
+        return {"saved": split.saved, "recomputed": split.recomputed,
+                "saved_bytes_before": split.saved_bytes_before, "saved_bytes_after": split.saved_bytes_after}
+
+    @property
+    def lowered_graphs(self) -> list[Lowered]:
+        graphs = [self.fused.lowered] if self.fused is not None else []
+        graphs += [self.forward] if self.forward is not None else []
+        return graphs + [variant[0] for variant in self.backward_variants.values()]
+
+    def lower_all(self) -> list[Lowered]:
+        """Every graph a call could run (the split forward and whole backward included), for ``explain``."""
+        self.forward_lowered()
+        self.backward_for((True,) * len(self.wanted))
+        return self.lowered_graphs
+
+    def forward_lowered(self, example: list | None = None) -> Lowered:
+        if self.forward is None:
+            self.forward = lower(self.split.forward, self.backend, self.options, f"{self.label} (forward)",
+                                 self.sources, self.disk, example)
+        return self.forward
+
+    def backward_for(self, mask: tuple[bool, ...], example: list[np.ndarray] | None = None) -> tuple[Lowered, Any]:
+        """The backward computing only the gradients in ``mask`` (one per wanted input), lowered once
+        (and run on ``example``, the saved values and tangents, when given), and the filler of its
+        gradients' template."""
+        variant = self.backward_variants.get(mask)
+        if variant is None:
+            graph = partition_joint(self.joint).backward
+            grads = graph.output_node.args[0]
+            graph.output_node.args = (tuple(g if keep else None for g, keep in zip(grads, mask)),)
+            eliminate_dead_code(graph)
+            fill = template_filler(flatten_output(graph))
+            label = f"{self.label} (backward)" + ("" if all(mask) else f" for gradients {list(mask)}")
+            variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), fill)
+            self.backward_variants[mask] = variant
+        return variant
+
+    # ---- a call ---------------------------------------------------------------------------------------
+    def _speculate(self) -> bool:
+        """Whether this call computes the gradients now: yes while the previous fused call's node was
+        asked for them."""
+        if self._pending:  # the previous call's gradients were never asked for
+            self.speculating = self._pending = False
+        return self.speculating
+
+    def applied(self, fused: bool, every_gradient: bool) -> None:
+        """A node of this program ran its backward (called by the node). Speculating goes on while the
+        backward wants every gradient; one asked for a few (``autograd.grad(loss, [w])``) makes the next
+        calls split, so that their backward computes only those."""
+        if fused:
+            self._pending = False
+        self.speculating = every_gradient
+
+    def run(self, inputs: list, call: LossCall, check: Any = None) -> Any:
+        extended = self.numbers.extend(inputs)
+        node = None
+        if grad_mode.state.grad_enabled and any([inputs[i]._requires_grad for i in self.wanted]):
+            # The last call's edges are kept: they keep the inputs' AccumulateGrad nodes (held weakly
+            # by the tensors) alive, so a loop over the same parameters does not make them anew.
+            edges = self._last_edges = [gradient_edge(inputs[i]) for i in self.wanted]
+            if self.fused is not None and self._speculate():
+                flat = run_lowered(self.fused.lowered, arrays_of(extended))
+                grads = [None if slot is None else flat[slot.index] for slot in self.fused.grads]
+                node = CompiledFunctionBackward(self, [], edges, call, check, grads)
+                self._pending = True
+            else:
+                flat = run_lowered(self.forward_lowered(), arrays_of(extended))
+                saved = flat[len(flat) - self.saved_count:] if self.saved_count else []
+                saved = [*saved, *(extended[i] for i in self.backward_numbers)]  # numbers come after tangents
+                node = CompiledFunctionBackward(self, saved, edges, call, check)
+        else:
+            flat = run_lowered(self.forward_lowered(), arrays_of(extended))
+        if node is None:
+            return self._fill_result(flat, _as_tensor)
+        differentiable = self._differentiable_slots
+        metadata = node._input_metadata
+
+        def wrap(index: int, array: np.ndarray) -> Tensor:
+            out = Tensor._make(array)
+            if differentiable.get(index) and array.dtype.kind == "f":
+                out._requires_grad, out._grad_fn, out._output_nr = True, node, len(metadata)
+                metadata.append(new_input_metadata((array.shape, array.dtype, "cpu")))
+            return out
+        return self._fill_result(flat, wrap)
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+          "have already been freed). Specify retain_graph=True if you need to backward through the graph a "
+          "second time.")
+
+
+def _has_hooks(node: Node) -> bool:
+    variable = getattr(node, "variable", None)
+    return bool(node._pre_hooks or node._post_hooks or node._tensor_pre_hooks
+                or (variable is not None and variable._hooks))
+
+
+class CompiledFunctionBackward(Node):
+    """The one backward node of a compiled function's outputs: the compiled backward of its forward,
+    or the gradients its fused forward already computed (``gradients``)."""
+
+    def __init__(self, program: LossProgram, saved: list[np.ndarray], edges: list, call: LossCall,
+                 check: Any, gradients: list[np.ndarray | None] | None = None) -> None:
+        Node.__init__(self, edges)
+        self._program = program
+        self._saved: list[np.ndarray] | None = saved
+        self._gradients = gradients
+        self._call = call
+        self._check = check
+
+    def apply(self, grads, needed):
+        if grad_mode.state.grad_enabled:  # create_graph: the gradients must be differentiable
+            return self._eager_backward(grads)
+        self._call.check_versions()  # an input changed in place since forward: eager's error
+        if self._saved is None:
+            raise RuntimeError(_FREED)
+        mask = tuple(bool(n) for n in needed) if needed is not None else (True,) * len(self._next_edges)
+        if self._gradients is not None:
+            result = self._scaled_gradients(grads[0], mask)
+        else:
+            result = self._compiled_backward(grads, mask)
+            if result is None:
+                return self._eager_backward(grads, create_graph=False)
+        if self._check is not None:
+            self._check(grads, result, mask)
+        self._program.applied(self._gradients is not None, all(mask))
+        return result
+
+    def _scaled_gradients(self, incoming: Tensor | None, mask: tuple[bool, ...]) -> list:
+        """The fused forward's gradients times the gradient that arrived at the loss: handed over as
+        they are for the usual 1 (copied if a next node's hook could change them in place, since a
+        retained graph hands them over again)."""
+        if incoming is None:
+            return [None] * len(mask)
+        scale = incoming._data
+        unit = scale.item() == 1
+        copy = not unit or any([e is not None and _has_hooks(e[0]) for e in self._next_edges])
+        result = []
+        for gradient, keep in zip(self._gradients, mask):
+            if gradient is None or not keep:
+                result.append(None)
+            elif unit:
+                result.append(Tensor._make(gradient.copy() if copy else gradient))
+            else:
+                result.append(Tensor._make((gradient * scale).astype(gradient.dtype, copy=False)))
+        return result
+
+    def _compiled_backward(self, grads: list, mask: tuple[bool, ...]) -> list | None:
+        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
+                    for g, m in zip(grads, self._input_metadata)]
+        count = len(self._saved) - len(self._program.backward_numbers)
+        arrays = [*self._saved[:count], *tangents, *self._saved[count:]]
+        try:
+            lowered, fill = self._program.backward_for(mask, arrays)
+        except Unsupported as error:  # this set of gradients has no lowering: eager, as the warning says
+            warnings.warn(f"jitgrad.compile: running a backward eagerly: {error}", RuntimeWarning, stacklevel=3)
+            return None
+        return list(fill(run_lowered(lowered, arrays), _as_tensor))
+
+    def _eager_backward(self, grads, create_graph: bool = True):
+        """Re-runs the function eagerly on the original inputs and differentiates that graph."""
+        with grad_mode.enable_grad():
+            result = self._call.rerun()
+        outputs = [t for t, d in zip(tensor_leaves(result), self._program.differentiable) if d]
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o._requires_grad]
+        inputs = [self._call.inputs[i] for i in self._program.wanted]
+        if not pairs:
+            return [None] * len(inputs)
+        return list(autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
+                                  create_graph=create_graph, allow_unused=True))
+
+    def release_variables(self) -> None:
+        self._saved = None
+        self._gradients = None
+
+
+__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram"]
