@@ -44,6 +44,16 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
+    """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features).
+
+    One dtype for all three, as in PyTorch, where this is one fused product: the addition alone would
+    promote a bias of another dtype."""
     out = input @ weight.T
-    return out if bias is None else out + bias
+    if bias is None:
+        return out
+    if bias.dtype != out.dtype:
+        raise RuntimeError(f"linear: expected the same dtype for input, weight and bias, but the bias is "
+                           f"{bias.dtype.name} and the input and weight are {out.dtype.name}; linear does "
+                           f"not promote dtypes: convert the bias first, e.g. "
+                           f"bias.to(jitgrad.{out.dtype.name})")
+    return out + bias
