@@ -29,12 +29,6 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Ten
             raise ValueError(f"cross_entropy: probability targets must have the input's shape "
                              f"{tuple(input.shape)}, got {tuple(target.shape)}")
         return _reduce(-sum(log_probs * target, dim=-1), reduction, "cross_entropy")
-    if input.ndim == 1:  # one sample: a batch of one, and a 0-d loss
-        if target.ndim != 0:
-            raise ValueError(f"cross_entropy: a class-index target for input of shape ({input.shape[0]},) is a "
-                             f"0-d tensor, got shape {tuple(target.shape)}")
-        loss = nll_loss(log_probs.unsqueeze(0), target.reshape(1), reduction=reduction)
-        return loss.reshape(()) if reduction == "none" else loss
     return nll_loss(log_probs, target, reduction=reduction)
 
 
