@@ -66,15 +66,15 @@ def _prepare(inputs: tuple[Tensor, ...], create_graph: bool) -> tuple[Tensor, ..
                  else Tensor._make(t._data, t.is_floating_point()) for t in inputs)
 
 
-def _vectors(v: Any, like: tuple[Tensor, ...], like_tuple: bool, create_graph: bool, fn: str,
-             paired_with: str) -> tuple[Tensor, ...]:
+def _checked_v(v: Any, like: tuple[Tensor, ...], like_tuple: bool, create_graph: bool, fn: str,
+               paired_with: str) -> tuple[Tensor, ...]:
     """``v`` as a tuple checked against the tensors it pairs with; ones when it may be left out."""
     if v is None:
         if len(like) != 1 or like[0]._data.size != 1:
             raise RuntimeError(f"The vector v can only be None if the {paired_with} is a single Tensor "
                                "with a single element.")
         return (_ones_like(like[0]),)
-    v_tuple, v = _as_tuple(v, "v", fn)
+    _, v = _as_tuple(v, "v", fn)
     if len(v) != len(like):
         count = f"a tuple of {len(like)} Tensors" if like_tuple else "a single Tensor"
         raise RuntimeError(f"{fn}: v should be {count} (one per {paired_with}), but has {len(v)} entries")
@@ -137,7 +137,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         leaves = _prepare(inputs, create_graph)
         outputs_tuple, outputs = _as_tuple(func(*leaves), "outputs of the user-provided function", "vjp")
         _check_outputs(outputs, strict, "vjp")
-        seeds = _vectors(v, outputs, outputs_tuple, create_graph, "vjp",
+        seeds = _checked_v(v, outputs, outputs_tuple, create_graph, "vjp",
                          "output of the user-provided function")
         grads = _fill_zeros(_reverse(outputs, leaves, seeds, create_graph), leaves, strict, create_graph,
                             "vjp: the outputs of the user-provided function are independent of input {i}",
@@ -151,7 +151,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
     with grad_mode.enable_grad():
         leaves = _prepare(inputs, create_graph)
-        v = _vectors(v, inputs, inputs_tuple, create_graph, "jvp", "input to the user-provided function")
+        v = _checked_v(v, inputs, inputs_tuple, create_graph, "jvp", "input to the user-provided function")
         outputs_tuple, outputs = _as_tuple(func(*leaves), "outputs of the user-provided function", "jvp")
         _check_outputs(outputs, strict, "jvp")
         # u^T J is linear in u, so the value of u is irrelevant: zeros, which cannot make a NaN.
@@ -327,7 +327,7 @@ def _second_derivatives(func: Callable[..., Any], inputs: Any, v: Any, strict: b
     """What vhp and hvp share: the leaves, ``func``'s output, its gradient (with a graph) and ``v``."""
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn)
     leaves = _prepare(inputs, create_graph)
-    v = _vectors(v, inputs, inputs_tuple, create_graph, fn, "input to the user-provided function")
+    v = _checked_v(v, inputs, inputs_tuple, create_graph, fn, "input to the user-provided function")
     out = _scalar_output(func(*leaves), strict, fn)
     grads = _reverse((out,), leaves, None, True)
     _check_first_derivatives(grads, strict, fn)
