@@ -311,10 +311,10 @@ UNARY_STEPS = {
     "softplus": lambda a: jg.softplus(a),
     "neg": lambda a: -a,
     "square": lambda a: a * a,
-    "sum_last_keepdim": lambda a: a.sum(-1, keepdim=True) if a.ndim else a,
-    "mean_first_keepdim": lambda a: a.mean(0, keepdim=True) if a.ndim else a,
-    "logsumexp_last_keepdim": lambda a: a.logsumexp(-1, keepdim=True) if a.ndim else a,
-    "softmax_last": lambda a: a.softmax(-1) if a.ndim else a,
+    "sum_last_keepdim": lambda a: a.sum(-1, keepdim=True),   # a 0-d value takes dim 0 or -1 too
+    "mean_first_keepdim": lambda a: a.mean(0, keepdim=True),
+    "logsumexp_last_keepdim": lambda a: a.logsumexp(-1, keepdim=True),
+    "softmax_last": lambda a: a.softmax(-1),
 }
 BINARY_STEPS = {
     "add": lambda a, b: a + b,

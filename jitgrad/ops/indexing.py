@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .registry import defop
 
@@ -165,8 +166,11 @@ def getitem(input: Tensor, index: Any) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
-    return getitem(input, (slice(None),) * dim + (index,))
+    check_not_0d(input._data.ndim, "select", "select from", IndexError)
+    return getitem(input, (slice(None),) * wrap_dim(dim, input._data.ndim, "select") + (index,))
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    check_not_0d(input._data.ndim, "narrow", "narrow; unsqueeze it first")
+    dim = wrap_dim(dim, input._data.ndim, "narrow")
     return getitem(input, (slice(None),) * dim + (slice(start, start + length),))
