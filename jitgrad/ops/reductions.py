@@ -254,7 +254,12 @@ _logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackwar
 
 
 def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:
-    return None if dim is None else wrap_dims(dim, input._data.ndim, op)
+    """The wrapped dimensions; a 0-d tensor takes the dimension 0 or -1 as PyTorch's do, and has
+    nothing along it to reduce."""
+    if dim is None:
+        return None
+    dims = wrap_dims(dim, input._data.ndim, op)
+    return dims if input._data.ndim else ()
 
 
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
@@ -299,7 +304,10 @@ def amin(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
 def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdim: bool):
     if dim is None:
         return all_op(input, dim=None, keepdim=False)
-    values, indices = dim_op(input, dim=(wrap_dim(dim, input._data.ndim, name),), keepdim=keepdim)
+    dim = wrap_dim(dim, input._data.ndim, name)
+    if not input._data.ndim:  # its one element, at index 0
+        return MinMaxResult(*dim_op(input.reshape(1), dim=(0,), keepdim=False))
+    values, indices = dim_op(input, dim=(dim,), keepdim=keepdim)
     return MinMaxResult(values, indices)
 
 
@@ -313,15 +321,17 @@ def min(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: 
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    if dim is None:
+    dim = None if dim is None else wrap_dim(dim, input._data.ndim, "argmax")
+    if dim is None or not input._data.ndim:
         return _argmax(input.reshape(-1), dim=0, keepdim=False)
-    return _argmax(input, dim=wrap_dim(dim, input._data.ndim, "argmax"), keepdim=keepdim)
+    return _argmax(input, dim=dim, keepdim=keepdim)
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    if dim is None:
+    dim = None if dim is None else wrap_dim(dim, input._data.ndim, "argmin")
+    if dim is None or not input._data.ndim:
         return _argmin(input.reshape(-1), dim=0, keepdim=False)
-    return _argmin(input, dim=wrap_dim(dim, input._data.ndim, "argmin"), keepdim=keepdim)
+    return _argmin(input, dim=dim, keepdim=keepdim)
 
 
 def all(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001

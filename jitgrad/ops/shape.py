@@ -95,7 +95,7 @@ _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "V
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
-_transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+_transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a[...],
                    "TransposeBackward0", lower=_swap,
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
