@@ -376,6 +376,10 @@ SAMPLES: list[Sample] = [
     Sample("getitem", "repeated-rows", lambda x: x[jg.tensor(REPEATED_ROWS)], lambda x: x[_t(REPEATED_ROWS)],
            ((3, 4),)),
     Sample("getitem", "mask", lambda x: x[jg.tensor(MASK)], lambda x: x[_t(MASK)], ((3, 4),)),
+    # PyTorch applies integers, None and ... first, then the lists: numpy would order these otherwise
+    Sample("getitem", "int-then-list", lambda x: x[1, ..., [0, 2, 0]], SAME, ((2, 3, 4),)),
+    Sample("getitem", "list-none-int", lambda x: x[:, [2, 0], None, 0], SAME, ((2, 3, 4),)),
+    Sample("getitem", "lists-around-empty-ellipsis", lambda x: x[:, [1, 0], ..., [0, 2]], SAME, ((3, 2, 4),)),
     Sample("getitem", "select", lambda x: jg.select(x, 1, 2), lambda x: torch.select(x, 1, 2), ((3, 4),)),
     Sample("getitem", "narrow", lambda x: x.narrow(1, 1, 2), SAME, ((3, 4),)),
     Sample("index_scatter", "repeated-rows", *_grad_of_getitem(REPEATED_ROWS), ((3, 4),)),
