@@ -62,17 +62,25 @@ def _var_jvp(self_t, self, dim, keepdim, correction):
     return _sum(centred * self_t, dim=dim, keepdim=keepdim) * (2.0 / (_count(self._data.shape, dim) - correction))
 
 
+def _over_std(value, result, n, correction):
+    """``value / (std * (n - correction))``, and 0 where the std is 0: PyTorch takes the gradient of
+    sqrt at 0 as 0 there (a constant input gets none, not NaN). The denominator is made safe first, so
+    that the unselected branch puts no NaN in a gradient of this gradient either."""
+    vanishing = result == 0.0
+    return where(vanishing, 0.0, value / (where(vanishing, 1.0, result) * (n - correction)))
+
+
 def _std_grad(grad, self, result, dim, keepdim, correction):
-    n = _count(self._data.shape, dim)
     shape = self._data.shape
     centred = self - self.mean(dim, keepdim=True)
-    return (_unsqueeze_reduced(grad, shape, dim, keepdim) * centred
-            / (_unsqueeze_reduced(result, shape, dim, keepdim) * (n - correction)))
+    scale = _over_std(_unsqueeze_reduced(grad, shape, dim, keepdim), _unsqueeze_reduced(result, shape, dim, keepdim),
+                      _count(shape, dim), correction)
+    return scale * centred
 
 
 def _std_jvp(self_t, self, result, dim, keepdim, correction):
     centred = self - self.mean(dim, keepdim=True)
-    return _sum(centred * self_t, dim=dim, keepdim=keepdim) / (result * (_count(self._data.shape, dim) - correction))
+    return _over_std(_sum(centred * self_t, dim=dim, keepdim=keepdim), result, _count(self._data.shape, dim), correction)
 
 
 def _prod_grad(grad, self, dim, keepdim):
