@@ -137,6 +137,14 @@ def _set_rows(x, v):
     return x
 
 
+def _set_at(index):
+    """``x[index] = v`` on a non-leaf, returning x."""
+    def set_at(x, v):
+        x[index] = v
+        return x
+    return set_at
+
+
 def _scale_first_row(x, w):
     """``x[0].mul_(w)`` on a non-leaf, returning x: an in-place op through a view (``copy_slices``)."""
     x[0].mul_(w)
@@ -229,6 +237,8 @@ SAMPLES: list[Sample] = [
     Sample("fill", "zero", lambda x: (x * 1).zero_(), SAME, ((3,),)),
     Sample("copy", "inplace-broadcast", lambda x, y: (x * 1).copy_(y), SAME, ((2, 3), (3,))),
     Sample("index_put", "setitem-slice", lambda x, v: _set_rows(x * 1, v), SAME, ((3, 4), (4,))),
+    Sample("index_put", "setitem-int-then-list", lambda x, v: _set_at((1, Ellipsis, [0, 2]))(x * 1, v), SAME,
+           ((2, 3, 4), (3, 2))),
     Sample("copy_slices", "inplace-through-view", lambda x, w: _scale_first_row(x * 1, w), SAME, ((3, 4), (4,))),
     # comparisons and logical ops: values only
     Sample("eq", "bcast", lambda x, y: x == y, SAME, BCAST, integers(), numpy_fn=np.equal),

@@ -1,6 +1,7 @@
 """``x[index]`` and its backward, a scatter that accumulates where an index repeats."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -190,6 +191,17 @@ def _in_pytorch_order(index: tuple, ndim: int) -> tuple[tuple, tuple] | None:
             if not isinstance(item, (int, np.integer)):  # a slice or None leaves a dimension
                 advanced.append(slice(None))
     return tuple(basic), tuple(advanced)
+
+
+def pytorch_write_index(index: tuple, shape: tuple[int, ...]) -> tuple:
+    """An index numpy writes through in one step (``x[index] = v``) where PyTorch would write: the
+    index itself where numpy's order is PyTorch's, else one integer array per dimension, shaped as
+    PyTorch's result, naming the elements it selects."""
+    steps = _in_pytorch_order(index, len(shape))
+    if steps is None:
+        return index
+    basic, advanced = steps
+    return np.unravel_index(np.arange(math.prod(shape)).reshape(shape)[basic][advanced], shape)
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:

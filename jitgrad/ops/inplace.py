@@ -17,7 +17,7 @@ from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
-from .indexing import getitem, normalize_index
+from .indexing import getitem, normalize_index, pytorch_write_index
 from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
@@ -228,7 +228,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: the gradient of ``value`` is the indexed gradient; the overwritten
     elements of ``self`` get none. With nothing to differentiate or observe, the elements are written
     directly rather than through a copy of the whole tensor."""
-    index = normalize_index(index)
+    index = pytorch_write_index(normalize_index(index), self._data.shape)
     if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed():
         apply_inplace("__setitem__", self, _index_put, value, index=index)
         return
