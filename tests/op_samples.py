@@ -137,6 +137,14 @@ def _set_rows(x, v):
     return x
 
 
+def _set_at(index):
+    """``x[index] = v`` on a non-leaf, returning x."""
+    def set_at(x, v):
+        x[index] = v
+        return x
+    return set_at
+
+
 def _scale_first_row(x, w):
     """``x[0].mul_(w)`` on a non-leaf, returning x: an in-place op through a view (``copy_slices``)."""
     x[0].mul_(w)
@@ -229,6 +237,8 @@ SAMPLES: list[Sample] = [
     Sample("fill", "zero", lambda x: (x * 1).zero_(), SAME, ((3,),)),
     Sample("copy", "inplace-broadcast", lambda x, y: (x * 1).copy_(y), SAME, ((2, 3), (3,))),
     Sample("index_put", "setitem-slice", lambda x, v: _set_rows(x * 1, v), SAME, ((3, 4), (4,))),
+    Sample("copy_slices", "setitem-int-then-list", lambda x, v: _set_at((1, Ellipsis, [0, 2]))(x * 1, v), SAME,
+           ((2, 3, 4), (3, 2))),
     Sample("copy_slices", "inplace-through-view", lambda x, w: _scale_first_row(x * 1, w), SAME, ((3, 4), (4,))),
     # comparisons and logical ops: values only
     Sample("eq", "bcast", lambda x, y: x == y, SAME, BCAST, integers(), numpy_fn=np.equal),
@@ -406,6 +416,10 @@ SAMPLES: list[Sample] = [
     Sample("getitem", "repeated-rows", lambda x: x[jg.tensor(REPEATED_ROWS)], lambda x: x[_t(REPEATED_ROWS)],
            ((3, 4),)),
     Sample("getitem", "mask", lambda x: x[jg.tensor(MASK)], lambda x: x[_t(MASK)], ((3, 4),)),
+    # PyTorch applies integers, None and ... first, then the lists: numpy would order these otherwise
+    Sample("getitem", "int-then-list", lambda x: x[1, ..., [0, 2, 0]], SAME, ((2, 3, 4),)),
+    Sample("getitem", "list-none-int", lambda x: x[:, [2, 0], None, 0], SAME, ((2, 3, 4),)),
+    Sample("getitem", "lists-around-empty-ellipsis", lambda x: x[:, [1, 0], ..., [0, 2]], SAME, ((3, 2, 4),)),
     Sample("getitem", "select", lambda x: jg.select(x, 1, 2), lambda x: torch.select(x, 1, 2), ((3, 4),)),
     Sample("getitem", "narrow", lambda x: x.narrow(1, 1, 2), SAME, ((3, 4),)),
     Sample("getitem", "select-dim-1", lambda x: x.select(-1, 2), SAME, ((3, 4),)),

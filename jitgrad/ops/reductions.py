@@ -79,7 +79,7 @@ def _over_twice_std(value, std):
 
 def _std_grad(grad, self, result, dim, keepdim, correction):
     shape = self._data.shape
-    var_grad = _var_grad(_unsqueeze_reduced(grad, shape, dim, True), self, dim, True, correction)
+    var_grad = _var_grad(grad, self, dim, keepdim, correction)
     return _over_twice_std(var_grad, _unsqueeze_reduced(result, shape, dim, keepdim))
 
 
