@@ -30,7 +30,10 @@ def wrap_dim(dim: int, ndim: int, op: str) -> int:
 
 def wrap_dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...]:
     """All dimensions for ``None`` (or an empty tuple, as PyTorch's reductions take it), else the
-    sorted, wrapped, duplicate-free dimensions named."""
+    sorted, wrapped, duplicate-free dimensions named.
+
+    A 0-d tensor takes ``dim`` 0 or -1, as in PyTorch, but its array has no axis 0: the dimensions to
+    reduce are none, ``()``, which every reduction (and its derivative) reads as "nothing to fold"."""
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -39,7 +42,15 @@ def wrap_dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int,
     wrapped = tuple(sorted(wrap_dim(d, ndim, op) for d in dims))
     if len(set(wrapped)) != len(wrapped):
         raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")
-    return wrapped
+    return wrapped if ndim else ()
+
+
+def check_not_0d(ndim: int, op: str, action: str, error: type[Exception] = RuntimeError) -> None:
+    """A 0-d tensor takes dim 0 or -1, but an op that cuts or joins along a dimension (narrow, split,
+    cat, select...) has nothing to work on there: PyTorch refuses it (a RuntimeError, an IndexError
+    for select), and so does jitgrad, saying what to do, rather than let numpy fail on a missing axis."""
+    if ndim == 0:
+        raise error(f"{op}(): a 0-d tensor has no dimension to {action}")
 
 
 def broadcast_shapes(op: str, shapes: Iterable[tuple[int, ...]]) -> tuple[int, ...]:

@@ -16,7 +16,7 @@ import numpy as np
 from . import dtypes
 from .hooks import RemovableHandle
 from .formatting import tensor_repr
-from .shapes import Size, wrap_dim
+from .shapes import Size, check_not_0d, wrap_dim
 
 _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -79,6 +79,7 @@ class Tensor:
     def size(self, dim: int | None = None) -> Size | int:
         if dim is None:
             return Size(self._data.shape)
+        check_not_0d(self._data.ndim, "size", "measure", IndexError)
         return self._data.shape[wrap_dim(dim, self._data.ndim, "size")]
 
     @property

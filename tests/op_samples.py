@@ -137,6 +137,14 @@ def _set_rows(x, v):
     return x
 
 
+def _set_at(index):
+    """``x[index] = v`` on a non-leaf, returning x."""
+    def set_at(x, v):
+        x[index] = v
+        return x
+    return set_at
+
+
 def _scale_first_row(x, w):
     """``x[0].mul_(w)`` on a non-leaf, returning x: an in-place op through a view (``copy_slices``)."""
     x[0].mul_(w)
@@ -229,6 +237,8 @@ SAMPLES: list[Sample] = [
     Sample("fill", "zero", lambda x: (x * 1).zero_(), SAME, ((3,),)),
     Sample("copy", "inplace-broadcast", lambda x, y: (x * 1).copy_(y), SAME, ((2, 3), (3,))),
     Sample("index_put", "setitem-slice", lambda x, v: _set_rows(x * 1, v), SAME, ((3, 4), (4,))),
+    Sample("copy_slices", "setitem-int-then-list", lambda x, v: _set_at((1, Ellipsis, [0, 2]))(x * 1, v), SAME,
+           ((2, 3, 4), (3, 2))),
     Sample("copy_slices", "inplace-through-view", lambda x, w: _scale_first_row(x * 1, w), SAME, ((3, 4), (4,))),
     # comparisons and logical ops: values only
     Sample("eq", "bcast", lambda x, y: x == y, SAME, BCAST, integers(), numpy_fn=np.equal),
@@ -286,6 +296,10 @@ SAMPLES: list[Sample] = [
     Sample("log_softmax", "dim-1", lambda x: F.log_softmax(x, dim=-1),
            lambda x: torch.log_softmax(x, dim=-1), ((3, 4),)),
     Sample("log_softmax", "method-dim0", lambda x: x.log_softmax(0), SAME, ((2, 3, 2),)),
+    # a 0-d tensor takes dim 0 or -1, as in PyTorch: softmax over its one element
+    Sample("softmax", "0d-dim0", lambda x: x.softmax(0), SAME, ((),)),
+    Sample("log_softmax", "0d-dim-1", lambda x: F.log_softmax(x, -1), lambda x: torch.log_softmax(x, -1),
+           ((),)),
     # ---- reductions ---------------------------------------------------------------------------------
     Sample("sum", "all", lambda x: x.sum(), SAME, ((2, 3),)),
     Sample("sum", "dim", lambda x: jg.sum(x, 1), lambda x: torch.sum(x, 1), ((2, 3, 2),)),
@@ -334,19 +348,49 @@ SAMPLES: list[Sample] = [
     Sample("logsumexp", "dim", lambda x: x.logsumexp(1), SAME, ((3, 4),)),
     Sample("logsumexp", "dims-keepdim", lambda x: jg.logsumexp(x, (0, 1), keepdim=True),
            lambda x: torch.logsumexp(x, (0, 1), keepdim=True), ((3, 4),)),
+    # reductions along a 0-d tensor's dim (0 or -1): nothing to fold, a 0-d result with or without keepdim
+    Sample("sum", "0d-dim0", lambda x: x.sum(0), SAME, ((),)),
+    Sample("sum", "0d-dim-1-keepdim", lambda x: jg.sum(x, -1, keepdim=True),
+           lambda x: torch.sum(x, -1, keepdim=True), ((),)),
+    Sample("mean", "0d-dim-1", lambda x: x.mean(-1), SAME, ((),)),
+    Sample("var", "0d-dim0-biased", lambda x: x.var(0, correction=0), SAME, ((),)),
+    Sample("std", "0d-dim-1-biased-keepdim", lambda x: x.std(-1, keepdim=True, correction=0), SAME, ((),)),
+    Sample("prod", "0d-dim0", lambda x: jg.prod(x, 0), lambda x: torch.prod(x, 0), ((),)),
+    Sample("amax", "0d-dim-1", lambda x: x.amax(-1), SAME, ((),)),
+    Sample("amin", "0d-dim0-keepdim", lambda x: jg.amin(x, 0, keepdim=True),
+           lambda x: torch.amin(x, 0, keepdim=True), ((),)),
+    Sample("max_dim", "0d-values", lambda x: x.max(0).values, SAME, ((),)),
+    Sample("max_dim", "0d-indices-keepdim", lambda x: x.max(-1, keepdim=True).indices, SAME, ((),),
+           grad=False, numpy_fn=lambda x: np.argmax(x)),
+    Sample("min_dim", "0d-values-keepdim", lambda x: jg.min(x, -1, keepdim=True)[0],
+           lambda x: torch.min(x, -1, keepdim=True)[0], ((),)),
+    Sample("argmax", "0d-dim0", lambda x: x.argmax(0), SAME, ((),), numpy_fn=lambda x: np.argmax(x)),
+    Sample("argmin", "0d-dim-1-keepdim", lambda x: jg.argmin(x, -1, keepdim=True),
+           lambda x: torch.argmin(x, -1, keepdim=True), ((),), numpy_fn=lambda x: np.argmin(x)),
+    Sample("argmax", "all-keepdim", lambda x: x.argmax(keepdim=True), SAME, ((3, 4),), distinct(),
+           numpy_fn=lambda x: np.argmax(x, keepdims=True)),
+    Sample("all", "0d-dim0", lambda x: jg.all(x, 0), lambda x: torch.all(x, 0), ((),), booleans(),
+           numpy_fn=np.all),
+    Sample("any", "0d-dim-1-keepdim", lambda x: x.any(-1, keepdim=True), SAME, ((),), integers(0, 1),
+           numpy_fn=np.any),
+    Sample("logsumexp", "0d-dim0", lambda x: x.logsumexp(0), SAME, ((),)),
     # ---- shape --------------------------------------------------------------------------------------
     Sample("reshape", "method", lambda x: x.reshape(4, 3), SAME, ((3, 4),)),
     Sample("reshape", "view", lambda x: x.view(-1), SAME, ((3, 4),)),
     Sample("reshape", "flatten", lambda x: jg.flatten(x, 1), lambda x: torch.flatten(x, 1), ((2, 3, 2),)),
     Sample("transpose", "method", lambda x: x.transpose(0, 2), SAME, ((2, 3, 2),)),
     Sample("transpose", "mT", lambda x: x.mT, SAME, ((2, 3, 4),)),
+    Sample("transpose", "0d", lambda x: x.transpose(0, -1), SAME, ((),)),
     Sample("permute", "method", lambda x: x.permute(2, 0, 1), SAME, ((2, 3, 2),)),
     Sample("permute", "T", lambda x: x.T, SAME, ((3, 4),)),
     Sample("squeeze", "all", lambda x: x.squeeze(), SAME, ((3, 1, 4),)),
     Sample("squeeze", "dim", lambda x: jg.squeeze(x, 1), lambda x: torch.squeeze(x, 1), ((3, 1, 4),)),
     Sample("squeeze", "dims", lambda x: x.squeeze((0, 2)), SAME, ((1, 3, 1),)),
+    Sample("squeeze", "0d-dim-1", lambda x: jg.squeeze(x, -1), lambda x: torch.squeeze(x, -1), ((),)),
     Sample("unsqueeze", "method", lambda x: x.unsqueeze(1), SAME, ((3, 4),)),
     Sample("unsqueeze", "function-last", lambda x: jg.unsqueeze(x, -1), lambda x: torch.unsqueeze(x, -1), ((3,),)),
+    Sample("unsqueeze", "0d-dim-1", lambda x: x.unsqueeze(-1), SAME, ((),)),
+    Sample("reshape", "flatten-0d", lambda x: jg.flatten(x, -1), lambda x: torch.flatten(x, -1), ((),)),
     Sample("expand", "method", lambda x: x.expand(2, 3, 4), SAME, ((3, 1),)),
     Sample("expand", "broadcast_to", lambda x: jg.broadcast_to(x, (3, 4)), lambda x: torch.broadcast_to(x, (3, 4)),
            ((4,),)),
@@ -357,6 +401,8 @@ SAMPLES: list[Sample] = [
     Sample("stack", "dim1", lambda x, y: jg.stack([x, y], 1), lambda x, y: torch.stack([x, y], 1), ((3, 4), (3, 4))),
     Sample("stack", "dim-1", lambda x: jg.stack([x, x * 2.0], -1), lambda x: torch.stack([x, x * 2.0], -1),
            ((4,),)),
+    Sample("stack", "0d-dim-1", lambda x, y: jg.stack([x, y], -1), lambda x, y: torch.stack([x, y], -1),
+           ((), ())),
     Sample("split", "size", lambda x: x.split(2, 1)[1], SAME, ((3, 5),)),
     Sample("split", "sizes", lambda x: jg.split(x, [1, 3], 0)[1], lambda x: torch.split(x, [1, 3], 0)[1],
            ((4, 2),)),
@@ -370,8 +416,15 @@ SAMPLES: list[Sample] = [
     Sample("getitem", "repeated-rows", lambda x: x[jg.tensor(REPEATED_ROWS)], lambda x: x[_t(REPEATED_ROWS)],
            ((3, 4),)),
     Sample("getitem", "mask", lambda x: x[jg.tensor(MASK)], lambda x: x[_t(MASK)], ((3, 4),)),
+    # PyTorch applies integers, None and ... first, then the lists: numpy would order these otherwise
+    Sample("getitem", "int-then-list", lambda x: x[1, ..., [0, 2, 0]], SAME, ((2, 3, 4),)),
+    Sample("getitem", "list-none-int", lambda x: x[:, [2, 0], None, 0], SAME, ((2, 3, 4),)),
+    Sample("getitem", "lists-around-empty-ellipsis", lambda x: x[:, [1, 0], ..., [0, 2]], SAME, ((3, 2, 4),)),
     Sample("getitem", "select", lambda x: jg.select(x, 1, 2), lambda x: torch.select(x, 1, 2), ((3, 4),)),
     Sample("getitem", "narrow", lambda x: x.narrow(1, 1, 2), SAME, ((3, 4),)),
+    Sample("getitem", "select-dim-1", lambda x: x.select(-1, 2), SAME, ((3, 4),)),
+    Sample("getitem", "narrow-dim-1", lambda x: jg.narrow(x, -1, 1, 2), lambda x: torch.narrow(x, -1, 1, 2),
+           ((3, 4),)),
     Sample("index_scatter", "repeated-rows", *_grad_of_getitem(REPEATED_ROWS), ((3, 4),)),
     Sample("index_scatter", "int", *_grad_of_getitem(1), ((4,),)),
     Sample("index_scatter", "slice", *_grad_of_getitem(slice(1, 3)), ((2, 4),)),
@@ -397,6 +450,8 @@ SAMPLES: list[Sample] = [
            lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), reduction="sum"), ((3, 4),)),
     Sample("nll_loss", "none", lambda x: F.nll_loss(x, jg.tensor(CLASSES), reduction="none"),
            lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), reduction="none"), ((3, 4),)),
+    Sample("nll_loss", "unbatched", lambda x: F.nll_loss(x, jg.tensor(1)),
+           lambda x: torch.nn.functional.nll_loss(x, torch.tensor(1)), ((4,),)),
     Sample("nll_loss_backward", "mean", *_grad_of_nll_loss("mean"), ((),)),
     Sample("nll_loss_backward", "none", *_grad_of_nll_loss("none"), ((3,),)),
     Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),

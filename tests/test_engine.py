@@ -3,6 +3,7 @@ reentrancy, threads and rollback. Where PyTorch is installed, orders are compare
 from __future__ import annotations
 
 import gc
+import re
 import threading
 import tracemalloc
 import weakref
@@ -12,6 +13,10 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.autograd.graph import AccumulateGrad, GraphRoot, get_gradient_edge
+
+
+MATMUL_SHAPES = [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 2)), ((4, 2, 3), (3, 2)),
+                 ((2, 3), (4, 3, 2)), ((4, 2, 3), (4, 3, 2)), ((3,), (4, 3, 2)), ((4, 2, 3), (3,))]
 
 
 def leaf(*values, dtype=jg.float64):
@@ -376,6 +381,54 @@ class TestBadInput:
     def test_matmul_mismatch(self):
         with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"):
             jg.ones(2, 3) @ jg.ones(4, 5)
+
+    @pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=lambda s: f"{len(s[0])}d@{len(s[1])}d")
+    @pytest.mark.parametrize("call", ["matmul", "@", "mm"])
+    @pytest.mark.parametrize("dtypes", [("float64", "float32"), ("float32", "int64")], ids="-".join)
+    def test_matmul_of_mismatched_dtypes_says_so(self, call, shapes, dtypes):
+        """PyTorch's exception type, and a message about the dtypes (not the shapes, which fit)."""
+        torch = pytest.importorskip("torch")
+        if call == "mm" and (len(shapes[0]), len(shapes[1])) != (2, 2):
+            pytest.skip("mm takes matrices")
+        products = {"matmul": lambda a, b, lib: lib.matmul(a, b), "@": lambda a, b, lib: a @ b,
+                    "mm": lambda a, b, lib: lib.mm(a, b)}[call]
+        with pytest.raises(Exception) as theirs:
+            products(*(torch.ones(s, dtype=getattr(torch, d)) for s, d in zip(shapes, dtypes)), torch)
+        with pytest.raises(type(theirs.value)) as ours:
+            products(*(jg.ones(*s, dtype=getattr(jg, d)) for s, d in zip(shapes, dtypes)), jg)
+        message = str(ours.value)
+        assert re.match(r"(dot|mv|mm|matmul)\(", message), message   # names the op ...
+        assert "same dtype" in message and all(d in message for d in dtypes)   # ... the dtypes ...
+        assert ".to(" in message and "cannot be multiplied" not in message     # ... and what to do
+
+    def test_a_product_wrong_in_shapes_and_dtypes_names_both(self):
+        with pytest.raises(RuntimeError, match=r"shapes cannot be multiplied \(2x3 and 4x5\); the dtypes "
+                                               r"differ too \(float64 and float32\)"):
+            jg.ones(2, 3, dtype=jg.float64) @ jg.ones(4, 5)
+
+    def test_batch_dimensions_that_do_not_broadcast_are_named(self):
+        torch = pytest.importorskip("torch")
+        with pytest.raises(RuntimeError):
+            torch.ones(2, 3, 4) @ torch.ones(3, 4, 2)
+        with pytest.raises(RuntimeError, match=r"batch dimensions \(2,\) and \(3,\) cannot be broadcast"):
+            jg.ones(2, 3, 4) @ jg.ones(3, 4, 2)
+
+    @pytest.mark.parametrize("input_shape", [(3,), (2, 3), (4, 2, 3)])
+    @pytest.mark.parametrize("mismatch", ["weight", "bias"])
+    def test_linear_needs_one_dtype(self, input_shape, mismatch):
+        torch = pytest.importorskip("torch")
+        dtypes = {"input": "float32", "weight": "float32", "bias": "float32", mismatch: "float64"}
+        shapes = {"input": input_shape, "weight": (5, 3), "bias": (5,)}
+
+        def call(lib, functional):
+            return functional.linear(*(lib.ones(*shapes[k], dtype=getattr(lib, dtypes[k])) if lib is jg
+                                       else lib.ones(shapes[k], dtype=getattr(lib, dtypes[k]))
+                                       for k in ("input", "weight", "bias")))
+        with pytest.raises(Exception) as theirs:
+            call(torch, torch.nn.functional)
+        with pytest.raises(type(theirs.value), match=r"float64.*float32|float32.*float64") as ours:
+            call(jg, jg.nn.functional)
+        assert "same dtype" in str(ours.value) and "cannot be multiplied" not in str(ours.value)
 
     def test_graph_root_is_a_node(self):
         root = GraphRoot([], [])

@@ -298,6 +298,21 @@ def test_backward_accumulates_broadcast_gradients_into_leaf():
     assert_close(y.grad.numpy(), np.full((4,), x.detach().numpy().sum()), rtol=1e-12, atol=1e-12)
 
 
+# ---- where an op has no derivative, PyTorch's choice ------------------------------------------------
+def test_std_of_constant_values_has_a_zero_gradient_and_tangent():
+    """sqrt's derivative at 0 is infinite: PyTorch gives std of constant values the gradient (and the
+    tangent) 0, not NaN. The row that is not constant keeps its usual gradient."""
+    x = jg.tensor([[0.5, 0.5, 0.5], [0.5, -0.5, 0.25]], dtype=jg.float64, requires_grad=True)
+    (grad,) = jg.autograd.grad(x.std(dim=1).sum(), x)
+    assert grad[0].tolist() == [0.0, 0.0, 0.0]
+    centred = x.detach()[1] - x.detach()[1].mean()
+    assert_close(grad[1].numpy(), (centred / (x.detach()[1].std() * 2)).numpy(), rtol=1e-12, atol=1e-12)
+    with jg.autograd.forward_ad.dual_level():
+        dual = jg.autograd.forward_ad.make_dual(x.detach(), jg.tensor([[1.0, 2.0, -1.0]] * 2, dtype=jg.float64))
+        tangent = jg.autograd.forward_ad.unpack_dual(dual.std(dim=1)).tangent
+    assert tangent[0].item() == 0.0 and np.isfinite(tangent[1].item())
+
+
 # ---- random graphs ------------------------------------------------------------------------------------
 # Smooth everywhere on all reals and bounded enough to keep finite differences accurate.
 UNARY_STEPS = {
@@ -311,10 +326,10 @@ UNARY_STEPS = {
     "softplus": lambda a: jg.softplus(a),
     "neg": lambda a: -a,
     "square": lambda a: a * a,
-    "sum_last_keepdim": lambda a: a.sum(-1, keepdim=True) if a.ndim else a,
-    "mean_first_keepdim": lambda a: a.mean(0, keepdim=True) if a.ndim else a,
-    "logsumexp_last_keepdim": lambda a: a.logsumexp(-1, keepdim=True) if a.ndim else a,
-    "softmax_last": lambda a: a.softmax(-1) if a.ndim else a,
+    "sum_last_keepdim": lambda a: a.sum(-1, keepdim=True),   # a 0-d value takes dim 0 or -1 too
+    "mean_first_keepdim": lambda a: a.mean(0, keepdim=True),
+    "logsumexp_last_keepdim": lambda a: a.logsumexp(-1, keepdim=True),
+    "softmax_last": lambda a: a.softmax(-1),
 }
 BINARY_STEPS = {
     "add": lambda a, b: a + b,

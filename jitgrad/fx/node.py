@@ -14,13 +14,24 @@ if TYPE_CHECKING:
     from .graph import Graph
 
 
-class Opcode(enum.Enum):
-    """What a node does. The set is closed: every consumer of the IR handles exactly these four."""
+class Opcode(str, enum.Enum):
+    """What a node does. The set is closed: every consumer of the IR handles exactly these four.
+
+    A ``str`` enum, so that ``node.op == "call_function"`` holds as in torch.fx (and the opcode hashes as
+    its string), while ``node.op is Opcode.CALL_FUNCTION`` still works. ``str()`` and ``format()`` are
+    pinned to ``Opcode.CALL_FUNCTION``: a ``str`` mixin would make ``format()`` (and f-strings) give the
+    value on some Python versions and the name on others; listings print ``.value``."""
 
     PLACEHOLDER = "placeholder"      # an argument of the graph's function
     GET_ATTR = "get_attr"            # a constant tensor held by the graph (``graph.constants[target]``)
     CALL_FUNCTION = "call_function"  # a registry op (or ``tuple_item``) applied to ``args``/``kwargs``
     OUTPUT = "output"                # what the function returns: ``args[0]``
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self), format_spec)
 
 
 class TupleItem:

@@ -29,12 +29,6 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Ten
             raise ValueError(f"cross_entropy: probability targets must have the input's shape "
                              f"{tuple(input.shape)}, got {tuple(target.shape)}")
         return _reduce(-sum(log_probs * target, dim=-1), reduction, "cross_entropy")
-    if input.ndim == 1:  # one sample: a batch of one, and a 0-d loss
-        if target.ndim != 0:
-            raise ValueError(f"cross_entropy: a class-index target for input of shape ({input.shape[0]},) is a "
-                             f"0-d tensor, got shape {tuple(target.shape)}")
-        loss = nll_loss(log_probs.unsqueeze(0), target.reshape(1), reduction=reduction)
-        return loss.reshape(()) if reduction == "none" else loss
     return nll_loss(log_probs, target, reduction=reduction)
 
 
@@ -44,6 +38,16 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features)."""
+    """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features).
+
+    One dtype for all three, as in PyTorch, where this is one fused product: the addition alone would
+    promote a bias of another dtype."""
     out = input @ weight.T
-    return out if bias is None else out + bias
+    if bias is None:
+        return out
+    if bias.dtype != out.dtype:
+        raise RuntimeError(f"linear: expected the same dtype for input, weight and bias, but the bias is "
+                           f"{bias.dtype.name} and the input and weight are {out.dtype.name}; linear does "
+                           f"not promote dtypes: convert the bias first, e.g. "
+                           f"bias.to(jitgrad.{out.dtype.name})")
+    return out + bias

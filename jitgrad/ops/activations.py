@@ -91,15 +91,20 @@ def _softmax_lower(ctx, log=False):
             *finish]
 
 
+def _axis(a, dim):
+    """numpy's axis for ``dim``: a 0-d tensor takes dim 0 or -1, the whole of it, as in PyTorch."""
+    return dim if a.ndim else None
+
+
 def _softmax_forward(a, dim):
-    shifted = a - a.max(axis=dim, keepdims=True)
+    shifted = a - a.max(axis=_axis(a, dim), keepdims=True)
     e = np.exp(shifted)
-    return e / e.sum(axis=dim, keepdims=True)
+    return e / e.sum(axis=_axis(a, dim), keepdims=True)
 
 
 def _log_softmax_forward(a, dim):
-    shifted = a - a.max(axis=dim, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted = a - a.max(axis=_axis(a, dim), keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=_axis(a, dim), keepdims=True))
 
 
 relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", recompute=True, lower="max({self}, {T}(0.0))",

@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .registry import defop
 
@@ -160,13 +161,53 @@ _index_scatter = defop("index_scatter", ("grad",), _scatter_forward, "IndexBackw
                        jvp=lambda grad_t, shape, index: _index_scatter(grad_t, shape=shape, index=index))
 
 
+def _dims_taken(item: Any) -> int:
+    """How many of the input's dimensions an index item selects from (a mask: as many as it has)."""
+    if item is None or item is Ellipsis:
+        return 0
+    return item.ndim if isinstance(item, np.ndarray) and item.dtype == bool else 1
+
+
+def in_pytorch_order(index: tuple, ndim: int) -> tuple[tuple, tuple] | None:
+    """PyTorch applies an index's integers, slices, None and ``...`` first and its tensors after, to
+    the dimensions left; numpy treats an integer beside an array as an array too, and an ellipsis or
+    None between two arrays as a separator, so ``x[0, None, [0, 1]]`` or ``x[1, ..., [0, 1]]`` would
+    come out with other dimensions first. Returns the basic index and the advanced one that numpy
+    applies in turn to give PyTorch's result, or None where one numpy step already does."""
+    if not _is_advanced(index) or not any(i is None or i is Ellipsis or isinstance(i, (int, np.integer))
+                                          for i in index):
+        return None
+    spanned = ndim - sum(_dims_taken(i) for i in index)
+    basic, advanced = [], []
+    for item in index:
+        if isinstance(item, np.ndarray):
+            basic += [slice(None)] * _dims_taken(item)
+            advanced.append(item)
+        elif item is Ellipsis:
+            basic.append(item)
+            advanced += [slice(None)] * spanned
+        else:
+            basic.append(item)
+            if not isinstance(item, (int, np.integer)):  # a slice or None leaves a dimension
+                advanced.append(slice(None))
+    return tuple(basic), tuple(advanced)
+
+
 def getitem(input: Tensor, index: Any) -> Tensor:
-    return _getitem(input, index=normalize_index(index))
+    index = normalize_index(index)
+    steps = in_pytorch_order(index, input._data.ndim)
+    if steps is None:
+        return _getitem(input, index=index)
+    basic, advanced = steps
+    return _getitem(_getitem(input, index=basic), index=advanced)
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
-    return getitem(input, (slice(None),) * dim + (index,))
+    check_not_0d(input._data.ndim, "select", "select from", IndexError)
+    return getitem(input, (slice(None),) * wrap_dim(dim, input._data.ndim, "select") + (index,))
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    check_not_0d(input._data.ndim, "narrow", "narrow; unsqueeze it first")
+    dim = wrap_dim(dim, input._data.ndim, "narrow")
     return getitem(input, (slice(None),) * dim + (slice(start, start + length),))

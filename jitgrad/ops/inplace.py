@@ -17,7 +17,7 @@ from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
-from .indexing import getitem, normalize_index
+from .indexing import getitem, in_pytorch_order, normalize_index
 from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
@@ -227,8 +227,14 @@ def copy_(self: Tensor, src: Any) -> Tensor:
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: the gradient of ``value`` is the indexed gradient; the overwritten
     elements of ``self`` get none. With nothing to differentiate or observe, the elements are written
-    directly rather than through a copy of the whole tensor."""
+    directly rather than through a copy of the whole tensor. An index that PyTorch applies in two
+    steps (``x[1, ..., [0, 2]]``: the integers first) writes through the view its first step makes."""
     index = normalize_index(index)
+    steps = in_pytorch_order(index, self._data.ndim)
+    if steps is not None:
+        basic, advanced = steps
+        setitem(getitem(self, basic), advanced, value)
+        return
     if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed():
         apply_inplace("__setitem__", self, _index_put, value, index=index)
         return

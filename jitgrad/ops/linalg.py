@@ -4,24 +4,43 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from .registry import defop
 
 
 def _explain_matmul(values, attrs):
+    """What went wrong in a matrix product: the shapes, or (the shapes fitting) the dtypes, which
+    matrix products do not promote as arithmetic does."""
     a, b = (np.shape(v) for v in values)
-    if len(a) == 1 and len(b) == 1:
-        return (f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
-                f"number of elements, but got {a[0]} and {b[0]} elements respectively")
-    rows = a[-2] * int(np.prod(a[:-2])) if len(a) > 1 else 1
-    cols = b[-1] if len(b) > 1 else 1
-    return f"mat1 and mat2 shapes cannot be multiplied ({rows}x{a[-1]} and {b[-2] if len(b) > 1 else b[0]}x{cols})"
+    dtype_a, dtype_b = (np.asarray(v).dtype for v in values)
+    also = f"; the dtypes differ too ({dtype_a} and {dtype_b})" if dtype_a != dtype_b else ""
+    if a[-1] != (b[-2] if len(b) > 1 else b[0]):
+        if len(a) == 1 and len(b) == 1:
+            return (f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
+                    f"number of elements, but got {a[0]} and {b[0]} elements respectively{also}")
+        rows = a[-2] * int(np.prod(a[:-2])) if len(a) > 1 else 1
+        cols = b[-1] if len(b) > 1 else 1
+        return (f"mat1 and mat2 shapes cannot be multiplied ({rows}x{a[-1]} and "
+                f"{b[-2] if len(b) > 1 else b[0]}x{cols}){also}")
+    try:
+        np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        return f"the batch dimensions {a[:-2]} and {b[:-2]} cannot be broadcast together{also}"
+    return dtype_mismatch("matrix products", dtype_a, dtype_b) if dtype_a != dtype_b else None
+
+
+def dtype_mismatch(what: str, dtype_a: np.dtype, dtype_b: np.dtype) -> str:
+    """The message for operands that must share a dtype and do not: says which, and what to do."""
+    common = dtypes.result_type(np.empty(0, dtype_a), np.empty(0, dtype_b))
+    return (f"expected both operands to have the same dtype, but got {dtype_a} and {dtype_b}: {what} do "
+            f"not promote dtypes; convert one operand first, e.g. with .to(jitgrad.{common})")
 
 
 def _matmul_forward(a, b):
     if a.dtype != b.dtype:
-        raise TypeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+        raise TypeError(dtype_mismatch("matrix products", a.dtype, b.dtype))
     return np.matmul(a, b)
 
 

@@ -99,5 +99,14 @@ _nll_loss_backward = defop("nll_loss_backward", ("grad", "target"), _nll_backwar
 
 
 def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """PyTorch's ``nll_loss`` for ``input`` of log-probabilities (N, C) and class indices (N,)."""
+    """PyTorch's ``nll_loss`` for ``input`` of log-probabilities (N, C) and class indices (N,), or for
+    one sample: (C,) and a 0-d class index, computed as a batch of one (its loss is 0-d)."""
+    if input.ndim == 0:
+        raise ValueError("nll_loss: expected input of shape (N, C) or (C,), got a 0-d tensor")
+    if input.ndim == 1:
+        if target.numel() != 1 or target.ndim > 1:
+            raise ValueError(f"nll_loss: a class-index target for input of shape ({input.shape[0]},) is a "
+                             f"0-d tensor, got shape {tuple(target.shape)}")
+        loss = _nll_loss(input.unsqueeze(0), target.reshape(1), reduction=reduction)
+        return loss.reshape(()) if reduction == "none" else loss
     return _nll_loss(input, target, reduction=reduction)

@@ -51,28 +51,40 @@ def _mean_forward(a, dim, keepdim):
     return np.mean(a, axis=dim, keepdims=keepdim)
 
 
+def _twice_over_dof(shape: tuple[int, ...], dim: tuple[int, ...] | None, correction: float) -> float:
+    """2 / (n - correction), d var / d centred; infinite when no degrees of freedom are left (one
+    element, correction 1), where the forward is NaN and the gradient NaN too, as in PyTorch."""
+    dof = _count(shape, dim) - correction
+    return 2.0 / dof if dof else math.inf
+
+
 def _var_grad(grad, self, dim, keepdim, correction):
-    n = _count(self._data.shape, dim)
     centred = self - self.mean(dim, keepdim=True)
-    return _unsqueeze_reduced(grad, self._data.shape, dim, keepdim) * centred * (2.0 / (n - correction))
+    return (_unsqueeze_reduced(grad, self._data.shape, dim, keepdim) * centred
+            * _twice_over_dof(self._data.shape, dim, correction))
 
 
 def _var_jvp(self_t, self, dim, keepdim, correction):
     centred = self - self.mean(dim, keepdim=True)
-    return _sum(centred * self_t, dim=dim, keepdim=keepdim) * (2.0 / (_count(self._data.shape, dim) - correction))
+    return _sum(centred * self_t, dim=dim, keepdim=keepdim) * _twice_over_dof(self._data.shape, dim, correction)
+
+
+def _over_twice_std(value, std):
+    """``value / (2 std)``, d std = d var / (2 std), taken as 0 where the std is 0 (equal elements, or a
+    single one), as PyTorch does; the divisor is made safe there too, so that the second derivative,
+    which differentiates the masked branch as well, is no NaN."""
+    is_zero = std == 0.0
+    return where(is_zero, 0.0, value / (where(is_zero, 1.0, std) * 2.0))
 
 
 def _std_grad(grad, self, result, dim, keepdim, correction):
-    n = _count(self._data.shape, dim)
     shape = self._data.shape
-    centred = self - self.mean(dim, keepdim=True)
-    return (_unsqueeze_reduced(grad, shape, dim, keepdim) * centred
-            / (_unsqueeze_reduced(result, shape, dim, keepdim) * (n - correction)))
+    var_grad = _var_grad(grad, self, dim, keepdim, correction)
+    return _over_twice_std(var_grad, _unsqueeze_reduced(result, shape, dim, keepdim))
 
 
 def _std_jvp(self_t, self, result, dim, keepdim, correction):
-    centred = self - self.mean(dim, keepdim=True)
-    return _sum(centred * self_t, dim=dim, keepdim=keepdim) / (result * (_count(self._data.shape, dim) - correction))
+    return _over_twice_std(_var_jvp(self_t, self, dim, keepdim, correction), result)
 
 
 def _prod_grad(grad, self, dim, keepdim):
@@ -109,6 +121,8 @@ def _evenly_read(self_t, self, result, dim, keepdim):
 
 def _is_selected(self_shape, results, dim, keepdim):
     """Where ``max(dim)``/``min(dim)`` took its values from: a mask of ``self``'s shape."""
+    if not dim:  # a 0-d input is its own max and min
+        return Tensor._make(np.ones(self_shape, np.bool_))
     (d,) = dim
     indices = _unsqueeze_reduced(results[1], self_shape, dim, keepdim)
     positions = Tensor._make(np.arange(self_shape[d]).reshape((-1,) + (1,) * (len(self_shape) - d - 1)))
@@ -195,7 +209,8 @@ def _selecting_lower(ctx, better: str, with_values: bool):
     bind their output to the pair ``(values, indices)``, new arrays of the reduced shape. The first
     NaN is the best element, as numpy's argmax has it."""
     dim = ctx.attrs["dim"]
-    dim = dim[0] if isinstance(dim, tuple) else dim
+    if isinstance(dim, tuple):  # max/min(dim): (d,), or () for a 0-d input, a row of one element
+        dim = dim[0] if dim else 0
     a, p, q, k, best, at, value = (f"{ctx.out}_{s}" for s in ("in", "p", "q", "k", "best", "at", "value"))
     lines = [f"{a} = {ctx.contiguous(ctx.self)}.reshape({ctx.rows(dim, ctx.self)})"]
     if with_values:
@@ -231,14 +246,21 @@ def _reduced_shape(ctx, dim: int) -> str:
     return f"({', '.join(sizes)},)"
 
 
-_max_dim = defop("max_dim", ("self",),
-                 lambda a, dim, keepdim: (np.max(a, axis=dim, keepdims=keepdim),
-                                          np.argmax(a, axis=dim[0], keepdims=keepdim)),
+def _selecting_forward(extreme, position):
+    """max/min(dim): the values and their indices; ``dim`` is ``()`` for a 0-d input, its own
+    extreme, at index 0."""
+    def forward(a, dim, keepdim):
+        values = extreme(a, axis=dim, keepdims=keepdim)
+        if not dim:
+            return values, np.zeros(np.shape(values), np.int64)
+        return values, position(a, axis=dim[0], keepdims=keepdim)
+    return forward
+
+
+_max_dim = defop("max_dim", ("self",), _selecting_forward(np.max, np.argmax),
                  "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
                  lower=lambda ctx: _selecting_lower(ctx, ">", True))
-_min_dim = defop("min_dim", ("self",),
-                 lambda a, dim, keepdim: (np.min(a, axis=dim, keepdims=keepdim),
-                                          np.argmin(a, axis=dim[0], keepdims=keepdim)),
+_min_dim = defop("min_dim", ("self",), _selecting_forward(np.min, np.argmin),
                  "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
                  lower=lambda ctx: _selecting_lower(ctx, "<", True))
 _argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim),
@@ -299,7 +321,7 @@ def amin(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
 def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdim: bool):
     if dim is None:
         return all_op(input, dim=None, keepdim=False)
-    values, indices = dim_op(input, dim=(wrap_dim(dim, input._data.ndim, name),), keepdim=keepdim)
+    values, indices = dim_op(input, dim=wrap_dims((dim,), input._data.ndim, name), keepdim=keepdim)
     return MinMaxResult(values, indices)
 
 
@@ -312,16 +334,24 @@ def min(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: 
     return _selecting(_min_all, _min_dim, "min", input, dim, keepdim)
 
 
+def _arg_extreme(op, name: str, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    """argmax/argmin: along ``dim``, or over the flattened input (every dimension kept as size 1 with
+    ``keepdim``). A 0-d input's one dimension (0 or -1) is the whole of it: its index is a 0-d 0."""
+    ndim = input._data.ndim
+    if dim is not None:
+        dim = wrap_dim(dim, ndim, name)
+    if dim is None or ndim == 0:
+        index = op(input.reshape(-1), dim=0, keepdim=False)
+        return index.reshape((1,) * ndim) if keepdim and ndim else index
+    return op(input, dim=dim, keepdim=keepdim)
+
+
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    if dim is None:
-        return _argmax(input.reshape(-1), dim=0, keepdim=False)
-    return _argmax(input, dim=wrap_dim(dim, input._data.ndim, "argmax"), keepdim=keepdim)
+    return _arg_extreme(_argmax, "argmax", input, dim, keepdim)
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    if dim is None:
-        return _argmin(input.reshape(-1), dim=0, keepdim=False)
-    return _argmin(input, dim=wrap_dim(dim, input._data.ndim, "argmin"), keepdim=keepdim)
+    return _arg_extreme(_argmin, "argmin", input, dim, keepdim)
 
 
 def all(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 
 from ..autograd.forward_ad import tangent_or_zeros
-from ..shapes import wrap_dim
+from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .reductions import sum_to
 from .registry import defop
@@ -95,7 +95,13 @@ _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "V
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
-_transpose = defop("transpose", ("self",), lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+
+def _transpose_forward(a, dim0, dim1):
+    """A view with two dimensions swapped; a 0-d tensor's only dimension (0 or -1) swaps with itself."""
+    return np.swapaxes(a, dim0, dim1) if a.ndim else a[...]
+
+
+_transpose = defop("transpose", ("self",), _transpose_forward,
                    "TransposeBackward0", lower=_swap,
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
@@ -150,9 +156,9 @@ def _shape_arg(shape: tuple) -> tuple[int, ...]:
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     shape = input._data.shape
+    start, end = wrap_dim(start_dim, len(shape), "flatten"), wrap_dim(end_dim, len(shape), "flatten")
     if not shape:
         return reshape(input, (1,))
-    start, end = wrap_dim(start_dim, len(shape), "flatten"), wrap_dim(end_dim, len(shape), "flatten")
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     merged = int(np.prod(shape[start:end + 1]))
@@ -224,6 +230,9 @@ def _check_tensors(op: str, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _check_tensors("cat", tensors)
+    for i, t in enumerate(tensors):
+        check_not_0d(t._data.ndim, "cat", f"concatenate along (tensor {i}); stack 0-d tensors, or "
+                     "unsqueeze them first")
     return _cat(tensors, dim=wrap_dim(dim, tensors[0]._data.ndim, "cat"))
 
 
@@ -234,6 +243,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the sizes listed."""
+    check_not_0d(input._data.ndim, "split", "split along; unsqueeze it first")
     dim = wrap_dim(dim, input._data.ndim, "split")
     length = input._data.shape[dim]
     if isinstance(split_size_or_sections, int):
@@ -250,5 +260,6 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    check_not_0d(input._data.ndim, "chunk", "chunk along; unsqueeze it first")
     length = input._data.shape[wrap_dim(dim, input._data.ndim, "chunk")]
     return split(input, max(1, -(-length // chunks)), dim)

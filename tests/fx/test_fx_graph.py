@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+from jitgrad import fx
+from jitgrad.backends.numba_cpu.nodes import ir_line
 from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, Opcode, tuple_item
 from jitgrad.fx.codegen import LITERAL_ELEMENTS
 from jitgrad.ops.registry import REGISTRY
@@ -55,6 +57,50 @@ def test_users_follow_args():
     assert not mul.users and add in g.find("x").users
     g.erase_node(mul)
     g.lint()
+
+
+def test_opcodes_compare_equal_to_their_strings():
+    """As in torch.fx, where ``node.op`` is a string: FX code compares it with strings."""
+    x, w = jg.randn(2, 3, requires_grad=True), jg.randn(3, requires_grad=True)
+    nodes = fx.trace(lambda x, w: (x * w).sum(), x, w).graph.nodes
+    assert [n.op for n in nodes] == ["placeholder", "placeholder", "call_function", "call_function", "output"]
+    mul = nodes[2]
+    assert mul.op == "call_function" and "call_function" == mul.op and mul.op != "output"
+    assert mul.op is Opcode.CALL_FUNCTION and Opcode("call_function") is Opcode.CALL_FUNCTION
+    assert [n.name for n in nodes if n.op == "call_function"] == ["mul", "sum"]
+    assert {n.op for n in nodes} == {"placeholder", "call_function", "output"}
+    assert {n.op for n in nodes} == {Opcode.PLACEHOLDER, Opcode.CALL_FUNCTION, Opcode.OUTPUT}
+    assert hash(mul.op) == hash("call_function") and {"call_function": 1}[mul.op] == 1
+    assert mul.op in ("call_function", "call_method")
+
+
+def test_printed_forms_of_opcodes_and_graphs_stay_as_they_were():
+    """A ``str`` mixin changes ``format()`` (and f-strings) of an enum on some Python versions: pinned."""
+    for opcode, name in [(Opcode.PLACEHOLDER, "PLACEHOLDER"), (Opcode.GET_ATTR, "GET_ATTR"),
+                         (Opcode.CALL_FUNCTION, "CALL_FUNCTION"), (Opcode.OUTPUT, "OUTPUT")]:
+        assert str(opcode) == f"{opcode}" == format(opcode) == "%s" % opcode == f"Opcode.{name}"
+        assert f"{opcode:>25}" == f"Opcode.{name}".rjust(25)
+        assert repr(opcode) == f"<Opcode.{name}: '{opcode.value}'>"
+    g = small_graph()
+    assert str(g) == "\n".join([
+        "graph(x: float32[2, 3], w: float32[3]):",
+        "    %x: float32[2, 3] = placeholder x",
+        "    %w: float32[3] = placeholder w",
+        "    %bias: float32[3] = get_attr bias",
+        "    %mul: float32[2, 3] = call_function mul(%x, %w)",
+        "    %add: float32[2, 3] = call_function add(%mul, %bias)",
+        "    %relu: float32[2, 3] = call_function relu(%add)",
+        "    %sum: float32[3] = call_function sum(%relu, dim=(0,), keepdim=False)",
+        "    return %sum",
+    ])
+    assert [line.split()[0] for line in g.tabular().splitlines()[2:]] == [
+        "placeholder", "placeholder", "get_attr", "call_function", "call_function", "call_function",
+        "call_function", "output"]
+    assert ir_line(g.find("sum")) == "%sum: float32[3] = call_function sum(%relu, dim=(0,), keepdim=False)"
+    assert ir_line(g.find("bias")) == "%bias: float32[3] = get_attr bias"
+    assert '  "mul" [label="mul\\ncall_function mul\\nfloat32[2, 3]"];' in fx.to_dot(g).splitlines()
+    assert "    # float32[2, 3] mul(%x, %w)\n    mul = REGISTRY[\"mul\"](x, w)\n" in GraphModule(g).code
+    assert "Opcode" not in GraphModule(g).code + str(g) + g.tabular() + str(fx.to_dot(g))
 
 
 def test_print_tabular(capsys):

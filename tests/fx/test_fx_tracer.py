@@ -168,7 +168,7 @@ def random_program(steps):
                     b = b.reshape(-1).sum()
                 values.append(getattr(jg, name)(a, b))
             elif name == "sum0":
-                values.append(a.sum(0) if a.ndim else a)
+                values.append(a.sum(0))  # a 0-d value too: its dim 0 is all of it
             elif name == "reshape":
                 values.append(a.reshape(-1))
             else:

@@ -1,0 +1,67 @@
+"""Random programs (``random_programs.py``) run eagerly in jitgrad and in PyTorch and compiled in four
+forms (``differential.py``): PyTorch in float64 is the reference for eager, eager for the compiled.
+
+A CI run draws a few hundred programs: most for eager against PyTorch alone (no compiling, cheap), a
+few hundred compiled on the interpreter backend and through the numba backend's code generator run
+as plain Python, and a handful through real numba compiles. ``--many`` (10,000, or ``--many=N``)
+draws that many per test instead, and a hundredth of it for numba:
+
+    python -m pytest tests/compile/test_random_programs.py --many
+
+Without PyTorch the comparison with it is skipped, and the compiled forms are still compared with
+eager.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from differential import check_against_torch, check_program
+from plain_python_kernels import plain_python_kernels
+from random_programs import programs
+
+try:  # PyTorch is the reference where it is installed
+    import torch
+except ImportError:  # pragma: no cover - exercised where torch is absent
+    torch = None
+
+TORCH_MISSING = "compares jitgrad with PyTorch, which is not installed: pip install torch==2.13.0"
+
+
+def run_programs(request, count: int, check, share_of_many: float = 1.0, max_steps: int = 6) -> None:
+    """``check`` on ``count`` random programs, or with ``--many`` on that number times ``share_of_many``.
+    Hypothesis's explain phase is left out: the lines it would list are numpy's printing."""
+    many = request.config.getoption("--many")
+    if many is not None:
+        count = max(count, int(many * share_of_many))
+
+    @settings(max_examples=count, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+              phases=[phase for phase in Phase if phase is not Phase.explain])
+    @given(program=programs(max_steps))
+    def run(program):
+        check(program)
+    run()
+
+
+@pytest.mark.skipif(torch is None, reason=TORCH_MISSING)
+def test_eager_matches_pytorch(request):
+    run_programs(request, 500, lambda program: check_against_torch(program, torch, program.draw_arrays(1)[0]))
+
+
+def test_compiled_on_the_interpreter_matches_eager(request):
+    run_programs(request, 250, lambda program: check_program(program, "interpreter", torch))
+
+
+def test_compiled_through_the_numba_code_generator_matches_eager(request, monkeypatch):
+    """The numba backend's generated code, run as plain Python: every program exercises the code
+    generator without a numba compile each."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
+    with plain_python_kernels():
+        run_programs(request, 150, lambda program: check_program(program, "numba_cpu", torch))
+
+
+def test_compiled_by_numba_matches_eager(request, monkeypatch):
+    """Few and short programs: each form of each is a numba compile or two."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
+    run_programs(request, 5, lambda program: check_program(program, "numba_cpu", torch), share_of_many=0.01,
+                 max_steps=4)
