@@ -20,6 +20,7 @@ The trace tells two kinds of programs apart:
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -172,7 +173,21 @@ class NeedsValues(Exception):
 def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
             dynamic: frozenset[int] = frozenset()) -> Captured:
     """Traces ``fn(*args, **kwargs)`` once (see the module docstring); the argument leaves in ``dynamic``
-    (Python numbers, by ``flatten`` position) become run-time inputs (``fx.numbers``)."""
+    (Python numbers, by ``flatten`` position) become run-time inputs (``fx.numbers``). A trace that
+    changes Python state outside the function is undone and traced again under a line tracer, to name
+    the line that made each change."""
+    try:
+        return _capture(fn, args, kwargs, parameter_names, dynamic, locate_changes=False)
+    except _ChangedState:
+        return _capture(fn, args, kwargs, parameter_names, dynamic, locate_changes=True)
+
+
+class _ChangedState(Exception):
+    """The trace changed state outside the function (undone): trace again to find the lines."""
+
+
+def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str], dynamic: frozenset[int],
+             locate_changes: bool) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
@@ -201,20 +216,24 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
                     tracer.borrow(free.sources_of(tensor)[0].placeholder_name(parameter_names), tensor)
             call_args, call_kwargs = replace_leaves(args, kwargs, symbols) if symbols else (args, kwargs)
             snapshots = free.snapshots + side_effects.container_snapshots(_containers(call_args, call_kwargs))
-            try:
-                result = fn(*call_args, **call_kwargs)
-                if not tracer.specialized:
-                    _refuse_numbers(tracer, result)
-            except Specialize as error:
-                tracer.specialized |= error.roots
-                reason = str(error)
-            else:
-                reason = "a number is needed as a Python value"
-            if tracer.specialized:
-                raise NeedsValues({number_leaves[name] for name in tracer.specialized}, reason)
-            captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
+            with side_effects.locating(snapshots) if locate_changes else nullcontext({}) as lines:
+                try:
+                    result = fn(*call_args, **call_kwargs)
+                    if not tracer.specialized:
+                        _refuse_numbers(tracer, result)
+                except Specialize as error:
+                    tracer.specialized |= error.roots
+                    reason = str(error)
+                else:
+                    reason = "a number is needed as a Python value"
+                if tracer.specialized:
+                    raise NeedsValues({number_leaves[name] for name in tracer.specialized}, reason)
+                captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
             changes = side_effects.find_changes(snapshots)
+            if changes and not locate_changes:
+                raise _ChangedState()
             if changes:
+                changes = side_effects.with_lines(changes, snapshots, lines)
                 raise Unsupported("the function changes Python state outside itself, which a compiled call "
                                   "would not do again: " + "; ".join(c.describe(parameter_names) for c in changes)
                                   + "; return the values instead, or run it eagerly")

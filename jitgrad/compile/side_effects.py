@@ -11,20 +11,33 @@ docs/compile.md says so.
 """
 from __future__ import annotations
 
+import linecache
+import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from .free_variables import MISSING, Snapshot
 from .sources import Source
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclass
 class Change:
     snapshot: Snapshot
     what: str
+    line: tuple[str, int] | None = None   # (file, line number) of the statement that made it
 
     def describe(self, parameter_names: list[str]) -> str:
-        return f"{self.snapshot.source.describe(parameter_names)} {self.what}"
+        text = f"{self.snapshot.source.describe(parameter_names)} {self.what}"
+        if self.line is None:
+            return text
+        filename, number = self.line
+        statement = linecache.getline(filename, number).strip()
+        return f"{text} at {filename}:{number}" + (f" ({statement})" if statement else "")
 
 
 def container_snapshots(values: list[tuple[Source, Any]]) -> list[Snapshot]:
@@ -82,6 +95,41 @@ def find_changes(snapshots: list[Snapshot]) -> list[Change]:
     return changes
 
 
+@contextmanager
+def locating(snapshots: list[Snapshot]) -> Iterator[dict[int, tuple[str, int]]]:
+    """Runs the body under a line tracer that, after each line of code outside jitgrad, compares the
+    snapshots not yet changed and notes the line that changed each (by the snapshot's index). Costly
+    (a comparison per line), so a trace runs under it only again, once a change has been found."""
+    found: dict[int, tuple[str, int]] = {}
+    last: list[tuple[str, int] | None] = [None]
+
+    def check() -> None:
+        for index, snapshot in enumerate(snapshots):
+            if index not in found and _difference(snapshot) is not None:
+                found[index] = last[0]
+
+    def local(frame, event, arg):
+        if event in ("line", "return"):
+            check()
+            last[0] = (frame.f_code.co_filename, frame.f_lineno)
+        return local
+
+    def outer(frame, event, arg):
+        return None if frame.f_code.co_filename.startswith(_PACKAGE) else local
+
+    previous = sys.gettrace()
+    sys.settrace(outer)
+    try:
+        yield found
+    finally:
+        sys.settrace(previous)
+
+
+def with_lines(changes: list[Change], snapshots: list[Snapshot], lines: dict[int, tuple[str, int]]) -> list[Change]:
+    index = {id(snapshot): i for i, snapshot in enumerate(snapshots)}
+    return [Change(c.snapshot, c.what, lines.get(index[id(c.snapshot)])) for c in changes]
+
+
 def undo(changes: list[Change]) -> None:
     """Puts every changed place back as its snapshot has it."""
     for change in changes:
@@ -102,4 +150,4 @@ def undo(changes: list[Change]) -> None:
             attributes.update(before)
 
 
-__all__ = ["Change", "container_snapshots", "find_changes", "undo"]
+__all__ = ["Change", "container_snapshots", "find_changes", "locating", "undo", "with_lines"]
