@@ -29,7 +29,8 @@ def test_new_batch_size_retraces_and_never_bakes_in_a_shape(monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("change,expected", [
-    (lambda x, w: (x.to(jg.float32), w.detach().to(jg.float32).requires_grad_()), "argument 'x': dtype"),
+    (lambda x, w: (x.to(jg.float32), w.detach().to(jg.float32).requires_grad_()),
+     "argument 'x': dtype was float64, now float32"),
     (lambda x, w: (x.reshape(1, 2, 3), w), "argument 'x': rank was 2, now 3"),
     (lambda x, w: (x[:1], w), "argument 'x': dimensions of size 1 was (False, False), now (True, False)"),
     (lambda x, w: (x, w.detach()), "argument 'w': requires_grad was True, now False"),
