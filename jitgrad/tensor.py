@@ -270,13 +270,18 @@ class Tensor:
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: "Tensor | Sequence[Tensor] | None" = None) -> None:
-        global _backward
+        global _backward, _backward_into_leaves
         if _backward is None:  # autograd builds on this module: bound on first use
             from .autograd.differentiate import backward as _backward
+            from .autograd.engine import backward_into_leaves as _backward_into_leaves
+        if gradient is None and inputs is None and not create_graph \
+                and _backward_into_leaves(self, bool(retain_graph)):  # a loss's one node (engine.py)
+            return
         _backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
 
 _backward: Callable | None = None
+_backward_into_leaves: Callable | None = None
 
 
 def is_tensor(obj: object) -> bool:

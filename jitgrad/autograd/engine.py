@@ -205,15 +205,15 @@ def _into_leaves(fn: Node) -> bool:
     the way and each leaf reached once: ``loss.backward()`` on a compiled loss, ``x.sum().backward()``."""
     if type(fn) is AccumulateGrad or _hooked(fn):
         return False
-    leaves = set()
+    leaves = []
     for edge in fn._next_edges:
         if edge is None:
             continue
         leaf = edge[0]
-        if type(leaf) is not AccumulateGrad or _hooked(leaf) or leaf.variable._hooks or leaf in leaves:
+        if type(leaf) is not AccumulateGrad or _hooked(leaf) or leaf.variable._hooks:
             return False
-        leaves.add(leaf)
-    return True
+        leaves.append(leaf)
+    return len(leaves) < 2 or len(set(leaves)) == len(leaves)
 
 
 _ROOT = GraphRoot((), ())  # names the start of a backward in validate_outputs' messages
@@ -233,12 +233,12 @@ def _unit_seed(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
 def backward_into_leaves(output: Tensor, keep_graph: bool) -> bool:
     """``output.backward()`` for a one-element output whose graph ``_into_leaves`` accepts, done by
     ``_execute_one_node``; False (nothing done) for any other graph, which takes the general path."""
-    if output._grad_fn is None or output._data.size != 1 or anomaly_mode.state.enabled:
+    fn = output._grad_fn
+    if fn is None or output._view is not None or output._data.size != 1 or anomaly_mode.state.enabled:
         return False
-    root = gradient_edge(output)
-    if not _into_leaves(root[0]):
+    if not _into_leaves(fn):
         return False
-    _execute_one_node(root, _unit_seed(output._data.shape, output._data.dtype), keep_graph)
+    _execute_one_node((fn, output._output_nr), _unit_seed(output._data.shape, output._data.dtype), keep_graph)
     return True
 
 
@@ -248,7 +248,7 @@ def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
     counts and ready queue a single node does not need. The node's gradients are all computed before
     any ``.grad`` changes, so a failure leaves them as they were."""
     fn, slot = root
-    grads: list = [None] * max(fn.num_inputs(), slot + 1)
+    grads: list = [None] * max(len(fn._input_metadata), slot + 1)
     grads[slot] = seed
     previous_mode, previous_task = grad_mode.state.grad_enabled, _thread.task
     grad_mode.state.grad_enabled = False
@@ -256,15 +256,19 @@ def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
     _thread.task = None
     try:
         outputs = validate_outputs(fn, fn._next_edges, fn.apply(grads, None))
+        if not keep_graph:  # released before the leaves accumulate, as the general loop does
+            fn.release_variables()
+        owned = not keep_graph and fn.hands_over_gradients()
         for edge, leaf_grad in zip(fn._next_edges, outputs):
             if edge is not None and leaf_grad is not None:
-                edge[0].apply([leaf_grad], None)
+                if owned and leaf_grad._data.flags.writeable:
+                    edge[0].adopt(leaf_grad)
+                else:
+                    edge[0].apply([leaf_grad], None)
     finally:
         _thread.depth -= 1
         _thread.task = previous_task
         grad_mode.state.grad_enabled = previous_mode
-    if not keep_graph:
-        fn.release_variables()
 
 
 def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:

@@ -76,6 +76,12 @@ class Node:
         self._tensor_pre_hooks = None
         self._retains_grad = None
 
+    def hands_over_gradients(self) -> bool:
+        """Whether the gradients the last ``apply`` returned are fresh arrays that nothing else
+        references once the node has released its variables (and no two share memory), so that an
+        AccumulateGrad may keep them as they are rather than copy them."""
+        return False
+
     # ---- introspection (PyTorch's Python API) ------------------------------------------------------
     def name(self) -> str:
         return type(self).__name__
@@ -193,6 +199,14 @@ class AccumulateGrad(Node):
             else:
                 variable._grad = type(grad)._make(old._data + grad._data)
         return []
+
+    def adopt(self, grad: "Tensor") -> None:
+        """``apply`` for a gradient nothing else references (see ``Node.hands_over_gradients``): a first
+        one becomes ``.grad`` without the copy (PyTorch's AccumulateGrad steals it too)."""
+        variable = self.variable
+        with self._lock:
+            old = variable._grad
+            variable._grad = grad if old is None else type(grad)._make(old._data + grad._data)
 
 
 # NamedTuple's own constructor is Python code; these build the same tuples from C.

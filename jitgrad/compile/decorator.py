@@ -345,8 +345,8 @@ class CompiledFunction:
         if captured.wanted and len(outputs) == 1 and outputs[0].meta["shape"] == ():
             fused = with_unit_tangents(captured.graph)
             _, grads = flatten_output(fused)
-            program.fused = FusedGradients(lower(fused, self.backend, self.options, f"{self.name} (forward and "
-                                                 "gradients)", captured.sources, self.disk_cache, example), grads)
+            program.use_fused(FusedGradients(lower(fused, self.backend, self.options, f"{self.name} (forward and "
+                                                   "gradients)", captured.sources, self.disk_cache, example), grads))
             program.fused.lowered.example_out = None
             return program
         forward = program.forward_lowered(example)

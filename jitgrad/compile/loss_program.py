@@ -35,7 +35,7 @@ from ..tensor import Tensor
 from .backend import Backend
 from .capture import Unsupported
 from .compiled_function import InputLayout, Lowered, NumberInputs, arrays_of, lower, no_numbers, run_lowered
-from .templates import flatten_output, slots, template_filler, tensor_leaves
+from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves
 
 
 def _as_tensor(index: int, array: np.ndarray) -> Tensor:
@@ -47,15 +47,14 @@ class LossCall:
     the backward reads (for eager's check that none was changed in place since), and how to run the
     function eagerly again (for ``create_graph``)."""
 
-    __slots__ = ("fn", "args", "kwargs", "inputs", "watched", "versions")
+    __slots__ = ("fn", "args", "kwargs", "inputs", "watched")
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, inputs: list, saved_inputs: list[int]) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
-        self.watched = [inputs[i] for i in saved_inputs]
-        self.versions = [version_counter(t)[0] for t in self.watched]
+        self.watched = [(t, version_counter(t)[0]) for t in [inputs[i] for i in saved_inputs]]
 
     def check_versions(self) -> None:
-        for tensor, version in zip(self.watched, self.versions):
+        for tensor, version in self.watched:
             if tensor._version_counter[0] != version:
                 raise RuntimeError("one of the variables needed for gradient computation has been modified by "
                                    "an inplace operation (an input of a compiled function)")
@@ -102,6 +101,15 @@ class LossProgram:
         self.speculating = True
         self._pending = False      # the last call's node holds fused gradients nobody has asked for yet
         self._last_edges: list = []
+        self._bare_loss = None
+
+    def use_fused(self, fused: FusedGradients) -> None:
+        """Computes the gradients with the loss from now on (while it pays, see ``_speculate``)."""
+        self.fused = fused
+        # A result that is the 0-d loss alone (the usual case) skips the template: its gradient's metadata.
+        template, dtype = self.result_template, fused.lowered.out_dtypes[0]
+        if type(template) is Slot and template.index == 0 and self.differentiable == [True] and dtype.kind == "f":
+            self._bare_loss = new_input_metadata(((), dtype, "cpu"))
 
     @property
     def partition_stats(self) -> dict[str, Any]:
@@ -159,10 +167,16 @@ class LossProgram:
             self._pending = False
         self.speculating = every_gradient
 
+    def _any_requires_grad(self, inputs: list) -> bool:
+        for i in self.wanted:
+            if inputs[i]._requires_grad:
+                return True
+        return False
+
     def run(self, inputs: list, call: LossCall, check: Any = None) -> Any:
-        extended = self.numbers.extend(inputs)
+        extended = self.numbers.extend(inputs) if self.numbers.prelude else inputs
         node = None
-        if grad_mode.state.grad_enabled and any([inputs[i]._requires_grad for i in self.wanted]):
+        if grad_mode.state.grad_enabled and self._any_requires_grad(inputs):
             # The last call's edges are kept: they keep the inputs' AccumulateGrad nodes (held weakly
             # by the tensors) alive, so a loop over the same parameters does not make them anew.
             edges = self._last_edges = [gradient_edge(inputs[i]) for i in self.wanted]
@@ -171,6 +185,11 @@ class LossProgram:
                 grads = [None if slot is None else flat[slot.index] for slot in self.fused.grads]
                 node = CompiledFunctionBackward(self, [], edges, call, check, grads)
                 self._pending = True
+                if self._bare_loss is not None:  # the result is the loss alone: no template to fill
+                    out = Tensor._make(flat[0])
+                    out._requires_grad, out._grad_fn, out._output_nr = True, node, 0
+                    node._input_metadata.append(self._bare_loss)
+                    return out
             else:
                 flat = run_lowered(self.forward_lowered(), arrays_of(extended))
                 saved = flat[len(flat) - self.saved_count:] if self.saved_count else []
@@ -197,10 +216,17 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "second time.")
 
 
-def _has_hooks(node: Node) -> bool:
-    variable = getattr(node, "variable", None)
-    return bool(node._pre_hooks or node._post_hooks or node._tensor_pre_hooks
-                or (variable is not None and variable._hooks))
+def _any_hooks(edges: list) -> bool:
+    """Whether a node the gradients go to has a hook (which could change a gradient in place)."""
+    for edge in edges:
+        if edge is not None:
+            node = edge[0]
+            if node._pre_hooks or node._post_hooks or node._tensor_pre_hooks:
+                return True
+            variable = getattr(node, "variable", None)
+            if variable is not None and variable._hooks:
+                return True
+    return False
 
 
 class CompiledFunctionBackward(Node):
@@ -210,13 +236,18 @@ class CompiledFunctionBackward(Node):
     def __init__(self, program: LossProgram, saved: list[np.ndarray], edges: list, call: LossCall,
                  check: Any, gradients: list[np.ndarray | None] | None = None) -> None:
         Node.__init__(self, edges)
+        self._owned = False   # the last apply's gradients are the compiled kernel's fresh arrays
         self._program = program
         self._saved: list[np.ndarray] | None = saved
         self._gradients = gradients
         self._call = call
         self._check = check
 
+    def hands_over_gradients(self) -> bool:
+        return self._owned
+
     def apply(self, grads, needed):
+        self._owned = False
         if grad_mode.state.grad_enabled:  # create_graph: the gradients must be differentiable
             return self._eager_backward(grads)
         self._call.check_versions()  # an input changed in place since forward: eager's error
@@ -229,6 +260,7 @@ class CompiledFunctionBackward(Node):
             result = self._compiled_backward(grads, mask)
             if result is None:
                 return self._eager_backward(grads, create_graph=False)
+        self._owned = True
         if self._check is not None:
             self._check(grads, result, mask)
         self._program.applied(self._gradients is not None, all(mask))
@@ -242,7 +274,7 @@ class CompiledFunctionBackward(Node):
             return [None] * len(mask)
         scale = incoming._data
         unit = scale.item() == 1
-        copy = not unit or any([e is not None and _has_hooks(e[0]) for e in self._next_edges])
+        copy = not unit or _any_hooks(self._next_edges)
         result = []
         for gradient, keep in zip(self._gradients, mask):
             if gradient is None or not keep:
