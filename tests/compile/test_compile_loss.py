@@ -135,6 +135,25 @@ def test_a_loss_computes_its_gradients_with_its_value_only_while_they_are_used()
     assert program.speculating and program.fused is not None
 
 
+def test_a_grad_kept_without_a_copy_is_the_callers_alone():
+    """The first gradient of a leaf becomes its .grad as it is (no copy) only when nothing else holds
+    it: writing into that .grad changes neither the next call's gradients nor a retained graph's."""
+    f = jg.compile(lambda x: (x.sin() * 2.0).sum(), cache=False)
+    x = jg.randn(5, dtype=jg.float64, requires_grad=True)
+    expected = (2.0 * x.detach().cos()).numpy()
+    for _ in range(3):
+        f(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+        x.grad.mul_(0.0)
+        x.grad = None
+    loss = f(x)
+    loss.backward(retain_graph=True)
+    x.grad.mul_(0.0)
+    x.grad = None
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+
+
 def test_create_graph_falls_back_to_the_eager_backward():
     f = jg.compile(lambda x, w: (x * w).sin().sum())
     x, w = jg.randn(5, dtype=jg.float64, requires_grad=True), jg.randn(5, dtype=jg.float64, requires_grad=True)
