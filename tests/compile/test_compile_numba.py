@@ -261,3 +261,28 @@ def test_captured_weights_and_dynamic_numbers_in_numba_kernels():
     for a, b in zip(ours, theirs):
         assert_close(a, b)
     assert len(f.programs) == 2 and "python_number" in f.programs[-1].lowered.ir_after
+
+
+def test_a_kernel_call_runs_no_python_code_and_results_are_fresh_arrays():
+    """The caller allocates the outputs and the kernel fills them: a call runs no Python function
+    (numba unpickles the type of each array a kernel returns). A 0-d loss, a view output and an output
+    that is an argument come back as arrays of their own."""
+    import sys
+
+    f = jg.compile(lambda x, w: (((x * w).sin() * 1.5).sum(), (x * w).transpose(0, 1), x), cache=False)
+    x = jg.randn(3, 2, dtype=jg.float64)
+    w = jg.randn(3, 2, dtype=jg.float64, requires_grad=True)
+    loss, view, same = f(x, w)
+    assert_close(loss, ((x * w).sin() * 1.5).sum())
+    assert_close(view, (x * w).transpose(0, 1))
+    assert same.numpy() is not x.numpy() and not np.shares_memory(same.numpy(), x.numpy())
+    lowered = f.programs[0].forward.call
+    arguments = [x.numpy(), w.detach().numpy(), *lowered.trailing_arguments(),
+                 *[np.empty(shape, dtype) for shape, dtype in lowered.output_arrays]]
+    called: list[str] = []
+    sys.setprofile(lambda frame, event, arg: called.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        lowered.kernel(*arguments)
+    finally:
+        sys.setprofile(None)
+    assert set(called) <= {"kernel"}, called  # numba reports the kernel itself to a profiler

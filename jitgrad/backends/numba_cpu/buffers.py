@@ -2,9 +2,10 @@
 
 ``plan_memory`` gives each value a buffer and hands a buffer on once the value's last reader has run;
 it does not know views, which read their base's buffer for as long as they are read, nor the order the
-kernel runs its units in. ``plan_buffers`` checks its plan against both. Outputs are allocated by each
-call; ``shared_memory`` says which outputs would still share memory with something the caller does
-not own (an argument, a constant) or with another output, and are returned as copies.
+kernel runs its units in. ``plan_buffers`` checks its plan against both. The caller allocates the
+outputs and passes them in; ``shared_memory`` says which outputs would still share memory with
+something the caller does not own (an argument, a constant) or with another output: those, and the
+views, are copied into what the caller passed.
 """
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ def view_bases(order: list[list[Node]]) -> dict[Node, Node]:
     return base
 
 
-def plan_buffers(order: list[list[Node]], materialized: set[Node],
-                 outputs: set[Node]) -> tuple[dict[Node, str], set[str]]:
+def plan_buffers(order: list[list[Node]], materialized: set[Node], outputs: set[Node],
+                 own: set[Node]) -> dict[Node, str]:
     """The memory plan's buffer for each materialized value, checked against the emission order and
     views (a view keeps its base's buffer alive); a value whose planned buffer is still in use gets its
-    own. Also the buffers an output lives in (directly or as a view): those are new every call."""
+    own, and so does each value in ``own`` (an output computed straight into the caller's array)."""
     position: dict[Node, int] = {}
     for p, members in enumerate(order):
         for node in members:
@@ -52,11 +53,13 @@ def plan_buffers(order: list[list[Node]], materialized: set[Node],
                 continue
             planned = node.meta.get("buffer", node.name)
             start = position[node]
-            if planned in free_after and free_after[planned] >= start:
+            if node in own:
+                planned = f"out_{node.name}"
+            elif planned in free_after and free_after[planned] >= start:
                 planned = f"{planned}_{node.name}"
             buffers[node] = planned
             free_after[planned] = max(last.get(node, start), start)
-    return buffers, {buffers[base.get(n, n)] for n in outputs if base.get(n, n) in buffers}
+    return buffers
 
 
 def _storage(node: Node, base: dict[Node, Node]) -> tuple[Any, tuple]:

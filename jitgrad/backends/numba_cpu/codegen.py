@@ -4,19 +4,23 @@ The function takes the placeholders' arrays, the graph's constants, the index ve
 compute at lowering time (flat positions of an advanced index), one workspace array per dtype of
 intermediate values, ``sizes`` (an int64 array of the sizes no input's ``.shape`` gives, such as a
 flattened dimension) and ``scalars`` (a float64 array of the Python numbers in the graph, cast once at
-the top to the dtype they meet), and returns the outputs. No size and no number is written into the
+the top to the dtype they meet), and last one array per output, which the caller allocates and the
+kernel fills: it returns nothing, so a call builds no Python object (numba would unpickle the array
+type of each array it returned). No size and no number is written into the
 source, so graphs that differ only in them (a new batch size) share one source, hence one compiled
 kernel.
 
 Layout of the body: sizes and constants first; then the buffers of the memory plan (flat, bound to
-each value they hold by a reshape, or by name for a 1-d value of the buffer's length): a buffer an
-output lives in is allocated by the call, any other is a slice of its dtype's workspace, which the
-caller keeps from call to call; then one block per unit in dependency order: a
+each value they hold by a reshape, or by name for a 1-d value of the buffer's length): an output
+that is a value of its own is computed straight into the caller's array, any other buffer is a slice
+of its dtype's workspace, which the caller keeps from call to call (an output that is a view, or
+would share memory, is copied into the caller's array at the end); then one block per unit in dependency order: a
 fusion group is one loop nest over its loop shape (elementwise values are scalars inside it, written to
 a buffer only when read outside the group; broadcasting is index arithmetic; a reduction accumulates
 into its output inside the same loop), any other op is the lines of its lowering. Each node's IR line
 is its comment. Every value has rank at least 1 in the generated code (a 0-d tensor is a 1-element
-array), which keeps numba away from 0-d arrays.
+array, a 0-d output array is reshaped to one at the top), which keeps numba's own code away from
+0-d arrays.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ import numpy as np
 
 from ...fx.graph import Graph
 from ...fx.node import Node, Opcode, iter_nodes, tuple_item
-from .buffers import plan_buffers, shared_memory
+from .buffers import plan_buffers, shared_memory, view_bases
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
 from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_shape, lowering_kind, node_dtype
@@ -51,7 +55,8 @@ class GeneratedKernel:
     scalars: list[float]
     outputs: list[Node]                  # the output nodes, flattened depth-first
     parallel: bool                       # the kernel itself has a prange loop (numba's parallel=True)
-    scalar_outputs: list[bool] = field(default_factory=list)  # 0-d outputs, reshaped back by the wrapper
+    output_arrays: list[tuple[tuple[int, ...], np.dtype]] = field(default_factory=list)  # what the caller
+                                         # allocates for each output, passed last: shape and dtype
 
 
 class _Writer:
@@ -73,7 +78,7 @@ class _Writer:
         self.placeholder_dims: dict[int, str] = {}
         self.allocations: list[str] = []
         self.buffers: dict[Node, str] = {}
-        self.output_buffers: set[str] = set()
+        self.output_params: dict[str, str] = {}       # buffer -> the output argument it is
         self.allocated: dict[str, str] = {}             # buffer variable -> its length
         self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
         self.index_arrays: dict[str, np.ndarray] = {}   # arguments made by lowerings (flat positions)
@@ -145,8 +150,8 @@ class _Writer:
         if var not in self.allocated:
             count, dtype = product(self.sizes_of(node.meta["shape"])), node_dtype(node)
             self.allocated[var] = count
-            if buffer in self.output_buffers:
-                self.allocations.append(f"    {var} = np.empty({count}, {numpy_type(dtype)})")
+            if buffer in self.output_params:
+                self.allocations.append(f"    {var} = {self.output_params[buffer]}.reshape({count})")
             else:
                 self.take_from_workspace(var, count, dtype, math.prod(kernel_shape(node.meta["shape"])))
         name = self.array_name(node)
@@ -248,18 +253,26 @@ def _units(graph: Graph) -> list[list[Node]]:
 
 
 # ---- the whole function --------------------------------------------------------------------------------
-def _returned(w: _Writer, order: list[list[Node]], outputs: list[Node], body: list[str]) -> list[str]:
-    """The variables the kernel returns: each output's array, or a copy of it (appended to ``body``)
-    where that memory is not the output's own."""
-    returned = []
-    for node, owner in zip(outputs, shared_memory(order, outputs)):
-        var = w.var[node]
-        if owner is not None:
-            copy = w.fresh(f"{var}_copy")
-            body.append(f"    {copy} = {var}.copy()  # %{node.name} would share memory with {owner}")
-            var = copy
-        returned.append(var)
-    return returned
+def _computed_in_place(order: list[list[Node]], outputs: list[Node], params: list[str]) -> dict[Node, str]:
+    """The outputs computed straight into the caller's array (by its argument): values of their own,
+    neither views nor sharing memory with an argument or another output."""
+    base = view_bases(order)
+    direct: dict[Node, str] = {}
+    for node, owner, param in zip(outputs, shared_memory(order, outputs), params):
+        if owner is None and node not in base and node.op is Opcode.CALL_FUNCTION and node not in direct:
+            direct[node] = param
+    return direct
+
+
+def _copy_out(w: _Writer, node: Node, param: str, body: list[str]) -> None:
+    """Copies an output that is a view, or shares memory, into the caller's array, element by element."""
+    var, sizes = w.var[node], w.shapes[w.var[node]]
+    target = f"{param}.reshape(1)" if not node.meta["shape"] else param
+    body.append(f"    # %{node.name} is copied into the caller's array")
+    index = [w.fresh(f"c{d}") for d in range(len(sizes))]
+    for depth, (i, size) in enumerate(zip(index, sizes)):
+        body.append("    " * (depth + 1) + f"for {i} in range({size}):")
+    body.append("    " * (len(sizes) + 1) + f"{target}[{', '.join(index)}] = {var}[{', '.join(index)}]")
 
 
 def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> GeneratedKernel:
@@ -294,7 +307,10 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
             if kind == "statement" or kind == "reduction" or node in outputs or \
                     any(unit_of.get(u, -1) != i for u in node.users if u.op is not Opcode.OUTPUT):
                 materialized.add(node)
-    w.buffers, w.output_buffers = plan_buffers(order, materialized, set(outputs))
+    out_params = [w.fresh(f"out{k}") for k in range(len(outputs))]
+    direct = _computed_in_place(order, outputs, out_params)
+    w.buffers = plan_buffers(order, materialized, set(outputs), set(direct))
+    w.output_params = {w.buffers[node]: param for node, param in direct.items()}
     body: list[str] = []
     for members in order:
         if lowering_kind(members[0]) == "statement":
@@ -302,18 +318,19 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
         else:
             LoopNest(w, members, materialized).emit(body)
     body = w.outliner.resolve(body)
-    returned = ", ".join(_returned(w, order, outputs, body))
+    for node, param in zip(outputs, out_params):
+        if direct.get(node) != param:
+            _copy_out(w, node, param, body)
     workspaces = sorted(w.workspaces)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
-                          + ["sizes", "scalars"])
+                          + ["sizes", "scalars"] + out_params)
     header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
               *(f"from {module} import {', '.join(names)}" for module, names in KERNEL_IMPORTS.items()), "", "",
               *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")
-    trailing_comma = "," if len(outputs) == 1 else ""
-    source = "\n".join(header + w.top + w.allocations + body + [f"    return ({returned}{trailing_comma})"]) + "\n"
+    source = "\n".join(header + w.top + w.allocations + body) + "\n"
     return GeneratedKernel(source, [c.target for c in constants], list(w.index_arrays.values()),
                            [(np.dtype(name), w.workspaces[name]) for name in workspaces],
                            w.sizes, w.scalars, outputs, w.outliner.inline_parallel,
-                           [len(n.meta["shape"]) == 0 for n in outputs])
+                           [(tuple(n.meta["shape"]), node_dtype(n)) for n in outputs])

@@ -76,7 +76,7 @@ class CompiledGraph:
             graph.constants[k]._data.shape or (1,)) for k in generated.constants) + tuple(generated.index_arrays)
         self.workspace_sizes = generated.workspaces
         self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
-        self.scalar_outputs = [i for i, scalar in enumerate(generated.scalar_outputs) if scalar]
+        self.output_arrays = generated.output_arrays
         self._local = threading.local()
 
     @property
@@ -120,12 +120,8 @@ class CompiledGraph:
             elif not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
             args.append(a)
-        out = self.kernel(*args, *self.trailing_arguments())
-        if self.scalar_outputs:  # 0-d values are one-element arrays inside the kernel
-            out = list(out)
-            for i in self.scalar_outputs:
-                out[i] = out[i].reshape(())
-            return tuple(out)
+        out = [np.empty(shape, dtype) for shape, dtype in self.output_arrays]
+        self.kernel(*args, *self.trailing_arguments(), *out)
         return out
 
     def __repr__(self) -> str:
@@ -145,6 +141,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
         for i in compiled.numbers_in:
             types[i] = numba.typeof(compiled.expected[i][1].type(0).item())  # a Python int or float
         types += [numba.typeof(a) for a in compiled.trailing_arguments()]
+        types += [numba.typeof(np.empty(shape, dtype)) for shape, dtype in compiled.output_arrays]
         try:
             kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
