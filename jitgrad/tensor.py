@@ -63,8 +63,18 @@ class Tensor:
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's array, outside autograd (``p.data -= lr * p.grad``). Of this
-        tensor's class, so that a traced tensor's data is still traced (it refuses ``numpy()``)."""
-        return type(self)._make(self._data)
+        tensor's class, so that a traced tensor's data is still traced (it refuses ``numpy()``). It
+        shares the version counter too, so that writing through it while a graph still needs the
+        values is the error eager mode gives for any in-place change, never a silently wrong gradient."""
+        return self._alias()
+
+    def _alias(self) -> "Tensor":
+        """A tensor of this class on the same array and version counter, with no history."""
+        out = type(self)._make(self._data)
+        if self._version_counter is None:
+            self._version_counter = [0]
+        out._version_counter = self._version_counter
+        return out
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -258,9 +268,10 @@ class Tensor:
         return RemovableHandle(self._hooks, hook)
 
     def detach(self) -> "Tensor":
-        """A new tensor sharing this one's array, cut from the graph; of this tensor's class (a traced
+        """A new tensor sharing this one's array and version counter (an in-place change through it
+        is seen by the graph, as in PyTorch), cut from the graph; of this tensor's class (a traced
         tensor detached is still traced)."""
-        return type(self)._make(self._data)
+        return self._alias()
 
     def detach_(self) -> "Tensor":
         self._grad_fn = None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .graph import Edge, Node, new_input_metadata
-from .saved_tensor import SavedTensor
+from .saved_tensor import SavedNumber, SavedTensor
 
 if TYPE_CHECKING:
     from ..ops.registry import OpDef
@@ -75,7 +75,7 @@ class OpBackward(Node):
                     saved[param] = tuple(SavedTensor(t) for t in inputs)
                 else:
                     value = inputs[index]
-                    saved[param] = SavedTensor(value) if isinstance(value, Tensor) else value
+                    saved[param] = SavedTensor(value) if isinstance(value, Tensor) else SavedNumber(value)
             elif source == _RESULT:
                 saved[param] = SavedTensor(outputs[0], 0)
             elif source == _ATTR:
@@ -100,7 +100,7 @@ class OpBackward(Node):
                 args.append(tuple(g if g is not None else self._zeros(i) for i, g in enumerate(grads)))
             else:
                 value = self._saved[param]
-                if isinstance(value, SavedTensor):
+                if isinstance(value, (SavedTensor, SavedNumber)):
                     value = value.unpack(self)
                 elif type(value) is tuple and value and isinstance(value[0], SavedTensor):
                     value = tuple(v.unpack(self) for v in value)
@@ -133,7 +133,7 @@ class OpBackward(Node):
 
     def release_variables(self) -> None:
         for value in self._saved.values():
-            if isinstance(value, SavedTensor):
+            if isinstance(value, (SavedTensor, SavedNumber)):
                 value.release()
             elif type(value) is tuple:
                 for v in value:

@@ -113,3 +113,24 @@ class SavedTensor:
     def release(self) -> None:
         self._tensor = self._data = None
         self._released = True
+
+
+class SavedNumber:
+    """A Python number an op's derivative reads (``x * 2``'s 2). PyTorch wraps such a number in a
+    tensor and saves it like any input, so a second backward through the node is refused even though
+    no tensor was saved: the same error here, rather than a second accumulation."""
+
+    __slots__ = ("_value", "_released")
+
+    def __init__(self, value: object) -> None:
+        self._value = value
+        self._released = False
+
+    def unpack(self, node: "Node") -> object:
+        if self._released:
+            raise RuntimeError(FREED_ERROR)
+        return self._value
+
+    def release(self) -> None:
+        self._released = True
+

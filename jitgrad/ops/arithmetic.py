@@ -92,7 +92,11 @@ neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", r
 
 
 def _log(x):
-    return x.log() if hasattr(x, "_data") else math.log(x)
+    """log of a tensor, or of a Python number as numpy takes it (NaN below 0, -inf at 0), not raising."""
+    if hasattr(x, "_data"):
+        return x.log()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.log(np.float64(x)))
 
 
 def _pow_self_grad(grad, self, exponent):
@@ -103,6 +107,8 @@ def _pow_self_grad(grad, self, exponent):
 
 def _pow_exponent_grad(grad, self, result):
     if not hasattr(self, "_data"):
+        if self == 0:  # 0 ** y: 0 for y > 0 and 1 for y == 0 (gradient 0), inf for y < 0 (gradient -inf)
+            return grad * where(result <= 1.0, 0.0, result * -math.inf)
         return grad * result * _log(self)
     # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention).
     return grad * where(self == 0.0, 0.0, result * _log(where(self == 0.0, 1.0, self)))
@@ -191,10 +197,11 @@ def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument na
 
 
 def _clamp_grad(grad, self, min, max):  # noqa: A002
+    """The gradient passes where ``min <= self <= max`` holds: not where a limit applied, nor at NaN."""
     if min is not None:
-        grad = where(self < min, 0.0, grad)
+        grad = where(self >= min, grad, 0.0)
     if max is not None:
-        grad = where(self > max, 0.0, grad)
+        grad = where(self <= max, grad, 0.0)
     return grad
 
 
@@ -236,11 +243,32 @@ lt = _comparison("lt", np.less, "<")
 le = _comparison("le", np.less_equal, "<=")
 gt = _comparison("gt", np.greater, ">")
 ge = _comparison("ge", np.greater_equal, ">=")
-floor_divide = defop("floor_divide", ("self", "other"), _binary(np.floor_divide), explain=_explain_binary,
-                     kind="elementwise", lower="({T}({self}) // {T}({other}))")
-remainder = defop("remainder", ("self", "other"), _binary(np.remainder),
+def _checked_integer_division(fn):
+    """``//`` and ``%``: an integer division by zero raises, as in PyTorch, rather than giving numpy's 0."""
+    forward = _binary(fn)
+
+    def checked(a, b):
+        out = forward(a, b)
+        if out.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
+            raise RuntimeError("ZeroDivisionError")
+        return out
+    return checked
+
+
+def _division_lower(symbol: str, checked: str):
+    """The kernel expression: integers divide through the backend's zero check (``checked``)."""
+    def lower(self, other, T, out):
+        if np.dtype(T.removeprefix("np.")).kind in "iu":
+            return f"{checked}({T}({self}), {T}({other}))"
+        return f"({T}({self}) {symbol} {T}({other}))"
+    return lower
+
+
+floor_divide = defop("floor_divide", ("self", "other"), _checked_integer_division(np.floor_divide),
+                     explain=_explain_binary, kind="elementwise", lower=_division_lower("//", "floor_divide_int"))
+remainder = defop("remainder", ("self", "other"), _checked_integer_division(np.remainder),
                   lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
-                  explain=_explain_binary, kind="elementwise", lower="({T}({self}) % {T}({other}))",
+                  explain=_explain_binary, kind="elementwise", lower=_division_lower("%", "remainder_int"),
                   self=lambda grad: grad,
                   other=lambda grad, self, other: -grad * floor_divide(self, other),
                   jvp=lambda self_t, other_t, self, other: tangent_sum(

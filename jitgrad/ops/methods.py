@@ -5,6 +5,7 @@ from .. import ops
 from ..tensor import Tensor
 from . import inplace
 from .arithmetic import to_dtype
+from .shape import shape_arg
 
 _SAME_NAME = (
     "abs", "add", "all", "amax", "any", "amin", "argmax", "argmin", "broadcast_to", "chunk", "clamp", "cos", "div",
@@ -40,7 +41,32 @@ def _expand_as(self, other):
 
 
 def _view(self, *shape):
-    return ops.reshape(self, *shape)
+    """``reshape`` that never copies: PyTorch's ``view`` refuses a shape the tensor's strides cannot
+    give (``x.T.view(-1)``), since writing into a copy would silently leave ``x`` unchanged."""
+    target = shape_arg(shape)
+    probe = self._data.view()
+    try:
+        probe.shape = target
+    except AttributeError:
+        raise RuntimeError(f"view size is not compatible with input tensor's size and stride (at least one "
+                           f"dimension spans across two contiguous subspaces): view{target} of a tensor of "
+                           f"shape {list(self._data.shape)} and strides {_strides(self._data)}. Use "
+                           f".reshape(...) instead.") from None
+    except ValueError:
+        pass  # a size mismatch: reshape's error says it
+    return ops.reshape(self, target)
+
+
+def _t(self):
+    """PyTorch's ``t()``: the transpose of a matrix; a vector or a 0-d tensor as it is (a view)."""
+    ndim = self._data.ndim
+    if ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
+    return ops.transpose(self, 0, 1) if ndim == 2 else ops.reshape(self, self._data.shape)
+
+
+def _strides(array) -> list[int]:
+    return [s // array.itemsize for s in array.strides]
 
 
 def _attach() -> None:
@@ -71,6 +97,7 @@ def _attach() -> None:
     Tensor.long = lambda self: to_dtype(self, "int64")
     Tensor.bool = lambda self: to_dtype(self, "bool")
     Tensor.view = _view
+    Tensor.t = _t
     Tensor.expand_as = _expand_as
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))

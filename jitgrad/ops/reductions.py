@@ -69,22 +69,29 @@ def _var_jvp(self_t, self, dim, keepdim, correction):
     return _sum(centred * self_t, dim=dim, keepdim=keepdim) * _twice_over_dof(self._data.shape, dim, correction)
 
 
-def _over_twice_std(value, std):
-    """``value / (2 std)``, d std = d var / (2 std), taken as 0 where the std is 0 (equal elements, or a
-    single one), as PyTorch does; the divisor is made safe there too, so that the second derivative,
-    which differentiates the masked branch as well, is no NaN."""
-    is_zero = std == 0.0
-    return where(is_zero, 0.0, value / (where(is_zero, 1.0, std) * 2.0))
+def _over_twice_std(value, std, constant):
+    """``value / (2 std)``, d std = d var / (2 std), taken as 0 where the values are all equal
+    (``constant``), as PyTorch does. Equal values are told by their max and min, which are exact: the
+    std computed for them may be a rounding error above 0 (numpy's mean of 39 copies of 0.1 is not
+    0.1), which would turn the 0 into an arbitrary number, and differently in eager and compiled
+    code. A NaN std (one value, correction 1) stays NaN; the divisor is made safe where the gradient
+    is 0, so that the second derivative, which differentiates the masked branch as well, is no NaN."""
+    masked = constant & (std == std)
+    return where(masked, 0.0, value / (where(masked, 1.0, std) * 2.0))
+
+
+def _all_equal(self, dim, keepdim):
+    return _amax(self, dim=dim, keepdim=keepdim) == _amin(self, dim=dim, keepdim=keepdim)
 
 
 def _std_grad(grad, self, result, dim, keepdim, correction):
     shape = self._data.shape
     var_grad = _var_grad(grad, self, dim, keepdim, correction)
-    return _over_twice_std(var_grad, _unsqueeze_reduced(result, shape, dim, keepdim))
+    return _over_twice_std(var_grad, _unsqueeze_reduced(result, shape, dim, keepdim), _all_equal(self, dim, True))
 
 
 def _std_jvp(self_t, self, result, dim, keepdim, correction):
-    return _over_twice_std(_var_jvp(self_t, self, dim, keepdim, correction), result)
+    return _over_twice_std(_var_jvp(self_t, self, dim, keepdim, correction), result, _all_equal(self, dim, keepdim))
 
 
 def _prod_grad(grad, self, dim, keepdim):
@@ -106,17 +113,33 @@ def _prod_of_others(self, dim):
     return nonzero_others * zero_others
 
 
-def _evenly_distribute(grad, self, result, dim, keepdim):
-    """The gradient of max/min over all ties, shared equally among them."""
-    shape = self._data.shape
-    is_extreme = self == _unsqueeze_reduced(result, shape, dim, keepdim)
-    return where(is_extreme, _unsqueeze_reduced(grad, shape, dim, keepdim), 0.0) / is_extreme.sum(dim, keepdim=True)
+def _extremes(self, result, dim, keepdim, nan_is_extreme: bool):
+    """Where ``self`` equals its max/min: the ties. For ``max()``/``min()`` a NaN result was taken from
+    the NaNs, which then share the gradient (PyTorch's evenly_distribute_backward); ``amax``/``amin``
+    compare values only, so a NaN result gives NaN gradients, as in PyTorch."""
+    value = _unsqueeze_reduced(result, self._data.shape, dim, keepdim)
+    is_extreme = self == value
+    if nan_is_extreme:
+        is_extreme = is_extreme | ((self != self) & (value != value))
+    return is_extreme
 
 
-def _evenly_read(self_t, self, result, dim, keepdim):
-    """The tangent of max/min: the mean of the tangents of the ties, the transpose of the above."""
-    is_extreme = self == _unsqueeze_reduced(result, self._data.shape, dim, keepdim)
-    return _sum(where(is_extreme, self_t, 0.0), dim=dim, keepdim=keepdim) / _sum(is_extreme, dim=dim, keepdim=keepdim)
+def _evenly_distributing(nan_is_extreme: bool):
+    def evenly_distribute(grad, self, result, dim, keepdim):
+        """The gradient of max/min over all ties, shared equally among them."""
+        is_extreme = _extremes(self, result, dim, keepdim, nan_is_extreme)
+        spread = where(is_extreme, _unsqueeze_reduced(grad, self._data.shape, dim, keepdim), 0.0)
+        return spread / is_extreme.sum(dim, keepdim=True)
+    return evenly_distribute
+
+
+def _evenly_reading(nan_is_extreme: bool):
+    def evenly_read(self_t, self, result, dim, keepdim):
+        """The tangent of max/min: the mean of the tangents of the ties, the transpose of the above."""
+        is_extreme = _extremes(self, result, dim, keepdim, nan_is_extreme)
+        return _sum(where(is_extreme, self_t, 0.0), dim=dim, keepdim=keepdim) / _sum(is_extreme, dim=dim,
+                                                                                      keepdim=keepdim)
+    return evenly_read
 
 
 def _is_selected(self_shape, results, dim, keepdim):
@@ -196,13 +219,13 @@ _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, ke
               jvp=lambda self_t, self, dim, keepdim:
                   _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
 _amax = defop("amax", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "AmaxBackward0",
-              self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MAX)
+              self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MAX)
 _amin = defop("amin", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "AminBackward0",
-              self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MIN)
+              self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MIN)
 _max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "MaxBackward1",
-                 self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MAX)
+                 self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MAX)
 _min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
-                 self=_evenly_distribute, jvp=_evenly_read, kind="reduction", lower=_MIN)
+                 self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MIN)
 def _selecting_lower(ctx, better: str, with_values: bool):
     """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
     best element's index (as numpy and PyTorch do) and, for max/min(dim), its value. max/min(dim)

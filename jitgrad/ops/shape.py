@@ -22,8 +22,26 @@ def _explain_expand(values, attrs):
 
 
 def _explain_cat(values, attrs):
-    shapes = [list(np.shape(v)) for v in values[0]]
-    return f"Sizes of tensors must match except in dimension {attrs['dim']}; got shapes {shapes}"
+    """PyTorch's message: the first tensor whose size differs from the first one's, outside ``dim``."""
+    shapes = [np.shape(v) for v in values]
+    first, dim = shapes[0], attrs["dim"]
+    for number, shape in enumerate(shapes[1:], start=1):
+        if len(shape) != len(first):
+            return (f"Tensors must have same number of dimensions: got {len(first)} and {len(shape)} "
+                    f"(tensor number {number} in the list)")
+        for d, (want, got) in enumerate(zip(first, shape)):
+            if d != dim % max(len(first), 1) and want != got:
+                return (f"Sizes of tensors must match except in dimension {dim}. Expected size {want} but "
+                        f"got size {got} for tensor number {number} in the list.")
+    return None
+
+
+def _explain_stack(values, attrs):
+    shapes = [list(np.shape(v)) for v in values]
+    for entry, shape in enumerate(shapes[1:], start=1):
+        if shape != shapes[0]:
+            return f"stack expects each tensor to be equal size, but got {shapes[0]} at entry 0 and {shape} at entry {entry}"
+    return None
 
 
 def _tangents_or_zeros(tangents, tensors):
@@ -132,7 +150,7 @@ _cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axi
              jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
-               variadic=True, explain=_explain_cat, lower=_stack_lower,
+               variadic=True, explain=_explain_stack, lower=_stack_lower,
                tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
                jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
@@ -145,10 +163,10 @@ _split = defop("split", ("self",), _split_forward,
 
 def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """A tensor with the same elements in ``shape`` (one entry may be -1)."""
-    return _reshape(input, shape=_shape_arg(shape))
+    return _reshape(input, shape=shape_arg(shape))
 
 
-def _shape_arg(shape: tuple) -> tuple[int, ...]:
+def shape_arg(shape: tuple) -> tuple[int, ...]:
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = tuple(shape[0])
     return tuple(int(s) for s in shape)
@@ -171,7 +189,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
-    order = _shape_arg(dims)
+    order = shape_arg(dims)
     ndim = input._data.ndim
     if len(order) != ndim:
         raise RuntimeError(f"permute(): number of dimensions in the tensor input does not match the length "
@@ -201,7 +219,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """A broadcast view of ``input`` at ``sizes``; -1 keeps a dimension's size."""
-    target = list(_shape_arg(sizes))
+    target = list(shape_arg(sizes))
     shape = input._data.shape
     lead = len(target) - len(shape)
     if lead < 0:

@@ -124,18 +124,25 @@ def test_a_transposed_matrix_goes_to_blas_without_a_copy():
     np.testing.assert_allclose(got_grad, w_eager.grad.numpy(), rtol=1e-12)
 
 
-def test_division_by_zero_gives_what_numpy_and_eager_give():
+def test_division_by_zero_gives_what_eager_gives():
     """numba's default error model raises ZeroDivisionError (and checks every divisor, which keeps
-    loops from vectorizing); kernels use numpy's: inf, -inf, nan, and 0 for integers."""
+    loops from vectorizing); kernels use numpy's for floats (inf, -inf, nan) and check integer
+    divisors themselves, raising eager's error where numpy's model would give 0."""
     x = np.array([1.0, -2.0, 0.0, 3.0])
     zero = np.array([0.0, 0.0, 0.0, 1.0])
-    counts, none = np.array([7, -3, 0]), np.array([0, 0, 0])
+    counts, divisors = np.array([7, -3, 0]), np.array([2, 2, 5])
     with np.errstate(divide="ignore", invalid="ignore"):  # numpy's warnings, from eager and the trace
-        kernel = lowered(lambda x, z, c, n: (x / z, c // n), x, zero, counts, none)
-        eager_ratio, eager_quotient = jg.tensor(x) / jg.tensor(zero), jg.tensor(counts) // jg.tensor(none)
-    ratio, quotient = kernel(x, zero, counts, none)
+        kernel = lowered(lambda x, z, c, n: (x / z, c // n, c % n), x, zero, counts, divisors)
+        eager_ratio = jg.tensor(x) / jg.tensor(zero)
+    ratio, quotient, remainder = kernel(x, zero, counts, divisors)
     np.testing.assert_array_equal(ratio, eager_ratio.numpy())     # [inf, -inf, nan, 3]
-    np.testing.assert_array_equal(quotient, eager_quotient.numpy())
+    np.testing.assert_array_equal(quotient, (jg.tensor(counts) // jg.tensor(divisors)).numpy())
+    np.testing.assert_array_equal(remainder, (jg.tensor(counts) % jg.tensor(divisors)).numpy())
+    for none in (np.array([0, 1, 1]), np.array([1, 1, 0])):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            jg.tensor(counts) // jg.tensor(none)
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            kernel(x, zero, counts, none)
 
 
 def test_workspaces_are_kept_between_calls_but_outputs_are_new_and_threads_do_not_share():

@@ -1,0 +1,48 @@
+"""``floor_divide_int(a, b)`` and ``remainder_int(a, b)``: integer ``//`` and ``%`` that raise on a zero
+divisor, as eager jitgrad and PyTorch do.
+
+Kernels use numpy's error model (``numba_options``), under which an integer division by zero gives 0:
+a silently wrong result where eager raises. Float division keeps numpy's model (inf and nan, and loops
+that vectorize); only integer division, rare in kernels, pays for the check. Where numba runs code as
+plain Python (``jit_or_plain``) the same checks run as written, numpy integers included.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+
+from .numba_options import jit_or_plain
+
+
+def _floor_divide(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a // b
+
+
+def _remainder(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a % b
+
+
+_PLAIN = {"floor_divide_int": _floor_divide, "remainder_int": _remainder}
+_compiled: dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    """What kernels call: the jitted check, or the plain one (``jit_or_plain``). The jitted one is
+    made on the first call that wants it: decorated while numba runs code as plain Python, it would
+    stay plain."""
+    if name not in _PLAIN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    plain = _PLAIN[name]
+    if numba.config.DISABLE_JIT:
+        return plain
+    if name not in _compiled:
+        _compiled[name] = numba.njit(inline="always")(plain)
+    return jit_or_plain(_compiled[name], plain)
+
+
+__all__ = ["floor_divide_int", "remainder_int"]
