@@ -31,7 +31,9 @@ LIBRARIES = (
 # The compiled benchmark's extra columns (benchmarks/compiled.py).
 COMPILED_LIBRARIES = (
     Library("jitgrad_compiled", "jitgrad @compile (step)", "jitgrad", "jitgrad"),
-    Library("torch_compile", "torch.compile", "torch", "torch"),
+    Library("jitgrad_loss", "jitgrad @compile (loss)", "jitgrad", "jitgrad"),
+    Library("jitgrad_closure", "jitgrad @compile (closure)", "jitgrad", "jitgrad"),
+    Library("torch_compile", "torch.compile (loss)", "torch", "torch"),
     Library("numba", "numba, hand-fused", "numba", "numba"),
 )
 BY_KEY = {lib.key: lib for lib in LIBRARIES + COMPILED_LIBRARIES}
