@@ -59,7 +59,7 @@ def _import_torch_before_jax() -> None:
     when torch was loaded first (W1: about 25 µs against 87-125 µs), so JAX is measured in the state
     that favours it. The main process already loads torch first (``LIBRARIES`` lists it before JAX);
     this makes the first-call child processes, which load only JAX, do the same. On the 2-core VM of
-    2026-11-24 the order made no difference (W1 85-120 µs either way), which docs/benchmarks.md records.
+    2026-11-24 it made little difference (W1 85-103 µs with torch first, 100-115 µs without).
     """
     try:
         importlib.import_module("torch")
