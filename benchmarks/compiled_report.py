@@ -1,7 +1,8 @@
-"""The compiled benchmark's tables: per-step goals, compile times, and its Markdown section.
+"""The compiled benchmark's tables: per-step goals, jitgrad's forms side by side, compile times, and
+its Markdown section.
 
 Per-workload tables are the eager benchmark's (report.py); the goals differ (several per workload,
-against several baselines) and compile times are new, so they are written here.
+against several baselines), and the forms table and compile times are new, so they are written here.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from report import WorkloadResult, format_time, markdown_table, ratio, ratio_tex
 BEGIN = "<!-- BEGIN GENERATED: python benchmarks/compiled.py --markdown docs/benchmarks.md -->"
 
 _GOAL_HEADERS = ["workload", "goal", "measured", "status"]
+_FORM_HEADERS = ["workload", "step", "loss", "closure", "loss / step", "closure / loss", "JAX", "step / JAX",
+                 "loss / JAX", "torch.compile", "loss / torch.compile"]
 _COMPILE_HEADERS = ["workload", "jitgrad first call", "JAX first call", "torch.compile first call",
                     "jitgrad / JAX", "goal", "status", "jitgrad 2nd process: to first result (call)"]
 
@@ -31,6 +34,32 @@ def goal_rows(results: list[WorkloadResult]) -> list[list[str]]:
                          f"{libraries.label(lib)} <= {limit:g}x {libraries.label(baseline)}",
                          ratio_text(value), _status(value, limit)])
     return rows
+
+
+def _median_text(result: WorkloadResult, lib: str) -> str:
+    m = result.measurements.get(lib)
+    return "-" if m is None else format_time(m.median)
+
+
+def form_rows(results: list[WorkloadResult]) -> list[list[str]]:
+    """jitgrad's three compiled forms (step, loss, closure) and the two peers' times, with the ratios
+    between them, all from the same interleaved rounds."""
+    rows = []
+    for r in results:
+        times = [_median_text(r, lib) for lib in ("jitgrad_compiled", "jitgrad_loss", "jitgrad_closure")]
+        ratios = [ratio(r, "jitgrad_loss", "jitgrad_compiled"), ratio(r, "jitgrad_closure", "jitgrad_loss")]
+        rows.append([f"{r.workload.key} {r.workload.title}", *times, *map(ratio_text, ratios),
+                     _median_text(r, "jax"), ratio_text(ratio(r, "jitgrad_compiled", "jax")),
+                     ratio_text(ratio(r, "jitgrad_loss", "jax")), _median_text(r, "torch_compile"),
+                     ratio_text(ratio(r, "jitgrad_loss", "torch_compile"))])
+    return rows
+
+
+_FORMS_NOTE = ("jitgrad @compile in three forms: step = the whole step compiled (`autograd.grad` inside, "
+               "returns loss and gradients); loss = the loss compiled, every tensor an argument, then "
+               "`loss.backward()`; closure = the loss compiled with the parameters read from the enclosing "
+               "scope, then `loss.backward()`. JAX is `jit(value_and_grad)`, torch.compile the loss then "
+               "`backward()`.")
 
 
 def _seconds(entry: dict | None, field: str = "first_call") -> float | None:
@@ -87,7 +116,9 @@ def text_workload(result: WorkloadResult, baseline: str) -> str:
 
 
 def text_summary(results: list[WorkloadResult], timings: dict | None) -> str:
-    parts = ["Goals (time per step)", text_table(_GOAL_HEADERS, goal_rows(results), left=2)]
+    parts = ["Goals (time per step)", text_table(_GOAL_HEADERS, goal_rows(results), left=2), "",
+             "jitgrad's compiled forms side by side (same rounds)",
+             text_table(_FORM_HEADERS, form_rows(results), left=1)]
     if timings is not None:
         parts += ["", "Compile (fresh processes, empty disk cache)",
                   text_table(_COMPILE_HEADERS, compile_rows(timings), left=1),
@@ -99,6 +130,8 @@ def markdown_section(results: list[WorkloadResult], timings: dict | None, baseli
                      environment: list[tuple[str, str]], settings: str, skipped: dict[str, str]) -> str:
     out = [BEGIN, "", *report.markdown_run(environment, settings, skipped)]
     out += ["### Goals: time per step", "", markdown_table(_GOAL_HEADERS, goal_rows(results), left=2), ""]
+    out += ["### jitgrad's compiled forms", "", _FORMS_NOTE + " Medians from the same interleaved rounds.", "",
+            markdown_table(_FORM_HEADERS, form_rows(results)), ""]
     if timings is not None:
         out += ["### Goals: compiling", "",
                 "First call = trace, compile and run once, in a fresh process with an empty jitgrad disk "
