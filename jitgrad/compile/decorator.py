@@ -144,8 +144,9 @@ class CompiledFunction:
             program, free = self._program_for(args, kwargs, leaves, spec, _caller())
         if program is EAGER:
             return self.fn(*args, **kwargs)
-        state = program.layout.take_state()
-        inputs = program.layout.gather(leaves + list(free), state)
+        layout = program.layout
+        state = None if layout.random is None else layout.take_state()  # the common case pays no call
+        inputs = layout.gather(leaves + list(free), state)
         if program.kind == "step":
             return self._run_step(program, inputs, args, kwargs, state)
         return self._run_loss(program, inputs, args, kwargs, state)
