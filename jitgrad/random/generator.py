@@ -17,6 +17,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..tensor import Tensor
+
 _SEED_MODULUS = 2 ** 64
 
 
@@ -63,9 +65,9 @@ class Generator:
         """The state the next draw would start at, without drawing."""
         return self.take(0)
 
-    def get_state(self) -> Any:
-        """The state as an int64 tensor ``[seed, offset]`` (what ``set_state`` takes back)."""
-        from ..tensor import Tensor  # the generator sits below tensors; only this public form needs them
+    def get_state(self) -> Tensor:
+        """The state as an int64 tensor ``[seed, offset]``, the seed as its 64 bits (what ``set_state``
+        takes back)."""
         return Tensor._make(self.peek())
 
     def set_state(self, state: Any) -> "Generator":
@@ -93,7 +95,7 @@ class Generator:
         return f"<jitgrad.random.Generator seed={self._seed} offset={self._offset}>"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Draw:
     """What a factory tells a tracer about a state tensor it made (``ops.registry.note_created``):
     ``state`` came from ``generator.take(count)``. ``jitgrad.compile`` turns it into the call's own
@@ -120,7 +122,7 @@ def initial_seed() -> int:
     return default_generator.initial_seed()
 
 
-def get_rng_state() -> Any:
+def get_rng_state() -> Tensor:
     """The default generator's state, an int64 tensor ``[seed, offset]``."""
     return default_generator.get_state()
 
