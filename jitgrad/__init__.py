@@ -19,7 +19,7 @@ from .ops import (abs, add, all, amax, any, amin, argmax, argmin, broadcast_to, 
                   sigmoid, sign, sin, softmax, softplus, split, sqrt, squeeze, stack, std, sub, sum, tan,
                   tanh, transpose, unsqueeze, var, where)
 from .ops import methods as _methods  # noqa: F401 - attaches the ops to Tensor
-from .random import manual_seed
+from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .shapes import Size
 
 clip = clamp

@@ -1,14 +1,16 @@
 """Ways to make tensors: from data, from numpy, filled, ranges and random."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Sequence
 
 import numpy as np
 
 from . import dtypes
-from .ops.registry import note_created
-from .random import generator
+from .ops.registry import OpDef, note_created
+from .ops.sampling import normal, uniform
+from .random import Draw, default_generator
 from .tensor import Tensor
 
 DType = Any
@@ -125,23 +127,34 @@ def eye(n: int, m: int | None = None, dtype: DType = None, requires_grad: bool =
     return _finish(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad)
 
 
+def _draw(distribution: OpDef, shape: tuple[int, ...], dtype: np.dtype, requires_grad: bool) -> Tensor:
+    """``shape`` samples of ``distribution`` (a random op of ``ops.sampling``) from the default generator:
+    the op is given the generator's state for them as a tensor, which a tracer is told came from the
+    generator (a compiled call then feeds it the state of its own call, docs/compile.md)."""
+    if dtype.kind != "f":
+        raise TypeError(f"{distribution.name}: random floats need a floating dtype, not {dtype}")
+    count = math.prod(shape)
+    state = Tensor._make(default_generator.take(count))
+    note_created(state, Draw(default_generator, state._data, count))
+    out = distribution(state, shape=shape, dtype=dtype)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
 def randn(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples from jitgrad's generator (see ``manual_seed``)."""
-    dt = _float_dtype(dtype)
-    return _finish(generator().standard_normal(_size(size)).astype(dt), requires_grad)
+    return _draw(normal, _size(size), _float_dtype(dtype), requires_grad)
 
 
 def rand(*size: int | Sequence[int], dtype: DType = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) from jitgrad's generator."""
-    dt = _float_dtype(dtype)
-    return _finish(generator().random(_size(size)).astype(dt), requires_grad)
+    return _draw(uniform, _size(size), _float_dtype(dtype), requires_grad)
 
 
 def randn_like(input: Tensor, dtype: DType = None, requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(input, dtype)
-    return _finish(generator().standard_normal(shape).astype(dt), requires_grad)
+    return _draw(normal, *_like(input, dtype), requires_grad)
 
 
 def rand_like(input: Tensor, dtype: DType = None, requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(input, dtype)
-    return _finish(generator().random(shape).astype(dt), requires_grad)
+    return _draw(uniform, *_like(input, dtype), requires_grad)

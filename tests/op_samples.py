@@ -82,6 +82,22 @@ def with_zeros(count: int):
     return draw
 
 
+def generator_states():
+    """An int64 ``[seed, offset]`` for the random ops: any seed, an offset far from overflowing."""
+    def draw(rng, shape):
+        return np.array([rng.integers(-2 ** 63, 2 ** 63 - 1), rng.integers(0, 2 ** 40)], dtype=np.int64)
+    return draw
+
+
+def _sampled(distribution: str, shape: tuple[int, ...], dtype):
+    """The random op ``distribution`` at a given state, and its reference: the eager sampler (checked
+    bit for bit against a plain-Python Philox in tests/test_random.py)."""
+    from jitgrad.random.sampling import sample
+    op = getattr(jg.ops, distribution)
+    return (lambda state: op(state, shape=shape, dtype=np.dtype(dtype)),
+            lambda state: sample(state, shape, dtype, distribution))
+
+
 REAL = real()
 POSITIVE = real(0.5, 2.0)
 NONZERO = real(avoid=(0.0,))
@@ -454,6 +470,15 @@ SAMPLES: list[Sample] = [
            lambda x: torch.nn.functional.nll_loss(x, torch.tensor(1)), ((4,),)),
     Sample("nll_loss_backward", "mean", *_grad_of_nll_loss("mean"), ((),)),
     Sample("nll_loss_backward", "none", *_grad_of_nll_loss("none"), ((3,),)),
+    # ---- random ops: no PyTorch equivalent (their bits are jitgrad's own) --------------------------
+    Sample("uniform", "float64", _sampled("uniform", (3, 4), np.float64)[0], None, ((2,),), generator_states(),
+           numpy_fn=_sampled("uniform", (3, 4), np.float64)[1]),
+    Sample("uniform", "float32-0d", _sampled("uniform", (), np.float32)[0], None, ((2,),), generator_states(),
+           numpy_fn=_sampled("uniform", (), np.float32)[1]),
+    Sample("normal", "float64", _sampled("normal", (2, 5), np.float64)[0], None, ((2,),), generator_states(),
+           numpy_fn=_sampled("normal", (2, 5), np.float64)[1]),
+    Sample("normal", "float32", _sampled("normal", (7,), np.float32)[0], None, ((2,),), generator_states(),
+           numpy_fn=_sampled("normal", (7,), np.float32)[1]),
     Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
            lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
 ]

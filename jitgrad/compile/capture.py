@@ -32,6 +32,7 @@ from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
 from ..fx.numbers import Specialize, SymbolicNumber
 from ..fx.tracer import TraceError, Tracer, user_line
+from ..random import default_generator
 from ..tensor import Tensor
 from . import side_effects
 from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
@@ -63,13 +64,15 @@ class GraphInput:
     ``sources`` lists every place the tensor was found (an argument leaf, a closure variable...; all
     of them must hold the same tensor at a call). ``grad_of`` marks the ``.grad`` of another input
     (read through it); ``array`` a numpy array a factory made a tensor of; ``number`` a Python number
-    argument passed at each call (``fx.numbers``)."""
+    argument passed at each call (``fx.numbers``); ``random`` the generator's state at the start of the
+call (``[seed, offset]``, taken from the generator by the caller)."""
 
     name: str
     sources: list[Source]
     grad_of: int | None = None
     array: bool = False
     number: bool = False
+    random: bool = False
 
 
 @dataclass
@@ -82,6 +85,7 @@ class Captured:
     sources: dict[str, str] = field(default_factory=dict)   # node name -> user source line
     differentiable: list[bool] = field(default_factory=list)  # loss: per tensor leaf of the result
     wanted: list[int] = field(default_factory=list)          # loss: inputs that get gradients
+    draws: int = 0                 # elements the function draws from the generator per call
 
 
 class _FreeTensors:
@@ -193,7 +197,9 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
     if free.overflow:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.overflow}")
-    tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True)
+    tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True,
+                    draws_as_input=True)
+    generator_state = default_generator.peek()
     argument_sources: dict[int, list[Source]] = {}
     numbers: dict[Node, tuple[Source, Any]] = {}   # number placeholder -> (its leaf's source, value)
     number_leaves: dict[str, int] = {}
@@ -229,6 +235,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                 if tracer.specialized:
                     raise NeedsValues({number_leaves[name] for name in tracer.specialized}, reason)
                 captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
+            captured.draws = _check_draws(tracer, generator_state)
             changes = side_effects.find_changes(snapshots)
             if changes and not locate_changes:
                 raise _ChangedState()
@@ -239,7 +246,22 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                                   + "; return the values instead, or run it eagerly")
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
+        default_generator.set_state(generator_state)
     return captured
+
+
+def _check_draws(tracer: Tracer, before: np.ndarray) -> int:
+    """The elements the function drew; a call feeds them the generator's state and moves it past them,
+    which is what the function did only if it left the seed alone (a ``manual_seed`` inside it would
+    have to happen at every call)."""
+    draws = tracer.draws
+    count = 0 if draws is None else draws.count
+    expected = before + np.array([0, count], dtype=np.int64)
+    if (draws is not None and not np.array_equal(draws.start, before)) or \
+            not np.array_equal(default_generator.peek(), expected):
+        raise Unsupported("the function seeds or sets the state of the random generator, which a compiled call "
+                          "would not do again; seed it outside the function")
+    return count
 
 
 def _refuse_numbers(tracer: Tracer, result: Any) -> None:
@@ -283,6 +305,8 @@ class _Inputs:
                 values[node] = tensor
         for node, value in tracer.lifted:  # numpy arrays read from outside
             values[node] = value
+        if tracer.draws is not None:
+            values[tracer.draws.node] = tracer.draws.start
         self.nodes = [p for p in tracer.graph.placeholders if not is_backward(p)]
         self.values = [values[p] for p in self.nodes]
         position = {id(v): i for i, v in enumerate(self.values) if isinstance(v, (Tensor, np.ndarray))}
@@ -291,6 +315,8 @@ class _Inputs:
             owner = tracer.grad_of.get(id(value)) if isinstance(value, Tensor) else None
             if node in numbers:
                 self.inputs.append(GraphInput(node.name, [numbers[node][0]], number=True))
+            elif tracer.draws is not None and node is tracer.draws.node:
+                self.inputs.append(GraphInput(node.name, [], random=True))
             elif owner is not None:
                 self.inputs.append(GraphInput(node.name, [], grad_of=position[id(owner)]))
             else:

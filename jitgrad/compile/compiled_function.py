@@ -25,6 +25,7 @@ from ..fx.node import Node as IRNode, Opcode
 from ..fx.passes import PassManager, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..fx.passes.hoist_numbers import NumberPrelude
+from ..random import default_generator
 from ..tensor import Tensor
 from .backend import Backend
 from .capture import Unsupported
@@ -136,18 +137,29 @@ def _as_tensor(index: int, array: np.ndarray) -> Tensor:
 class InputLayout:
     """Where a call finds each graph input among ``values`` (its argument leaves, then the free
     variables the compiled function reads, ``decorator.py``): a position, or for the ``.grad`` of an
-    input, that input's index (the gradient is read through it)."""
+    input, that input's index (the gradient is read through it). ``random`` is the input that takes
+    the generator's state at the start of the call, when the function draws random numbers (``draws``
+    elements per call)."""
 
     positions: list[int | None]
     grad_of: list[int | None]
+    random: int | None = None
+    draws: int = 0
 
     def __post_init__(self) -> None:
         self._grads = [(i, owner) for i, owner in enumerate(self.grad_of) if owner is not None]
 
-    def gather(self, values: list) -> list:
+    def take_state(self) -> np.ndarray | None:
+        """The state a call draws from, the generator moved past the call's draws as an eager call
+        would move it; None for a function that draws nothing."""
+        return None if self.random is None else default_generator.take(self.draws)
+
+    def gather(self, values: list, random_state: np.ndarray | None = None) -> list:
         inputs = [values[p] if p is not None else None for p in self.positions]
         for i, owner in self._grads:
             inputs[i] = inputs[owner]._grad
+        if self.random is not None:
+            inputs[self.random] = random_state
         return inputs
 
 

@@ -24,13 +24,14 @@ from ..fx.passes import partition_joint
 from ..fx.passes.hoist_numbers import hoist_numbers
 from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
+from ..random import default_generator
 from ..tensor import Tensor
 from . import guards
 from .backend import get_backend
 from .cache import DiskCache
 from .capture import Captured, NeedsValues, Unsupported, capture
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
-from .loss_program import FusedGradients, LossCall, LossProgram
+from .loss_program import FusedGradients, LossCall, LossProgram, replay
 from .explain import Explanation
 from .pytree import call_leaf_paths, flatten
 from .sources import source_of_path
@@ -143,17 +144,20 @@ class CompiledFunction:
             program, free = self._program_for(args, kwargs, leaves, spec, _caller())
         if program is EAGER:
             return self.fn(*args, **kwargs)
-        inputs = program.layout.gather(leaves + list(free))
+        layout = program.layout
+        state = None if layout.random is None else layout.take_state()  # the common case pays no call
+        inputs = layout.gather(leaves + list(free), state)
         if program.kind == "step":
-            return self._run_step(program, inputs, args, kwargs)
-        return self._run_loss(program, inputs, args, kwargs)
+            return self._run_step(program, inputs, args, kwargs, state)
+        return self._run_loss(program, inputs, args, kwargs, state)
 
-    def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict) -> Any:
+    def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict,
+                  state: np.ndarray | None) -> Any:
         if not self.check:
             return program.run(inputs)
         tensors = [t for t in inputs if isinstance(t, Tensor)]
         snapshot = _Snapshot(tensors)
-        expected = self.fn(*args, **kwargs)
+        expected = replay(self.fn, args, kwargs, state)
         eager_state = snapshot.after()
         snapshot.restore()
         result = program.run(inputs)
@@ -164,11 +168,12 @@ class CompiledFunction:
             _compare(f"input {i}.grad after the call", t._grad, grad)
         return result
 
-    def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict) -> Any:
-        call = LossCall(self.fn, args, kwargs, inputs, program.saved_inputs)
+    def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict,
+                  state: np.ndarray | None) -> Any:
+        call = LossCall(self.fn, args, kwargs, inputs, program.saved_inputs, state)
         if not self.check:
             return program.run(inputs, call)
-        expected = self.fn(*args, **kwargs)  # a loss writes nothing: eager runs on the inputs themselves
+        expected = replay(self.fn, args, kwargs, state)  # a loss writes nothing: eager runs on the inputs themselves
 
         def check(grads, result, mask):
             outs = [t for t, d in zip(tensor_leaves(expected), program.differentiable) if d]
@@ -297,24 +302,27 @@ class CompiledFunction:
             self._free.add(source, kind, value)
         leaf_index = {source_of_path(p): i for i, p in enumerate(call_leaf_paths(args, kwargs))}
         positions: list[int | None] = []
+        random = None
         for inp in captured.inputs:
             for source in inp.sources:
                 if source not in leaf_index:  # read from outside, or from inside an object argument
                     self._free.add(source, "array" if inp.array else "tensor")
-        for inp in captured.inputs:
-            if inp.grad_of is not None:
+        for index, inp in enumerate(captured.inputs):
+            if inp.random:
+                random = index
+            if inp.grad_of is not None or inp.random:
                 positions.append(None)
                 continue
             first = inp.sources[0]
             positions.append(leaf_index[first] if first in leaf_index else
                              len(leaves) + self._free.index(first, "array" if inp.array else "tensor"))
-        return InputLayout(positions, [inp.grad_of for inp in captured.inputs])
+        return InputLayout(positions, [inp.grad_of for inp in captured.inputs], random, captured.draws)
 
     def _build(self, args: tuple, kwargs: dict, leaves: list, dynamic: frozenset[int]) -> Any:
         captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
-        inputs = layout.gather(leaves + list(free))
+        inputs = layout.gather(leaves + list(free), default_generator.peek())  # the state this call will draw at
         prelude = hoist_numbers(captured.graph)
         names = [inp.name for inp in captured.inputs]
         numbers = NumberInputs(prelude, [names.index(n) for n in prelude.inputs])
@@ -339,7 +347,8 @@ class CompiledFunction:
                               len(template[1]), captured.differentiable, captured.wanted, layout, self.options,
                               self.backend, captured.sources, self.name, self.disk_cache, numbers,
                               [names.index(n) for n in split.numbers])
-        program.saved_inputs = [i for i, inp in enumerate(captured.inputs) if inp.name in split.saved and not inp.array]
+        program.saved_inputs = [i for i, inp in enumerate(captured.inputs)
+                                if inp.name in split.saved and not (inp.array or inp.random)]
         result = captured.graph.output_node.args[0][0]
         outputs = [n for n, d in zip(iter_nodes(result), captured.differentiable) if d]
         if captured.wanted and len(outputs) == 1 and outputs[0].meta["shape"] == ():

@@ -31,6 +31,7 @@ from ..autograd.versions import version_counter
 from ..fx.graph import Graph
 from ..fx.passes import Partition, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
+from ..random import default_generator
 from ..tensor import Tensor
 from .backend import Backend
 from .capture import Unsupported
@@ -45,12 +46,15 @@ def _as_tensor(index: int, array: np.ndarray) -> Tensor:
 class LossCall:
     """What a loss's backward node keeps of the call that made it: the inputs, the versions of those
     the backward reads (for eager's check that none was changed in place since), and how to run the
-    function eagerly again (for ``create_graph``)."""
+    function eagerly again (for ``create_graph``), with the generator state the call drew from, so
+    that the re-run draws the call's own random numbers."""
 
-    __slots__ = ("fn", "args", "kwargs", "inputs", "watched")
+    __slots__ = ("fn", "args", "kwargs", "inputs", "watched", "random_state")
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, inputs: list, saved_inputs: list[int]) -> None:
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, inputs: list, saved_inputs: list[int],
+                 random_state: np.ndarray | None = None) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
+        self.random_state = random_state
         self.watched = [(t, version_counter(t)[0]) for t in [inputs[i] for i in saved_inputs]]
 
     def check_versions(self) -> None:
@@ -61,7 +65,16 @@ class LossCall:
 
     def rerun(self) -> Any:
         self.check_versions()
-        return self.fn(*self.args, **self.kwargs)
+        return replay(self.fn, self.args, self.kwargs, self.random_state)
+
+
+def replay(fn: Callable, args: tuple, kwargs: dict, random_state: np.ndarray | None) -> Any:
+    """``fn`` run eagerly again, drawing from ``random_state`` (a call's) when it draws, the generator
+    left where it was."""
+    if random_state is None:
+        return fn(*args, **kwargs)
+    with default_generator.replaying(random_state):
+        return fn(*args, **kwargs)
 
 
 @dataclass
@@ -314,4 +327,4 @@ class CompiledFunctionBackward(Node):
         self._gradients = None
 
 
-__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram"]
+__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "replay"]

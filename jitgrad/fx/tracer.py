@@ -16,7 +16,10 @@ for a tensor it may read through its closure or globals: its placeholder is made
 (made by a factory, or by the engine: the seed ``ones`` of a scalar loss, zeros for a missing
 gradient) becomes a constant (``get_attr``), unless ``outside`` refuses it (``jitgrad.compile`` does
 for a tensor it cannot tell where a call would read it from). A numpy array ``outside`` claims
-becomes an input when a factory makes a tensor of it.
+becomes an input when a factory makes a tensor of it. With ``draws_as_input`` (``jitgrad.compile``),
+the state a random factory took from the generator (``jitgrad.random.Draw``) is not a constant either:
+the first draw's state becomes the placeholder ``rng_state`` and each later draw's is that plus the
+elements drawn before it (``draws``), so that a call fed its own starting state draws afresh.
 
 An in-place write into an argument's memory (through the tensor, ``.data`` or ``.detach()``) raises a
 ``TraceError`` before anything is written, unless the tracer was made with ``capture_writes=True``
@@ -33,6 +36,7 @@ import os
 import sys
 import traceback
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
@@ -40,6 +44,7 @@ import numpy as np
 from ..autograd import engine, grad_mode
 from ..autograd.graph import grad_accumulator
 from ..ops.registry import REGISTRY, OpDef, observing
+from ..random import Draw, Generator
 from ..tensor import Tensor
 from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, tensor_meta
@@ -114,11 +119,22 @@ class Outside(Protocol):
         a tensor cannot safely be a constant; returning makes it one."""
 
 
+@dataclass
+class RandomDraws:
+    """The draws a trace saw from one generator: ``node`` is the placeholder for the state the first
+    started at (``start``, ``[seed, offset]``), ``count`` the elements drawn in all."""
+
+    node: Node
+    generator: Generator
+    start: np.ndarray
+    count: int = 0
+
+
 class Tracer:
     """Builds one graph from the ops observed while a function runs."""
 
     def __init__(self, capture_writes: bool = False, outside: Outside | None = None,
-                 record_lines: bool = False) -> None:
+                 record_lines: bool = False, draws_as_input: bool = False) -> None:
         self.graph = Graph()
         self._nodes: dict[int, Node] = {}
         self._by_array: dict[int, Node] = {}  # op outputs by the id of their array (saved ``result``s)
@@ -143,6 +159,8 @@ class Tracer:
         self.record_lines = record_lines
         self.lines: dict[str, str] = {}  # node name -> the user's line that ran its op (record_lines)
         self.specialized: set[str] = set()  # number inputs some code needed as Python values
+        self.draws_as_input = draws_as_input
+        self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -354,6 +372,13 @@ class Tracer:
         unless ``source`` is a numpy array ``outside`` claims, which becomes an input."""
         self._created.add(id(tensor))
         self._alive.append(tensor)
+        if isinstance(source, Draw) and self.draws_as_input:
+            node = self._draw_state(source)
+            if node.op is Opcode.PLACEHOLDER:
+                self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
+            tensor.__class__ = TracedTensor
+            self._bind(tensor, node)
+            return
         if self.outside is None or not isinstance(source, np.ndarray):
             return
         node = self._lifted_arrays.get(id(source))
@@ -374,6 +399,25 @@ class Tracer:
             self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
         tensor.__class__ = TracedTensor
         self._bind(tensor, node)
+
+    def _draw_state(self, draw: Draw) -> Node:
+        """The node of a draw's state: the call's starting state, offset by the elements drawn before
+        it in the trace. Draws must follow one another on one generator, as a call would make them."""
+        if self.draws is None:
+            node = self.graph.placeholder("rng_state", tensor_meta(Tensor._make(draw.state)))
+            self.draws = RandomDraws(node, draw.generator, draw.state.copy())
+        draws = self.draws
+        if draw.generator is not draws.generator or draw.state[0] != draws.start[0] or \
+                draw.state[1] != draws.start[1] + draws.count:
+            raise TraceError("the random generator was reseeded, or set to another state, between two draws "
+                             f"of the traced function (at {user_line()}); seed it outside the function")
+        before, draws.count = draws.count, draws.count + draw.count
+        if before == 0:
+            return draws.node
+        offset = self.graph.get_attr(Tensor._make(np.array([0, before], dtype=np.int64)), "draw_offset")
+        offset.meta.update(self._phase())
+        return self.graph.call_function(REGISTRY["add"], (draws.node, offset), {},
+                                        {**tensor_meta(Tensor._make(draw.state)), **self._phase()})
 
     def before_write(self, tensor: Tensor) -> None:
         """Called before an in-place op writes ``tensor``'s memory: a borrowed tensor (or an alias of

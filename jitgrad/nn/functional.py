@@ -1,11 +1,12 @@
 """Activations and losses as PyTorch's ``torch.nn.functional`` spells them, composed of registry ops."""
 from __future__ import annotations
 
+from ..factories import rand_like
 from ..ops import gelu, log_softmax, nll_loss, relu, softmax
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
 
-__all__ = ["relu", "gelu", "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "linear"]
+__all__ = ["relu", "gelu", "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "linear", "dropout"]
 
 
 def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
@@ -51,3 +52,21 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"not promote dtypes: convert the bias first, e.g. "
                            f"bias.to(jitgrad.{out.dtype.name})")
     return out + bias
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Zeroes each element with probability ``p`` and scales the rest by ``1 / (1 - p)``, so that the
+    expected value is unchanged; the identity when not ``training`` (or ``p == 0``, which draws nothing).
+
+    A composite of registry ops: a uniform draw (``rand_like``, one element per element of ``input``, so
+    the generator moves as far as it does in PyTorch's eager dropout) compared with ``p`` gives a scaled
+    mask, and the gradient is the incoming one times that mask (``MulBackward0``). Compiled, the draw
+    takes its state from the generator at each call (docs/compile.md, "Random numbers")."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability p has to be between 0 and 1, but got p={p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0  # every element dropped: zeros, and zero gradients (no 0 * inf)
+    keep = rand_like(input) >= p
+    return input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))

@@ -9,5 +9,6 @@ from .math_functions import cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, si
 from .reductions import (all, amax, any, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, sum_to,
                          var)
 from .registry import REGISTRY
+from .sampling import normal, uniform
 from .shape import (broadcast_to, cat, chunk, expand, flatten, permute, reshape, split, squeeze, stack,
                     transpose, unsqueeze)

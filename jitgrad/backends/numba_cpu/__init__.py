@@ -25,7 +25,7 @@ live in per-thread workspaces the ``CompiledGraph`` keeps between calls. With
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's
 lowering and how to read the generated code: docs/backends.md.
 """
-from . import blas, intrinsics  # noqa: F401 - decorated now, whatever numba.config.DISABLE_JIT says later
+from . import blas, intrinsics, sampling  # noqa: F401 - decorated now, whatever numba.config.DISABLE_JIT says later
 from .compiler import CompiledGraph, clear_cache, lower, structural_key
 from .loop_nest import PARALLEL_ELEMENTS
 from .nodes import LoweringError

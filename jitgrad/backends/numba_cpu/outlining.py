@@ -20,7 +20,8 @@ from .numba_options import decorator
 KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
                   "jitgrad.backends.numba_cpu.integer_division": ("floor_divide_int", "remainder_int"),
                   "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "tanh_float32"),
-                  "jitgrad.backends.numba_cpu.rows": ("put_row",)}
+                  "jitgrad.backends.numba_cpu.rows": ("put_row",),
+                  "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_uniform")}
 
 # Names the generated code takes from its module or from builtins, never from a variable.
 GLOBALS = frozenset({"np", "math", "numba", "prange", "range", "min", "max", "abs", "bool", "float", "int", "len",

@@ -1,0 +1,45 @@
+"""``fill_uniform`` and ``fill_normal``: the kernels' side of the random ops (``jitgrad.ops.sampling``).
+
+They compile the very functions eager numpy runs (``jitgrad.random.philox`` and
+``jitgrad.random.sampling``), one element per Philox block, so a compiled draw has eager's bits:
+exactly for uniforms, and for normals up to the last bit of the C library's ``log`` and ``cos``
+against numpy's (float32 normals are rounded from float64, which hides that almost always).
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ...random.philox import WORD, WORD_BITS, philox4x32_10
+from ...random.sampling import normal_from_uniforms, uniform_from_words
+
+_philox = numba.njit(inline="always")(philox4x32_10)
+_uniform = numba.njit(inline="always")(uniform_from_words)
+_normal = numba.njit(inline="always")(normal_from_uniforms)
+_ZERO = np.uint64(0)
+
+
+@numba.njit(inline="always")
+def _block(state, i):
+    """The words of element ``i`` of a draw at ``state`` (int64 ``[seed, offset]``)."""
+    seed, counter = np.uint64(state[0]), np.uint64(state[1]) + np.uint64(i)
+    return _philox(counter & WORD, counter >> WORD_BITS, _ZERO, _ZERO, seed & WORD, seed >> WORD_BITS)
+
+
+@numba.njit(nogil=True)
+def fill_uniform(state, out, bits):
+    """``out[i]`` = element ``i`` of a uniform draw at ``state``, with ``bits`` significant bits."""
+    for i in range(out.shape[0]):
+        w0, w1, _, _ = _block(state, i)
+        out[i] = _uniform(w0, w1, bits)
+
+
+@numba.njit(nogil=True)
+def fill_normal(state, out):
+    """``out[i]`` = element ``i`` of a standard normal draw at ``state``."""
+    for i in range(out.shape[0]):
+        w0, w1, w2, w3 = _block(state, i)
+        out[i] = _normal(_uniform(w0, w1, 53), _uniform(w2, w3, 53))
+
+
+__all__ = ["fill_normal", "fill_uniform"]
