@@ -41,7 +41,7 @@ class Backend:
 
 class InterpretedGraph:
     """The fallback "compiled" graph: the graph's generated Python source (``GraphModule.code``) run on
-    the eager ops. It pickles as that source and its constants, so the disk cache can hold it."""
+    the eager ops."""
 
     def __init__(self, source: str, constants: dict[str, Any]) -> None:
         self.source = source
@@ -74,17 +74,10 @@ class InterpretedGraph:
             results.append(value)
         return tuple(results)
 
-    def __reduce__(self):
-        constants = {k: (True, v._data) if isinstance(v, Tensor) else (False, v) for k, v in self.constants.items()}
-        return (_interpreted_from_pickle, (self.source, constants))
 
-
-def _interpreted_from_pickle(source: str, constants: dict[str, tuple[bool, Any]]) -> InterpretedGraph:
-    return InterpretedGraph(source, {k: Tensor._make(v) if is_tensor else v
-                                     for k, (is_tensor, v) in constants.items()})
-
-
-def interpret(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> InterpretedGraph:
+def interpret(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
+              cache: Any = None) -> InterpretedGraph:
+    """The interpreter compiles nothing, so it has nothing for the disk cache (``cache`` is unused)."""
     return InterpretedGraph.from_graph(graph)
 
 

@@ -1,41 +1,51 @@
-"""The disk cache: lowered graphs that outlive the process.
+"""The disk cache: numba machine code for generated kernels, kept across processes. It is a security
+boundary: nothing read from it runs, or is unpickled, before it is verified.
 
-An entry is keyed by a hash of the optimized graph (its IR listing, which holds every op, attribute,
-shape and dtype, plus the bytes of its constants), the backend and its options, the jitgrad and numba
-versions and a hash of jitgrad's source files. The file holds a header (magic, format) and a SHA-256 of the pickled payload; the
-payload repeats the full key. A file that is truncated, fails its checksum, does not unpickle or was
-written for another key or version is a miss: the graph is lowered again and the entry rewritten.
-Nothing is read from a directory that other users could write to.
+What a process spends on a kernel is numba's compile; generating the kernel's source from a graph is
+cheap and deterministic. So the cache keeps, per kernel (its source and numba options):
+
+- ``kernels/<name>.py``: the source, without its comments (they repeat IR lines, sizes included, so
+  kernels that differ only there are one);
+- ``kernels/__pycache__/<name>.*``: numba's cache of the compiled overloads (numba's own format, which
+  numba unpickles when it loads it);
+- ``<name>.json``: the entry, data only: the key (the kernel's code key, the options, the versions of
+  jitgrad, its source files and numba) and the SHA-256 of each file above.
+
+A later process generates the same source and, before anything of the entry is used, checks that:
+the entry is a regular file (opened without following symlinks, never blocking on a FIFO) of bounded
+size and valid JSON holding exactly this key; the kernel file is a regular file whose bytes are the
+source just generated; and every numba file has the recorded hash. Only then is the source executed
+(from the verified bytes) and numba asked for the kernel, which it loads from its cache. An entry that
+fails any check is reported (one warning per process), removed with its files, and the kernel is
+compiled and stored again. Nothing jitgrad writes is pickled.
 
 The directory is ``$JITGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/jitgrad`` (``~/.cache/jitgrad``), made
-with mode 0o700. A backend whose compiled objects do not pickle simply gets no disk entries.
-
-Machine code: a pickled numba dispatcher unpickles without its compiled code, and numba's own cache
-only serves functions defined in a file. So for a compiled object holding a numba ``kernel`` made from
-its ``source``, the source is also written to ``kernels/jitgrad_kernel_<hash>.py`` and the kernel's compiled
-overloads are saved into numba's cache for that file (``kernels/__pycache__``); a process that loads
-the entry imports the file and gets its kernel from numba's cache instead of compiling it.
+with mode 0o700. It, and its ``kernels`` folders, must be real directories owned by the user and not
+writable by others, and every folder above must be owned by the user or root and, if others may
+write to it, sticky (as ``/tmp``); otherwise the cache is not used, with one warning. Writes are
+atomic (a temporary file renamed into place, removed if anything fails). The cache holds at most
+``$JITGRAD_CACHE_MAX_BYTES`` (default 512 MiB): beyond it the least recently used entries go.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
+import json
 import os
-import pickle
 import stat
 import sys
 import tempfile
+import types
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..fx.graph import Graph
-
-MAGIC = b"JGCACHE1"
+ENTRY_FORMAT = "jitgrad-kernel-cache-2"
+ENTRY_LIMIT = 1 << 16          # bytes: an entry is a few hundred
+SOURCE_LIMIT = 1 << 22
+MACHINE_CODE_LIMIT = 1 << 26
+DEFAULT_MAX_BYTES = 512 << 20
 
 
 def default_directory() -> Path:
@@ -46,19 +56,10 @@ def default_directory() -> Path:
     return Path(base) / "jitgrad"
 
 
-def graph_hash(graph: Graph) -> str:
-    digest = hashlib.sha256(str(graph).encode())
-    for key, value in sorted(graph.constants.items()):
-        data = np.ascontiguousarray(value._data)
-        digest.update(f"{key}:{data.dtype}:{data.shape}".encode())
-        digest.update(data.tobytes())
-    return digest.hexdigest()
-
-
 @functools.lru_cache(maxsize=None)
 def source_fingerprint() -> str:
     """A hash of jitgrad's own source files: a development checkout changes code without changing
-    ``__version__``, and an entry lowered by other code must not be trusted."""
+    ``__version__``, and machine code built by other code must not be trusted."""
     digest = hashlib.sha256()
     for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
         digest.update(path.read_bytes())
@@ -73,7 +74,7 @@ def versions() -> dict[str, str]:
     except ImportError:  # pragma: no cover - numba is a dependency
         numba_version = "none"
     return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": numba_version,
-            "numba_disable_jit": os.environ.get("NUMBA_DISABLE_JIT", "0")}
+            "python": sys.version.split()[0]}
 
 
 @dataclass
@@ -81,150 +82,256 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     writes: int = 0
+    evictions: int = 0
     rejected: list[str] = field(default_factory=list)  # why an existing entry was not trusted
 
 
 stats = CacheStats()
 
 
+class Rejected(Exception):
+    """An entry, or a file of it, that fails a check."""
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, opened without
+    following a symlink and without blocking (a FIFO would wait for a writer forever)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise Rejected(f"{path.name} cannot be opened as a regular file ({error.strerror})") from None
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Rejected(f"{path.name} is not a regular file")
+        if info.st_size > limit:
+            raise Rejected(f"{path.name} is {info.st_size} bytes, over the limit of {limit}")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise Rejected(f"{path.name} grew past the limit of {limit} bytes while read")
+    return data
+
+
+def _unsafe_folder(path: Path, own: bool) -> str | None:
+    """Why ``path`` may not hold (``own``: or lead to) the cache, or None."""
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror})"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a directory" + (" (a symlink)" if stat.S_ISLNK(info.st_mode) else "")
+    uid = os.getuid() if hasattr(os, "getuid") else info.st_uid
+    if own:
+        if info.st_uid != uid:
+            return f"{path} is not owned by you"
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return f"{path} is writable by other users"
+        return None
+    if info.st_uid not in (uid, 0):
+        return f"{path} (above the cache) is owned by another user"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        return f"{path} (above the cache) is writable by other users"
+    return None
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file renamed into place; the temporary file is
+    removed if anything fails, so a failed write leaves nothing behind."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".jitgrad-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
 class DiskCache:
+    """Numba machine code for kernels, on disk (see the module docstring)."""
+
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_directory()
+        self.kernels = self.directory / "kernels"
         self._usable: bool | None = None
+        self._warned = False
 
+    # ---- the folders ------------------------------------------------------------------------------------
     def _ready(self) -> bool:
-        """Creates the directory (0o700) on first use; refuses one that others can write to."""
+        """Creates the folders (0o700) on first use and checks them and every folder above."""
         if self._usable is None:
+            reason = None
             try:
                 self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                info = self.directory.stat()
-                if (hasattr(os, "getuid") and info.st_uid != os.getuid()) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                    warnings.warn(f"jitgrad.compile: not using the cache directory {self.directory}: it is "
-                                  "writable by other users or not owned by you", RuntimeWarning, stacklevel=3)
-                    self._usable = False
-                else:
-                    self._usable = True
-            except OSError:
-                self._usable = False
+                self.kernels.mkdir(mode=0o700, exist_ok=True)
+            except OSError as error:
+                reason = f"{self.directory} cannot be made ({error.strerror})"
+            if reason is None:
+                reason = self.folder_problem()
+            self._usable = reason is None
+            if reason is not None:
+                warnings.warn(f"jitgrad.compile: not using the disk cache: {reason}; kernels are compiled "
+                              "in each process", RuntimeWarning, stacklevel=4)
         return self._usable
 
-    def key(self, graph: Graph, backend: str, options: dict[str, Any]) -> dict[str, Any]:
-        return {"graph": graph_hash(graph), "backend": backend,
-                "options": sorted(options.items()), **versions()}
+    def folder_problem(self) -> str | None:
+        directory = self.directory.absolute()
+        for folder, own in ((directory, True), (self.kernels.absolute(), True),
+                            *((parent, False) for parent in directory.parents)):
+            reason = _unsafe_folder(folder, own)
+            if reason is not None:
+                return reason
+        machine_code = self.kernels / "__pycache__"
+        return _unsafe_folder(machine_code, True) if os.path.lexists(machine_code) else None
 
-    def _path(self, key: dict[str, Any]) -> Path:
-        name = hashlib.sha256(repr(sorted(key.items())).encode()).hexdigest()
-        return self.directory / f"{name}.jgc"
+    # ---- names and keys ---------------------------------------------------------------------------------
+    @staticmethod
+    def key(code_key: str, options: dict[str, Any]) -> dict[str, Any]:
+        """What an entry must have been written for, as JSON gives it back (lists, not tuples)."""
+        key = {"format": ENTRY_FORMAT, "code": code_key, "options": sorted(options.items()), **versions()}
+        return json.loads(json.dumps(key))
 
-    # ---- numba machine code ----------------------------------------------------------------------------
-    def _kernel_module(self, compiled: Any, fastmath: bool, write: bool) -> Any | None:
-        """The module of ``kernels/jitgrad_kernel_<hash>.py`` holding ``compiled.source`` (written when
-        asked). Sources equal up to comments share one file, so the machine code numba cached for one
-        serves all."""
-        source = getattr(compiled, "source", None)
-        if not isinstance(source, str) or "def kernel" not in source:
+    @staticmethod
+    def name(key: dict[str, Any]) -> str:
+        return "jitgrad_kernel_" + _sha256(json.dumps(key, sort_keys=True).encode())[:24]
+
+    def _machine_code_files(self, name: str) -> list[Path]:
+        folder = self.kernels / "__pycache__"
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.name.startswith(name + "."))
+
+    # ---- loading ----------------------------------------------------------------------------------------
+    def load_kernel(self, source: str, code_key: str, options: dict[str, Any]) -> Any | None:
+        """A numba dispatcher for ``source`` (a kernel's code without comments) whose machine code numba
+        loads from the cache, or None (nothing stored, or an entry that failed a check: removed, and
+        said once)."""
+        if not self._ready():
             return None
-        flags = f"fastmath={fastmath}"
-        code = getattr(compiled, "key", None) or source  # the backend's key ignores comments (sizes)
-        name = "jitgrad_kernel_" + hashlib.sha256((code + flags).encode()).hexdigest()[:24]
-        path = self.directory / "kernels" / f"{name}.py"
-        if not path.exists():
-            if not write:
-                return None
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(handle, "w") as file:
-                file.write(source)
-            os.replace(temporary, path)
+        key = self.key(code_key, options)
+        name = self.name(key)
+        entry_path = self.directory / f"{name}.json"
+        if not os.path.lexists(entry_path):
+            stats.misses += 1
+            return None
+        try:
+            module = self._verified_module(entry_path, name, key, source)
+            import numba
+            kernel = numba.njit(cache=True, **dict(options))(module.kernel)
+        except Rejected as rejected:
+            self._reject(name, str(rejected))
+            return None
+        os.utime(entry_path)  # recently used: the last to be evicted
+        stats.hits += 1
+        return kernel
+
+    def _verified_module(self, entry_path: Path, name: str, key: dict[str, Any], source: str) -> types.ModuleType:
+        try:
+            entry = json.loads(read_regular(entry_path, ENTRY_LIMIT))
+        except ValueError:
+            raise Rejected(f"{entry_path.name} is not a cache entry (not JSON)") from None
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            raise Rejected(f"{entry_path.name} was written for another kernel or version")
+        expected = source.encode()
+        kernel_path = self.kernels / f"{name}.py"
+        if read_regular(kernel_path, SOURCE_LIMIT) != expected or entry.get("source") != _sha256(expected):
+            raise Rejected(f"{kernel_path.name} is not the source generated for this kernel")
+        recorded = entry.get("machine_code")
+        present = {p.name for p in self._machine_code_files(name)}
+        if not isinstance(recorded, dict) or set(recorded) != present:
+            raise Rejected(f"numba's files for {name} are not those recorded")
+        for file_name, digest in recorded.items():
+            if _sha256(read_regular(self.kernels / "__pycache__" / file_name, MACHINE_CODE_LIMIT)) != digest:
+                raise Rejected(f"{file_name} (numba's machine code) does not match its recorded hash")
+        return self._module(name, kernel_path, expected)
+
+    @staticmethod
+    def _module(name: str, path: Path, source: bytes) -> types.ModuleType:
+        """The kernel's module, executed from ``source`` (the verified bytes, not the file read again);
+        named after the file and registered, so that numba's cache finds the function's file and can
+        rebuild its globals."""
         module = sys.modules.get(name)
         if module is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = types.ModuleType(name)
+            module.__file__ = str(path)
+            exec(compile(source, str(path), "exec"), module.__dict__)
             sys.modules[name] = module
         return module
 
-    def _file_kernel(self, compiled: Any, module: Any) -> Any:
-        import numba
-        return numba.njit(cache=True, **compiled.numba_options)(module.kernel)
+    def _reject(self, name: str, why: str) -> None:
+        stats.misses += 1
+        stats.rejected.append(f"{name}: {why}")
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"jitgrad.compile: a disk cache entry was not trusted and is rebuilt: {why}",
+                          RuntimeWarning, stacklevel=4)
+        self._remove(name)
 
-    def save_machine_code(self, compiled: Any, fastmath: bool) -> bool:
-        """Puts the compiled overloads of ``compiled.kernel`` into numba's cache for the kernel file."""
-        kernel = getattr(compiled, "kernel", None)
-        if not self._ready() or kernel is None or not getattr(kernel, "overloads", None):
+    def _remove(self, name: str) -> None:
+        for path in (self.directory / f"{name}.json", self.kernels / f"{name}.py", *self._machine_code_files(name)):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        sys.modules.pop(name, None)
+
+    # ---- storing ----------------------------------------------------------------------------------------
+    def store_kernel(self, source: str, code_key: str, options: dict[str, Any], kernel: Any) -> bool:
+        """Writes ``kernel``'s compiled overloads (a numba dispatcher of ``source``) as an entry."""
+        if not self._ready() or not getattr(kernel, "overloads", None):
             return False
+        key = self.key(code_key, options)
+        name = self.name(key)
         try:
-            module = self._kernel_module(compiled, fastmath, write=True)
-            if module is None:
-                return False
-            # numba rebuilds a cached function's globals by importing its module: name it after the file
-            kernel.py_func.__globals__.setdefault("__name__", module.__name__)
-            file_kernel = self._file_kernel(compiled, module)
+            self._remove(name)
+            data = source.encode()
+            kernel_path = self.kernels / f"{name}.py"
+            write_atomically(kernel_path, data)
+            import numba
+            file_kernel = numba.njit(cache=True, **dict(options))(self._module(name, kernel_path, data).kernel)
+            # numba's cached machine code finds its globals by importing the function's module: the
+            # compiled kernel's must be the name this entry's module is registered under when loaded
+            kernel.py_func.__globals__["__name__"] = name
             for signature, result in kernel.overloads.items():
                 file_kernel._cache.save_overload(signature, result)
-            return True
+            machine_code = {p.name: _sha256(read_regular(p, MACHINE_CODE_LIMIT)) for p in self._machine_code_files(name)}
+            entry = {"key": key, "source": _sha256(data), "machine_code": machine_code}
+            write_atomically(self.directory / f"{name}.json", json.dumps(entry, sort_keys=True).encode())
         except Exception:  # noqa: BLE001 - machine code is an optimisation: without it numba compiles
-            return False
-
-    def restore_machine_code(self, compiled: Any, fastmath: bool) -> None:
-        """Swaps a loaded entry's kernel for the file-defined one that numba's cache serves."""
-        if getattr(compiled, "kernel", None) is None or not hasattr(compiled.kernel, "py_func"):
-            return
-        try:
-            module = self._kernel_module(compiled, fastmath, write=False)
-            if module is not None:
-                compiled.kernel = self._file_kernel(compiled, module)
-        except Exception:  # noqa: BLE001 - keep the unpickled kernel: numba compiles it on first call
-            pass
-
-    def load(self, key: dict[str, Any]) -> Any | None:
-        if not self._ready():
-            return None
-        path = self._path(key)
-        try:
-            blob = path.read_bytes()
-        except OSError:
-            stats.misses += 1
-            return None
-        why = None
-        if len(blob) < len(MAGIC) + 32 or not blob.startswith(MAGIC):
-            why = "bad header"
-        else:
-            checksum, payload = blob[len(MAGIC):len(MAGIC) + 32], blob[len(MAGIC) + 32:]
-            if hashlib.sha256(payload).digest() != checksum:
-                why = "checksum mismatch"
-            else:
-                try:
-                    entry = pickle.loads(payload)
-                except Exception:  # noqa: BLE001 - any unpickling failure is a corrupt entry
-                    why = "does not unpickle"
-                else:
-                    if not isinstance(entry, dict) or entry.get("key") != key:
-                        why = "written for another key or version"
-                    else:
-                        stats.hits += 1
-                        return entry["compiled"]
-        stats.misses += 1
-        stats.rejected.append(f"{path.name}: {why}")
-        return None
-
-    def store(self, key: dict[str, Any], compiled: Any) -> bool:
-        if not self._ready():
-            return False
-        try:
-            payload = pickle.dumps({"key": key, "compiled": compiled}, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - a backend whose objects do not pickle gets no disk entries
-            return False
-        path = self._path(key)
-        try:
-            handle, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(handle, "wb") as file:
-                file.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-            os.replace(temporary, path)
-        except OSError:
+            self._remove(name)
             return False
         stats.writes += 1
+        self.evict()
         return True
 
+    def evict(self, max_bytes: int | None = None) -> None:
+        """Removes the least recently used entries until the cache holds at most ``max_bytes``."""
+        if max_bytes is None:
+            max_bytes = int(os.environ.get("JITGRAD_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+        entries = []
+        total = 0
+        for entry in self.directory.glob("jitgrad_kernel_*.json"):
+            name = entry.name[:-len(".json")]
+            files = [entry, self.kernels / f"{name}.py", *self._machine_code_files(name)]
+            size = sum(p.stat().st_size for p in files if p.exists())
+            entries.append((entry.stat().st_mtime, name, size))
+            total += size
+        for _, name, size in sorted(entries):
+            if total <= max_bytes:
+                break
+            self._remove(name)
+            total -= size
+            stats.evictions += 1
 
-__all__ = ["CacheStats", "DiskCache", "default_directory", "graph_hash", "stats", "versions"]
+
+__all__ = ["CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular", "stats", "versions",
+           "write_atomically"]

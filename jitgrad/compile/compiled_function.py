@@ -94,19 +94,11 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     fusion = records.get("group_fusions")
     memory = records.get("plan_memory")
     out_dtypes = [np.dtype(n.meta["dtype"]) for n in graph.output_node.args[0]]
-    disk_key = disk.key(graph, f"{backend.name} ({backend.version})", options) if disk is not None else None
-    compiled = disk.load(disk_key) if disk_key is not None else None
-    from_disk = compiled is not None
-    if from_disk:
-        disk.restore_machine_code(compiled, options["fastmath"])
     try:
-        if compiled is None:
-            compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"])
+        compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"], cache=disk)
         example_out = None
         if example is not None:
             example_out = list(compiled(*[np.array(a, copy=True) if type(a) is np.ndarray else a for a in example]))
-        if disk_key is not None and not from_disk and disk.store(disk_key, compiled):
-            disk.save_machine_code(compiled, options["fastmath"])
     except Exception as error:  # noqa: BLE001 - a backend's own traceback never reaches the user
         node = _failing_node(graph, error)
         op = node.target_name if node is not None else None
@@ -120,6 +112,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     if key is not None:
         _SEEN_KEYS.add(key)
     source = getattr(compiled, "source", "")
+    from_disk = bool(getattr(compiled, "from_disk", False))
     if logs("output_code") and not reused and not from_disk:
         print(f"--- jitgrad.compile: generated code for {label} ({backend.name}) ---\n{source}", file=sys.stderr)
     lowered = Lowered(label, compiled, source, before, str(graph), manager.report(),

@@ -21,13 +21,17 @@ _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
 _ids = itertools.count()
 
 
-def code_key(source: str) -> str:
-    """A hash of the generated source without its comments, and of the BLAS it links. The comments
-    repeat each node's IR line, sizes included, so two sources that differ only there are one kernel:
-    this is the key it is cached under (on disk too, where another numpy may have another BLAS)."""
+def without_comments(source: str) -> str:
+    """The generated source without its comments: they repeat each node's IR line, sizes included,
+    so two sources that differ only there are one kernel."""
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    code = tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
-    return hashlib.sha256((code + blas.description()).encode()).hexdigest()
+    return tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
+
+
+def code_key(source: str) -> str:
+    """A hash of the generated source without its comments, and of the BLAS it links: the key a
+    kernel is cached under (on disk too, where another numpy may have another BLAS)."""
+    return hashlib.sha256((without_comments(source) + blas.description()).encode()).hexdigest()
 
 
 def structural_key(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> str:
@@ -63,7 +67,7 @@ class CompiledGraph:
     ``key`` its structural key; ``numba_options`` what it was compiled with."""
 
     def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any],
-                 fastmath: bool) -> None:
+                 fastmath: bool, from_disk: bool = False) -> None:
         self.source = generated.source
         self.key = key
         self.kernel = kernel
@@ -78,6 +82,7 @@ class CompiledGraph:
         self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
         self.output_arrays = generated.output_arrays
         self._local = threading.local()
+        self.from_disk = from_disk   # the kernel's machine code came from the disk cache
 
     @property
     def parallel(self) -> bool:
@@ -93,15 +98,6 @@ class CompiledGraph:
             workspaces = tuple(np.empty(n, dtype) for dtype, n in self.workspace_sizes)
             arrays = self._local.trailing = (*self.constants, *workspaces, *self.numbers)
         return arrays
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["_local"]  # workspaces are per process and per thread
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
 
     def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         if len(arrays) != len(self.expected):
@@ -131,12 +127,23 @@ class CompiledGraph:
         return f"<CompiledGraph {self.key[:12]}>"
 
 
-def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None) -> CompiledGraph:
-    """Compiles ``graph`` (not modified) with numba; see the package docstring."""
+def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None, cache: Any = None) -> CompiledGraph:
+    """Compiles ``graph`` (not modified) with numba; see the package docstring. ``cache`` (a
+    ``compile.cache.DiskCache``) gives the kernel's machine code from an earlier process, verified,
+    and keeps a newly compiled one."""
     generated = generate(graph, parallel, fastmath)
     key = code_key(generated.source)
-    kernel = _compile(generated.source, key, fastmath, generated.parallel)
-    compiled = CompiledGraph(graph, generated, key, kernel, fastmath)
+    options = numba_options(fastmath, generated.parallel)
+    kernel = _KERNELS.get((key, fastmath))
+    from_disk = fresh = False
+    if kernel is None and cache is not None:
+        kernel = cache.load_kernel(without_comments(generated.source), key, options)
+        from_disk = kernel is not None
+        if from_disk:
+            _KERNELS[key, fastmath] = kernel
+    if kernel is None:
+        kernel, fresh = _compile(generated.source, key, fastmath, generated.parallel), True
+    compiled = CompiledGraph(graph, generated, key, kernel, fastmath, from_disk)
     if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
         import numba
 
@@ -151,4 +158,6 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None)
             _KERNELS.pop((key, fastmath), None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
+        if fresh and cache is not None:
+            cache.store_kernel(without_comments(generated.source), key, options, kernel)
     return compiled
