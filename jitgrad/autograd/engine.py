@@ -217,17 +217,19 @@ def _into_leaves(fn: Node) -> bool:
 
 
 _ROOT = GraphRoot((), ())  # names the start of a backward in validate_outputs' messages
-_UNIT_SEEDS: dict[tuple, np.ndarray] = {}
+_UNIT_SEEDS: dict[tuple, Tensor] = {}
 
 
 def _unit_seed(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
     """The implicit gradient of a one-element output, shared and read-only: made once per shape and
-    dtype, since a small loop's ``loss.backward()`` would otherwise spend a numpy call making it."""
+    dtype, since a small loop's ``loss.backward()`` would otherwise spend a numpy call making it. The
+    one-node path hands it only to a node without hooks, which reads it."""
     seed = _UNIT_SEEDS.get((shape, dtype))
     if seed is None:
-        seed = _UNIT_SEEDS[shape, dtype] = np.ones(shape, dtype)
-        seed.flags.writeable = False
-    return Tensor._make(seed)
+        array = np.ones(shape, dtype)
+        array.flags.writeable = False
+        seed = _UNIT_SEEDS[shape, dtype] = Tensor._make(array)
+    return seed
 
 
 def backward_into_leaves(output: Tensor, keep_graph: bool) -> bool:
@@ -248,8 +250,11 @@ def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
     counts and ready queue a single node does not need. The node's gradients are all computed before
     any ``.grad`` changes, so a failure leaves them as they were."""
     fn, slot = root
-    grads: list = [None] * max(len(fn._input_metadata), slot + 1)
-    grads[slot] = seed
+    if slot == 0 and len(fn._input_metadata) < 2:
+        grads: list = [seed]
+    else:
+        grads = [None] * max(len(fn._input_metadata), slot + 1)
+        grads[slot] = seed
     previous_mode, previous_task = grad_mode.state.grad_enabled, _thread.task
     grad_mode.state.grad_enabled = False
     _thread.depth += 1

@@ -246,6 +246,8 @@ class CompiledFunctionBackward(Node):
     """The one backward node of a compiled function's outputs: the compiled backward of its forward,
     or the gradients its fused forward already computed (``gradients``)."""
 
+    __slots__ = ("_owned", "_program", "_saved", "_gradients", "_call", "_check")
+
     def __init__(self, program: LossProgram, saved: list[np.ndarray], edges: list, call: LossCall,
                  check: Any, gradients: list[np.ndarray | None] | None = None) -> None:
         Node.__init__(self, edges)
@@ -266,8 +268,10 @@ class CompiledFunctionBackward(Node):
         self._call.check_versions()  # an input changed in place since forward: eager's error
         if self._saved is None:
             raise RuntimeError(_FREED)
-        mask = tuple(bool(n) for n in needed) if needed is not None else (True,) * len(self._next_edges)
-        if self._gradients is not None:
+        every = needed is None or all(needed)
+        mask = (True,) * len(self._next_edges) if needed is None else tuple(bool(n) for n in needed)
+        fused = self._gradients is not None
+        if fused:
             result = self._scaled_gradients(grads[0], mask)
         else:
             result = self._compiled_backward(grads, mask)
@@ -276,7 +280,7 @@ class CompiledFunctionBackward(Node):
         self._owned = True
         if self._check is not None:
             self._check(grads, result, mask)
-        self._program.applied(self._gradients is not None, all(mask))
+        self._program.applied(fused, every)
         return result
 
     def _scaled_gradients(self, incoming: Tensor | None, mask: tuple[bool, ...]) -> list:
