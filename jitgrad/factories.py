@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
+from .autograd import grad_mode
 from .ops.registry import OpDef, note_created
 from .ops.sampling import normal, uniform
 from .random import Draw, default_generator
@@ -20,6 +21,7 @@ def _finish(data: np.ndarray, requires_grad: bool, source: Any = None) -> Tensor
     """The new tensor; a tracer watching is told it was made here, from ``source`` (so that a numpy
     array read from outside a compiled function can become its input rather than a constant)."""
     t = Tensor._make(data)
+    t._is_inference = grad_mode.state.inference
     if requires_grad:
         t.requires_grad_(True)
     note_created(t, source)

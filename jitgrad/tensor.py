@@ -29,7 +29,8 @@ class Tensor:
     # ``_version_counter`` is a one-element list shared by a tensor and its views, made when first
     # needed; ``_view`` is ``(base, base's version when the view was taken)`` for a view, else None.
     __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks",
-                 "_grad_accumulator", "_retains_grad", "_version_counter", "_view", "__weakref__")
+                 "_grad_accumulator", "_retains_grad", "_version_counter", "_view", "_is_inference",
+                 "__weakref__")
 
     # numpy must hand binary operators with a Tensor on the right to Tensor's reflected methods.
     __array_ufunc__ = None
@@ -47,6 +48,7 @@ class Tensor:
         self._version_counter = self._view = None
         self._output_nr = 0
         self._retains_grad = False
+        self._is_inference = False
 
     @classmethod
     def _make(cls, data: np.ndarray, requires_grad: bool = False) -> "Tensor":
@@ -57,6 +59,7 @@ class Tensor:
         t._grad = t._grad_fn = t._hooks = t._grad_accumulator = t._version_counter = t._view = None
         t._output_nr = 0
         t._retains_grad = False
+        t._is_inference = False
         return t
 
     # ---- value -------------------------------------------------------------------------------------
@@ -187,7 +190,16 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         self.requires_grad_(value)
 
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under ``inference_mode`` (or is a view of one that was)."""
+        return self._is_inference
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad and self._is_inference:
+            from .autograd.grad_mode import is_inference_mode_enabled
+            if not is_inference_mode_enabled():
+                raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                                   "allowed.")
         if self._grad_fn is not None:
             if requires_grad:
                 return self

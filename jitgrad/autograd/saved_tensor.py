@@ -61,6 +61,9 @@ class SavedTensor:
 
     def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
         """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it."""
+        if tensor._is_inference:
+            raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
+                               "clone to get a normal tensor and use it in autograd.")
         self._released = False
         self._output_nr = output_nr
         self._unpack_hook = None

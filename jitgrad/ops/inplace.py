@@ -36,8 +36,15 @@ def _snapshot(tensor: Tensor) -> Tensor:
     return snapshot
 
 
+def _check_not_inference(tensor: Tensor) -> None:
+    if tensor._is_inference and not grad_mode.state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make "
+                           "a clone to get a normal tensor before doing inplace update.")
+
+
 def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
     """Runs ``op(self, *args)`` and writes the result into ``self``'s memory."""
+    _check_not_inference(self)
     recording = _involves_grad(self, args)
     if recording and self._grad_fn is None and self._requires_grad:
         raise RuntimeError(_LEAF_ERROR)
@@ -229,6 +236,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     elements of ``self`` get none. With nothing to differentiate or observe, the elements are written
     directly rather than through a copy of the whole tensor. An index that PyTorch applies in two
     steps (``x[1, ..., [0, 2]]``: the integers first) writes through the view its first step makes."""
+    _check_not_inference(self)
     index = normalize_index(index)
     steps = in_pytorch_order(index, self._data.ndim)
     if steps is not None:

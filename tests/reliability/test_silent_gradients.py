@@ -200,3 +200,31 @@ def test_a_second_backward_fails_exactly_where_pytorchs_does(fn):
     saves = fn(jg.ones(1, requires_grad=True)).grad_fn.next_functions[0][0].name() in ("MulBackward0", "ExpBackward0")
     assert (ours[0] == "RuntimeError" and ours[1].startswith("Trying to backward through the graph a second "
                                                                "time")) == saves
+
+
+# ---- inference tensors ----------------------------------------------------------------------------------------
+INFERENCE_MISUSE = [
+    ("requires-grad", lambda lib, t, w: t.requires_grad_(), "Setting requires_grad=True on inference tensor"),
+    ("saved-for-backward", lambda lib, t, w: (t * w).sum().backward(), "Inference tensors cannot be saved"),
+    ("in-place", lambda lib, t, w: t.add_(1.0), "Inplace update to inference tensor outside InferenceMode"),
+    ("setitem", lambda lib, t, w: t.__setitem__(0, 5.0), "Inplace update to inference tensor outside"),
+    ("view-in-place", lambda lib, t, w: t[:2].mul_(2.0), "Inplace update to inference tensor outside"),
+]
+
+
+@pytest.mark.parametrize("misuse,message", [c[1:] for c in INFERENCE_MISUSE], ids=[c[0] for c in INFERENCE_MISUSE])
+def test_an_inference_tensor_is_refused_where_pytorch_refuses_it(misuse, message):
+    for lib in (jg, torch) if torch is not None else (jg,):
+        with lib.inference_mode():
+            t = lib.ones(3) * 2.0
+        w = lib.ones(3, requires_grad=True)
+        assert t.is_inference() and t[:1].is_inference() and not (t * 1.0).is_inference()
+        with pytest.raises(RuntimeError, match=message):
+            misuse(lib, t, w)
+        assert w.grad is None
+        if lib is jg:  # refused before anything is written (PyTorch may have written by then)
+            assert t.tolist() == [2.0, 2.0, 2.0]
+            assert (t + 1.0).tolist() == [3.0, 3.0, 3.0]  # reading it is fine
+            with lib.inference_mode():
+                t.add_(1.0)  # and so is changing it inside inference mode
+            assert t.tolist() == [3.0, 3.0, 3.0]
