@@ -67,7 +67,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def _size(size: tuple) -> tuple[int, ...]:
     if len(size) == 1 and not isinstance(size[0], numbers.Integral):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    size = tuple(int(s) for s in size)
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    return size
 
 
 def _float_dtype(dtype: DType) -> np.dtype:
@@ -119,6 +122,10 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     """Integers give int64, any float gives the default float dtype, as in PyTorch."""
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
         dtype = np.int64 if integral else dtypes.get_default_dtype().numpy

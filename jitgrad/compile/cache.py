@@ -303,7 +303,8 @@ class DiskCache:
             kernel.py_func.__globals__["__name__"] = name
             for signature, result in kernel.overloads.items():
                 file_kernel._cache.save_overload(signature, result)
-            machine_code = {p.name: _sha256(read_regular(p, MACHINE_CODE_LIMIT)) for p in self._machine_code_files(name)}
+            machine_code = {p.name: _sha256(read_regular(p, MACHINE_CODE_LIMIT))
+                            for p in self._machine_code_files(name)}
             entry = {"key": key, "source": _sha256(data), "machine_code": machine_code}
             write_atomically(self.directory / f"{name}.json", json.dumps(entry, sort_keys=True).encode())
         except Exception:  # noqa: BLE001 - machine code is an optimisation: without it numba compiles

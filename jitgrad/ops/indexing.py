@@ -210,4 +210,10 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     check_not_0d(input._data.ndim, "narrow", "narrow; unsqueeze it first")
     dim = wrap_dim(dim, input._data.ndim, "narrow")
+    size = input._data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return getitem(input, (slice(None),) * dim + (slice(start, start + length),))

@@ -109,4 +109,7 @@ def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
                              f"0-d tensor, got shape {tuple(target.shape)}")
         loss = _nll_loss(input.unsqueeze(0), target.reshape(1), reduction=reduction)
         return loss.reshape(()) if reduction == "none" else loss
+    if target.ndim == 1 and input.shape[0] != target.shape[0]:  # PyTorch's ValueError, not the op's error
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
     return _nll_loss(input, target, reduction=reduction)

@@ -210,9 +210,18 @@ _mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "
               kind="reduction", lower=_MEAN,
               self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
               jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
-_var = defop("var", ("self",), lambda a, dim, keepdim, correction: np.var(a, axis=dim, ddof=correction, keepdims=keepdim),
+def _floating_only(name: str, reduce):
+    """var and std of integers are refused, as in PyTorch (numpy would give a float)."""
+    def forward(a, dim, keepdim, correction):
+        if a.dtype.kind not in "fc":
+            raise TypeError(f"{name}: std and var only support floating point and complex dtypes")
+        return reduce(a, axis=dim, ddof=correction, keepdims=keepdim)
+    return forward
+
+
+_var = defop("var", ("self",), _floating_only("var", np.var),
              "VarBackward0", self=_var_grad, jvp=_var_jvp, kind="reduction", lower=_VAR)
-_std = defop("std", ("self",), lambda a, dim, keepdim, correction: np.std(a, axis=dim, ddof=correction, keepdims=keepdim),
+_std = defop("std", ("self",), _floating_only("std", np.std),
              "StdBackward0", self=_std_grad, jvp=_std_jvp, kind="reduction", lower=_STD)
 _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
               self=_prod_grad, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"},

@@ -40,7 +40,8 @@ def _explain_stack(values, attrs):
     shapes = [list(np.shape(v)) for v in values]
     for entry, shape in enumerate(shapes[1:], start=1):
         if shape != shapes[0]:
-            return f"stack expects each tensor to be equal size, but got {shapes[0]} at entry 0 and {shape} at entry {entry}"
+            return (f"stack expects each tensor to be equal size, but got {shapes[0]} at entry 0 and {shape} at "
+                    f"entry {entry}")
     return None
 
 
@@ -237,8 +238,8 @@ def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
 
 def _check_tensors(op: str, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
     tensors = tuple(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    if not tensors:  # PyTorch: a ValueError for cat, a RuntimeError for stack
+        raise (ValueError if op == "cat" else RuntimeError)(f"{op}(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected a sequence of Tensors, but element {i} is "
