@@ -69,20 +69,22 @@ def _jitgrad_step(loss: Callable, tensors: list, wanted: list[int]) -> Step:
     return step
 
 
-def _jitgrad_loss(loss: Callable, tensors: list, wanted: list[int]) -> Step:
-    """The loss compiled, every tensor an argument, then ``loss.backward()`` outside, as a training loop
-    writes it: the gradients land in ``.grad`` (cleared first, as ``zero_grad(set_to_none=True)`` does)."""
-    import jitgrad as jg
-    compiled = jg.compile(loss)
-    params = [tensors[i] for i in wanted]
-
+def _loss_then_backward(compiled: Callable, arguments: list, params: list) -> Step:
+    """A step as a training loop writes it: the ``params``' ``.grad`` cleared (as
+    ``zero_grad(set_to_none=True)`` does), the compiled loss called, then ``loss.backward()``."""
     def step():
         for p in params:
             p.grad = None
-        value = compiled(*tensors)
+        value = compiled(*arguments)
         value.backward()
         return value, tuple(p.grad for p in params)
     return step
+
+
+def _jitgrad_loss(loss: Callable, tensors: list, wanted: list[int]) -> Step:
+    """The loss compiled, every tensor an argument, then ``loss.backward()`` outside."""
+    import jitgrad as jg
+    return _loss_then_backward(jg.compile(loss), tensors, [tensors[i] for i in wanted])
 
 
 def _jitgrad_closure(loss: Callable, tensors: list, wanted: list[int]) -> Step:
@@ -103,15 +105,7 @@ def _jitgrad_closure(loss: Callable, tensors: list, wanted: list[int]) -> Step:
             args[i] = d
         return loss(*args)
 
-    data = [tensors[i] for i in data_at]
-
-    def step():
-        for p in params:
-            p.grad = None
-        value = closure_loss(*data)
-        value.backward()
-        return value, tuple(p.grad for p in params)
-    return step
+    return _loss_then_backward(closure_loss, [tensors[i] for i in data_at], params)
 
 
 JITGRAD_FORMS = {"jitgrad_compiled": _jitgrad_step, "jitgrad_loss": _jitgrad_loss,
@@ -151,16 +145,7 @@ def _torch_loss(loss: Callable, tensors: list, wanted: list[int]) -> Step:
     users write; the backward runs AOTAutograd's compiled graph. (``torch.autograd.grad`` in its place
     measured the same here, within 5 %.)"""
     import torch
-    compiled = torch.compile(loss)
-    params = [tensors[i] for i in wanted]
-
-    def step():
-        for p in params:
-            p.grad = None
-        value = compiled(*tensors)
-        value.backward()
-        return value, tuple(p.grad for p in params)
-    return step
+    return _loss_then_backward(torch.compile(loss), tensors, [tensors[i] for i in wanted])
 
 
 def _torch_tensor(array: np.ndarray, requires_grad: bool = False):

@@ -108,8 +108,9 @@ def _log_softmax_forward(a, dim):
 
 
 relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", recompute=True, lower="max({self}, {T}(0.0))",
-             self=lambda grad, result: where(result > 0.0, grad, 0.0),
-             jvp=lambda self_t, result: where(result > 0.0, self_t, 0.0))
+             # the gradient stops where the result is <= 0, and so passes at NaN, as in PyTorch
+             self=lambda grad, result: where(result <= 0.0, 0.0, grad),
+             jvp=lambda self_t, result: where(result <= 0.0, 0.0, self_t))
 
 _gelu = defop("gelu", ("self",), floating_forward(_gelu_forward),
              "GeluBackward0", self=_gelu_grad, kind="elementwise", lower=_gelu_lower,

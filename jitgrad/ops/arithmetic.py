@@ -226,7 +226,14 @@ abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recomp
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
 
-sign = defop("sign", ("self",), np.sign, "SignBackward0", kind="elementwise", lower="np.sign({self})",
+def _sign(a):
+    """numpy's sign, but 0 at NaN, as PyTorch's (so that abs's gradient at NaN is 0)."""
+    out = np.sign(a)
+    return np.where(a != a, 0, out).astype(out.dtype, copy=False) if a.dtype.kind == "f" else out
+
+
+sign = defop("sign", ("self",), _sign, "SignBackward0", kind="elementwise",
+             lower="(np.sign({self}) if {self} == {self} else {T}(0.0))",
              self=lambda grad: grad * 0.0,
              jvp=lambda self_t: self_t * 0.0)
 
