@@ -4,8 +4,8 @@ kernel, one numba call per graph; the kernel calls one function per distinct fus
 Interface (what ``jitgrad.compile`` calls)::
 
     from jitgrad.backends.numba_cpu import lower, LoweringError, structural_key
-    compiled = lower(graph, *, fastmath=False, parallel=None)   # the graph is not modified
-    compiled(*arrays) -> tuple[np.ndarray, ...]   # one array per placeholder, in graph.placeholders order;
+    compiled = lower(graph, *, fastmath=False, parallel=None, cache=None)   # the graph is not modified
+    compiled(*arrays) -> list[np.ndarray]         # one array per placeholder, in graph.placeholders order;
                                                   # returns the tensors of the output, flattened
                                                   # depth-first through tuples, lists and dict values
     compiled.source -> str                        # the generated Python source
@@ -20,8 +20,10 @@ Sizes and Python numbers are arguments of the generated function, not part of it
 kernels are cached in memory by their code without comments (which is what ``structural_key``
 hashes), so graphs that differ only in sizes (a new batch size, retraced) or constants compile once
 per process. Each value's
-array comes from the memory plan (``plan_memory``): outputs are allocated by each call, intermediates
-live in per-thread workspaces the ``CompiledGraph`` keeps between calls. With
+array comes from the memory plan (``plan_memory``): outputs are allocated by the ``CompiledGraph`` at each
+call and filled by the kernel, intermediates live in per-thread workspaces it keeps between calls.
+``cache`` (a ``jitgrad.compile.cache.DiskCache``) gives a kernel's machine code from an earlier
+process, verified first, and keeps each newly compiled one. With
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's
 lowering and how to read the generated code: docs/backends.md.
 """
