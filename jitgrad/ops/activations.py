@@ -97,13 +97,13 @@ def _axis(a, dim):
 
 
 def _softmax_forward(a, dim):
-    shifted = a - a.max(axis=_axis(a, dim), keepdims=True)
+    shifted = a - a.max(axis=_axis(a, dim), keepdims=True, initial=-np.inf)  # initial: an empty dim
     e = np.exp(shifted)
     return e / e.sum(axis=_axis(a, dim), keepdims=True)
 
 
 def _log_softmax_forward(a, dim):
-    shifted = a - a.max(axis=_axis(a, dim), keepdims=True)
+    shifted = a - a.max(axis=_axis(a, dim), keepdims=True, initial=-np.inf)
     return shifted - np.log(np.exp(shifted).sum(axis=_axis(a, dim), keepdims=True))
 
 

@@ -81,6 +81,8 @@ def _over_twice_std(value, std, constant):
 
 
 def _all_equal(self, dim, keepdim):
+    if not self._data.size:  # no values, no max: a mask of the reduced shape (any will do for no gradient)
+        return _sum(self, dim=dim, keepdim=keepdim) != 0.0
     return _amax(self, dim=dim, keepdim=keepdim) == _amin(self, dim=dim, keepdim=keepdim)
 
 
@@ -167,7 +169,7 @@ def _value_selecting_jvp(self_t, self_shape, results, dim, keepdim):
 def _logsumexp_forward(a, dim, keepdim):
     if a.dtype.kind != "f":
         a = a.astype(np.float32)
-    peak = np.max(a, axis=dim, keepdims=True)
+    peak = np.max(a, axis=dim, keepdims=True, initial=-np.inf)  # over nothing: -inf, and the result too
     peak = np.where(np.isfinite(peak), peak, 0.0)
     out = np.log(np.sum(np.exp(a - peak), axis=dim, keepdims=True)) + peak
     return out if keepdim else np.squeeze(out, axis=dim)
@@ -210,6 +212,26 @@ _mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "
               kind="reduction", lower=_MEAN,
               self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
               jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
+def _check_reducible(name: str, a: np.ndarray, dim) -> None:
+    """max, min and their arg- and a- forms have no value over nothing: PyTorch's errors for an empty
+    dimension reduced (IndexError), or an empty tensor reduced whole (RuntimeError)."""
+    if a.size:
+        return
+    if dim is None:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           f"reduction dim with the 'dim' argument.")
+    for d in (dim,) if isinstance(dim, int) else dim:
+        if a.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _extreme_forward(name: str, extreme):
+    def forward(a, dim, keepdim):
+        _check_reducible(name, a, dim)
+        return extreme(a, axis=dim, keepdims=keepdim)
+    return forward
+
+
 def _floating_only(name: str, reduce):
     """var and std of integers are refused, as in PyTorch (numpy would give a float)."""
     def forward(a, dim, keepdim, correction):
@@ -227,13 +249,13 @@ _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, ke
               self=_prod_grad, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"},
               jvp=lambda self_t, self, dim, keepdim:
                   _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
-_amax = defop("amax", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "AmaxBackward0",
+_amax = defop("amax", ("self",), _extreme_forward("amax", np.max), "AmaxBackward0",
               self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MAX)
-_amin = defop("amin", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "AminBackward0",
+_amin = defop("amin", ("self",), _extreme_forward("amin", np.min), "AminBackward0",
               self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MIN)
-_max_all = defop("max", ("self",), lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim), "MaxBackward1",
+_max_all = defop("max", ("self",), _extreme_forward("max", np.max), "MaxBackward1",
                  self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MAX)
-_min_all = defop("min", ("self",), lambda a, dim, keepdim: np.min(a, axis=dim, keepdims=keepdim), "MinBackward1",
+_min_all = defop("min", ("self",), _extreme_forward("min", np.min), "MinBackward1",
                  self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MIN)
 def _selecting_lower(ctx, better: str, with_values: bool):
     """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
@@ -282,6 +304,7 @@ def _selecting_forward(extreme, position):
     """max/min(dim): the values and their indices; ``dim`` is ``()`` for a 0-d input, its own
     extreme, at index 0."""
     def forward(a, dim, keepdim):
+        _check_reducible(extreme.__name__, a, dim)
         values = extreme(a, axis=dim, keepdims=keepdim)
         if not dim:
             return values, np.zeros(np.shape(values), np.int64)
@@ -295,9 +318,9 @@ _max_dim = defop("max_dim", ("self",), _selecting_forward(np.max, np.argmax),
 _min_dim = defop("min_dim", ("self",), _selecting_forward(np.min, np.argmin),
                  "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
                  lower=lambda ctx: _selecting_lower(ctx, "<", True))
-_argmax = defop("argmax", ("self",), lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim),
+_argmax = defop("argmax", ("self",), _extreme_forward("argmax", np.argmax),
                 lower=lambda ctx: _selecting_lower(ctx, ">", False))
-_argmin = defop("argmin", ("self",), lambda a, dim, keepdim: np.argmin(a, axis=dim, keepdims=keepdim),
+_argmin = defop("argmin", ("self",), _extreme_forward("argmin", np.argmin),
                 lower=lambda ctx: _selecting_lower(ctx, "<", False))
 _all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim),
              kind="reduction", lower={"init": "True", "update": "({acc} and bool({self}))"})

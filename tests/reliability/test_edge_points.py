@@ -88,3 +88,35 @@ def test_compiled_gradients_at_edge_points_are_eagers(monkeypatch):
                     warnings.simplefilter("ignore")  # a sample that runs eagerly is compared all the same
                     assert_same(gradients(jg, compiled, arrays), gradients(jg, sample.fn, arrays),
                                 f"{sample.id} with {edge} first, compiled")
+
+
+def empty_arrays(sample) -> list[np.ndarray]:
+    """The sample's inputs with their first dimension made 0 (0-d inputs kept)."""
+    return [np.zeros((0,) + a.shape[1:], a.dtype) if a.ndim else a for a in sample.arrays(0)]
+
+
+def outcome(lib, fn, arrays):
+    """The result's shape and the gradients' shapes, or the type of the exception raised."""
+    tensors = [lib.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*tensors)
+            out = out[0] if isinstance(out, tuple) else out
+            if out.dtype.is_floating_point and any(t.requires_grad for t in tensors):
+                (out * 1.0).sum().backward()
+    except Exception as error:  # noqa: BLE001 - the exception's type is what is compared
+        return type(error).__name__
+    return tuple(out.shape), [None if t.grad is None else tuple(t.grad.shape) for t in tensors]
+
+
+EMPTY_CASES = [s for s in SAMPLES if s.torch_callable is not None]
+
+
+@pytest.mark.skipif(torch is None, reason="compares with PyTorch, which is not installed: pip install torch==2.13.0")
+@pytest.mark.parametrize("sample", EMPTY_CASES, ids=[s.id for s in EMPTY_CASES])
+def test_empty_inputs_give_what_pytorch_gives(sample):
+    """An empty tensor: the same result and gradient shapes, or the same exception (a max over
+    nothing is an IndexError, a softmax over nothing is empty, a logsumexp over nothing -inf)."""
+    arrays = empty_arrays(sample)
+    assert outcome(jg, sample.fn, arrays) == outcome(torch, sample.torch_callable, arrays)
