@@ -74,9 +74,6 @@ def _input_edge(value: Tensor | GradientEdge, index: int, accumulate_grad: bool)
 def backward(tensors: Tensors, grad_tensors: Tensors | None = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Inputs | None = None) -> None:
     """Accumulates the gradients of ``tensors`` into ``.grad`` of the leaves (or of ``inputs`` only)."""
-    if grad_tensors is None and inputs is None and not create_graph and isinstance(tensors, Tensor) \
-            and engine.backward_into_leaves(tensors, bool(retain_graph)):
-        return
     outputs = _as_tuple(tensors)
     wanted = _as_tuple(inputs)
     if inputs is not None and not wanted:

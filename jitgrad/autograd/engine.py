@@ -196,21 +196,17 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
     return task.captured
 
 
-def _hooked(fn: Node) -> bool:
-    return bool(fn._pre_hooks or fn._post_hooks or fn._tensor_pre_hooks or fn._retains_grad)
-
-
 def _into_leaves(fn: Node) -> bool:
     """Whether a backward from ``fn`` is one node, then the leaves' AccumulateGrads, with no hook on
     the way and each leaf reached once: ``loss.backward()`` on a compiled loss, ``x.sum().backward()``."""
-    if type(fn) is AccumulateGrad or _hooked(fn):
+    if type(fn) is AccumulateGrad or fn.hooked():
         return False
     leaves = []
     for edge in fn._next_edges:
         if edge is None:
             continue
         leaf = edge[0]
-        if type(leaf) is not AccumulateGrad or _hooked(leaf) or leaf.variable._hooks:
+        if type(leaf) is not AccumulateGrad or leaf.hooked():
             return False
         leaves.append(leaf)
     return len(leaves) < 2 or len(set(leaves)) == len(leaves)

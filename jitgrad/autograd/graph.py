@@ -76,6 +76,10 @@ class Node:
         self._tensor_pre_hooks = None
         self._retains_grad = None
 
+    def hooked(self) -> bool:
+        """Whether a hook (or ``retain_grad``) could see, or change, what this node receives."""
+        return bool(self._pre_hooks or self._post_hooks or self._tensor_pre_hooks or self._retains_grad)
+
     def hands_over_gradients(self) -> bool:
         """Whether the gradients the last ``apply`` returned are fresh arrays that nothing else
         references once the node has released its variables (and no two share memory), so that an
@@ -185,28 +189,34 @@ class AccumulateGrad(Node):
     def _tensor_hooks(self, slot: int) -> dict | None:
         return self.variable._hooks
 
+    def hooked(self) -> bool:
+        return Node.hooked(self) or bool(self.variable._hooks)
+
     def apply(self, grads, needed):
         grad = grads[0]
         if grad is None:
             return []
-        variable = self.variable
-        with self._lock:
-            old = variable._grad
-            if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
-                variable._grad = grad if old is None else old + grad
-            elif old is None:
-                variable._grad = type(grad)._make(np.array(grad._data, copy=True))
-            else:
-                variable._grad = type(grad)._make(old._data + grad._data)
+        if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
+            with self._lock:
+                old = self.variable._grad
+                self.variable._grad = grad if old is None else old + grad
+        else:
+            self._accumulate(grad, copy=True)
         return []
 
     def adopt(self, grad: "Tensor") -> None:
         """``apply`` for a gradient nothing else references (see ``Node.hands_over_gradients``): a first
         one becomes ``.grad`` without the copy (PyTorch's AccumulateGrad steals it too)."""
+        self._accumulate(grad, copy=False)
+
+    def _accumulate(self, grad: "Tensor", copy: bool) -> None:
         variable = self.variable
         with self._lock:
             old = variable._grad
-            variable._grad = grad if old is None else type(grad)._make(old._data + grad._data)
+            if old is not None:
+                variable._grad = type(grad)._make(old._data + grad._data)
+            else:
+                variable._grad = type(grad)._make(np.array(grad._data, copy=True)) if copy else grad
 
 
 # NamedTuple's own constructor is Python code; these build the same tuples from C.

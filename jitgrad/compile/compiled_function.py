@@ -122,7 +122,8 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     return lowered
 
 
-def _as_tensor(index: int, array: np.ndarray) -> Tensor:
+def as_tensor(index: int, array: np.ndarray) -> Tensor:
+    """A template filler's ``wrap`` for results that are plain tensors (no autograd history)."""
     return Tensor._make(array)
 
 
@@ -201,7 +202,7 @@ class StepProgram:
     def run(self, inputs: list) -> Any:
         flat = run_lowered(self.lowered, arrays_of(self.numbers.extend(inputs)))
         _, grads, writes = self.template
-        value = self._fill_result(flat, _as_tensor)
+        value = self._fill_result(flat, as_tensor)
         for index, slot in writes.items():
             tensor, new = inputs[index], flat[slot.index]
             if tensor._data.shape == new.shape and tensor._data.flags.writeable:
@@ -215,5 +216,5 @@ class StepProgram:
         return value
 
 
-__all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "Unsupported", "arrays_of", "logs", "lower",
-           "no_numbers", "run_lowered"]
+__all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "Unsupported", "arrays_of", "as_tensor", "logs",
+           "lower", "no_numbers", "run_lowered"]

@@ -35,12 +35,9 @@ from ..random import default_generator
 from ..tensor import Tensor
 from .backend import Backend
 from .capture import Unsupported
-from .compiled_function import InputLayout, Lowered, NumberInputs, arrays_of, lower, no_numbers, run_lowered
+from .compiled_function import (InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, lower, no_numbers,
+                                run_lowered)
 from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves
-
-
-def _as_tensor(index: int, array: np.ndarray) -> Tensor:
-    return Tensor._make(array)
 
 
 class LossCall:
@@ -211,7 +208,7 @@ class LossProgram:
         else:
             flat = run_lowered(self.forward_lowered(), arrays_of(extended))
         if node is None:
-            return self._fill_result(flat, _as_tensor)
+            return self._fill_result(flat, as_tensor)
         differentiable = self._differentiable_slots
         metadata = node._input_metadata
 
@@ -227,19 +224,6 @@ class LossProgram:
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
           "have already been freed). Specify retain_graph=True if you need to backward through the graph a "
           "second time.")
-
-
-def _any_hooks(edges: list) -> bool:
-    """Whether a node the gradients go to has a hook (which could change a gradient in place)."""
-    for edge in edges:
-        if edge is not None:
-            node = edge[0]
-            if node._pre_hooks or node._post_hooks or node._tensor_pre_hooks:
-                return True
-            variable = getattr(node, "variable", None)
-            if variable is not None and variable._hooks:
-                return True
-    return False
 
 
 class CompiledFunctionBackward(Node):
@@ -291,7 +275,7 @@ class CompiledFunctionBackward(Node):
             return [None] * len(mask)
         scale = incoming._data
         unit = scale.item() == 1
-        copy = not unit or _any_hooks(self._next_edges)
+        copy = not unit or any([e is not None and e[0].hooked() for e in self._next_edges])
         result = []
         for gradient, keep in zip(self._gradients, mask):
             if gradient is None or not keep:
@@ -312,7 +296,7 @@ class CompiledFunctionBackward(Node):
         except Unsupported as error:  # this set of gradients has no lowering: eager, as the warning says
             warnings.warn(f"jitgrad.compile: running a backward eagerly: {error}", RuntimeWarning, stacklevel=3)
             return None
-        return list(fill(run_lowered(lowered, arrays), _as_tensor))
+        return list(fill(run_lowered(lowered, arrays), as_tensor))
 
     def _eager_backward(self, grads, create_graph: bool = True):
         """Re-runs the function eagerly on the original inputs and differentiates that graph."""

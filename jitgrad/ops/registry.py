@@ -140,9 +140,11 @@ class OpDef:
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(op, tensors, attrs, error) from error
 
+        # made in inference mode, or a view of what was: an inference tensor
+        inference = grad_mode.state.inference or op.view and getattr(tensors[0], "_is_inference", False)
         if type(out) is tuple:
             outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
-            if grad_mode.state.inference or op.view and getattr(tensors[0], "_is_inference", False):
+            if inference:
                 for o in outputs:
                     o._is_inference = True
             if op.view:
@@ -155,8 +157,8 @@ class OpDef:
                 forward_ad.propagate(op, args, attrs, outputs)
             return outputs
         result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
-        if grad_mode.state.inference or op.view and getattr(tensors[0], "_is_inference", False):
-            result._is_inference = True  # made in inference mode, or a view of what was
+        if inference:
+            result._is_inference = True
         if op.view:
             mark_views(op, attrs, tensors[0], (result,))
         if requires_grad and op.derivatives and grad_mode.state.grad_enabled:

@@ -99,7 +99,7 @@ class CompiledGraph:
             arrays = self._local.trailing = (*self.constants, *workspaces, *self.numbers)
         return arrays
 
-    def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         if len(arrays) != len(self.expected):
             raise TypeError(f"the compiled graph takes {len(self.expected)} arrays ({', '.join(self.names)}), "
                             f"got {len(arrays)}")
