@@ -12,6 +12,7 @@ from .autograd import grad_mode
 from .ops.registry import OpDef, note_created
 from .ops.sampling import normal, uniform
 from .random import Draw, default_generator
+from .shared_arrays import shared_counter
 from .tensor import Tensor
 
 DType = Any
@@ -61,7 +62,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     dtypes.from_numpy_dtype(array.dtype)
-    return _finish(array, False, array)
+    t = _finish(array, False, array)
+    t._version_counter = shared_counter(array, [0])
+    return t
 
 
 def _size(size: tuple) -> tuple[int, ...]:

@@ -17,6 +17,7 @@ from . import dtypes
 from .hooks import RemovableHandle
 from .formatting import tensor_repr
 from .shapes import Size, check_not_0d, wrap_dim
+from .shared_arrays import shared_counter
 
 _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -121,6 +122,10 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if self._version_counter is None:  # memory numpy code may hand back through from_numpy
+            self._version_counter = shared_counter(self._data, [0])
+        else:
+            shared_counter(self._data, self._version_counter)
         return self._data
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:

@@ -122,8 +122,21 @@ def _pow_node(args, attrs) -> str:
 
 
 def _pow_forward(a, b):
+    exponent_is_tensor = type(b) is np.ndarray
     a, b = _promote(a, b)
+    if exponent_is_tensor and b.dtype.kind == "i" and (b < 0).any():
+        return _integer_power(a, b)
     return np.power(a, b)
+
+
+def _integer_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integers to negative powers from a tensor, as PyTorch takes them: 1 and -1 to any power are
+    themselves or 1, every other base (0 included) gives 0. numpy refuses them; PyTorch refuses only a
+    negative Python number as the exponent, and so does numpy there."""
+    negative = b < 0
+    power = np.power(a, np.where(negative, 0, b))
+    inverse = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(negative, inverse, power).astype(power.dtype, copy=False)
 
 
 def _pow_jvp(self_t, exponent_t, self, exponent, result):
@@ -133,7 +146,9 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
 
 
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
-            kind="elementwise", lower="({T}({self}) ** {T}({exponent}))",
+            kind="elementwise", lower=lambda self, exponent, T, out: (
+                f"power_int({T}({self}), {T}({exponent}))" if np.dtype(T.removeprefix("np.")).kind in "iu"
+                else f"({T}({self}) ** {T}({exponent}))"),
             self=_pow_self_grad,
             exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result),
             jvp=_pow_jvp)

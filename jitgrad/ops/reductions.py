@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ..shapes import wrap_dim, wrap_dims
+from ..autograd import grad_mode
 from ..tensor import Tensor
 from .arithmetic import where
 from .registry import defop
@@ -96,23 +97,63 @@ def _std_jvp(self_t, self, result, dim, keepdim, correction):
     return _over_twice_std(_var_jvp(self_t, self, dim, keepdim, correction), result, _all_equal(self, dim, keepdim))
 
 
-def _prod_grad(grad, self, dim, keepdim):
-    return _unsqueeze_reduced(grad, self._data.shape, dim, keepdim) * _prod_of_others(self, dim)
+def _prod_grad(grad, self, result, dim, keepdim):
+    if not self._data.ndim:  # PyTorch passes a 0-d input's gradient through, whatever its value
+        return grad
+    shape = self._data.shape
+    return _unsqueeze_reduced(grad, shape, dim, keepdim) * _prod_of_others(
+        self, _unsqueeze_reduced(result, shape, dim, keepdim), dim)
 
 
-def _prod_of_others(self, dim):
-    """d prod / d x_i is the product of the other elements, computed without dividing by zero: that of
-    the nonzero ones other than x_i times that of the zeros other than x_i. The latter is written so that
-    its own derivative is right too (create_graph): for a zero x_i it is 1 when x_i is the only zero, the
-    other zero (their sum less x_i) when there are two, and 0, flat to first order, beyond."""
+def _prod_jvp(self_t, self, result, dim, keepdim):
+    if not self._data.ndim:
+        return self_t
+    others = _prod_of_others(self, _unsqueeze_reduced(result, self._data.shape, dim, keepdim), dim)
+    return _sum(self_t * others, dim=dim, keepdim=keepdim)
+
+
+def _prod_of_others(self, result, dim):
+    """d prod / d x_i, chosen as PyTorch chooses it, so that NaN, inf and zeros give its values:
+    ``result / x_i`` while the input holds no zero at all, the exact product of the other elements
+    (no division) as soon as any slice holds one, and for a full reduction with two zeros or more,
+    outside ``create_graph``, zeros. The divisor of the unchosen quotient is made safe, so that the
+    second derivative, which differentiates it as well, is no NaN."""
     is_zero = self == 0.0
+    any_zero = is_zero.any()
+    others = where(any_zero, _exact_others(self, is_zero, dim), result / where(any_zero, 1.0, self))
+    if dim is None and not grad_mode.is_grad_enabled():
+        others = where(is_zero.sum() > 1, 0.0, others)
+    return others
+
+
+def _exact_others(self, is_zero, dim):
+    """The product of the elements other than x_i, split in three so that none divides by zero or
+    by inf: the finite nonzero others (their product divided by x_i), the zeros and the non-finite
+    values."""
+    special = is_zero | (self != self) | (self.abs() == math.inf)
+    plain = where(special, 1.0, self)
+    return plain.prod(dim, keepdim=True) / plain * _zero_others(self, is_zero, dim) * _non_finite_others(self, dim)
+
+
+def _zero_others(self, is_zero, dim):
+    """The product of the zeros other than x_i, written so that its own derivative is right too
+    (create_graph): for a zero x_i it is 1 when x_i is the only zero, the other zero (their sum less
+    x_i) when there are two, and 0, flat to first order, beyond."""
     zeros = is_zero.sum(dim, keepdim=True)
-    nonzero = where(is_zero, 1.0, self)
-    nonzero_others = nonzero.prod(dim, keepdim=True) / nonzero
     zero_sum = where(is_zero, self, 0.0).sum(dim, keepdim=True)
-    zero_others = where(is_zero, where(zeros == 1, 1.0, where(zeros == 2, zero_sum - self, 0.0)),
-                        where(is_zero, self, 1.0).prod(dim, keepdim=True))
-    return nonzero_others * zero_others
+    return where(is_zero, where(zeros == 1, 1.0, where(zeros == 2, zero_sum - self, 0.0)),
+                 where(is_zero, self, 1.0).prod(dim, keepdim=True))
+
+
+def _non_finite_others(self, dim):
+    """The product of the NaN and infinite values other than x_i, from their counts: NaN if one is
+    NaN, else an inf of the sign of the -infs' count, else 1. It has no derivative to keep."""
+    def count_of_others(mask):
+        ones = where(mask, 1.0, 0.0)
+        return ones.sum(dim, keepdim=True) - ones
+    magnitude = where(count_of_others(self != self) > 0.0, math.nan,
+                      where(count_of_others(self.abs() == math.inf) > 0.0, math.inf, 1.0))
+    return where(count_of_others(self == -math.inf) % 2.0 == 1.0, -magnitude, magnitude)
 
 
 def _extremes(self, result, dim, keepdim, nan_is_extreme: bool):
@@ -246,9 +287,7 @@ _var = defop("var", ("self",), _floating_only("var", np.var),
 _std = defop("std", ("self",), _floating_only("std", np.std),
              "StdBackward0", self=_std_grad, jvp=_std_jvp, kind="reduction", lower=_STD)
 _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
-              self=_prod_grad, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"},
-              jvp=lambda self_t, self, dim, keepdim:
-                  _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
+              self=_prod_grad, jvp=_prod_jvp, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"})
 _amax = defop("amax", ("self",), _extreme_forward("amax", np.max), "AmaxBackward0",
               self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MAX)
 _amin = defop("amin", ("self",), _extreme_forward("amin", np.min), "AminBackward0",

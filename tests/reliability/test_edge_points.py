@@ -27,12 +27,6 @@ except ImportError:  # pragma: no cover - exercised where torch is absent
     torch = None
 
 EDGES = [0.0, float("nan"), float("inf"), -float("inf"), 1.0, -1.0]
-# Where jitgrad differs from PyTorch at these points, on purpose or not yet, and why.
-KNOWN = {
-    "prod": "prod's gradient beside a zero and a NaN or inf: PyTorch multiplies exclusive cumulative products "
-            "(the NaN element gets 0); jitgrad divides the product of the nonzero elements, so that element "
-            "gets NaN (loud, never a finite wrong value)",
-}
 CASES = [s for s in SAMPLES if s.differentiable and s.torch_callable is not None]
 
 
@@ -69,8 +63,6 @@ def assert_same(ours, theirs, what: str) -> None:
 @pytest.mark.skipif(torch is None, reason="compares with PyTorch, which is not installed: pip install torch==2.13.0")
 @pytest.mark.parametrize("sample", CASES, ids=[s.id for s in CASES])
 def test_gradients_at_edge_points_are_pytorchs(sample):
-    if sample.op in KNOWN:
-        pytest.skip(KNOWN[sample.op])
     for edge in EDGES:
         arrays = edge_arrays(sample, edge)
         assert_same(gradients(jg, sample.fn, arrays), gradients(torch, sample.torch_callable, arrays),

@@ -98,6 +98,42 @@ def test_an_update_through_data_after_backward_is_still_allowed():
     np.testing.assert_allclose(w.detach().numpy(), [0.64, 1.28], rtol=1e-6)
 
 
+def _shared_through_numpy(lib, share):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * x).sum()
+    share(lib, x).mul_(10)
+    y.backward()
+    return x.grad.tolist()
+
+
+SHARED_THROUGH_NUMPY = [
+    ("from-numpy-of-detach-numpy", lambda lib, x: lib.from_numpy(x.detach().numpy())),
+    ("from-numpy-of-a-slice", lambda lib, x: lib.from_numpy(x.detach().numpy()[1:])),
+]
+
+
+@pytest.mark.parametrize("share", [c[1] for c in SHARED_THROUGH_NUMPY], ids=[c[0] for c in SHARED_THROUGH_NUMPY])
+def test_writing_through_memory_shared_by_numpy_is_seen_by_the_graph(share):
+    """Memory that went out through ``numpy()`` and came back through ``from_numpy`` keeps its
+    counter. PyTorch gives each ``from_numpy`` a counter of its own and computes with the new values
+    (the silent case), so there is nothing of it to compare with."""
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        _shared_through_numpy(jg, share)
+
+
+def test_two_tensors_from_one_array_share_its_counter():
+    a = np.array([1.0, 2.0, 3.0])
+    first, second = jg.from_numpy(a), jg.from_numpy(a[::2])
+    x = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x * first).sum()
+    second.add_(1.0)
+    assert first._version == second._version == 1
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        y.backward()
+    unrelated = jg.from_numpy(np.array([1.0, 2.0, 3.0]))
+    assert unrelated._version == 0
+
+
 # ---- view never copies --------------------------------------------------------------------------------------
 def test_view_of_a_non_contiguous_tensor_raises_and_points_to_reshape():
     x = jg.arange(6.0).reshape(2, 3)
@@ -124,6 +160,11 @@ EDGE_POINTS = [
     ("std-of-equal-values", lambda lib, x: x.std(), [2.0, 2.0, 2.0], [0.0, 0.0, 0.0]),
     ("std-of-expanded-rows", lambda lib, x: (x * 2.0).expand(2, 4).std(dim=1).sum(), [[0.3]], [[0.0]]),
     ("var-of-one-value", lambda lib, x: x[:1].var(), [1.0, 2.0], [NAN, 0.0]),
+    ("prod-zero-and-nan", lambda lib, x: x.prod(), [0.0, NAN, 3.0], [NAN, 0.0, NAN]),
+    ("prod-zero-and-inf", lambda lib, x: x.prod(), [0.0, INF, 3.0], [INF, 0.0, NAN]),
+    ("prod-nan-without-zero", lambda lib, x: x.prod(), [NAN, 2.0, 3.0], [NAN, NAN, NAN]),
+    ("prod-two-zeros-and-inf", lambda lib, x: x.prod(), [0.0, 0.0, INF], [0.0, 0.0, 0.0]),
+    ("prod-rows-nan-beside-a-zero", lambda lib, x: x.prod(1).sum(), [[0.0, 2.0], [NAN, 3.0]], [[2.0, 0.0], [3.0, NAN]]),
 ]
 
 
@@ -175,6 +216,31 @@ def test_integer_division_by_zero_raises(op):
     if torch is not None:
         assert _outcome(torch, divide) == ("RuntimeError", "ZeroDivisionError")
     assert (jg.tensor([5.0]) // jg.tensor([0.0])).item() == INF  # floats divide by zero as IEEE says
+
+
+def test_integers_to_negative_powers_are_pytorchs():
+    """From a tensor exponent, 1 and -1 keep their powers' values and every other base gives 0; a
+    negative Python number as the exponent of an integer tensor is refused."""
+    def power(lib):
+        return (lib.tensor([[2], [1], [-1], [0]]) ** lib.tensor([-1, -2, -3, 2])).tolist()
+    assert _outcome(jg, power) == [[0, 0, 0, 4], [1, 1, 1, 1], [-1, 1, -1, 1], [0, 0, 0, 0]]
+    assert (2 ** jg.tensor([-1, 1])).tolist() == [0, 2]
+    assert _outcome(jg, lambda lib: (lib.tensor([2]) ** -1).tolist()) == (
+        "RuntimeError", "pow(int64[1], -1): Integers to negative integer powers are not allowed")
+    if torch is not None:
+        assert _outcome(torch, power) == _outcome(jg, power)
+        assert (2 ** torch.tensor([-1, 1])).tolist() == [0, 2]
+        assert _outcome(torch, lambda lib: (lib.tensor([2]) ** -1).tolist())[0] == "RuntimeError"
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "numba_cpu"])
+def test_compiled_integers_to_negative_powers_are_eagers(backend, monkeypatch):
+    """numba's own integer power gives the smallest int64 for ``0 ** -1``, silently."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", backend)
+    base, exponent = jg.tensor([[2], [1], [-1], [0]]), jg.tensor([-1, -2, -3, 2])
+    power = jg.compile(lambda a, b: a ** b, cache=False, fullgraph=True)
+    with plain_python_kernels() if backend == "numba_cpu" else nullcontext():
+        assert power(base, exponent).tolist() == (base ** exponent).tolist()
 
 
 # ---- a second backward ----------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """``floor_divide_int(a, b)`` and ``remainder_int(a, b)``: integer ``//`` and ``%`` that raise on a zero
-divisor, as eager jitgrad and PyTorch do.
+divisor, as eager jitgrad and PyTorch do; ``power_int(a, b)``: an integer to an integer power, a
+division when the exponent is negative, with PyTorch's values there (numba's loops give the smallest
+int64 for ``0 ** -1``).
 
 Kernels use numpy's error model (``numba_options``), under which an integer division by zero gives 0:
 a silently wrong result where eager raises. Float division keeps numpy's model (inf and nan, and loops
@@ -27,7 +29,15 @@ def _remainder(a: Any, b: Any) -> Any:
     return a % b
 
 
-_PLAIN = {"floor_divide_int": _floor_divide, "remainder_int": _remainder}
+def _power(a: Any, b: Any) -> Any:
+    if b >= 0:
+        return a ** b
+    if a == 1 or a == -1:
+        return a if b % 2 else a * a
+    return a - a
+
+
+_PLAIN = {"floor_divide_int": _floor_divide, "remainder_int": _remainder, "power_int": _power}
 _compiled: dict[str, Any] = {}
 
 
@@ -45,4 +55,4 @@ def __getattr__(name: str) -> Any:
     return jit_or_plain(_compiled[name], plain)
 
 
-__all__ = ["floor_divide_int", "remainder_int"]
+__all__ = ["floor_divide_int", "remainder_int", "power_int"]

@@ -18,7 +18,7 @@ from .numba_options import decorator
 
 # The backend's own functions the generated code imports, by module (``codegen`` writes the imports).
 KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
-                  "jitgrad.backends.numba_cpu.integer_division": ("floor_divide_int", "remainder_int"),
+                  "jitgrad.backends.numba_cpu.integer_division": ("floor_divide_int", "remainder_int", "power_int"),
                   "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "tanh_float32"),
                   "jitgrad.backends.numba_cpu.rows": ("put_row",),
                   "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_uniform")}
