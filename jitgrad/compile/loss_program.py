@@ -26,7 +26,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.differentiate import grad as autograd_grad
-from ..autograd.graph import Node, gradient_edge, new_input_metadata
+from ..autograd.graph import Node, gradient_edge, set_history
 from ..autograd.versions import version_counter
 from ..fx.graph import Graph
 from ..fx.passes import Partition, partition_joint
@@ -52,11 +52,11 @@ class LossCall:
                  random_state: np.ndarray | None = None) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
         self.random_state = random_state
-        self.watched = [(t, version_counter(t)[0]) for t in [inputs[i] for i in saved_inputs]]
+        self.watched = [(counter, counter[0]) for counter in [version_counter(inputs[i]) for i in saved_inputs]]
 
     def check_versions(self) -> None:
-        for tensor, version in self.watched:
-            if tensor._version_counter[0] != version:
+        for counter, version in self.watched:
+            if counter[0] != version:
                 raise RuntimeError("one of the variables needed for gradient computation has been modified by "
                                    "an inplace operation (an input of a compiled function)")
 
@@ -111,15 +111,15 @@ class LossProgram:
         self.speculating = True
         self._pending = False      # the last call's node holds fused gradients nobody has asked for yet
         self._last_edges: list = []
-        self._bare_loss = None
+        self._bare_loss = False
 
     def use_fused(self, fused: FusedGradients) -> None:
         """Computes the gradients with the loss from now on (while it pays, see ``_speculate``)."""
         self.fused = fused
-        # A result that is the 0-d loss alone (the usual case) skips the template: its gradient's metadata.
+        # A result that is the 0-d loss alone (the usual case) skips the template.
         template, dtype = self.result_template, fused.lowered.out_dtypes[0]
-        if type(template) is Slot and template.index == 0 and self.differentiable == [True] and dtype.kind == "f":
-            self._bare_loss = new_input_metadata(((), dtype, "cpu"))
+        self._bare_loss = type(template) is Slot and template.index == 0 and self.differentiable == [True] \
+            and dtype.kind == "f"
 
     @property
     def partition_stats(self) -> dict[str, Any]:
@@ -195,10 +195,9 @@ class LossProgram:
                 grads = [None if slot is None else flat[slot.index] for slot in self.fused.grads]
                 node = CompiledFunctionBackward(self, [], edges, call, check, grads)
                 self._pending = True
-                if self._bare_loss is not None:  # the result is the loss alone: no template to fill
+                if self._bare_loss:  # the result is the loss alone: no template to fill
                     out = Tensor._make(flat[0])
-                    out._requires_grad, out._grad_fn, out._output_nr = True, node, 0
-                    node._input_metadata.append(self._bare_loss)
+                    set_history((out,), node)
                     return out
             else:
                 flat = run_lowered(self.forward_lowered(), arrays_of(extended))
@@ -210,15 +209,16 @@ class LossProgram:
         if node is None:
             return self._fill_result(flat, as_tensor)
         differentiable = self._differentiable_slots
-        metadata = node._input_metadata
+        outputs: list[Tensor] = []  # the node's, in the order the result holds them
 
         def wrap(index: int, array: np.ndarray) -> Tensor:
             out = Tensor._make(array)
             if differentiable.get(index) and array.dtype.kind == "f":
-                out._requires_grad, out._grad_fn, out._output_nr = True, node, len(metadata)
-                metadata.append(new_input_metadata((array.shape, array.dtype, "cpu")))
+                outputs.append(out)
             return out
-        return self._fill_result(flat, wrap)
+        result = self._fill_result(flat, wrap)
+        set_history(outputs, node)
+        return result
 
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -253,7 +253,7 @@ class CompiledFunctionBackward(Node):
         if self._saved is None:
             raise RuntimeError(_FREED)
         every = needed is None or all(needed)
-        mask = (True,) * len(self._next_edges) if needed is None else tuple(bool(n) for n in needed)
+        mask = (True,) * len(self.next_edges) if needed is None else tuple(bool(n) for n in needed)
         fused = self._gradients is not None
         if fused:
             result = self._scaled_gradients(grads[0], mask)
@@ -275,7 +275,7 @@ class CompiledFunctionBackward(Node):
             return [None] * len(mask)
         scale = incoming._data
         unit = scale.item() == 1
-        copy = not unit or any([e is not None and e[0].hooked() for e in self._next_edges])
+        copy = not unit or any([e is not None and e.function.hooked() for e in self.next_edges])
         result = []
         for gradient, keep in zip(self._gradients, mask):
             if gradient is None or not keep:
@@ -287,8 +287,8 @@ class CompiledFunctionBackward(Node):
         return result
 
     def _compiled_backward(self, grads: list, mask: tuple[bool, ...]) -> list | None:
-        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
-                    for g, m in zip(grads, self._input_metadata)]
+        metadata = [self.input_metadata(i) for i in range(self.num_inputs())]
+        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype) for g, m in zip(grads, metadata)]
         count = len(self._saved) - len(self._program.backward_numbers)
         arrays = [*self._saved[:count], *tangents, *self._saved[count:]]
         try:
