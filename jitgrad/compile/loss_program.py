@@ -1,7 +1,10 @@
 """A compiled loss: its forward runs now, its backward when the engine reaches its outputs.
 
-``LossProgram`` hands the differentiable outputs one ``CompiledFunctionBackward`` node, whose ``apply``
-gives the engine the gradients of the function's inputs. Two ways to get them:
+``loss_program`` builds a ``LossProgram`` from the loss's one trace, the joint graph of its forward and
+gradients (``capture.py``), split once into a forward and a backward. The program hands the
+differentiable outputs one ``CompiledFunctionBackward`` node, recorded as their ``grad_fn`` the way
+registry ops record theirs (``autograd.graph.set_history``), whose ``apply`` gives the engine the
+gradients of the function's inputs. Two ways to get them:
 
 - *split*: the forward graph saves what the backward needs (``partition_joint``), and ``apply`` runs
   the backward graph for the gradients the engine asks for (one lowered variant per set of needed
@@ -29,15 +32,17 @@ from ..autograd.differentiate import grad as autograd_grad
 from ..autograd.graph import Node, gradient_edge, set_history
 from ..autograd.versions import version_counter
 from ..fx.graph import Graph
+from ..fx.joint import with_unit_tangents
+from ..fx.node import Opcode, iter_nodes, map_nodes
 from ..fx.passes import Partition, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..random import default_generator
 from ..tensor import Tensor
 from .backend import Backend
-from .capture import Unsupported
+from .capture import Captured, Unsupported
 from .compiled_function import (InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, lower, no_numbers,
                                 run_lowered)
-from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves
+from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves, with_tuple_types
 
 
 class LossCall:
@@ -85,8 +90,8 @@ class FusedGradients:
 
 @dataclass
 class LossProgram:
-    joint: Graph                 # kept to build the backward variants
-    split: Partition             # its forward and backward graphs (lowered when needed)
+    joint: Graph                 # the one trace: the forward and gradients, split once into ``split``
+    split: Partition             # its forward (lowered when needed) and the backward every variant copies
     result_template: Any         # the result, with slots into the forward's (and the fused graph's) outputs
     saved_count: int
     differentiable: list[bool]   # per tensor leaf of the result
@@ -139,6 +144,19 @@ class LossProgram:
         self.backward_for((True,) * len(self.wanted))
         return self.lowered_graphs
 
+    def lower_split(self, example: list) -> None:
+        """Lowers the split forward and the whole backward now, running each on ``example`` (the
+        call's inputs; the backward on what that forward saved, with tangents of 1), so that an op
+        without a lowering falls back at compile time rather than in the middle of a backward."""
+        forward = self.forward_lowered(example)
+        out, forward.example_out = forward.example_out, None
+        if not self.wanted:
+            return
+        saved = out[len(out) - self.saved_count:] if self.saved_count else []
+        tangents = [np.ones_like(out[i]) for i, d in self._differentiable_slots.items() if d]
+        self.backward_for((True,) * len(self.wanted),
+                          [*saved, *tangents, *(example[i] for i in self.backward_numbers)])
+
     def forward_lowered(self, example: list | None = None) -> Lowered:
         if self.forward is None:
             self.forward = lower(self.split.forward, self.backend, self.options, f"{self.label} (forward)",
@@ -151,10 +169,7 @@ class LossProgram:
         gradients' template."""
         variant = self.backward_variants.get(mask)
         if variant is None:
-            graph = partition_joint(self.joint).backward
-            grads = graph.output_node.args[0]
-            graph.output_node.args = (tuple(g if keep else None for g, keep in zip(grads, mask)),)
-            eliminate_dead_code(graph)
+            graph = _masked_backward(self.split.backward, mask)
             fill = template_filler(flatten_output(graph))
             label = f"{self.label} (backward)" + ("" if all(mask) else f" for gradients {list(mask)}")
             variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), fill)
@@ -219,6 +234,49 @@ class LossProgram:
         result = self._fill_result(flat, wrap)
         set_history(outputs, node)
         return result
+
+
+def _masked_backward(backward: Graph, mask: tuple[bool, ...]) -> Graph:
+    """A copy of the split backward returning only the gradients in ``mask`` (None for the others),
+    without what only those needed; the split's own graph stays as it is for the next variant (the
+    passes and the backend edit the graph they lower)."""
+    graph, remap = Graph(), {}
+    for node in backward.nodes:
+        if node.op is Opcode.OUTPUT:
+            grads = map_nodes(node.args[0], remap.__getitem__)
+            graph.output(tuple(g if keep else None for g, keep in zip(grads, mask)))
+        else:
+            remap[node] = graph.node_copy(node, remap)
+    eliminate_dead_code(graph)
+    return graph
+
+
+def loss_program(captured: Captured, layout: InputLayout, numbers: NumberInputs, backend: Backend,
+                 options: dict[str, Any], label: str, disk: Any, example: list) -> LossProgram:
+    """The program of a loss from its one trace (``captured.graph``, forward and gradients together):
+    split once into the forward and the backward, and, for the usual loss (one differentiable 0-d
+    output), lowered whole with a unit tangent as the fused kernel. ``example`` (the call's input
+    arrays) runs what is lowered now, so that a failing lowering falls back before the first call."""
+    joint = captured.graph
+    split = partition_joint(joint)
+    result, saved = flatten_output(split.forward)
+    names = [inp.name for inp in captured.inputs] + numbers.prelude.outputs
+    program = LossProgram(
+        joint, split, with_tuple_types(result, captured.result_types), len(saved), captured.differentiable,
+        captured.wanted, layout, options, backend, captured.sources, label, disk, numbers,
+        backward_numbers=[names.index(n) for n in split.numbers],
+        saved_inputs=[i for i, inp in enumerate(captured.inputs)
+                      if inp.name in split.saved and not (inp.array or inp.random)])
+    outputs = [n for n, d in zip(iter_nodes(joint.output_node.args[0][0]), captured.differentiable) if d]
+    if not (captured.wanted and len(outputs) == 1 and outputs[0].meta["shape"] == ()):
+        program.lower_split(example)
+        return program
+    fused = with_unit_tangents(joint)
+    _, grads = flatten_output(fused)
+    lowered = lower(fused, backend, options, f"{label} (forward and gradients)", captured.sources, disk, example)
+    lowered.example_out = None
+    program.use_fused(FusedGradients(lowered, grads))
+    return program
 
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -315,4 +373,4 @@ class CompiledFunctionBackward(Node):
         self._gradients = None
 
 
-__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "replay"]
+__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "loss_program", "replay"]
