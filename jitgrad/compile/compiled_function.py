@@ -194,6 +194,10 @@ class StepProgram:
     def __post_init__(self) -> None:
         self._fill_result = template_filler(self.template[0])
 
+    @property
+    def lowered_graphs(self) -> list[Lowered]:
+        return [self.lowered]
+
     def run(self, inputs: list) -> Any:
         flat = run_lowered(self.lowered, arrays_of(self.numbers.extend(inputs)))
         _, grads, writes = self.template

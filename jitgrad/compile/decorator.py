@@ -273,8 +273,7 @@ class CompiledFunction:
         self._seen.append((guards.call_key(spec, leaves, free, self._free.kinds()), len(free),
                            self._labels(args, kwargs, len(free))))
         if retrace is not None and program is not EAGER:
-            lowered = Explanation(self.name, self.backend.name, program, None, []).lowered
-            reused = all(item.reused for item in lowered)
+            reused = all(item.reused for item in program.lowered_graphs)
             self._note(f"{retrace}; {'kernels reused' if reused else 'the backend compiled new kernels'}")
         return program, free
 
