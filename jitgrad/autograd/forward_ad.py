@@ -193,9 +193,9 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 
 def _alias(tensor: Tensor) -> Tensor:
     """A new tensor on ``tensor``'s array, its view in reverse mode, carrying no tangent."""
-    from ..ops.shape import _reshape
+    from ..ops.shape import reshape
     with suspended():
-        return _reshape(tensor, shape=tensor._data.shape)
+        return reshape(tensor, tensor._data.shape)
 
 
 @contextmanager

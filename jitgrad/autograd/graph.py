@@ -94,6 +94,12 @@ class Node:
     def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
         return tuple((e.function, e.input_nr) if e else (None, 0) for e in self._next_edges)
 
+    @property
+    def next_edges(self) -> tuple[Edge | None, ...]:
+        """The edges ``next_functions`` shows, as they are (``None`` for an input needing no gradient):
+        what a node's ``apply`` reads on every backward, so no tuples are built for it."""
+        return self._next_edges
+
     def sequence_nr(self) -> int:
         return self._sequence_nr
 
@@ -222,6 +228,22 @@ class AccumulateGrad(Node):
 # NamedTuple's own constructor is Python code; these build the same tuples from C.
 _new_edge = functools.partial(tuple.__new__, Edge)
 new_input_metadata = functools.partial(tuple.__new__, InputMetadata)
+
+
+def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
+    """Records ``node`` as the backward of ``outputs`` (PyTorch's ``set_history``): each output takes
+    the node's next gradient slot, which expects a gradient of the output's shape and dtype, and a
+    floating output becomes that slot's tensor (``grad_fn``, ``output_nr``, requires grad); any other
+    (an index) keeps its slot but carries no gradient. The one way a forward's outputs get their
+    ``grad_fn``: registry ops and compiled functions both record through here."""
+    metadata = node._input_metadata
+    for output in outputs:
+        data = output._data
+        if data.dtype.kind == "f":
+            output._requires_grad = True
+            output._grad_fn = node
+            output._output_nr = len(metadata)
+        metadata.append(new_input_metadata((data.shape, data.dtype, "cpu")))
 
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..tensor import Tensor
-from .graph import Edge, Node, new_input_metadata
+from .graph import Edge, Node
 from .saved_tensor import SavedNumber, SavedTensor
 
 if TYPE_CHECKING:
@@ -55,10 +55,10 @@ def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> tuple[tuple[str, int
 class OpBackward(Node):
     __slots__ = ("op", "_saved")
 
-    def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...], outputs: tuple[Tensor, ...]) -> None:
+    def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...]) -> None:
+        """A node with no inputs yet: recording it (``graph.set_history``) gives it one per output."""
         super().__init__(edges)
         self.op = op
-        self._input_metadata = [new_input_metadata((o._data.shape, o._data.dtype, "cpu")) for o in outputs]
         self._saved: dict[str, Any] = {}
 
     def save(self, inputs: tuple, attrs: dict, outputs: tuple[Tensor, ...],

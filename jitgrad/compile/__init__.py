@@ -2,8 +2,8 @@
 
 See docs/compile.md. ``capture`` traces (reading free variables through ``free_variables`` and
 ``sources``, flattening containers with ``pytree``, undoing ``side_effects``), ``guards`` decides when
-to trace again, ``compiled_function`` lowers the graphs and runs a whole step, ``loss_program`` runs a
-loss and holds ``CompiledFunctionBackward``, ``cache`` keeps lowered graphs on disk, ``explain``
+to trace again, ``compiled_function`` lowers the graphs and runs a whole step, ``loss_program`` builds and
+runs a loss and holds ``CompiledFunctionBackward``, ``cache`` keeps lowered graphs on disk, ``explain``
 reports on them and ``backend`` picks numba or the interpreter fallback.
 """
 from .backend import LoweringError, get_backend

@@ -10,26 +10,21 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import grad_mode
-from ..autograd.differentiate import grad as autograd_grad
-from ..autograd.graph import Node, gradient_edge, new_input_metadata
 from ..autograd.versions import increment_version
 from ..fx.graph import Graph
-from ..fx.node import Node as IRNode, Opcode
-from ..fx.passes import PassManager, partition_joint
-from ..fx.passes.dead_code import eliminate_dead_code
+from ..fx.node import Node, Opcode
+from ..fx.passes import PassManager
 from ..fx.passes.hoist_numbers import NumberPrelude
 from ..random import default_generator
 from ..tensor import Tensor
 from .backend import Backend
 from .capture import Unsupported
-from .templates import flatten_output, slots, template_filler, tensor_leaves
+from .templates import template_filler
 
 
 def logs(topic: str) -> bool:
@@ -59,9 +54,9 @@ class Lowered:
 _SEEN_KEYS: set[Any] = set()
 
 
-def _failing_node(graph: Graph, error: BaseException) -> IRNode | None:
+def _failing_node(graph: Graph, error: BaseException) -> Node | None:
     node = getattr(error, "node", None)
-    if isinstance(node, IRNode):
+    if isinstance(node, Node):
         return node
     text = str(error)
     for candidate in graph.nodes:
@@ -198,6 +193,10 @@ class StepProgram:
 
     def __post_init__(self) -> None:
         self._fill_result = template_filler(self.template[0])
+
+    @property
+    def lowered_graphs(self) -> list[Lowered]:
+        return [self.lowered]
 
     def run(self, inputs: list) -> Any:
         flat = run_lowered(self.lowered, arrays_of(self.numbers.extend(inputs)))

@@ -18,9 +18,6 @@ import numpy as np
 
 from ..autograd import anomaly_mode
 from ..autograd.differentiate import grad as autograd_grad
-from ..fx.joint import with_unit_tangents
-from ..fx.node import iter_nodes
-from ..fx.passes import partition_joint
 from ..fx.passes.hoist_numbers import hoist_numbers
 from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
@@ -31,7 +28,7 @@ from .backend import get_backend
 from .cache import DiskCache
 from .capture import Captured, NeedsValues, Unsupported, capture
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
-from .loss_program import FusedGradients, LossCall, LossProgram, replay
+from .loss_program import LossCall, LossProgram, loss_program, replay
 from .explain import Explanation
 from .pytree import call_leaf_paths, flatten
 from .sources import source_of_path
@@ -276,8 +273,7 @@ class CompiledFunction:
         self._seen.append((guards.call_key(spec, leaves, free, self._free.kinds()), len(free),
                            self._labels(args, kwargs, len(free))))
         if retrace is not None and program is not EAGER:
-            lowered = Explanation(self.name, self.backend.name, program, None, []).lowered
-            reused = all(item.reused for item in lowered)
+            reused = all(item.reused for item in program.lowered_graphs)
             self._note(f"{retrace}; {'kernels reused' if reused else 'the backend compiled new kernels'}")
         return program, free
 
@@ -335,37 +331,7 @@ class CompiledFunction:
             lowered = lower(graph, self.backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
             return StepProgram(lowered, template, layout, numbers)
-        return self._loss_program(captured, layout, numbers, example)
-
-    def _loss_program(self, captured: Captured, layout: InputLayout, numbers: NumberInputs, example: list) -> Any:
-        """A loss's program: fused (forward and gradients in one kernel) for the usual scalar loss,
-        else a forward now and a backward lowered before any call needs it."""
-        split = partition_joint(captured.graph)
-        template = flatten_output(split.forward)
-        names = [inp.name for inp in captured.inputs] + numbers.prelude.outputs
-        program = LossProgram(captured.graph, split, with_tuple_types(template[0], captured.result_types),
-                              len(template[1]), captured.differentiable, captured.wanted, layout, self.options,
-                              self.backend, captured.sources, self.name, self.disk_cache, numbers,
-                              [names.index(n) for n in split.numbers])
-        program.saved_inputs = [i for i, inp in enumerate(captured.inputs)
-                                if inp.name in split.saved and not (inp.array or inp.random)]
-        result = captured.graph.output_node.args[0][0]
-        outputs = [n for n, d in zip(iter_nodes(result), captured.differentiable) if d]
-        if captured.wanted and len(outputs) == 1 and outputs[0].meta["shape"] == ():
-            fused = with_unit_tangents(captured.graph)
-            _, grads = flatten_output(fused)
-            program.use_fused(FusedGradients(lower(fused, self.backend, self.options, f"{self.name} (forward and "
-                                                   "gradients)", captured.sources, self.disk_cache, example), grads))
-            program.fused.lowered.example_out = None
-            return program
-        forward = program.forward_lowered(example)
-        if captured.wanted:  # an op without a lowering fails now, not in the middle of a backward
-            out, forward.example_out = forward.example_out, None
-            saved = out[len(out) - program.saved_count:] if program.saved_count else []
-            tangents = [np.ones_like(out[i]) for i, d in program._differentiable_slots.items() if d]
-            program.backward_for((True,) * len(captured.wanted),
-                                 [*saved, *tangents, *(example[i] for i in program.backward_numbers)])
-        return program
+        return loss_program(captured, layout, numbers, self.backend, self.options, name, self.disk_cache, example)
 
     # ---- reporting -------------------------------------------------------------------------------------
     @property

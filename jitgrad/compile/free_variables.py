@@ -78,8 +78,7 @@ class FreeVariables:
     guards: list[tuple[Source, str, Any]] = field(default_factory=list)   # (source, kind, value then)
     snapshots: list[Snapshot] = field(default_factory=list)
     overflow: str | None = None        # set when the walk stopped at MAX_VALUES
-    objects: dict[int, Any] = field(default_factory=dict)  # the tensors and arrays above, by id
-    _alive: list[Any] = field(default_factory=list)  # keeps every id above meaning its object
+    objects: dict[int, Any] = field(default_factory=dict)  # the tensors and arrays above, by id: kept alive
 
     def sources_of(self, value: Any) -> list[Source] | None:
         table = self.tensors if isinstance(value, Tensor) else self.arrays
@@ -97,6 +96,7 @@ class _Walker:
         self.found = FreeVariables()
         self.visited: set[int] = set()
         self.functions: set[int] = set()
+        self.alive: list[Any] = []  # every object whose id is in the sets above: no id is reused mid-walk
 
     # ---- roots --------------------------------------------------------------------------------------
     def function(self, fn: Callable) -> None:
@@ -104,7 +104,7 @@ class _Walker:
         if id(fn) in self.functions:
             return
         self.functions.add(id(fn))
-        self.found._alive.append(fn)
+        self.alive.append(fn)
         code = fn.__code__
         names = code_names(code)
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
@@ -149,7 +149,7 @@ class _Walker:
                                    "guard; pass the values it reads as arguments")
             return
         self.visited.add(id(value))
-        self.found._alive.append(value)
+        self.alive.append(value)
         self._enter(value, kind, source, names)
 
     def _enter(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:

@@ -1,7 +1,10 @@
 """A compiled loss: its forward runs now, its backward when the engine reaches its outputs.
 
-``LossProgram`` hands the differentiable outputs one ``CompiledFunctionBackward`` node, whose ``apply``
-gives the engine the gradients of the function's inputs. Two ways to get them:
+``loss_program`` builds a ``LossProgram`` from the loss's one trace, the joint graph of its forward and
+gradients (``capture.py``), split once into a forward and a backward. The program hands the
+differentiable outputs one ``CompiledFunctionBackward`` node, recorded as their ``grad_fn`` the way
+registry ops record theirs (``autograd.graph.set_history``), whose ``apply`` gives the engine the
+gradients of the function's inputs. Two ways to get them:
 
 - *split*: the forward graph saves what the backward needs (``partition_joint``), and ``apply`` runs
   the backward graph for the gradients the engine asks for (one lowered variant per set of needed
@@ -26,18 +29,20 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.differentiate import grad as autograd_grad
-from ..autograd.graph import Node, gradient_edge, new_input_metadata
+from ..autograd.graph import Node, gradient_edge, set_history
 from ..autograd.versions import version_counter
 from ..fx.graph import Graph
+from ..fx.joint import with_unit_tangents
+from ..fx.node import Opcode, iter_nodes, map_nodes
 from ..fx.passes import Partition, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..random import default_generator
 from ..tensor import Tensor
 from .backend import Backend
-from .capture import Unsupported
+from .capture import Captured, Unsupported
 from .compiled_function import (InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, lower, no_numbers,
                                 run_lowered)
-from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves
+from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves, with_tuple_types
 
 
 class LossCall:
@@ -52,11 +57,11 @@ class LossCall:
                  random_state: np.ndarray | None = None) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
         self.random_state = random_state
-        self.watched = [(t, version_counter(t)[0]) for t in [inputs[i] for i in saved_inputs]]
+        self.watched = [(counter, counter[0]) for counter in [version_counter(inputs[i]) for i in saved_inputs]]
 
     def check_versions(self) -> None:
-        for tensor, version in self.watched:
-            if tensor._version_counter[0] != version:
+        for counter, version in self.watched:
+            if counter[0] != version:
                 raise RuntimeError("one of the variables needed for gradient computation has been modified by "
                                    "an inplace operation (an input of a compiled function)")
 
@@ -85,8 +90,8 @@ class FusedGradients:
 
 @dataclass
 class LossProgram:
-    joint: Graph                 # kept to build the backward variants
-    split: Partition             # its forward and backward graphs (lowered when needed)
+    joint: Graph                 # the one trace: the forward and gradients, split once into ``split``
+    split: Partition             # its forward (lowered when needed) and the backward every variant copies
     result_template: Any         # the result, with slots into the forward's (and the fused graph's) outputs
     saved_count: int
     differentiable: list[bool]   # per tensor leaf of the result
@@ -111,15 +116,15 @@ class LossProgram:
         self.speculating = True
         self._pending = False      # the last call's node holds fused gradients nobody has asked for yet
         self._last_edges: list = []
-        self._bare_loss = None
+        self._bare_loss = False
 
     def use_fused(self, fused: FusedGradients) -> None:
         """Computes the gradients with the loss from now on (while it pays, see ``_speculate``)."""
         self.fused = fused
-        # A result that is the 0-d loss alone (the usual case) skips the template: its gradient's metadata.
+        # A result that is the 0-d loss alone (the usual case) skips the template.
         template, dtype = self.result_template, fused.lowered.out_dtypes[0]
-        if type(template) is Slot and template.index == 0 and self.differentiable == [True] and dtype.kind == "f":
-            self._bare_loss = new_input_metadata(((), dtype, "cpu"))
+        self._bare_loss = type(template) is Slot and template.index == 0 and self.differentiable == [True] \
+            and dtype.kind == "f"
 
     @property
     def partition_stats(self) -> dict[str, Any]:
@@ -139,6 +144,19 @@ class LossProgram:
         self.backward_for((True,) * len(self.wanted))
         return self.lowered_graphs
 
+    def lower_split(self, example: list) -> None:
+        """Lowers the split forward and the whole backward now, running each on ``example`` (the
+        call's inputs; the backward on what that forward saved, with tangents of 1), so that an op
+        without a lowering falls back at compile time rather than in the middle of a backward."""
+        forward = self.forward_lowered(example)
+        out, forward.example_out = forward.example_out, None
+        if not self.wanted:
+            return
+        saved = out[len(out) - self.saved_count:] if self.saved_count else []
+        tangents = [np.ones_like(out[i]) for i, d in self._differentiable_slots.items() if d]
+        self.backward_for((True,) * len(self.wanted),
+                          [*saved, *tangents, *(example[i] for i in self.backward_numbers)])
+
     def forward_lowered(self, example: list | None = None) -> Lowered:
         if self.forward is None:
             self.forward = lower(self.split.forward, self.backend, self.options, f"{self.label} (forward)",
@@ -151,10 +169,7 @@ class LossProgram:
         gradients' template."""
         variant = self.backward_variants.get(mask)
         if variant is None:
-            graph = partition_joint(self.joint).backward
-            grads = graph.output_node.args[0]
-            graph.output_node.args = (tuple(g if keep else None for g, keep in zip(grads, mask)),)
-            eliminate_dead_code(graph)
+            graph = _masked_backward(self.split.backward, mask)
             fill = template_filler(flatten_output(graph))
             label = f"{self.label} (backward)" + ("" if all(mask) else f" for gradients {list(mask)}")
             variant = (lower(graph, self.backend, self.options, label, self.sources, self.disk, example), fill)
@@ -195,10 +210,9 @@ class LossProgram:
                 grads = [None if slot is None else flat[slot.index] for slot in self.fused.grads]
                 node = CompiledFunctionBackward(self, [], edges, call, check, grads)
                 self._pending = True
-                if self._bare_loss is not None:  # the result is the loss alone: no template to fill
+                if self._bare_loss:  # the result is the loss alone: no template to fill
                     out = Tensor._make(flat[0])
-                    out._requires_grad, out._grad_fn, out._output_nr = True, node, 0
-                    node._input_metadata.append(self._bare_loss)
+                    set_history((out,), node)
                     return out
             else:
                 flat = run_lowered(self.forward_lowered(), arrays_of(extended))
@@ -210,15 +224,59 @@ class LossProgram:
         if node is None:
             return self._fill_result(flat, as_tensor)
         differentiable = self._differentiable_slots
-        metadata = node._input_metadata
+        outputs: list[Tensor] = []  # the node's, in the order the result holds them
 
         def wrap(index: int, array: np.ndarray) -> Tensor:
             out = Tensor._make(array)
             if differentiable.get(index) and array.dtype.kind == "f":
-                out._requires_grad, out._grad_fn, out._output_nr = True, node, len(metadata)
-                metadata.append(new_input_metadata((array.shape, array.dtype, "cpu")))
+                outputs.append(out)
             return out
-        return self._fill_result(flat, wrap)
+        result = self._fill_result(flat, wrap)
+        set_history(outputs, node)
+        return result
+
+
+def _masked_backward(backward: Graph, mask: tuple[bool, ...]) -> Graph:
+    """A copy of the split backward returning only the gradients in ``mask`` (None for the others),
+    without what only those needed; the split's own graph stays as it is for the next variant (the
+    passes and the backend edit the graph they lower)."""
+    graph, remap = Graph(), {}
+    for node in backward.nodes:
+        if node.op is Opcode.OUTPUT:
+            grads = map_nodes(node.args[0], remap.__getitem__)
+            graph.output(tuple(g if keep else None for g, keep in zip(grads, mask)))
+        else:
+            remap[node] = graph.node_copy(node, remap)
+    eliminate_dead_code(graph)
+    return graph
+
+
+def loss_program(captured: Captured, layout: InputLayout, numbers: NumberInputs, backend: Backend,
+                 options: dict[str, Any], label: str, disk: Any, example: list) -> LossProgram:
+    """The program of a loss from its one trace (``captured.graph``, forward and gradients together):
+    split once into the forward and the backward, and, for the usual loss (one differentiable 0-d
+    output), lowered whole with a unit tangent as the fused kernel. ``example`` (the call's input
+    arrays) runs what is lowered now, so that a failing lowering falls back before the first call."""
+    joint = captured.graph
+    split = partition_joint(joint)
+    result, saved = flatten_output(split.forward)
+    names = [inp.name for inp in captured.inputs] + numbers.prelude.outputs
+    program = LossProgram(
+        joint, split, with_tuple_types(result, captured.result_types), len(saved), captured.differentiable,
+        captured.wanted, layout, options, backend, captured.sources, label, disk, numbers,
+        backward_numbers=[names.index(n) for n in split.numbers],
+        saved_inputs=[i for i, inp in enumerate(captured.inputs)
+                      if inp.name in split.saved and not (inp.array or inp.random)])
+    outputs = [n for n, d in zip(iter_nodes(joint.output_node.args[0][0]), captured.differentiable) if d]
+    if not (captured.wanted and len(outputs) == 1 and outputs[0].meta["shape"] == ()):
+        program.lower_split(example)
+        return program
+    fused = with_unit_tangents(joint)
+    _, grads = flatten_output(fused)
+    lowered = lower(fused, backend, options, f"{label} (forward and gradients)", captured.sources, disk, example)
+    lowered.example_out = None
+    program.use_fused(FusedGradients(lowered, grads))
+    return program
 
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -253,7 +311,7 @@ class CompiledFunctionBackward(Node):
         if self._saved is None:
             raise RuntimeError(_FREED)
         every = needed is None or all(needed)
-        mask = (True,) * len(self._next_edges) if needed is None else tuple(bool(n) for n in needed)
+        mask = (True,) * len(self.next_edges) if needed is None else tuple(bool(n) for n in needed)
         fused = self._gradients is not None
         if fused:
             result = self._scaled_gradients(grads[0], mask)
@@ -275,7 +333,7 @@ class CompiledFunctionBackward(Node):
             return [None] * len(mask)
         scale = incoming._data
         unit = scale.item() == 1
-        copy = not unit or any([e is not None and e[0].hooked() for e in self._next_edges])
+        copy = not unit or any([e is not None and e.function.hooked() for e in self.next_edges])
         result = []
         for gradient, keep in zip(self._gradients, mask):
             if gradient is None or not keep:
@@ -287,8 +345,8 @@ class CompiledFunctionBackward(Node):
         return result
 
     def _compiled_backward(self, grads: list, mask: tuple[bool, ...]) -> list | None:
-        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype)
-                    for g, m in zip(grads, self._input_metadata)]
+        metadata = [self.input_metadata(i) for i in range(self.num_inputs())]
+        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype) for g, m in zip(grads, metadata)]
         count = len(self._saved) - len(self._program.backward_numbers)
         arrays = [*self._saved[:count], *tangents, *self._saved[count:]]
         try:
@@ -315,4 +373,4 @@ class CompiledFunctionBackward(Node):
         self._gradients = None
 
 
-__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "replay"]
+__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "loss_program", "replay"]

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..autograd import forward_ad, grad_mode
-from ..autograd.graph import gradient_edge
+from ..autograd.graph import gradient_edge, set_history
 from ..autograd.op_backward import node_class
 from ..autograd.versions import mark_views
 from ..tensor import Tensor
@@ -266,13 +266,9 @@ def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[
     else:
         return
     edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
-    node = op.node_class(args, attrs)(op, edges, outputs)
+    node = op.node_class(args, attrs)(op, edges)
     node.save(tensors, attrs, outputs, tuple([e is not None for e in edges]))
-    for nr, o in enumerate(outputs):
-        if o._data.dtype.kind == "f":
-            o._requires_grad = True
-            o._grad_fn = node
-            o._output_nr = nr
+    set_history(outputs, node)
 
 
 def _describe(t: Any) -> str:
