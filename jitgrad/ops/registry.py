@@ -31,9 +31,9 @@ import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.graph import gradient_edge
-from ..autograd.op_backward import node_class
 from ..autograd.versions import mark_views
 from ..tensor import Tensor
+from .op_backward import node_class
 
 REGISTRY: dict[str, "OpDef"] = {}
 KINDS = frozenset({"elementwise", "reduction", "statement"})
