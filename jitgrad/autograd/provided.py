@@ -1,4 +1,4 @@
-"""The three ops autograd runs itself, handed down by ``jitgrad.ops`` when that layer is imported.
+"""What autograd runs of the ops layer above it, handed down by ``jitgrad.ops`` when that is imported.
 
 Every op records a backward node, so ``jitgrad.ops`` builds on autograd and autograd must not import it.
 Yet a few of autograd's own steps must be ops, recorded under ``create_graph`` and seen by a tracer like
