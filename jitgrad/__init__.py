@@ -12,18 +12,12 @@ from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_
                      int, int8, int16, int32, int64, long, set_default_dtype, uint8)
 from .factories import (arange, as_tensor, empty, eye, from_numpy, full, full_like, ones, ones_like, rand,
                         rand_like, randn, randn_like, tensor, zeros, zeros_like)
-from .ops import (abs, add, all, amax, any, amin, argmax, argmin, broadcast_to, cat, chunk, clamp, clone, cos, div,
-                  eq, erf, exp, expand, expm1, flatten, floor_divide, ge, gelu, getitem, gt, le, log, log1p, log_softmax,
-                  logical_and, logical_not, logical_or, logsumexp, lt, matmul, max, maximum, mean, min,
-                  minimum, mm, mul, narrow, ne, neg, permute, pow, prod, relu, remainder, reshape, rsqrt, select,
-                  sigmoid, sign, sin, softmax, softplus, split, sqrt, squeeze, stack, std, sub, sum, tan,
-                  tanh, transpose, unsqueeze, var, where)
-from .ops import methods as _methods  # noqa: F401 - attaches the ops to Tensor
 from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .shapes import Size
 
-clip = clamp
-view = reshape
+globals().update(ops.FUNCTIONS)  # jitgrad.exp, jitgrad.reshape...: every op declared public as a function
+clip = ops.clamp
+view = ops.reshape
 
 __version__ = "0.1.0"
 

@@ -4,6 +4,10 @@ A tensor that requires grad is either a leaf (``grad_fn is None``; gradients acc
 through its ``AccumulateGrad`` node) or the ``output_nr``-th output of the node ``grad_fn``. Operator
 methods (``x.exp()``, ``x + y``) are attached by ``jitgrad.ops.methods`` so that this module holds only
 the state and the autograd surface.
+
+This is the bottom layer: autograd and ops build on it, so it imports neither. The two things its
+autograd surface needs from above, running ``backward`` and knowing whether inference mode is on,
+autograd fills into ``autograd_hooks`` when it is imported.
 """
 from __future__ import annotations
 
@@ -205,8 +209,7 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad and self._is_inference:
-            from .autograd.grad_mode import is_inference_mode_enabled
-            if not is_inference_mode_enabled():
+            if not autograd_hooks.inference_mode_enabled():
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
                                    "allowed.")
         if self._grad_fn is not None:
@@ -302,18 +305,28 @@ class Tensor:
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: "Tensor | Sequence[Tensor] | None" = None) -> None:
-        global _backward, _backward_into_leaves
-        if _backward is None:  # autograd builds on this module: bound on first use
-            from .autograd.differentiate import backward as _backward
-            from .autograd.engine import backward_into_leaves as _backward_into_leaves
-        if gradient is None and inputs is None and not create_graph \
-                and _backward_into_leaves(self, bool(retain_graph)):  # a loss's one node (engine.py)
-            return
-        _backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+        """Accumulates the gradient of this tensor into ``.grad`` of the leaves (``autograd.backward``)."""
+        autograd_hooks.backward(self, gradient, retain_graph, create_graph, inputs)
 
 
-_backward: Callable | None = None
-_backward_into_leaves: Callable | None = None
+def _autograd_not_imported(*args: object) -> None:
+    raise RuntimeError("Tensor.backward needs jitgrad.autograd; import jitgrad")
+
+
+class AutogradHooks:
+    """What ``Tensor`` calls in the autograd layer above it, which sets these when it is imported
+    (``jitgrad/autograd/__init__.py``). Until then no graph and no inference mode can exist: the
+    defaults refuse a backward and report inference mode off."""
+
+    __slots__ = ("backward", "inference_mode_enabled")
+
+    def __init__(self) -> None:
+        # backward(tensor, gradient, retain_graph, create_graph, inputs), as Tensor.backward's arguments
+        self.backward: Callable[..., None] = _autograd_not_imported
+        self.inference_mode_enabled: Callable[[], bool] = lambda: False
+
+
+autograd_hooks = AutogradHooks()
 
 
 def is_tensor(obj: object) -> bool:

@@ -7,6 +7,12 @@ from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         no_grad, set_grad_enabled)
+from ..tensor import autograd_hooks
+from .differentiate import tensor_backward
+
+# Tensor sits below this layer and calls up through these (tensor.py's AutogradHooks).
+autograd_hooks.backward = tensor_backward
+autograd_hooks.inference_mode_enabled = is_inference_mode_enabled
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "functional", "graph", "engine",

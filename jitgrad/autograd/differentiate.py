@@ -87,6 +87,16 @@ def backward(tensors: Tensors, grad_tensors: Tensors | None = None, retain_graph
                    outputs=input_edges or None)
 
 
+def tensor_backward(tensor: Tensor, gradient: Tensor | None, retain_graph: bool | None, create_graph: bool,
+                    inputs: Inputs | None) -> None:
+    """``tensor.backward(...)``: a loss whose graph is one node before its leaves takes the engine's
+    short path (``engine.backward_into_leaves``); anything else is ``backward``."""
+    if gradient is None and inputs is None and not create_graph \
+            and engine.backward_into_leaves(tensor, bool(retain_graph)):
+        return
+    backward(tensor, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
 def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
          retain_graph: bool | None = None, create_graph: bool = False,
          allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple[Tensor | None, ...]:

@@ -19,9 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..ops.reductions import sum_to
 from ..tensor import Tensor
-from . import anomaly_mode, grad_mode
+from . import anomaly_mode, grad_mode, provided
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, gradient_edge
 
 
@@ -393,7 +392,7 @@ def validate_outputs(fn: Node, edges: Sequence[Edge | None], grads: list) -> lis
                 raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {i} - got "
                                    f"{list(grad._data.shape)} but expected shape compatible with "
                                    f"{list(shape)}")
-            grad = sum_to(grad, shape)
+            grad = provided.sum_to(grad, shape)
         if grad._data.dtype is not dtype and grad._data.dtype != dtype:
             grad = grad.to(dtype)
         grads[i] = grad

@@ -193,9 +193,8 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 
 def _alias(tensor: Tensor) -> Tensor:
     """A new tensor on ``tensor``'s array, its view in reverse mode, carrying no tangent."""
-    from ..ops.shape import reshape
     with suspended():
-        return reshape(tensor, tensor._data.shape)
+        return tensor.reshape(tensor._data.shape)
 
 
 @contextmanager
@@ -259,11 +258,9 @@ def _fit(tangent: Any, out: Tensor) -> Tensor:
     if not isinstance(tangent, Tensor):
         tangent = Tensor._make(np.asarray(tangent, dtype=out._data.dtype))
     if tangent._data.shape != out._data.shape:
-        from ..ops.shape import expand
-        tangent = expand(tangent, out._data.shape)
+        tangent = tangent.expand(out._data.shape)
     if tangent._data.dtype != out._data.dtype:
-        from ..ops.arithmetic import to_dtype
-        tangent = to_dtype(tangent, out._data.dtype)
+        tangent = tangent.to(out._data.dtype)
     return tangent
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor
-from . import forward_ad, grad_mode
+from . import forward_ad, grad_mode, provided
 from .differentiate import grad as autograd_grad
 
 STRATEGIES = ("reverse-mode", "forward-mode")
@@ -223,11 +223,10 @@ def _detached_blocks(blocks: list, create_graph: bool) -> tuple:
 
 
 def _stack_rows(rows: list[Tensor], out: Tensor, inp: Tensor) -> Tensor:
-    from ..ops import reshape, stack
     shape = tuple(out._data.shape) + tuple(inp._data.shape)
     if not rows:
         return Tensor._make(np.zeros(shape, inp._data.dtype))
-    return reshape(stack(rows), shape)
+    return provided.stack(rows).reshape(shape)
 
 
 def _forward_jacobian(func: Callable[..., Any], inputs: Any) -> Any:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from . import provided
+
 if TYPE_CHECKING:
     from ..tensor import Tensor
 
@@ -61,7 +63,6 @@ def refresh_view(tensor: "Tensor") -> None:
     view = tensor._view
     if view is None or not tensor._requires_grad or tensor._version_counter[0] == view[1]:
         return
-    from ..ops.registry import note_alias
     root, _, chain = view
     value = root
     for op, attrs, index in chain:
@@ -70,7 +71,7 @@ def refresh_view(tensor: "Tensor") -> None:
             value = value[index]
     tensor._grad_fn, tensor._output_nr = value._grad_fn, value._output_nr
     tensor._view = (root, tensor._version_counter[0], chain)
-    note_alias(tensor, value)
+    provided.note_alias(tensor, value)
 
 
 def describe(tensor_data: np.ndarray) -> str:

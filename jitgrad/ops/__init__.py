@@ -1,14 +1,25 @@
-"""jitgrad's operators. ``registry.REGISTRY`` lists every op; the modules group them by kind."""
-from .activations import gelu, log_softmax, relu, softmax, softplus
-from .arithmetic import (abs, add, clamp, clone, div, eq, floor_divide, ge, gt, le, logical_and, logical_not, logical_or,
-                         lt, maximum, minimum, mul, ne, neg, pow, remainder, sign, sub, where)
-from .indexing import getitem, narrow, select
-from .linalg import matmul, mm
-from .losses import nll_loss
-from .math_functions import cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, sin, sqrt, tan, tanh
-from .reductions import (all, amax, any, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, sum_to,
-                         var)
+"""jitgrad's operators. ``registry.REGISTRY`` lists every op; the modules group them by kind.
+
+The functions here (``jitgrad.ops.exp``, and ``jitgrad.exp`` too) are the ops declared public as a
+``"function"`` where they are defined (``jitgrad/ops/public.py``), so this file has no list of them to
+keep up to date; ``__all__`` names them. Importing this package also attaches the methods to ``Tensor``
+(``methods.py``) and hands autograd the ops it runs itself (``autograd/provided.py``).
+"""
+from ..autograd.provided import provide
+# Importing a module declares its ops; the in-place methods, which write with the others, come last.
+from . import activations, arithmetic, indexing, linalg, losses, math_functions, reductions, sampling, shape  # noqa: I001
+from . import inplace, registry
+from .losses import nll_loss  # nn.functional's building block
+from .public import public_names
+from .reductions import sum_to
 from .registry import REGISTRY
-from .sampling import normal, uniform
-from .shape import (broadcast_to, cat, chunk, expand, flatten, permute, reshape, split, squeeze, stack,
-                    transpose, unsqueeze)
+from .sampling import normal, uniform  # the random factories' ops
+
+FUNCTIONS = public_names("function")
+globals().update(FUNCTIONS)
+__all__ = [*FUNCTIONS, "REGISTRY", "nll_loss", "normal", "sum_to", "uniform"]
+
+# autograd sits below this layer, so it cannot import these: they are handed down.
+provide(sum_to=sum_to, stack=shape.stack, note_alias=registry.note_alias)
+
+from . import methods  # noqa: E402,F401 - attaches the methods and operators to Tensor, once every op is declared

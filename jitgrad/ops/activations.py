@@ -9,6 +9,7 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .arithmetic import where
 from .math_functions import exp_source, floating_forward, tanh_source
+from .public import public
 from .registry import defop
 from .special import erf_ufunc
 
@@ -108,6 +109,7 @@ def _log_softmax_forward(a, dim):
 
 
 relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", recompute=True, lower="max({self}, {T}(0.0))",
+             public=("function", "method"),
              # the gradient stops where the result is <= 0, and so passes at NaN, as in PyTorch
              self=lambda grad, result: where(result <= 0.0, 0.0, grad),
              jvp=lambda self_t, result: where(result <= 0.0, 0.0, self_t))
@@ -135,20 +137,24 @@ _log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_for
                         jvp=lambda self_t, result, dim: self_t - (result.exp() * self_t).sum(dim, keepdim=True))
 
 
+@public("function")
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh form."""
     return _gelu(input, approximate=approximate)
 
 
+@public("function")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return _softplus(input, beta=beta, threshold=threshold)
 
 
+@public("function", "method")
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     x = input if dtype is None else input.to(dtype)
     return _softmax(x, dim=wrap_dim(dim, x._data.ndim, "softmax"))
 
 
+@public("function", "method")
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     x = input if dtype is None else input.to(dtype)
     return _log_softmax(x, dim=wrap_dim(dim, x._data.ndim, "log_softmax"))

@@ -9,6 +9,7 @@ from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
+from .public import public
 from .registry import OpDef, defop
 
 
@@ -59,6 +60,7 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
+            public=("function", "method"),
             kind="elementwise", recompute=True, lower="({self} + {other})",
             self=lambda grad: grad,
             other=lambda grad: grad,
@@ -66,12 +68,14 @@ add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_
 
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
+            public=("function", "method"),
             explain=_explain_binary, kind="elementwise", recompute=True, lower="({self} - {other})",
             self=lambda grad: grad,
             other=lambda grad: -grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, None if other_t is None else -other_t))
 
 mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
+            public=("function", "method"),
             kind="elementwise", recompute=True, lower="({self} * {other})",
             self=lambda grad, other: grad * other,
             other=lambda grad, self: grad * self,
@@ -79,6 +83,7 @@ mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", expl
                                                                  None if other_t is None else self * other_t))
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
+            public=("function", "method"),
             explain=_explain_binary, kind="elementwise", recompute=True, lower="({T}({self}) / {T}({other}))",
             self=lambda grad, other: grad / other,
             other=lambda grad, self, other: -grad * self / (other * other),
@@ -87,6 +92,7 @@ div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "D
                 None if other_t is None else -other_t * self / (other * other)))
 
 neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", recompute=True, lower="(-{self})",
+            public=("function", "method"),
             self=lambda grad: -grad,
             jvp=lambda self_t: -self_t)
 
@@ -146,6 +152,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
 
 
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
+            public=("function", "method"),
             kind="elementwise", lower=lambda self, exponent, T, out: (
                 f"power_int({T}({self}), {T}({exponent}))" if np.dtype(T.removeprefix("np.")).kind in "iu"
                 else f"({T}({self}) ** {T}({exponent}))"),
@@ -176,12 +183,14 @@ def _select_lower(keeps: str):
 
 
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
+                public=("function", "method"),
                 explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower(">="),
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
+                public=("function", "method"),
                 explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower("<="),
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
@@ -197,6 +206,7 @@ def _where_forward(condition, a, b):
 
 
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
+              public=("function",),
               explain=_explain_binary,
               kind="elementwise", recompute=True, lower="({out}({self}) if {condition} else {out}({other}))",
               self=lambda grad, condition: where(condition, grad, 0.0),
@@ -231,12 +241,14 @@ _clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="eleme
                jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 
 
+@public("function", "method")
 def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     """Limits values to ``[min, max]``; the gradient is zero where a limit applied."""
     return _clamp(input, min=min, max=max)
 
 
 abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recompute=True,  # noqa: A001
+            public=("function", "method"),
             lower="abs({self})",
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
@@ -248,6 +260,7 @@ def _sign(a):
 
 
 sign = defop("sign", ("self",), _sign, "SignBackward0", kind="elementwise",
+             public=("function", "method"),
              lower="(np.sign({self}) if {self} == {self} else {T}(0.0))",
              self=lambda grad: grad * 0.0,
              jvp=lambda self_t: self_t * 0.0)
@@ -256,6 +269,7 @@ sign = defop("sign", ("self",), _sign, "SignBackward0", kind="elementwise",
 def _comparison(name: str, ufunc: np.ufunc, symbol: str) -> OpDef:
     """A comparison: elementwise, a bool result, no derivative."""
     return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary, kind="elementwise",
+                 public=("function", "method"),
                  recompute=True, lower=f"({{self}} {symbol} {{other}})")
 
 
@@ -287,19 +301,24 @@ def _division_lower(symbol: str, checked: str):
 
 
 floor_divide = defop("floor_divide", ("self", "other"), _checked_integer_division(np.floor_divide),
+                     public=("function", "method"),
                      explain=_explain_binary, kind="elementwise", lower=_division_lower("//", "floor_divide_int"))
 remainder = defop("remainder", ("self", "other"), _checked_integer_division(np.remainder),
                   lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
+                  public=("function", "method"),
                   explain=_explain_binary, kind="elementwise", lower=_division_lower("%", "remainder_int"),
                   self=lambda grad: grad,
                   other=lambda grad, self, other: -grad * floor_divide(self, other),
                   jvp=lambda self_t, other_t, self, other: tangent_sum(
                       self_t, None if other_t is None else -other_t * floor_divide(self, other)))
 logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary,
+                    public=("function", "method"),
                     kind="elementwise", lower="(bool({self}) and bool({other}))")
 logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary,
+                   public=("function", "method"),
                    kind="elementwise", lower="(bool({self}) or bool({other}))")
-logical_not = defop("logical_not", ("self",), np.logical_not, kind="elementwise", lower="(not {self})")
+logical_not = defop("logical_not", ("self",), np.logical_not, kind="elementwise", lower="(not {self})",
+                    public=("function", "method"))
 
 
 def _to_forward(a, dtype):
@@ -312,6 +331,7 @@ _to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
                  jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
 clone = defop("clone", ("self",), np.copy, "CloneBackward0", kind="elementwise", recompute=True, lower="{self}",
+              public=("function", "method"),
               self=lambda grad: grad,
               jvp=lambda self_t: clone(self_t))
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
+from .public import public
 from .registry import defop
 
 
@@ -193,6 +194,7 @@ def in_pytorch_order(index: tuple, ndim: int) -> tuple[tuple, tuple] | None:
     return tuple(basic), tuple(advanced)
 
 
+@public("function")
 def getitem(input: Tensor, index: Any) -> Tensor:
     index = normalize_index(index)
     steps = in_pytorch_order(index, input._data.ndim)
@@ -202,11 +204,13 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     return _getitem(_getitem(input, index=basic), index=advanced)
 
 
+@public("function", "method")
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     check_not_0d(input._data.ndim, "select", "select from", IndexError)
     return getitem(input, (slice(None),) * wrap_dim(dim, input._data.ndim, "select") + (index,))
 
 
+@public("function", "method")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     check_not_0d(input._data.ndim, "narrow", "narrow; unsqueeze it first")
     dim = wrap_dim(dim, input._data.ndim, "narrow")

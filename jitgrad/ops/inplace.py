@@ -18,6 +18,7 @@ from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
 from .indexing import getitem, in_pytorch_order, normalize_index
+from .public import public
 from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
@@ -194,38 +195,47 @@ _copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "Copy
                          getitem(reshape(grad, -1), (positions.reshape(-1),)), src_shape))
 
 
+@public("method")
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     return apply_inplace("add_", self, arithmetic.add, other if alpha == 1 else other * alpha)
 
 
+@public("method")
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     return apply_inplace("sub_", self, arithmetic.sub, other if alpha == 1 else other * alpha)
 
 
+@public("method")
 def mul_(self: Tensor, other: Any) -> Tensor:
     return apply_inplace("mul_", self, arithmetic.mul, other)
 
 
+@public("method")
 def div_(self: Tensor, other: Any) -> Tensor:
     return apply_inplace("div_", self, arithmetic.div, other)
 
 
+@public("method")
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     return apply_inplace("pow_", self, arithmetic.pow, exponent)
 
 
+@public("method")
 def clamp_(self: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
     return apply_inplace("clamp_", self, arithmetic.clamp, min, max)
 
 
+@public("method")
 def fill_(self: Tensor, value: float) -> Tensor:
     return apply_inplace("fill_", self, _fill, value=value, zero=False)
 
 
+@public("method")
 def zero_(self: Tensor) -> Tensor:
     return apply_inplace("zero_", self, _fill, value=0, zero=True)
 
 
+@public("method")
 def copy_(self: Tensor, src: Any) -> Tensor:
     """Writes ``src`` (broadcast, cast) into ``self``; the gradient flows to ``src``."""
     return apply_inplace("copy_", self, _copy, src)

@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
+from .public import public
 from .registry import defop
 
 
@@ -140,6 +141,7 @@ _matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0",
                 jvp=_product_jvp(lambda a, b: _matmul(a, b)))
 
 
+@public("function", "method")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """``input @ other`` with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -157,6 +159,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return _matmul(input, other)
 
 
+@public("function", "method")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: both arguments must be 2-D matrices, got {input.ndim}-D and {mat2.ndim}-D")

@@ -1,21 +1,18 @@
-"""Attaches the operators to ``Tensor`` as methods and Python operators (``x.exp()``, ``x @ w``)."""
+"""Attaches the operators to ``Tensor`` as methods and Python operators (``x.exp()``, ``x @ w``).
+
+The methods named like an op are the ops declared public as a ``"method"`` where they are defined
+(``jitgrad/ops/public.py``); this file adds the Python operators and the methods that are not ops of
+their own (``to``, ``view``, ``T``...). ``jitgrad/ops/__init__.py`` imports it last, once every op is
+declared.
+"""
 from __future__ import annotations
 
 from .. import ops
 from ..tensor import Tensor
 from . import inplace
 from .arithmetic import to_dtype
+from .public import public_names
 from .shape import shape_arg
-
-_SAME_NAME = (
-    "abs", "add", "all", "amax", "any", "amin", "argmax", "argmin", "broadcast_to", "chunk", "clamp", "cos", "div",
-    "eq", "erf", "exp", "expand", "expm1", "flatten", "floor_divide", "ge", "gt", "le", "log", "log1p", "log_softmax",
-    "logical_and", "logical_not", "logical_or", "logsumexp", "lt", "matmul", "max", "maximum", "mean",
-    "min", "minimum", "mm", "mul", "narrow", "ne", "neg", "permute", "pow", "prod", "relu", "remainder",
-    "reshape",
-    "rsqrt", "select", "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "squeeze", "std", "sub",
-    "sum", "tan", "tanh", "transpose", "unsqueeze", "var", "clone",
-)
 
 
 def _to(self, *args, **kwargs):
@@ -70,8 +67,8 @@ def _strides(array) -> list[int]:
 
 
 def _attach() -> None:
-    for name in _SAME_NAME:
-        setattr(Tensor, name, getattr(ops, name))
+    for name, method in public_names("method").items():
+        setattr(Tensor, name, method)
     operators = {
         "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reversed(ops.sub),
         "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reversed(ops.div),
@@ -85,8 +82,6 @@ def _attach() -> None:
     }
     for name, fn in operators.items():
         setattr(Tensor, name, fn)
-    for name in ("add_", "sub_", "mul_", "div_", "pow_", "clamp_", "fill_", "zero_", "copy_"):
-        setattr(Tensor, name, getattr(inplace, name))
     Tensor.clip_ = inplace.clamp_
     Tensor.__iadd__, Tensor.__isub__ = inplace.add_, inplace.sub_
     Tensor.__imul__, Tensor.__itruediv__, Tensor.__ipow__ = inplace.mul_, inplace.div_, inplace.pow_

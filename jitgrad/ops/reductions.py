@@ -12,6 +12,7 @@ from ..shapes import wrap_dim, wrap_dims
 from ..autograd import grad_mode
 from ..tensor import Tensor
 from .arithmetic import where
+from .public import public
 from .registry import defop
 
 Dim = int | Sequence[int] | None
@@ -373,11 +374,13 @@ def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:
     return None if dim is None else wrap_dims(dim, input._data.ndim, op)
 
 
+@public("function", "method")
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     out = _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
     return out if dtype is None else out.to(dtype)
 
 
+@public("function", "method")
 def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
     return _mean(input, dim=_dims(input, dim, "mean"), keepdim=keepdim)
 
@@ -388,26 +391,31 @@ def _correction(unbiased: bool | None, correction: float | None) -> float:
     return 0 if unbiased is False else 1
 
 
+@public("function", "method")
 def var(input: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None) -> Tensor:
     return _var(input, dim=_dims(input, dim, "var"), keepdim=keepdim,
                 correction=_correction(unbiased, correction))
 
 
+@public("function", "method")
 def std(input: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None) -> Tensor:
     return _std(input, dim=_dims(input, dim, "std"), keepdim=keepdim,
                 correction=_correction(unbiased, correction))
 
 
+@public("function", "method")
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return _prod(input, dim=_dims(input, dim, "prod"), keepdim=keepdim)
 
 
+@public("function", "method")
 def amax(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
     return _amax(input, dim=_dims(input, dim, "amax"), keepdim=keepdim)
 
 
+@public("function", "method")
 def amin(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
     return _amin(input, dim=_dims(input, dim, "amin"), keepdim=keepdim)
 
@@ -419,11 +427,13 @@ def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdi
     return MinMaxResult(values, indices)
 
 
+@public("function", "method")
 def max(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: A001
     """The largest element, or with ``dim`` the named tuple ``(values, indices)`` along it."""
     return _selecting(_max_all, _max_dim, "max", input, dim, keepdim)
 
 
+@public("function", "method")
 def min(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: A001
     return _selecting(_min_all, _min_dim, "min", input, dim, keepdim)
 
@@ -440,23 +450,28 @@ def _arg_extreme(op, name: str, input: Tensor, dim: int | None, keepdim: bool) -
     return op(input, dim=dim, keepdim=keepdim)
 
 
+@public("function", "method")
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return _arg_extreme(_argmax, "argmax", input, dim, keepdim)
 
 
+@public("function", "method")
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return _arg_extreme(_argmin, "argmin", input, dim, keepdim)
 
 
+@public("function", "method")
 def all(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether every element (along ``dim``) is true; a bool tensor, not differentiable."""
     return _all(input, dim=_dims(input, dim, "all"), keepdim=keepdim)
 
 
+@public("function", "method")
 def any(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return _any(input, dim=_dims(input, dim, "any"), keepdim=keepdim)
 
 
+@public("function", "method")
 def logsumexp(input: Tensor, dim: Dim, keepdim: bool = False) -> Tensor:
     return _logsumexp(input, dim=_dims(input, dim, "logsumexp"), keepdim=keepdim)
 

@@ -31,9 +31,10 @@ import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.graph import gradient_edge, set_history
-from ..autograd.op_backward import node_class
 from ..autograd.versions import mark_views
 from ..tensor import Tensor
+from .op_backward import node_class
+from .public import declare_public
 
 REGISTRY: dict[str, "OpDef"] = {}
 KINDS = frozenset({"elementwise", "reduction", "statement"})
@@ -187,11 +188,17 @@ def register(op: OpDef) -> OpDef:
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
           jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
-          kind: str = "statement", recompute: bool = False, **derivatives: Callable[..., Any]) -> OpDef:
+          kind: str = "statement", recompute: bool = False, public: tuple[str, ...] = (),
+          **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
-    ``view`` op's outputs may share their first input's memory (and then its version counter)."""
-    return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
-                          kind, recompute))
+    ``view`` op's outputs may share their first input's memory (and then its version counter).
+    ``public`` makes the op itself public under its name, as a ``"function"``, a ``"method"`` or both
+    (``jitgrad/ops/public.py``); an op reached through a wrapper leaves it empty."""
+    op = register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
+                        kind, recompute))
+    if public:
+        declare_public(name, op, public)
+    return op
 
 
 class _Observers(threading.local):

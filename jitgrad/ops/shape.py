@@ -9,6 +9,7 @@ from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .reductions import sum_to
+from .public import public
 from .registry import defop
 
 
@@ -162,6 +163,7 @@ _split = defop("split", ("self",), _split_forward,
                jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
 
 
+@public("function", "method")
 def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """A tensor with the same elements in ``shape`` (one entry may be -1)."""
     return _reshape(input, shape=shape_arg(shape))
@@ -173,6 +175,7 @@ def shape_arg(shape: tuple) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+@public("function", "method")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     shape = input._data.shape
     start, end = wrap_dim(start_dim, len(shape), "flatten"), wrap_dim(end_dim, len(shape), "flatten")
@@ -184,11 +187,13 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
 
 
+@public("function", "method")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     ndim = input._data.ndim
     return _transpose(input, dim0=wrap_dim(dim0, ndim, "transpose"), dim1=wrap_dim(dim1, ndim, "transpose"))
 
 
+@public("function", "method")
 def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     order = shape_arg(dims)
     ndim = input._data.ndim
@@ -202,6 +207,7 @@ def permute(input: Tensor, *dims: int | Sequence[int]) -> Tensor:
     return _permute(input, dims=wrapped)
 
 
+@public("function", "method")
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     shape = input._data.shape
     if dim is None:
@@ -214,10 +220,12 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return _squeeze(input, dim=dims, variant=variant)
 
 
+@public("function", "method")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return _unsqueeze(input, dim=wrap_dim(dim, input._data.ndim + 1, "unsqueeze"))
 
 
+@public("function", "method")
 def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """A broadcast view of ``input`` at ``sizes``; -1 keeps a dimension's size."""
     target = list(shape_arg(sizes))
@@ -232,6 +240,7 @@ def expand(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     return _expand(input, shape=tuple(target))
 
 
+@public("function", "method")
 def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
     return expand(input, tuple(size))
 
@@ -247,6 +256,7 @@ def _check_tensors(op: str, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
     return tensors
 
 
+@public("function")
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _check_tensors("cat", tensors)
     for i, t in enumerate(tensors):
@@ -255,11 +265,13 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _cat(tensors, dim=wrap_dim(dim, tensors[0]._data.ndim, "cat"))
 
 
+@public("function")
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _check_tensors("stack", tensors)
     return _stack(tensors, dim=wrap_dim(dim, tensors[0]._data.ndim + 1, "stack"))
 
 
+@public("function", "method")
 def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the sizes listed."""
     check_not_0d(input._data.ndim, "split", "split along; unsqueeze it first")
@@ -276,6 +288,7 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
     return _split(input, sizes=sizes, dim=dim, equal=equal)
 
 
+@public("function", "method")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")

@@ -1,7 +1,9 @@
 """The backward node of a registry op: runs the op's derivative formulas on what it saved.
 
 One subclass per PyTorch node name (``MulBackward0``...), made on first use, so that
-``type(y.grad_fn).__name__`` and the repr read as in PyTorch.
+``type(y.grad_fn).__name__`` and the repr read as in PyTorch. It lives with the registry, not in
+autograd: it reads an ``OpDef``'s formulas and save plans, while the engine needs only the ``Node``
+interface it implements.
 """
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..autograd.graph import Edge, Node
+from ..autograd.saved_tensor import SavedNumber, SavedTensor
 from ..tensor import Tensor
-from .graph import Edge, Node
-from .saved_tensor import SavedNumber, SavedTensor
 
 if TYPE_CHECKING:
-    from ..ops.registry import OpDef
+    from .registry import OpDef
 
 _NODE_CLASSES: dict[str, type["OpBackward"]] = {}
 
@@ -108,12 +110,12 @@ class OpBackward(Node):
         return args
 
     def _zeros(self, index: int) -> Tensor:
-        meta = self._input_metadata[index]
+        meta = self.input_metadata(index)
         return Tensor._make(np.zeros(meta.shape, meta.dtype))
 
     def apply(self, grads: list, needed: Sequence[bool] | None) -> list:
         op = self.op
-        edges = self._next_edges
+        edges = self.next_edges
         if needed is None:
             needed = [e is not None for e in edges]
         if op.variadic:

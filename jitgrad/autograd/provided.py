@@ -1,0 +1,38 @@
+"""What autograd runs of the ops layer above it, handed down by ``jitgrad.ops`` when that is imported.
+
+Every op records a backward node, so ``jitgrad.ops`` builds on autograd and autograd must not import it.
+Yet a few of autograd's own steps must be ops, recorded under ``create_graph`` and seen by a tracer like
+any other: the engine sums a broadcast gradient back to its input's shape (``sum_to``), ``functional``
+stacks a Jacobian's rows (``stack``), and a view given a new history tells the observers of ops (a
+tracer, forward mode) that it now holds the replayed value (``note_alias``). ``jitgrad.ops`` hands them
+over with ``provide``. Everything else autograd computes on tensors goes through ``Tensor``'s methods and
+operators (``grad.to(dtype)``, ``a + b``), which ``jitgrad.ops.methods`` attaches.
+
+Read them as ``provided.sum_to(...)`` at the time of the call, never ``from .provided import sum_to``,
+which would keep the placeholder.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+
+def _not_provided(*args: object, **kwargs: object) -> NoReturn:
+    raise RuntimeError("jitgrad.autograd runs ops that jitgrad.ops provides when it is imported; "
+                       "import jitgrad (or jitgrad.ops) first")
+
+
+sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"] = _not_provided
+stack: Callable[[Sequence["Tensor"]], "Tensor"] = _not_provided
+note_alias: Callable[["Tensor", "Tensor"], None] = _not_provided
+
+
+def provide(*, sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"],
+            stack: Callable[[Sequence["Tensor"]], "Tensor"],
+            note_alias: Callable[["Tensor", "Tensor"], None]) -> None:
+    """Called once by ``jitgrad.ops``: ``sum_to(tensor, shape)`` undoes broadcasting, ``stack(tensors)``
+    joins tensors along a new first dimension, ``note_alias(tensor, source)`` tells observers that
+    ``tensor`` now holds ``source``'s value."""
+    globals().update(sum_to=sum_to, stack=stack, note_alias=note_alias)
