@@ -7,7 +7,7 @@ import pytest
 import jitgrad as jg
 from jitgrad import fx
 from jitgrad.backends.numba_cpu.nodes import ir_line
-from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, Opcode, tuple_item
+from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, NodeKind, Opcode, tuple_item
 from jitgrad.fx.codegen import LITERAL_ELEMENTS
 from jitgrad.ops.registry import REGISTRY
 
@@ -57,6 +57,23 @@ def test_users_follow_args():
     assert not mul.users and add in g.find("x").users
     g.erase_node(mul)
     g.lint()
+
+
+def test_a_node_says_what_its_value_is_made_of():
+    """``node.kind`` is read from the op's registry entry, for every pass and backend alike."""
+    def program(x, w):
+        y = (x @ w).relu()
+        low, high = y.split(2, dim=1)
+        return y.T.sum(dim=0), low, y.expand(2, 4, 4), y.max(dim=1)
+    x, w = jg.randn(4, 3), jg.randn(3, 4)
+    graph = fx.trace(program, x, w).graph
+    kinds = {n.name: n.kind for n in graph.nodes}
+    assert kinds == {"x": "opaque", "w": "opaque", "mm": "opaque", "relu": "elementwise", "permute": "view",
+                     "sum": "reduction", "split": "view", "split_0": "view", "split_1": "view",
+                     "expand": "elementwise", "max_dim": "opaque", "max_dim_0": "view", "max_dim_1": "view",
+                     "output": "opaque"}
+    assert graph.find("relu").kind is NodeKind.ELEMENTWISE and str(NodeKind.VIEW) == "NodeKind.VIEW"
+    assert [k for k in NodeKind if k.in_loop] == [NodeKind.ELEMENTWISE, NodeKind.REDUCTION]
 
 
 def test_opcodes_compare_equal_to_their_strings():

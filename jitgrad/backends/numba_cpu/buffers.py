@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...fx.node import Node, Opcode, tuple_item
-from ...fx.passes.fusion import kind_of
+from ...fx.node import Node, NodeKind, Opcode, tuple_item
 
 
 def view_bases(order: list[list[Node]]) -> dict[Node, Node]:
@@ -20,7 +19,7 @@ def view_bases(order: list[list[Node]]) -> dict[Node, Node]:
     base: dict[Node, Node] = {}
     for members in order:
         for node in members:
-            if node.target is tuple_item or (node.target.view and kind_of(node) == "statement"):
+            if node.kind is NodeKind.VIEW:
                 source = node.args[0]
                 base[node] = base.get(source, source)
     return base

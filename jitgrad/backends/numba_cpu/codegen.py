@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
-from ...fx.node import Node, Opcode, iter_nodes, tuple_item
+from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from .buffers import plan_buffers, shared_memory, view_bases
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
-from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_shape, lowering_kind, node_dtype
+from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_shape, node_dtype
 from .outlining import GLOBALS, KERNEL_IMPORTS, Outliner
 
 # Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
@@ -227,7 +227,7 @@ def _units(graph: Graph) -> list[list[Node]]:
     units: list[list[Node]] = []
     by_group: dict[str, int] = {}
     for node in calls:
-        group = node.meta.get("fusion_group") if lowering_kind(node) != "statement" else None
+        group = node.meta.get("fusion_group") if node.kind.in_loop else None
         if group is not None and group in by_group:
             units[by_group[group]].append(node)
             unit_of[node] = by_group[group]
@@ -303,8 +303,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     materialized: set[Node] = set()
     for i, members in enumerate(order):
         for node in members:
-            kind = lowering_kind(node)
-            if kind == "statement" or kind == "reduction" or node in outputs or \
+            if node.kind is not NodeKind.ELEMENTWISE or node in outputs or \
                     any(unit_of.get(u, -1) != i for u in node.users if u.op is not Opcode.OUTPUT):
                 materialized.add(node)
     out_params = [w.fresh(f"out{k}") for k in range(len(outputs))]
@@ -313,7 +312,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     w.output_params = {w.buffers[node]: param for node, param in direct.items()}
     body: list[str] = []
     for members in order:
-        if lowering_kind(members[0]) == "statement":
+        if not members[0].kind.in_loop:
             w.statement(members[0], body)
         else:
             LoopNest(w, members, materialized).emit(body)

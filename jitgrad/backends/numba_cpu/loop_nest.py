@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...fx.node import Node
+from ...fx.node import Node, NodeKind
 from .context import numpy_type, product
 from .nodes import (LoweringError, compute_dtype, extremes, ir_line, is_python_number, is_scalar, kernel_shape,
-                    lowering_kind,
                     node_dtype)
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
@@ -23,7 +22,7 @@ class LoopNest:
         self.members = members
         self.materialized = materialized
         last = members[-1]
-        self.reduction = last if lowering_kind(last) == "reduction" else None
+        self.reduction = last if last.kind is NodeKind.REDUCTION else None
         loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
         self.loop_shape = kernel_shape(tuple(loop))
         self.rank = len(self.loop_shape)

@@ -1,6 +1,5 @@
-"""What the generated code needs to know of an IR node: its IR line (the comment above its code), the
-form its lowering takes, its dtype and the dtype its constants are cast to, and the errors lowering
-raises. Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
+"""What the generated code needs to know of an IR node: its IR line (the comment above its code), its
+dtype and the dtype its constants are cast to, and the errors lowering raises. Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +8,6 @@ import numpy as np
 
 from ...fx.graph import Graph, format_arg
 from ...fx.node import Node, Opcode, tuple_item
-from ...fx.passes.fusion import kind_of
 
 
 class LoweringError(RuntimeError):
@@ -24,11 +22,6 @@ def ir_line(node: Node) -> str:
         call += "(" + ", ".join([format_arg(a) for a in node.args]
                                 + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
     return f"%{node.name}: {node.format_meta()} = {call}"
-
-
-def lowering_kind(node: Node) -> str:
-    """``elementwise``, ``reduction`` or ``statement``: which form its op's lowering takes."""
-    return kind_of(node)
 
 
 def check_lowerings(graph: Graph) -> None:
