@@ -188,14 +188,15 @@ class Node:
     def target_name(self) -> str:
         return self.target.name if self.op is Opcode.CALL_FUNCTION else str(self.target)
 
-    def format_meta(self) -> str:
-        """``float32[3, 4]`` (or a tuple of those for a multi-output op)."""
+    def format_meta(self, size: Callable[[int], str] = str) -> str:
+        """``float32[3, 4]`` (or a tuple of those for a multi-output op), each size as ``size`` spells
+        it (a kernel names its sizes: ``float32[x_n0, 4]``)."""
         shape, dtype = self.meta.get("shape"), self.meta.get("dtype")
         if shape is None or dtype is None:
             return ""
         if isinstance(dtype, tuple):
-            return "(" + ", ".join(f"{d}{list(s)}" for d, s in zip(dtype, shape)) + ")"
-        return f"{dtype}{list(shape)}"
+            return "(" + ", ".join(f"{d}[{', '.join(map(size, s))}]" for d, s in zip(dtype, shape)) + ")"
+        return f"{dtype}[{', '.join(map(size, shape))}]"
 
     def __repr__(self) -> str:
         return self.name

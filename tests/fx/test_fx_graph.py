@@ -116,7 +116,11 @@ def test_printed_forms_of_opcodes_and_graphs_stay_as_they_were():
     assert ir_line(g.find("sum")) == "%sum: float32[3] = call_function sum(%relu, dim=(0,), keepdim=False)"
     assert ir_line(g.find("bias")) == "%bias: float32[3] = get_attr bias"
     assert '  "mul" [label="mul\\ncall_function mul\\nfloat32[2, 3]"];' in fx.to_dot(g).splitlines()
-    assert "    # float32[2, 3] mul(%x, %w)\n    mul = REGISTRY[\"mul\"](x, w)\n" in GraphModule(g).code
+    assert "    # %mul: float32[2, 3] = call_function mul(%x, %w)\n    mul = REGISTRY[\"mul\"](x, w)\n" \
+        in GraphModule(g).code  # the listing's comments are the IR lines
+    traced = fx.trace(lambda x, w: (x * w).exp().sum(), X, W).graph
+    comments = [line.strip()[2:] for line in GraphModule(traced).code.splitlines() if line.strip().startswith("# ")]
+    assert comments == [line.strip() for line in str(traced).splitlines()[1:-1] if "placeholder" not in line]
     assert "Opcode" not in GraphModule(g).code + str(g) + g.tabular() + str(fx.to_dot(g))
 
 

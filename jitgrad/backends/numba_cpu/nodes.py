@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ...fx.graph import Graph, format_arg
+from ...fx.graph import Graph
 from ...fx.node import Node, Opcode, tuple_item
+from ...fx.printing import format_node
 
 
 class LoweringError(RuntimeError):
@@ -16,12 +17,8 @@ class LoweringError(RuntimeError):
 
 
 def ir_line(node: Node) -> str:
-    """The node as ``print(graph)`` shows it, without the pass annotations."""
-    call = f"{node.op.value} {node.target_name}"
-    if node.op is Opcode.CALL_FUNCTION:
-        call += "(" + ", ".join([format_arg(a) for a in node.args]
-                                + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
-    return f"%{node.name}: {node.format_meta()} = {call}"
+    """The node as ``print(graph)`` shows it, without the pass annotations: what an error names."""
+    return format_node(node, notes=False)
 
 
 def check_lowerings(graph: Graph) -> None:
