@@ -17,10 +17,9 @@ LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
 
 
 class LoopNest:
-    def __init__(self, writer: Any, members: list[Node], materialized: set[Node]) -> None:
+    def __init__(self, writer: Any, members: list[Node]) -> None:
         self.w = writer
         self.members = members
-        self.materialized = materialized
         last = members[-1]
         self.reduction = last if last.kind is NodeKind.REDUCTION else None
         loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
@@ -115,7 +114,7 @@ class LoopNest:
         return lines + ["    " * (self.rank + 1) + b for b in body]
 
     def body(self, write_outputs: bool) -> list[str]:
-        """The loop body: each elementwise member as a scalar, and stores of the materialized ones."""
+        """The loop body: each elementwise member as a scalar, and stores of those the memory plan keeps."""
         self.scalar_var = {}
         lines = []
         for node in self.members:
@@ -124,7 +123,7 @@ class LoopNest:
             lines.append(f"# {ir_line(node)}")
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
             lines.append(f"{value} = {self.expression(node)}")
-            if write_outputs and node in self.materialized:
+            if write_outputs and "buffer" in node.meta:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
         return lines
 
@@ -133,7 +132,7 @@ class LoopNest:
         loop = "x".join(str(s) for s in self.loop_shape)
         out.append(f"    # {self.members[0].meta.get('fusion_group', 'group')}: {names} (loop over [{loop}])")
         for node in self.members:
-            if node in self.materialized:
+            if "buffer" in node.meta:  # the memory plan stores it: it is read outside the loop
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
         out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),

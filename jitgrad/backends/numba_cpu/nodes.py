@@ -1,5 +1,6 @@
 """What the generated code needs to know of an IR node: its IR line (the comment above its code), its
-dtype and the dtype its constants are cast to, and the errors lowering raises. Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
+dtype and the dtype its constants are cast to, and the errors lowering raises. Shared by the kernel
+writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
 from __future__ import annotations
 
 from typing import Any

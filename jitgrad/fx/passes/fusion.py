@@ -3,13 +3,15 @@
 Elementwise nodes (``node.kind``, from the op's registry entry; with broadcasting: an input of a
 smaller shape is read with a stride of 0, and ``expand`` is such a read) over the same output shape
 share a loop; a reduction can end the loop nest of its input (its loop runs over the input's shape)
-and closes the group, since what reads its smaller result needs a new loop. A node joins a group only when no path leaves the group and comes back to
-the node, so the groups themselves stay in dependency order. The grouping is greedy in graph order:
-a node joins the first group of its inputs it can join, and merges into it the other open groups of
-its inputs with the same loop that do not depend on it (``add(cos(x), mul(e, w))``: one loop).
+and closes the group, since what reads its smaller result needs a new loop. A node joins a group
+only when no path leaves the group and comes back to the node, so the groups themselves stay in
+dependency order. The grouping is greedy in graph order: a node joins the first group of its inputs
+it can join, and merges into it the other open groups of its inputs with the same loop that do not
+depend on it (``add(cos(x), mul(e, w))``: one loop).
 
 The result is ``meta["fusion_group"]`` on every elementwise and reduction node (shown in the
-printout), for a backend to lower each group to one kernel.
+printout), for a backend to lower each group to one loop nest. Nodes do not move: ``plan_memory``
+puts each group's members side by side, in the order the groups run (``schedule.py``).
 """
 from __future__ import annotations
 
