@@ -37,7 +37,7 @@ from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
-from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_shape, node_dtype
+from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
 from .outlining import GLOBALS, KERNEL_IMPORTS, Outliner
 
 # Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
@@ -117,7 +117,7 @@ class _Writer:
         key = (repr(float(value)), np.dtype(dtype).str)  # repr: 0.0 and -0.0 stay apart
         if key not in self.scalar_names:
             name = self.fresh(hint)
-            self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])  # {value!r}")
+            self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])")
             self.scalars.append(float(value))
             self.scalar_names[key] = name
         return self.scalar_names[key]
@@ -184,8 +184,12 @@ class _Writer:
         self.index_arrays[name] = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
         return name
 
+    def comment(self, node: Node) -> str:
+        """The node's IR line as its comment, with this kernel's sizes (``kernel_comment``)."""
+        return kernel_comment(node, self.size)
+
     def statement(self, node: Node, out: list[str]) -> None:
-        out.append(f"    # {ir_line(node)}")
+        out.append(f"    {self.comment(node)}")
         if node.target is tuple_item:
             source, index = node.args
             name = self.array_name(node)

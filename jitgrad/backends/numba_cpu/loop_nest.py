@@ -120,7 +120,7 @@ class LoopNest:
         for node in self.members:
             if node is self.reduction:
                 break
-            lines.append(f"# {ir_line(node)}")
+            lines.append(self.w.comment(node))
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
             lines.append(f"{value} = {self.expression(node)}")
             if write_outputs and "buffer" in node.meta:
@@ -129,7 +129,7 @@ class LoopNest:
 
     def emit(self, out: list[str]) -> None:
         names = ", ".join(n.name for n in self.members)
-        loop = "x".join(str(s) for s in self.loop_shape)
+        loop = ", ".join(self.w.sizes_of(self.loop_shape))
         out.append(f"    # {self.members[0].meta.get('fusion_group', 'group')}: {names} (loop over [{loop}])")
         for node in self.members:
             if "buffer" in node.meta:  # the memory plan stores it: it is read outside the loop
@@ -168,7 +168,7 @@ class LoopNest:
                 and self.large():
             return self.accumulate_in_lanes(spec, acc, write_outputs, names, parallel)
         body = self.body(write_outputs)
-        body.append(f"# {ir_line(red)}")
+        body.append(self.w.comment(red))
         value = self.read(red.args[0], red, "self")
         if kept is None:
             return self.accumulate_in_memory(spec, acc, first, body, value, names, parallel)
@@ -219,7 +219,7 @@ class LoopNest:
                             self.w.fresh(f"{inner}_rest"))
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         combine = spec.get("combine", spec["update"])
-        body = self.body(write_outputs) + [f"# {ir_line(red)}",
+        body = self.body(write_outputs) + [self.w.comment(red),
                                            f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
         lines = [pad + f"{row} = np.empty({sizes[-1]}, {numpy_type(red.args[0].meta['dtype'])})",
                  pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
