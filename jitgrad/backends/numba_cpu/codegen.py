@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
-from ...fx.node import Node, Opcode, iter_nodes, tuple_item
+from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
 from .context import OpContext, numpy_type, product
@@ -205,7 +205,7 @@ class _Writer:
         inputs = dict(zip(op.inputs, values))
         multi = isinstance(node.meta["dtype"], tuple)
         name = self.array_name(node)
-        if not op.view and not multi:
+        if "buffer" in node.meta:  # the plan's memory; a view binds its input's, a multi-output op its own
             self.allocate(node, out)
         elif not multi:
             self.bind(node, name, False)
@@ -219,7 +219,7 @@ class _Writer:
         except NotImplementedError as error:
             raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
         out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
-        if op.view and not multi:
+        if node.kind is NodeKind.VIEW and not multi:
             self.contiguous[name] = ctx.result_contiguous
 
 
