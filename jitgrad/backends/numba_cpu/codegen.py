@@ -18,10 +18,11 @@ in place, such as a view, is copied into the caller's array at the end); then on
 the graph's order, which the plan made the order units run in: a fusion group is one loop nest over
 its loop shape (elementwise values are scalars inside it, written to their buffer when the plan gives
 them one; broadcasting is index arithmetic; a reduction accumulates into its output inside the same
-loop), any other op is the lines of its lowering. Each node's IR line
-is its comment. Every value has rank at least 1 in the generated code (a 0-d tensor is a 1-element
-array, a 0-d output array is reshaped to one at the top), which keeps numba's own code away from
-0-d arrays.
+loop), any other op is the lines of its lowering. Each node's IR line is its comment, with the
+kernel's own sizes and no numbers (``nodes.kernel_comment``), so the source is the same for every
+graph the kernel serves. Every value has rank at least 1 in the generated code (a 0-d tensor is a
+1-element array, a 0-d output array is reshaped to one at the top), which keeps numba's own code away
+from 0-d arrays.
 """
 from __future__ import annotations
 

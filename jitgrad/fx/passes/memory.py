@@ -22,8 +22,8 @@ Where a value lives:
   loop) takes a dead buffer of exactly its size and dtype if there is one, else a new ``buf<n>``.
 
 ``meta["buffer"]`` and ``meta["live"]`` (first and last position) show the plan on each value with
-memory of its own. Reported: ``unplanned_bytes`` (every op's result in memory of its own, as eager
-mode has it), ``planned_bytes`` and ``buffers`` (the plan's buffers, outputs included: what a backend
+memory of its own. Reported: ``unplanned_bytes`` (every op's result in memory of its own, with no
+plan), ``planned_bytes`` and ``buffers`` (the plan's buffers, outputs included: what a backend
 allocates) and ``peak_live_bytes`` (the most bytes alive at once: what any plan needs at least).
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ..graph import Graph
 from ..node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from .schedule import order_units, units
 
-PLAN_KEYS = ("buffer", "live", "view_of")
+_PLAN_KEYS = ("buffer", "live", "view_of")
 
 
 def value_bytes(node: Node) -> int:
@@ -57,13 +57,57 @@ def output_buffer(index: int) -> str:
     return f"out{index}"
 
 
-def _stores(node: Node, step: tuple[int, int], steps: dict[Node, tuple[int, int]], outputs: set[Node]) -> bool:
-    """Whether ``node``'s value needs memory of its own (see the module docstring)."""
-    if node.kind is NodeKind.VIEW or isinstance(node.meta["dtype"], tuple):
+def _spans(graph: Graph) -> dict[Node, tuple[int, int]]:
+    """For each op call, the first and last position of its unit: the steps its loop runs over."""
+    position = graph.position()
+    return {node: (position[members[0]], position[members[-1]]) for members in units(graph) for node in members}
+
+
+def _views(graph: Graph) -> dict[Node, Node]:
+    """For each view, the value whose memory it reads (through views of views); marks ``view_of``."""
+    base: dict[Node, Node] = {}
+    for node in graph.nodes:
+        if node.op is Opcode.CALL_FUNCTION and node.kind is NodeKind.VIEW:
+            source = node.args[0]
+            base[node] = base.get(source, source)
+            node.meta["view_of"] = base[node].name
+    return base
+
+
+def _stores(node: Node, spans: dict[Node, tuple[int, int]], outputs: set[Node]) -> bool:
+    """Whether a value that is not a view needs memory of its own (see the module docstring)."""
+    if isinstance(node.meta["dtype"], tuple):
         return False
     if node.kind is not NodeKind.ELEMENTWISE or node in outputs:
         return True
-    return any(u.op is not Opcode.OUTPUT and steps[u] != step for u in node.users)
+    return any(u.op is not Opcode.OUTPUT and spans[u] != spans[node] for u in node.users)
+
+
+def _in_place(outputs: list[Node], base: dict[Node, Node], spans: dict[Node, tuple[int, int]]) -> dict[Node, int]:
+    """The outputs computed straight into their own memory, by index: values of their own (not views,
+    arguments or multi-output values) that no earlier output reads, itself or through a view."""
+    in_place: dict[Node, int] = {}
+    claimed: set[Node] = set()
+    for k, node in enumerate(outputs):
+        root = base.get(node, node)
+        if root is node and node in spans and node not in claimed and not isinstance(node.meta["dtype"], tuple):
+            in_place[node] = k
+        claimed.add(root)
+    return in_place
+
+
+def _last_reads(spans: dict[Node, tuple[int, int]], base: dict[Node, Node], outputs: list[Node],
+                end_of_graph: int) -> dict[Node, int]:
+    """For each value with readers, the last position of the last unit reading it or a view of it;
+    ``end_of_graph`` for what is returned."""
+    end: dict[Node, int] = {}
+    for node, (_, last) in spans.items():
+        for used in node.all_input_nodes:
+            root = base.get(used, used)
+            end[root] = max(end.get(root, -1), last)
+    for node in outputs:
+        end[base.get(node, node)] = end_of_graph
+    return end
 
 
 def plan_memory(graph: Graph) -> Graph:
@@ -71,49 +115,25 @@ def plan_memory(graph: Graph) -> Graph:
     if order_units(graph):
         record.changes.append("the members of each fusion group put side by side, in the order the units run")
     nodes = graph.nodes
-    position = graph.position()
-    steps: dict[Node, tuple[int, int]] = {}  # node -> first and last position of its unit
-    for members in units(graph):
-        for node in members:
-            steps[node] = (position[members[0]], position[members[-1]])
-    outputs = list(iter_nodes(graph.output_node.args[0]))
-    returned = set(outputs)
-    base: dict[Node, Node] = {}  # view -> the value whose memory it reads
-    stored: list[Node] = []
     for node in nodes:
-        for key in PLAN_KEYS:
+        for key in _PLAN_KEYS:
             node.meta.pop(key, None)
-        if node.op is not Opcode.CALL_FUNCTION:
-            continue
-        if node.kind is NodeKind.VIEW:
-            source = node.args[0]
-            base[node] = base.get(source, source)
-            node.meta["view_of"] = base[node].name
-        elif _stores(node, steps[node], steps, returned):
-            stored.append(node)
-    end: dict[Node, int] = {}
-    for node in steps:
-        for used in node.all_input_nodes:
-            root = base.get(used, used)
-            end[root] = max(end.get(root, -1), steps[node][1])
-    for node in outputs:
-        end[base.get(node, node)] = len(nodes)
-    in_place: dict[Node, int] = {}
-    claimed: set[Node] = set()
-    for k, node in enumerate(outputs):
-        root = base.get(node, node)
-        if root is node and node in steps and node not in claimed and not isinstance(node.meta["dtype"], tuple):
-            in_place[node] = k
-        claimed.add(root)
+    spans = _spans(graph)
+    outputs = list(iter_nodes(graph.output_node.args[0]))
+    base = _views(graph)
+    stored = [n for n in spans if n not in base and _stores(n, spans, set(outputs))]
+    end = _last_reads(spans, base, outputs, len(nodes))
+    in_place = _in_place(outputs, base, spans)
     sizes = {output_buffer(k): value_bytes(node) for k, node in enumerate(outputs)}
-    free: dict[tuple, list[str]] = {}
-    dying: dict[int, list[Node]] = {}
-    live_bytes = peak = count = 0
+    free: dict[tuple[int, str], list[str]] = {}  # dead buffers by bytes and dtype
+    dying: dict[int, list[Node]] = {}            # values by the position after which they are dead
+    live_bytes = peak = 0
     for node in stored:
-        first, last = steps[node]
-        for dead in [d for position_ in sorted(p for p in dying if p < first) for d in dying.pop(position_)]:
-            free.setdefault((value_bytes(dead), str(dead.meta["dtype"])), []).append(dead.meta["buffer"])
-            live_bytes -= value_bytes(dead)
+        first, last = spans[node]
+        for position in sorted(p for p in dying if p < first):
+            for dead in dying.pop(position):
+                free.setdefault((value_bytes(dead), str(dead.meta["dtype"])), []).append(dead.meta["buffer"])
+                live_bytes -= value_bytes(dead)
         key = (value_bytes(node), str(node.meta["dtype"]))
         if node in in_place:
             buffer = output_buffer(in_place[node])
@@ -121,18 +141,16 @@ def plan_memory(graph: Graph) -> Graph:
             buffer = free[key].pop()
             record.changes.append(f"{node.name} reuses {buffer}")
         else:
-            buffer, count = f"buf{count}", count + 1
+            buffer = f"buf{len(sizes) - len(outputs)}"  # sizes holds the outputs' buffers first
             sizes[buffer] = key[0]
         node.meta["buffer"] = buffer
         node.meta["live"] = (first, max(end.get(node, last), last))
-        if node not in in_place:
-            dying.setdefault(node.meta["live"][1], []).append(node)
+        dying.setdefault(node.meta["live"][1], []).append(node)
         live_bytes += key[0]
         peak = max(peak, live_bytes)
-    copied = sum(value_bytes(node) for k, node in enumerate(outputs) if node.meta.get("buffer") != output_buffer(k))
+    copied = sum(value_bytes(n) for k, n in enumerate(outputs) if n.meta.get("buffer") != output_buffer(k))
     at_end = sum(value_bytes(n) for n in stored if n.meta["live"][1] == len(nodes))
-    record.stats = {"unplanned_bytes": sum(value_bytes(n) for n in nodes
-                                           if n.op is Opcode.CALL_FUNCTION and n.target is not tuple_item),
+    record.stats = {"unplanned_bytes": sum(value_bytes(n) for n in spans if n.target is not tuple_item),
                     "planned_bytes": sum(sizes.values()), "peak_live_bytes": max(peak, at_end + copied),
                     "buffers": len(sizes)}
     return graph
