@@ -132,7 +132,7 @@ class LoopNest:
         loop = ", ".join(self.w.sizes_of(self.loop_shape))
         out.append(f"    # {self.members[0].meta.get('fusion_group', 'group')}: {names} (loop over [{loop}])")
         for node in self.members:
-            if "buffer" in node.meta:  # the memory plan stores it: it is read outside the loop
+            if "buffer" in node.meta:  # the memory plan stores it: read outside the loop, returned, a reduction
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
         out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),

@@ -1,6 +1,6 @@
-"""What the generated code needs to know of an IR node: its IR line (in errors, and as the comment above
-its code), its dtype and the dtype its constants are cast to, and the errors lowering raises. Shared by the kernel
-writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
+"""What the generated code needs to know of an IR node: its IR line (in errors, and as the comment
+above its code), its dtype and the dtype its constants are cast to, and the errors lowering raises.
+Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
 from __future__ import annotations
 
 from typing import Any, Callable
