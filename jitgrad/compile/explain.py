@@ -1,7 +1,8 @@
 """``CompiledFunction.explain(*args)``: what a call with those arguments runs, as text.
 
 For each lowered graph (a step; or a forward and its backward): the IR as traced and after the pass
-pipeline, the pass report, the fusion groups, the memory plan and the generated source; for a loss,
+pipeline, the pass report, the fusion groups, the memory plan (which the backend allocates as it is:
+its buffers are the kernel's) and the generated source; for a loss,
 what the forward saves for the backward and what it recomputes; the (re)compile log with the guard that
 failed each time; or, for a call that runs eagerly, why.
 """

@@ -6,8 +6,8 @@ from .graph import Graph, GraphError, PassRecord
 from .graph_module import GraphModule
 from .interpreter import Interpreter
 from .joint import JointTrace, trace_joint
-from .node import Node, Opcode, tuple_item
+from .node import Node, NodeKind, Opcode, tuple_item
 from .tracer import TracedTensor, TraceError, trace
 
-__all__ = ["Graph", "GraphError", "GraphModule", "Interpreter", "JointTrace", "Node", "Opcode",
+__all__ = ["Graph", "GraphError", "GraphModule", "Interpreter", "JointTrace", "Node", "NodeKind", "Opcode",
            "PassRecord", "TraceError", "TracedTensor", "passes", "to_dot", "trace", "trace_joint", "tuple_item"]

@@ -1,5 +1,5 @@
 """Writes a graph as the Python source of ``def forward(...)``: one line per node, each calling its
-registry op through ``REGISTRY["name"]``, with the node's IR line as a comment. Nodes that ran with
+registry op through ``REGISTRY["name"]``, with the node's IR line (``fx.printing``) as a comment. Nodes that ran with
 grad mode off (a backward without ``create_graph``) run inside ``with jitgrad.no_grad():``, so the
 module records exactly the autograd graph eager mode would.
 
@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Graph, format_arg
+from .graph import Graph
 from .node import Node, Opcode, tuple_item
 from .numbers import is_number_op
+from .printing import format_node
 
 LITERAL_ELEMENTS = 16
 
@@ -80,13 +81,6 @@ def literal(value: Any, pool: ConstantPool, hint: str) -> str:
     return pool.add(hint, value)
 
 
-def _comment(node: Node) -> str:
-    call = "(" + ", ".join([format_arg(a) for a in node.args]
-                           + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
-    extra = "".join(f", {k}={v}" for k, v in node.meta.items() if k not in ("shape", "dtype"))
-    return f"# {node.format_meta()} {node.target_name}{call if node.op is Opcode.CALL_FUNCTION else ''}{extra}"
-
-
 def _statement(node: Node, graph: Graph, pool: ConstantPool) -> str:
     if node.op is Opcode.GET_ATTR:
         value = graph.constants[node.target]._data
@@ -120,7 +114,7 @@ def python_source(graph: Graph) -> tuple[str, dict[str, Any]]:
         if node.op is Opcode.OUTPUT:
             body.append(f"    return {literal(node.args[0], pool, 'output')}")
             continue
-        body.append(indent + _comment(node))
+        body.append(f"{indent}# {format_node(node)}")
         body.append(indent + _statement(node, graph, pool))
     source = f"{HEADER}\n\ndef forward({', '.join(params)}):\n" + "\n".join(body) + "\n"
     return source, pool.values

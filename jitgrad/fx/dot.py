@@ -7,8 +7,9 @@ at a glance; backward nodes are drawn dashed.
 from __future__ import annotations
 
 from ..autograd.visualize import DotSource, quote
-from .graph import Graph, format_arg
+from .graph import Graph
 from .node import Opcode
+from .printing import format_arg
 
 _COLOURS = ("lightblue", "palegreen", "lightsalmon", "khaki", "plum", "lightcyan", "wheat", "pink")
 

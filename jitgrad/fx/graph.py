@@ -13,12 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-import numpy as np
-
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 from .node import Node, Opcode, map_nodes, tuple_item
 from .numbers import is_number_op
+from .printing import format_arg, format_node
 
 # Names the generated code uses for itself; no node may take them.
 RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float"})
@@ -247,21 +246,10 @@ class Graph:
 
     # ---- printing ----------------------------------------------------------------------------------
     def __str__(self) -> str:
-        """One line per node: ``%name: dtype[shape] = opcode target(args, kwargs)  # extra meta``."""
+        """One line per node (``fx.printing.format_node``): ``%name: dtype[shape] = opcode
+        target(args, kwargs)  # extra meta``."""
         params = ", ".join(f"{p.name}: {p.format_meta()}" for p in self.placeholders)
-        lines = [f"graph({params}):"]
-        for node in self._nodes:
-            extra = {k: v for k, v in node.meta.items() if k not in ("shape", "dtype")}
-            note = ("  # " + ", ".join(f"{k}={v}" for k, v in extra.items())) if extra else ""
-            if node.op is Opcode.OUTPUT:
-                lines.append(f"    return {format_arg(node.args[0])}")
-                continue
-            call = f"{node.op.value} {node.target_name}"
-            if node.op is Opcode.CALL_FUNCTION:
-                call += "(" + ", ".join([format_arg(a) for a in node.args]
-                                        + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
-            lines.append(f"    %{node.name}: {node.format_meta()} = {call}{note}")
-        return "\n".join(lines)
+        return "\n".join([f"graph({params}):", *(f"    {format_node(node)}" for node in self._nodes)])
 
     def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs", "value")]
@@ -276,24 +264,6 @@ class Graph:
     def print_tabular(self) -> None:
         """Prints a table of opcode, name, target, args, kwargs and value type."""
         print(self.tabular())
-
-
-def format_arg(value: Any) -> str:
-    """An argument as the listing shows it: nodes as ``%name``, arrays by dtype and shape."""
-    if isinstance(value, Node):
-        return f"%{value.name}"
-    if isinstance(value, tuple):
-        inner = ", ".join(format_arg(v) for v in value)
-        return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, list):
-        return "[" + ", ".join(format_arg(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {format_arg(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, np.ndarray):
-        return f"array({value.dtype}{list(value.shape)})"
-    if isinstance(value, np.dtype):
-        return str(value)
-    return repr(value)
 
 
 __all__ = ["Graph", "GraphError", "PassRecord", "format_arg", "tensor_meta"]

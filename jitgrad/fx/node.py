@@ -14,24 +14,41 @@ if TYPE_CHECKING:
     from .graph import Graph
 
 
-class Opcode(str, enum.Enum):
-    """What a node does. The set is closed: every consumer of the IR handles exactly these four.
-
-    A ``str`` enum, so that ``node.op == "call_function"`` holds as in torch.fx (and the opcode hashes as
+class _StrEnum(str, enum.Enum):
+    """A ``str`` enum, so that ``node.op == "call_function"`` holds as in torch.fx (and a member hashes as
     its string), while ``node.op is Opcode.CALL_FUNCTION`` still works. ``str()`` and ``format()`` are
     pinned to ``Opcode.CALL_FUNCTION``: a ``str`` mixin would make ``format()`` (and f-strings) give the
     value on some Python versions and the name on others; listings print ``.value``."""
-
-    PLACEHOLDER = "placeholder"      # an argument of the graph's function
-    GET_ATTR = "get_attr"            # a constant tensor held by the graph (``graph.constants[target]``)
-    CALL_FUNCTION = "call_function"  # a registry op (or ``tuple_item``) applied to ``args``/``kwargs``
-    OUTPUT = "output"                # what the function returns: ``args[0]``
 
     def __str__(self) -> str:
         return f"{type(self).__name__}.{self.name}"
 
     def __format__(self, format_spec: str) -> str:
         return format(str(self), format_spec)
+
+
+class Opcode(_StrEnum):
+    """What a node does. The set is closed: every consumer of the IR handles exactly these four."""
+
+    PLACEHOLDER = "placeholder"      # an argument of the graph's function
+    GET_ATTR = "get_attr"            # a constant tensor held by the graph (``graph.constants[target]``)
+    CALL_FUNCTION = "call_function"  # a registry op (or ``tuple_item``) applied to ``args``/``kwargs``
+    OUTPUT = "output"                # what the function returns: ``args[0]``
+
+
+class NodeKind(_StrEnum):
+    """What a node's value is made of, which is what fusion, rematerialization, the memory plan and the
+    backends ask of it (``node.kind``)."""
+
+    ELEMENTWISE = "elementwise"  # each element from the inputs' elements at the same (broadcast) index
+    REDUCTION = "reduction"      # folds dimensions of its input: it can end a loop over that input
+    VIEW = "view"                # may be its input's memory (reshape, transpose, basic indexing, split)
+    OPAQUE = "opaque"            # anything else: a statement of its own (matmul, cat), or not an op
+
+    @property
+    def in_loop(self) -> bool:
+        """Whether the value is computed inside a fusion group's loop, one element at a time."""
+        return self is NodeKind.ELEMENTWISE or self is NodeKind.REDUCTION
 
 
 class TupleItem:
@@ -152,17 +169,34 @@ class Node:
 
     # ---- description -------------------------------------------------------------------------------
     @property
+    def kind(self) -> NodeKind:
+        """What the value is made of, read from the op's registry entry (``OpDef.kind`` and ``view``):
+        an element of a multi-output value (``tuple_item``) is a view of it; an op that is elementwise
+        and a view (``expand``) is elementwise, since a loop reads it in place and stores it as a copy;
+        what is not an op call (placeholders, constants, the output, arithmetic on Python numbers) is
+        opaque."""
+        if self.op is not Opcode.CALL_FUNCTION:
+            return NodeKind.OPAQUE
+        if self.target is tuple_item:
+            return NodeKind.VIEW
+        declared = getattr(self.target, "kind", None)
+        if declared in (NodeKind.ELEMENTWISE, NodeKind.REDUCTION):
+            return NodeKind(declared)
+        return NodeKind.VIEW if getattr(self.target, "view", False) else NodeKind.OPAQUE
+
+    @property
     def target_name(self) -> str:
         return self.target.name if self.op is Opcode.CALL_FUNCTION else str(self.target)
 
-    def format_meta(self) -> str:
-        """``float32[3, 4]`` (or a tuple of those for a multi-output op)."""
+    def format_meta(self, size: Callable[[int], str] = str) -> str:
+        """``float32[3, 4]`` (or a tuple of those for a multi-output op), each size as ``size`` spells
+        it (a kernel names its sizes: ``float32[x_n0, 4]``)."""
         shape, dtype = self.meta.get("shape"), self.meta.get("dtype")
         if shape is None or dtype is None:
             return ""
         if isinstance(dtype, tuple):
-            return "(" + ", ".join(f"{d}{list(s)}" for d, s in zip(dtype, shape)) + ")"
-        return f"{dtype}{list(shape)}"
+            return "(" + ", ".join(f"{d}[{', '.join(map(size, s))}]" for d, s in zip(dtype, shape)) + ")"
+        return f"{dtype}[{', '.join(map(size, shape))}]"
 
     def __repr__(self) -> str:
         return self.name

@@ -1,8 +1,10 @@
 """The structural key: graphs that differ only in sizes or Python numbers share one compiled kernel;
-a dtype or a broadcasting pattern is structure. The generated source reads as the IR it came from."""
+a dtype or a broadcasting pattern is structure. The generated source reads as the IR it came from,
+and is the same for every graph that shares it."""
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from types import SimpleNamespace
 
@@ -11,6 +13,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.backends.numba_cpu import compiler, structural_key
+from jitgrad.backends.numba_cpu.codegen import generate
 from lowering_helpers import assert_close, interpreted, lowered, optimized_graph
 
 FEATURES, HIDDEN = 5, 6
@@ -105,12 +108,31 @@ def test_fill_values_and_negative_indices_are_arguments_too():
     assert len(keys) == 1
 
 
-def test_comments_carry_the_ir_lines(two_batch_sizes):
+def test_comments_carry_the_ir_lines_with_the_kernels_sizes(two_batch_sizes):
+    """Each node's IR line is a comment, its sizes the kernel's variables (or 1), its numbers left out:
+    the comment reads right for every batch size the kernel serves."""
     _, graph, kernel = two_batch_sizes.runs[0]
-    comments = {line.split("# ", 1)[1] for line in kernel.source.splitlines() if "# " in line}
-    ir_lines = [line.split("  # ")[0].strip() for line in str(graph).splitlines() if "call_function" in line]
-    assert len(ir_lines) > 10
-    assert [line for line in ir_lines if line not in comments] == []
+    comments = dict(re.findall(r"# %(\w+): (.*)$", kernel.source, re.MULTILINE))
+    calls = [n for n in graph.nodes if n.op == "call_function"]
+    assert len(calls) > 10 and set(comments) == {n.name for n in calls}
+    for node in calls:
+        meta, call = comments[node.name].split(" = ", 1)
+        assert call.startswith(f"call_function {node.target_name}("), (node, call)
+        assert all(f"%{i.name}" in call for i in node.all_input_nodes), (node, call)
+        shapes = re.findall(r"\[([^\]]*)\]", meta)
+        assert all(re.fullmatch(r"[A-Za-z_]\w*|1", size) for shape in shapes for size in shape.split(", ") if size)
+    assert not re.search(r"\b(9|13|8|12|7|11)\b", "".join(comments.values()))
+
+
+def test_a_kernel_serving_another_batch_size_or_number_has_the_same_source(two_batch_sizes):
+    (_, _, first), (_, _, second) = two_batch_sizes.runs
+    assert first.source == second.source
+
+    def scaled(factor):
+        return lambda x, y: ((x * factor + y).sin() * (factor + 1.0)).sum(dim=1)
+    sources = {generate(optimized_graph(scaled(factor), [np.ones((rows, 5)), np.ones(5)])).source
+               for factor, rows in ((2.0, 4), (3.5, 7))}
+    assert len(sources) == 1
 
 
 def test_equal_numbers_share_one_variable_and_signed_zeros_do_not():

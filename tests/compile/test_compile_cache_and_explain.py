@@ -31,6 +31,15 @@ def test_explain_shows_ir_fusion_memory_and_source(monkeypatch, capsys):
     assert "def forward" in capsys.readouterr().err  # JITGRAD_LOG=output_code printed it while compiling
 
 
+def test_explain_reports_the_memory_the_kernel_allocates():
+    """``relu`` is a scalar of the loop that sums it: the product's buffer and the result's, 100 bytes
+    of float32, where every value in memory of its own would take 196 (tests/backends/test_memory_plan.py
+    checks that a kernel allocates its plan as it is)."""
+    compiled = jg.compile(lambda x, w: (x @ w).relu().mean(), cache=False)
+    text = str(compiled.explain(jg.randn(4, 3), jg.randn(3, 6)))
+    assert "unplanned_bytes=196, planned_bytes=100, peak_live_bytes=100, buffers=2" in text
+
+
 def test_explain_says_why_a_call_runs_eagerly():
     def branchy(x):
         return x if x.sum() > 0 else -x

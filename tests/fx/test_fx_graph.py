@@ -7,7 +7,7 @@ import pytest
 import jitgrad as jg
 from jitgrad import fx
 from jitgrad.backends.numba_cpu.nodes import ir_line
-from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, Opcode, tuple_item
+from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, NodeKind, Opcode, tuple_item
 from jitgrad.fx.codegen import LITERAL_ELEMENTS
 from jitgrad.ops.registry import REGISTRY
 
@@ -59,6 +59,23 @@ def test_users_follow_args():
     g.lint()
 
 
+def test_a_node_says_what_its_value_is_made_of():
+    """``node.kind`` is read from the op's registry entry, for every pass and backend alike."""
+    def program(x, w):
+        y = (x @ w).relu()
+        low, high = y.split(2, dim=1)
+        return y.T.sum(dim=0), low, y.expand(2, 4, 4), y.max(dim=1)
+    x, w = jg.randn(4, 3), jg.randn(3, 4)
+    graph = fx.trace(program, x, w).graph
+    kinds = {n.name: n.kind for n in graph.nodes}
+    assert kinds == {"x": "opaque", "w": "opaque", "mm": "opaque", "relu": "elementwise", "permute": "view",
+                     "sum": "reduction", "split": "view", "split_0": "view", "split_1": "view",
+                     "expand": "elementwise", "max_dim": "opaque", "max_dim_0": "view", "max_dim_1": "view",
+                     "output": "opaque"}
+    assert graph.find("relu").kind is NodeKind.ELEMENTWISE and str(NodeKind.VIEW) == "NodeKind.VIEW"
+    assert [k for k in NodeKind if k.in_loop] == [NodeKind.ELEMENTWISE, NodeKind.REDUCTION]
+
+
 def test_opcodes_compare_equal_to_their_strings():
     """As in torch.fx, where ``node.op`` is a string: FX code compares it with strings."""
     x, w = jg.randn(2, 3, requires_grad=True), jg.randn(3, requires_grad=True)
@@ -99,7 +116,11 @@ def test_printed_forms_of_opcodes_and_graphs_stay_as_they_were():
     assert ir_line(g.find("sum")) == "%sum: float32[3] = call_function sum(%relu, dim=(0,), keepdim=False)"
     assert ir_line(g.find("bias")) == "%bias: float32[3] = get_attr bias"
     assert '  "mul" [label="mul\\ncall_function mul\\nfloat32[2, 3]"];' in fx.to_dot(g).splitlines()
-    assert "    # float32[2, 3] mul(%x, %w)\n    mul = REGISTRY[\"mul\"](x, w)\n" in GraphModule(g).code
+    assert "    # %mul: float32[2, 3] = call_function mul(%x, %w)\n    mul = REGISTRY[\"mul\"](x, w)\n" \
+        in GraphModule(g).code  # the listing's comments are the IR lines
+    traced = fx.trace(lambda x, w: (x * w).exp().sum(), X, W).graph
+    comments = [line.strip()[2:] for line in GraphModule(traced).code.splitlines() if line.strip().startswith("# ")]
+    assert comments == [line.strip() for line in str(traced).splitlines()[1:-1] if "placeholder" not in line]
     assert "Opcode" not in GraphModule(g).code + str(g) + g.tabular() + str(fx.to_dot(g))
 
 

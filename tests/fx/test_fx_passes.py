@@ -10,6 +10,7 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
 from jitgrad.fx.joint import is_backward
+from jitgrad.fx.passes.schedule import units
 from jitgrad.fx.passes import (PassManager, batch_matrix_products, eliminate_common_subexpressions,
                                eliminate_dead_code, fold_constants, group_fusions, partition_joint, plan_memory,
                                rematerialize, simplify_algebra, topological_sort)
@@ -393,6 +394,40 @@ def test_plan_memory_keeps_outputs_alive():
     run_pass(plan_memory, g, X)
     assert g.find("exp").meta["live"][1] == len(g)
     assert g.find("cos").meta["buffer"] != g.find("exp").meta["buffer"]
+
+
+def test_plan_memory_runs_each_fusion_group_as_one_step():
+    """A group's loop is one step: its members are put side by side, in the order the units run. A
+    value read only inside its loop gets no memory, a view reads its base's, and an output of its own
+    is computed into the output's memory; a view or an argument returned is copied there."""
+    def program(x, w):
+        a = x.exp()
+        m = x @ w  # between the group's members in the trace
+        return a.sin().sum(), m, m.T, x
+    w = jg.randn(4, 5)
+    g = group_fusions(fx.trace(program, X, w).graph)
+    record = run_pass(plan_memory, g, X, w)
+    assert names(g) == ["exp", "sin", "sum", "mm", "permute"]
+    assert [[n.name for n in unit] for unit in units(g)] == [["exp", "sin", "sum"], ["mm"], ["permute"]]
+    plan = {n.name: (n.meta.get("buffer"), n.meta.get("view_of")) for n in g.nodes if n.op == "call_function"}
+    assert plan == {"exp": (None, None), "sin": (None, None), "sum": ("out0", None), "mm": ("out1", None),
+                    "permute": (None, "mm")}
+    assert record.stats == {"unplanned_bytes": 48 + 48 + 4 + 60 + 60, "planned_bytes": 4 + 60 + 60 + 48,
+                            "peak_live_bytes": 4 + 60 + 60 + 48, "buffers": 4}
+    assert run_pass(plan_memory, g, X, w).changes == []  # already in that order: nothing moves
+
+
+def test_plan_memory_keeps_a_buffer_while_a_view_of_it_is_read():
+    def program(x):
+        first = x.exp()
+        transposed = first.T  # first's last reader, were views not its memory
+        second = x.sin()      # the same size and dtype as first: it would take first's buffer
+        return (transposed.sum(1) + second.sum(0)).tanh()
+    g = fx.trace(program, X).graph
+    run_pass(plan_memory, g, X)
+    assert g.find("permute").meta["view_of"] == "exp"
+    assert g.find("exp").meta["buffer"] != g.find("sin").meta["buffer"]
+    assert g.find("exp").meta["live"][1] == g.nodes.index(g.find("sum"))
 
 
 # ---- partition_joint ----------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ group that can have one, ``False`` never; ``fastmath`` is passed to numba.
 Sizes and Python numbers are arguments of the generated function, not part of its source; compiled
 kernels are cached in memory by their code without comments (which is what ``structural_key``
 hashes), so graphs that differ only in sizes (a new batch size, retraced) or constants compile once
-per process. Each value's
-array comes from the memory plan (``plan_memory``): outputs are allocated by the ``CompiledGraph`` at each
-call and filled by the kernel, intermediates live in per-thread workspaces it keeps between calls.
+per process. Each value's array comes from the memory plan (``plan_memory``, taken as it is):
+outputs are allocated by the ``CompiledGraph`` at each call and filled by the kernel, intermediates
+live in per-thread workspaces it keeps between calls.
 ``cache`` (a ``jitgrad.compile.cache.DiskCache``) gives a kernel's machine code from an earlier
 process, verified first, and keeps each newly compiled one. With
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's

@@ -10,17 +10,19 @@ type of each array it returned). No size and no number is written into the
 source, so graphs that differ only in them (a new batch size) share one source, hence one compiled
 kernel.
 
-Layout of the body: sizes and constants first; then the buffers of the memory plan (flat, bound to
-each value they hold by a reshape, or by name for a 1-d value of the buffer's length): an output
-that is a value of its own is computed straight into the caller's array, any other buffer is a slice
-of its dtype's workspace, which the caller keeps from call to call (an output that is a view, or
-would share memory, is copied into the caller's array at the end); then one block per unit in dependency order: a
-fusion group is one loop nest over its loop shape (elementwise values are scalars inside it, written to
-a buffer only when read outside the group; broadcasting is index arithmetic; a reduction accumulates
-into its output inside the same loop), any other op is the lines of its lowering. Each node's IR line
-is its comment. Every value has rank at least 1 in the generated code (a 0-d tensor is a 1-element
-array, a 0-d output array is reshaped to one at the top), which keeps numba's own code away from
-0-d arrays.
+Layout of the body: sizes and constants first; then the buffers of the memory plan (``plan_memory``,
+taken as it is: flat, bound to each value they hold by a reshape, or by name for a 1-d value of the
+buffer's length): an output's buffer ``out<k>`` is the caller's array, any other buffer is a slice of
+its dtype's workspace, which the caller keeps from call to call (an output the plan does not compute
+in place, such as a view, is copied into the caller's array at the end); then one block per unit, in
+the graph's order, which the plan made the order units run in: a fusion group is one loop nest over
+its loop shape (elementwise values are scalars inside it, written to their buffer when the plan gives
+them one; broadcasting is index arithmetic; a reduction accumulates into its output inside the same
+loop), any other op is the lines of its lowering. Each node's IR line is its comment, with the
+kernel's own sizes and no numbers (``nodes.kernel_comment``), so the source is the same for every
+graph the kernel serves. Every value has rank at least 1 in the generated code (a 0-d tensor is a
+1-element array, a 0-d output array is reshaped to one at the top), which keeps numba's own code away
+from 0-d arrays.
 """
 from __future__ import annotations
 
@@ -31,11 +33,12 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
-from ...fx.node import Node, Opcode, iter_nodes, tuple_item
-from .buffers import plan_buffers, shared_memory, view_bases
+from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
+from ...fx.passes.memory import is_planned, output_buffer
+from ...fx.passes.schedule import units
 from .context import OpContext, numpy_type, product
 from .loop_nest import LoopNest
-from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_shape, lowering_kind, node_dtype
+from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
 from .outlining import GLOBALS, KERNEL_IMPORTS, Outliner
 
 # Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
@@ -77,9 +80,8 @@ class _Writer:
         self.taken = {n.name for n in graph.nodes} | _RESERVED
         self.placeholder_dims: dict[int, str] = {}
         self.allocations: list[str] = []
-        self.buffers: dict[Node, str] = {}
         self.output_params: dict[str, str] = {}       # buffer -> the output argument it is
-        self.allocated: dict[str, str] = {}             # buffer variable -> its length
+        self.allocated: dict[str, tuple[str, str]] = {}  # buffer -> its variable and its length
         self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
         self.index_arrays: dict[str, np.ndarray] = {}   # arguments made by lowerings (flat positions)
 
@@ -116,7 +118,7 @@ class _Writer:
         key = (repr(float(value)), np.dtype(dtype).str)  # repr: 0.0 and -0.0 stay apart
         if key not in self.scalar_names:
             name = self.fresh(hint)
-            self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])  # {value!r}")
+            self.top.append(f"    {name} = {numpy_type(dtype)}(scalars[{len(self.scalars)}])")
             self.scalars.append(float(value))
             self.scalar_names[key] = name
         return self.scalar_names[key]
@@ -144,20 +146,22 @@ class _Writer:
         self.ranks[var] = len(node.meta["shape"])
 
     def allocate(self, node: Node, out: list[str]) -> None:
-        """Binds ``node``'s array to its buffer (allocated once, at the top, on first use)."""
-        buffer = self.buffers[node]
-        var = f"_{buffer}" if not buffer.startswith("buf") else buffer
-        if var not in self.allocated:
+        """Binds ``node``'s array to its buffer in the memory plan (allocated once, at the top, on
+        first use)."""
+        buffer = node.meta["buffer"]
+        if buffer not in self.allocated:
+            var = self.fresh(f"_{buffer}" if buffer in self.output_params else buffer)
             count, dtype = product(self.sizes_of(node.meta["shape"])), node_dtype(node)
-            self.allocated[var] = count
+            self.allocated[buffer] = var, count
             if buffer in self.output_params:
                 self.allocations.append(f"    {var} = {self.output_params[buffer]}.reshape({count})")
             else:
                 self.take_from_workspace(var, count, dtype, math.prod(kernel_shape(node.meta["shape"])))
+        var, count = self.allocated[buffer]
         name = self.array_name(node)
         self.bind(node, name, True)
         shape = self.shapes[name]
-        if shape == (self.allocated[var],):  # a reshape costs a call and a reference count (W4: 250)
+        if shape == (count,):  # a reshape costs a call and a reference count (W4: 250)
             out.append(f"    {name} = {var}")
         else:
             out.append(f"    {name} = {var}.reshape({_tuple(shape)})")
@@ -181,8 +185,12 @@ class _Writer:
         self.index_arrays[name] = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
         return name
 
+    def comment(self, node: Node) -> str:
+        """The node's IR line as its comment, with this kernel's sizes (``kernel_comment``)."""
+        return kernel_comment(node, self.size)
+
     def statement(self, node: Node, out: list[str]) -> None:
-        out.append(f"    # {ir_line(node)}")
+        out.append(f"    {self.comment(node)}")
         if node.target is tuple_item:
             source, index = node.args
             name = self.array_name(node)
@@ -198,7 +206,7 @@ class _Writer:
         inputs = dict(zip(op.inputs, values))
         multi = isinstance(node.meta["dtype"], tuple)
         name = self.array_name(node)
-        if not op.view and not multi:
+        if "buffer" in node.meta:  # the plan's memory; a view binds its input's, a multi-output op its own
             self.allocate(node, out)
         elif not multi:
             self.bind(node, name, False)
@@ -212,7 +220,7 @@ class _Writer:
         except NotImplementedError as error:
             raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
         out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
-        if op.view and not multi:
+        if node.kind is NodeKind.VIEW and not multi:
             self.contiguous[name] = ctx.result_contiguous
 
 
@@ -220,50 +228,7 @@ def _tuple(sizes: tuple[str, ...]) -> str:
     return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
 
 
-# ---- units: fusion groups and single nodes, in dependency order ----------------------------------------
-def _units(graph: Graph) -> list[list[Node]]:
-    calls = [n for n in graph.nodes if n.op is Opcode.CALL_FUNCTION]
-    unit_of: dict[Node, int] = {}
-    units: list[list[Node]] = []
-    by_group: dict[str, int] = {}
-    for node in calls:
-        group = node.meta.get("fusion_group") if lowering_kind(node) != "statement" else None
-        if group is not None and group in by_group:
-            units[by_group[group]].append(node)
-            unit_of[node] = by_group[group]
-            continue
-        if group is not None:
-            by_group[group] = len(units)
-        unit_of[node] = len(units)
-        units.append([node])
-    # Kahn's algorithm over units, taking the ready unit that appears first in the graph.
-    needs = [set() for _ in units]
-    for i, members in enumerate(units):
-        for node in members:
-            for used in node.all_input_nodes:
-                if used in unit_of and unit_of[used] != i:
-                    needs[i].add(unit_of[used])
-    done: set[int] = set()
-    order: list[list[Node]] = []
-    while len(order) < len(units):
-        ready = next(i for i in range(len(units)) if i not in done and needs[i] <= done)
-        done.add(ready)
-        order.append(units[ready])
-    return order
-
-
 # ---- the whole function --------------------------------------------------------------------------------
-def _computed_in_place(order: list[list[Node]], outputs: list[Node], params: list[str]) -> dict[Node, str]:
-    """The outputs computed straight into the caller's array (by its argument): values of their own,
-    neither views nor sharing memory with an argument or another output."""
-    base = view_bases(order)
-    direct: dict[Node, str] = {}
-    for node, owner, param in zip(outputs, shared_memory(order, outputs), params):
-        if owner is None and node not in base and node.op is Opcode.CALL_FUNCTION and node not in direct:
-            direct[node] = param
-    return direct
-
-
 def _copy_out(w: _Writer, node: Node, param: str, body: list[str]) -> None:
     """Copies an output that is a view, or shares memory, into the caller's array, element by element."""
     var, sizes = w.var[node], w.shapes[w.var[node]]
@@ -276,7 +241,12 @@ def _copy_out(w: _Writer, node: Node, param: str, body: list[str]) -> None:
 
 
 def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> GeneratedKernel:
-    """The kernel source for ``graph`` (not modified) and the values its wrapper passes in."""
+    """The kernel source for ``graph`` (not modified; after the pass pipeline, whose last pass,
+    ``plan_memory``, orders its units and gives each value its memory) and the values its wrapper
+    passes in."""
+    if not is_planned(graph):
+        raise LoweringError("the numba CPU backend lowers a graph after the pass pipeline: plan_memory, its last "
+                            "pass, has not run on this graph since it last changed")
     check_lowerings(graph)
     w = _Writer(graph, parallel, fastmath)
     outputs = list(iter_nodes(graph.output_node.args[0]))
@@ -298,28 +268,17 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
         var = w.array_name(c)
         params.append(var)
         w.bind(c, var, True)
-    order = _units(graph)
-    unit_of = {node: i for i, members in enumerate(order) for node in members}
-    materialized: set[Node] = set()
-    for i, members in enumerate(order):
-        for node in members:
-            kind = lowering_kind(node)
-            if kind == "statement" or kind == "reduction" or node in outputs or \
-                    any(unit_of.get(u, -1) != i for u in node.users if u.op is not Opcode.OUTPUT):
-                materialized.add(node)
     out_params = [w.fresh(f"out{k}") for k in range(len(outputs))]
-    direct = _computed_in_place(order, outputs, out_params)
-    w.buffers = plan_buffers(order, materialized, set(outputs), set(direct))
-    w.output_params = {w.buffers[node]: param for node, param in direct.items()}
+    w.output_params = {output_buffer(k): param for k, param in enumerate(out_params)}
     body: list[str] = []
-    for members in order:
-        if lowering_kind(members[0]) == "statement":
+    for members in units(graph):
+        if not members[0].kind.in_loop:
             w.statement(members[0], body)
         else:
-            LoopNest(w, members, materialized).emit(body)
+            LoopNest(w, members).emit(body)
     body = w.outliner.resolve(body)
-    for node, param in zip(outputs, out_params):
-        if direct.get(node) != param:
+    for k, (node, param) in enumerate(zip(outputs, out_params)):
+        if node.meta.get("buffer") != output_buffer(k):
             _copy_out(w, node, param, body)
     workspaces = sorted(w.workspaces)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]

@@ -22,8 +22,9 @@ _ids = itertools.count()
 
 
 def without_comments(source: str) -> str:
-    """The generated source without its comments: they repeat each node's IR line, sizes included,
-    so two sources that differ only there are one kernel."""
+    """The generated source without its comments (each node's IR line, with the kernel's own sizes and
+    no numbers, so the same for every graph a kernel serves): numba's machine code does not depend on
+    them, and the disk cache keeps only code."""
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     return tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...fx.node import Node
+from ...fx.node import Node, NodeKind
 from .context import numpy_type, product
 from .nodes import (LoweringError, compute_dtype, extremes, ir_line, is_python_number, is_scalar, kernel_shape,
-                    lowering_kind,
                     node_dtype)
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
@@ -18,12 +17,11 @@ LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
 
 
 class LoopNest:
-    def __init__(self, writer: Any, members: list[Node], materialized: set[Node]) -> None:
+    def __init__(self, writer: Any, members: list[Node]) -> None:
         self.w = writer
         self.members = members
-        self.materialized = materialized
         last = members[-1]
-        self.reduction = last if lowering_kind(last) == "reduction" else None
+        self.reduction = last if last.kind is NodeKind.REDUCTION else None
         loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
         self.loop_shape = kernel_shape(tuple(loop))
         self.rank = len(self.loop_shape)
@@ -116,25 +114,25 @@ class LoopNest:
         return lines + ["    " * (self.rank + 1) + b for b in body]
 
     def body(self, write_outputs: bool) -> list[str]:
-        """The loop body: each elementwise member as a scalar, and stores of the materialized ones."""
+        """The loop body: each elementwise member as a scalar, and stores of those the memory plan keeps."""
         self.scalar_var = {}
         lines = []
         for node in self.members:
             if node is self.reduction:
                 break
-            lines.append(f"# {ir_line(node)}")
+            lines.append(self.w.comment(node))
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
             lines.append(f"{value} = {self.expression(node)}")
-            if write_outputs and node in self.materialized:
+            if write_outputs and "buffer" in node.meta:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
         return lines
 
     def emit(self, out: list[str]) -> None:
         names = ", ".join(n.name for n in self.members)
-        loop = "x".join(str(s) for s in self.loop_shape)
+        loop = ", ".join(self.w.sizes_of(self.loop_shape))
         out.append(f"    # {self.members[0].meta.get('fusion_group', 'group')}: {names} (loop over [{loop}])")
         for node in self.members:
-            if node in self.materialized:
+            if "buffer" in node.meta:  # the memory plan stores it: read outside the loop, returned, a reduction
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
         out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
@@ -170,7 +168,7 @@ class LoopNest:
                 and self.large():
             return self.accumulate_in_lanes(spec, acc, write_outputs, names, parallel)
         body = self.body(write_outputs)
-        body.append(f"# {ir_line(red)}")
+        body.append(self.w.comment(red))
         value = self.read(red.args[0], red, "self")
         if kept is None:
             return self.accumulate_in_memory(spec, acc, first, body, value, names, parallel)
@@ -221,7 +219,7 @@ class LoopNest:
                             self.w.fresh(f"{inner}_rest"))
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         combine = spec.get("combine", spec["update"])
-        body = self.body(write_outputs) + [f"# {ir_line(red)}",
+        body = self.body(write_outputs) + [self.w.comment(red),
                                            f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
         lines = [pad + f"{row} = np.empty({sizes[-1]}, {numpy_type(red.args[0].meta['dtype'])})",
                  pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]

@@ -1,15 +1,15 @@
-"""What the generated code needs to know of an IR node: its IR line (the comment above its code), the
-form its lowering takes, its dtype and the dtype its constants are cast to, and the errors lowering
-raises. Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
+"""What the generated code needs to know of an IR node: its IR line (in errors, and as the comment
+above its code), its dtype and the dtype its constants are cast to, and the errors lowering raises.
+Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ...fx.graph import Graph, format_arg
+from ...fx.graph import Graph
 from ...fx.node import Node, Opcode, tuple_item
-from ...fx.passes.fusion import kind_of
+from ...fx.printing import format_node
 
 
 class LoweringError(RuntimeError):
@@ -18,17 +18,30 @@ class LoweringError(RuntimeError):
 
 
 def ir_line(node: Node) -> str:
-    """The node as ``print(graph)`` shows it, without the pass annotations."""
-    call = f"{node.op.value} {node.target_name}"
-    if node.op is Opcode.CALL_FUNCTION:
-        call += "(" + ", ".join([format_arg(a) for a in node.args]
-                                + [f"{k}={format_arg(v)}" for k, v in node.kwargs.items()]) + ")"
-    return f"%{node.name}: {node.format_meta()} = {call}"
+    """The node as ``print(graph)`` shows it, without the pass annotations: what an error names."""
+    return format_node(node, notes=False)
 
 
-def lowering_kind(node: Node) -> str:
-    """``elementwise``, ``reduction`` or ``statement``: which form its op's lowering takes."""
-    return kind_of(node)
+def kernel_comment(node: Node, size: Callable[[int], str]) -> str:
+    """The node's IR line as the comment above its code. One kernel serves every graph that differs
+    only in sizes and Python numbers (a new batch size reuses it), so its source must not keep those
+    of the graph it was first written for: sizes are the kernel's own (``size``: ``x_n0``, or ``1``,
+    which is structure), and numbers in arguments are left out (``_``), but for the integers 0 and 1."""
+    return "# " + format_node(node, size=size, leaf=_structure_only, notes=False)
+
+
+def _structure_only(value: Any) -> str | None:
+    """A plain argument's text in a kernel comment: ``_`` for a number that may be a size or a
+    Python number (anything but a bool, 0 and 1) and an array's dtype without its length."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return None
+    if isinstance(value, (int, float, np.number)):
+        return "_"
+    if isinstance(value, np.ndarray):
+        return f"array({value.dtype})"
+    return None
 
 
 def check_lowerings(graph: Graph) -> None:

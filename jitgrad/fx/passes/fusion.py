@@ -1,27 +1,24 @@
 """``group_fusions``: marks groups of nodes that can run as one loop nest.
 
-Elementwise ops (``kind="elementwise"`` in their registry entry; with broadcasting: an input of a smaller shape is read with a stride of 0, and
-``expand`` is such a read) over the same output shape share a loop; a reduction can end the loop nest
-of its input (its loop runs over the input's shape) and closes the group, since what reads its smaller
-result needs a new loop. A node joins a group only when no path leaves the group and comes back to
-the node, so the groups themselves stay in dependency order. The grouping is greedy in graph order:
-a node joins the first group of its inputs it can join, and merges into it the other open groups of
-its inputs with the same loop that do not depend on it (``add(cos(x), mul(e, w))``: one loop).
+Elementwise nodes (``node.kind``, from the op's registry entry; with broadcasting: an input of a
+smaller shape is read with a stride of 0, and ``expand`` is such a read) over the same output shape
+share a loop; a reduction can end the loop nest of its input (its loop runs over the input's shape)
+and closes the group, since what reads its smaller result needs a new loop. A node joins a group
+only when no path leaves the group and comes back to the node, so the groups themselves stay in
+dependency order. The grouping is greedy in graph order: a node joins the first group of its inputs
+it can join, and merges into it the other open groups of its inputs with the same loop that do not
+depend on it (``add(cos(x), mul(e, w))``: one loop).
 
 The result is ``meta["fusion_group"]`` on every elementwise and reduction node (shown in the
-printout), for a backend to lower each group to one kernel.
+printout), for a backend to lower each group to one loop nest. Nodes do not move: ``plan_memory``
+puts each group's members side by side, in the order the groups run (``schedule.py``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..graph import Graph
-from ..node import Node, Opcode
-
-def kind_of(node: Node) -> str:
-    """The node's op kind as its registry entry declares it (``OpDef.kind``); ``statement`` for what
-    is not a registry op (``tuple_item``, placeholders)."""
-    return getattr(node.target, "kind", "statement") if node.op is Opcode.CALL_FUNCTION else "statement"
+from ..node import Node, NodeKind
 
 
 @dataclass(eq=False)
@@ -43,10 +40,10 @@ class FusionGroup:
 
 def _loop_shape(node: Node) -> tuple[int, ...] | None:
     """The iteration space of the node's loop, or None when it does not fuse."""
-    kind = kind_of(node)
-    if kind == "elementwise":
+    kind = node.kind
+    if kind is NodeKind.ELEMENTWISE:
         return node.meta["shape"]
-    if kind == "reduction" and isinstance(node.args[0], Node):
+    if kind is NodeKind.REDUCTION and isinstance(node.args[0], Node):
         return node.args[0].meta["shape"]
     return None
 
@@ -109,7 +106,7 @@ class _Grouping:
                 self.groups.append(group)
             group.members.append(node)
             group.upstream |= upstream - {group}
-            group.closed = kind_of(node) == "reduction"
+            group.closed = node.kind is NodeKind.REDUCTION
             self.group_of[node] = group
             upstream = {group}
         self.reaches[node] = upstream

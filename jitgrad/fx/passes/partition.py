@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from ..graph import Graph
 from ..joint import is_backward, saved_values
-from ..node import Node, Opcode, iter_nodes, map_nodes
+from ..node import Node, NodeKind, Opcode, iter_nodes, map_nodes
 from .dead_code import eliminate_dead_code
-from .fusion import kind_of
 from .memory import value_bytes
 
 
@@ -38,7 +37,7 @@ def _choose_saved(graph: Graph, needed: list[Node]) -> tuple[list[Node], list[No
     while changed:
         changed = False
         for node in sorted(saved, key=position.__getitem__, reverse=True):
-            if kind_of(node) != "elementwise":
+            if node.kind is not NodeKind.ELEMENTWISE:
                 continue
             extra = [i for i in node.all_input_nodes if i.op is not Opcode.GET_ATTR and i not in saved
                      and not _is_number(i)]

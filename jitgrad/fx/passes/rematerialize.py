@@ -16,8 +16,7 @@ cheap as computing.
 from __future__ import annotations
 
 from ..graph import Graph
-from ..node import Node, Opcode
-from .fusion import kind_of
+from ..node import Node, NodeKind, Opcode
 from .memory import value_bytes
 
 MIN_BYTES = 1 << 20
@@ -30,7 +29,7 @@ def _large(node: Node) -> bool:
 def _stored(node: Node) -> bool:
     """Whether the value is in memory whatever this pass does: an argument, a constant, a statement's
     or reduction's result, or one read outside its group or by the output."""
-    if node.op is not Opcode.CALL_FUNCTION or kind_of(node) != "elementwise":
+    if node.kind is not NodeKind.ELEMENTWISE:
         return True
     group = node.meta.get("fusion_group")
     return any(u.op is Opcode.OUTPUT or u.meta.get("fusion_group") != group for u in node.users)
@@ -55,7 +54,7 @@ class _Group:
             return known[value]
         known[value] = None
         if value.op is not Opcode.CALL_FUNCTION or not getattr(value.target, "recompute", False) or \
-                kind_of(value) != "elementwise" or value.meta.get("fusion_group") == self.name:
+                value.kind is not NodeKind.ELEMENTWISE or value.meta.get("fusion_group") == self.name:
             return None
         loads: set[Node] = set()
         for i in value.all_input_nodes:

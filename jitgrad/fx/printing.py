@@ -1,0 +1,66 @@
+"""How a node prints: one line, ``%name: dtype[shape] = opcode target(args, kwargs)  # pass notes``.
+
+One printer for every listing of the IR, so that a line of ``print(graph)``, the comment above its
+statement in ``GraphModule.code`` and the comment above its code in a generated kernel read alike and
+can be searched for one another. What differs between them is passed in: a kernel, which serves every
+size and Python number its structure allows, prints sizes as its own variables (``size``) and leaves
+values out (``leaf``); listings of one traced graph print them as they are.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .node import Node, Opcode
+
+# Text for a plain value inside args or kwargs, or None for the default (``repr``).
+Leaf = Callable[[Any], "str | None"]
+
+
+def format_arg(value: Any, leaf: Leaf | None = None) -> str:
+    """An argument as the listing shows it: nodes as ``%name``, arrays by dtype and shape, and any other
+    plain value as ``leaf`` spells it (``repr`` when it gives None)."""
+    if isinstance(value, Node):
+        return f"%{value.name}"
+    if isinstance(value, tuple):
+        inner = ", ".join(format_arg(v, leaf) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_arg(v, leaf) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {format_arg(v, leaf)}" for k, v in value.items()) + "}"
+    if isinstance(value, slice):
+        return f"slice({', '.join(format_arg(v, leaf) for v in (value.start, value.stop, value.step))})"
+    text = leaf(value) if leaf is not None else None
+    if text is not None:
+        return text
+    if isinstance(value, np.ndarray):
+        return f"array({value.dtype}{list(value.shape)})"
+    if isinstance(value, np.dtype):
+        return str(value)
+    return repr(value)
+
+
+def _call(node: Node, leaf: Leaf | None) -> str:
+    """``opcode target`` and, for a call, its ``(args, kwargs)``."""
+    call = f"{node.op.value} {node.target_name}"
+    if node.op is Opcode.CALL_FUNCTION:
+        call += "(" + ", ".join([format_arg(a, leaf) for a in node.args]
+                                + [f"{k}={format_arg(v, leaf)}" for k, v in node.kwargs.items()]) + ")"
+    return call
+
+
+def format_node(node: Node, *, size: Callable[[int], str] = str, leaf: Leaf | None = None,
+                notes: bool = True) -> str:
+    """The node's line: ``%name: dtype[shape] = opcode target(args)``, with each size as ``size``
+    spells it, and after ``  # `` the metadata passes added (``fusion_group``, ``buffer``...) unless
+    ``notes`` is False. The output node prints as ``return value``."""
+    if node.op is Opcode.OUTPUT:
+        return f"return {format_arg(node.args[0], leaf)}"
+    line = f"%{node.name}: {node.format_meta(size)} = {_call(node, leaf)}"
+    extra = {k: v for k, v in node.meta.items() if k not in ("shape", "dtype")} if notes else {}
+    return line + ("  # " + ", ".join(f"{k}={v}" for k, v in extra.items()) if extra else "")
+
+
+__all__ = ["Leaf", "format_arg", "format_node"]
