@@ -195,8 +195,8 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
-    if free.overflow:
-        raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.overflow}")
+    if free.unguardable:
+        raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.unguardable}")
     tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True,
                     draws_as_input=True)
     generator_state = default_generator.peek()

@@ -22,6 +22,7 @@ that says so, rather than with guards that would miss a change.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import types
@@ -39,6 +40,7 @@ _LIBRARIES = frozenset({"numpy", "numba", "scipy", "torch", "jax", "jaxlib", "ll
                         "_pytest", "pytest", "hypothesis"}) | frozenset(sys.stdlib_module_names)
 # jitgrad's package whose objects are the user's model: their attributes hold the user's tensors.
 _USER_FACING_CLASSES = "jitgrad.nn"
+_RECORD_CLASSES = frozenset({("types", "SimpleNamespace"), ("argparse", "Namespace")})
 
 
 def _library(module_name: str | None) -> bool:
@@ -46,8 +48,20 @@ def _library(module_name: str | None) -> bool:
 
 
 def _library_class(kind: type) -> bool:
+    """Whether objects of ``kind`` are a library's, not entered. The user's model (``jitgrad.nn``) and
+    the standard library's plain records of values (``SimpleNamespace``, argparse's ``Namespace``) are
+    entered: what the function reads from them is the user's data, which must be guarded."""
     module = kind.__module__ or ""
+    if (module, kind.__qualname__) in _RECORD_CLASSES:
+        return False
     return _library(module) and not (module == _USER_FACING_CLASSES or module.startswith(_USER_FACING_CLASSES + "."))
+
+
+def _literal(key: Any) -> bool:
+    """Whether a dict key can be written into a guard's source (a number, a string, a tuple of them)."""
+    if type(key) is tuple:
+        return all(_literal(k) for k in key)
+    return type(key) in SCALAR_TYPES and key == key  # a NaN key reads back as another NaN
 
 
 def code_names(code: types.CodeType) -> frozenset[str]:
@@ -77,7 +91,7 @@ class FreeVariables:
     arrays: dict[int, list[Source]] = field(default_factory=dict)
     guards: list[tuple[Source, str, Any]] = field(default_factory=list)   # (source, kind, value then)
     snapshots: list[Snapshot] = field(default_factory=list)
-    overflow: str | None = None        # set when the walk stopped at MAX_VALUES
+    unguardable: str | None = None     # why what the function reads cannot be guarded (too many values...)
     objects: dict[int, Any] = field(default_factory=dict)  # the tensors and arrays above, by id: kept alive
 
     def sources_of(self, value: Any) -> list[Source] | None:
@@ -141,10 +155,10 @@ class _Walker:
         if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype)):
             self.found.guards.append((source, "value", value))
             return
-        if id(value) in self.visited or self.found.overflow is not None:
+        if id(value) in self.visited or self.found.unguardable is not None:
             return
         if len(self.visited) >= MAX_VALUES:
-            self.found.overflow = (f"it reaches more than {MAX_VALUES} Python objects from its closure, "
+            self.found.unguardable = (f"it reaches more than {MAX_VALUES} Python objects from its closure, "
                                    f"globals and defaults (the last at {source.describe()}), too many to "
                                    "guard; pass the values it reads as arguments")
             return
@@ -153,20 +167,26 @@ class _Walker:
         self._enter(value, kind, source, names)
 
     def _enter(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
-        if kind is list or isinstance(value, tuple):
+        if kind is list or kind is collections.deque or isinstance(value, tuple):
             self.found.guards.append((source, "length", len(value)))
-            if kind is list:
+            if not isinstance(value, tuple):
                 self.found.guards.append((source, "identity", value))
                 self.found.snapshots.append(Snapshot(source, "list", value, None, list(value)))
             for i, item in enumerate(value):
                 self.value(item, source.item(i), names)
-        elif kind is dict:
+        elif isinstance(value, dict):  # OrderedDict, defaultdict, Counter and the user's subclasses too
             self.found.guards.append((source, "identity", value))
             self.found.guards.append((source, "keys", tuple(value)))
             self.found.snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
             for key, item in value.items():
-                if type(key) in SCALAR_TYPES:
-                    self.value(item, source.entry(key), names)
+                if not _literal(key):
+                    self.found.unguardable = (f"it reads {source.describe()}, a {kind.__name__} keyed by "
+                                              f"{type(key).__name__}, whose entries cannot be guarded; pass "
+                                              "the values it reads as arguments")
+                    return
+                self.value(item, source.entry(key), names)
+            if not _library_class(kind):
+                self._object(value, kind, source, names)
         elif kind in (set, frozenset):
             if all(type(v) in SCALAR_TYPES for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))

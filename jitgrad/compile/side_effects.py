@@ -72,10 +72,10 @@ def _difference(snapshot: Snapshot) -> str | None:
     if kind == "global":
         now = holder.get(snapshot.key, MISSING)
         return None if now is before else ("was created" if before is MISSING else "was rebound")
-    if kind == "list":
+    if kind == "list":  # a list or a deque
         if _same_items(holder, before):
             return None
-        if len(holder) > len(before) and _same_items(holder[:len(before)], before):
+        if len(holder) > len(before) and _same_items(list(holder)[:len(before)], before):
             return f"grew from {len(before)} to {len(holder)} items"
         return "had items replaced or removed"
     attributes = holder if kind == "dict" else getattr(holder, "__dict__", {})
@@ -143,7 +143,8 @@ def undo(changes: list[Change]) -> None:
             else:
                 holder[snapshot.key] = before
         elif kind == "list":
-            holder[:] = before
+            holder.clear()
+            holder.extend(before)
         else:
             attributes = holder if kind == "dict" else holder.__dict__
             attributes.clear()

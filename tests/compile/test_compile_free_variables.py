@@ -3,7 +3,10 @@ are inputs read afresh at every call; Python values read from outside are guarde
 are never run only once in silence."""
 from __future__ import annotations
 
+import argparse
+import collections
 import functools
+import types
 import warnings
 
 import numpy as np
@@ -165,6 +168,53 @@ def test_a_global_number_is_guarded_and_the_log_names_it():
         assert "global 'SCALES['s']': value was 2.0, now 3.0" in f.log[-1]
     finally:
         SCALES["s"] = 2.0
+
+
+def _set_attribute(record, value):
+    record.scale = value
+
+
+def _set_item(record, value):
+    record["scale"] = value
+
+
+def _set_first(record, value):
+    record[0] = value
+
+
+RECORDS = [  # how a number can be kept in the standard library's containers, and changed there
+    ("SimpleNamespace", lambda: types.SimpleNamespace(scale=2.0), lambda r: r.scale, _set_attribute),
+    ("argparse.Namespace", lambda: argparse.Namespace(scale=2.0), lambda r: r.scale, _set_attribute),
+    ("OrderedDict", lambda: collections.OrderedDict(scale=2.0), lambda r: r["scale"], _set_item),
+    ("defaultdict", lambda: collections.defaultdict(float, scale=2.0), lambda r: r["scale"], _set_item),
+    ("deque", lambda: collections.deque([2.0]), lambda r: r[0], _set_first),
+    ("tuple-keyed dict", lambda: {(1, "scale"): 2.0}, lambda r: r[(1, "scale")],
+     lambda r, v: r.__setitem__((1, "scale"), v)),
+]
+
+
+@pytest.mark.parametrize("make,read,change", [r[1:] for r in RECORDS], ids=[r[0] for r in RECORDS])
+def test_a_number_kept_in_a_standard_library_container_is_guarded(make, read, change):
+    """These were neither entered nor guarded (the standard library's objects), so a changed number
+    gave the first trace's result, silently."""
+    record = make()
+    f = jg.compile(lambda x: (x * read(record)).sum(), cache=False)
+    x = inputs()
+    assert_close(f(x), (x * 2.0).sum())
+    change(record, 3.0)
+    assert_close(f(x), (x * 3.0).sum())
+    assert "value was 2.0, now 3.0" in f.log[-1]
+
+
+def test_a_dict_keyed_by_objects_cannot_be_guarded_and_runs_eagerly():
+    key = object()
+    table = {key: 2.0}
+    f = jg.compile(lambda x: (x * table[key]).sum(), cache=False)
+    x = inputs()
+    with pytest.warns(CompileWarning, match="a dict keyed by object, whose entries cannot be guarded"):
+        assert_close(f(x), (x * 2.0).sum())
+    table[key] = 3.0
+    assert_close(f(x), (x * 3.0).sum())
 
 
 def helper(x):
