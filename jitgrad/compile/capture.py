@@ -176,14 +176,47 @@ class NeedsValues(Exception):
 
 def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
             dynamic: frozenset[int] = frozenset()) -> Captured:
-    """Traces ``fn(*args, **kwargs)`` once (see the module docstring); the argument leaves in ``dynamic``
-    (Python numbers, by ``flatten`` position) become run-time inputs (``fx.numbers``). A trace that
-    changes Python state outside the function is undone and traced again under a line tracer, to name
-    the line that made each change."""
+    """Traces ``fn(*args, **kwargs)`` (see the module docstring), twice (``_first_difference``); the
+    argument leaves in ``dynamic`` (Python numbers, by ``flatten`` position) become run-time inputs
+    (``fx.numbers``). A trace that changes Python state outside the function is undone and traced
+    again under a line tracer, to name the line that made each change."""
+    captured = _capture_once(fn, args, kwargs, parameter_names, dynamic)
+    difference = _first_difference(captured, _capture_once(fn, args, kwargs, parameter_names, dynamic))
+    if difference is not None:
+        raise Unsupported("two traces of one call gave different graphs (" + difference + "): the function "
+                          "reads a value that changes from call to call where no guard can see it (random."
+                          "random(), np.random, time.time(), a counter, a library object's state); pass "
+                          "such values as arguments")
+    return captured
+
+
+def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
+                  dynamic: frozenset[int]) -> Captured:
     try:
         return _capture(fn, args, kwargs, parameter_names, dynamic, locate_changes=False)
     except _ChangedState:
         return _capture(fn, args, kwargs, parameter_names, dynamic, locate_changes=True)
+
+
+def _first_difference(first: Captured, second: Captured) -> str | None:
+    """Where two traces of the same call differ, or None. Guards see what the function reads from its
+    arguments, closure, globals and the objects reached from them; a value it gets from a call into a
+    library (a random number, the time, ``next(counter)``) is seen by none, and would be baked into
+    the graph as a constant, silently. Such a value shows as a difference between two traces, so every
+    capture traces twice (a few milliseconds, against the seconds of a compile)."""
+    first_lines, second_lines = str(first.graph).splitlines(), str(second.graph).splitlines()
+    for a, b in zip(first_lines, second_lines):
+        if a != b:
+            return f"{a.strip()!r} against {b.strip()!r}"
+    if len(first_lines) != len(second_lines):
+        return f"{len(first_lines)} lines against {len(second_lines)}"
+    for name, value in first.graph.constants.items():
+        other = second.graph.constants.get(name)
+        if other is None or not np.array_equal(value.numpy(), other.numpy(), equal_nan=value.is_floating_point()):
+            return f"the values of constant {name}"
+    if first.draws != second.draws:
+        return f"{first.draws} random elements drawn against {second.draws}"
+    return None
 
 
 class _ChangedState(Exception):

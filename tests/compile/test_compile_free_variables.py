@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
+import itertools
+import random
 import types
 import warnings
 
@@ -215,6 +217,25 @@ def test_a_dict_keyed_by_objects_cannot_be_guarded_and_runs_eagerly():
         assert_close(f(x), (x * 2.0).sum())
     table[key] = 3.0
     assert_close(f(x), (x * 3.0).sum())
+
+
+UNSEEN_CHANGES = [  # values from calls into libraries, which no guard sees
+    ("random.random", lambda: lambda x: (x * random.random()).sum()),
+    ("np.random", lambda: lambda x: (x * jg.tensor(np.random.rand(4, 3))).sum()),
+    ("a counter", lambda: (lambda counter: lambda x: (x * next(counter)).sum())(itertools.count())),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in UNSEEN_CHANGES], ids=[c[0] for c in UNSEEN_CHANGES])
+def test_a_value_no_guard_sees_changing_runs_eagerly_with_the_reason(make):
+    """Such a value was baked into the graph as a constant, and every call returned the first one.
+    Two traces of the first call differ, so the function runs eagerly and says why."""
+    f = jg.compile(make(), cache=False)
+    x = inputs()
+    with pytest.warns(CompileWarning, match="two traces of one call gave different graphs"):
+        first = f(x).item()
+    assert f(x).item() != first
+    assert not f.programs
 
 
 def helper(x):
