@@ -20,6 +20,8 @@ from .ops import (abs, add, all, amax, any, amin, argmax, argmin, broadcast_to, 
                   tanh, transpose, unsqueeze, var, where)
 from .ops import methods as _methods  # noqa: F401 - attaches the ops to Tensor
 from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from . import optim, utils  # noqa: E402 - optimizers and data loading build on the ops and nn
+from .serialization import load, save
 from .shapes import Size
 
 clip = clamp
