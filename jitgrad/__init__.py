@@ -20,8 +20,6 @@ from .ops import (abs, add, all, amax, any, amin, argmax, argmin, broadcast_to, 
                   tanh, transpose, unsqueeze, var, where)
 from .ops import methods as _methods  # noqa: F401 - attaches the ops to Tensor
 from .random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from . import optim, utils  # noqa: E402 - optimizers and data loading build on the ops and nn
-from .serialization import load, save
 from .shapes import Size
 
 clip = clamp
@@ -31,3 +29,5 @@ __version__ = "0.1.0"
 
 from . import fx  # noqa: E402 - graph mode builds on everything above
 from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; the package stays importable as jitgrad.compile
+from . import optim, utils  # noqa: E402 - optimizers refuse to be traced, which needs fx
+from .serialization import load, save  # noqa: E402

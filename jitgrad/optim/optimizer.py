@@ -17,6 +17,8 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from ..autograd import enable_grad
+from ..fx import TraceError
+from ..ops.registry import observed
 from ..tensor import Tensor
 
 
@@ -80,8 +82,18 @@ class Optimizer:
         raise NotImplementedError
 
     @staticmethod
-    def _loss_of(closure: Callable[[], Any] | None) -> Any:
-        """The closure's loss, computed with grad mode on (``step`` itself runs under ``no_grad``)."""
+    def _start_step(closure: Callable[[], Any] | None) -> Any:
+        """What every ``step`` does first: refuse to be traced, then compute the closure's loss with grad
+        mode on (``step`` itself runs under ``no_grad``).
+
+        A traced step would freeze what it reads as Python values (each group's ``lr``, the step count)
+        into the graph: ``jitgrad.compile`` does not look into an optimizer, so a scheduler's new rate
+        would go unseen. The ``TraceError`` makes a compiled function that calls ``step()`` run
+        eagerly instead, after one warning; compile the loss and step outside (docs/nn.md)."""
+        if observed():
+            raise TraceError("optimizer.step() inside a traced function: its learning rates and state would be "
+                             "frozen into the graph; compile the loss (loss = f(x); loss.backward()) and call "
+                             "step() outside")
         if closure is None:
             return None
         with enable_grad():

@@ -30,7 +30,7 @@ class SGD(Optimizer):
 
     @no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._loss_of(closure)
+        loss = self._start_step(closure)
         for group in self.param_groups:
             for param in group["params"]:
                 if param.grad is not None:
