@@ -80,9 +80,6 @@ class _IndexedModules(Module):
     def __iadd__(self, modules: Iterable[Module]) -> "_IndexedModules":
         return self.extend(modules)
 
-    def __dir__(self) -> list[str]:
-        return [key for key in super().__dir__() if not key.isdigit()]
-
 
 class Sequential(_IndexedModules):
     """``Sequential(a, b, c)(x)`` is ``c(b(a(x)))``; ``Sequential(OrderedDict(name=module))`` names

@@ -228,8 +228,8 @@ class Module:
         super().__delattr__(name)
 
     def __dir__(self) -> list[str]:
-        own = [key for key in super().__dir__() if not key[:1].isdigit()]
-        return sorted(set(own) | set(self._parameters) | set(self._buffers) | set(self._modules))
+        names = set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        return sorted(name for name in names if not name[:1].isdigit())  # a Sequential's "0" is no attribute
 
     # ---- walking ------------------------------------------------------------------------------------
     def named_modules(self, memo: set | None = None, prefix: str = "",

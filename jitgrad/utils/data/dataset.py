@@ -3,7 +3,7 @@ row by row; ``Subset`` and ``random_split`` take parts of a dataset without copy
 from __future__ import annotations
 
 import math
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Generic, Sequence, TypeVar
 
 from ...random import Generator, default_generator
 from ...tensor import Tensor
