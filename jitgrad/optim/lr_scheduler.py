@@ -72,7 +72,8 @@ class CosineAnnealingLR(LRScheduler):
     over the next ``T_max``): ``eta_min + (initial - eta_min) (1 + cos(pi t / T_max)) / 2``, reached
     step by step from the current rate."""
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:  # noqa: N803
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803 - PyTorch's name
+                 last_epoch: int = -1) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)

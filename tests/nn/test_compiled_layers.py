@@ -32,7 +32,8 @@ CASES = {
     "bce": (lambda: nn.Sequential(nn.Linear(4, 3), nn.Sigmoid()),
             lambda model: nn.BCELoss()(model(X), (X[:, :3] > 0).double())),
     "bce-logits": (lambda: nn.Linear(4, 3),
-                   lambda model: nn.BCEWithLogitsLoss(pos_weight=jg.full((3,), 2.0))(model(X), (X[:, :3] > 0).double())),
+                   lambda model: nn.BCEWithLogitsLoss(pos_weight=jg.full((3,), 2.0))(model(X),
+                                                                      (X[:, :3] > 0).double())),
 }
 
 

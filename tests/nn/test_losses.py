@@ -30,7 +30,8 @@ def losses(lib):
     cases = {}
     for reduction in ("mean", "sum", "none"):
         cases.update({
-            f"cross-entropy-{reduction}": (lambda x, y, r=reduction: F_.cross_entropy(x, y, reduction=r), [LOGITS, LABELS]),
+            f"cross-entropy-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, reduction=r), [LOGITS, LABELS]),
             f"cross-entropy-weighted-{reduction}": (
                 lambda x, y, r=reduction: F_.cross_entropy(x, y, weight=t(WEIGHT), reduction=r), [LOGITS, LABELS]),
             f"cross-entropy-ignore-{reduction}": (

@@ -115,7 +115,8 @@ class Boom:
 def archive_with(path, structure, members: dict[str, bytes]) -> None:
     with zipfile.ZipFile(path, "w") as archive:
         if structure is not None:
-            archive.writestr("structure.json", structure if isinstance(structure, (bytes, str)) else json.dumps(structure))
+            text = structure if isinstance(structure, (bytes, str)) else json.dumps(structure)
+            archive.writestr("structure.json", text)
         for name, data in members.items():
             archive.writestr(name, data)
 

@@ -1,14 +1,16 @@
 """``Module``: the base class of layers and models, as PyTorch's ``torch.nn.Module``.
 
-A module keeps what it owns in three ordered dicts, filled by ``__setattr__`` according to the value
-assigned: ``_parameters`` (``Parameter``s: what an optimizer updates), ``_buffers`` (tensors that are
-part of the state but not trained, such as BatchNorm's running statistics) and ``_modules`` (child
-modules). Everything that walks a model — ``parameters()``, ``state_dict()``, ``train()``, ``to()`` —
-walks these dicts, so a model written as plain attribute assignments in ``__init__`` is complete.
+A module keeps what it owns in three dicts (in the order of assignment), filled by ``__setattr__``
+according to the value assigned: ``_parameters`` (``Parameter``s: what an optimizer updates),
+``_buffers`` (tensors that are part of the state but not trained, such as BatchNorm's running
+statistics) and ``_modules`` (child modules). Everything that walks a model — ``parameters()``,
+``state_dict()``, ``train()``, ``to()`` — walks these dicts, so a model written as plain attribute
+assignments in ``__init__`` is complete.
 
-The dicts are plain ``dict``s held as attributes of the instance, so ``jitgrad.compile`` reaches a model's tensors
-through them when a compiled function reads the model from its closure (docs/compile.md, "What a
-compiled function reads"), and ``training`` is a plain bool it guards: ``model.eval()`` recompiles.
+They are plain ``dict``s (not ``OrderedDict``s, which ``jitgrad.compile`` does not enter) held as
+attributes of the instance, so a compiled function that reads a model from its closure reaches its
+tensors through them (docs/compile.md, "What a compiled function reads"), and ``training`` is a
+plain bool it guards: ``model.eval()`` recompiles.
 """
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ from ..parameter import Parameter
 def _typename(value: Any) -> str:
     return "jitgrad.Tensor" if isinstance(value, Tensor) and not isinstance(value, Parameter) \
         else type(value).__name__
+
+
+def _quoted(keys: list[str]) -> str:
+    return ", ".join(f'"{key}"' for key in keys)
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -419,9 +425,9 @@ class Module:
             module._load_from_state_dict(state_dict, prefix, missing, unexpected, errors)
         if strict:
             if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+                errors.insert(0, f"Unexpected key(s) in state_dict: {_quoted(unexpected)}. ")
             if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+                errors.insert(0, f"Missing key(s) in state_dict: {_quoted(missing)}. ")
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))

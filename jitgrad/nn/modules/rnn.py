@@ -182,8 +182,8 @@ class _SequenceBase(Module):
                 self.register_parameter(f"weight_hh_l{layer}{suffix}",
                                         new_parameter(gates, hidden_size, device=device, dtype=dtype))
                 if bias:
-                    self.register_parameter(f"bias_ih_l{layer}{suffix}", new_parameter(gates, device=device, dtype=dtype))
-                    self.register_parameter(f"bias_hh_l{layer}{suffix}", new_parameter(gates, device=device, dtype=dtype))
+                    for name in (f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"):
+                        self.register_parameter(name, new_parameter(gates, device=device, dtype=dtype))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
