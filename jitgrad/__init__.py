@@ -23,3 +23,5 @@ __version__ = "0.1.0"
 
 from . import fx  # noqa: E402 - graph mode builds on everything above
 from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; the package stays importable as jitgrad.compile
+from . import optim, utils  # noqa: E402 - optimizers refuse to be traced, which needs fx
+from .serialization import load, save  # noqa: E402

@@ -1,43 +1,28 @@
-"""Activations and losses as PyTorch's ``torch.nn.functional`` spells them, composed of registry ops."""
+"""Layers and losses as PyTorch's ``torch.nn.functional`` spells them, composed of registry ops.
+
+Composed, not new ops: each function is a few registry ops, so its gradient, its gradients of any
+order, forward mode and compiling come from theirs. Where PyTorch has one fused op the node names
+differ (``layer_norm`` ends in ``MulBackward0``/``AddBackward0`` rather than
+``NativeLayerNormBackward0``); docs/nn.md lists them.
+"""
 from __future__ import annotations
 
+import warnings
+from typing import Sequence
+
+from ..autograd import Function, no_grad
 from ..factories import rand_like
-from ..ops import gelu, log_softmax, nll_loss, relu, softmax
+from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
+from ..ops import nll_loss as _nll_loss_op
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
 
-__all__ = ["relu", "gelu", "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "linear", "dropout"]
+__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
+           "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss", "nll_loss", "relu", "sigmoid",
+           "softmax", "tanh"]
 
 
-def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
-    if reduction == "mean":
-        return mean(loss)
-    if reduction == "sum":
-        return sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{op}: {reduction} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
-
-
-def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Cross-entropy of logits ``input`` (N, C) against class indices (N,) or class probabilities
-    (N, C), such as one-hot rows."""
-    if input.ndim not in (1, 2):
-        raise ValueError(f"cross_entropy: expected input of shape (N, C) or (C,), got {tuple(input.shape)}")
-    log_probs = log_softmax(input, dim=-1)
-    if target.is_floating_point():
-        if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(f"cross_entropy: probability targets must have the input's shape "
-                             f"{tuple(input.shape)}, got {tuple(target.shape)}")
-        return _reduce(-sum(log_probs * target, dim=-1), reduction, "cross_entropy")
-    return nll_loss(log_probs, target, reduction=reduction)
-
-
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
-
-
+# ---- layers ------------------------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, with ``weight`` of shape (out_features, in_features).
 
@@ -54,14 +39,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out + bias
 
 
-def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes each element with probability ``p`` and scales the rest by ``1 / (1 - p)``, so that the
     expected value is unchanged; the identity when not ``training`` (or ``p == 0``, which draws nothing).
 
     A composite of registry ops: a uniform draw (``rand_like``, one element per element of ``input``, so
     the generator moves as far as it does in PyTorch's eager dropout) compared with ``p`` gives a scaled
     mask, and the gradient is the incoming one times that mask (``MulBackward0``). Compiled, the draw
-    takes its state from the generator at each call (docs/compile.md, "Random numbers")."""
+    takes its state from the generator at each call (docs/compile.md, "Random numbers"). ``inplace``
+    is accepted for PyTorch's signature; the result is always a new tensor."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability p has to be between 0 and 1, but got p={p}")
     if not training or p == 0.0:
@@ -70,3 +56,262 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         return input * 0.0  # every element dropped: zeros, and zero gradients (no 0 * inf)
     keep = rand_like(input) >= p
     return input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+
+
+def _affine(normalized: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    if weight is not None:
+        normalized = normalized * weight
+    if bias is not None:
+        normalized = normalized + bias
+    return normalized
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Each sample normalized over its last ``len(normalized_shape)`` dimensions (biased variance),
+    then scaled by ``weight`` and shifted by ``bias``."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    count = len(normalized_shape)
+    if tuple(input.shape[input.dim() - count:]) != normalized_shape or input.dim() < count:
+        expected = ", ".join(str(s) for s in normalized_shape)
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {expected}], but got input of size{list(input.shape)}")
+    dims = tuple(range(-count, 0))
+    centered = input - mean(input, dims, keepdim=True)
+    variance = mean(centered * centered, dims, keepdim=True)
+    return _affine(centered * (variance + eps).rsqrt(), weight, bias)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalizes each channel (dimension 1 of an (N, C) or (N, C, L) input): in training by the
+    batch's statistics, whose running averages it updates in place (``momentum`` of the new value;
+    the running variance is the unbiased one, as in PyTorch), otherwise by the running statistics."""
+    if input.dim() < 2:
+        raise ValueError(f"expected an input of shape (N, C) or (N, C, L), got {list(input.shape)}")
+    dims = (0, *range(2, input.dim()))
+    channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+        batch_mean = mean(input, dims, keepdim=True)
+        centered = input - batch_mean
+        batch_var = mean(centered * centered, dims, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                running_mean.mul_(1.0 - momentum).add_(batch_mean.reshape(-1) * momentum)
+                running_var.mul_(1.0 - momentum).add_(batch_var.reshape(-1) * (momentum * count / (count - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be given when not training")
+        centered = input - running_mean.reshape(channel_shape)
+        batch_var = running_var.reshape(channel_shape)
+    normalized = centered * (batch_var + eps).rsqrt()
+    return _affine(normalized,
+                   None if weight is None else weight.reshape(channel_shape),
+                   None if bias is None else bias.reshape(channel_shape))
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of ``weight`` picked by the integer tensor ``input``: ``weight[input]``, whose gradient
+    adds each incoming row into the row it was picked from. The row ``padding_idx`` gets no gradient.
+
+    The indices are read as values (numpy checks them: an index outside the rows is an ``IndexError``),
+    so a compiled function that calls this runs eagerly until jitgrad has an embedding op."""
+    if input.is_floating_point() or input.dtype.name == "bool":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
+                           f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
+                           "embedding)")
+    rows = weight.shape[0]
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += rows
+    if bool((input < 0).any()):  # numpy would count a negative index from the end
+        raise IndexError("index out of range in self")
+    try:
+        out = weight[input]
+    except IndexError:
+        raise IndexError("index out of range in self") from None
+    if padding_idx is None:
+        return out
+    return where((input == padding_idx).unsqueeze(-1), out.detach(), out)
+
+
+# ---- losses ------------------------------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: {reduction} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
+
+
+def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]:
+    """An (N, C, d1, ...) input as (N * d1 * ..., C) rows and its targets as one vector, with the
+    shape to give a per-element loss back."""
+    if input.dim() <= 2:
+        return input, target, tuple(target.shape)
+    order = (0, *range(2, input.dim()), 1)
+    return input.permute(order).reshape(-1, input.shape[1]), target.reshape(-1), tuple(target.shape)
+
+
+def _picked(values: Tensor, target: Tensor) -> Tensor:
+    """``values[i, target[i]]`` for every row i: ``nll_loss`` (negated) picks them, checking every
+    target against the classes (an ``IndexError`` eagerly and compiled) and taking the targets as
+    a tensor input, so a compiled loss runs one program for every batch of labels."""
+    return -_nll_loss_op(values, target, reduction="none")
+
+
+def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+                  reduction: str, label_smoothing: float, shape: tuple[int, ...]) -> Tensor:
+    """PyTorch's class-index loss of (N, C) log-probabilities with class weights, ignored targets and
+    label smoothing. A sample's weight is ``weight[target]`` (0 where the target is ``ignore_index``);
+    "mean" divides by the sum of those weights, as PyTorch does, and the smoothing term (the mean of
+    the weighted log-probabilities over the classes) by the same sum, or by the count of kept samples
+    when there are no class weights."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    kept = (target != ignore_index).to(log_probs.dtype)
+    safe_target = where(target != ignore_index, target, 0)
+    sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target)
+    losses = -_picked(log_probs, safe_target) * sample_weight
+    smooth = None
+    if label_smoothing > 0.0:
+        spread = log_probs if weight is None else log_probs * weight
+        smooth = -sum(spread, dim=1) * kept * (label_smoothing / log_probs.shape[1])
+    if reduction == "none":
+        return (losses if smooth is None else losses * (1.0 - label_smoothing) + smooth).reshape(shape)
+    total = sum(losses)
+    if reduction == "mean":
+        total = total / sum(sample_weight)
+    if smooth is None:
+        return total
+    smooth_total = sum(smooth)
+    if reduction == "mean":
+        smooth_total = smooth_total / sum(sample_weight if weight is not None else kept)
+    return total * (1.0 - label_smoothing) + smooth_total
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of class indices for log-probabilities ``input``, (N, C), (C,) or
+    (N, C, d1, ...).
+
+    Without ``weight`` and with the default ``ignore_index`` it is jitgrad's ``nll_loss`` op
+    (``NllLossBackward0``, as in PyTorch), which refuses a target outside the classes, -100 included,
+    with an ``IndexError`` (PyTorch ignores -100); with either, a composite that honours both."""
+    if weight is None and ignore_index == -100:
+        if input.dim() <= 2:
+            return _nll_loss_op(input, target, reduction=reduction)
+        rows, targets, shape = _classes_last(input, target)
+        loss = _nll_loss_op(rows, targets, reduction=reduction)
+        return loss.reshape(shape) if reduction == "none" else loss
+    if input.dim() == 1:
+        return nll_loss(input.unsqueeze(0), target.reshape(1), weight, ignore_index, reduction).reshape(())
+    rows, targets, shape = _classes_last(input, target)
+    return _weighted_nll(rows, targets, weight, ignore_index, reduction, 0.0, shape)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy of logits ``input`` ((N, C), (C,) or (N, C, d1, ...)) against class indices or
+    class probabilities of the input's shape (such as one-hot rows).
+
+    Class indices without ``weight``, ``label_smoothing`` or an ``ignore_index`` of its own are
+    ``log_softmax`` then the ``nll_loss`` op, as in PyTorch (see ``nll_loss`` for -100)."""
+    if input.dim() == 0:
+        raise ValueError("cross_entropy: expected input of shape (N, C) or (C,), got a 0-d tensor")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    log_probs = log_softmax(input, dim=class_dim)
+    if target.is_floating_point():
+        return _cross_entropy_of_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim)
+    if label_smoothing == 0.0:
+        return nll_loss(log_probs, target, weight, ignore_index, reduction)
+    if input.dim() == 1:
+        return cross_entropy(input.unsqueeze(0), target.reshape(1), weight, ignore_index, reduction,
+                             label_smoothing).reshape(())
+    rows, targets, shape = _classes_last(log_probs, target)
+    return _weighted_nll(rows, targets, weight, ignore_index, reduction, label_smoothing, shape)
+
+
+def _cross_entropy_of_probabilities(log_probs: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
+                                    label_smoothing: float, class_dim: int) -> Tensor:
+    if tuple(target.shape) != tuple(log_probs.shape):
+        raise ValueError(f"cross_entropy: probability targets must have the input's shape "
+                         f"{tuple(log_probs.shape)}, got {tuple(target.shape)}")
+    classes = log_probs.shape[class_dim]
+    if label_smoothing > 0.0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / classes
+    if weight is not None:
+        target = target * weight.reshape((classes,) + (1,) * (log_probs.dim() - class_dim - 1))
+    losses = -sum(log_probs * target, dim=class_dim)
+    return _reduce(losses, reduction, "cross_entropy")
+
+
+def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", UserWarning, stacklevel=3)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _warn_if_broadcast(input, target)
+    diff = input - target
+    return _reduce(diff * diff, reduction, "mse_loss")
+
+
+_BCE_EPSILON = 9.999999960041972e-13  # PyTorch's 1e-12, a float32 constant
+
+
+class _BinaryCrossEntropy(Function):
+    """The elementwise loss ``-(t log(x) + (1 - t) log(1 - x))``, each log clamped at -100, with
+    PyTorch's gradients: ``(x - t) / max(x (1 - x), 1e-12)`` for the probabilities, and
+    ``log(1 - x) - log(x)`` (clamped the same way) for the targets. The composite's own gradient
+    would be NaN at a probability of exactly 0 or 1 (0 / 0 under the clamp), which a float32 sigmoid
+    reaches from logits of about 17 on; PyTorch's stays finite there."""
+
+    @staticmethod
+    def forward(ctx, input: Tensor, target: Tensor) -> Tensor:  # noqa: ANN001 - ctx as autograd gives it
+        log_p, log_not_p = input.log().clamp(min=-100.0), (1.0 - input).log().clamp(min=-100.0)
+        ctx.save_for_backward(input, target, log_p, log_not_p)
+        return -(target * log_p + (1.0 - target) * log_not_p)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:  # noqa: ANN001
+        input, target, log_p, log_not_p = ctx.saved_tensors
+        grad_input = grad * (input - target) / (input * (1.0 - input)).clamp(min=_BCE_EPSILON) \
+            if ctx.needs_input_grad[0] else None
+        grad_target = grad * (log_not_p - log_p) if ctx.needs_input_grad[1] else None
+        return grad_input, grad_target
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """``-(t log(x) + (1 - t) log(1 - x))`` of probabilities ``input``, each log clamped at -100 as
+    PyTorch clamps it (so a probability of exactly 0 or 1 gives a finite loss, and a finite gradient)."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    losses = _BinaryCrossEntropy.apply(input, target)
+    if weight is not None:
+        losses = losses * weight
+    return _reduce(losses, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably from the logits: ``(1 - t) x +
+    softplus(-x)``, the softplus weighted by ``1 + (pos_weight - 1) t`` when ``pos_weight`` is given."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    log_sigmoid_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * target + 1.0
+    losses = (1.0 - target) * input + log_sigmoid_weight * softplus(-input)
+    if weight is not None:
+        losses = losses * weight
+    return _reduce(losses, reduction, "binary_cross_entropy_with_logits")

@@ -1,0 +1,16 @@
+"""The layers of ``jitgrad.nn``, one file per kind; ``module.py`` holds the base class."""
+from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .dropout import Dropout
+from .embedding import Embedding
+from .flatten import Flatten
+from .linear import Identity, Linear
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from .module import Module
+from .normalization import BatchNorm1d, LayerNorm
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten",
+           "GELU", "GRU", "GRUCell", "Identity", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LogSoftmax", "MSELoss",
+           "Module", "ModuleDict", "ModuleList", "NLLLoss", "RNN", "RNNCell", "ReLU", "Sequential", "Sigmoid",
+           "Softmax", "Tanh"]

@@ -1,0 +1,154 @@
+"""``Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and state dicts, as PyTorch's
+``torch.optim.Optimizer``; each algorithm (``sgd.py``, ``adam.py``, ``rmsprop.py``) adds its ``step``.
+
+A *parameter group* is a dict: ``"params"`` (a list of tensors) and the algorithm's settings
+(``lr``, ``momentum``...), the defaults filled in where a group does not set them. Schedulers change
+``group["lr"]`` between steps. ``state`` maps each parameter to its own dict (momentum buffers, Adam's
+moments and step count), made on the parameter's first step.
+
+``state_dict()`` numbers the parameters in group order, so a saved state loads into another
+optimizer over the same parameters (another process's), whatever their identity.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+from ..autograd import enable_grad
+from ..fx import TraceError
+from ..ops.registry import observed
+from ..tensor import Tensor
+
+
+class Optimizer:
+    def __init__(self, params: Iterable[Tensor] | Iterable[dict[str, Any]], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {type(params).__name__}")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Adds a group (e.g. layers unfrozen during fine-tuning); settings it lacks take the defaults."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(param).__name__}")
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = {**param_group, "params": params}
+        for name, default in self.defaults.items():
+            group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error", stacklevel=3)
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in existing for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clears every parameter's ``.grad``: to None (the default), or to zeros in place."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                if set_to_none:
+                    param.grad = None
+                else:
+                    param.grad.detach_()
+                    param.grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def _start_step(closure: Callable[[], Any] | None) -> Any:
+        """What every ``step`` does first: refuse to be traced, then compute the closure's loss with grad
+        mode on (``step`` itself runs under ``no_grad``).
+
+        A traced step would freeze what it reads as Python values (each group's ``lr``, the step count)
+        into the graph: ``jitgrad.compile`` does not look into an optimizer, so a scheduler's new rate
+        would go unseen. The ``TraceError`` makes a compiled function that calls ``step()`` run
+        eagerly instead, after one warning; compile the loss and step outside (docs/nn.md)."""
+        if observed():
+            raise TraceError("optimizer.step() inside a traced function: its learning rates and state would be "
+                             "frozen into the graph; compile the loss (loss = f(x); loss.backward()) and call "
+                             "step() outside")
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{settings, "params": [index, ...]}]}``; the state's
+        tensors are the optimizer's own (copy them to keep a snapshot, or save with ``jitgrad.save``)."""
+        index_of: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            for param in group["params"]:
+                index_of.setdefault(id(param), len(index_of))
+            groups.append({**{k: v for k, v in group.items() if k != "params"},
+                           "params": [index_of[id(p)] for p in group["params"]]})
+        state = {index_of[id(param)]: value for param, value in self.state.items() if id(param) in index_of}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Takes settings and state from ``state_dict`` (as ``state_dict()`` makes it), matching
+        parameters by position; floating state tensors are copied and cast to their parameter's dtype."""
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(saved["params"]) != len(group["params"]) for saved, group in zip(saved_groups, self.param_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        param_of = {index: param for saved, group in zip(saved_groups, self.param_groups)
+                    for index, param in zip(saved["params"], group["params"])}
+        state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        for index, values in state_dict["state"].items():
+            if index in param_of:
+                param = param_of[index]
+                state[param] = {key: self._loaded_value(key, value, param) for key, value in values.items()}
+        self.state = state
+        self.param_groups = [{**copy.deepcopy({k: v for k, v in saved.items() if k != "params"}),
+                              "params": group["params"]} for saved, group in zip(saved_groups, self.param_groups)]
+
+    @staticmethod
+    def _loaded_value(key: str, value: Any, param: Tensor) -> Any:
+        if not isinstance(value, Tensor):
+            return value
+        value = value.detach().clone()
+        if key != "step" and value.is_floating_point() and param.is_floating_point():
+            value = value.to(param.dtype)
+        return value
+
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"\n    {key}: {group[key]}"
+        return text + "\n)"
+
+
+__all__ = ["Optimizer"]

@@ -1,0 +1,81 @@
+"""Datasets: anything with ``__getitem__(index)`` and ``__len__``. ``TensorDataset`` pairs tensors
+row by row; ``Subset`` and ``random_split`` take parts of a dataset without copying it."""
+from __future__ import annotations
+
+import math
+from typing import Generic, Sequence, TypeVar
+
+from ...random import Generator, default_generator
+from ...tensor import Tensor
+from .sampler import permutation
+
+Sample = TypeVar("Sample")
+
+
+class Dataset(Generic[Sample]):
+    """Base class of map-style datasets: subclasses give ``__getitem__`` (and ``__len__``, which
+    ``DataLoader`` needs to make batches)."""
+
+    def __getitem__(self, index: int) -> Sample:
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+
+class TensorDataset(Dataset[tuple[Tensor, ...]]):
+    """Sample ``i`` is ``(t[i] for t in tensors)``: every tensor must have the same first size."""
+
+    def __init__(self, *tensors: Tensor) -> None:
+        if any(t.shape[0] != tensors[0].shape[0] for t in tensors):
+            raise ValueError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index: int) -> tuple[Tensor, ...]:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset[Sample]):
+    """The samples of ``dataset`` at ``indices``, in that order."""
+
+    def __init__(self, dataset: Dataset[Sample], indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, index: int) -> Sample:
+        return self.dataset[self.indices[index]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def _split_lengths(total: int, lengths: Sequence[int | float]) -> list[int]:
+    """Integer lengths from lengths or from fractions summing to 1 (the remainder of the fractions'
+    floors handed out one by one from the first part, as PyTorch does)."""
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, fraction in enumerate(lengths):
+            if not 0 <= fraction <= 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+        counts = [int(math.floor(total * fraction)) for fraction in lengths]
+        for i in range(total - sum(counts)):
+            counts[i % len(counts)] += 1
+        return counts
+    if sum(lengths) != total:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    return [int(n) for n in lengths]
+
+
+def random_split(dataset: Dataset[Sample], lengths: Sequence[int | float],
+                 generator: Generator = default_generator) -> list[Subset[Sample]]:
+    """Disjoint random subsets of ``dataset`` of the given lengths (or fractions): a permutation
+    drawn from ``generator`` (jitgrad's, seeded by ``manual_seed``, unless another is given)."""
+    counts = _split_lengths(len(dataset), lengths)
+    order = permutation(sum(counts), generator)
+    subsets, start = [], 0
+    for count in counts:
+        subsets.append(Subset(dataset, order[start:start + count]))
+        start += count
+    return subsets
+
+
+__all__ = ["Dataset", "Subset", "TensorDataset", "random_split"]

@@ -1,0 +1,81 @@
+"""Layers and losses inside ``jitgrad.compile``: the compiled loss and every parameter's gradient
+equal eager's, with no eager fallback (the graph-building backend, so that many layers stay quick;
+tests/training/test_training_loop.py runs a model through numba). ``jitgrad.compile(model)`` works
+on a module itself."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F
+from jitgrad.compile import CompileWarning
+
+RNG = np.random.default_rng(3)
+X = jg.tensor(RNG.standard_normal((6, 4)))
+SEQUENCE = jg.tensor(RNG.standard_normal((6, 5, 4)))
+LABELS = jg.tensor(RNG.integers(0, 3, 6))
+
+CASES = {
+    "mlp": (lambda: nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3)),
+            lambda model: F.cross_entropy(model(X), LABELS)),
+    "layer-norm-dropout": (lambda: nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Dropout(0.3), nn.Linear(8, 3)),
+                           lambda model: nn.CrossEntropyLoss(label_smoothing=0.1, weight=jg.ones(3))(model(X), LABELS)),
+    "batch-norm-eval": (lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU()).eval(),
+                        lambda model: model(X).pow(2).mean()),
+    "gru": (lambda: nn.GRU(4, 3, num_layers=2, bidirectional=True),
+            lambda model: model(SEQUENCE)[0].tanh().sum()),
+    "lstm-cell": (lambda: nn.LSTMCell(4, 3), lambda model: sum(t.sum() for t in model(X))),
+    "bce": (lambda: nn.Sequential(nn.Linear(4, 3), nn.Sigmoid()),
+            lambda model: nn.BCELoss()(model(X), (X[:, :3] > 0).double())),
+    "bce-logits": (lambda: nn.Linear(4, 3),
+                   lambda model: nn.BCEWithLogitsLoss(pos_weight=jg.full((3,), 2.0))(model(X),
+                                                                      (X[:, :3] > 0).double())),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_compiled_loss_of_a_layer_matches_eager(name, monkeypatch):
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    make, loss_of = CASES[name]
+
+    def run(compiled: bool):
+        jg.manual_seed(0)
+        model = make().double()
+        fn = jg.compile(lambda: loss_of(model), cache=False) if compiled else (lambda: loss_of(model))
+        losses = []
+        for _ in range(2):  # twice: the second call runs the compiled program
+            model.zero_grad()
+            loss = fn()
+            loss.backward()
+            losses.append(loss.item())
+        return losses, {name: p.grad.numpy() for name, p in model.named_parameters()}
+    expected, expected_grads = run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        losses, grads = run(True)
+    np.testing.assert_allclose(losses, expected, rtol=1e-10)
+    for key, grad in expected_grads.items():
+        np.testing.assert_allclose(grads[key], grad, rtol=1e-9, atol=1e-12, err_msg=key)
+
+
+def test_a_module_compiles_itself(monkeypatch):
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+    compiled = jg.compile(model, cache=False)
+    out = compiled(X)
+    assert out.grad_fn.name() == "CompiledFunctionBackward"
+    np.testing.assert_allclose(out.detach().numpy(), model(X).detach().numpy(), rtol=1e-12)
+    out.sum().backward()
+    assert model[0].weight.grad is not None
+
+
+def test_an_embedding_runs_eagerly_with_a_warning():
+    table = nn.Embedding(5, 2)
+    compiled = jg.compile(lambda i: table(i).sum(), cache=False)
+    with pytest.warns(CompileWarning):
+        value = compiled(jg.tensor([1, 4]))
+    assert value.item() == pytest.approx(table(jg.tensor([1, 4])).sum().item())

@@ -1,0 +1,148 @@
+"""The losses of ``nn.functional`` and their layers against PyTorch's: values and input gradients for
+every reduction, with class weights, ignored targets, label smoothing, class probabilities, extra
+dimensions and unbatched input."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from layer_pairs import assert_close, needs_torch, torch
+
+import jitgrad as jg
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F
+
+RNG = np.random.default_rng(1)
+LOGITS = RNG.standard_normal((6, 4))
+LABELS = np.array([0, 3, 1, 1, 2, 3])
+WEIGHT = np.array([0.5, 2.0, 1.0, 3.0])
+PROBABILITIES = np.exp(LOGITS) / np.exp(LOGITS).sum(1, keepdims=True)
+SPATIAL = RNG.standard_normal((2, 4, 3, 2))
+SPATIAL_LABELS = RNG.integers(0, 4, (2, 3, 2))
+
+
+def losses(lib):
+    """name -> (function of the library's tensors, arrays); floating arrays become inputs that
+    require grad unless they are targets (the second and later floating arrays are constants)."""
+    F_ = lib.nn.functional
+    t = lib.tensor
+    cases = {}
+    for reduction in ("mean", "sum", "none"):
+        cases.update({
+            f"cross-entropy-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, reduction=r), [LOGITS, LABELS]),
+            f"cross-entropy-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, weight=t(WEIGHT), reduction=r), [LOGITS, LABELS]),
+            f"cross-entropy-ignore-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, ignore_index=1, reduction=r), [LOGITS, LABELS]),
+            f"cross-entropy-smoothed-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, label_smoothing=0.2, reduction=r), [LOGITS, LABELS]),
+            f"cross-entropy-all-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, weight=t(WEIGHT), ignore_index=3, reduction=r,
+                                                           label_smoothing=0.1), [LOGITS, LABELS]),
+            f"cross-entropy-probabilities-{reduction}": (
+                lambda x, p, r=reduction: F_.cross_entropy(x, p, weight=t(WEIGHT), reduction=r, label_smoothing=0.1),
+                [LOGITS, PROBABILITIES]),
+            f"cross-entropy-spatial-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, reduction=r), [SPATIAL, SPATIAL_LABELS]),
+            f"cross-entropy-spatial-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, weight=t(WEIGHT), ignore_index=0, reduction=r),
+                [SPATIAL, SPATIAL_LABELS]),
+            f"nll-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.nll_loss(x.log_softmax(1), y, weight=t(WEIGHT), reduction=r),
+                [LOGITS, LABELS]),
+            f"nll-ignore-negative-{reduction}": (
+                lambda x, y, r=reduction: F_.nll_loss(x.log_softmax(1), y, ignore_index=-1, reduction=r),
+                [LOGITS, np.where(LABELS == 1, -1, LABELS)]),
+            f"mse-{reduction}": (lambda x, y, r=reduction: F_.mse_loss(x, y, reduction=r), [LOGITS, PROBABILITIES]),
+            f"bce-{reduction}": (lambda x, y, r=reduction: F_.binary_cross_entropy(x.sigmoid(), y, reduction=r),
+                                 [LOGITS, PROBABILITIES]),
+            f"bce-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.binary_cross_entropy(x.sigmoid(), y, weight=t(WEIGHT), reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"bce-logits-{reduction}": (
+                lambda x, y, r=reduction: F_.binary_cross_entropy_with_logits(x * 20, y, reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"bce-logits-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.binary_cross_entropy_with_logits(
+                    x, y, weight=t(WEIGHT), pos_weight=t(WEIGHT[::-1].copy()), reduction=r), [LOGITS, PROBABILITIES]),
+        })
+    cases["cross-entropy-unbatched"] = (lambda x, y: F_.cross_entropy(x[0], y[0]), [LOGITS, LABELS])
+    cases["cross-entropy-unbatched-smoothed"] = (
+        lambda x, y: F_.cross_entropy(x[0], y[0], weight=t(WEIGHT), label_smoothing=0.3), [LOGITS, LABELS])
+    cases["bce-at-zero-and-one"] = (lambda x, y: F_.binary_cross_entropy(x, y),
+                                    [np.array([0.0, 1.0, 0.5, 0.0]), np.array([1.0, 0.0, 1.0, 0.0])])
+    cases["bce-target-gradient"] = (lambda x, y: F_.binary_cross_entropy(y.sigmoid(), x),
+                                    [PROBABILITIES, LOGITS])
+    return cases
+
+
+CASES = list(losses(jg))
+
+
+@needs_torch
+@pytest.mark.parametrize("name", CASES)
+def test_loss_matches_pytorch(name):
+    results = []
+    for lib in (jg, torch):
+        fn, arrays = losses(lib)[name]
+        inputs = [lib.tensor(a, requires_grad=(i == 0)) for i, a in enumerate(arrays)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loss = fn(*inputs)
+        loss.sum().backward() if loss.dim() else loss.backward()
+        results.append((loss, inputs[0].grad))
+    (loss, grad), (expected, expected_grad) = results
+    assert tuple(loss.shape) == tuple(expected.shape)
+    assert_close(loss, expected, what="loss")
+    assert_close(grad, expected_grad, what="gradient")
+
+
+@needs_torch
+@pytest.mark.parametrize("layer,arguments,fn", [
+    ("CrossEntropyLoss", {"label_smoothing": 0.1, "ignore_index": 2}, lambda x: x),
+    ("NLLLoss", {"reduction": "sum"}, lambda x: x.log_softmax(1)),
+    ("MSELoss", {}, lambda x: x),
+    ("BCELoss", {}, lambda x: x.sigmoid()),
+    ("BCEWithLogitsLoss", {"reduction": "none"}, lambda x: x),
+])
+def test_loss_layers_call_their_functions(layer, arguments, fn):
+    target = {"MSELoss": PROBABILITIES, "BCELoss": PROBABILITIES, "BCEWithLogitsLoss": PROBABILITIES}.get(layer, LABELS)
+    ours = getattr(nn, layer)(**arguments)(fn(jg.tensor(LOGITS)), jg.tensor(target))
+    theirs = getattr(torch.nn, layer)(**arguments)(fn(torch.tensor(LOGITS)), torch.tensor(target))
+    assert_close(ours, theirs)
+
+
+def test_weighted_loss_layers_keep_their_weight_as_a_buffer():
+    loss = nn.CrossEntropyLoss(weight=jg.ones(4))
+    assert list(loss.state_dict()) == ["weight"]
+    assert loss.double().weight.dtype == jg.float64
+
+
+def test_plain_cross_entropy_is_the_nll_loss_op():
+    loss = F.cross_entropy(jg.tensor(LOGITS, requires_grad=True), jg.tensor(LABELS))
+    assert loss.grad_fn.name() == "NllLossBackward0"
+
+
+def test_default_ignore_index_is_refused_not_ignored():
+    """The nll_loss op ignores no target: -100 is out of the classes (docs/nn.md, coming from PyTorch)."""
+    with pytest.raises(IndexError, match="Target -100 is out of bounds"):
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, -100, 1, 1, 2, 3]))
+    with pytest.raises(IndexError, match="out of bounds"):  # a class outside the table, in the composite too
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, 9, 1, 1, 2, 3]), label_smoothing=0.1)
+
+
+def test_loss_arguments_are_checked():
+    with pytest.raises(ValueError, match="label_smoothing must be between 0.0 and 1.0"):
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor(LABELS), label_smoothing=1.5)
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor(LABELS), weight=jg.ones(4), reduction="avg")
+    with pytest.raises(ValueError, match="Target size"):
+        F.binary_cross_entropy_with_logits(jg.ones(3), jg.ones(3, 1))
+    with pytest.raises(ValueError, match="Using a target size"):
+        F.binary_cross_entropy(jg.ones(3) / 2, jg.ones(3, 1))
+    with pytest.warns(UserWarning, match="This will likely lead to incorrect results due to broadcasting"):
+        F.mse_loss(jg.ones(3), jg.ones(3, 1))
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\], expected input with shape \[\*, 3\]"):
+        F.layer_norm(jg.ones(2, 4), (3,))
