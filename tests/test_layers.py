@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.fx",),
     ("jitgrad.backends",),
     ("jitgrad.compile",),
+    ("jitgrad.optim", "jitgrad.utils", "jitgrad.serialization"),  # training: optimizers refuse fx's traces
 )
 TOP = len(LAYERS)  # the package itself: the public namespace over every layer
 METADATA = {"__version__"}  # names of the package itself any layer may read

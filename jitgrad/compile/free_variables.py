@@ -38,8 +38,8 @@ MAX_VALUES = 5000
 SCALAR_TYPES = (int, float, bool, complex, str, bytes, type(None))
 _LIBRARIES = frozenset({"numpy", "numba", "scipy", "torch", "jax", "jaxlib", "llvmlite", "autograd", "jitgrad",
                         "_pytest", "pytest", "hypothesis"}) | frozenset(sys.stdlib_module_names)
-# jitgrad's package whose objects are the user's model: their attributes hold the user's tensors.
-_USER_FACING_CLASSES = "jitgrad.nn"
+# jitgrad's packages whose objects hold the user's data: a model's tensors, an optimizer's settings.
+_USER_FACING_PACKAGES = ("jitgrad.nn", "jitgrad.optim")
 _RECORD_CLASSES = frozenset({("types", "SimpleNamespace"), ("argparse", "Namespace")})
 
 
@@ -48,13 +48,15 @@ def _library(module_name: str | None) -> bool:
 
 
 def _library_class(kind: type) -> bool:
-    """Whether objects of ``kind`` are a library's, not entered. The user's model (``jitgrad.nn``) and
-    the standard library's plain records of values (``SimpleNamespace``, argparse's ``Namespace``) are
-    entered: what the function reads from them is the user's data, which must be guarded."""
+    """Whether objects of ``kind`` are a library's, not entered. The user's model (``jitgrad.nn``), its
+    optimizer (``jitgrad.optim``) and the standard library's plain records of values
+    (``SimpleNamespace``, argparse's ``Namespace``) are entered: what the function reads from them is
+    the user's data, which must be guarded. An optimizer's ``lr`` would be guarded by value, but its
+    ``state`` is keyed by tensors, which no guard can name: a function reaching one runs eagerly."""
     module = kind.__module__ or ""
     if (module, kind.__qualname__) in _RECORD_CLASSES:
         return False
-    return _library(module) and not (module == _USER_FACING_CLASSES or module.startswith(_USER_FACING_CLASSES + "."))
+    return _library(module) and not any(module == p or module.startswith(p + ".") for p in _USER_FACING_PACKAGES)
 
 
 def _literal(key: Any) -> bool:
