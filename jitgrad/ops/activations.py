@@ -9,6 +9,7 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .arithmetic import where
 from .math_functions import exp_source, floating_forward, tanh_source
+from .meta_rules import elementwise, floating, unchanged
 from .registry import defop
 from .special import erf_ufunc
 
@@ -107,17 +108,17 @@ def _log_softmax_forward(a, dim):
     return shifted - np.log(np.exp(shifted).sum(axis=_axis(a, dim), keepdims=True))
 
 
-relu = defop("relu", ("self",), _relu, "ReluBackward0", kind="elementwise", recompute=True, lower="max({self}, {T}(0.0))",
+relu = defop("relu", ("self",), _relu, "ReluBackward0", meta=elementwise(unchanged), kind="elementwise", recompute=True, lower="max({self}, {T}(0.0))",
              # the gradient stops where the result is <= 0, and so passes at NaN, as in PyTorch
              self=lambda grad, result: where(result <= 0.0, 0.0, grad),
              jvp=lambda self_t, result: where(result <= 0.0, 0.0, self_t))
 
 _gelu = defop("gelu", ("self",), floating_forward(_gelu_forward),
-             "GeluBackward0", self=_gelu_grad, kind="elementwise", lower=_gelu_lower,
+             "GeluBackward0", self=_gelu_grad, meta=elementwise(floating), kind="elementwise", lower=_gelu_lower,
              jvp=lambda self_t, self, approximate: _gelu_grad(self_t, self, approximate))
 
 _softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
-                  kind="elementwise", lower=_softplus_lower,
+                  meta=elementwise(unchanged), kind="elementwise", lower=_softplus_lower,
                  self=lambda grad, self, beta, threshold:
                      where(self * beta > threshold, grad, grad * (self * beta).sigmoid()),
                  jvp=lambda self_t, self, beta, threshold:
@@ -125,12 +126,12 @@ _softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
 
 # softmax's Jacobian is symmetric, so its JVP is its backward formula; log_softmax's is not.
 _softmax = defop("softmax", ("self",), floating_forward(_softmax_forward), "SoftmaxBackward0",
-                lower=_softmax_lower,
+                meta=elementwise(floating), lower=_softmax_lower,
                 self=lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True)),
                 jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)))
 
 _log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_forward), "LogSoftmaxBackward0",
-                        lower=lambda ctx: _softmax_lower(ctx, log=True),
+                        meta=elementwise(floating), lower=lambda ctx: _softmax_lower(ctx, log=True),
                         self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True),
                         jvp=lambda self_t, result, dim: self_t - (result.exp() * self_t).sum(dim, keepdim=True))
 

@@ -9,6 +9,7 @@ from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
+from .meta_rules import TensorMeta, boolean, elementwise, floating, promoted, unchanged
 from .registry import OpDef, defop
 
 
@@ -59,34 +60,36 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
-            kind="elementwise", recompute=True, lower="({self} + {other})",
+            meta=elementwise(promoted), kind="elementwise", recompute=True, lower="({self} + {other})",
             self=lambda grad: grad,
             other=lambda grad: grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, other_t))
 
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
-            explain=_explain_binary, kind="elementwise", recompute=True, lower="({self} - {other})",
+            explain=_explain_binary, meta=elementwise(promoted), kind="elementwise", recompute=True,
+            lower="({self} - {other})",
             self=lambda grad: grad,
             other=lambda grad: -grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, None if other_t is None else -other_t))
 
 mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
-            kind="elementwise", recompute=True, lower="({self} * {other})",
+            meta=elementwise(promoted), kind="elementwise", recompute=True, lower="({self} * {other})",
             self=lambda grad, other: grad * other,
             other=lambda grad, self: grad * self,
             jvp=lambda self_t, other_t, self, other: tangent_sum(None if self_t is None else self_t * other,
                                                                  None if other_t is None else self * other_t))
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
-            explain=_explain_binary, kind="elementwise", recompute=True, lower="({T}({self}) / {T}({other}))",
+            explain=_explain_binary, meta=elementwise(floating), kind="elementwise", recompute=True,
+            lower="({T}({self}) / {T}({other}))",
             self=lambda grad, other: grad / other,
             other=lambda grad, self, other: -grad * self / (other * other),
             jvp=lambda self_t, other_t, self, other: tangent_sum(
                 None if self_t is None else self_t / other,
                 None if other_t is None else -other_t * self / (other * other)))
 
-neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", recompute=True, lower="(-{self})",
+neg = defop("neg", ("self",), np.negative, "NegBackward0", meta=elementwise(unchanged), kind="elementwise", recompute=True, lower="(-{self})",
             self=lambda grad: -grad,
             jvp=lambda self_t: -self_t)
 
@@ -133,7 +136,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
 
 
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
-            kind="elementwise", lower="({T}({self}) ** {T}({exponent}))",
+            meta=elementwise(promoted), kind="elementwise", lower="({T}({self}) ** {T}({exponent}))",
             self=_pow_self_grad,
             exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result),
             jvp=_pow_jvp)
@@ -161,13 +164,15 @@ def _select_lower(keeps: str):
 
 
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
-                explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower(">="),
+                explain=_explain_binary, meta=elementwise(promoted), kind="elementwise", recompute=True,
+                lower=_select_lower(">="),
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
-                explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower("<="),
+                explain=_explain_binary, meta=elementwise(promoted), kind="elementwise", recompute=True,
+                lower=_select_lower("<="),
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self < other, self > other))
@@ -182,7 +187,7 @@ def _where_forward(condition, a, b):
 
 
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
-              explain=_explain_binary,
+              explain=_explain_binary, meta=elementwise(lambda condition, self, other: promoted(self, other)),
               kind="elementwise", recompute=True, lower="({out}({self}) if {condition} else {out}({other}))",
               self=lambda grad, condition: where(condition, grad, 0.0),
               other=lambda grad, condition: where(condition, 0.0, grad),
@@ -210,7 +215,8 @@ def _clamp_lower(self, min, max, T, out):  # noqa: A002
     return value if max is None else f"min({value}, {max})"
 
 
-_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", recompute=True,
+_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", meta=elementwise(unchanged),
+               kind="elementwise", recompute=True,
                lower=_clamp_lower,
                self=_clamp_grad,
                jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
@@ -221,7 +227,8 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     return _clamp(input, min=min, max=max)
 
 
-abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recompute=True,  # noqa: A001
+abs = defop("abs", ("self",), np.abs, "AbsBackward0", meta=elementwise(unchanged),  # noqa: A001
+            kind="elementwise", recompute=True,
             lower="abs({self})",
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
@@ -232,7 +239,7 @@ def _sign(a):
     return np.where(a != a, 0, out).astype(out.dtype, copy=False) if a.dtype.kind == "f" else out
 
 
-sign = defop("sign", ("self",), _sign, "SignBackward0", kind="elementwise",
+sign = defop("sign", ("self",), _sign, "SignBackward0", meta=elementwise(unchanged), kind="elementwise",
              lower="(np.sign({self}) if {self} == {self} else {T}(0.0))",
              self=lambda grad: grad * 0.0,
              jvp=lambda self_t: self_t * 0.0)
@@ -240,7 +247,8 @@ sign = defop("sign", ("self",), _sign, "SignBackward0", kind="elementwise",
 
 def _comparison(name: str, ufunc: np.ufunc, symbol: str) -> OpDef:
     """A comparison: elementwise, a bool result, no derivative."""
-    return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary, kind="elementwise",
+    return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary, meta=elementwise(boolean),
+                 kind="elementwise",
                  recompute=True, lower=f"({{self}} {symbol} {{other}})")
 
 
@@ -272,19 +280,21 @@ def _division_lower(symbol: str, checked: str):
 
 
 floor_divide = defop("floor_divide", ("self", "other"), _checked_integer_division(np.floor_divide),
-                     explain=_explain_binary, kind="elementwise", lower=_division_lower("//", "floor_divide_int"))
+                     explain=_explain_binary, meta=elementwise(promoted), kind="elementwise",
+                     lower=_division_lower("//", "floor_divide_int"))
 remainder = defop("remainder", ("self", "other"), _checked_integer_division(np.remainder),
                   lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
-                  explain=_explain_binary, kind="elementwise", lower=_division_lower("%", "remainder_int"),
+                  explain=_explain_binary, meta=elementwise(promoted), kind="elementwise",
+                  lower=_division_lower("%", "remainder_int"),
                   self=lambda grad: grad,
                   other=lambda grad, self, other: -grad * floor_divide(self, other),
                   jvp=lambda self_t, other_t, self, other: tangent_sum(
                       self_t, None if other_t is None else -other_t * floor_divide(self, other)))
 logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary,
-                    kind="elementwise", lower="(bool({self}) and bool({other}))")
+                    meta=elementwise(boolean), kind="elementwise", lower="(bool({self}) and bool({other}))")
 logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary,
-                   kind="elementwise", lower="(bool({self}) or bool({other}))")
-logical_not = defop("logical_not", ("self",), np.logical_not, kind="elementwise", lower="(not {self})")
+                   meta=elementwise(boolean), kind="elementwise", lower="(bool({self}) or bool({other}))")
+logical_not = defop("logical_not", ("self",), np.logical_not, meta=elementwise(boolean), kind="elementwise", lower="(not {self})")
 
 
 def _to_forward(a, dtype):
@@ -292,11 +302,11 @@ def _to_forward(a, dtype):
 
 
 _to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
-                  kind="elementwise", recompute=True, lower="{out}({self})",
+                  meta=lambda self, dtype: TensorMeta(self.shape, np.dtype(dtype)), kind="elementwise", recompute=True, lower="{out}({self})",
                  self=lambda grad: grad,
                  jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
-clone = defop("clone", ("self",), np.copy, "CloneBackward0", kind="elementwise", recompute=True, lower="{self}",
+clone = defop("clone", ("self",), np.copy, "CloneBackward0", meta=elementwise(unchanged), kind="elementwise", recompute=True, lower="{self}",
               self=lambda grad: grad,
               jvp=lambda self_t: clone(self_t))
 

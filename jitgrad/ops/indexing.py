@@ -7,6 +7,7 @@ import numpy as np
 
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
+from .meta_rules import TensorMeta, given
 from .registry import defop
 
 
@@ -151,12 +152,19 @@ def _getitem_forward(a, index):
     return a[index]
 
 
-_getitem = defop("getitem", ("self",), _getitem_forward, _index_node, lower=_getitem_lower,
+def _getitem_meta(self, index):
+    """The shape numpy's indexing gives, found by indexing a stand-in of ``self``'s shape that holds
+    one byte (every element the same, broadcast): no memory of the tensor's size is touched."""
+    stand_in = np.broadcast_to(np.zeros((), np.int8), self.shape)
+    return TensorMeta(_getitem_forward(stand_in, index).shape, self.dtype)
+
+
+_getitem = defop("getitem", ("self",), _getitem_forward, _index_node, meta=_getitem_meta, lower=_getitem_lower,
                  view=True, self=lambda grad, self_shape, index: _index_scatter(grad, shape=self_shape, index=index),
                  jvp=lambda self_t, index: _getitem(self_t, index=index))
 
 _index_scatter = defop("index_scatter", ("grad",), _scatter_forward, "IndexBackwardBackward0",
-                       lower=_index_scatter_lower,
+                       meta=given("shape", 0), lower=_index_scatter_lower,
                        grad=lambda grad, index: _getitem(grad, index=index),
                        jvp=lambda grad_t, shape, index: _index_scatter(grad_t, shape=shape, index=index))
 

@@ -18,6 +18,7 @@ from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
 from .indexing import getitem, in_pytorch_order, normalize_index
+from .meta_rules import like
 from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
@@ -119,14 +120,14 @@ def _copy_lower(ctx):
 
 
 _fill = defop("fill", ("self",), lambda a, value, zero: np.full_like(a, value),
-              lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2",
+              lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2", meta=like(0),
               lower=lambda ctx: f"{ctx.out}[...] = {ctx.number(ctx.attrs['value'])}",
               jvp=lambda self_t: self_t * 0.0,
               self=lambda grad: grad * 0.0)
 
 _copy = defop("copy", ("self", "src"),
               lambda a, src: np.array(np.broadcast_to(src, a.shape), dtype=a.dtype),
-              "CopyBackwards", lower=_copy_lower,
+              "CopyBackwards", meta=like(0), lower=_copy_lower,
               jvp=lambda self_t, src_t: self_t * 0.0 if src_t is None else src_t,
               self=lambda grad: grad * 0.0,
               src=lambda grad: grad)
@@ -170,7 +171,7 @@ def _copy_slices_lower(ctx):
     return _scatter_lines(ctx, ctx.index_argument(ctx.attrs["positions"]), ctx.src, None)
 
 
-_index_put = defop("index_put", ("self", "values"), _index_put_forward, "IndexPutBackward0",
+_index_put = defop("index_put", ("self", "values"), _index_put_forward, "IndexPutBackward0", meta=like(0),
                    lower=_index_put_lower,
                    jvp=lambda self_t, values_t, self, index: _index_put(
                        tangent_or_zeros(self_t, self), 0.0 if values_t is None else values_t, index=index),
@@ -186,7 +187,8 @@ def _copy_slices_forward(a, src, positions):
 
 # ``self`` with the elements at flat ``positions`` replaced by ``src``: a root base after an in-place op
 # through one of its views. PyTorch's node of the same name.
-_copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "CopySlices", lower=_copy_slices_lower,
+_copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "CopySlices", meta=like(0),
+                     lower=_copy_slices_lower,
                      jvp=lambda self_t, src_t, self, positions: _copy_slices(
                          tangent_or_zeros(self_t, self), 0.0 if src_t is None else src_t, positions=positions),
                      self=lambda grad, positions: _copy_slices(grad, 0.0, positions=positions),

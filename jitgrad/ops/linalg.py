@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
+from .meta_rules import TensorMeta
 from .registry import defop
 
 
@@ -96,6 +97,19 @@ def _broadcast_sizes(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(y if x == "1" else x for x, y in zip(a, b))
 
 
+def _matmul_meta(self, other):
+    """numpy's matmul: a vector operand is a row (left) or a column (right) whose dimension is then
+    dropped; the batch dimensions broadcast. Both operands have one dtype (the forward checks)."""
+    a = self.shape if self.ndim > 1 else (1,) + self.shape
+    b = other.shape if other.ndim > 1 else other.shape + (1,)
+    shape = np.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
+    if self.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if other.ndim == 1:
+        shape = shape[:-1]
+    return TensorMeta(tuple(shape), self.dtype)
+
+
 def _matmul_self_grad(grad, self, other):
     if other.ndim == 1:
         return grad.unsqueeze(-1) * other
@@ -118,23 +132,26 @@ def _product_jvp(product):
                                                             None if other_t is None else product(self, other_t))
 
 
-_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul, lower=_dot_lower,
+_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul, meta=_matmul_meta,
+             lower=_dot_lower,
              self=lambda grad, other: grad * other,
              other=lambda grad, self: grad * self,
              jvp=_product_jvp(lambda a, b: _dot(a, b)))
 
-_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul, lower=_dot_lower,
+_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul, meta=_matmul_meta,
+            lower=_dot_lower,
             self=lambda grad, other: grad.unsqueeze(1) * other,
             other=lambda grad, self: _mv(self.T, grad),
             jvp=_product_jvp(lambda a, b: _mv(a, b)))
 
-_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul, lower=_dot_lower,
+_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul, meta=_matmul_meta,
+            lower=_dot_lower,
             self=lambda grad, other: _mm(grad, other.T),
             other=lambda grad, self: _mm(self.T, grad),
             jvp=_product_jvp(lambda a, b: _mm(a, b)))
 
 _matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0", explain=_explain_matmul,
-                lower=_matmul_lower,
+                meta=_matmul_meta, lower=_matmul_lower,
                 self=_matmul_self_grad,
                 other=_matmul_other_grad,
                 jvp=_product_jvp(lambda a, b: _matmul(a, b)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from .meta_rules import TensorMeta, given
 from .registry import defop
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -86,13 +87,18 @@ def _nll_backward_lower(ctx):
     return lines + loop + [f"    {ctx.out}[{i}, {t}] = {value}"]
 
 
-_nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", lower=_nll_lower,
+def _nll_meta(self, target, reduction):
+    """A loss per row for ``reduction="none"``, else one: of the log-probabilities' dtype."""
+    return TensorMeta(self.shape[:1] if reduction == "none" else (), self.dtype)
+
+
+_nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", meta=_nll_meta, lower=_nll_lower,
                   self=lambda grad, target, self_shape, reduction: _nll_loss_backward(
                       grad, target, shape=self_shape, reduction=reduction),
                   jvp=lambda self_t, target, reduction: _nll_loss(self_t, target, reduction=reduction))
 
 _nll_loss_backward = defop("nll_loss_backward", ("grad", "target"), _nll_backward_forward,
-                           "NllLossBackwardBackward0", lower=_nll_backward_lower,
+                           "NllLossBackwardBackward0", meta=given("shape", 0), lower=_nll_backward_lower,
                            grad=lambda grad, target, reduction: _nll_loss(grad, target, reduction=reduction),
                            jvp=lambda grad_t, target, shape, reduction: _nll_loss_backward(
                                grad_t, target, shape=shape, reduction=reduction))

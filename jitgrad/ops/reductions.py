@@ -11,6 +11,7 @@ import numpy as np
 from ..shapes import wrap_dim, wrap_dims
 from ..tensor import Tensor
 from .arithmetic import where
+from .meta_rules import accumulated, boolean, indices, reduction, unchanged
 from .registry import defop
 
 Dim = int | Sequence[int] | None
@@ -175,6 +176,11 @@ def _logsumexp_forward(a, dim, keepdim):
     return out if keepdim else np.squeeze(out, axis=dim)
 
 
+def _logsumexp_dtype(self):
+    """The input's float dtype, float32 for integers and bools (the forward computes them in it)."""
+    return self.dtype if self.dtype.kind == "f" else np.dtype(np.float32)
+
+
 def _logsumexp_grad(grad, self, result, dim, keepdim):
     shape = self._data.shape
     return _unsqueeze_reduced(grad, shape, dim, keepdim) * (self - _unsqueeze_reduced(result, shape, dim, keepdim)).exp()
@@ -206,10 +212,10 @@ def _sum_forward(a, dim, keepdim):
 
 
 _sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad,
-             kind="reduction", lower=_SUM,
+             meta=reduction(accumulated), kind="reduction", lower=_SUM,
              jvp=lambda self_t, dim, keepdim: _sum(self_t, dim=dim, keepdim=keepdim))
 _mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
-              kind="reduction", lower=_MEAN,
+              meta=reduction(unchanged), kind="reduction", lower=_MEAN,
               self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
               jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
 def _check_reducible(name: str, a: np.ndarray, dim) -> None:
@@ -242,21 +248,25 @@ def _floating_only(name: str, reduce):
 
 
 _var = defop("var", ("self",), _floating_only("var", np.var),
-             "VarBackward0", self=_var_grad, jvp=_var_jvp, kind="reduction", lower=_VAR)
+             "VarBackward0", self=_var_grad, jvp=_var_jvp, meta=reduction(unchanged), kind="reduction", lower=_VAR)
 _std = defop("std", ("self",), _floating_only("std", np.std),
-             "StdBackward0", self=_std_grad, jvp=_std_jvp, kind="reduction", lower=_STD)
+             "StdBackward0", self=_std_grad, jvp=_std_jvp, meta=reduction(unchanged), kind="reduction", lower=_STD)
 _prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
-              self=_prod_grad, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"},
+              self=_prod_grad, meta=reduction(accumulated), kind="reduction", lower={"init": "1", "update": "({acc} * {self})"},
               jvp=lambda self_t, self, dim, keepdim:
                   _sum(self_t * _prod_of_others(self, dim), dim=dim, keepdim=keepdim))
 _amax = defop("amax", ("self",), _extreme_forward("amax", np.max), "AmaxBackward0",
-              self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MAX)
+              self=_evenly_distributing(False), jvp=_evenly_reading(False), meta=reduction(unchanged),
+              kind="reduction", lower=_MAX)
 _amin = defop("amin", ("self",), _extreme_forward("amin", np.min), "AminBackward0",
-              self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MIN)
+              self=_evenly_distributing(False), jvp=_evenly_reading(False), meta=reduction(unchanged),
+              kind="reduction", lower=_MIN)
 _max_all = defop("max", ("self",), _extreme_forward("max", np.max), "MaxBackward1",
-                 self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MAX)
+                 self=_evenly_distributing(True), jvp=_evenly_reading(True), meta=reduction(unchanged),
+                 kind="reduction", lower=_MAX)
 _min_all = defop("min", ("self",), _extreme_forward("min", np.min), "MinBackward1",
-                 self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MIN)
+                 self=_evenly_distributing(True), jvp=_evenly_reading(True), meta=reduction(unchanged),
+                 kind="reduction", lower=_MIN)
 def _selecting_lower(ctx, better: str, with_values: bool):
     """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
     best element's index (as numpy and PyTorch do) and, for max/min(dim), its value. max/min(dim)
@@ -300,6 +310,11 @@ def _reduced_shape(ctx, dim: int) -> str:
     return f"({', '.join(sizes)},)"
 
 
+def _values_and_indices(self, dim, keepdim):
+    """max/min(dim): the values, of the input's dtype, and their int64 indices."""
+    return reduction(unchanged)(self, dim, keepdim), reduction(indices)(self, dim, keepdim)
+
+
 def _selecting_forward(extreme, position):
     """max/min(dim): the values and their indices; ``dim`` is ``()`` for a 0-d input, its own
     extreme, at index 0."""
@@ -313,21 +328,21 @@ def _selecting_forward(extreme, position):
 
 
 _max_dim = defop("max_dim", ("self",), _selecting_forward(np.max, np.argmax),
-                 "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
+                 "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp, meta=_values_and_indices,
                  lower=lambda ctx: _selecting_lower(ctx, ">", True))
 _min_dim = defop("min_dim", ("self",), _selecting_forward(np.min, np.argmin),
-                 "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
+                 "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp, meta=_values_and_indices,
                  lower=lambda ctx: _selecting_lower(ctx, "<", True))
-_argmax = defop("argmax", ("self",), _extreme_forward("argmax", np.argmax),
+_argmax = defop("argmax", ("self",), _extreme_forward("argmax", np.argmax), meta=reduction(indices),
                 lower=lambda ctx: _selecting_lower(ctx, ">", False))
-_argmin = defop("argmin", ("self",), _extreme_forward("argmin", np.argmin),
+_argmin = defop("argmin", ("self",), _extreme_forward("argmin", np.argmin), meta=reduction(indices),
                 lower=lambda ctx: _selecting_lower(ctx, "<", False))
 _all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim),
-             kind="reduction", lower={"init": "True", "update": "({acc} and bool({self}))"})
+             meta=reduction(boolean), kind="reduction", lower={"init": "True", "update": "({acc} and bool({self}))"})
 _any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim),
-             kind="reduction", lower={"init": "False", "update": "({acc} or bool({self}))"})
+             meta=reduction(boolean), kind="reduction", lower={"init": "False", "update": "({acc} or bool({self}))"})
 _logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad,
-                   jvp=_logsumexp_jvp, kind="reduction", lower=_LOGSUMEXP)
+                   jvp=_logsumexp_jvp, meta=reduction(_logsumexp_dtype), kind="reduction", lower=_LOGSUMEXP)
 
 
 def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:

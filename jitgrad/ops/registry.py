@@ -61,7 +61,9 @@ class OpDef:
     ``"reduction"`` (folds ``dim`` of its input: it can end a loop) or ``"statement"`` (anything else).
     ``recompute`` marks an elementwise op as a few arithmetic instructions per element: cheaper for a
     fused loop to compute again than to read back from memory (``rematerialize``); not so a call to
-    the C library (``exp``, float64 ``tanh``).
+    the C library (``exp``, float64 ``tanh``). ``meta`` is its shape and dtype rule: the output's
+    ``TensorMeta`` from the inputs' and the attributes, which graph mode gives its nodes
+    (``jitgrad.ops.meta_rules``).
     """
 
     name: str
@@ -76,6 +78,7 @@ class OpDef:
     lower: Any = None
     kind: str = "statement"
     recompute: bool = False
+    meta: Callable[..., Any] | None = None
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
@@ -187,11 +190,12 @@ def register(op: OpDef) -> OpDef:
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
           jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
-          kind: str = "statement", recompute: bool = False, **derivatives: Callable[..., Any]) -> OpDef:
+          kind: str = "statement", recompute: bool = False, meta: Callable[..., Any] | None = None,
+          **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter)."""
     return register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
-                          kind, recompute))
+                          kind, recompute, meta))
 
 
 class _Observers(threading.local):

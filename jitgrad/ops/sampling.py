@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..random.sampling import sample, significant_bits
+from .meta_rules import given
 from .registry import defop
 
 
@@ -26,8 +27,8 @@ def _normal_lower(ctx: Any) -> str:
 
 
 uniform = defop("uniform", ("state",), lambda state, shape, dtype: sample(state, shape, dtype, "uniform"),
-                lower=_uniform_lower)
+                meta=given("shape", "dtype"), lower=_uniform_lower)
 normal = defop("normal", ("state",), lambda state, shape, dtype: sample(state, shape, dtype, "normal"),
-               lower=_normal_lower)
+               meta=given("shape", "dtype"), lower=_normal_lower)
 
 __all__ = ["normal", "uniform"]

@@ -1,6 +1,7 @@
 """Ops that move elements without computing: reshape, transpose, squeeze, expand, cat, split..."""
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -9,6 +10,7 @@ from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .reductions import sum_to
+from .meta_rules import TensorMeta, given, reshaped
 from .registry import defop
 
 
@@ -102,6 +104,46 @@ def _split_lower(ctx):
     return f"{ctx.out} = ({', '.join(pieces)},)"
 
 
+# Shape rules (see jitgrad.ops.meta_rules): where each op puts its input's elements.
+def _reshape_meta(self, shape):
+    return TensorMeta(reshaped(math.prod(self.shape), shape), self.dtype)
+
+
+def _transpose_meta(self, dim0, dim1):
+    shape = list(self.shape)
+    if shape:
+        shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    return TensorMeta(tuple(shape), self.dtype)
+
+
+def _squeeze_meta(self, dim, variant):
+    return TensorMeta(tuple(s for i, s in enumerate(self.shape) if i not in dim), self.dtype)
+
+
+def _unsqueeze_meta(self, dim):
+    return TensorMeta(self.shape[:dim] + (1,) + self.shape[dim:], self.dtype)
+
+
+def _joined_dtype(tensors) -> np.dtype:
+    """numpy's promotion of the pieces' dtypes, which ``np.concatenate`` and ``np.stack`` apply."""
+    return np.result_type(*(t.dtype for t in tensors))
+
+
+def _cat_meta(tensors, dim):
+    shape = list(tensors[0].shape)
+    shape[dim] = sum(t.shape[dim] for t in tensors)
+    return TensorMeta(tuple(shape), _joined_dtype(tensors))
+
+
+def _stack_meta(tensors, dim):
+    shape = tensors[0].shape
+    return TensorMeta(shape[:dim] + (len(tensors),) + shape[dim:], _joined_dtype(tensors))
+
+
+def _split_meta(self, sizes, dim, equal):
+    return tuple(TensorMeta(self.shape[:dim] + (size,) + self.shape[dim + 1:], self.dtype) for size in sizes)
+
+
 def _split_forward(a, sizes, dim, equal):
     if sum(sizes) != a.shape[dim]:
         raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
@@ -110,7 +152,7 @@ def _split_forward(a, sizes, dim, equal):
 
 
 _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
-                 explain=_explain_reshape, lower=_reshape_lower,
+                 explain=_explain_reshape, meta=_reshape_meta, lower=_reshape_lower,
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
@@ -121,43 +163,45 @@ def _transpose_forward(a, dim0, dim1):
 
 
 _transpose = defop("transpose", ("self",), _transpose_forward,
-                   "TransposeBackward0", lower=_swap,
+                   "TransposeBackward0", meta=_transpose_meta, lower=_swap,
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
 _permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
+                 meta=lambda self, dims: TensorMeta(tuple(self.shape[d] for d in dims), self.dtype),
                  lower=lambda ctx: _transpose_lower(ctx, ctx.attrs["dims"]),
                  view=True, self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))),
                  jvp=lambda self_t, dims: _permute(self_t, dims=dims))
 
 _squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
-                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}", lower=_reshape_lower,
+                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}", meta=_squeeze_meta,
+                 lower=_reshape_lower,
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, dim, variant: _squeeze(self_t, dim=dim, variant=variant))
 
 _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
-                   lower=_reshape_lower,
+                   meta=_unsqueeze_meta, lower=_reshape_lower,
                    view=True, self=lambda grad, dim: grad.squeeze(dim),
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
 _expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
-                explain=_explain_expand, kind="elementwise", recompute=True, lower="{self}",
+                explain=_explain_expand, meta=given("shape", 0), kind="elementwise", recompute=True, lower="{self}",
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
                 jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 
 _cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
-             variadic=True, explain=_explain_cat, lower=_cat_lower,
+             variadic=True, explain=_explain_cat, meta=_cat_meta, lower=_cat_lower,
              tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim),
              jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
-               variadic=True, explain=_explain_stack, lower=_stack_lower,
+               variadic=True, explain=_explain_stack, meta=_stack_meta, lower=_stack_lower,
                tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
                jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _split = defop("split", ("self",), _split_forward,
                lambda args, attrs: "SplitBackward0" if attrs["equal"] else "SplitWithSizesBackward0",
-               lower=_split_lower,
+               meta=_split_meta, lower=_split_lower,
                view=True, self=lambda grads, dim: cat(grads, dim),
                jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
 
