@@ -61,6 +61,8 @@ def promoted(*operands: Any) -> np.dtype:
     """PyTorch's promotion over tensors and Python numbers (``jitgrad.dtypes.result_type``)."""
     tensors = _tensors(operands)
     scalars = [o for o in operands if not isinstance(o, TensorMeta) and o is not None]
+    if not scalars and all(t.dtype == tensors[0].dtype for t in tensors):
+        return tensors[0].dtype  # the common case, without the promotion table
     return dtypes.promote([t.dtype for t in tensors if t.ndim], [t.dtype for t in tensors if not t.ndim], scalars)
 
 
@@ -94,7 +96,8 @@ def indices(*operands: Any) -> np.dtype:
 def elementwise(dtype_rule: DtypeRule) -> MetaRule:
     """An op computing each output element from the inputs' elements at the same broadcast index."""
     def rule(*operands: Any, **attrs: Any) -> TensorMeta:
-        shape = broadcast_shapes("", (t.shape for t in _tensors(operands)))
+        shapes = [t.shape for t in _tensors(operands)]
+        shape = shapes[0] if all(s == shapes[0] for s in shapes) else broadcast_shapes("", shapes)
         return TensorMeta(shape, np.dtype(dtype_rule(*operands)))
     return rule
 

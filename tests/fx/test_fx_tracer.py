@@ -117,6 +117,18 @@ def test_shape_control_flow_and_non_tensor_arguments_are_specialised():
     np.testing.assert_allclose(gm(jg.ones(3)).numpy(), [4.0, 4.0, 4.0])
 
 
+def test_node_metadata_comes_from_the_ops_rules_and_a_wrong_rule_stops_the_trace(monkeypatch):
+    """Each node's shape and dtype is what its op's rule gives (``OpDef.meta``), checked against the
+    value the op returned: a rule that disagrees is a TraceError naming the op, not a wrong graph."""
+    from jitgrad.ops.meta_rules import TensorMeta
+    from jitgrad.ops.registry import REGISTRY
+    gm = fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
+    assert [n.format_meta() for n in gm.graph.nodes][1:3] == ["float32[2, 3]", "float32[2, 3]"]
+    monkeypatch.setattr(REGISTRY["exp"], "meta", lambda self: TensorMeta(self.shape, np.dtype(np.float64)))
+    with pytest.raises(fx.TraceError, match="rule of op exp gives .*float64.* but the op returned .*float32"):
+        fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
+
+
 @pytest.mark.parametrize("convert, operation", [
     (lambda t: t.sum().item(), "Tensor.item()"),
     (lambda t: bool(t.sum() > 0), "bool()"),
