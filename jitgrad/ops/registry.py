@@ -11,9 +11,10 @@ node. A formula names what it reads through its parameters, as PyTorch's ``deriv
 Its JVP rule (``jvp=``, for forward mode, see ``jitgrad.autograd.forward_ad``) reads the same names, with
 ``<input>_t`` (that input's tangent, None when it has none) in place of ``grad``.
 
-Its lowering (``lower=``) tells the compiling backends how to write the op as code: a scalar expression
-for an elementwise op, an accumulator for a reduction, a function emitting source lines for the rest
-(see ``jitgrad.backends.numba_cpu`` and docs/backends.md). An op without one runs only eagerly.
+Its lowering (``lower=``) is the maths every compiling backend writes as its own code, in no backend's
+terms (``jitgrad.ops.lowering``): a scalar expression for an elementwise op, a fold for a reduction, a
+named intrinsic for the rest (docs/backends.md). An op without one runs only eagerly. Its shape and
+dtype rule (``meta=``, ``jitgrad.ops.meta_rules``) gives graph mode its output's metadata.
 
 Only what the formulas of inputs that require grad read is saved for backward. A formula returns the
 gradient at the broadcast shape it computes; the engine sums it back to the input's shape.

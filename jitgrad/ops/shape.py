@@ -10,6 +10,7 @@ from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .reductions import sum_to
+from .lowering import intrinsic
 from .meta_rules import TensorMeta, given, reshaped
 from .registry import defop
 
@@ -50,58 +51,6 @@ def _explain_stack(values, attrs):
 def _tangents_or_zeros(tangents, tensors):
     """The tangents of cat's and stack's inputs, zeros for those without one."""
     return [tangent_or_zeros(t, x) for t, x in zip(tangents, tensors)]
-
-
-# Lowerings (see jitgrad.backends.numba_cpu.context): views bind ``ctx.out``; cat and stack fill it.
-def _reshape_lower(ctx):
-    return f"{ctx.out} = {ctx.reshaped(ctx.self)}"
-
-
-def _transpose_lower(ctx, dims):
-    order = tuple(dims) if ctx.rank() > 0 else (0,)
-    if order == (1, 0) and ctx.is_contiguous(ctx.self):
-        return f"{ctx.out} = {ctx.self}.T"
-    return f"{ctx.out} = {ctx.self}.transpose({order!r})"
-
-
-def _swap(ctx):
-    order = list(range(max(ctx.rank(), 1)))
-    d0, d1 = ctx.attrs["dim0"], ctx.attrs["dim1"]
-    order[d0], order[d1] = order[d1], order[d0]
-    return _transpose_lower(ctx, order)
-
-
-def _slice_at(rank: int, dim: int, start: str, stop: str) -> str:
-    return ", ".join([":"] * dim + [f"{start}:{stop}"]) if rank else f"{start}:{stop}"
-
-
-def _cat_lower(ctx):
-    dim, lines, offset = ctx.attrs["dim"], [], "0"
-    for t in ctx.tensors:
-        stop = f"{offset} + {ctx.shape(t)[dim]}" if offset != "0" else ctx.shape(t)[dim]
-        lines.append(f"{ctx.out}[{_slice_at(ctx.rank(), dim, offset, stop)}] = {t}")
-        offset = stop
-    return lines
-
-
-def _stack_lower(ctx):
-    """Along the first dimension each row is ``put_row`` (one copy when both are contiguous: see
-    backends/numba_cpu/rows.py); along another, or of 0-d values, an assignment."""
-    dim = ctx.attrs["dim"]
-    return [f"put_row({ctx.out}, {i}, {t})" if dim == 0 and ctx.rank(t) > 0 else
-            f"{ctx.out}[{', '.join([':'] * dim + [str(i)])}] = {t}{'[0]' if ctx.rank(t) == 0 else ''}"
-            for i, t in enumerate(ctx.tensors)]
-
-
-def _split_lower(ctx):
-    """Views of consecutive slices, their bounds run-time sizes (a split along the batch dimension
-    keeps its source when the batch size changes)."""
-    dim, start, pieces = ctx.attrs["dim"], "0", []
-    for size in ctx.attrs["sizes"]:
-        stop = ctx.size(size) if start == "0" else f"{start} + {ctx.size(size)}"
-        pieces.append(f"{ctx.self}[{_slice_at(ctx.rank(ctx.self), dim, start, stop)}]")
-        start = stop
-    return f"{ctx.out} = ({', '.join(pieces)},)"
 
 
 # Shape rules (see jitgrad.ops.meta_rules): where each op puts its input's elements.
@@ -152,7 +101,7 @@ def _split_forward(a, sizes, dim, equal):
 
 
 _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
-                 explain=_explain_reshape, meta=_reshape_meta, lower=_reshape_lower,
+                 explain=_explain_reshape, meta=_reshape_meta, lower=intrinsic("reshape"),
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
@@ -163,45 +112,46 @@ def _transpose_forward(a, dim0, dim1):
 
 
 _transpose = defop("transpose", ("self",), _transpose_forward,
-                   "TransposeBackward0", meta=_transpose_meta, lower=_swap,
+                   "TransposeBackward0", meta=_transpose_meta, lower=intrinsic("transpose"),
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
 _permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
                  meta=lambda self, dims: TensorMeta(tuple(self.shape[d] for d in dims), self.dtype),
-                 lower=lambda ctx: _transpose_lower(ctx, ctx.attrs["dims"]),
+                 lower=intrinsic("permute"),
                  view=True, self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))),
                  jvp=lambda self_t, dims: _permute(self_t, dims=dims))
 
 _squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
                  lambda args, attrs: f"SqueezeBackward{attrs['variant']}", meta=_squeeze_meta,
-                 lower=_reshape_lower,
+                 lower=intrinsic("reshape"),
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, dim, variant: _squeeze(self_t, dim=dim, variant=variant))
 
 _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
-                   meta=_unsqueeze_meta, lower=_reshape_lower,
+                   meta=_unsqueeze_meta, lower=intrinsic("reshape"),
                    view=True, self=lambda grad, dim: grad.squeeze(dim),
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
 _expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
-                explain=_explain_expand, meta=given("shape", 0), kind="elementwise", recompute=True, lower="{self}",
+                explain=_explain_expand, meta=given("shape", 0), kind="elementwise", recompute=True,
+                lower=lambda self: self,
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
                 jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 
 _cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
-             variadic=True, explain=_explain_cat, meta=_cat_meta, lower=_cat_lower,
+             variadic=True, explain=_explain_cat, meta=_cat_meta, lower=intrinsic("concatenate"),
              tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim),
              jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
-               variadic=True, explain=_explain_stack, meta=_stack_meta, lower=_stack_lower,
+               variadic=True, explain=_explain_stack, meta=_stack_meta, lower=intrinsic("stack"),
                tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
                jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _split = defop("split", ("self",), _split_forward,
                lambda args, attrs: "SplitBackward0" if attrs["equal"] else "SplitWithSizesBackward0",
-               meta=_split_meta, lower=_split_lower,
+               meta=_split_meta, lower=intrinsic("split"),
                view=True, self=lambda grads, dim: cat(grads, dim),
                jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
 
