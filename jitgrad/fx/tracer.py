@@ -453,16 +453,20 @@ class Tracer:
             raise _conversion_error("An in-place change to a numpy array read from outside the function")
 
     def alias(self, tensor: Tensor, source: Tensor) -> None:
-        """``tensor`` now holds ``source``'s value (an in-place op wrote it back)."""
+        """``tensor`` now holds ``source``'s value (an in-place op wrote it back), cast to its own dtype
+        as the write casts (``x += y`` of a float32 ``x`` and a float64 ``y`` stays float32)."""
         argument = self._arguments.get(id(tensor._data))
         if argument is None and self._views_an_argument(tensor._data):
             raise _conversion_error("An in-place change to part of an argument (through a view of it)")
+        if argument is not None and not self.capture_writes:
+            raise _conversion_error("An in-place change to an argument of the traced function (not "
+                                    "captured by fx.trace; jitgrad.compile captures it)")
+        node = self.node_of(source)
+        if source._data.dtype != tensor._data.dtype:
+            node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         if argument is not None:
-            if not self.capture_writes:
-                raise _conversion_error("An in-place change to an argument of the traced function (not "
-                                        "captured by fx.trace; jitgrad.compile captures it)")
-            self.writes[argument] = self.node_of(source)
-        self._bind(tensor, self.node_of(source))
+            self.writes[argument] = node
+        self._bind(tensor, node)
 
     def _views_an_argument(self, array: np.ndarray) -> bool:
         base = array.base

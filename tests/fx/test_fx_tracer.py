@@ -129,6 +129,21 @@ def test_node_metadata_comes_from_the_ops_rules_and_a_wrong_rule_stops_the_trace
         fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
 
 
+def test_an_in_place_write_casts_to_the_written_tensors_dtype_in_the_graph_too():
+    """``z += y`` keeps ``z`` float32 when ``y`` is float64, as numpy's write casts: the graph reads
+    ``z`` through a ``to_dtype``, so every later node's metadata is what its op returns."""
+    def program(x, y):
+        z = x * 1.0
+        z += y
+        return z * 2.0
+    x, y = jg.randn(3), jg.randn(3, dtype=jg.float64)
+    gm = fx.trace(program, x, y)
+    gm.graph.lint()
+    assert [n.target_name for n in gm.graph.nodes if n.op == "call_function"] == ["mul", "add", "to_dtype", "mul"]
+    assert gm(x, y).dtype == jg.float32
+    np.testing.assert_array_equal(gm(x, y).numpy(), program(x, y).numpy())
+
+
 @pytest.mark.parametrize("convert, operation", [
     (lambda t: t.sum().item(), "Tensor.item()"),
     (lambda t: bool(t.sum() > 0), "bool()"),
