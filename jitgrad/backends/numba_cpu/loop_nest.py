@@ -165,7 +165,7 @@ class LoopNest:
     def accumulate(self, spec: Reduction, acc: str, first: str | None, write_outputs: bool,
                    parallel: bool) -> list[str]:
         """One pass over the loop nest folding the reduction's input into ``acc``; a second pass reads
-        the first's result as ``{first}``. A reduction over the inner dimensions keeps its running
+        the first's result as ``first``. A reduction over the inner dimensions keeps its running
         value in a local (a register: no load and store per element, and no aliasing for LLVM to
         fear); any other accumulates in ``acc`` itself."""
         red = self.reduction
