@@ -113,6 +113,13 @@ def result_type(*operands) -> np.dtype:
             (dims if x.ndim else zero_dims).append(x.dtype)
         else:
             scalars.append(x)
+    return promote(dims, zero_dims, scalars)
+
+
+def promote(dims: list[np.dtype], zero_dims: list[np.dtype], scalars: list) -> np.dtype:
+    """``result_type`` from what decides it: the dtypes of the dimensioned and of the 0-d operands, and
+    the scalars. The ops' dtype rules (``jitgrad.ops.meta_rules``) promote with it, knowing only the
+    operands' metadata."""
     result = _promote_types(dims) if dims else None
     cat = _category(result) if dims else -1
     if zero_dims:

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 from .node import Node, Opcode, map_nodes, tuple_item
+from .node_meta import meta_disagreement
 from .numbers import is_number_op
 from .printing import format_arg, format_node
 
@@ -186,7 +187,8 @@ class Graph:
         """Raises ``GraphError`` naming the first broken invariant: nodes belong to this graph and have
         unique identifier names; placeholders come first and the one output last; every input is
         defined before it is read; ``users`` mirrors ``args``/``kwargs`` exactly; targets are what
-        their opcode requires; every value has ``shape`` and ``dtype`` metadata."""
+        their opcode requires; every value has ``shape`` and ``dtype`` metadata, a call's the one its op's
+        rule gives for what it reads (``node_meta``)."""
         seen: set[Node] = set()
         names: set[str] = set()
         members = set(self._nodes)
@@ -221,6 +223,9 @@ class Graph:
             self._lint_target(node)
             if node.op is not Opcode.OUTPUT and ("shape" not in node.meta or "dtype" not in node.meta):
                 raise GraphError(f"{where} has no shape/dtype metadata")
+            problem = meta_disagreement(node)
+            if problem is not None:
+                raise GraphError(f"{where} {problem}")
             seen.add(node)
 
     def _lint_target(self, node: Node) -> None:

@@ -2,9 +2,10 @@
 
 The tracer listens through ``jitgrad.ops.registry.observing``, so it sees the ops of the function and,
 when the function calls ``backward()`` or ``autograd.grad``, the derivative ops the real engine runs,
-in the engine's order (those nodes get ``meta["phase"] = "backward"``). Values are real, so every shape
-is known and control flow on shapes just works; what cannot be captured is a value turning into a
-Python number, so ``TracedTensor`` refuses those conversions with a ``TraceError`` naming the line.
+in the engine's order (those nodes get ``meta["phase"] = "backward"``). Values are real, so control
+flow on shapes just works; what cannot be captured is a value turning into a Python number, so
+``TracedTensor`` refuses those conversions with a ``TraceError`` naming the line. A node's ``shape`` and
+``dtype`` come from its op's rule (``node_meta``), checked against the value the op returned.
 
 Tensors are matched to nodes by ``id``; the tracer keeps every tensor it has seen alive so that an id
 is never reused during a trace. A backward node keeps its op's output as a bare array and unpacks it
@@ -47,9 +48,10 @@ from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
 from ..tensor import Tensor
 from .borrowing import BorrowError, Loan, same_memory
-from .graph import Graph, tensor_meta
+from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
+from .node_meta import call_meta
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -337,8 +339,7 @@ class Tracer:
             if old is None:
                 node = incoming
             else:
-                node = self.graph.call_function(REGISTRY["add"], (self.node_of(old), incoming), {},
-                                                {**tensor_meta(new), **self._phase()})
+                node = self.call(REGISTRY["add"], (self.node_of(old), incoming), {}, new)
             new.__class__ = TracedTensor
             self._bind(new, node)
 
@@ -346,22 +347,31 @@ class Tracer:
         accumulator.register_hook(record_new)
 
     # ---- ops ---------------------------------------------------------------------------------------
+    def call(self, target: Any, args: tuple, kwargs: dict, value: Any) -> Node:
+        """A call node whose ``shape`` and ``dtype`` come from its op's rule (``node_meta``), checked
+        against ``value``, what the real op returned: a rule that disagrees would make every pass
+        and backend after the trace wrong, so the trace stops instead (``jitgrad.compile`` then runs
+        the function eagerly)."""
+        meta = call_meta(target, args, kwargs)
+        if meta != tensor_meta(value):
+            raise TraceError(f"the shape and dtype rule of op {target.name} gives {meta} for "
+                             f"{format_arg(args)}, but the op returned {tensor_meta(value)}")
+        return self.graph.call_function(target, args, kwargs, {**meta, **self._phase()})
+
     def observe(self, op: OpDef, args: tuple, attrs: dict, output: Any) -> None:
         """The registry's observer: one node per op call (plus a ``tuple_item`` per output of a
         multi-output op); outputs become ``TracedTensor``s."""
         for value in attrs.values():
             if isinstance(value, SymbolicNumber):
                 self.specialize(value, f"an attribute of {op.name}")
-        node = self.graph.call_function(op, self.as_arg(tuple(args)), dict(attrs),
-                                        {**tensor_meta(output), **self._phase()})
+        node = self.call(op, self.as_arg(tuple(args)), dict(attrs), output)
         if self.record_lines:
             line = user_line()
             if line is not None:
                 self.lines[node.name] = line
         if isinstance(output, tuple):
             for index, item in enumerate(output):
-                item_node = self.graph.call_function(tuple_item, (node, index), {},
-                                                     {**tensor_meta(item), **self._phase()})
+                item_node = self.call(tuple_item, (node, index), {}, item)
                 self._bind_output(item, item_node)
             self._alive.append(output)
         else:
@@ -393,8 +403,7 @@ class Tracer:
             self._outside_arrays.append(source)
             self.lifted.append((node, source))
         if tensor._data.dtype != source.dtype:
-            node = self.graph.call_function(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype},
-                                            {**tensor_meta(tensor), **self._phase()})
+            node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         else:
             self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
         tensor.__class__ = TracedTensor
@@ -416,8 +425,7 @@ class Tracer:
             return draws.node
         offset = self.graph.get_attr(Tensor._make(np.array([0, before], dtype=np.int64)), "draw_offset")
         offset.meta.update(self._phase())
-        return self.graph.call_function(REGISTRY["add"], (draws.node, offset), {},
-                                        {**tensor_meta(Tensor._make(draw.state)), **self._phase()})
+        return self.call(REGISTRY["add"], (draws.node, offset), {}, Tensor._make(draw.state))
 
     def before_write(self, tensor: Tensor) -> None:
         """Called before an in-place op writes ``tensor``'s memory: a borrowed tensor (or an alias of
@@ -445,16 +453,20 @@ class Tracer:
             raise _conversion_error("An in-place change to a numpy array read from outside the function")
 
     def alias(self, tensor: Tensor, source: Tensor) -> None:
-        """``tensor`` now holds ``source``'s value (an in-place op wrote it back)."""
+        """``tensor`` now holds ``source``'s value (an in-place op wrote it back), cast to its own dtype
+        as the write casts (``x += y`` of a float32 ``x`` and a float64 ``y`` stays float32)."""
         argument = self._arguments.get(id(tensor._data))
         if argument is None and self._views_an_argument(tensor._data):
             raise _conversion_error("An in-place change to part of an argument (through a view of it)")
+        if argument is not None and not self.capture_writes:
+            raise _conversion_error("An in-place change to an argument of the traced function (not "
+                                    "captured by fx.trace; jitgrad.compile captures it)")
+        node = self.node_of(source)
+        if source._data.dtype != tensor._data.dtype:
+            node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         if argument is not None:
-            if not self.capture_writes:
-                raise _conversion_error("An in-place change to an argument of the traced function (not "
-                                        "captured by fx.trace; jitgrad.compile captures it)")
-            self.writes[argument] = self.node_of(source)
-        self._bind(tensor, self.node_of(source))
+            self.writes[argument] = node
+        self._bind(tensor, node)
 
     def _views_an_argument(self, array: np.ndarray) -> bool:
         base = array.base

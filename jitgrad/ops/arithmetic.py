@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+import operator
+from typing import Callable
 
 import numpy as np
 
@@ -9,8 +11,11 @@ from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
+from . import scalar
+from .meta_rules import TensorMeta, boolean, elementwise, floating, promoted, unchanged
 from .public import public
 from .registry import OpDef, defop
+from .scalar import RESULT, Expr, cast, truth
 
 
 def _promote(a, b):
@@ -61,7 +66,7 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
             public=("function", "method"),
-            kind="elementwise", recompute=True, lower="({self} + {other})",
+            meta=elementwise(promoted), kind="elementwise", recompute=True, lower=lambda self, other: self + other,
             self=lambda grad: grad,
             other=lambda grad: grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, other_t))
@@ -69,14 +74,15 @@ add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
             public=("function", "method"),
-            explain=_explain_binary, kind="elementwise", recompute=True, lower="({self} - {other})",
+            explain=_explain_binary,
+            meta=elementwise(promoted), kind="elementwise", recompute=True, lower=lambda self, other: self - other,
             self=lambda grad: grad,
             other=lambda grad: -grad,
             jvp=lambda self_t, other_t: tangent_sum(self_t, None if other_t is None else -other_t))
 
 mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", explain=_explain_binary,
             public=("function", "method"),
-            kind="elementwise", recompute=True, lower="({self} * {other})",
+            meta=elementwise(promoted), kind="elementwise", recompute=True, lower=lambda self, other: self * other,
             self=lambda grad, other: grad * other,
             other=lambda grad, self: grad * self,
             jvp=lambda self_t, other_t, self, other: tangent_sum(None if self_t is None else self_t * other,
@@ -84,15 +90,18 @@ mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", expl
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
             public=("function", "method"),
-            explain=_explain_binary, kind="elementwise", recompute=True, lower="({T}({self}) / {T}({other}))",
+            explain=_explain_binary,
+            meta=elementwise(floating), kind="elementwise", recompute=True,
+            lower=lambda self, other: cast(self) / cast(other),  # an int divides as the float it promotes to
             self=lambda grad, other: grad / other,
             other=lambda grad, self, other: -grad * self / (other * other),
             jvp=lambda self_t, other_t, self, other: tangent_sum(
                 None if self_t is None else self_t / other,
                 None if other_t is None else -other_t * self / (other * other)))
 
-neg = defop("neg", ("self",), np.negative, "NegBackward0", kind="elementwise", recompute=True, lower="(-{self})",
+neg = defop("neg", ("self",), np.negative, "NegBackward0",
             public=("function", "method"),
+            meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=lambda self: -self,
             self=lambda grad: -grad,
             jvp=lambda self_t: -self_t)
 
@@ -153,9 +162,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
 
 pow = defop("pow", ("self", "exponent"), _pow_forward, _pow_node, explain=_explain_binary,  # noqa: A001
             public=("function", "method"),
-            kind="elementwise", lower=lambda self, exponent, T, out: (
-                f"power_int({T}({self}), {T}({exponent}))" if np.dtype(T.removeprefix("np.")).kind in "iu"
-                else f"({T}({self}) ** {T}({exponent}))"),
+            meta=elementwise(promoted), kind="elementwise", lower=lambda self, exponent: cast(self) ** cast(exponent),
             self=_pow_self_grad,
             exponent=lambda grad, self, result: _pow_exponent_grad(grad, self, result),
             jvp=_pow_jvp)
@@ -173,25 +180,27 @@ def _select_jvp(self_t, other_t, self_wins, other_wins):
     return where(self_wins, a, where(other_wins, b, (a + b) * 0.5))
 
 
-def _select_lower(keeps: str):
-    """The lowering of maximum (``keeps=">="``) or minimum: ``self`` where it wins or is NaN, else
-    ``other``, so that a NaN on either side is the result, as numpy's maximum has it."""
-    def lower(self, other, T, out):
-        a, b = f"{T}({self})", f"{T}({other})"
-        return f"({a} if {a} {keeps} {b} or {a} != {a} else {b})"
+def _select_lower(keeps: Callable[[Expr, Expr], Expr]):
+    """The lowering of maximum (``keeps=operator.ge``) or minimum: ``self`` where it wins or is NaN,
+    else ``other``, so that a NaN on either side is the result, as numpy's maximum has it."""
+    def lower(self, other):
+        a, b = cast(self), cast(other)
+        return scalar.where(scalar.logical_or(keeps(a, b), a != a), a, b)
     return lower
 
 
 maximum = defop("maximum", ("self", "other"), _binary(np.maximum), "MaximumBackward0",
                 public=("function", "method"),
-                explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower(">="),
+                explain=_explain_binary,
+                meta=elementwise(promoted), kind="elementwise", recompute=True, lower=_select_lower(operator.ge),
                 self=lambda grad, self, other: where(self < other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other < self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self > other, self < other))
 
 minimum = defop("minimum", ("self", "other"), _binary(np.minimum), "MinimumBackward0",
                 public=("function", "method"),
-                explain=_explain_binary, kind="elementwise", recompute=True, lower=_select_lower("<="),
+                explain=_explain_binary,
+                meta=elementwise(promoted), kind="elementwise", recompute=True, lower=_select_lower(operator.le),
                 self=lambda grad, self, other: where(self > other, 0.0, _split_where_equal(grad, self, other)),
                 other=lambda grad, self, other: where(other > self, 0.0, _split_where_equal(grad, self, other)),
                 jvp=lambda self_t, other_t, self, other: _select_jvp(self_t, other_t, self < other, self > other))
@@ -208,7 +217,9 @@ def _where_forward(condition, a, b):
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
               public=("function",),
               explain=_explain_binary,
-              kind="elementwise", recompute=True, lower="({out}({self}) if {condition} else {out}({other}))",
+              meta=elementwise(lambda condition, self, other: promoted(self, other)), kind="elementwise",
+              recompute=True, lower=lambda condition, self, other: scalar.where(condition, cast(self, RESULT),
+                                                                                 cast(other, RESULT)),
               self=lambda grad, condition: where(condition, grad, 0.0),
               other=lambda grad, condition: where(condition, 0.0, grad),
               jvp=lambda self_t, other_t, condition: where(condition, 0.0 if self_t is None else self_t,
@@ -230,13 +241,13 @@ def _clamp_grad(grad, self, min, max):  # noqa: A002
     return grad
 
 
-def _clamp_lower(self, min, max, T, out):  # noqa: A002
-    value = self if min is None else f"max({self}, {min})"
-    return value if max is None else f"min({value}, {max})"
+def _clamp_lower(self, min, max):  # noqa: A002
+    value = self if min is None else scalar.max(self, min)
+    return value if max is None else scalar.min(value, max)
 
 
-_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1", kind="elementwise", recompute=True,
-               lower=_clamp_lower,
+_clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",
+               meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=_clamp_lower,
                self=_clamp_grad,
                jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 
@@ -247,9 +258,9 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     return _clamp(input, min=min, max=max)
 
 
-abs = defop("abs", ("self",), np.abs, "AbsBackward0", kind="elementwise", recompute=True,  # noqa: A001
+abs = defop("abs", ("self",), np.abs, "AbsBackward0",  # noqa: A001
             public=("function", "method"),
-            lower="abs({self})",
+            meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=scalar.abs,
             self=lambda grad, self: grad * self.sign(),
             jvp=lambda self_t, self: self_t * self.sign())
 
@@ -259,26 +270,27 @@ def _sign(a):
     return np.where(a != a, 0, out).astype(out.dtype, copy=False) if a.dtype.kind == "f" else out
 
 
-sign = defop("sign", ("self",), _sign, "SignBackward0", kind="elementwise",
+sign = defop("sign", ("self",), _sign, "SignBackward0",
              public=("function", "method"),
-             lower="(np.sign({self}) if {self} == {self} else {T}(0.0))",
+             meta=elementwise(unchanged), kind="elementwise",
+             lower=lambda self: scalar.where(self == self, scalar.sign(self), 0.0),  # 0 at NaN
              self=lambda grad: grad * 0.0,
              jvp=lambda self_t: self_t * 0.0)
 
 
-def _comparison(name: str, ufunc: np.ufunc, symbol: str) -> OpDef:
+def _comparison(name: str, ufunc: np.ufunc, compare: Callable[[Expr, Expr], Expr]) -> OpDef:
     """A comparison: elementwise, a bool result, no derivative."""
-    return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary, kind="elementwise",
+    return defop(name, ("self", "other"), _binary(ufunc), explain=_explain_binary,
                  public=("function", "method"),
-                 recompute=True, lower=f"({{self}} {symbol} {{other}})")
+                 meta=elementwise(boolean), kind="elementwise", recompute=True, lower=compare)
 
 
-eq = _comparison("eq", np.equal, "==")
-ne = _comparison("ne", np.not_equal, "!=")
-lt = _comparison("lt", np.less, "<")
-le = _comparison("le", np.less_equal, "<=")
-gt = _comparison("gt", np.greater, ">")
-ge = _comparison("ge", np.greater_equal, ">=")
+eq = _comparison("eq", np.equal, operator.eq)
+ne = _comparison("ne", np.not_equal, operator.ne)
+lt = _comparison("lt", np.less, operator.lt)
+le = _comparison("le", np.less_equal, operator.le)
+gt = _comparison("gt", np.greater, operator.gt)
+ge = _comparison("ge", np.greater_equal, operator.ge)
 def _checked_integer_division(fn):
     """``//`` and ``%``: an integer division by zero raises, as in PyTorch, rather than giving numpy's 0."""
     forward = _binary(fn)
@@ -291,34 +303,32 @@ def _checked_integer_division(fn):
     return checked
 
 
-def _division_lower(symbol: str, checked: str):
-    """The kernel expression: integers divide through the backend's zero check (``checked``)."""
-    def lower(self, other, T, out):
-        if np.dtype(T.removeprefix("np.")).kind in "iu":
-            return f"{checked}({T}({self}), {T}({other}))"
-        return f"({T}({self}) {symbol} {T}({other}))"
-    return lower
-
-
+# A backend's ``//`` and ``%`` of integers must raise on a zero divisor, as the forward does.
 floor_divide = defop("floor_divide", ("self", "other"), _checked_integer_division(np.floor_divide),
                      public=("function", "method"),
-                     explain=_explain_binary, kind="elementwise", lower=_division_lower("//", "floor_divide_int"))
+                     explain=_explain_binary,
+                     meta=elementwise(promoted), kind="elementwise",
+                     lower=lambda self, other: cast(self) // cast(other))
 remainder = defop("remainder", ("self", "other"), _checked_integer_division(np.remainder),
                   lambda args, attrs: "RemainderBackward1" if hasattr(args[1], "_data") else "RemainderBackward0",
                   public=("function", "method"),
-                  explain=_explain_binary, kind="elementwise", lower=_division_lower("%", "remainder_int"),
+                  explain=_explain_binary,
+                  meta=elementwise(promoted), kind="elementwise", lower=lambda self, other: cast(self) % cast(other),
                   self=lambda grad: grad,
                   other=lambda grad, self, other: -grad * floor_divide(self, other),
                   jvp=lambda self_t, other_t, self, other: tangent_sum(
                       self_t, None if other_t is None else -other_t * floor_divide(self, other)))
 logical_and = defop("logical_and", ("self", "other"), np.logical_and, explain=_explain_binary,
                     public=("function", "method"),
-                    kind="elementwise", lower="(bool({self}) and bool({other}))")
+                    meta=elementwise(boolean), kind="elementwise",
+                    lower=lambda self, other: scalar.logical_and(truth(self), truth(other)))
 logical_or = defop("logical_or", ("self", "other"), np.logical_or, explain=_explain_binary,
                    public=("function", "method"),
-                   kind="elementwise", lower="(bool({self}) or bool({other}))")
-logical_not = defop("logical_not", ("self",), np.logical_not, kind="elementwise", lower="(not {self})",
-                    public=("function", "method"))
+                   meta=elementwise(boolean), kind="elementwise",
+                   lower=lambda self, other: scalar.logical_or(truth(self), truth(other)))
+logical_not = defop("logical_not", ("self",), np.logical_not,
+                    public=("function", "method"),
+                    meta=elementwise(boolean), kind="elementwise", lower=scalar.logical_not)
 
 
 def _to_forward(a, dtype):
@@ -326,12 +336,14 @@ def _to_forward(a, dtype):
 
 
 _to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
-                  kind="elementwise", recompute=True, lower="{out}({self})",
+                  meta=lambda self, dtype: TensorMeta(self.shape, np.dtype(dtype)), kind="elementwise",
+                  recompute=True, lower=lambda self: cast(self, RESULT),
                  self=lambda grad: grad,
                  jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
-clone = defop("clone", ("self",), np.copy, "CloneBackward0", kind="elementwise", recompute=True, lower="{self}",
+clone = defop("clone", ("self",), np.copy, "CloneBackward0",
               public=("function", "method"),
+              meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=lambda self: self,
               self=lambda grad: grad,
               jvp=lambda self_t: clone(self_t))
 

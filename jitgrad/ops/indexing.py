@@ -7,6 +7,8 @@ import numpy as np
 
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
+from .lowering import intrinsic
+from .meta_rules import TensorMeta, given
 from .public import public
 from .registry import defop
 
@@ -33,7 +35,8 @@ def normalize_index(index: Any) -> tuple:
     return tuple(out)
 
 
-def _is_advanced(index: tuple) -> bool:
+def is_advanced(index: tuple) -> bool:
+    """Whether ``index`` holds an integer or boolean array: numpy's advanced indexing, a copy."""
     return any(isinstance(i, np.ndarray) for i in index)
 
 
@@ -41,7 +44,7 @@ def _index_node(args, attrs) -> str:
     """PyTorch applies the items of a basic index in turn, skipping full slices and ``...`` in a tuple,
     and the node is named after the last one applied (``x[:, 0]`` is a select)."""
     index = attrs["index"]
-    if _is_advanced(index):
+    if is_advanced(index):
         return "IndexBackward0"
     for item in reversed(index):
         if isinstance(item, (int, np.integer)):
@@ -55,109 +58,40 @@ def _index_node(args, attrs) -> str:
 
 def _scatter_forward(grad, shape, index):
     out = np.zeros(shape, dtype=grad.dtype)
-    if _is_advanced(index):
+    if is_advanced(index):
         np.add.at(out, index, grad)
     else:
         out[index] = grad
     return out
 
 
-def _without_ellipsis(index: tuple, rank: int) -> tuple:
+def without_ellipsis(index: tuple, rank: int) -> tuple:
+    """``index`` with its ``...`` (if any) written out as the whole slices it stands for."""
     if Ellipsis not in index:
         return index
     at = index.index(Ellipsis)
     return index[:at] + (slice(None),) * (rank - len(index) + 1) + index[at + 1:]
 
 
-def _basic_items(ctx, index: tuple, shape: tuple) -> list[str] | None:
-    """Source for a basic index as slices (an integer is a one-wide slice), one per dimension it
-    names; None for what lowers as a gather or scatter by flat positions instead: arrays, None, or
-    a 0-d input. Bounds are run-time values (``ctx.size``), as sizes are: ``x[:, :n // 2]`` traced at
-    another ``n`` reuses the kernel; a step stays literal (its sign decides the loop)."""
-    if _is_advanced(index) or None in index or not shape:
-        return None
-    items = []
-    for item in _without_ellipsis(index, len(shape)):
-        if isinstance(item, slice):
-            bounds = ["" if v is None else ctx.size(int(v)) for v in (item.start, item.stop)]
-            items.append(":".join(bounds + ([] if item.step is None else [str(item.step)])))
-        else:  # counted from the end when negative, so that the size stays out of the source
-            start = int(item)
-            items.append(f"{ctx.size(start)}:{ctx.size(start + 1)}" if start != -1 else "-1:")
-    return items
-
-
-def gather_lines(ctx, source: str, positions: str) -> list[str]:
-    """``ctx.out`` as a new array of the elements of ``source`` at flat ``positions``."""
-    flat, i = f"{ctx.out}_flat", f"{ctx.out}_i"
-    ctx.result_contiguous = True
-    return [f"{flat} = np.empty({positions}.size, {ctx.T})",
-            f"{source}_all = {ctx.contiguous(source)}.reshape(-1)",
-            f"for {i} in range({positions}.size):",
-            f"    {flat}[{i}] = {source}_all[{positions}[{i}]]",
-            f"{ctx.out} = {flat}.reshape({ctx.shape_tuple()})"]
-
-
-def _leading_integers(index: tuple, rank: int) -> tuple:
-    """The integers of an index that is integers for some leading dimensions (not all: no 0-d result)
-    and whole slices after them; () for any other index."""
-    items = _without_ellipsis(index, rank) if not _is_advanced(index) and None not in index else ()
-    count = next((n for n, item in enumerate(items) if not isinstance(item, (int, np.integer))), len(items))
-    rest = items[count:]
-    if count == 0 or count >= rank or any(item != slice(None) for item in rest):
-        return ()
-    return items[:count]
-
-
-def _getitem_lower(ctx):
-    """Basic indexing: leading integers and whole dimensions after them (``x[t]``, the step of an
-    unrolled loop) index a view; slices stay a view; an integer elsewhere becomes a one-wide slice, and
-    the result a reshaped copy (so that no 0-d array appears in generated code). Anything else (integer
-    and boolean arrays, None, a 0-d input) gathers by flat positions computed when lowering."""
-    index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
-    leading = _leading_integers(index, len(shape))
-    if leading:  # x[t] of an unrolled loop: a view, no copy and no reshape
-        ctx.result_contiguous = ctx.is_contiguous(ctx.self)
-        return f"{ctx.out} = {ctx.self}[{', '.join(ctx.size(int(i)) for i in leading)}]"
-    items = _basic_items(ctx, index, shape)
-    if items is None:
-        return gather_lines(ctx, ctx.self, ctx.positions(shape, index))
-    selected = f"{ctx.self}[{', '.join(items)}]"
-    integers = any(isinstance(i, (int, np.integer)) for i in index)
-    return f"{ctx.out} = {ctx.reshaped(selected) if integers else selected}"
-
-
-def _index_scatter_lower(ctx):
-    """Zeros, and the gradient written into the region a basic index selected (an integer's dimension
-    kept as a one-wide slice), or added at the flat positions of an advanced one."""
-    index, shape = ctx.attrs["index"], ctx.attrs["shape"]
-    items = _basic_items(ctx, index, shape)
-    if items is None:  # accumulate element by element: an index may repeat
-        positions, flat, grad, i = ctx.positions(shape, index), f"{ctx.out}_all", f"{ctx.out}_grad", f"{ctx.out}_i"
-        return [f"{ctx.out}[...] = 0", f"{flat} = {ctx.out}.reshape(-1)",
-                f"{grad} = {ctx.contiguous(ctx.grad)}.reshape(-1)",
-                f"for {i} in range({positions}.size):",
-                f"    {flat}[{positions}[{i}]] += {grad}[{i}]"]
-    region, sizes = [], iter(ctx.shape(ctx.grad) if ctx.rank(ctx.grad) else ())
-    for item in _without_ellipsis(index, len(shape)):
-        region.append("1" if isinstance(item, (int, np.integer)) else next(sizes))
-    region += list(sizes)  # dimensions the index leaves whole
-    return [f"{ctx.out}[...] = 0",
-            f"{ctx.out}[{', '.join(items)}] = {ctx.contiguous(ctx.grad)}.reshape(({', '.join(region)},))"]
-
-
 def _getitem_forward(a, index):
-    if not _is_advanced(index) and Ellipsis not in index:
+    if not is_advanced(index) and Ellipsis not in index:
         index = index + (Ellipsis,)  # numpy then returns a 0-d view, not a copied scalar, for x[0]
     return a[index]
 
 
-_getitem = defop("getitem", ("self",), _getitem_forward, _index_node, lower=_getitem_lower,
+def _getitem_meta(self, index):
+    """The shape numpy's indexing gives, found by indexing a stand-in of ``self``'s shape that holds
+    one byte (every element the same, broadcast): no memory of the tensor's size is touched."""
+    stand_in = np.broadcast_to(np.zeros((), np.int8), self.shape)
+    return TensorMeta(_getitem_forward(stand_in, index).shape, self.dtype)
+
+
+_getitem = defop("getitem", ("self",), _getitem_forward, _index_node, meta=_getitem_meta, lower=intrinsic("getitem"),
                  view=True, self=lambda grad, self_shape, index: _index_scatter(grad, shape=self_shape, index=index),
                  jvp=lambda self_t, index: _getitem(self_t, index=index))
 
 _index_scatter = defop("index_scatter", ("grad",), _scatter_forward, "IndexBackwardBackward0",
-                       lower=_index_scatter_lower,
+                       meta=given("shape", 0), lower=intrinsic("index_scatter"),
                        grad=lambda grad, index: _getitem(grad, index=index),
                        jvp=lambda grad_t, shape, index: _index_scatter(grad_t, shape=shape, index=index))
 
@@ -175,7 +109,7 @@ def in_pytorch_order(index: tuple, ndim: int) -> tuple[tuple, tuple] | None:
     None between two arrays as a separator, so ``x[0, None, [0, 1]]`` or ``x[1, ..., [0, 1]]`` would
     come out with other dimensions first. Returns the basic index and the advanced one that numpy
     applies in turn to give PyTorch's result, or None where one numpy step already does."""
-    if not _is_advanced(index) or not any(i is None or i is Ellipsis or isinstance(i, (int, np.integer))
+    if not is_advanced(index) or not any(i is None or i is Ellipsis or isinstance(i, (int, np.integer))
                                           for i in index):
         return None
     spanned = ndim - sum(_dims_taken(i) for i in index)

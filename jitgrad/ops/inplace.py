@@ -18,6 +18,8 @@ from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..tensor import Tensor
 from . import arithmetic
 from .indexing import getitem, in_pytorch_order, normalize_index
+from .lowering import intrinsic
+from .meta_rules import like
 from .public import public
 from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
@@ -111,23 +113,15 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     return view
 
 
-def _copy_lower(ctx):
-    """``src`` broadcast into the output (the shape and dtype of ``self``)."""
-    src = ctx.src
-    if not isinstance(src, str):  # a Python number
-        return f"{ctx.out}[...] = {ctx.number(src)}"
-    return f"{ctx.out}[...] = np.broadcast_to({src}, {ctx.shape_tuple()})"
-
-
 _fill = defop("fill", ("self",), lambda a, value, zero: np.full_like(a, value),
-              lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2",
-              lower=lambda ctx: f"{ctx.out}[...] = {ctx.number(ctx.attrs['value'])}",
+              lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2", meta=like(0),
+              lower=intrinsic("fill"),
               jvp=lambda self_t: self_t * 0.0,
               self=lambda grad: grad * 0.0)
 
 _copy = defop("copy", ("self", "src"),
               lambda a, src: np.array(np.broadcast_to(src, a.shape), dtype=a.dtype),
-              "CopyBackwards", lower=_copy_lower,
+              "CopyBackwards", meta=like(0), lower=intrinsic("copy"),
               jvp=lambda self_t, src_t: self_t * 0.0 if src_t is None else src_t,
               self=lambda grad: grad * 0.0,
               src=lambda grad: grad)
@@ -139,40 +133,8 @@ def _index_put_forward(a, values, index):
     return out
 
 
-def _scatter_lines(ctx, positions: str, values: Any, value_positions: str | None) -> list[str]:
-    """``ctx.out`` = ``self`` with ``values`` written at flat ``positions`` (the i-th position takes
-    the value at ``value_positions[i]``, or the i-th, or a Python number)."""
-    flat, i = f"{ctx.out}_all", f"{ctx.out}_i"
-    lines = [f"{flat} = {ctx.out}.reshape(-1)", f"{flat}[:] = {ctx.contiguous(ctx.self)}.reshape(-1)"]
-    if isinstance(values, str):
-        lines.append(f"{ctx.out}_values = {ctx.contiguous(values)}.reshape(-1)")
-        at = f"{value_positions}[{i}]" if value_positions else i
-        value = f"{ctx.out}_values[{at}]"
-    else:
-        value = ctx.number(values)
-    return lines + [f"for {i} in range({positions}.size):", f"    {flat}[{positions}[{i}]] = {value}"]
-
-
-def _index_put_lower(ctx):
-    """Flat positions of the index and, for an array of values, which value each position takes
-    (values broadcast to the indexed shape), both computed when lowering."""
-    index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
-    positions = ctx.positions(shape, index)
-    values = ctx.values
-    if not isinstance(values, str):
-        return _scatter_lines(ctx, positions, values, None)
-    selected = np.empty(shape, dtype=np.int8)[index].shape
-    value_shape = ctx.node.args[1].meta["shape"]
-    taken = np.broadcast_to(np.arange(int(np.prod(value_shape))).reshape(value_shape), selected)
-    return _scatter_lines(ctx, positions, values, ctx.index_argument(taken))
-
-
-def _copy_slices_lower(ctx):
-    return _scatter_lines(ctx, ctx.index_argument(ctx.attrs["positions"]), ctx.src, None)
-
-
-_index_put = defop("index_put", ("self", "values"), _index_put_forward, "IndexPutBackward0",
-                   lower=_index_put_lower,
+_index_put = defop("index_put", ("self", "values"), _index_put_forward, "IndexPutBackward0", meta=like(0),
+                   lower=intrinsic("index_put"),
                    jvp=lambda self_t, values_t, self, index: _index_put(
                        tangent_or_zeros(self_t, self), 0.0 if values_t is None else values_t, index=index),
                    self=lambda grad, index: _index_put(grad, 0.0, index=index),
@@ -187,7 +149,8 @@ def _copy_slices_forward(a, src, positions):
 
 # ``self`` with the elements at flat ``positions`` replaced by ``src``: a root base after an in-place op
 # through one of its views. PyTorch's node of the same name.
-_copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "CopySlices", lower=_copy_slices_lower,
+_copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "CopySlices", meta=like(0),
+                     lower=intrinsic("copy_slices"),
                      jvp=lambda self_t, src_t, self, positions: _copy_slices(
                          tangent_or_zeros(self_t, self), 0.0 if src_t is None else src_t, positions=positions),
                      self=lambda grad, positions: _copy_slices(grad, 0.0, positions=positions),

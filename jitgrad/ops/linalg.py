@@ -7,6 +7,8 @@ import numpy as np
 from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
+from .lowering import intrinsic
+from .meta_rules import TensorMeta
 from .public import public
 from .registry import defop
 
@@ -45,56 +47,17 @@ def _matmul_forward(a, b):
     return np.matmul(a, b)
 
 
-def _dot_lower(ctx):
-    """BLAS (numpy's, see backends/numba_cpu/blas.py) writing into the planned buffer; operands go as
-    they are laid out, a transposed matrix included."""
-    a, b = ctx.self, ctx.other
-    if ctx.rank() == 0:
-        return f"{ctx.out}[0] = np.dot({ctx.contiguous(a)}, {ctx.contiguous(b)})"
-    return f"{'matmat' if ctx.rank(b) == 2 else 'matvec'}({a}, {b}, {ctx.out})"
-
-
-def _matmul_lower(ctx):
-    """``(..., n, k) @ (k, m)``: one product over the stacked rows. Anything else (batched operands,
-    broadcast batch dimensions, a 1-d operand beside a batched one): one product per matrix of the
-    result, each operand's matrix found by unravelling the result's batch index with broadcasting."""
-    a, b = ctx.self, ctx.other
-    ra, rb = ctx.rank(a), ctx.rank(b)
-    if rb == 2 and ra >= 2:
-        rows = " * ".join(ctx.shape(a)[:-1])
-        k, m = ctx.shape(b)
-        return f"matmat({ctx.contiguous(a)}.reshape(({rows}, {k})), {b}, {ctx.out}.reshape(({rows}, {m})))"
-    a_shape = ctx.shape(a) if ra > 1 else ("1",) + ctx.shape(a)        # a vector is a row ...
-    b_shape = ctx.shape(b) if rb > 1 else ctx.shape(b) + ("1",)        # ... or a column
-    batch = _broadcast_sizes(a_shape[:-2], b_shape[:-2])
-    n, k, m = a_shape[-2], a_shape[-1], b_shape[-1]
-    name = ctx.out
-    lines = [f"{name}_a = {ctx.contiguous(a)}.reshape(({ctx.product(a_shape[:-2])}, {n}, {k}))",
-             f"{name}_b = {ctx.contiguous(b)}.reshape(({ctx.product(b_shape[:-2])}, {k}, {m}))",
-             f"{name}_c = {name}.reshape(({ctx.product(batch)}, {n}, {m}))",
-             f"for {name}_i in range({ctx.product(batch)}):",
-             f"    {name}_rest = {name}_i",
-             f"    {name}_ia = 0",
-             f"    {name}_ib = 0"]
-    stride_a, stride_b = "1", "1"
-    for d in range(len(batch) - 1, -1, -1):
-        da, db = d - (len(batch) - len(a_shape[:-2])), d - (len(batch) - len(b_shape[:-2]))
-        lines.append(f"    {name}_j = {name}_rest % {batch[d]}")
-        lines.append(f"    {name}_rest = {name}_rest // {batch[d]}")
-        if da >= 0 and a_shape[da] != "1":
-            lines.append(f"    {name}_ia += {name}_j * {stride_a}")
-            stride_a = f"{stride_a} * {a_shape[da]}"
-        if db >= 0 and b_shape[db] != "1":
-            lines.append(f"    {name}_ib += {name}_j * {stride_b}")
-            stride_b = f"{stride_b} * {b_shape[db]}"
-    lines.append(f"    matmat({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
-    return lines
-
-
-def _broadcast_sizes(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
-    """The broadcast of two batch shapes given as size expressions (``"1"`` broadcasts)."""
-    a, b = ("1",) * (len(b) - len(a)) + a, ("1",) * (len(a) - len(b)) + b
-    return tuple(y if x == "1" else x for x, y in zip(a, b))
+def _matmul_meta(self, other):
+    """numpy's matmul: a vector operand is a row (left) or a column (right) whose dimension is then
+    dropped; the batch dimensions broadcast. Both operands have one dtype (the forward checks)."""
+    a = self.shape if self.ndim > 1 else (1,) + self.shape
+    b = other.shape if other.ndim > 1 else other.shape + (1,)
+    shape = np.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
+    if self.ndim == 1:
+        shape = shape[:-2] + shape[-1:]
+    if other.ndim == 1:
+        shape = shape[:-1]
+    return TensorMeta(tuple(shape), self.dtype)
 
 
 def _matmul_self_grad(grad, self, other):
@@ -119,23 +82,26 @@ def _product_jvp(product):
                                                             None if other_t is None else product(self, other_t))
 
 
-_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul, lower=_dot_lower,
+_dot = defop("dot", ("self", "other"), _matmul_forward, "DotBackward0", explain=_explain_matmul,
+             meta=_matmul_meta, lower=intrinsic("dot"),
              self=lambda grad, other: grad * other,
              other=lambda grad, self: grad * self,
              jvp=_product_jvp(lambda a, b: _dot(a, b)))
 
-_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul, lower=_dot_lower,
+_mv = defop("mv", ("self", "other"), _matmul_forward, "MvBackward0", explain=_explain_matmul,
+            meta=_matmul_meta, lower=intrinsic("gemv"),
             self=lambda grad, other: grad.unsqueeze(1) * other,
             other=lambda grad, self: _mv(self.T, grad),
             jvp=_product_jvp(lambda a, b: _mv(a, b)))
 
-_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul, lower=_dot_lower,
+_mm = defop("mm", ("self", "other"), _matmul_forward, "MmBackward0", explain=_explain_matmul,
+            meta=_matmul_meta, lower=intrinsic("gemm"),
             self=lambda grad, other: _mm(grad, other.T),
             other=lambda grad, self: _mm(self.T, grad),
             jvp=_product_jvp(lambda a, b: _mm(a, b)))
 
 _matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0", explain=_explain_matmul,
-                lower=_matmul_lower,
+                meta=_matmul_meta, lower=intrinsic("batched_gemm"),
                 self=_matmul_self_grad,
                 other=_matmul_other_grad,
                 jvp=_product_jvp(lambda a, b: _matmul(a, b)))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from .lowering import intrinsic
+from .meta_rules import TensorMeta, given
 from .registry import defop
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -52,47 +54,20 @@ def _nll_backward_forward(grad: np.ndarray, target: np.ndarray, shape: tuple[int
     return out
 
 
-# ---- lowerings (see jitgrad.backends.numba_cpu.context) ---------------------------------------------
-def _each_target(ctx, n: str, classes: str) -> tuple[str, str, list[str]]:
-    """The loop over the rows and their targets (``for i: t = target[i]``), each target checked against
-    the classes: outside them it would read or write outside the array, and numba checks no bounds."""
-    t, i = f"{ctx.out}_t", f"{ctx.out}_i"
-    return i, t, [f"for {i} in range({n}):", f"    {t} = {ctx.target}[{i}]",
-                  f"    if {t} < 0 or {t} >= {classes}:",
-                  "        raise IndexError('nll_loss: a target is out of bounds for the number of classes')"]
+def _nll_meta(self, target, reduction):
+    """A loss per row for ``reduction="none"``, else one: of the log-probabilities' dtype."""
+    return TensorMeta(self.shape[:1] if reduction == "none" else (), self.dtype)
 
 
-def _nll_lower(ctx):
-    n, classes = ctx.shape(ctx.self)
-    i, t, loop = _each_target(ctx, n, classes)
-    if ctx.attrs["reduction"] == "none":
-        return loop + [f"    {ctx.out}[{i}] = -{ctx.self}[{i}, {t}]"]
-    total = f"{ctx.out}_total"
-    finish = f"{total} / {ctx.T}({n})" if ctx.attrs["reduction"] == "mean" else total
-    return [f"{total} = {ctx.T}(0)", *loop, f"    {total} = {total} - {ctx.self}[{i}, {t}]",
-            f"{ctx.out}[0] = {finish}"]
-
-
-def _nll_backward_lower(ctx):
-    n, classes = ctx.shape()
-    i, t, loop = _each_target(ctx, n, classes)
-    lines = [f"{ctx.out}[...] = 0"]
-    if ctx.attrs["reduction"] == "none":
-        value = f"-{ctx.grad}[{i}]"
-    else:  # one value for every row
-        value = f"{ctx.out}_value"
-        scale = f" / {ctx.T}({n})" if ctx.attrs["reduction"] == "mean" else ""
-        lines.append(f"{value} = -{ctx.grad}[0]{scale}")
-    return lines + loop + [f"    {ctx.out}[{i}, {t}] = {value}"]
-
-
-_nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", lower=_nll_lower,
+_nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", meta=_nll_meta,
+                  lower=intrinsic("nll_loss"),
                   self=lambda grad, target, self_shape, reduction: _nll_loss_backward(
                       grad, target, shape=self_shape, reduction=reduction),
                   jvp=lambda self_t, target, reduction: _nll_loss(self_t, target, reduction=reduction))
 
 _nll_loss_backward = defop("nll_loss_backward", ("grad", "target"), _nll_backward_forward,
-                           "NllLossBackwardBackward0", lower=_nll_backward_lower,
+                           "NllLossBackwardBackward0", meta=given("shape", 0),
+                           lower=intrinsic("nll_loss_backward"),
                            grad=lambda grad, target, reduction: _nll_loss(grad, target, reduction=reduction),
                            jvp=lambda grad_t, target, shape, reduction: _nll_loss_backward(
                                grad_t, target, shape=shape, reduction=reduction))

@@ -7,6 +7,8 @@ import math
 import numpy as np
 
 from .. import dtypes
+from . import scalar
+from .meta_rules import elementwise, floating
 from .registry import defop
 from .special import erf_ufunc
 
@@ -33,86 +35,74 @@ def _sigmoid(a):
     return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(a.dtype, copy=False)
 
 
-def exp_source(value: str, T: str) -> str:
-    """The backend's exp of a scalar expression: float32 calls the vectorizable ``exp_float32``
-    (jitgrad/backends/numba_cpu/intrinsics.py), about three times faster than ``math.exp``."""
-    return f"exp_float32({value})" if T == "np.float32" else f"math.exp({value})"
-
-
 exp = defop("exp", ("self",), floating_forward(np.exp), "ExpBackward0",
             public=("function", "method"),
-            kind="elementwise", lower=lambda self, T, out: exp_source(self, T),
+            meta=elementwise(floating), kind="elementwise", lower=scalar.exp,
             self=lambda grad, result: grad * result,
             jvp=lambda self_t, result: self_t * result)
 
 log = defop("log", ("self",), floating_forward(np.log), "LogBackward0",
             public=("function", "method"),
-            kind="elementwise", lower="math.log({self})",
+            meta=elementwise(floating), kind="elementwise", lower=scalar.log,
             self=lambda grad, self: grad / self,
             jvp=lambda self_t, self: self_t / self)
 
 log1p = defop("log1p", ("self",), floating_forward(np.log1p), "Log1PBackward0",
               public=("function", "method"),
-              kind="elementwise", lower="math.log1p({self})",
+              meta=elementwise(floating), kind="elementwise", lower=scalar.log1p,
               self=lambda grad, self: grad / (self + 1.0),
               jvp=lambda self_t, self: self_t / (self + 1.0))
 
 expm1 = defop("expm1", ("self",), floating_forward(np.expm1), "Expm1Backward0",
               public=("function", "method"),
-              kind="elementwise", lower="math.expm1({self})",
+              meta=elementwise(floating), kind="elementwise", lower=scalar.expm1,
               self=lambda grad, result: grad * (result + 1.0),
               jvp=lambda self_t, result: self_t * (result + 1.0))
 
 sqrt = defop("sqrt", ("self",), floating_forward(np.sqrt), "SqrtBackward0",
              public=("function", "method"),
-             kind="elementwise", lower="math.sqrt({self})",
+             meta=elementwise(floating), kind="elementwise", lower=scalar.sqrt,
              self=lambda grad, result: grad / (result * 2.0),
              jvp=lambda self_t, result: self_t / (result * 2.0))
 
 rsqrt = defop("rsqrt", ("self",), floating_forward(_rsqrt), "RsqrtBackward0",
               public=("function", "method"),
-              kind="elementwise", lower="({T}(1.0) / math.sqrt({self}))",
+              meta=elementwise(floating), kind="elementwise", lower=lambda self: 1.0 / scalar.sqrt(self),
               self=lambda grad, result: grad * result * result * result * -0.5,
               jvp=lambda self_t, result: self_t * result * result * result * -0.5)
 
 sin = defop("sin", ("self",), floating_forward(np.sin), "SinBackward0",
             public=("function", "method"),
-            kind="elementwise", lower="math.sin({self})",
+            meta=elementwise(floating), kind="elementwise", lower=scalar.sin,
             self=lambda grad, self: grad * self.cos(),
             jvp=lambda self_t, self: self_t * self.cos())
 
 cos = defop("cos", ("self",), floating_forward(np.cos), "CosBackward0",
             public=("function", "method"),
-            kind="elementwise", lower="math.cos({self})",
+            meta=elementwise(floating), kind="elementwise", lower=scalar.cos,
             self=lambda grad, self: -grad * self.sin(),
             jvp=lambda self_t, self: -self_t * self.sin())
 
 tan = defop("tan", ("self",), floating_forward(np.tan), "TanBackward0",
             public=("function", "method"),
-            kind="elementwise", lower="math.tan({self})",
+            meta=elementwise(floating), kind="elementwise", lower=scalar.tan,
             self=lambda grad, result: grad * (result * result + 1.0),
             jvp=lambda self_t, result: self_t * (result * result + 1.0))
 
-def tanh_source(value: str, T: str) -> str:
-    """The backend's tanh of a scalar expression: float32 calls the vectorizable ``tanh_float32``
-    (jitgrad/backends/numba_cpu/intrinsics.py), which is many times faster than ``math.tanh``."""
-    return f"tanh_float32({value})" if T == "np.float32" else f"math.tanh({value})"
-
-
 tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0",
              public=("function", "method"),
-             kind="elementwise", lower=lambda self, T, out: tanh_source(self, T),
+             meta=elementwise(floating), kind="elementwise", lower=scalar.tanh,
              self=lambda grad, result: grad * (1.0 - result * result),
              jvp=lambda self_t, result: self_t * (1.0 - result * result))
 
 sigmoid = defop("sigmoid", ("self",), floating_forward(_sigmoid), "SigmoidBackward0",
                 public=("function", "method"),
-                kind="elementwise", lower=lambda self, T, out: f"({T}(1.0) / ({T}(1.0) + {exp_source(f'-{self}', T)}))",
+                meta=elementwise(floating), kind="elementwise", lower=lambda self: 1.0 / (1.0 + scalar.exp(-self)),
                 self=lambda grad, result: grad * result * (1.0 - result),
                 jvp=lambda self_t, result: self_t * result * (1.0 - result))
 
 erf = defop("erf", ("self",), floating_forward(erf_ufunc), "ErfBackward0",
             public=("function", "method"),
-            kind="elementwise", lower="math.erf({self})",
+            meta=elementwise(floating), kind="elementwise", lower=scalar.erf,
             self=lambda grad, self: grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)),
             jvp=lambda self_t, self: self_t * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -12,8 +14,12 @@ from ..shapes import wrap_dim, wrap_dims
 from ..autograd import grad_mode
 from ..tensor import Tensor
 from .arithmetic import where
+from . import scalar
+from .lowering import Reduction, intrinsic
+from .meta_rules import accumulated, boolean, indices, reduction, unchanged
 from .public import public
 from .registry import defop
+from .scalar import HIGHEST, LOWEST
 
 Dim = int | Sequence[int] | None
 
@@ -217,6 +223,11 @@ def _logsumexp_forward(a, dim, keepdim):
     return out if keepdim else np.squeeze(out, axis=dim)
 
 
+def _logsumexp_dtype(self):
+    """The input's float dtype, float32 for integers and bools (the forward computes them in it)."""
+    return self.dtype if self.dtype.kind == "f" else np.dtype(np.float32)
+
+
 def _logsumexp_grad(grad, self, result, dim, keepdim):
     shape = self._data.shape
     return _unsqueeze_reduced(grad, shape, dim, keepdim) * (self - _unsqueeze_reduced(result, shape, dim, keepdim)).exp()
@@ -227,33 +238,10 @@ def _logsumexp_jvp(self_t, self, result, dim, keepdim):
     return _sum(weights * self_t, dim=dim, keepdim=keepdim)
 
 
-# Lowerings of the reductions: accumulator templates (see jitgrad.backends.numba_cpu.context).
-_SUM = {"init": "0", "update": "({acc} + {self})"}
-_MEAN = dict(_SUM, finish="({acc} / {count})")
-# A NaN met becomes the running value and stays it, as numpy's max and min propagate NaN (Python's
-# ``max`` keeps whichever argument comes first when they do not compare).
-_MAX = {"init": "{lowest}", "update": "({self} if {self} > {acc} or {self} != {self} else {acc})"}
-_MIN = {"init": "{highest}", "update": "({self} if {self} < {acc} or {self} != {self} else {acc})"}
-_CENTRED = "({self} - {first}) * ({self} - {first})"
-_VAR = {"first": _MEAN, "init": "0", "update": "({acc} + " + _CENTRED + ")", "combine": "({acc} + {self})",
-        "finish": "({acc} / ({count} - {T}({correction})))"}
-_STD = dict(_VAR, finish="math.sqrt({acc} / ({count} - {T}({correction})))")
-_LOGSUMEXP = {"first": dict(_MAX, finish="({acc} if math.isfinite({acc}) else {T}(0.0))"),
-              "init": "0", "update": "({acc} + math.exp({self} - {first}))", "combine": "({acc} + {self})",
-              "finish": "(math.log({acc}) + {first})"}
-
-
 def _sum_forward(a, dim, keepdim):
     return np.sum(a, axis=dim, keepdims=keepdim)
 
 
-_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"), self=_sum_grad,
-             kind="reduction", lower=_SUM,
-             jvp=lambda self_t, dim, keepdim: _sum(self_t, dim=dim, keepdim=keepdim))
-_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
-              kind="reduction", lower=_MEAN,
-              self=lambda grad, self_shape, dim, keepdim: _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
-              jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
 def _check_reducible(name: str, a: np.ndarray, dim) -> None:
     """max, min and their arg- and a- forms have no value over nothing: PyTorch's errors for an empty
     dimension reduced (IndexError), or an empty tensor reduced whole (RuntimeError)."""
@@ -283,63 +271,6 @@ def _floating_only(name: str, reduce):
     return forward
 
 
-_var = defop("var", ("self",), _floating_only("var", np.var),
-             "VarBackward0", self=_var_grad, jvp=_var_jvp, kind="reduction", lower=_VAR)
-_std = defop("std", ("self",), _floating_only("std", np.std),
-             "StdBackward0", self=_std_grad, jvp=_std_jvp, kind="reduction", lower=_STD)
-_prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim), _named_by_dim("ProdBackward0", "ProdBackward1"),
-              self=_prod_grad, jvp=_prod_jvp, kind="reduction", lower={"init": "1", "update": "({acc} * {self})"})
-_amax = defop("amax", ("self",), _extreme_forward("amax", np.max), "AmaxBackward0",
-              self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MAX)
-_amin = defop("amin", ("self",), _extreme_forward("amin", np.min), "AminBackward0",
-              self=_evenly_distributing(False), jvp=_evenly_reading(False), kind="reduction", lower=_MIN)
-_max_all = defop("max", ("self",), _extreme_forward("max", np.max), "MaxBackward1",
-                 self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MAX)
-_min_all = defop("min", ("self",), _extreme_forward("min", np.min), "MinBackward1",
-                 self=_evenly_distributing(True), jvp=_evenly_reading(True), kind="reduction", lower=_MIN)
-def _selecting_lower(ctx, better: str, with_values: bool):
-    """A loop over the rows along ``dim`` of the input seen as (outer, n, inner), keeping the first
-    best element's index (as numpy and PyTorch do) and, for max/min(dim), its value. max/min(dim)
-    bind their output to the pair ``(values, indices)``, new arrays of the reduced shape. The first
-    NaN is the best element, as numpy's argmax has it."""
-    dim = ctx.attrs["dim"]
-    if isinstance(dim, tuple):  # max/min(dim): (d,), or () for a 0-d input, a row of one element
-        dim = dim[0] if dim else 0
-    a, p, q, k, best, at, value = (f"{ctx.out}_{s}" for s in ("in", "p", "q", "k", "best", "at", "value"))
-    lines = [f"{a} = {ctx.contiguous(ctx.self)}.reshape({ctx.rows(dim, ctx.self)})"]
-    if with_values:
-        values, indices = f"{ctx.out}_values", f"{ctx.out}_indices"
-        lines += [f"{values} = np.empty(({a}.shape[0], {a}.shape[2]), {ctx.input_type(0)})",
-                  f"{indices} = np.empty(({a}.shape[0], {a}.shape[2]), np.int64)"]
-    else:
-        indices = f"{ctx.out}_2d"
-        lines.append(f"{indices} = {ctx.out}.reshape(({a}.shape[0], {a}.shape[2]))")
-    lines += [f"for {p} in range({a}.shape[0]):",
-              f"    for {q} in range({a}.shape[2]):",
-              f"        {best} = {a}[{p}, 0, {q}]",
-              f"        {at} = 0",
-              f"        for {k} in range(1, {a}.shape[1]):",
-              f"            {value} = {a}[{p}, {k}, {q}]",
-              f"            if {value} {better} {best} or ({value} != {value} and {best} == {best}):",
-              f"                {best} = {value}",
-              f"                {at} = {k}",
-              f"        {indices}[{p}, {q}] = {at}"]
-    if with_values:
-        lines.insert(-1, f"        {values}[{p}, {q}] = {best}")
-        shape = _reduced_shape(ctx, dim)
-        lines.append(f"{ctx.out} = ({values}.reshape({shape}), {indices}.reshape({shape}))")
-    return lines
-
-
-def _reduced_shape(ctx, dim: int) -> str:
-    """Source for the shape of a one-dimension reduction's result (rank at least 1 in kernels)."""
-    sizes = list(ctx.shape(ctx.self)) if ctx.rank(ctx.self) else []
-    if sizes:
-        sizes[dim] = "1" if ctx.attrs.get("keepdim") else None
-    sizes = [s for s in sizes if s is not None] or ["1"]
-    return f"({', '.join(sizes)},)"
-
-
 def _selecting_forward(extreme, position):
     """max/min(dim): the values and their indices; ``dim`` is ``()`` for a 0-d input, its own
     extreme, at index 0."""
@@ -352,22 +283,84 @@ def _selecting_forward(extreme, position):
     return forward
 
 
-_max_dim = defop("max_dim", ("self",), _selecting_forward(np.max, np.argmax),
-                 "MaxBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
-                 lower=lambda ctx: _selecting_lower(ctx, ">", True))
-_min_dim = defop("min_dim", ("self",), _selecting_forward(np.min, np.argmin),
-                 "MinBackward0", self=_value_selecting_grad, jvp=_value_selecting_jvp,
-                 lower=lambda ctx: _selecting_lower(ctx, "<", True))
+def _values_and_indices(self, dim, keepdim):
+    """max/min(dim): the values, of the input's dtype, and their int64 indices."""
+    return reduction(unchanged)(self, dim, keepdim), reduction(indices)(self, dim, keepdim)
+
+
+# Lowerings of the reductions (jitgrad.ops.lowering): identity, combine, and what comes before and after.
+_SUM = Reduction(0, operator.add)
+_MEAN = Reduction(0, operator.add, finish=lambda acc, count: acc / count)
+# A NaN met becomes the running value and stays it, as numpy's max and min propagate NaN.
+_MAX = Reduction(LOWEST, lambda acc, x: scalar.where(scalar.logical_or(x > acc, x != x), x, acc))
+_MIN = Reduction(HIGHEST, lambda acc, x: scalar.where(scalar.logical_or(x < acc, x != x), x, acc))
+_VAR = Reduction(0, operator.add, first=_MEAN, map=lambda self, first: (self - first) * (self - first),
+                 finish=lambda acc, count, correction: acc / (count - correction))
+_STD = replace(_VAR, finish=lambda acc, count, correction: scalar.sqrt(acc / (count - correction)))
+# log(sum(exp(x - max))) + max, the max taken as 0 where it is infinite (or over nothing)
+_FINITE_MAX = replace(_MAX, finish=lambda acc: scalar.where(scalar.isfinite(acc), acc, 0.0))
+_LOGSUMEXP = Reduction(0, operator.add, first=_FINITE_MAX, map=lambda self, first: scalar.exp(self - first),
+                       finish=lambda acc, first: scalar.log(acc) + first)
+
+_sum = defop("sum", ("self",), _sum_forward, _named_by_dim("SumBackward0", "SumBackward1"),
+             meta=reduction(accumulated), kind="reduction", lower=_SUM,
+             self=_sum_grad,
+             jvp=lambda self_t, dim, keepdim: _sum(self_t, dim=dim, keepdim=keepdim))
+_mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "MeanBackward1"),
+              meta=reduction(unchanged), kind="reduction", lower=_MEAN,
+              self=lambda grad, self_shape, dim, keepdim:
+                  _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
+              jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
+_var = defop("var", ("self",), _floating_only("var", np.var), "VarBackward0",
+             meta=reduction(unchanged), kind="reduction", lower=_VAR,
+             self=_var_grad,
+             jvp=_var_jvp)
+_std = defop("std", ("self",), _floating_only("std", np.std), "StdBackward0",
+             meta=reduction(unchanged), kind="reduction", lower=_STD,
+             self=_std_grad,
+             jvp=_std_jvp)
+_prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim),
+              _named_by_dim("ProdBackward0", "ProdBackward1"),
+              meta=reduction(accumulated), kind="reduction", lower=Reduction(1, operator.mul),
+              self=_prod_grad, jvp=_prod_jvp)
+_amax = defop("amax", ("self",), _extreme_forward("amax", np.max), "AmaxBackward0",
+              meta=reduction(unchanged), kind="reduction", lower=_MAX,
+              self=_evenly_distributing(False),
+              jvp=_evenly_reading(False))
+_amin = defop("amin", ("self",), _extreme_forward("amin", np.min), "AminBackward0",
+              meta=reduction(unchanged), kind="reduction", lower=_MIN,
+              self=_evenly_distributing(False),
+              jvp=_evenly_reading(False))
+_max_all = defop("max", ("self",), _extreme_forward("max", np.max), "MaxBackward1",
+                 meta=reduction(unchanged), kind="reduction", lower=_MAX,
+                 self=_evenly_distributing(True),
+                 jvp=_evenly_reading(True))
+_min_all = defop("min", ("self",), _extreme_forward("min", np.min), "MinBackward1",
+                 meta=reduction(unchanged), kind="reduction", lower=_MIN,
+                 self=_evenly_distributing(True),
+                 jvp=_evenly_reading(True))
+_max_dim = defop("max_dim", ("self",), _selecting_forward(np.max, np.argmax), "MaxBackward0",
+                 meta=_values_and_indices, lower=intrinsic("argmax", values=True),
+                 self=_value_selecting_grad,
+                 jvp=_value_selecting_jvp)
+_min_dim = defop("min_dim", ("self",), _selecting_forward(np.min, np.argmin), "MinBackward0",
+                 meta=_values_and_indices, lower=intrinsic("argmin", values=True),
+                 self=_value_selecting_grad,
+                 jvp=_value_selecting_jvp)
 _argmax = defop("argmax", ("self",), _extreme_forward("argmax", np.argmax),
-                lower=lambda ctx: _selecting_lower(ctx, ">", False))
+                meta=reduction(indices), lower=intrinsic("argmax"))
 _argmin = defop("argmin", ("self",), _extreme_forward("argmin", np.argmin),
-                lower=lambda ctx: _selecting_lower(ctx, "<", False))
+                meta=reduction(indices), lower=intrinsic("argmin"))
 _all = defop("all", ("self",), lambda a, dim, keepdim: np.all(a, axis=dim, keepdims=keepdim),
-             kind="reduction", lower={"init": "True", "update": "({acc} and bool({self}))"})
+             meta=reduction(boolean), kind="reduction",
+             lower=Reduction(True, lambda acc, x: scalar.logical_and(acc, scalar.truth(x))))
 _any = defop("any", ("self",), lambda a, dim, keepdim: np.any(a, axis=dim, keepdims=keepdim),
-             kind="reduction", lower={"init": "False", "update": "({acc} or bool({self}))"})
-_logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0", self=_logsumexp_grad,
-                   jvp=_logsumexp_jvp, kind="reduction", lower=_LOGSUMEXP)
+             meta=reduction(boolean), kind="reduction",
+             lower=Reduction(False, lambda acc, x: scalar.logical_or(acc, scalar.truth(x))))
+_logsumexp = defop("logsumexp", ("self",), _logsumexp_forward, "LogsumexpBackward0",
+                   meta=reduction(_logsumexp_dtype), kind="reduction", lower=_LOGSUMEXP,
+                   self=_logsumexp_grad,
+                   jvp=_logsumexp_jvp)
 
 
 def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:

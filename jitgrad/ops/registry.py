@@ -11,9 +11,10 @@ node. A formula names what it reads through its parameters, as PyTorch's ``deriv
 Its JVP rule (``jvp=``, for forward mode, see ``jitgrad.autograd.forward_ad``) reads the same names, with
 ``<input>_t`` (that input's tangent, None when it has none) in place of ``grad``.
 
-Its lowering (``lower=``) tells the compiling backends how to write the op as code: a scalar expression
-for an elementwise op, an accumulator for a reduction, a function emitting source lines for the rest
-(see ``jitgrad.backends.numba_cpu`` and docs/backends.md). An op without one runs only eagerly.
+Its lowering (``lower=``) is the maths every compiling backend writes as its own code, in no backend's
+terms (``jitgrad.ops.lowering``): a scalar expression for an elementwise op, a fold for a reduction, a
+named intrinsic for the rest (docs/backends.md). An op without one runs only eagerly. Its shape and
+dtype rule (``meta=``, ``jitgrad.ops.meta_rules``) gives graph mode its output's metadata.
 
 Only what the formulas of inputs that require grad read is saved for backward. A formula returns the
 gradient at the broadcast shape it computes; the engine sums it back to the input's shape.
@@ -62,7 +63,9 @@ class OpDef:
     ``"reduction"`` (folds ``dim`` of its input: it can end a loop) or ``"statement"`` (anything else).
     ``recompute`` marks an elementwise op as a few arithmetic instructions per element: cheaper for a
     fused loop to compute again than to read back from memory (``rematerialize``); not so a call to
-    the C library (``exp``, float64 ``tanh``).
+    the C library (``exp``, float64 ``tanh``). ``meta`` is its shape and dtype rule: the output's
+    ``TensorMeta`` from the inputs' and the attributes, which graph mode gives its nodes
+    (``jitgrad.ops.meta_rules``).
     """
 
     name: str
@@ -77,6 +80,7 @@ class OpDef:
     lower: Any = None
     kind: str = "statement"
     recompute: bool = False
+    meta: Callable[..., Any] | None = None
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
@@ -188,14 +192,14 @@ def register(op: OpDef) -> OpDef:
 def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: Any = "",
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
           jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
-          kind: str = "statement", recompute: bool = False, public: tuple[str, ...] = (),
-          **derivatives: Callable[..., Any]) -> OpDef:
+          kind: str = "statement", recompute: bool = False, meta: Callable[..., Any] | None = None,
+          public: tuple[str, ...] = (), **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter).
     ``public`` makes the op itself public under its name, as a ``"function"``, a ``"method"`` or both
     (``jitgrad/ops/public.py``); an op reached through a wrapper leaves it empty."""
     op = register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
-                        kind, recompute))
+                        kind, recompute, meta))
     if public:
         declare_public(name, op, public)
     return op

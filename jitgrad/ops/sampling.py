@@ -9,25 +9,14 @@ have no gradient: nothing about them depends on a differentiable input.
 """
 from __future__ import annotations
 
-from typing import Any
-
-from ..random.sampling import sample, significant_bits
+from ..random.sampling import sample
+from .lowering import intrinsic
+from .meta_rules import given
 from .registry import defop
 
-
-def _uniform_lower(ctx: Any) -> str:
-    """One call writing every element of the (C-contiguous) output, seen flat."""
-    flat = f"{ctx.out}.reshape({ctx.product(ctx.shape())})"
-    return f"fill_uniform({ctx.state}, {flat}, {significant_bits(ctx.dtype)})"
-
-
-def _normal_lower(ctx: Any) -> str:
-    return f"fill_normal({ctx.state}, {ctx.out}.reshape({ctx.product(ctx.shape())}))"
-
-
 uniform = defop("uniform", ("state",), lambda state, shape, dtype: sample(state, shape, dtype, "uniform"),
-                lower=_uniform_lower)
+                meta=given("shape", "dtype"), lower=intrinsic("uniform"))
 normal = defop("normal", ("state",), lambda state, shape, dtype: sample(state, shape, dtype, "normal"),
-               lower=_normal_lower)
+               meta=given("shape", "dtype"), lower=intrinsic("normal"))
 
 __all__ = ["normal", "uniform"]

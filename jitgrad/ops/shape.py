@@ -1,6 +1,7 @@
 """Ops that move elements without computing: reshape, transpose, squeeze, expand, cat, split..."""
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -9,6 +10,8 @@ from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .reductions import sum_to
+from .lowering import intrinsic
+from .meta_rules import TensorMeta, given, reshaped
 from .public import public
 from .registry import defop
 
@@ -51,56 +54,44 @@ def _tangents_or_zeros(tangents, tensors):
     return [tangent_or_zeros(t, x) for t, x in zip(tangents, tensors)]
 
 
-# Lowerings (see jitgrad.backends.numba_cpu.context): views bind ``ctx.out``; cat and stack fill it.
-def _reshape_lower(ctx):
-    return f"{ctx.out} = {ctx.reshaped(ctx.self)}"
+# Shape rules (see jitgrad.ops.meta_rules): where each op puts its input's elements.
+def _reshape_meta(self, shape):
+    return TensorMeta(reshaped(math.prod(self.shape), shape), self.dtype)
 
 
-def _transpose_lower(ctx, dims):
-    order = tuple(dims) if ctx.rank() > 0 else (0,)
-    if order == (1, 0) and ctx.is_contiguous(ctx.self):
-        return f"{ctx.out} = {ctx.self}.T"
-    return f"{ctx.out} = {ctx.self}.transpose({order!r})"
+def _transpose_meta(self, dim0, dim1):
+    shape = list(self.shape)
+    if shape:
+        shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    return TensorMeta(tuple(shape), self.dtype)
 
 
-def _swap(ctx):
-    order = list(range(max(ctx.rank(), 1)))
-    d0, d1 = ctx.attrs["dim0"], ctx.attrs["dim1"]
-    order[d0], order[d1] = order[d1], order[d0]
-    return _transpose_lower(ctx, order)
+def _squeeze_meta(self, dim, variant):
+    return TensorMeta(tuple(s for i, s in enumerate(self.shape) if i not in dim), self.dtype)
 
 
-def _slice_at(rank: int, dim: int, start: str, stop: str) -> str:
-    return ", ".join([":"] * dim + [f"{start}:{stop}"]) if rank else f"{start}:{stop}"
+def _unsqueeze_meta(self, dim):
+    return TensorMeta(self.shape[:dim] + (1,) + self.shape[dim:], self.dtype)
 
 
-def _cat_lower(ctx):
-    dim, lines, offset = ctx.attrs["dim"], [], "0"
-    for t in ctx.tensors:
-        stop = f"{offset} + {ctx.shape(t)[dim]}" if offset != "0" else ctx.shape(t)[dim]
-        lines.append(f"{ctx.out}[{_slice_at(ctx.rank(), dim, offset, stop)}] = {t}")
-        offset = stop
-    return lines
+def _joined_dtype(tensors) -> np.dtype:
+    """numpy's promotion of the pieces' dtypes, which ``np.concatenate`` and ``np.stack`` apply."""
+    return np.result_type(*(t.dtype for t in tensors))
 
 
-def _stack_lower(ctx):
-    """Along the first dimension each row is ``put_row`` (one copy when both are contiguous: see
-    backends/numba_cpu/rows.py); along another, or of 0-d values, an assignment."""
-    dim = ctx.attrs["dim"]
-    return [f"put_row({ctx.out}, {i}, {t})" if dim == 0 and ctx.rank(t) > 0 else
-            f"{ctx.out}[{', '.join([':'] * dim + [str(i)])}] = {t}{'[0]' if ctx.rank(t) == 0 else ''}"
-            for i, t in enumerate(ctx.tensors)]
+def _cat_meta(tensors, dim):
+    shape = list(tensors[0].shape)
+    shape[dim] = sum(t.shape[dim] for t in tensors)
+    return TensorMeta(tuple(shape), _joined_dtype(tensors))
 
 
-def _split_lower(ctx):
-    """Views of consecutive slices, their bounds run-time sizes (a split along the batch dimension
-    keeps its source when the batch size changes)."""
-    dim, start, pieces = ctx.attrs["dim"], "0", []
-    for size in ctx.attrs["sizes"]:
-        stop = ctx.size(size) if start == "0" else f"{start} + {ctx.size(size)}"
-        pieces.append(f"{ctx.self}[{_slice_at(ctx.rank(ctx.self), dim, start, stop)}]")
-        start = stop
-    return f"{ctx.out} = ({', '.join(pieces)},)"
+def _stack_meta(tensors, dim):
+    shape = tensors[0].shape
+    return TensorMeta(shape[:dim] + (len(tensors),) + shape[dim:], _joined_dtype(tensors))
+
+
+def _split_meta(self, sizes, dim, equal):
+    return tuple(TensorMeta(self.shape[:dim] + (size,) + self.shape[dim + 1:], self.dtype) for size in sizes)
 
 
 def _split_forward(a, sizes, dim, equal):
@@ -111,7 +102,7 @@ def _split_forward(a, sizes, dim, equal):
 
 
 _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
-                 explain=_explain_reshape, lower=_reshape_lower,
+                 explain=_explain_reshape, meta=_reshape_meta, lower=intrinsic("reshape"),
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
@@ -122,43 +113,46 @@ def _transpose_forward(a, dim0, dim1):
 
 
 _transpose = defop("transpose", ("self",), _transpose_forward,
-                   "TransposeBackward0", lower=_swap,
+                   "TransposeBackward0", meta=_transpose_meta, lower=intrinsic("transpose"),
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
 _permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
-                 lower=lambda ctx: _transpose_lower(ctx, ctx.attrs["dims"]),
+                 meta=lambda self, dims: TensorMeta(tuple(self.shape[d] for d in dims), self.dtype),
+                 lower=intrinsic("permute"),
                  view=True, self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))),
                  jvp=lambda self_t, dims: _permute(self_t, dims=dims))
 
 _squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
-                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}", lower=_reshape_lower,
+                 lambda args, attrs: f"SqueezeBackward{attrs['variant']}", meta=_squeeze_meta,
+                 lower=intrinsic("reshape"),
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, dim, variant: _squeeze(self_t, dim=dim, variant=variant))
 
 _unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
-                   lower=_reshape_lower,
+                   meta=_unsqueeze_meta, lower=intrinsic("reshape"),
                    view=True, self=lambda grad, dim: grad.squeeze(dim),
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
 _expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
-                explain=_explain_expand, kind="elementwise", recompute=True, lower="{self}",
+                explain=_explain_expand, meta=given("shape", 0), kind="elementwise", recompute=True,
+                lower=lambda self: self,
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
                 jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 
 _cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
-             variadic=True, explain=_explain_cat, lower=_cat_lower,
+             variadic=True, explain=_explain_cat, meta=_cat_meta, lower=intrinsic("concatenate"),
              tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim),
              jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
-               variadic=True, explain=_explain_stack, lower=_stack_lower,
+               variadic=True, explain=_explain_stack, meta=_stack_meta, lower=intrinsic("stack"),
                tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
                jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
 _split = defop("split", ("self",), _split_forward,
                lambda args, attrs: "SplitBackward0" if attrs["equal"] else "SplitWithSizesBackward0",
-               lower=_split_lower,
+               meta=_split_meta, lower=intrinsic("split"),
                view=True, self=lambda grads, dim: cat(grads, dim),
                jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
 

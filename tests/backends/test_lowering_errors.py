@@ -8,6 +8,8 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.backends.numba_cpu import LoweringError, compiler, lower, structural_key
+from jitgrad.backends.numba_cpu.scalar_functions import FUNCTIONS
+from jitgrad.backends.numba_cpu.statements import STATEMENTS
 from jitgrad.compile import CompileWarning
 from jitgrad.ops.registry import REGISTRY
 from lowering_helpers import optimized_graph
@@ -42,19 +44,28 @@ def test_an_op_without_lowering_is_named_with_its_node_before_compiling(op, monk
         assert f"op {op!r}" in str(error.value) and f"%{node.name}: " in str(error.value)
 
 
+def test_an_intrinsic_the_backend_lacks_is_named_with_its_node_before_compiling(monkeypatch, no_compiling):
+    """An op entry names an intrinsic (``softmax``) each backend implements; one this backend does not
+    have is the same error as an op without a lowering."""
+    graph = optimized_graph(softmax_step, [X])
+    monkeypatch.delitem(STATEMENTS, "softmax")
+    with pytest.raises(LoweringError, match="no lowering for op 'softmax' \\(IR node %softmax: "):
+        lower(graph)
+
+
 def test_a_lowering_that_cannot_handle_a_use_says_why(monkeypatch, no_compiling):
     graph = optimized_graph(softmax_step, [X])
 
     def refuse(ctx):
         raise NotImplementedError("softmax over a dimension of one hundred")
-    monkeypatch.setattr(REGISTRY["softmax"], "lower", refuse)
+    monkeypatch.setitem(STATEMENTS, "softmax", refuse)
     with pytest.raises(LoweringError, match="cannot lower IR node %softmax.*: softmax over a dimension"):
         lower(graph)
 
 
 def test_numba_refusing_the_generated_code_is_a_lowering_error(monkeypatch):
     graph = optimized_graph(lambda x: (x.exp() * 2.0).sum(dim=1), [X])
-    monkeypatch.setattr(REGISTRY["exp"], "lower", "math.exp({self}).no_such_attribute")
+    monkeypatch.setitem(FUNCTIONS, "exp", lambda args, dtype: f"math.exp({args[0]}).no_such_attribute")
     kernels = dict(compiler._KERNELS)
     with pytest.raises(LoweringError) as error:
         lower(graph)
@@ -68,7 +79,7 @@ def test_numba_refusing_the_generated_code_is_a_lowering_error(monkeypatch):
 def test_jitgrad_compile_runs_what_cannot_lower_eagerly(monkeypatch):
     def refuse(ctx):
         raise NotImplementedError("not this time")
-    monkeypatch.setattr(REGISTRY["softmax"], "lower", refuse)
+    monkeypatch.setitem(STATEMENTS, "softmax", refuse)
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
     step = jg.compile(softmax_step, cache=False)
     assert step.backend.name == "numba_cpu"

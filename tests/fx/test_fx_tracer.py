@@ -117,6 +117,33 @@ def test_shape_control_flow_and_non_tensor_arguments_are_specialised():
     np.testing.assert_allclose(gm(jg.ones(3)).numpy(), [4.0, 4.0, 4.0])
 
 
+def test_node_metadata_comes_from_the_ops_rules_and_a_wrong_rule_stops_the_trace(monkeypatch):
+    """Each node's shape and dtype is what its op's rule gives (``OpDef.meta``), checked against the
+    value the op returned: a rule that disagrees is a TraceError naming the op, not a wrong graph."""
+    from jitgrad.ops.meta_rules import TensorMeta
+    from jitgrad.ops.registry import REGISTRY
+    gm = fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
+    assert [n.format_meta() for n in gm.graph.nodes][1:3] == ["float32[2, 3]", "float32[2, 3]"]
+    monkeypatch.setattr(REGISTRY["exp"], "meta", lambda self: TensorMeta(self.shape, np.dtype(np.float64)))
+    with pytest.raises(fx.TraceError, match="rule of op exp gives .*float64.* but the op returned .*float32"):
+        fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
+
+
+def test_an_in_place_write_casts_to_the_written_tensors_dtype_in_the_graph_too():
+    """``z += y`` keeps ``z`` float32 when ``y`` is float64, as numpy's write casts: the graph reads
+    ``z`` through a ``to_dtype``, so every later node's metadata is what its op returns."""
+    def program(x, y):
+        z = x * 1.0
+        z += y
+        return z * 2.0
+    x, y = jg.randn(3), jg.randn(3, dtype=jg.float64)
+    gm = fx.trace(program, x, y)
+    gm.graph.lint()
+    assert [n.target_name for n in gm.graph.nodes if n.op == "call_function"] == ["mul", "add", "to_dtype", "mul"]
+    assert gm(x, y).dtype == jg.float32
+    np.testing.assert_array_equal(gm(x, y).numpy(), program(x, y).numpy())
+
+
 @pytest.mark.parametrize("convert, operation", [
     (lambda t: t.sum().item(), "Tensor.item()"),
     (lambda t: bool(t.sum() > 0), "bool()"),

@@ -36,10 +36,13 @@ from ...fx.graph import Graph
 from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from .context import OpContext, numpy_type, product
+from .context import OpContext, product
+from .imports import import_lines
 from .loop_nest import LoopNest
 from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
-from .outlining import GLOBALS, KERNEL_IMPORTS, Outliner
+from .outlining import GLOBALS, Outliner
+from .scalar_functions import numpy_type
+from .statements import STATEMENTS
 
 # Names an array may not take: the globals and builtins the generated code reads, and the kernel's own.
 _RESERVED = GLOBALS | {"sizes", "scalars", "kernel"}
@@ -216,7 +219,7 @@ class _Writer:
                         lambda array: self.index_argument(node, array),
                         lambda value: self.scalar(value, ctx.dtype, f"{node.name}_value"), self.size)
         try:
-            lines = op.lower(ctx)
+            lines = STATEMENTS[op.lower.name](ctx, **op.lower.params)
         except NotImplementedError as error:
             raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
         out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
@@ -283,12 +286,10 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     workspaces = sorted(w.workspaces)
     signature = ", ".join(params + list(w.index_arrays) + [f"workspace_{name}" for name in workspaces]
                           + ["sizes", "scalars"] + out_params)
-    header = ["import math", "", "import numba", "import numpy as np", "from numba import prange", "",
-              *(f"from {module} import {', '.join(names)}" for module, names in KERNEL_IMPORTS.items()), "", "",
-              *w.outliner.definitions, f"def kernel({signature}):"]
     if not w.top and not w.allocations and not body:
         body.append("    pass")
-    source = "\n".join(header + w.top + w.allocations + body) + "\n"
+    code = "\n".join([*w.outliner.definitions, f"def kernel({signature}):", *w.top, *w.allocations, *body]) + "\n"
+    source = "\n".join([*import_lines(code), code])
     return GeneratedKernel(source, [c.target for c in constants], list(w.index_arrays.values()),
                            [(np.dtype(name), w.workspaces[name]) for name in workspaces],
                            w.sizes, w.scalars, outputs, w.outliner.inline_parallel,

@@ -1,20 +1,13 @@
-"""What a lowering sees: the names, shapes and attributes of one IR node inside the generated function.
+"""What a statement intrinsic sees: the names, shapes and attributes of one IR node inside the generated
+function.
 
-Registry entries declare their lowering (``lower=`` in ``defop``) in one of three forms, by the kind of op:
-
-- an elementwise op (``kind="elementwise"``): a scalar expression, a ``str.format`` template over the
-  inputs' scalar values (``{self}``, ``{other}``), the node's attributes (``{min}``), ``{T}`` (the numpy
-  type to cast constants to, so that float32 stays float32) and ``{out}`` (the output's numpy type); or a
-  function of those same names returning such an expression;
-- a reduction (``kind="reduction"``): a ``dict`` of templates over ``{acc}`` (the accumulator) and
-  ``{self}``: ``init`` (which may read ``{lowest}`` and ``{highest}``, the extreme values of the
-  output's dtype), ``update``, optional ``finish`` (which may read ``{count}``, the number of
-  elements reduced) and, for two-pass reductions (var, logsumexp), ``first``: a dict of the same form
-  whose finished value the second pass reads as ``{first}``;
-- anything else: a function of an ``OpContext`` returning source lines (a list or one string) that
-  compute ``ctx.out``. A view op (``view=True``) binds ``ctx.out`` itself; any other op writes into the
-  ``ctx.out`` array the backend allocated from the memory plan. It raises ``NotImplementedError`` for a
-  case it cannot lower (advanced indexing...), which becomes a ``LoweringError``.
+Op entries name, for each op that is neither elementwise nor a reduction, an intrinsic
+(``lower=intrinsic("gemm")``, ``jitgrad.ops.lowering``); this backend's code for it (``statements/``)
+is a function of an ``OpContext`` returning source lines (a list or one string) that compute
+``ctx.out``. A view op (``view=True``) binds ``ctx.out`` itself; any other op writes into the
+``ctx.out`` array the backend allocated from the memory plan. It raises ``NotImplementedError`` for a
+case it cannot lower, which becomes a ``LoweringError``. (Elementwise ops and reductions hold scalar
+expressions instead, which ``loop_nest.py`` writes inside a fusion group's loops.)
 """
 from __future__ import annotations
 
@@ -23,11 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...fx.node import Node
-
-
-def numpy_type(dtype: Any) -> str:
-    """The source spelling of a dtype's scalar constructor (``np.float32``)."""
-    return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
+from .scalar_functions import numpy_type
 
 
 def product(sizes: Sequence[str]) -> str:

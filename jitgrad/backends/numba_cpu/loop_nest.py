@@ -7,9 +7,13 @@ import math
 from typing import Any
 
 from ...fx.node import Node, NodeKind
-from .context import numpy_type, product
-from .nodes import (LoweringError, compute_dtype, extremes, ir_line, is_python_number, is_scalar, kernel_shape,
+from ...ops.lowering import Reduction, element_expression
+from ...ops.scalar import Expr, Var
+from ..expressions import render
+from .context import product
+from .nodes import (LoweringError, compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape,
                     node_dtype)
+from .scalar_functions import NUMBA_CPU, numpy_type
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
@@ -84,26 +88,32 @@ class LoopNest:
         if mode is False or self.loop_shape[0] == 1:
             return False
         if self.reduction is not None and 0 in self.reduced_dims():
-            # A full reduction splits into per-row partial results, combined by ``update``; a two-pass
-            # one (``first``) cannot be combined that way.
-            if self.kept() != 0 or self.rank < 2 or "first" in self.reduction.target.lower:
+            # A full reduction splits into per-row partial results, joined by ``combine``; a two-pass
+            # one (``first``) cannot be split that way.
+            if self.kept() != 0 or self.rank < 2 or self.reduction.target.lower.first is not None:
                 return False
         return mode is True or self.large()
 
     def expression(self, node: Node) -> str:
+        """An elementwise node's value: its op's scalar expression (``jitgrad.ops.scalar``) over its
+        inputs' values and its attributes (numbers as the variables that hold them), as source."""
         op = node.target
-        names: dict[str, Any] = {}
-        for name, value in zip(op.inputs, node.args):
-            names[name] = self.read(value, node, name)
-        for key, value in node.kwargs.items():
-            names[key] = self.read(value, node, key) if is_scalar(value) and not isinstance(value, bool) \
-                else value
-        names["T"] = numpy_type(compute_dtype(node))
-        names["out"] = numpy_type(node_dtype(node))
+        inputs = [Var(self.read(value, node, name)) for name, value in zip(op.inputs, node.args)]
+        attrs = {key: Var(self.read(value, node, key)) if is_scalar(value) and not isinstance(value, bool) else value
+                 for key, value in node.kwargs.items()}
         try:
-            return op.lower(**names) if callable(op.lower) else op.lower.format(**names)
+            return render(element_expression(op.lower, inputs, attrs), NUMBA_CPU, compute_dtype(node),
+                          node_dtype(node))
         except NotImplementedError as error:
             raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
+
+    def folded(self, expression: Expr) -> str:
+        """Source for a piece of the group's reduction (its start, a step, its end), in its dtype."""
+        dtype = node_dtype(self.reduction)
+        try:
+            return render(expression, NUMBA_CPU, dtype, dtype)
+        except NotImplementedError as error:
+            raise LoweringError(f"cannot lower IR node {ir_line(self.reduction)}: {error}") from None
 
     def loop_lines(self, body: list[str], parallel: bool) -> list[str]:
         lines = []
@@ -145,24 +155,25 @@ class LoopNest:
             return self.loop_lines(self.body(True), parallel)
         spec = red.target.lower
         acc = self.w.var[red]
-        if "first" not in spec:
+        if spec.first is None:
             return self.accumulate(spec, acc, None, True, parallel)
         first = self.w.fresh(f"{red.name}_first")
-        return [f"    {first} = np.empty_like({acc})", *self.accumulate(spec["first"], first, None, True, parallel),
+        return [f"    {first} = np.empty_like({acc})", *self.accumulate(spec.first, first, None, True, parallel),
                 *self.accumulate(spec, acc, first, False, parallel)]
 
-    def accumulate(self, spec: dict, acc: str, first: str | None, write_outputs: bool,
+    def accumulate(self, spec: Reduction, acc: str, first: str | None, write_outputs: bool,
                    parallel: bool) -> list[str]:
         """One pass over the loop nest folding the reduction's input into ``acc``; a second pass reads
-        the first's result as ``{first}``. A reduction over the inner dimensions keeps its running
+        the first's result as ``first``. A reduction over the inner dimensions keeps its running
         value in a local (a register: no load and store per element, and no aliasing for LLVM to
         fear); any other accumulates in ``acc`` itself."""
         red = self.reduction
         T = numpy_type(node_dtype(red))
         index = self.output_index(red)
-        names = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
-        names.update(T=T, count=f"{T}({self.count(red)})", first=f"{first}[{index}]" if first else None,
-                     **extremes(node_dtype(red)))
+        names: dict[str, Any] = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
+        names["count"] = Var(f"{T}({self.count(red)})")
+        if first:
+            names["first"] = Var(f"{first}[{index}]")
         kept = self.kept()
         if kept is not None and self.rank >= 2 and (kept == self.rank - 1 or (kept == 0 and self.rank == 2)) \
                 and self.large():
@@ -173,8 +184,8 @@ class LoopNest:
         if kept is None:
             return self.accumulate_in_memory(spec, acc, first, body, value, names, parallel)
         total = self.w.fresh(f"{red.name}_total")
-        init = f"{total} = {T}({spec['init'].format(**names)})"
-        body.append(f"{total} = {spec['update'].format(acc=total, self=value, **names)}")
+        init = f"{total} = {self.folded(spec.initial())}"
+        body.append(f"{total} = {self.folded(spec.update(Var(total), Var(value), names))}")
         if kept == 0 and parallel:  # per-row partial results, combined serially
             partial, k = self.w.fresh(f"{red.name}_partial"), self.index[0]
             sizes = self.w.sizes_of(self.loop_shape)
@@ -187,22 +198,22 @@ class LoopNest:
             return lines + self.combine_rows(spec, acc, partial, names)
         lines = self.loop_lines(body, parallel)
         lines.insert(kept, "    " * (kept + 1) + init)
-        return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {_finished(spec, total, names)}"]
+        return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {self.folded(spec.finished(Var(total), names))}"]
 
-    def combine_rows(self, spec: dict, acc: str, partial: str, names: dict[str, Any]) -> list[str]:
-        """A full reduction's last lines: the rows' partial results in ``partial`` folded in order
-        (``combine``, else ``update``) into ``acc``'s one value."""
+    def combine_rows(self, spec: Reduction, acc: str, partial: str, names: dict[str, Any]) -> list[str]:
+        """A full reduction's last lines: the rows' partial results in ``partial`` joined in order
+        (``combine``) into ``acc``'s one value."""
         combined, k = self.w.fresh(f"{self.reduction.name}_combined"), self.index[0]  # not a prange reduction
-        combine = spec.get("combine", spec["update"])
-        return [f"    {combined} = {names['T']}({spec['init'].format(**names)})",
+        joined = spec.joined(Var(combined), Var(f"{partial}[{k}]"))
+        return [f"    {combined} = {self.folded(spec.initial())}",
                 f"    for {k} in range({self.w.sizes_of(self.loop_shape)[0]}):",
-                f"        {combined} = {combine.format(acc=combined, self=f'{partial}[{k}]', **names)}",
-                f"    {acc}[{self.output_index(self.reduction)}] = {_finished(spec, combined, names)}"]
+                f"        {combined} = {self.folded(joined)}",
+                f"    {acc}[{self.output_index(self.reduction)}] = {self.folded(spec.finished(Var(combined), names))}"]
 
     def large(self) -> bool:
         return math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
 
-    def accumulate_in_lanes(self, spec: dict, acc: str, write_outputs: bool, names: dict[str, Any],
+    def accumulate_in_lanes(self, spec: Reduction, acc: str, write_outputs: bool, names: dict[str, Any],
                             parallel: bool) -> list[str]:
         """A row reduction of a large loop, in two loops per row: the elementwise members over the row,
         writing the reduction's input to a row buffer (a plain loop LLVM vectorizes, where a running
@@ -218,49 +229,44 @@ class LoopNest:
         row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
                             self.w.fresh(f"{inner}_rest"))
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
-        combine = spec.get("combine", spec["update"])
         body = self.body(write_outputs) + [self.w.comment(red),
                                            f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
         lines = [pad + f"{row} = np.empty({sizes[-1]}, {numpy_type(red.args[0].meta['dtype'])})",
                  pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
-        lines += [pad + f"{lane} = {T}({spec['init'].format(**names)})" for lane in lanes]
+        lines += [pad + f"{lane} = {self.folded(spec.initial())}" for lane in lanes]
         lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
                   pad + f"for {block} in range(0, {rest}, {LANES}):"]
-        lines += [pad + f"    {lane} = {spec['update'].format(acc=lane, self=f'{row}[{block} + {k}]', **names)}"
+        lines += [pad + f"    {lane} = {self.folded(spec.update(Var(lane), Var(f'{row}[{block} + {k}]'), names))}"
                   for k, lane in enumerate(lanes)]
         lines += [pad + f"for {inner} in range({rest}, {sizes[-1]}):",
-                  pad + f"    {lanes[0]} = {spec['update'].format(acc=lanes[0], self=f'{row}[{inner}]', **names)}"]
+                  pad + f"    {lanes[0]} = {self.folded(spec.update(Var(lanes[0]), Var(f'{row}[{inner}]'), names))}"]
         while len(lanes) > 1:  # a balanced tree: (l0 + l1) + (l2 + l3)
             pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
             lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
-            lines += [pad + f"{v} = {combine.format(acc=a, self=b, **names)}" for v, (a, b) in zip(lanes, pairs)]
+            lines += [pad + f"{v} = {self.folded(spec.joined(Var(a), Var(b)))}" for v, (a, b) in zip(lanes, pairs)]
         total = lanes[0]
         outer = [("    " * (k + 1)) + f"for {self.index[k]} in {'prange' if k == 0 and parallel else 'range'}"
                  f"({sizes[k]}):" for k in range(depth - 1)]
         if self.kept() == self.rank - 1:
-            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {_finished(spec, total, names)}"]
+            finished = self.folded(spec.finished(Var(total), names))
+            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
         partial = self.w.fresh(f"{red.name}_partial")
         return [f"    {partial} = np.empty({sizes[0]}, {T})", *outer, *lines,
                 pad + f"{partial}[{self.index[0]}] = {total}", *self.combine_rows(spec, acc, partial, names)]
 
-    def accumulate_in_memory(self, spec: dict, acc: str, first: str | None, body: list[str], value: str,
+    def accumulate_in_memory(self, spec: Reduction, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:
         """The reduction's running values live in ``acc`` (initialised first, finished after): for
         reductions over outer dimensions, whose inner loop then updates a row of ``acc`` at a time."""
         index = self.output_index(self.reduction)
         at = f"{acc}[{index}]"
-        body.append(f"{at} = {spec['update'].format(acc=at, self=value, **names)}")
-        lines = [f"    {acc}.reshape(-1)[:] = {spec['init'].format(**names)}"] + self.loop_lines(body, parallel)
-        if "finish" in spec:
+        body.append(f"{at} = {self.folded(spec.update(Var(at), Var(value), names))}")
+        lines = [f"    {acc}.reshape(-1)[:] = {self.folded(spec.initial())}"] + self.loop_lines(body, parallel)
+        if spec.finish is not None:
             j, flat = self.w.fresh("j"), self.w.fresh(f"{acc}_flat")
             lines.append(f"    {flat} = {acc}.reshape(-1)")
             if first:
-                names["first"] = f"{first}.reshape(-1)[{j}]"
+                names["first"] = Var(f"{first}.reshape(-1)[{j}]")
             lines.append(f"    for {j} in range({flat}.size):")
-            lines.append(f"        {flat}[{j}] = {spec['finish'].format(acc=f'{flat}[{j}]', **names)}")
+            lines.append(f"        {flat}[{j}] = {self.folded(spec.finished(Var(f'{flat}[{j}]'), names))}")
         return lines
-
-
-def _finished(spec: dict, acc: str, names: dict[str, Any]) -> str:
-    """A reduction's result from its running value ``acc``: ``finish`` (a mean's division) or ``acc``."""
-    return spec["finish"].format(acc=acc, **names) if "finish" in spec else acc

@@ -10,6 +10,8 @@ import numpy as np
 from ...fx.graph import Graph
 from ...fx.node import Node, Opcode, tuple_item
 from ...fx.printing import format_node
+from ...ops.lowering import Intrinsic
+from .statements import STATEMENTS
 
 
 class LoweringError(RuntimeError):
@@ -45,9 +47,13 @@ def _structure_only(value: Any) -> str | None:
 
 
 def check_lowerings(graph: Graph) -> None:
-    """Raises ``LoweringError`` for the first node whose op has no lowering."""
+    """Raises ``LoweringError`` for the first node whose op has no lowering, or names an intrinsic
+    this backend does not implement."""
     for node in graph.nodes:
-        if node.op is Opcode.CALL_FUNCTION and node.target is not tuple_item and node.target.lower is None:
+        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
+            continue
+        lowering = node.target.lower
+        if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in STATEMENTS:
             raise LoweringError(f"the numba CPU backend has no lowering for op {node.target_name!r} "
                                 f"(IR node {ir_line(node)})")
 
@@ -67,15 +73,6 @@ def is_scalar(value: Any) -> bool:
 
 def node_dtype(node: Node) -> np.dtype:
     return np.dtype(node.meta["dtype"])
-
-
-def extremes(dtype: np.dtype) -> dict[str, str]:
-    """Source for the least and the greatest value of ``dtype`` (where max and min start)."""
-    if dtype.kind == "f":
-        return {"lowest": "-np.inf", "highest": "np.inf"}
-    if dtype.kind == "b":
-        return {"lowest": "False", "highest": "True"}
-    return {"lowest": str(np.iinfo(dtype).min), "highest": str(np.iinfo(dtype).max)}
 
 
 def compute_dtype(node: Node) -> np.dtype:

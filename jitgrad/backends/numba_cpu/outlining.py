@@ -14,14 +14,8 @@ from __future__ import annotations
 
 import ast
 
+from .imports import KERNEL_IMPORTS
 from .numba_options import decorator
-
-# The backend's own functions the generated code imports, by module (``codegen`` writes the imports).
-KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
-                  "jitgrad.backends.numba_cpu.integer_division": ("floor_divide_int", "remainder_int", "power_int"),
-                  "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "tanh_float32"),
-                  "jitgrad.backends.numba_cpu.rows": ("put_row",),
-                  "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_uniform")}
 
 # Names the generated code takes from its module or from builtins, never from a variable.
 GLOBALS = frozenset({"np", "math", "numba", "prange", "range", "min", "max", "abs", "bool", "float", "int", "len",
@@ -102,4 +96,4 @@ class Outliner:
 _MARK = "\x00group "
 
 
-__all__ = ["GLOBALS", "KERNEL_IMPORTS", "Outliner", "canonical_form", "parameters"]
+__all__ = ["GLOBALS", "Outliner", "canonical_form", "parameters"]

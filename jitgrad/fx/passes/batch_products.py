@@ -14,29 +14,26 @@ what the calls do. The sums come out in another order (BLAS's), as in any matrix
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ...ops.registry import REGISTRY
 from ..graph import Graph, PassRecord
 from ..node import Node, is_call
+from ..node_meta import call_meta
 from .simplify import row_of, same_value_type
 from .topological_sort import topological_order
 
 MIN_PRODUCTS = 4
 
 
-def _call(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, shape: tuple, dtype: Any,
-          before: Node) -> Node:
-    """A new node placed before ``before``, in the phase (forward, backward, grad mode) of ``like``."""
-    meta = {k: like.meta[k] for k in ("phase", "no_grad") if k in like.meta}
-    return graph.call_function(REGISTRY[op], args, kwargs, {"shape": tuple(shape), "dtype": dtype, **meta},
+def _call(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node) -> Node:
+    """A new node placed before ``before``, in the phase (forward, backward, grad mode) of ``like``,
+    its shape and dtype from the op's rule."""
+    phase = {k: like.meta[k] for k in ("phase", "no_grad") if k in like.meta}
+    return graph.call_function(REGISTRY[op], args, kwargs, {**call_meta(REGISTRY[op], args, kwargs), **phase},
                                before=before)
 
 
 def _stacked(graph: Graph, values: list[Node], like: Node, before: Node) -> Node:
-    first = values[0].meta
-    return _call(graph, "stack", (tuple(values),), {"dim": 0}, like, (len(values), *first["shape"]),
-                 first["dtype"], before)
+    return _call(graph, "stack", (tuple(values),), {"dim": 0}, like, before)
 
 
 # ---- mv(W, v_t) for many independent v_t -----------------------------------------------------------
@@ -75,13 +72,11 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         if len(members) < MIN_PRODUCTS:
             continue
         first, matrix = members[0], members[0].args[0]
-        (m, n), dtype = matrix.meta["shape"], first.meta["dtype"]
         stacked = _stacked(graph, [p.args[1] for p in members], first, first)
-        transposed = _call(graph, "permute", (matrix,), {"dims": (1, 0)}, first, (n, m), dtype, first)
-        product = _call(graph, "mm", (stacked, transposed), {}, first, (len(members), m), dtype, first)
+        transposed = _call(graph, "permute", (matrix,), {"dims": (1, 0)}, first, first)
+        product = _call(graph, "mm", (stacked, transposed), {}, first, first)
         for i, member in enumerate(members):
-            graph.replace_node(member, _call(graph, "getitem", (product,), {"index": (i,)}, member, (m,),
-                                             dtype, member))
+            graph.replace_node(member, _call(graph, "getitem", (product,), {"index": (i,)}, member, member))
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
         batched = True
     if batched:  # the stack was put before the first product, ahead of the later products' vectors
@@ -132,13 +127,12 @@ def _sum_outer_products(graph: Graph, record: PassRecord) -> None:
         rows = [row_of(b) for _, b in pairs]
         if all(r is not None for r in rows):  # in row order, a stack of all the rows is the array
             pairs = [p for _, p in sorted(zip(rows, pairs), key=lambda item: item[0][1])]
-        (m, n), dtype = root.meta["shape"], root.meta["dtype"]
         left = _stacked(graph, [a for a, _ in pairs], root, root)
         right = _stacked(graph, [b for _, b in pairs], root, root)
-        transposed = _call(graph, "permute", (left,), {"dims": (1, 0)}, root, (m, len(pairs)), dtype, root)
-        total = _call(graph, "mm", (transposed, right), {}, root, (m, n), dtype, root)
+        transposed = _call(graph, "permute", (left,), {"dims": (1, 0)}, root, root)
+        total = _call(graph, "mm", (transposed, right), {}, root, root)
         for term in (t for t in terms if factors[t] is None):
-            total = _call(graph, "add", (total, term), {}, root, (m, n), dtype, root)
+            total = _call(graph, "add", (total, term), {}, root, root)
         graph.replace_node(root, total)
         record.changes.append(f"{root.name}: {len(pairs)} outer products -> {total.name}")
 

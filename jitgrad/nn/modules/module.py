@@ -56,6 +56,15 @@ class Module:
     ``super().__init__()``) and write ``forward``; call the module, not ``forward``, so hooks run."""
 
     training: bool
+    # A module's own state, set in ``__init__`` past ``__setattr__`` (which sorts what users assign).
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _non_persistent_buffers_set: set[str]
+    _modules: dict[str, "Module | None"]
+    _forward_hooks: dict[int, Callable[..., Any]]
+    _forward_hooks_with_kwargs: set[int]
+    _forward_pre_hooks: dict[int, Callable[..., Any]]
+    _forward_pre_hooks_with_kwargs: set[int]
 
     def __init__(self) -> None:
         set_plain = super().__setattr__

@@ -1,0 +1,68 @@
+"""Writing the ops' backend-neutral scalar expressions (``jitgrad.ops.scalar``) as Python source.
+
+Every backend whose kernels are Python source (numba on the CPU; numba.cuda device code would be
+another) writes the operators the same way — ``(a + b)``, ``(a if c else b)``, ``bool(a)`` — and
+each of the vocabulary's functions its own way, through its ``Dialect``: a table from every name of
+``scalar.FUNCTIONS`` to a function of the arguments' source and the compute dtype (so that the CPU's
+``exp`` of a float32 can be its vectorizable ``exp_float32``), and how it spells a scalar type (the
+casts, and the constants cast to the compute dtype so that float32 code stays float32).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..ops.scalar import COMPUTE, FUNCTIONS, Apply, Const, Expr, Var
+
+FunctionSource = Callable[[Sequence[str], np.dtype], str]
+
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "lt": "<", "le": "<=", "gt": ">",
+           "ge": ">=", "eq": "==", "ne": "!=", "logical_and": "and", "logical_or": "or"}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A backend's spelling of the vocabulary: ``functions`` maps every name of ``scalar.FUNCTIONS``;
+    ``type_name`` gives the source of a dtype's scalar constructor (``np.float32``)."""
+
+    name: str
+    functions: Mapping[str, FunctionSource]
+    type_name: Callable[[np.dtype], str]
+
+    def missing(self) -> set[str]:
+        """The functions of the vocabulary this dialect cannot write."""
+        return set(FUNCTIONS) - set(self.functions)
+
+
+def render(expression: Expr, dialect: Dialect, compute: np.dtype, result: np.dtype) -> str:
+    """``expression`` as source; constants and ``cast``s take the node's ``compute`` or ``result``
+    dtype. A function the dialect lacks is a ``NotImplementedError`` (a backend's lowering error)."""
+    def write(e: Expr) -> str:
+        if isinstance(e, Var):
+            return e.name
+        if isinstance(e, Const):
+            return repr(e.value) if isinstance(e.value, bool) else f"{dialect.type_name(compute)}({e.value!r})"
+        if not isinstance(e, Apply):
+            raise TypeError(f"not a scalar expression: {e!r}")
+        args = [write(a) for a in e.args]
+        if e.fn in _BINARY:
+            return f"({args[0]} {_BINARY[e.fn]} {args[1]})"
+        if e.fn == "neg":
+            return f"(-{args[0]})"
+        if e.fn == "logical_not":
+            return f"(not {args[0]})"
+        if e.fn == "truth":
+            return f"bool({args[0]})"
+        if e.fn == "where":
+            return f"({args[1]} if {args[0]} else {args[2]})"
+        if e.fn == "cast":
+            return f"{dialect.type_name(compute if e.param == COMPUTE else result)}({args[0]})"
+        if e.fn not in dialect.functions:
+            raise NotImplementedError(f"the {dialect.name} backend has no code for the scalar function {e.fn!r}")
+        return dialect.functions[e.fn](args, compute)
+    return write(expression)
+
+
+__all__ = ["Dialect", "FunctionSource", "render"]

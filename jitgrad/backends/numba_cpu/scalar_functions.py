@@ -1,0 +1,67 @@
+"""The numba CPU backend's code for each function of the ops' scalar vocabulary (``jitgrad.ops.scalar``).
+
+Mostly ``math``, which numba compiles to the C library. Where that is slow or wrong for a kernel, the
+backend's own functions: float32 ``exp`` and ``tanh`` call ``exp_float32`` and ``tanh_float32``
+(``intrinsics.py``: LLVM vectorizes them, where ``math``'s are one C call per element), and integer
+``//`` and ``%`` call ``floor_divide_int`` and ``remainder_int`` (``integer_division.py``), which raise on
+a zero divisor as eager does, where numpy's error model would give 0, and integer ``**`` calls
+``power_int``, which gives PyTorch's values for negative exponents where numba's loops give garbage.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..expressions import Dialect, FunctionSource
+
+
+def numpy_type(dtype: np.dtype) -> str:
+    """The source spelling of a dtype's scalar constructor (``np.float32``)."""
+    return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
+
+
+def _call(function: str) -> FunctionSource:
+    return lambda args, dtype: f"{function}({', '.join(args)})"
+
+
+def _float32_or(fast: str, general: str) -> FunctionSource:
+    """``fast`` for a float32 argument, ``general`` for any other."""
+    return lambda args, dtype: f"{fast if dtype == np.float32 else general}({args[0]})"
+
+
+def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
+    """Integers through the backend's ``checked`` function; floats with the operator (IEEE's inf and nan)."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        return f"{checked}({args[0]}, {args[1]})" if dtype.kind in "iu" else f"({args[0]} {symbol} {args[1]})"
+    return source
+
+
+def _extreme(lowest: bool) -> FunctionSource:
+    """The least (greatest) value of the dtype: where a max (min) starts."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        if dtype.kind == "f":
+            return f"{numpy_type(dtype)}({'-' if lowest else ''}np.inf)"
+        if dtype.kind == "b":
+            return "False" if lowest else "True"
+        info = np.iinfo(dtype)
+        return f"{numpy_type(dtype)}({info.min if lowest else info.max})"
+    return source
+
+
+FUNCTIONS: dict[str, FunctionSource] = {
+    "exp": _float32_or("exp_float32", "math.exp"),
+    "tanh": _float32_or("tanh_float32", "math.tanh"),
+    **{name: _call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf",
+                                                  "isfinite")},
+    "sign": _call("np.sign"),
+    "abs": _call("abs"), "max": _call("max"), "min": _call("min"),
+    "floordiv": _checked_for_integers("floor_divide_int", "//"),
+    "mod": _checked_for_integers("remainder_int", "%"),
+    "pow": _checked_for_integers("power_int", "**"),
+    "lowest": _extreme(lowest=True), "highest": _extreme(lowest=False),
+}
+
+NUMBA_CPU = Dialect("numba CPU", FUNCTIONS, numpy_type)
+
+__all__ = ["FUNCTIONS", "NUMBA_CPU", "numpy_type"]

@@ -1,0 +1,63 @@
+"""Matrix products on numpy's BLAS (``blas.py``): ``dot``, ``gemv``, ``gemm`` and ``batched_gemm``, each
+writing into the planned buffer; operands go as they are laid out, a transposed matrix included."""
+from __future__ import annotations
+
+from ..context import OpContext
+
+
+def dot(ctx: OpContext) -> str:
+    return f"{ctx.out}[0] = np.dot({ctx.contiguous(ctx.self)}, {ctx.contiguous(ctx.other)})"
+
+
+def gemv(ctx: OpContext) -> str:
+    return f"matvec({ctx.self}, {ctx.other}, {ctx.out})"
+
+
+def gemm(ctx: OpContext) -> str:
+    return f"matmat({ctx.self}, {ctx.other}, {ctx.out})"
+
+
+def batched_gemm(ctx: OpContext) -> str | list[str]:
+    """``(..., n, k) @ (k, m)``: one product over the stacked rows. Anything else (batched operands,
+    broadcast batch dimensions, a 1-d operand beside a batched one): one product per matrix of the
+    result, each operand's matrix found by unravelling the result's batch index with broadcasting."""
+    a, b = ctx.self, ctx.other
+    ra, rb = ctx.rank(a), ctx.rank(b)
+    if rb == 2 and ra >= 2:
+        rows = " * ".join(ctx.shape(a)[:-1])
+        k, m = ctx.shape(b)
+        return f"matmat({ctx.contiguous(a)}.reshape(({rows}, {k})), {b}, {ctx.out}.reshape(({rows}, {m})))"
+    a_shape = ctx.shape(a) if ra > 1 else ("1",) + ctx.shape(a)        # a vector is a row ...
+    b_shape = ctx.shape(b) if rb > 1 else ctx.shape(b) + ("1",)        # ... or a column
+    batch = _broadcast_sizes(a_shape[:-2], b_shape[:-2])
+    n, k, m = a_shape[-2], a_shape[-1], b_shape[-1]
+    name = ctx.out
+    lines = [f"{name}_a = {ctx.contiguous(a)}.reshape(({ctx.product(a_shape[:-2])}, {n}, {k}))",
+             f"{name}_b = {ctx.contiguous(b)}.reshape(({ctx.product(b_shape[:-2])}, {k}, {m}))",
+             f"{name}_c = {name}.reshape(({ctx.product(batch)}, {n}, {m}))",
+             f"for {name}_i in range({ctx.product(batch)}):",
+             f"    {name}_rest = {name}_i",
+             f"    {name}_ia = 0",
+             f"    {name}_ib = 0"]
+    stride_a, stride_b = "1", "1"
+    for d in range(len(batch) - 1, -1, -1):
+        da, db = d - (len(batch) - len(a_shape[:-2])), d - (len(batch) - len(b_shape[:-2]))
+        lines.append(f"    {name}_j = {name}_rest % {batch[d]}")
+        lines.append(f"    {name}_rest = {name}_rest // {batch[d]}")
+        if da >= 0 and a_shape[da] != "1":
+            lines.append(f"    {name}_ia += {name}_j * {stride_a}")
+            stride_a = f"{stride_a} * {a_shape[da]}"
+        if db >= 0 and b_shape[db] != "1":
+            lines.append(f"    {name}_ib += {name}_j * {stride_b}")
+            stride_b = f"{stride_b} * {b_shape[db]}"
+    lines.append(f"    matmat({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
+    return lines
+
+
+def _broadcast_sizes(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    """The broadcast of two batch shapes given as size expressions (``"1"`` broadcasts)."""
+    a, b = ("1",) * (len(b) - len(a)) + a, ("1",) * (len(a) - len(b)) + b
+    return tuple(y if x == "1" else x for x, y in zip(a, b))
+
+
+STATEMENTS = {"dot": dot, "gemv": gemv, "gemm": gemm, "batched_gemm": batched_gemm}
