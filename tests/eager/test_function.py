@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from gradcheck_helpers import numerical_gradient
+from helpers import numerical_gradient
 
 
 def leaf(values):
