@@ -290,7 +290,7 @@ def test_tangent_entries_go_with_their_tensors():
         x = fwAD.make_dual(jg.tensor([1.0]), jg.tensor([1.0]))
         for _ in range(50):
             x.exp()
-        assert len(fwAD.state.level._tangents) == 1
+        assert len(fwAD.state.level._tangents) == 1  # internal on purpose: no public view of a level's store
 
 
 def test_forward_over_reverse_through_a_formula_reading_result():
