@@ -1,8 +1,18 @@
-"""Options of the whole suite. Here, at the top of ``tests``, so that pytest knows them however it is
-started (``python -m pytest``, or on one file or folder)."""
+"""Options of the whole suite, and the one place that makes the shared helpers importable. Here, at the
+top of ``tests``, so that pytest knows them however it is started (``python -m pytest``, or on one file
+or folder)."""
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
+
+# Every test folder imports the shared modules of ``tests/`` (helpers, op_samples, plain_python_kernels)
+# and the benchmarks' workloads by their plain names.
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT / "tests", ROOT / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 
 def pytest_addoption(parser):

@@ -91,7 +91,7 @@ def generator_states():
 
 def _sampled(distribution: str, shape: tuple[int, ...], dtype):
     """The random op ``distribution`` at a given state, and its reference: the eager sampler (checked
-    bit for bit against a plain-Python Philox in tests/test_random.py)."""
+    bit for bit against a plain-Python Philox in tests/eager/test_random.py)."""
     from jitgrad.random.sampling import sample
     op = getattr(jg.ops, distribution)
     return (lambda state: op(state, shape=shape, dtype=np.dtype(dtype)),

@@ -1,16 +1,8 @@
-"""Lets the backend tests reuse ``tests/op_samples.py``, the one list of samples of every op, and
-the benchmarks' workloads, and run generated code as plain Python."""
-import sys
-from pathlib import Path
-
+"""Lets the backend tests run generated code as plain Python (``tests/conftest.py`` puts ``tests/`` on
+the path)."""
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT / "tests", ROOT / "benchmarks"):  # op_samples, plain_python_kernels; workloads
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from plain_python_kernels import plain_python_kernels  # noqa: E402
+from plain_python_kernels import plain_python_kernels
 
 
 @pytest.fixture(scope="module")

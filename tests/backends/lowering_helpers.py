@@ -9,9 +9,7 @@ from jitgrad.backends.numba_cpu import lower
 from jitgrad.fx import passes
 from jitgrad.fx.node import iter_leaves
 
-
-def leaves(arrays):
-    return [jg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+from helpers import leaves
 
 
 def sample_program(sample):
@@ -62,12 +60,3 @@ def interpreted(graph, arrays):
     """What the fx Interpreter computes, flattened as the backend returns it."""
     out = fx.Interpreter(graph).run(*(jg.tensor(a) for a in arrays))
     return [v.detach().numpy() for v in iter_leaves(out) if v is not None]
-
-
-def assert_close(actual, expected, dtype):
-    tight = np.dtype(dtype) == np.float64
-    rtol, atol = (1e-10, 1e-12) if tight else (1e-5, 1e-6)
-    assert len(actual) == len(expected)
-    for got, want in zip(actual, expected):
-        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)

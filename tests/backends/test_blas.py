@@ -1,14 +1,12 @@
 """Matrix products in kernels on numpy's BLAS (jitgrad/backends/numba_cpu/blas.py): every layout an
 operand can reach a kernel in, against numpy; the fallback on numba's ``np.dot``; the cache keys."""
-import os
-import subprocess
-import sys
 import textwrap
 
 import numba
 import numpy as np
 import pytest
 
+from helpers import run_python
 from jitgrad.backends.numba_cpu import blas, compiler
 
 
@@ -150,7 +148,5 @@ def test_numba_np_dot_fallback_gives_the_same_gradients(tmp_path):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
         print("same")
     """)
-    env = {**os.environ, "JITGRAD_KERNEL_BLAS": "numba", "JITGRAD_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = run_python(script, {"JITGRAD_KERNEL_BLAS": "numba", "JITGRAD_CACHE_DIR": str(tmp_path)}, timeout=300)
     assert done.stdout.strip().endswith("same")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from jitgrad.backends.numba_cpu.loop_nest import LANES, PARALLEL_ELEMENTS
-from lowering_helpers import assert_close, interpreted, lowered
+from helpers import assert_close
+from lowering_helpers import interpreted, lowered
 
 ROWS, COLUMNS = 130, 2 * LANES * 64 + 3          # a remainder after the lanes
 assert ROWS * COLUMNS >= PARALLEL_ELEMENTS
@@ -32,7 +33,7 @@ PROGRAMS = {
 def test_large_reductions_equal_the_interpreter(name, plain_python):
     graph, kernel = lowered(PROGRAMS[name], [VALUES])
     assert "_lane" in kernel.source, "the lanes were not used"
-    assert_close(list(kernel(VALUES)), interpreted(graph, [VALUES]), np.float64)
+    assert_close(list(kernel(VALUES)), interpreted(graph, [VALUES]), dtype=np.float64)
 
 
 def test_nan_reaches_the_result_from_any_lane(plain_python):
@@ -42,4 +43,4 @@ def test_nan_reaches_the_result_from_any_lane(plain_python):
     results = list(kernel(with_nan))
     for got in results:
         assert np.isnan(got[3]) and np.isnan(got[7]) and not np.isnan(np.delete(got, [3, 7])).any()
-    assert_close(results, interpreted(graph, [with_nan]), np.float64)
+    assert_close(results, interpreted(graph, [with_nan]), dtype=np.float64)

@@ -16,7 +16,8 @@ import pytest
 
 from jitgrad.backends.numba_cpu import lower
 from jitgrad.backends.numba_cpu.codegen import generate
-from lowering_helpers import arrays_of, assert_close, interpreted, optimized_graph, sample_program
+from helpers import assert_close
+from lowering_helpers import arrays_of, interpreted, optimized_graph, sample_program
 from op_samples import SAMPLES
 
 
@@ -33,7 +34,7 @@ def test_sample_through_the_generated_code(sample, dtype, plain_python):
     arrays = arrays_of([sample], dtype)
     graph = optimized_graph(sample_program(sample), arrays)
     kernel = lower(graph)
-    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype)  # dtypes too: no upcast
+    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=dtype)  # dtypes too: no upcast
 
 
 def uncast_floats(source: str) -> list[str]:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from jitgrad.ops.registry import REGISTRY
-from lowering_helpers import arrays_of, assert_close, batch_program, interpreted, lowered
+from helpers import assert_close
+from lowering_helpers import arrays_of, batch_program, interpreted, lowered
 from op_samples import SAMPLES
 
 
@@ -33,4 +34,4 @@ def test_the_chunks_cover_every_op():
 def test_every_op_compiles_under_numba_in_float32(chunk):
     arrays = arrays_of(chunk, np.float32)
     graph, kernel = lowered(batch_program(chunk, backward=False), arrays)
-    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), np.float32)
+    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float32)

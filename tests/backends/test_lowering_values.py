@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from lowering_helpers import assert_close, interpreted, lowered
+from helpers import assert_close
+from lowering_helpers import interpreted, lowered
 
 INTEGERS = np.arange(-9, 3).reshape(3, 4) * np.array([1, -1, 1, 1])  # all below zero somewhere
 FLAGS = INTEGERS > -2
@@ -37,13 +38,13 @@ FLAG_PROGRAMS = {
 @pytest.mark.parametrize("name", INTEGER_PROGRAMS)
 def test_integer_tensors(name, plain_python):
     graph, kernel = lowered(INTEGER_PROGRAMS[name], [INTEGERS])
-    assert_close(list(kernel(INTEGERS)), interpreted(graph, [INTEGERS]), np.float64)
+    assert_close(list(kernel(INTEGERS)), interpreted(graph, [INTEGERS]), dtype=np.float64)
 
 
 @pytest.mark.parametrize("name", FLAG_PROGRAMS)
 def test_boolean_tensors(name, plain_python):
     graph, kernel = lowered(FLAG_PROGRAMS[name], [FLAGS])
-    assert_close(list(kernel(FLAGS)), interpreted(graph, [FLAGS]), np.float64)
+    assert_close(list(kernel(FLAGS)), interpreted(graph, [FLAGS]), dtype=np.float64)
 
 
 WITH_NAN = np.array([[0.5, np.nan, 2.0, -1.0], [1.0, 3.0, -2.0, np.nan], [-0.5, 0.25, 4.0, 1.5]])
@@ -67,4 +68,4 @@ NAN_PROGRAMS = {
 def test_nan_is_propagated_as_numpy_does(name, dtype, plain_python):
     x = WITH_NAN.astype(dtype)
     graph, kernel = lowered(NAN_PROGRAMS[name], [x])
-    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype)
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=dtype)

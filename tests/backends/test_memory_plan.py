@@ -14,7 +14,8 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.backends.numba_cpu.codegen import generate
-from lowering_helpers import assert_close, interpreted, lowered, optimized_graph
+from helpers import assert_close
+from lowering_helpers import interpreted, lowered, optimized_graph
 
 RNG = np.random.default_rng(11)
 SQUARES = [RNG.standard_normal((4, 4)) for _ in range(3)]
@@ -38,7 +39,7 @@ def test_a_reused_buffer_is_not_overwritten_while_a_view_of_it_is_read():
     assert view.meta["view_of"] == "mm" and "buffer" not in view.meta
     reader = next(iter(view.users))
     assert graph.nodes.index(second) < graph.nodes.index(reader) <= first.meta["live"][1]
-    assert_close(list(kernel(*SQUARES)), interpreted(graph, SQUARES), np.float64)
+    assert_close(list(kernel(*SQUARES)), interpreted(graph, SQUARES), dtype=np.float64)
     eager = reads_a_view_after_its_buffer_is_reused(*(jg.tensor(a) for a in SQUARES))
     np.testing.assert_allclose(kernel(*SQUARES)[0], eager.numpy(), rtol=1e-12)
 
@@ -68,7 +69,7 @@ def test_no_output_shares_memory_with_another_or_with_an_argument(views_kernel):
         assert not np.shares_memory(a, b)
     for out, argument in itertools.product(outputs, arrays):
         assert not np.shares_memory(out, argument)
-    assert_close(list(outputs), interpreted(views_kernel.graph, arrays), np.float64)
+    assert_close(list(outputs), interpreted(views_kernel.graph, arrays), dtype=np.float64)
 
 
 def test_writing_into_outputs_changes_neither_the_arguments_nor_the_next_call(views_kernel):

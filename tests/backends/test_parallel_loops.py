@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS
-from lowering_helpers import assert_close, interpreted, lowered
+from helpers import assert_close
+from lowering_helpers import interpreted, lowered
 
 COLUMNS = 64
 
@@ -60,4 +61,4 @@ def test_prange_where_the_mode_says_and_the_same_results(parallel, expected, arr
     assert set(loops) == set(GROUPS.values())
     assert {name for name, code in loops.items() if "prange(" in code} == expected
     assert kernel.parallel == bool(expected)  # what numba is told
-    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), np.float64)
+    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)

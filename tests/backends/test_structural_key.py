@@ -14,7 +14,8 @@ import pytest
 import jitgrad as jg
 from jitgrad.backends.numba_cpu import compiler, structural_key
 from jitgrad.backends.numba_cpu.codegen import generate
-from lowering_helpers import assert_close, interpreted, lowered, optimized_graph
+from helpers import assert_close
+from lowering_helpers import interpreted, lowered, optimized_graph
 
 FEATURES, HIDDEN = 5, 6
 BATCHES = (9, 13)  # no batch size, nor one less, equals another size of the program
@@ -56,7 +57,7 @@ def test_a_new_batch_size_has_the_same_key_and_compiles_nothing(two_batch_sizes)
 
 def test_both_batch_sizes_equal_the_interpreter(two_batch_sizes):
     for arrays, graph, kernel in two_batch_sizes.runs:
-        assert_close(list(kernel(*arrays)), interpreted(graph, arrays), np.float64)
+        assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)
 
 
 def literals(source: str) -> set[str]:
@@ -149,4 +150,4 @@ def test_equal_numbers_share_one_variable_and_signed_zeros_do_not():
         got = list(kernel(x))
     np.testing.assert_array_equal(got[1], np.inf)
     np.testing.assert_array_equal(got[2], -np.inf)
-    assert_close(got[:1], interpreted(graph, [x])[:1], np.float64)
+    assert_close(got[:1], interpreted(graph, [x])[:1], dtype=np.float64)

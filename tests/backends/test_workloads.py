@@ -10,7 +10,8 @@ import pytest
 import jitgrad as jg
 import workloads
 from jitgrad.backends.numba_cpu import compiler
-from lowering_helpers import assert_close, interpreted, lowered
+from helpers import assert_close
+from lowering_helpers import interpreted, lowered
 
 def chain(x):
     """The benchmarks' W1 with its backward."""
@@ -51,8 +52,8 @@ def test_the_chain_forward_and_backward_is_one_kernel(chain_kernel):
 
 def test_the_chain_equals_eager_and_the_interpreter(chain_kernel):
     got = list(chain_kernel.kernel(*chain_kernel.arrays))
-    assert_close(got, interpreted(chain_kernel.graph, chain_kernel.arrays), np.float64)
-    assert_close(got, eager_gradients(chain, chain_kernel.arrays), np.float64)
+    assert_close(got, interpreted(chain_kernel.graph, chain_kernel.arrays), dtype=np.float64)
+    assert_close(got, eager_gradients(chain, chain_kernel.arrays), dtype=np.float64)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -64,8 +65,8 @@ def test_an_mlp_training_step_equals_eager(dtype):
     graph, kernel = lowered(mlp_step, arrays)
     got = list(kernel(*arrays))
     assert len(got) == 7  # the loss and the gradients of the six inputs (lowered() makes them all require grad)
-    assert_close(got, interpreted(graph, arrays), dtype)
-    assert_close(got, eager_gradients(mlp_step, arrays), dtype)
+    assert_close(got, interpreted(graph, arrays), dtype=dtype)
+    assert_close(got, eager_gradients(mlp_step, arrays), dtype=dtype)
 
 
 def test_compiled_large_reductions_equal_eager():

@@ -1,15 +1,8 @@
-"""Lets the compile tests reuse ``tests/op_samples.py`` and ``benchmarks/workloads.py``."""
-import sys
-from pathlib import Path
+"""The compile tests cache to a directory of their own and run on the interpreter backend unless a
+module names another."""
+import os
 
-ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT / "tests", ROOT / "benchmarks", ROOT / "tests" / "compile"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import os  # noqa: E402
-
-import pytest  # noqa: E402
+import pytest
 
 
 def _set_env(name, value):

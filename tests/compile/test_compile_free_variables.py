@@ -378,4 +378,4 @@ def test_a_hook_on_a_captured_tensor_of_a_step_is_a_clear_graph_break():
     W.register_hook(lambda g: g * 2.0)
     with pytest.raises(CompileError, match="has a hook and the function runs backward inside"):
         jg.compile(sgd_step_on(W), cache=False, fullgraph=True)(inputs())
-    assert W.grad is None and W._hooks  # nothing ran, the hook is still there
+    assert W.grad is None and W._hooks  # nothing ran, the hook is still there (no public view of hooks)

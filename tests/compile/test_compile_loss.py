@@ -8,7 +8,8 @@ import pytest
 import jitgrad as jg
 from jitgrad.compile import CompiledFunctionBackward
 
-from compile_helpers import assert_close, leaves
+from compile_helpers import assert_close
+from helpers import leaves
 
 from op_samples import SAMPLES
 

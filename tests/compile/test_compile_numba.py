@@ -9,6 +9,7 @@ import pytest
 
 import jitgrad as jg
 from compile_helpers import assert_close, w1_step
+from helpers import last_json_line, run_python
 from jitgrad.compile import CompiledFunctionBackward
 
 BACKEND = "numba_cpu"  # read by conftest.compile_backend
@@ -156,14 +157,8 @@ print(json.dumps({"hits": cache.stats.hits, "writes": cache.stats.writes, "grad"
 
 
 def test_a_second_process_gets_numba_machine_code_from_the_disk_cache(tmp_path):
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "JITGRAD_CACHE_DIR": str(tmp_path), "JITGRAD_COMPILE_BACKEND": "numba_cpu"}
-    runs = [json.loads(subprocess.run([sys.executable, "-c", NUMBA_SCRIPT], env=env, capture_output=True, text=True,
-                                      timeout=300, check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
+    env = {"JITGRAD_CACHE_DIR": str(tmp_path), "JITGRAD_COMPILE_BACKEND": "numba_cpu"}
+    runs = [last_json_line(run_python(NUMBA_SCRIPT, env, timeout=300)) for _ in range(2)]
     first, second = runs
     written = first["writes"]  # the fused loss-and-gradient kernel
     assert written >= 1 and first["numba_cache_hits"] == 0
@@ -193,14 +188,8 @@ print(json.dumps({"plain_function": inspect.isfunction(kernel), "file": kernel._
 
 
 def test_under_numba_disable_jit_the_generated_code_runs_as_plain_python():
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "JITGRAD_COMPILE_BACKEND": "numba_cpu"}
-    run = json.loads(subprocess.run([sys.executable, "-c", PLAIN_PYTHON_SCRIPT], env=env, capture_output=True,
-                                    text=True, timeout=120, check=True).stdout.strip().splitlines()[-1])
+    env = {"NUMBA_DISABLE_JIT": "1", "JITGRAD_COMPILE_BACKEND": "numba_cpu"}
+    run = last_json_line(run_python(PLAIN_PYTHON_SCRIPT, env, timeout=120))
     assert run["plain_function"] and "jitgrad.backends.numba_cpu kernel" in run["file"]
     assert run["lines"] > 3  # a debugger and inspect find the generated source
     np.testing.assert_allclose(run["grad"], run["eager_grad"], rtol=1e-12)

@@ -44,7 +44,7 @@ def test_sgd_over_several_steps_matches_eager(compiled_sgd):
     x, w, b, y = _params(np.random.default_rng(0))
     ours = [jg.tensor(w, requires_grad=True), jg.tensor(b, requires_grad=True)]
     theirs = [jg.tensor(w, requires_grad=True), jg.tensor(b, requires_grad=True)]
-    w_before = ours[0]._data
+    w_before = ours[0].detach().numpy()
     for _ in range(4):
         loss = compiled_sgd(jg.tensor(x), jg.tensor(y), *ours)
         expected = sgd_step(jg.tensor(x), jg.tensor(y), *theirs)
@@ -52,7 +52,7 @@ def test_sgd_over_several_steps_matches_eager(compiled_sgd):
         for a, e in zip(ours, theirs):
             assert_close(a, e)
             assert a.grad is None
-    assert ours[0]._data is w_before  # updated in place, like eager's w -= ...
+    assert ours[0].detach().numpy() is w_before  # updated in place, like eager's w -= ...
     assert len(compiled_sgd.programs) == 1
 
 

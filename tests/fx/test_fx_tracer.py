@@ -11,13 +11,10 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.fx.joint import is_backward
 from jitgrad.ops.registry import observing
+from helpers import leaves
 from op_samples import SAMPLES
 
 SAMPLE_IDS = [s.id for s in SAMPLES]
-
-
-def leaves(arrays):
-    return [jg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
 
 
 def loss_program(sample):

@@ -6,10 +6,8 @@ is PyTorch's: the same error (type and cause) or the same gradient, NaN and infi
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from contextlib import nullcontext
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +19,7 @@ try:
 except ImportError:  # pragma: no cover - exercised where torch is absent
     torch = None
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from plain_python_kernels import plain_python_kernels  # noqa: E402
+from plain_python_kernels import plain_python_kernels
 
 NAN, INF = math.nan, math.inf
 MODIFIED = "modified by an inplace operation"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradcheck_helpers import numerical_gradient
+from helpers import numerical_gradient
 from op_samples import SAMPLES
 
 import jitgrad as jg

@@ -1,33 +1,18 @@
-"""The Tensor surface, the factories and the grad modes, checked against numpy and (where it is
-installed) PyTorch, whose behaviour jitgrad copies.
+"""The Tensor surface: creation, factories, attributes, requires_grad, detach and hooks, conversions;
+checked against numpy and (where it is installed) PyTorch, whose behaviour jitgrad copies.
 
 Torch-dependent tests call ``pytest.importorskip("torch")`` themselves, so the rest runs without it.
-Expressions shared by both libraries are written once with ``M`` standing for the module.
 """
 from __future__ import annotations
 
 import re
-import threading
 import warnings
 
 import numpy as np
 import pytest
 
 import jitgrad
-
-
-def _torch():
-    return pytest.importorskip("torch")
-
-
-def _both(expr: str):
-    """``expr`` evaluated with ``M`` bound to jitgrad, then to torch."""
-    torch = _torch()
-    return eval(expr, {"M": jitgrad, "np": np}), eval(expr, {"M": torch, "np": np})
-
-
-def _dtype_name(dtype) -> str:
-    return str(dtype).split(".")[-1]
+from tensor_api_helpers import both, dtype_name, torch_or_skip
 
 
 # ---- jitgrad.tensor: dtype inference and copying -------------------------------------------------
@@ -42,14 +27,14 @@ INFERRED = [  # (data, dtype name, as PyTorch infers it)
 @pytest.mark.parametrize("data, expected", INFERRED, ids=[repr(d) for d, _ in INFERRED])
 def test_tensor_infers_dtype_like_torch(data, expected):
     t = jitgrad.tensor(data)
-    assert _dtype_name(t.dtype) == expected
+    assert dtype_name(t.dtype) == expected
     np.testing.assert_array_equal(t.numpy(), np.asarray(data, dtype=expected))
 
 
 @pytest.mark.parametrize("data, expected", INFERRED, ids=[repr(d) for d, _ in INFERRED])
 def test_tensor_dtype_inference_matches_torch(data, expected):
-    torch = _torch()
-    assert _dtype_name(torch.tensor(data).dtype) == _dtype_name(jitgrad.tensor(data).dtype)
+    torch = torch_or_skip()
+    assert dtype_name(torch.tensor(data).dtype) == dtype_name(jitgrad.tensor(data).dtype)
 
 
 @pytest.mark.parametrize("np_dtype", [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64,
@@ -104,8 +89,8 @@ FACTORIES = [
 
 @pytest.mark.parametrize("expr", FACTORIES)
 def test_factory_values_dtype_and_shape_match_torch(expr):
-    ours, theirs = _both(expr)
-    assert _dtype_name(ours.dtype) == _dtype_name(theirs.dtype)
+    ours, theirs = both(expr)
+    assert dtype_name(ours.dtype) == dtype_name(theirs.dtype)
     assert tuple(ours.shape) == tuple(theirs.shape)
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert not ours.requires_grad
@@ -115,8 +100,8 @@ def test_factory_values_dtype_and_shape_match_torch(expr):
                                   "M.randn(2, 3)", "M.randn(())", "M.rand(4)",
                                   "M.rand(2, 2, dtype=M.float64)"])
 def test_uninitialized_and_random_factories_shape_and_dtype_match_torch(expr):
-    ours, theirs = _both(expr)
-    assert _dtype_name(ours.dtype) == _dtype_name(theirs.dtype)
+    ours, theirs = both(expr)
+    assert dtype_name(ours.dtype) == dtype_name(theirs.dtype)
     assert tuple(ours.shape) == tuple(theirs.shape)
 
 
@@ -181,7 +166,7 @@ def test_data_shares_the_array_outside_autograd():
 
 
 def test_attributes_match_torch():
-    ours, theirs = _both("M.tensor([[1.0, 2.0, 3.0]], requires_grad=True) * 2")
+    ours, theirs = both("M.tensor([[1.0, 2.0, 3.0]], requires_grad=True) * 2")
     assert tuple(ours.shape) == tuple(theirs.shape) and ours.ndim == theirs.ndim
     assert ours.numel() == theirs.numel() and tuple(ours.size()) == tuple(theirs.size())
     assert (ours.is_leaf, ours.requires_grad) == (theirs.is_leaf, theirs.requires_grad)
@@ -231,7 +216,7 @@ def test_requires_grad_setter_refuses_true_on_non_leaves():
 
 
 def test_requires_grad_errors_match_torch():
-    torch = _torch()
+    torch = torch_or_skip()
     for M in (jitgrad, torch):
         with pytest.raises(RuntimeError, match=re.compile("only Tensors of floating point", re.I)):
             M.tensor([1, 2]).requires_grad_()
@@ -303,7 +288,7 @@ def test_reading_grad_of_a_non_leaf_warns():
 
 
 def test_non_leaf_grad_warning_matches_torch():
-    torch = _torch()
+    torch = torch_or_skip()
     messages = []
     for M in (jitgrad, torch):
         y = M.tensor([1.0], requires_grad=True) * 2
@@ -328,7 +313,7 @@ def test_numpy_shares_memory_and_is_refused_when_requiring_grad():
 
 
 def test_numpy_refusal_message_matches_torch():
-    torch = _torch()
+    torch = torch_or_skip()
     messages = []
     for M in (jitgrad, torch):
         with pytest.raises(RuntimeError) as info:
@@ -395,300 +380,7 @@ def test_iteration_keeps_the_graph():
 
 
 def test_len_of_0d_tensor_matches_torch():
-    torch = _torch()
+    torch = torch_or_skip()
     for M in (jitgrad, torch):
         with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
             len(M.tensor(1.0))
-
-
-# ---- repr ------------------------------------------------------------------------------------------
-
-REPRS = [
-    "M.tensor([1.0, 2.0, 3.0])", "M.tensor(3.5)", "M.tensor(-0.0)", "M.tensor([1, 2, 3])", "M.tensor(7)",
-    "M.tensor(True)", "M.tensor([True, False])", "M.tensor([[True], [False]])",
-    "M.tensor([[1.5, 2.0], [3.0, 4.0]])", "M.tensor([1.0, 2.0], dtype=M.float64)",
-    "M.tensor(2.5, dtype=M.float64)", "M.tensor([1, 2], dtype=M.int32)",
-    "M.tensor([1.0, 2.0], requires_grad=True)", "M.tensor(2.0, requires_grad=True)",
-    "M.tensor([1.0, 2.0], requires_grad=True) * 2",
-    "M.tensor([1.0, 2.0], dtype=M.float64, requires_grad=True) * 2",
-    "M.tensor(2.0, requires_grad=True) * 3", "M.tensor([0.1, 2.25, -3.0])", "M.tensor([1e-5, 1.0, 100.0])",
-    "M.tensor([1e10, 1.0])", "M.tensor([1.0, 2000.0])", "M.tensor([0.0, 0.001, 10.0])",
-    "M.tensor([100000000.0])", "M.tensor([float('nan'), 1.0, float('inf')])",
-    "M.tensor([float('inf'), -float('inf')])", "M.tensor([[1, 2], [3, 40]])", "M.tensor([[-5, 0]])",
-    "M.tensor([])", "M.zeros(2, 0)", "M.tensor([], dtype=M.int64)", "M.tensor([], dtype=M.float64)",
-    "M.arange(12.0).reshape(3, 4)", "M.arange(40.0) * 1.5", "M.arange(2000.0)", "M.arange(1500)",
-    "M.ones(40, 40)", "M.ones(3, 400) * 0.5",
-    "M.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])",
-    "M.tensor([123456.7, 1.0])", "M.full((3,), 123456.5, requires_grad=True) * 2",
-    "M.tensor([1.0, 2.0], dtype=M.float16)",
-]
-
-
-@pytest.mark.parametrize("expr", REPRS)
-def test_repr_matches_torch(expr):
-    ours, theirs = _both(expr)
-    assert repr(ours) == repr(theirs).replace("torch.", "jitgrad.")
-
-
-def test_repr_matches_torch_on_random_tensors():
-    """Random shapes, magnitudes, dtypes and special values; line breaks before a ``dtype=``/``grad_fn=``
-    suffix depend on the length of the module name, so they are joined before comparing."""
-    torch = _torch()
-    rng = np.random.default_rng(0)
-    suffix_break = re.compile(r",\s*\n\s*(dtype=|grad_fn=|requires_grad=|size=)")
-    join_suffix = lambda text: suffix_break.sub(r", \1", text)  # noqa: E731
-    shapes = [(), (1,), (5,), (13,), (3, 4), (2, 3, 4), (7, 7), (1001,), (40, 40), (0,), (0, 3)]
-    for trial in range(120):
-        shape = shapes[trial % len(shapes)]
-        kind = trial % 6
-        if kind == 0:
-            array = rng.standard_normal(shape).astype(np.float32)
-        elif kind == 1:
-            array = rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 10)
-        elif kind == 2:
-            array = rng.integers(-1000, 1000, shape)
-        elif kind == 3:
-            array = rng.random(shape) > 0.5
-        elif kind == 4:
-            array = np.round(rng.standard_normal(shape) * 100).astype(np.float32)
-        else:
-            array = rng.standard_normal(shape).astype(np.float32)
-            if array.size:
-                array.ravel()[rng.integers(0, array.size, 3)] = rng.choice([np.nan, np.inf, -np.inf, 0.0], 3)
-        grad = array.dtype.kind == "f" and trial % 2 == 0
-        ours, theirs = jitgrad.tensor(array, requires_grad=grad), torch.tensor(array, requires_grad=grad)
-        if grad:
-            ours, theirs = ours * 1, theirs * 1
-        assert join_suffix(repr(ours)) == join_suffix(repr(theirs).replace("torch.", "jitgrad.")), array
-
-
-def test_repr_without_torch():
-    assert repr(jitgrad.tensor([1.0, 2.5])) == "tensor([1.0000, 2.5000])"
-    assert repr(jitgrad.tensor([1, 2])) == "tensor([1, 2])"
-    assert repr(jitgrad.tensor([True, False])) == "tensor([ True, False])"
-    assert repr(jitgrad.tensor(2.0, dtype=jitgrad.float64)) == "tensor(2., dtype=jitgrad.float64)"
-    assert repr(jitgrad.tensor([1.0], requires_grad=True)) == "tensor([1.], requires_grad=True)"
-    assert repr(jitgrad.tensor([1.0], requires_grad=True) * 2) == "tensor([2.], grad_fn=<MulBackward0>)"
-    assert repr(jitgrad.tensor([], dtype=jitgrad.int64)) == "tensor([], dtype=jitgrad.int64)"
-    assert str(jitgrad.tensor([3])) == repr(jitgrad.tensor([3]))
-
-
-# ---- type promotion --------------------------------------------------------------------------------
-
-PROMOTIONS = [  # (expression, PyTorch's result dtype)
-    ("M.tensor([1.0, 2.0]) * 2.5", "float32"), ("2.5 * M.tensor([1.0])", "float32"),
-    ("M.tensor([1, 2]) / M.tensor([2, 4])", "float32"), ("M.tensor([1, 2]) / 2", "float32"),
-    ("M.tensor([1, 2]) * 2.5", "float32"), ("M.tensor([1, 2]) * 2", "int64"),
-    ("M.tensor([1.0]) + M.tensor([1.0], dtype=M.float64)", "float64"),
-    ("M.tensor([1.0]) + M.tensor(1.0, dtype=M.float64)", "float32"),
-    ("M.tensor([1]) + M.tensor(1.0, dtype=M.float64)", "float64"),
-    ("M.tensor([1, 2]) + M.tensor([1.0, 2.0])", "float32"),
-    ("M.tensor([1.0], dtype=M.float16) + M.tensor([1])", "float16"),
-    ("M.tensor([1.0], dtype=M.float16) + 1.5", "float16"),
-    ("M.tensor([1.0], dtype=M.float16) + M.tensor([1.0])", "float32"),
-    ("M.tensor([1], dtype=M.int32) + M.tensor(1)", "int32"), ("M.tensor([1], dtype=M.int32) + 5", "int32"),
-    ("M.tensor([1], dtype=M.int32) + M.tensor([1])", "int64"),
-    ("M.tensor([1], dtype=M.uint8) + M.tensor([1], dtype=M.int8)", "int16"),
-    ("M.tensor([True]) + 1", "int64"), ("M.tensor([True]) * 1.5", "float32"),
-    ("M.tensor([True]) + M.tensor([1], dtype=M.uint8)", "uint8"),
-    ("M.tensor([1.0], dtype=M.float64) * 2.5", "float64"), ("M.tensor([1, 2]) ** 2", "int64"),
-    ("M.tensor([4, 2]) - 1.5", "float32"),
-]
-
-
-@pytest.mark.parametrize("expr, expected", PROMOTIONS, ids=[e for e, _ in PROMOTIONS])
-def test_type_promotion(expr, expected):
-    result = eval(expr, {"M": jitgrad})
-    assert _dtype_name(result.dtype) == expected
-    operands = [eval(part, {"M": jitgrad}) for part in re.split(r" [-+*/]+ ", expr)]
-    arrays = [o.numpy().astype(np.float64) if isinstance(o, jitgrad.Tensor) else o for o in operands]
-    op = re.search(r" ([-+*/]+) ", expr).group(1)
-    expected_values = eval(f"a {op} b", {"a": arrays[0], "b": arrays[1]})
-    np.testing.assert_allclose(result.numpy().astype(np.float64), expected_values, rtol=1e-3)
-
-
-@pytest.mark.parametrize("expr, expected", PROMOTIONS, ids=[e for e, _ in PROMOTIONS])
-def test_type_promotion_matches_torch(expr, expected):
-    ours, theirs = _both(expr)
-    assert _dtype_name(ours.dtype) == _dtype_name(theirs.dtype) == expected
-    np.testing.assert_allclose(ours.numpy().astype(np.float64), theirs.double().numpy(), rtol=1e-3)
-
-
-# ---- grad modes ------------------------------------------------------------------------------------
-
-def _records() -> bool:
-    return (jitgrad.tensor([1.0], requires_grad=True) * 2).requires_grad
-
-
-def test_no_grad_and_enable_grad_as_context_managers():
-    assert jitgrad.is_grad_enabled() and _records()
-    with jitgrad.no_grad():
-        assert not jitgrad.is_grad_enabled() and not _records()
-        with jitgrad.enable_grad():
-            assert jitgrad.is_grad_enabled() and _records()
-        assert not jitgrad.is_grad_enabled()
-    assert jitgrad.is_grad_enabled()
-
-
-def test_grad_mode_restored_after_an_exception():
-    with pytest.raises(ValueError):
-        with jitgrad.no_grad():
-            raise ValueError
-    assert jitgrad.is_grad_enabled()
-
-
-@pytest.mark.parametrize("bare", [False, True], ids=["called", "bare"])
-def test_no_grad_and_enable_grad_as_decorators(bare):
-    no_grad = jitgrad.no_grad if bare else jitgrad.no_grad()
-    enable_grad = jitgrad.enable_grad if bare else jitgrad.enable_grad()
-
-    @no_grad
-    def off():
-        """docstring kept"""
-        return jitgrad.is_grad_enabled(), _records()
-
-    @enable_grad
-    def on():
-        return jitgrad.is_grad_enabled(), _records()
-
-    assert off() == (False, False) and off.__doc__ == "docstring kept" and off.__name__ == "off"
-    assert jitgrad.is_grad_enabled()
-    with jitgrad.no_grad():
-        assert on() == (True, True)
-        assert not jitgrad.is_grad_enabled()
-
-
-def test_decorated_generator_runs_each_step_in_the_mode():
-    @jitgrad.no_grad()
-    def steps():
-        yield jitgrad.is_grad_enabled()
-        yield jitgrad.is_grad_enabled()
-
-    gen = steps()
-    assert next(gen) is False
-    assert jitgrad.is_grad_enabled()  # restored between steps
-    assert next(gen) is False
-
-    @jitgrad.no_grad()
-    def echo():
-        received = yield
-        try:
-            yield received, jitgrad.is_grad_enabled()
-        except KeyError:
-            yield "caught", jitgrad.is_grad_enabled()
-        return "done"
-
-    gen = echo()
-    next(gen)
-    assert gen.send(7) == (7, False)
-    assert gen.throw(KeyError()) == ("caught", False)
-    with pytest.raises(StopIteration) as stop:
-        next(gen)
-    assert stop.value.value == "done" and jitgrad.is_grad_enabled()
-
-
-def test_set_grad_enabled_as_function_context_manager_and_decorator():
-    jitgrad.set_grad_enabled(False)
-    try:
-        assert not jitgrad.is_grad_enabled() and not _records()
-    finally:
-        jitgrad.set_grad_enabled(True)
-    assert jitgrad.is_grad_enabled()
-    with jitgrad.set_grad_enabled(False):
-        assert not jitgrad.is_grad_enabled()
-        with jitgrad.set_grad_enabled(True):
-            assert _records()
-        assert not jitgrad.is_grad_enabled()
-    assert jitgrad.is_grad_enabled()
-
-    @jitgrad.set_grad_enabled(False)
-    def off():
-        return jitgrad.is_grad_enabled()
-
-    assert jitgrad.is_grad_enabled()  # decorating does not change the mode
-    assert off() is False and jitgrad.is_grad_enabled()
-
-
-@pytest.mark.parametrize("bare", [False, True], ids=["called", "bare"])
-def test_inference_mode(bare):
-    from jitgrad.autograd import is_inference_mode_enabled
-    with jitgrad.inference_mode():
-        assert not jitgrad.is_grad_enabled() and is_inference_mode_enabled() and not _records()
-    assert jitgrad.is_grad_enabled() and not is_inference_mode_enabled()
-    with jitgrad.inference_mode(False):
-        assert jitgrad.is_grad_enabled() and not is_inference_mode_enabled()
-
-    def probe():
-        return jitgrad.is_grad_enabled(), is_inference_mode_enabled()
-
-    decorated = jitgrad.inference_mode(probe) if bare else jitgrad.inference_mode()(probe)
-    assert decorated() == (False, True) and probe() == (True, False)
-
-
-def test_grad_modes_match_torch_as_decorators():
-    torch = _torch()
-    results = []
-    for M in (jitgrad, torch):
-        @M.no_grad
-        def a():
-            return M.is_grad_enabled()
-
-        @M.inference_mode
-        def b():
-            return M.is_grad_enabled()
-
-        @M.set_grad_enabled(False)
-        def c():
-            return M.is_grad_enabled()
-
-        results.append((a(), b(), c(), M.is_grad_enabled()))
-    assert results[0] == results[1] == (False, False, False, True)
-
-
-def test_grad_mode_is_thread_local():
-    inside, outside = {}, {}
-    entered, release = threading.Event(), threading.Event()
-
-    def worker():
-        with jitgrad.no_grad():
-            inside["enabled"] = jitgrad.is_grad_enabled()
-            entered.set()
-            release.wait(5)
-            inside["records"] = _records()
-
-    thread = threading.Thread(target=worker)
-    thread.start()
-    try:
-        assert entered.wait(5)
-        outside["enabled"], outside["records"] = jitgrad.is_grad_enabled(), _records()
-    finally:
-        release.set()
-        thread.join(5)
-    assert inside == {"enabled": False, "records": False}
-    assert outside == {"enabled": True, "records": True}
-
-
-def test_new_thread_starts_with_grad_enabled():
-    seen = []
-    with jitgrad.no_grad():
-        thread = threading.Thread(target=lambda: seen.append(jitgrad.is_grad_enabled()))
-        thread.start()
-        thread.join(5)
-    assert seen == [True]
-
-
-def test_zero_dim_tensor_formats_as_its_value():
-    t = jitgrad.tensor(2.5)
-    assert f"{t:.2f}" == "2.50" and f"{t}" == "2.5"
-    assert f"{jitgrad.tensor([1.0, 2.0])}" == repr(jitgrad.tensor([1.0, 2.0]))
-
-
-def test_floor_divide_remainder_all_any_match_numpy():
-    a = np.array([7, -3, 4])
-    t = jitgrad.tensor(a)
-    assert np.array_equal((t // 2).numpy(), a // 2) and np.array_equal((t % 3).numpy(), a % 3)
-    assert np.array_equal((9 // t).numpy(), 9 // a) and np.array_equal((9 % t).numpy(), 9 % a)
-    b = jitgrad.tensor([[True, False], [True, True]])
-    assert not b.all().item() and b.any().item()
-    assert np.array_equal(b.all(1).numpy(), [False, True])
-    assert jitgrad.is_inference_mode_enabled() is False

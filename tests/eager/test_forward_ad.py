@@ -12,7 +12,7 @@ import pytest
 
 import jitgrad as jg
 import jitgrad.autograd.forward_ad as fwAD
-from gradcheck_helpers import assert_close, numerical_gradient
+from helpers import assert_close, numerical_gradient
 from jitgrad.ops.registry import REGISTRY, defop
 from op_samples import SAMPLES, Sample
 
@@ -76,7 +76,7 @@ def test_jvp_matches_finite_differences(sample):
     def moved(sign):
         return value_of(sample, [a + sign * sample.eps * v[i] if i in v else a for i, a in enumerate(arrays)])
     expected = (moved(1.0) - moved(-1.0)) / (2.0 * sample.eps)
-    assert_close(tangent.detach().numpy(), expected, atol=sample.atol, what=sample.id)
+    assert_close(tangent.detach().numpy(), expected, rtol=1e-5, atol=sample.atol, what=sample.id)
 
 
 def reverse_jacobians(sample: Sample, arrays) -> list[np.ndarray]:
@@ -290,7 +290,7 @@ def test_tangent_entries_go_with_their_tensors():
         x = fwAD.make_dual(jg.tensor([1.0]), jg.tensor([1.0]))
         for _ in range(50):
             x.exp()
-        assert len(fwAD.state.level._tangents) == 1
+        assert len(fwAD.state.level._tangents) == 1  # internal on purpose: no public view of a level's store
 
 
 def test_forward_over_reverse_through_a_formula_reading_result():

@@ -1,0 +1,108 @@
+"""What every test folder shares: finite differences, one ``assert_close``, fresh leaves, and a runner
+for scripts in a fresh Python process.
+
+The finite differences work on numpy arrays, so that the reference a test compares with never goes
+through jitgrad's autograd.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+import jitgrad as jg
+
+ROOT = Path(__file__).resolve().parents[1]
+EPS = 1e-6
+
+# (rtol, atol) when a test names no tolerance: what float32 and float64 arithmetic can promise for one op
+# or a reordered sum; every other dtype (integers, booleans) compares exactly.
+TOLERANCES = {np.dtype(np.float64): (1e-10, 1e-12), np.dtype(np.float32): (1e-5, 1e-6)}
+
+
+def numerical_gradient(scalar_fn: Callable[[list[np.ndarray]], float], arrays: Sequence[np.ndarray],
+                       wrt: Sequence[int], eps: float = EPS) -> list[np.ndarray]:
+    """The gradient of ``scalar_fn(arrays)`` with respect to ``arrays[i]`` for each ``i`` in ``wrt``, by
+    central differences: (f(a + eps) - f(a - eps)) / 2 eps, one element at a time."""
+    arrays = [np.array(a, copy=True) for a in arrays]
+    grads = []
+    for i in wrt:
+        base = arrays[i]
+        grad = np.zeros(base.shape, dtype=np.float64)
+        for k in range(base.size):
+            original = base.flat[k]
+            base.flat[k] = original + eps
+            plus = float(scalar_fn(arrays))
+            base.flat[k] = original - eps
+            minus = float(scalar_fn(arrays))
+            base.flat[k] = original
+            grad.flat[k] = (plus - minus) / (2.0 * eps)
+        grads.append(grad)
+    return grads
+
+
+def tolerances(dtype) -> tuple[float, float]:
+    """``(rtol, atol)`` for values of ``dtype``: :data:`TOLERANCES`, exact for dtypes not in it."""
+    return TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+
+
+def _numpy(value):
+    return value.detach().numpy() if isinstance(value, jg.Tensor) else np.asarray(value)
+
+
+def assert_close(actual, expected, what: str = "", *, rtol: float | None = None, atol: float | None = None,
+                 dtype=None, relative_to_largest: bool = False, check_dtype: bool | None = None) -> None:
+    """Same shape, same dtype and close values.
+
+    ``actual`` and ``expected`` are tensors, arrays or anything ``np.asarray`` takes; ``None`` for
+    ``actual`` stands for a gradient of zeros of ``expected``'s shape; two lists or tuples of outputs
+    are compared pair by pair. Tolerances are given both (``rtol=..., atol=...``) or come from a dtype
+    (``dtype=``, else ``expected``'s own): see :func:`tolerances`. ``relative_to_largest`` makes the
+    absolute tolerance ``rtol * max(1, largest |expected|)``: compiled code may sum in another order,
+    so an element's error scales with the largest term rather than with the element itself.
+    Dtypes are compared unless ``check_dtype=False``, or tolerances are given and ``check_dtype`` is not:
+    a gradient test compares with float64 finite differences whatever its input's dtype.
+    """
+    if (rtol is None) != (atol is None):
+        raise TypeError("assert_close takes both rtol and atol, or neither (then from the dtype)")
+    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), f"{what}: {len(actual)} outputs != expected {len(expected)}"
+        for i, (got, want) in enumerate(zip(actual, expected)):
+            assert_close(got, want, f"{what} [{i}]", rtol=rtol, atol=atol, dtype=dtype,
+                         relative_to_largest=relative_to_largest, check_dtype=check_dtype)
+        return
+    e = _numpy(expected)
+    a = np.zeros_like(e) if actual is None else _numpy(actual)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != expected {e.shape}"
+    if check_dtype or (check_dtype is None and rtol is None):
+        assert a.dtype == e.dtype, f"{what}: dtype {a.dtype} != expected {e.dtype}"
+    if rtol is None:
+        rtol, atol = tolerances(e.dtype if dtype is None else dtype)
+    if relative_to_largest:
+        atol = rtol * max(1.0, float(np.abs(e).max(initial=0.0)))
+    np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=what)
+
+
+def leaves(arrays, requires_grad: bool = True) -> list[jg.Tensor]:
+    """Fresh leaf tensors of numpy arrays; the floating ones require grad (unless ``requires_grad=False``)."""
+    return [jg.tensor(a, requires_grad=requires_grad and a.dtype.kind == "f") for a in arrays]
+
+
+def run_python(script: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs ``script`` in a fresh Python process, from the repository root (so it imports this checkout's
+    jitgrad), with ``env`` added to this process's environment. Fails the test, with the child's stderr,
+    if the script fails."""
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, **(env or {})}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def last_json_line(done: subprocess.CompletedProcess):
+    """What a script run by :func:`run_python` printed last, as JSON: how such scripts report."""
+    return json.loads(done.stdout.strip().splitlines()[-1])
