@@ -13,7 +13,7 @@ dtype rules ``promoted`` (PyTorch's promotion, ``jitgrad.dtypes``), ``floating``
 default float for integers and bools), ``boolean``, ``unchanged`` (the first input's), ``accumulated``
 (a sum's or product's: integers and bools widen to int64) and ``indices`` (int64). An op whose output
 these do not describe (views, ``matmul``, ``cat``, ``getitem``...) writes its rule next to its entry.
-``tests/test_meta_rules.py`` checks every rule against what the forward returns, on every op sample.
+``tests/fx/test_meta_rules.py`` checks every rule against what the forward returns, on every op sample.
 """
 from __future__ import annotations
 

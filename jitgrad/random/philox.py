@@ -10,7 +10,7 @@ same numbers: each needs only the generator's ``(seed, offset)``, and element ``
 fits, so no 128-bit arithmetic is needed): numpy runs it vectorised over arrays of counters (eager,
 ``jitgrad.random.sampling``), and the numba backend compiles the very same function on scalars
 (``jitgrad.backends.numba_cpu.sampling``), so the two cannot drift apart. Its known answers are those
-of the Random123 reference (tests/test_random.py).
+of the Random123 reference (tests/eager/test_random.py).
 """
 from __future__ import annotations
 
