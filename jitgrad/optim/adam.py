@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ..autograd import no_grad
 from ..factories import tensor, zeros_like
 from ..ops import maximum
 from ..tensor import Tensor
@@ -34,15 +33,6 @@ class Adam(Optimizer):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                                   "amsgrad": amsgrad, "maximize": maximize,
                                   "decoupled_weight_decay": decoupled_weight_decay})
-
-    @no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._start_step(closure)
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
-        return loss
 
     def _state(self, param: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self.state[param]

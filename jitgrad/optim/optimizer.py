@@ -16,7 +16,7 @@ import warnings
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
-from ..autograd import enable_grad
+from ..autograd import enable_grad, no_grad
 from ..fx import TraceError
 from ..ops.registry import observed
 from ..tensor import Tensor
@@ -78,26 +78,32 @@ class Optimizer:
                     param.grad.detach_()
                     param.grad.zero_()
 
+    @no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        raise NotImplementedError
+        """Updates every parameter that has a gradient (``_update``, each algorithm's own) and returns the
+        closure's loss, computed first with grad mode on (``step`` itself runs under ``no_grad``).
 
-    @staticmethod
-    def _start_step(closure: Callable[[], Any] | None) -> Any:
-        """What every ``step`` does first: refuse to be traced, then compute the closure's loss with grad
-        mode on (``step`` itself runs under ``no_grad``).
-
-        A traced step would freeze what it reads as Python values (each group's ``lr``, the step count)
-        into the graph: ``jitgrad.compile`` does not look into an optimizer, so a scheduler's new rate
-        would go unseen. The ``TraceError`` makes a compiled function that calls ``step()`` run
-        eagerly instead, after one warning; compile the loss and step outside (docs/nn.md)."""
+        It refuses to be traced: a traced step would freeze what it reads as Python values (each
+        group's ``lr``, the step count) into the graph. ``jitgrad.compile`` runs a function that reaches
+        an optimizer eagerly (its state is keyed by tensors, which no guard can name), so this is the
+        refusal ``fx.trace`` and the rest of graph mode meet; compile the loss and step outside
+        (docs/nn.md)."""
         if observed():
             raise TraceError("optimizer.step() inside a traced function: its learning rates and state would be "
                              "frozen into the graph; compile the loss (loss = f(x); loss.backward()) and call "
                              "step() outside")
-        if closure is None:
-            return None
-        with enable_grad():
-            return closure()
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    self._update(param, group)
+        return loss
+
+    def _update(self, param: Tensor, group: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{settings, "params": [index, ...]}]}``; the state's

@@ -1,9 +1,8 @@
 """``RMSprop``, step for step as PyTorch's ``torch.optim.RMSprop`` computes it."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ..autograd import no_grad
 from ..factories import tensor, zeros_like
 from ..tensor import Tensor
 from .optimizer import Optimizer
@@ -23,15 +22,6 @@ class RMSprop(Optimizer):
                 raise ValueError(f"Invalid {name}: {value}")
         super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
                                   "momentum": momentum, "centered": centered, "maximize": maximize})
-
-    @no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._start_step(closure)
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
-        return loss
 
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
         state = self.state[param]

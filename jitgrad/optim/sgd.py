@@ -2,9 +2,8 @@
 ``maximize``, step for step as PyTorch's ``torch.optim.SGD`` computes it."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ..autograd import no_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
@@ -27,15 +26,6 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize})
-
-    @no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._start_step(closure)
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, group)
-        return loss
 
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
         grad = -param.grad if group["maximize"] else param.grad
