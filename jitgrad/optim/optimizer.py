@@ -84,10 +84,8 @@ class Optimizer:
         closure's loss, computed first with grad mode on (``step`` itself runs under ``no_grad``).
 
         It refuses to be traced: a traced step would freeze what it reads as Python values (each
-        group's ``lr``, the step count) into the graph. ``jitgrad.compile`` runs a function that reaches
-        an optimizer eagerly (its state is keyed by tensors, which no guard can name), so this is the
-        refusal ``fx.trace`` and the rest of graph mode meet; compile the loss and step outside
-        (docs/nn.md)."""
+        group's ``lr``, the step count) into the graph, and read its state (keyed by tensors, which no
+        guard can name) as constants; compile the loss and step outside (docs/nn.md)."""
         if observed():
             raise TraceError("optimizer.step() inside a traced function: its learning rates and state would be "
                              "frozen into the graph; compile the loss (loss = f(x); loss.backward()) and call "
