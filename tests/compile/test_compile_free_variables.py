@@ -219,6 +219,27 @@ def test_a_dict_keyed_by_objects_cannot_be_guarded_and_runs_eagerly():
     assert_close(f(x), (x * 3.0).sum())
 
 
+def test_a_learning_rate_read_from_an_optimizer_is_guarded():
+    """jitgrad.optim's objects were not entered (a library's), so a changed ``lr`` was baked in."""
+    w = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    opt = jg.optim.SGD([w], lr=0.1)
+
+    def step(x):
+        loss = (x * w).sum()
+        loss.backward()
+        with jg.no_grad():
+            w.sub_(opt.param_groups[0]["lr"] * w.grad)
+        w.grad = None
+        return loss
+    f = jg.compile(step, cache=False)
+    x = jg.tensor([1.0, 1.0, 1.0])
+    f(x)
+    opt.param_groups[0]["lr"] = 1.0
+    f(x)
+    assert w.tolist() == pytest.approx([1.0 - 0.1 - 1.0, 2.0 - 0.1 - 1.0, 3.0 - 0.1 - 1.0])
+    assert "value was 0.1, now 1.0" in f.log[-1]
+
+
 UNSEEN_CHANGES = [  # values from calls into libraries, which no guard sees
     ("random.random", lambda: lambda x: (x * random.random()).sum()),
     ("np.random", lambda: lambda x: (x * jg.tensor(np.random.rand(4, 3))).sum()),
