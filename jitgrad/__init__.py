@@ -4,6 +4,7 @@ Eager mode records a dynamic backward graph as ops run (``Node``, ``Edge``, ``Ac
 PyTorch-style engine runs it. The public API is spelled as PyTorch spells it.
 """
 from .tensor import Tensor, is_tensor  # noqa: I001 - Tensor first: everything else builds on it
+from .device import device  # noqa: E402 - the class, as torch.device; the module stays jitgrad/device.py
 
 from . import autograd, nn, ops
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
@@ -25,3 +26,4 @@ from . import fx  # noqa: E402 - graph mode builds on everything above
 from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; the package stays importable as jitgrad.compile
 from . import optim, utils  # noqa: E402 - optimizers refuse to be traced, which needs fx
 from .serialization import load, save  # noqa: E402
+from . import cuda  # noqa: E402 - imports no numba until CUDA is used

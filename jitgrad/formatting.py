@@ -97,13 +97,17 @@ def format_array(values: np.ndarray, indent: int) -> str:
     return _nested(values, indent, summarize, formatter)
 
 
-def tensor_repr(values: np.ndarray, dtype_name: str, default_dtype_name: str, suffixes: list[str]) -> str:
-    """``tensor([1., 2.], dtype=jitgrad.float64, grad_fn=<MulBackward0>)``."""
+def tensor_repr(values: np.ndarray, dtype_name: str, default_dtype_name: str, suffixes: list[str],
+                device: str | None = None) -> str:
+    """``tensor([1., 2.], device='cuda:0', dtype=jitgrad.float64, grad_fn=<MulBackward0>)``; ``device``
+    is None for a CPU tensor, which says nothing of its device, as in PyTorch."""
     indent = len("tensor(")
     text = "tensor(" + format_array(values, indent)
     extras = []
     if values.size == 0 and values.ndim != 1:
         extras.append(f"size={tuple(values.shape)}")
+    if device is not None:
+        extras.append(f"device='{device}'")
     # An empty tensor has no elements to show it holds integers, so only the default float goes unsaid.
     implied = {default_dtype_name} if values.size == 0 else {default_dtype_name, "int64", "bool"}
     if dtype_name not in implied:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import dtypes
+from .device import CPU, device, device_of, to_host
 from .hooks import RemovableHandle
 from .formatting import tensor_repr
 from .shapes import Size, check_not_0d, wrap_dim
@@ -115,14 +116,26 @@ class Tensor:
         return self._data.size
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self) -> device:
+        return CPU if type(self._data) is np.ndarray else device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return type(self._data) is not np.ndarray and device_of(self._data).type == "cuda"
+
+    def _host_data(self) -> np.ndarray:
+        """The values as a numpy array: this tensor's own for a CPU tensor, a copy for a CUDA one."""
+        data = self._data
+        return data if type(data) is np.ndarray else to_host(data)
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
     def numpy(self) -> np.ndarray:
         """The array inside (shared, not copied), as ``torch.Tensor.numpy`` does."""
+        if self.is_cuda:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to "
+                            "copy the tensor to host memory first.")
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -141,10 +154,10 @@ class Tensor:
     def item(self) -> float | int | bool:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item()
+        return self._host_data().reshape(()).item()
 
     def tolist(self) -> Any:
-        return self._data.tolist()
+        return self._host_data().tolist()
 
     def __float__(self) -> float:
         if self._data.size != 1:
@@ -181,7 +194,7 @@ class Tensor:
     def __format__(self, format_spec: str) -> str:
         """A 0-d tensor formats as its value (``f"{loss:.4f}"``), as in PyTorch."""
         if self._data.ndim == 0:
-            return format(self._data.item(), format_spec)
+            return format(self.item(), format_spec)
         return object.__format__(self, format_spec)
 
     def __repr__(self) -> str:
@@ -190,7 +203,9 @@ class Tensor:
             suffixes.append(f"grad_fn=<{self._grad_fn.name()}>")
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
-        return tensor_repr(self._data, self._data.dtype.name, dtypes.get_default_dtype().name, suffixes)
+        place = None if type(self._data) is np.ndarray else self.device
+        return tensor_repr(self._host_data(), self._data.dtype.name, dtypes.get_default_dtype().name, suffixes,
+                           None if place is None or place == CPU else str(place))
 
     # ---- autograd metadata -------------------------------------------------------------------------
     @property
@@ -265,6 +280,8 @@ class Tensor:
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type: grad is "
                                    f"{value.dtype!r} but the tensor is {self.dtype!r}")
+            if value.device != self.device:
+                raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value
 
     @property

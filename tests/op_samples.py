@@ -247,6 +247,7 @@ SAMPLES: list[Sample] = [
     Sample("to_dtype", "float32", lambda x: x.to(jg.float32), lambda x: x.to(torch.float32), ((2, 3),),
            eps=1e-2, atol=1e-4),
     Sample("to_dtype", "float-then-double", lambda x: x.float().double(), SAME, ((4,),), eps=1e-2, atol=1e-4),
+    Sample("to_device", "copy", lambda x: x.to("cpu", copy=True), SAME, ((2, 3),)),
     Sample("clone", "method", lambda x: x.clone(), SAME, ((2, 3),)),
     Sample("clone", "function", lambda x: jg.ops.clone(x), lambda x: torch.clone(x), ((),)),
     Sample("fill", "inplace", lambda x: (x * 1).fill_(0.5), SAME, ((2, 3),)),

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jitgrad"
 
 # Bottom up; a module belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("jitgrad.dtypes", "jitgrad.shapes", "jitgrad.hooks", "jitgrad.formatting", "jitgrad.shared_arrays",
+    ("jitgrad.device", "jitgrad.dtypes", "jitgrad.shapes", "jitgrad.hooks", "jitgrad.formatting", "jitgrad.shared_arrays",
      "jitgrad.tensor"),
     ("jitgrad.random",),   # Philox bits and the generator's state; ops' sampling entries draw through it
     ("jitgrad.autograd",),
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.factories", "jitgrad.nn"),
     ("jitgrad.fx",),
     ("jitgrad.backends",),
-    ("jitgrad.compile",),
+    ("jitgrad.compile", "jitgrad.cuda"),  # jitgrad.cuda installs the backend's eager runner
     ("jitgrad.optim", "jitgrad.utils", "jitgrad.serialization"),  # training: optimizers refuse fx's traces
 )
 TOP = len(LAYERS)  # the package itself: the public namespace over every layer

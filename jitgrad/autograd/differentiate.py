@@ -5,6 +5,7 @@ from typing import Sequence, Union
 
 import numpy as np
 
+from ..device import to_device
 from ..tensor import Tensor
 from . import engine
 from .graph import Edge, GradientEdge, gradient_edge
@@ -21,6 +22,11 @@ def _as_tuple(value) -> tuple:
     return tuple(value)
 
 
+def _on_device_of(tensor: Tensor, values: np.ndarray) -> Tensor:
+    """A tensor of ``values`` on ``tensor``'s device (a seed or a materialised zero gradient)."""
+    return Tensor._make(values if type(tensor._data) is np.ndarray else to_device(values))
+
+
 def _make_grads(outputs: tuple[Tensor, ...], grad_outputs: tuple) -> list[Tensor]:
     """The seed gradient of each output: ones for a scalar output, else the one given, checked."""
     if grad_outputs and len(grad_outputs) != len(outputs):
@@ -33,10 +39,10 @@ def _make_grads(outputs: tuple[Tensor, ...], grad_outputs: tuple) -> list[Tensor
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs (output "
                                    f"{i} has shape {tuple(out._data.shape)}; pass gradient= of that shape)")
-            grads.append(Tensor._make(np.ones(out._data.shape, out._data.dtype)))
+            grads.append(_on_device_of(out, np.ones(out._data.shape, out._data.dtype)))
             continue
         if not isinstance(grad, Tensor):
-            grad = Tensor._make(np.asarray(grad, dtype=out._data.dtype))
+            grad = _on_device_of(out, np.asarray(grad, dtype=out._data.dtype))
         if grad._data.shape != out._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{tuple(grad._data.shape)} and output[{i}] has a shape of "
@@ -121,6 +127,6 @@ def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used "
                                    "in the graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads and isinstance(value, Tensor):
-                grad = Tensor._make(np.zeros(value._data.shape, value._data.dtype))
+                grad = _on_device_of(value, np.zeros(value._data.shape, value._data.dtype))
         results.append(grad)
     return tuple(results)

@@ -7,6 +7,14 @@ first and then the node created last (highest ``sequence_nr``). For ``autograd.g
 ``ExecInfo`` marks the nodes on a path to the inputs; only those run, and the inputs' gradients are
 captured instead of accumulated.
 
+Devices: each node's gradient slots record the device of the forward tensor (``InputMetadata``), and a
+gradient is checked against it. Once a CUDA tensor exists, nodes go on a ready queue per device
+(``ReadyQueues``), the CPU's being the thread's queue: a node is queued on the device of the gradients
+it receives, and its kernels are launched on that device's stream. Gradients of an input arriving on
+several edges are summed on its device. The CUDA streams of the leaves a backward accumulates into are
+synchronised before it returns (``GraphTask.leaf_streams``), so ``.grad`` is never read half-written. A
+CPU-only program never reaches any of this: one flag (``jitgrad.device.usage.active``) keeps it out.
+
 A failed backward leaves nothing half done: every ``.grad`` it wrote is restored and the graph's saved
 tensors are kept (they are freed only after a backward without ``retain_graph`` succeeds).
 """
@@ -19,6 +27,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..device import CPU, current_stream, device, device_of, set_current_stream
+from ..device import usage as _devices
 from ..tensor import Tensor
 from . import anomaly_mode, grad_mode, provided
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, gradient_edge
@@ -37,6 +47,14 @@ class InputBuffer:
             return
         old = self.grads[slot]
         self.grads[slot] = grad if old is None else old + grad
+
+    def device(self) -> device:
+        """Where the node receiving these gradients runs: the device of its first gradient not on the
+        CPU, else the CPU (PyTorch's ``InputBuffer::device``)."""
+        for grad in self.grads:
+            if grad is not None and type(grad._data) is not np.ndarray:
+                return device_of(grad._data)
+        return CPU
 
 
 class ExecInfo:
@@ -67,6 +85,24 @@ class GraphTask:
         self.outstanding_tasks = 0
         self.executed: list[Node] = []
         self.grad_journal: dict[int, tuple[Tensor, Tensor | None]] = {}
+        self.leaf_streams: list = []  # the CUDA streams that accumulated into a leaf's .grad
+        self.streams: dict[device, object] = {}  # the stream each device's nodes launch on
+
+    def stream_for(self, place: device) -> object:
+        """The stream this task's nodes on ``place`` launch on: the one current when it first ran there."""
+        stream = self.streams.get(place)
+        if stream is None:
+            stream = self.streams[place] = current_stream()
+        return stream
+
+    def record_leaf_stream(self, stream: object) -> None:
+        if not any(s is stream for s in self.leaf_streams):
+            self.leaf_streams.append(stream)
+
+    def synchronize_leaf_streams(self) -> None:
+        """Waits for the kernels writing the leaves' ``.grad`` (PyTorch's ``leaf_streams``)."""
+        for stream in self.leaf_streams:
+            stream.synchronize()
 
     def record_grad(self, tensor: Tensor) -> None:
         """Remembers ``tensor.grad`` as it was before this task first wrote it (for rollback)."""
@@ -136,10 +172,45 @@ class ReadyQueue:
         self._heap = [entry for entry in self._heap if entry[3] is not task]
         heapq.heapify(self._heap)
 
+    def head(self) -> tuple | None:
+        """The order of the node ``pop`` would return next (None when empty)."""
+        return self._heap[0][:3] if self._heap else None
+
+
+class ReadyQueues:
+    """A ready queue per device, the CPU's being the thread's own queue. A node is queued on the device
+    of the gradients it receives (``InputBuffer.device``). One thread serves every queue: it pops the
+    queue whose next node comes first in a single queue's order (deepest task, highest sequence number),
+    so a backward runs its nodes in the order the CPU engine does; a node's queue decides the stream its
+    kernels are launched on."""
+
+    def __init__(self, cpu_queue: ReadyQueue) -> None:
+        self.queues: dict[device, ReadyQueue] = {CPU: cpu_queue}
+
+    def push(self, task: GraphTask, fn: Node, inputs: InputBuffer) -> None:
+        place = inputs.device()
+        queue = self.queues.get(place)
+        if queue is None:
+            queue = self.queues[place] = ReadyQueue()
+        queue.push(task, fn, inputs)
+
+    def pop(self) -> tuple[GraphTask, Node, InputBuffer]:
+        best, first = None, None
+        for queue in self.queues.values():
+            head = queue.head()
+            if head is not None and (first is None or head < first):
+                best, first = queue, head
+        return best.pop()
+
+    def discard(self, task: GraphTask) -> None:
+        for queue in self.queues.values():
+            queue.discard(task)
+
 
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.ready_queue = ReadyQueue()
+        self.device_queues = ReadyQueues(self.ready_queue)  # used once a CUDA tensor exists
         self.depth = 0  # how many backward calls are running on this thread
         self.task: GraphTask | None = None  # the task whose node is running
 
@@ -162,7 +233,7 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
     """Runs backward from ``roots`` seeded with ``grads``; returns the gradients captured at
     ``outputs`` (when given without ``accumulate_grad``)."""
     if accumulate_grad and not outputs and not create_graph and len(roots) == 1 \
-            and not anomaly_mode.state.enabled and _into_leaves(roots[0][0]):
+            and not anomaly_mode.state.enabled and not _devices.active and _into_leaves(roots[0][0]):
         _execute_one_node(roots[0], validate_outputs(_ROOT, roots, [grads[0]])[0], keep_graph)
         return []
     task = GraphTask(keep_graph, create_graph, _thread.depth)
@@ -170,7 +241,7 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
     task.compute_dependencies(root)
     if outputs:
         task.init_to_execute(root, outputs, accumulate_grad)
-    queue = _thread.ready_queue
+    queue = _thread.device_queues if _devices.active else _thread.ready_queue
     queue.push(task, root, InputBuffer(0))
     previous_mode, previous_task = grad_mode.state.grad_enabled, _thread.task
     grad_mode.state.grad_enabled = create_graph
@@ -179,8 +250,12 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
         while task.outstanding_tasks:
             owner, fn, inputs = queue.pop()
             _thread.task = owner
-            evaluate_function(owner, fn, inputs.grads, queue)
+            if _devices.active:
+                _evaluate_on_device(owner, fn, inputs, queue)
+            else:
+                evaluate_function(owner, fn, inputs.grads, queue)
             owner.outstanding_tasks -= 1
+        task.synchronize_leaf_streams()
     except BaseException:
         queue.discard(task)
         task.roll_back()
@@ -193,6 +268,24 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
         for fn in task.executed:
             fn.release_variables()
     return task.captured
+
+
+def _evaluate_on_device(task: GraphTask, fn: Node, inputs: InputBuffer, queue: ReadyQueues) -> None:
+    """``evaluate_function`` for a node of the queue of ``inputs``' device: a CUDA node launches its
+    kernels on the task's stream for the device, and an AccumulateGrad records that stream as a leaf
+    stream, synchronised before backward returns."""
+    place = inputs.device()
+    if place.type == "cpu":
+        evaluate_function(task, fn, inputs.grads, queue)
+        return
+    stream = task.stream_for(place)
+    if type(fn) is AccumulateGrad:
+        task.record_leaf_stream(stream)
+    previous = set_current_stream(stream)
+    try:
+        evaluate_function(task, fn, inputs.grads, queue)
+    finally:
+        set_current_stream(previous)
 
 
 def _into_leaves(fn: Node) -> bool:
@@ -231,7 +324,8 @@ def backward_into_leaves(output: Tensor, keep_graph: bool) -> bool:
     """``output.backward()`` for a one-element output whose graph ``_into_leaves`` accepts, done by
     ``_execute_one_node``; False (nothing done) for any other graph, which takes the general path."""
     fn = output._grad_fn
-    if fn is None or output._view is not None or output._data.size != 1 or anomaly_mode.state.enabled:
+    if fn is None or output._view is not None or output._data.size != 1 or anomaly_mode.state.enabled \
+            or _devices.active:
         return False
     if not _into_leaves(fn):
         return False
@@ -288,8 +382,15 @@ def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
             if tensor._grad is not None:
                 tensor._grad = tensor._grad + grad
             else:  # with create_graph the retained gradient stays differentiable
-                tensor._grad = grad if task.create_graph else Tensor._make(grad._data.copy())
+                tensor._grad = grad if task.create_graph else _copied(grad)
     return grads
+
+
+def _copied(grad: Tensor) -> Tensor:
+    """A copy of ``grad`` on its device, outside the graph."""
+    if type(grad._data) is np.ndarray:
+        return Tensor._make(grad._data.copy())
+    return grad.detach().clone()
 
 
 def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
@@ -386,7 +487,9 @@ def validate_outputs(fn: Node, edges: Sequence[Edge | None], grads: list) -> lis
         if not isinstance(grad, Tensor):
             raise TypeError(f"Function {fn.name()} returned a {type(grad).__name__} as gradient {i}; "
                             "gradients must be Tensors or None")
-        shape, dtype, _ = edge[0]._input_metadata[edge[1]]
+        shape, dtype, place = edge[0]._input_metadata[edge[1]]
+        if _devices.active:
+            grad = _on_device(fn, i, grad, place)
         if grad._data.shape != shape:
             if not _expandable(shape, grad._data.shape):
                 raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {i} - got "
@@ -397,6 +500,18 @@ def validate_outputs(fn: Node, edges: Sequence[Edge | None], grads: list) -> lis
             grad = grad.to(dtype)
         grads[i] = grad
     return grads
+
+
+def _on_device(fn: Node, index: int, grad: Tensor, place: device) -> Tensor:
+    """``grad`` on the device of its slot: a 0-d gradient is moved there, any other on another device is
+    an error, as in PyTorch: gradients never cross devices silently."""
+    grad_device = CPU if type(grad._data) is np.ndarray else device_of(grad._data)
+    if grad_device == place:
+        return grad
+    if grad._data.ndim == 0:
+        return grad.to(place)
+    raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {index} - expected device "
+                       f"{place} but got {grad_device}")
 
 
 def _expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from . import anomaly_mode, grad_mode
+from ..device import CPU, device, device_of
 from ..hooks import RemovableHandle
 from .versions import refresh_view
 
@@ -38,10 +39,11 @@ class GradientEdge(NamedTuple):
 
 
 class InputMetadata(NamedTuple):
-    """What a gradient arriving at a node's slot must look like."""
+    """What a gradient arriving at a node's slot must look like: its shape, dtype and device (the
+    device of the forward tensor it is the gradient of, where the engine sums and sends it)."""
     shape: tuple[int, ...]
     dtype: np.dtype
-    device: str = "cpu"
+    device: device = CPU
 
 
 class _SequenceCounter(threading.local):
@@ -190,7 +192,8 @@ class AccumulateGrad(Node):
         super().__init__((), sequence_nr=MAX_SEQUENCE_NR)
         self.variable = variable
         self._lock = threading.Lock()
-        self._input_metadata = [new_input_metadata((variable._data.shape, variable._data.dtype, "cpu"))]
+        data = variable._data
+        self._input_metadata = [new_input_metadata((data.shape, data.dtype, _device_of(data)))]
 
     def _tensor_hooks(self, slot: int) -> dict | None:
         return self.variable._hooks
@@ -219,10 +222,16 @@ class AccumulateGrad(Node):
         variable = self.variable
         with self._lock:
             old = variable._grad
-            if old is not None:
+            if type(grad._data) is not np.ndarray:  # a CUDA gradient: summed and copied by kernels
+                variable._grad = old + grad if old is not None else grad.clone() if copy else grad
+            elif old is not None:
                 variable._grad = type(grad)._make(old._data + grad._data)
             else:
                 variable._grad = type(grad)._make(np.array(grad._data, copy=True)) if copy else grad
+
+
+def _device_of(data: object) -> device:
+    return CPU if type(data) is np.ndarray else device_of(data)
 
 
 # NamedTuple's own constructor is Python code; these build the same tuples from C.
@@ -243,7 +252,8 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
             output._requires_grad = True
             output._grad_fn = node
             output._output_nr = len(metadata)
-        metadata.append(new_input_metadata((data.shape, data.dtype, "cpu")))
+        metadata.append(new_input_metadata((data.shape, data.dtype,
+                                            CPU if type(data) is np.ndarray else device_of(data))))
 
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+
+from ..device import to_device, to_host
 from ..tensor import Tensor
 from . import forward_ad
 from .versions import version_counter
@@ -48,11 +51,21 @@ class saved_tensors_hooks:
 
 
 class save_on_cpu(saved_tensors_hooks):
-    """PyTorch's offloading of saved tensors to host memory; jitgrad's tensors already live there, so
-    packing keeps the array as it is. Kept so that code written for PyTorch runs unchanged."""
+    """PyTorch's offloading of saved tensors to host memory: a CUDA tensor is saved as a host copy and
+    copied back to the GPU when backward needs it; a CPU tensor's array is kept as it is."""
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
-        super().__init__(lambda tensor: tensor._data, lambda array: Tensor._make(array))
+        super().__init__(_pack_on_cpu, _unpack_from_cpu)
+
+
+def _pack_on_cpu(tensor: Tensor) -> tuple[bool, np.ndarray]:
+    on_device = type(tensor._data) is not np.ndarray
+    return on_device, to_host(tensor._data) if on_device else tensor._data
+
+
+def _unpack_from_cpu(packed: tuple[bool, np.ndarray]) -> Tensor:
+    on_device, array = packed
+    return Tensor._make(to_device(array) if on_device else array)
 
 
 class SavedTensor:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..device import may_share_memory
 from . import provided
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]
         root, chain = base, ()
     counter = version_counter(base)
     for index, out in enumerate(outputs):
-        if np.may_share_memory(out._data, base._data):
+        if may_share_memory(out._data, base._data):
             out._version_counter = counter
             out._view = (root, counter[0], chain + ((op, attrs, index if len(outputs) > 1 else None),))
 

@@ -10,21 +10,45 @@ from __future__ import annotations
 from .. import ops
 from ..tensor import Tensor
 from . import inplace
+from ..device import CPU, as_device, device
 from .arithmetic import to_dtype
+from .device_copy import to as copy_to
 from .public import public_names
 from .shape import shape_arg
 
 
 def _to(self, *args, **kwargs):
-    """``x.to(dtype)``; a device argument other than "cpu" is refused, since jitgrad runs on the CPU."""
+    """``x.to(dtype)``, ``x.to(device)``, ``x.to(device, dtype)``, ``x.to(other)`` (its device and dtype),
+    with ``copy=`` and ``non_blocking=`` (accepted; copies are ordered on the stream), as in PyTorch. The
+    cast runs on the CPU side of a copy between devices, so it is one kernel fewer on the GPU."""
     dtype = kwargs.pop("dtype", None)
+    target = as_device(kwargs.pop("device", None))
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     for arg in args:
-        if isinstance(arg, str) or arg is None:
-            if arg not in (None, "cpu"):
-                raise RuntimeError(f"to(): jitgrad eager tensors live on the CPU; got device {arg!r}")
-        else:
+        if isinstance(arg, Tensor):
+            target, dtype = arg.device, arg.dtype
+        elif isinstance(arg, (str, device)) or (isinstance(arg, int) and not isinstance(arg, bool)):
+            target = as_device(arg)
+        elif arg is not None:
             dtype = arg
-    return self if dtype is None else to_dtype(self, dtype)
+    if target is not None and target.type == "cuda" and self.device.type != "cuda":
+        cast = self if dtype is None else to_dtype(self, dtype)
+        return copy_to(cast, target, copy=copy and cast is self)
+    moved = self if target is None else copy_to(self, target, copy=copy and dtype is None)
+    return moved if dtype is None else to_dtype(moved, dtype)
+
+
+def _cuda(self, device=None, non_blocking=False):  # noqa: ARG001 - accepted as in PyTorch
+    """This tensor on the GPU (itself when it is there already)."""
+    return copy_to(self, as_device("cuda" if device is None else device))
+
+
+def _cpu(self):
+    """This tensor in host memory (itself when it is there already)."""
+    return copy_to(self, CPU)
 
 
 def _reversed(fn):
@@ -87,6 +111,8 @@ def _attach() -> None:
     Tensor.__imul__, Tensor.__itruediv__, Tensor.__ipow__ = inplace.mul_, inplace.div_, inplace.pow_
     Tensor.__setitem__ = inplace.setitem
     Tensor.to = _to
+    Tensor.cuda = _cuda
+    Tensor.cpu = _cpu
     Tensor.float = lambda self: to_dtype(self, "float32")
     Tensor.double = lambda self: to_dtype(self, "float64")
     Tensor.long = lambda self: to_dtype(self, "int64")

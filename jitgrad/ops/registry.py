@@ -33,11 +33,17 @@ import numpy as np
 from ..autograd import forward_ad, grad_mode
 from ..autograd.graph import gradient_edge, set_history
 from ..autograd.versions import mark_views
+from ..device import CPU, device_of, is_device_array, to_device
+from ..device import usage as _devices
 from ..tensor import Tensor
 from .op_backward import node_class
 from .public import declare_public
 
 REGISTRY: dict[str, "OpDef"] = {}
+# How an op runs on a device: ``DEVICE_RUNNERS["cuda"](op, values, attrs)`` returns device arrays where
+# ``op.forward(*values, **attrs)`` returns numpy ones. ``jitgrad/backends/numba_cuda/eager.py`` installs
+# the CUDA runner (``install()``), which ``jitgrad.cuda`` calls when the first CUDA tensor is made.
+DEVICE_RUNNERS: dict[str, Callable[..., Any]] = {}
 KINDS = frozenset({"elementwise", "reduction", "statement"})
 
 
@@ -81,6 +87,7 @@ class OpDef:
     kind: str = "statement"
     recompute: bool = False
     meta: Callable[..., Any] | None = None
+    crosses_devices: bool = False  # its forward copies between devices itself (``ops/device_copy.py``)
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
@@ -141,14 +148,17 @@ class OpDef:
                 values = tuple(_value(t) for t in args)
                 requires_grad = any(isinstance(t, Tensor) and t._requires_grad for t in args)
         try:
-            out = op.forward(*values, **attrs)
+            if _devices.active:  # False until the first CUDA tensor is made: CPU programs pay one test
+                out = _run_on_device(op, tensors, values, attrs)
+            else:
+                out = op.forward(*values, **attrs)
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(op, tensors, attrs, error) from error
 
         # made in inference mode, or a view of what was: an inference tensor
         inference = grad_mode.state.inference or op.view and getattr(tensors[0], "_is_inference", False)
         if type(out) is tuple:
-            outputs = tuple(Tensor._make(o if type(o) is np.ndarray else np.asarray(o)) for o in out)
+            outputs = tuple(Tensor._make(o if type(o) is np.ndarray else _as_array(o)) for o in out)
             if inference:
                 for o in outputs:
                     o._is_inference = True
@@ -161,7 +171,7 @@ class OpDef:
             if _dual.level is not None:
                 forward_ad.propagate(op, args, attrs, outputs)
             return outputs
-        result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+        result = Tensor._make(out if type(out) is np.ndarray else _as_array(out))
         if inference:
             result._is_inference = True
         if op.view:
@@ -193,13 +203,13 @@ def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: A
           variadic: bool = False, explain: Callable[[tuple, dict], str | None] | None = None,
           jvp: Callable[..., Any] | None = None, view: bool = False, lower: Any = None,
           kind: str = "statement", recompute: bool = False, meta: Callable[..., Any] | None = None,
-          public: tuple[str, ...] = (), **derivatives: Callable[..., Any]) -> OpDef:
+          public: tuple[str, ...] = (), crosses_devices: bool = False, **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter).
     ``public`` makes the op itself public under its name, as a ``"function"``, a ``"method"`` or both
     (``jitgrad/ops/public.py``); an op reached through a wrapper leaves it empty."""
     op = register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
-                        kind, recompute, meta))
+                        kind, recompute, meta, crosses_devices))
     if public:
         declare_public(name, op, public)
     return op
@@ -267,6 +277,44 @@ def _value(arg: Any) -> Any:
     if isinstance(arg, Tensor):
         return arg._data
     return arg.value if isinstance(arg, SymbolicValue) else arg
+
+
+def _as_array(out: Any) -> Any:
+    """An op's output as a tensor's storage: a device array as it is (``np.asarray`` would copy it
+    to the host), anything else (a numpy scalar) as a numpy array."""
+    return out if is_device_array(out) else np.asarray(out)
+
+
+def _run_on_device(op: OpDef, tensors: tuple, values: tuple, attrs: dict) -> Any:
+    """Runs ``op`` on the device of its tensors: ``op.forward`` when they are all on the CPU, else the
+    device's runner. A 0-d CPU tensor may join a CUDA op (it is copied to the device), as in PyTorch;
+    any other mix of devices is PyTorch's error."""
+    arguments = list(tensors[0]) + list(tensors[1:]) if op.variadic else list(tensors)
+    target = None
+    for t in arguments:
+        if isinstance(t, Tensor) and is_device_array(t._data):
+            target = device_of(t._data)
+            break
+    if target is None or op.crosses_devices:
+        return op.forward(*values, **attrs)
+    for t in arguments:
+        if isinstance(t, Tensor) and t._data.ndim and device_of(t._data) != target:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                               f"devices, {target} and {CPU}!")
+    values = tuple(_moved(v) for v in values) if not op.variadic else \
+        ([_moved(v) for v in values[0]],) + tuple(_moved(v) for v in values[1:])
+    runner = DEVICE_RUNNERS.get(target.type)
+    if runner is None:
+        raise RuntimeError(f"{op.name}: no {target.type.upper()} runner is installed; import jitgrad.cuda "
+                           f"(jitgrad.backends.numba_cuda.eager installs it)")
+    return runner(op, values, attrs)
+
+
+def _moved(value: Any) -> Any:
+    """A value of a CUDA op: a 0-d CPU tensor's array copied to the device, anything else as it is."""
+    if type(value) is np.ndarray and value.ndim == 0:
+        return to_device(value)
+    return value
 
 
 def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
