@@ -107,6 +107,17 @@ def as_device(spec: "str | device | int | None") -> device | None:
     return device(spec)
 
 
+def placed(spec: "str | device | int") -> device:
+    """The device a tensor is put on for ``spec``: ``"cuda"`` means the current GPU, ``cuda:0``, the only
+    one jitgrad uses."""
+    target = as_device(spec)
+    if target.type == "cuda":
+        if target.index not in (None, 0):
+            raise RuntimeError(f"CUDA error: invalid device ordinal {target.index}: jitgrad uses one GPU, cuda:0")
+        return CUDA0
+    return CPU
+
+
 def _cuda() -> Any:
     from numba import cuda  # lazily: a CPU-only program never imports numba.cuda
     return cuda
@@ -164,7 +175,7 @@ def to_device(array: np.ndarray, stream: Any = None) -> Any:
         callbacks, usage.first_use_callbacks = usage.first_use_callbacks, []
         for callback in callbacks:
             callback()
-    host = np.ascontiguousarray(array)
+    host = array if array.flags.c_contiguous else np.array(array, order="C")  # ascontiguousarray makes 0-d 1-d
     return _cuda().to_device(host, stream=stream if stream is not None else current_stream())
 
 
@@ -249,3 +260,45 @@ def _contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...
         strides.append(step)
         step *= size
     return tuple(reversed(strides))
+
+
+class _StridedCopy:
+    """The CUDA backend's copy kernel, ``copy(src, dst, stream)`` for device arrays of any strides, which
+    the backend registers (``register_strided_copy``) so that writes into CUDA views need no import of
+    it here."""
+
+    __slots__ = ("copy",)
+
+    def __init__(self) -> None:
+        self.copy: Callable[[Any, Any, Any], None] | None = None
+
+
+strided_copy = _StridedCopy()
+
+
+def register_strided_copy(copy: Callable[[Any, Any, Any], None]) -> None:
+    """Installs the kernel ``copy_into`` uses when either array is not contiguous."""
+    strided_copy.copy = copy
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    """Writes the device array ``src`` into the device array ``dst`` (same shape and dtype; ``dst`` may
+    be a view, and the write is seen through every array sharing its memory): an in-place op's result
+    written back."""
+    from numba import config
+    if config.ENABLE_CUDASIM:  # the simulator's fake device array wraps a numpy array
+        np.copyto(dst._ary, src._ary)
+    elif dst.is_c_contiguous() and src.is_c_contiguous():
+        dst.copy_to_device(src, stream=current_stream())
+    elif strided_copy.copy is not None:
+        strided_copy.copy(src, dst, current_stream())
+    else:
+        raise NotImplementedError("writing into a non-contiguous CUDA tensor needs the CUDA backend's copy "
+                                  "kernel (jitgrad.backends.numba_cuda), which has not registered it")
+
+
+def copy_array(array: Any) -> Any:
+    """A contiguous copy of a device array, on its device (a plain copy when ``array`` is contiguous)."""
+    out = empty_device_array(array.shape, array.dtype)
+    copy_into(out, array)
+    return out

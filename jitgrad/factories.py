@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
-from .device import as_device, is_device_array, to_device, to_host
+from .device import is_device_array, placed, to_device, to_host
 from .autograd import grad_mode
 from .ops.registry import OpDef, note_created
 from .ops.sampling import normal, uniform
@@ -24,7 +24,7 @@ def _finish(data: np.ndarray, requires_grad: bool, source: Any = None, device: D
     """The new tensor, on ``device`` (made on the host and copied there); a tracer watching is told it
     was made here, from ``source`` (so that a numpy array read from outside a compiled function can
     become its input rather than a constant)."""
-    place = as_device(device)
+    place = None if device is None else placed(device)
     t = Tensor._make(data if place is None or place.type == "cpu" else to_device(data))
     t._is_inference = grad_mode.state.inference
     if requires_grad:
@@ -172,7 +172,7 @@ def _draw(distribution: OpDef, shape: tuple[int, ...], dtype: np.dtype, requires
     state = Tensor._make(default_generator.take(count))
     note_created(state, Draw(default_generator, state._data, count))
     out = distribution(state, shape=shape, dtype=dtype)
-    place = as_device(device)
+    place = None if device is None else placed(device)
     if place is not None and place.type != "cpu":
         out = Tensor._make(to_device(out._data))
     if requires_grad:

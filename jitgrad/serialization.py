@@ -6,7 +6,8 @@ is a zip archive (numpy's ``.npz`` layout) of plain data only:
 
 - ``structure.json``: ``{"format": "jitgrad.save", "version": 1, "object": node}``, where a node is
   JSON's ``null``, a bool, a number or a string, or ``{"type": "tensor", "index": i, "requires_grad":
-  bool, "parameter": bool}``, ``{"type": "list" | "tuple", "items": [node, ...]}`` or ``{"type":
+  bool, "parameter": bool}`` (with ``"device": "cuda:0"`` for a CUDA tensor, whose values are stored
+  as a host copy), ``{"type": "list" | "tuple", "items": [node, ...]}`` or ``{"type":
   "dict" | "ordered_dict", "items": [[key, node], ...]}`` (keys are nodes too, so ``{0: ...}`` stays
   an int key, as an optimizer's state needs);
 - ``tensors/<i>.npy``: tensor ``i``'s array in numpy's format, written and read with
@@ -16,6 +17,10 @@ Loading checks everything before trusting it: the archive's members, the JSON, e
 every array's header (no object arrays, a dtype jitgrad has, a size the member actually holds), and
 reports what is wrong with the file's name in a ``SerializationError``. Gradients, hooks and the
 autograd graph are not saved, as with ``torch.save``.
+
+As with PyTorch, a CUDA tensor loads onto the GPU again, unless ``map_location="cpu"`` (or
+``jitgrad.device("cpu")``) asks for the CPU; loading it where CUDA is not available is an error that
+says to pass that.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from typing import IO, Any, BinaryIO
 
 import numpy as np
 
+from . import cuda
 from .dtypes import from_numpy_dtype
 from .factories import from_numpy
 from .nn.parameter import Parameter
@@ -86,9 +92,12 @@ class _Writer:
     def tensor(self, value: Tensor) -> dict[str, Any]:
         if id(value) not in self.index_of:
             self.index_of[id(value)] = len(self.arrays)
-            self.arrays.append(value.detach().numpy())
-        return {"type": "tensor", "index": self.index_of[id(value)], "requires_grad": value.requires_grad,
+            self.arrays.append(value.detach().cpu().numpy())
+        node = {"type": "tensor", "index": self.index_of[id(value)], "requires_grad": value.requires_grad,
                 "parameter": isinstance(value, Parameter)}
+        if value.is_cuda:
+            node["device"] = str(value.device)
+        return node
 
     def container(self, value: list | tuple | dict, where: str) -> dict[str, Any]:
         if isinstance(value, dict):
@@ -136,7 +145,8 @@ def save(obj: Any, f: FileLike) -> None:
 class _Reader:
     """Reads nodes back, checking each; ``fail(reason)`` raises the error that names the file."""
 
-    def __init__(self, archive: zipfile.ZipFile, name: str) -> None:
+    def __init__(self, archive: zipfile.ZipFile, name: str, to_cpu: bool = False) -> None:
+        self.to_cpu = to_cpu
         self.archive, self.name = archive, name
         self.members = {info.filename: info for info in archive.infolist()}
         self.tensors: dict[int, Tensor] = {}
@@ -197,15 +207,23 @@ class _Reader:
 
     def tensor(self, node: dict[str, Any], where: str) -> Tensor:
         index = node.get("index")
-        if set(node) != {"type", "index", "requires_grad", "parameter"} or type(index) is not int \
+        place = node.get("device", "cpu")
+        if set(node) - {"device"} != {"type", "index", "requires_grad", "parameter"} or type(index) is not int \
                 or not isinstance(node["requires_grad"], bool) or not isinstance(node["parameter"], bool):
             raise self.fail(f"{STRUCTURE}: {where} is a malformed tensor node (it needs an int \"index\" and "
                             "bools \"requires_grad\" and \"parameter\")")
+        if place not in ("cpu", "cuda:0"):
+            raise self.fail(f"{STRUCTURE}: {where} has the unknown device {place!r}")
         if index not in self.tensors:
             data = self.array(index)
             if node["requires_grad"] and data.dtype.kind != "f":
                 raise self.fail(f"{STRUCTURE}: {where} requires grad but its array is {data.dtype}")
             tensor = from_numpy(data)
+            if place != "cpu" and not self.to_cpu:
+                if not cuda.is_available():
+                    raise RuntimeError(f"jitgrad.load({self.name}): {where} was saved from a CUDA device, but CUDA "
+                                       "is not available; pass map_location='cpu' to load it on the CPU")
+                tensor = tensor.to(place)
             if node["parameter"]:
                 tensor = Parameter(tensor, node["requires_grad"])
             elif node["requires_grad"]:
@@ -245,19 +263,22 @@ class _Reader:
 
 
 def load(f: FileLike, map_location: str | None = None, *, weights_only: bool = True) -> Any:
-    """Reads what ``save`` wrote to ``f`` (a path or a binary file object). ``map_location`` ("cpu" or
-    None) and ``weights_only`` are taken for PyTorch's signature: jitgrad files hold data only, so
-    every load is a weights-only load. Anything wrong with the file raises ``SerializationError``
-    naming the file and the problem; a missing file is the usual ``FileNotFoundError``."""
-    if map_location not in (None, "cpu"):
-        raise ValueError(f"jitgrad.load: map_location={map_location!r}: jitgrad runs on the CPU")
+    """Reads what ``save`` wrote to ``f`` (a path or a binary file object). A CUDA tensor loads onto the
+    GPU, as it was saved, unless ``map_location`` is "cpu" (None keeps the saved devices).
+    ``weights_only`` is taken for PyTorch's signature: jitgrad files hold data only, so every load is a
+    weights-only load. Anything wrong with the file raises ``SerializationError`` naming the file and
+    the problem; a missing file is the usual ``FileNotFoundError``."""
+    if map_location is not None and map_location != "cpu":
+        raise ValueError(f"jitgrad.load: map_location={map_location!r}: give 'cpu', or None to load tensors "
+                         "on the devices they were saved from")
+    to_cpu = map_location is not None
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as file:
-            return _load(file, repr(os.fspath(f)))
-    return _load(f, "<file object>")
+            return _load(file, repr(os.fspath(f)), to_cpu)
+    return _load(f, "<file object>", to_cpu)
 
 
-def _load(file: BinaryIO, name: str) -> Any:
+def _load(file: BinaryIO, name: str, to_cpu: bool = False) -> Any:
     try:
         archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as error:
@@ -265,7 +286,7 @@ def _load(file: BinaryIO, name: str) -> Any:
                                  "a zip of .npy arrays and structure.json: the file is truncated, damaged, or "
                                  "another kind of file") from None
     with archive:
-        reader = _Reader(archive, name)
+        reader = _Reader(archive, name, to_cpu)
         try:
             reader.check_members()
             return reader.node(reader.document(), "obj")

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..device import CPU, current_stream, device, device_of, set_current_stream
+from ..device import CPU, copy_array, current_stream, device, device_of, set_current_stream
 from ..device import usage as _devices
 from ..tensor import Tensor
 from . import anomaly_mode, grad_mode, provided
@@ -390,7 +390,7 @@ def _copied(grad: Tensor) -> Tensor:
     """A copy of ``grad`` on its device, outside the graph."""
     if type(grad._data) is np.ndarray:
         return Tensor._make(grad._data.copy())
-    return grad.detach().clone()
+    return Tensor._make(copy_array(grad._data))
 
 
 def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:

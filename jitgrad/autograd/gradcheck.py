@@ -2,7 +2,9 @@
 
 PyTorch's signatures, so a test written for ``torch.autograd.gradcheck`` runs unchanged. The
 analytical Jacobian is built a row at a time with ``autograd.grad`` (one-hot output gradients); the
-numerical one a column at a time by nudging each input element by ``eps``.
+numerical one a column at a time by nudging each input element by ``eps``. CUDA inputs are checked
+too: values are read through host copies, a CUDA input is nudged on the host and copied back, and the
+seeds go to each output's device.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..device import to_device, to_host
 from ..tensor import Tensor
 from .differentiate import grad as autograd_grad
 
@@ -30,20 +33,42 @@ def _outputs(func: Callable, inputs: tuple) -> tuple[Tensor, ...]:
     return tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor))
 
 
+def _values(tensor: Tensor) -> np.ndarray:
+    """A tensor's values as float64 numbers on the host, flat."""
+    return to_host(tensor._data).astype(np.float64).ravel()
+
+
+def _like(tensor: Tensor, values: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """A tensor of ``values`` on ``tensor``'s device."""
+    on_host = type(tensor._data) is np.ndarray
+    return Tensor._make(values if on_host else to_device(values), requires_grad)
+
+
+def _nudged(tensor: Tensor, k: int, value: float) -> None:
+    """Sets element ``k`` of ``tensor`` (in place, on its device)."""
+    if type(tensor._data) is np.ndarray:
+        tensor._data.flat[k] = value
+    else:
+        host = to_host(tensor._data)
+        host.flat[k] = value
+        tensor._data = to_device(host)
+
+
 def _numerical_jacobians(func: Callable, inputs: tuple, eps: float) -> list[list[np.ndarray]]:
     """``[input][output]`` Jacobians of shape (output numel, input numel). ``func`` runs in the caller's
     grad mode: it may differentiate something itself."""
     jacobians = []
     for i in _differentiable(inputs):
-        array = inputs[i]._data
+        tensor = inputs[i]
+        originals = to_host(tensor._data).ravel().copy()
         columns: list[list[np.ndarray]] = []
-        for k in range(array.size):
-            original = array.flat[k]
-            array.flat[k] = original + eps
-            plus = [o._data.astype(np.float64).ravel().copy() for o in _outputs(func, inputs)]
-            array.flat[k] = original - eps
-            minus = [o._data.astype(np.float64).ravel() for o in _outputs(func, inputs)]
-            array.flat[k] = original
+        for k in range(originals.size):
+            original = originals[k]
+            _nudged(tensor, k, original + eps)
+            plus = [_values(o).copy() for o in _outputs(func, inputs)]
+            _nudged(tensor, k, original - eps)
+            minus = [_values(o) for o in _outputs(func, inputs)]
+            _nudged(tensor, k, original)
             columns.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
         n_outputs = len(_outputs(func, inputs))
         jacobians.append([np.stack([c[o] for c in columns], axis=1) if columns
@@ -61,11 +86,11 @@ def _analytical_jacobians(func: Callable, inputs: tuple) -> list[list[np.ndarray
         for row in range(out._data.size):
             seed = np.zeros(out._data.size, out._data.dtype)
             seed[row] = 1
-            grads = autograd_grad(out, wanted, Tensor._make(seed.reshape(out._data.shape)),
+            grads = autograd_grad(out, wanted, _like(out, seed.reshape(out._data.shape)),
                                   retain_graph=True, allow_unused=True)
             for i_index, g in enumerate(grads):
                 if g is not None:
-                    jacobians[i_index][o_index][row] = g._data.astype(np.float64).ravel()
+                    jacobians[i_index][o_index][row] = _values(g)
     return jacobians
 
 
@@ -109,10 +134,10 @@ def _check_zero_grads(func: Callable, inputs: tuple) -> bool:
     outputs = [o for o in _outputs(func, inputs) if o.requires_grad]
     if not outputs:
         return True
-    zeros = [Tensor._make(np.zeros(o._data.shape, o._data.dtype)) for o in outputs]
+    zeros = [_like(o, np.zeros(o._data.shape, o._data.dtype)) for o in outputs]
     wanted = [inputs[i] for i in _differentiable(inputs)]
     grads = autograd_grad(outputs, wanted, zeros, allow_unused=True)
-    return all(g is None or not np.any(g._data) for g in grads)
+    return all(g is None or not np.any(to_host(g._data)) for g in grads)
 
 
 def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6,
@@ -127,7 +152,7 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
     outputs = _outputs(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(Tensor._make(rng.standard_normal(o._data.shape).astype(o._data.dtype), True)
+        grad_outputs = tuple(_like(o, rng.standard_normal(o._data.shape).astype(o._data.dtype), True)
                              for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n_inputs = len(inputs)

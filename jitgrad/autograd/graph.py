@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from . import anomaly_mode, grad_mode
-from ..device import CPU, device, device_of
+from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
 from .versions import refresh_view
 
@@ -222,8 +222,9 @@ class AccumulateGrad(Node):
         variable = self.variable
         with self._lock:
             old = variable._grad
-            if type(grad._data) is not np.ndarray:  # a CUDA gradient: summed and copied by kernels
-                variable._grad = old + grad if old is not None else grad.clone() if copy else grad
+            if type(grad._data) is not np.ndarray:  # a CUDA gradient: summed by a kernel, copied on the GPU
+                variable._grad = old + grad if old is not None else \
+                    type(grad)._make(copy_array(grad._data)) if copy else grad
             elif old is not None:
                 variable._grad = type(grad)._make(old._data + grad._data)
             else:

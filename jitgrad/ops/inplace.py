@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.versions import increment_version, refresh_view, view_positions
+from ..device import copy_array, copy_into, device_of
 from ..tensor import Tensor
 from . import arithmetic
 from .indexing import getitem, in_pytorch_order, normalize_index
@@ -34,9 +35,14 @@ def _involves_grad(self: Tensor, args: tuple) -> bool:
 
 def _snapshot(tensor: Tensor) -> Tensor:
     """The tensor's value now, as a separate tensor with the same place in the graph."""
-    snapshot = Tensor._make(tensor._data.copy(), tensor._requires_grad)
+    snapshot = Tensor._make(_copied(tensor), tensor._requires_grad)
     snapshot._grad_fn, snapshot._output_nr = tensor._grad_fn, tensor._output_nr
     return snapshot
+
+
+def _copied(tensor: Tensor) -> Any:
+    """A copy of ``tensor``'s array on its device."""
+    return tensor._data.copy() if type(tensor._data) is np.ndarray else copy_array(tensor._data)
 
 
 def _check_not_inference(tensor: Tensor) -> None:
@@ -74,11 +80,29 @@ def _write(name: str, self: Tensor, result: Tensor) -> None:
     if not np.can_cast(result._data.dtype, self._data.dtype, casting="same_kind"):
         raise RuntimeError(f"{name}: result type {result._data.dtype.name} can't be cast to the desired "
                            f"output type {self._data.dtype.name}")
-    if not self._data.flags.writeable:
-        raise RuntimeError(f"{name}: this tensor's memory is read-only (an expanded view); clone() it first")
-    np.copyto(self._data, result._data, casting="same_kind")
+    if type(self._data) is not np.ndarray:
+        _write_on_device(self, result)
+    else:
+        if not self._data.flags.writeable:
+            raise RuntimeError(f"{name}: this tensor's memory is read-only (an expanded view); clone() it first")
+        np.copyto(self._data, result._data, casting="same_kind")
     increment_version(self)
     note_alias(self, result)
+
+
+def _write_on_device(self: Tensor, result: Tensor) -> None:
+    """``_write``'s copy for a CUDA tensor: the result, cast on the device, copied into its memory."""
+    if device_of(result._data) != device_of(self._data):
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                           f"{device_of(self._data)} and {device_of(result._data)}!")
+    if result._data.dtype != self._data.dtype:
+        previous = grad_mode.state.grad_enabled
+        grad_mode.state.grad_enabled = False
+        try:
+            result = arithmetic.to_dtype(result, self._data.dtype)
+        finally:
+            grad_mode.state.grad_enabled = previous
+    copy_into(self._data, result._data)
 
 
 def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], recording: bool, *args: Any,
@@ -216,7 +240,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         basic, advanced = steps
         setitem(getitem(self, basic), advanced, value)
         return
-    if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed():
+    if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed() \
+            or type(self._data) is not np.ndarray:
         apply_inplace("__setitem__", self, _index_put, value, index=index)
         return
     if not self._data.flags.writeable:
