@@ -61,13 +61,6 @@ class Parameter(Tensor):
 
 def new_parameter(*shape: int, device: str | None = None, dtype: DType | None = None) -> Parameter:
     """An uninitialised parameter of ``shape`` (the default float dtype unless ``dtype``): a module
-    makes its parameters with this and fills them in ``reset_parameters``. ``device`` is taken for
-    PyTorch's signatures; only the CPU exists."""
-    check_device(device)
-    return Parameter(empty(*shape, dtype=dtype))
-
-
-def check_device(device: str | None) -> None:
-    """Layers take PyTorch's ``device`` argument; jitgrad has only the CPU."""
-    if device not in (None, "cpu"):
-        raise RuntimeError(f"jitgrad runs on the CPU; got device {device!r}")
+    makes its parameters with this and fills them in ``reset_parameters``, on ``device`` (the CPU
+    unless given)."""
+    return Parameter(empty(*shape, dtype=dtype, device=device))

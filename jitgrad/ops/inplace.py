@@ -224,7 +224,10 @@ def zero_(self: Tensor) -> Tensor:
 
 @public("method")
 def copy_(self: Tensor, src: Any) -> Tensor:
-    """Writes ``src`` (broadcast, cast) into ``self``; the gradient flows to ``src``."""
+    """Writes ``src`` (broadcast, cast) into ``self``; the gradient flows to ``src``. As in PyTorch,
+    ``src`` may be on another device: it is copied to ``self``'s first."""
+    if isinstance(src, Tensor) and type(src._data) is not type(self._data) and src.device != self.device:
+        src = src.to(self.device)
     return apply_inplace("copy_", self, _copy, src)
 
 

@@ -114,3 +114,26 @@ def test_save_on_cpu_hooks_bring_saved_tensors_back_to_the_device():
         y = (w * w).sum()
     y.backward()
     np.testing.assert_allclose(w.grad.cpu().numpy(), 2 * A, rtol=1e-6)
+
+
+def test_a_model_made_on_cuda_matches_the_cpu_and_moves_back():
+    jg.manual_seed(0)
+    cpu = jg.nn.Sequential(jg.nn.Linear(3, 4), jg.nn.ReLU(), jg.nn.Linear(4, 2))
+    jg.manual_seed(0)
+    gpu = jg.nn.Sequential(jg.nn.Linear(3, 4, device="cuda"), jg.nn.ReLU(), jg.nn.Linear(4, 2, device="cuda"))
+    x = jg.tensor(A[:, :3])
+    cpu(x).sum().backward()
+    gpu(x.cuda()).sum().backward()
+    for p, q in zip(cpu.parameters(), gpu.parameters()):
+        assert q.is_cuda and q.grad.is_cuda
+        np.testing.assert_allclose(q.detach().cpu().numpy(), p.detach().numpy())
+        np.testing.assert_allclose(q.grad.cpu().numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    jg.optim.SGD(gpu.parameters(), lr=0.1).step()
+    jg.optim.SGD(cpu.parameters(), lr=0.1).step()
+    moved = gpu.cpu()
+    for p, q in zip(cpu.parameters(), moved.parameters()):
+        assert q.device == "cpu" and q.grad.device == "cpu"
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert all(p.is_cuda for p in cpu.cuda().parameters())
+    bn = jg.nn.BatchNorm1d(3, device="cuda")
+    assert bn(x.cuda()).is_cuda and bn.running_mean.is_cuda

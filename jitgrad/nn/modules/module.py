@@ -354,10 +354,11 @@ class Module:
                 param.grad.detach_()
                 param.grad.zero_()
 
-    # ---- dtypes -------------------------------------------------------------------------------------
+    # ---- dtypes and devices -------------------------------------------------------------------------
     def to(self, *args: Any, **kwargs: Any) -> "Module":
-        """``to(dtype)``, ``to("cpu")`` or ``to("cpu", dtype)``: floating parameters and buffers cast in
-        place (the Parameter objects stay the same, so an optimizer made before still holds them)."""
+        """``to(dtype)``, ``to(device)`` or ``to(device, dtype)``: parameters (and their gradients) and
+        buffers moved, floating ones cast, in place (the Parameter objects stay the same, so an optimizer
+        made before still holds them)."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         if kwargs:
@@ -369,8 +370,8 @@ class Module:
                 dtype = arg.dtype
             else:
                 device = arg
-        if device not in (None, "cpu"):
-            raise RuntimeError(f"to(): jitgrad runs on the CPU; got device {device!r}")
+        if device is not None:
+            self._move(device)
         if dtype is None:
             return self
         if not dtype.is_floating_point:
@@ -388,6 +389,22 @@ class Module:
         return self._cast_floating(float16)
 
     def cpu(self) -> "Module":
+        return self._move("cpu")
+
+    def cuda(self, device: Any = None) -> "Module":
+        return self._move("cuda" if device is None else device)
+
+    def _move(self, device: Any) -> "Module":
+        with no_grad():
+            for module in self.modules():
+                for param in module._parameters.values():
+                    if param is not None:
+                        param.data = param.to(device)
+                        if param.grad is not None:
+                            param.grad = param.grad.to(device)
+                for name, buffer in module._buffers.items():
+                    if buffer is not None:
+                        module._buffers[name] = buffer.to(device)
         return self
 
     def _cast_floating(self, dtype: DType) -> "Module":

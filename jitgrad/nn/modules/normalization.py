@@ -10,7 +10,7 @@ from ...factories import ones, tensor, zeros
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import check_device, new_parameter
+from ..parameter import new_parameter
 from .module import Module
 
 
@@ -58,7 +58,6 @@ class BatchNorm1d(Module):
                  track_running_stats: bool = True, device: str | None = None, dtype: DType | None = None, *,
                  bias: bool = True) -> None:
         super().__init__()
-        check_device(device)
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
@@ -74,9 +73,9 @@ class BatchNorm1d(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", tensor(0, dtype=int64))
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
