@@ -302,3 +302,9 @@ def copy_array(array: Any) -> Any:
     out = empty_device_array(array.shape, array.dtype)
     copy_into(out, array)
     return out
+
+
+def zeros_on(shape: tuple[int, ...], dtype: np.dtype, place: device) -> Any:
+    """An array of zeros on ``place`` (a missing gradient made real on its slot's device)."""
+    zeros = np.zeros(shape, dtype)
+    return zeros if place.type == "cpu" else to_device(zeros)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-import numpy as np
-
+from ..device import zeros_on
 from ..tensor import Tensor
 from . import forward_ad, grad_mode
-from .graph import Node, gradient_edge, new_input_metadata
+from .graph import Node, gradient_edge, input_metadata_of
 from .saved_tensor import SavedTensor
 
 _ONCE_DIFFERENTIABLE_ERROR = ("trying to differentiate twice a function that was marked with "
@@ -63,7 +62,7 @@ class FunctionBackward(FunctionCtx, Node):
 
     def apply(self, grads, needed):
         if self.materialize_grads:
-            grads = [g if g is not None else Tensor._make(np.zeros(m.shape, m.dtype))
+            grads = [g if g is not None else Tensor._make(zeros_on(m.shape, m.dtype, m.device))
                      for g, m in zip(grads, self._input_metadata)]
         result = self.function.backward(self, *grads)
         if not isinstance(result, tuple):
@@ -107,8 +106,7 @@ def once_differentiable(backward: Callable) -> Callable:
             return result
         results = result if isinstance(result, tuple) else (result,)
         node = _DelayedError([gradient_edge(g) for g in inputs])
-        node._input_metadata = [new_input_metadata((r._data.shape, r._data.dtype, "cpu"))
-                                for r in results if isinstance(r, Tensor)]
+        node._input_metadata = [input_metadata_of(r._data) for r in results if isinstance(r, Tensor)]
         wrapped, nr = [], 0
         for r in results:
             if isinstance(r, Tensor):
@@ -186,7 +184,7 @@ def _connect(ctx: FunctionBackward, args: tuple, outputs: tuple) -> tuple:
             out = Tensor._make(out._data)  # an input returned as is: a new tensor, never the input's history
         if id(outputs[nr]) not in non_differentiable and out._data.dtype.kind == "f":
             out._requires_grad, out._grad_fn, out._output_nr = True, ctx, nr
-        metadata.append(new_input_metadata((out._data.shape, out._data.dtype, "cpu")))
+        metadata.append(input_metadata_of(out._data))
         connected.append(out)
     ctx._input_metadata = metadata
     return tuple(connected)

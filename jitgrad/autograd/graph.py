@@ -235,6 +235,11 @@ def _device_of(data: object) -> device:
     return CPU if type(data) is np.ndarray else device_of(data)
 
 
+def input_metadata_of(data: Any) -> InputMetadata:
+    """The metadata of a gradient slot for a tensor holding ``data``: its shape, dtype and device."""
+    return new_input_metadata((data.shape, data.dtype, _device_of(data)))
+
+
 # NamedTuple's own constructor is Python code; these build the same tuples from C.
 _new_edge = functools.partial(tuple.__new__, Edge)
 new_input_metadata = functools.partial(tuple.__new__, InputMetadata)

@@ -7,6 +7,8 @@ declared.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ops
 from ..tensor import Tensor
 from . import inplace
@@ -65,7 +67,11 @@ def _view(self, *shape):
     """``reshape`` that never copies: PyTorch's ``view`` refuses a shape the tensor's strides cannot
     give (``x.T.view(-1)``), since writing into a copy would silently leave ``x`` unchanged."""
     target = shape_arg(shape)
-    probe = self._data.view()
+    data = self._data
+    if type(data) is np.ndarray:
+        probe = data.view()
+    else:  # a device array: numpy decides on a stand-in with its strides, whose memory is never read
+        probe = np.lib.stride_tricks.as_strided(np.empty(1, data.dtype), data.shape, data.strides)
     try:
         probe.shape = target
     except AttributeError:

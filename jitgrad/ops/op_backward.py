@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd.graph import Edge, Node
 from ..autograd.saved_tensor import SavedNumber, SavedTensor
+from ..device import zeros_on
 from ..tensor import Tensor
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class OpBackward(Node):
 
     def _zeros(self, index: int) -> Tensor:
         meta = self.input_metadata(index)
-        return Tensor._make(np.zeros(meta.shape, meta.dtype))
+        return Tensor._make(zeros_on(meta.shape, meta.dtype, meta.device))
 
     def apply(self, grads: list, needed: Sequence[bool] | None) -> list:
         op = self.op
