@@ -23,7 +23,9 @@ def normalize_index(index: Any) -> tuple:
     for item in index:
         if isinstance(item, Tensor):
             if item._data.dtype.kind in "biu":
-                item = item.numpy()  # the values themselves: a traced tensor refuses (TraceError)
+                # the values themselves (a CUDA index's copied to the host, as attributes are host
+                # values): a traced tensor refuses (TraceError)
+                item = item.cpu().numpy() if item.is_cuda else item.numpy()
             else:
                 item = item._data
         elif isinstance(item, (list, range, np.ndarray)):

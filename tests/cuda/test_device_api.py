@@ -161,3 +161,11 @@ def test_the_engine_queues_cuda_nodes_on_their_device_and_syncs_leaf_streams(mon
     assert ("ToCopyBackward0", "cpu") in pushed and ("AccumulateGrad", "cuda:0") in pushed
     assert any(s is stream.numba_stream for s in synced)
     assert w.grad.is_cuda
+
+
+def test_tensor_of_a_cuda_tensor_is_a_copy_on_its_device():
+    x = jg.tensor([1.0, 2.0], device="cuda")
+    y = jg.tensor(x)
+    assert y.is_cuda and y.tolist() == [1.0, 2.0]
+    assert jg.tensor(x, device="cpu").device == "cpu"
+    assert jg.as_tensor(x) is x and jg.as_tensor(x, device="cpu").device == "cpu"

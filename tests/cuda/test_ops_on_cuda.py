@@ -137,3 +137,14 @@ def test_a_model_made_on_cuda_matches_the_cpu_and_moves_back():
     assert all(p.is_cuda for p in cpu.cuda().parameters())
     bn = jg.nn.BatchNorm1d(3, device="cuda")
     assert bn(x.cuda()).is_cuda and bn.running_mean.is_cuda
+
+
+def test_indexing_with_a_cuda_index_tensor_matches_the_cpu():
+    def run(device):
+        x = jg.tensor(A, device=device, requires_grad=True)
+        index = jg.tensor([2, 0, 2], device=device)
+        y = x[:, index]
+        y.sum().backward()
+        return y.detach().cpu().numpy(), x.grad.cpu().numpy()
+    for cpu, cuda in zip(run("cpu"), run("cuda")):
+        np.testing.assert_allclose(cuda, cpu)
