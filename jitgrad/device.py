@@ -8,6 +8,7 @@ registry, the engine) test that one flag and do no device work at all until then
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -167,8 +168,13 @@ def _check_available() -> None:
                            "use numba's CUDA simulator instead.")
 
 
-def to_device(array: np.ndarray, stream: Any = None) -> Any:
-    """A device array holding a copy of the host ``array`` (any strides: it is made contiguous)."""
+def to_device(array: np.ndarray) -> Any:
+    """A device array holding a copy of the host ``array`` (any strides: it is made contiguous).
+
+    Copies between host and device are synchronous and on the legacy default stream, which the streams
+    kernels run on (numba's streams block on it) wait for, and which waits for them: a value crossing
+    between a CPU node and a CUDA node of the engine is never read half-copied, whatever streams are
+    current."""
     if not usage.active:
         _check_available()
         usage.active = True
@@ -176,17 +182,14 @@ def to_device(array: np.ndarray, stream: Any = None) -> Any:
         for callback in callbacks:
             callback()
     host = array if array.flags.c_contiguous else np.array(array, order="C")  # ascontiguousarray makes 0-d 1-d
-    return _cuda().to_device(host, stream=stream if stream is not None else current_stream())
+    return _cuda().to_device(host)
 
 
 def to_host(array: Any) -> np.ndarray:
-    """A numpy copy of a device array (a host array comes back as it is); waits for the copy."""
+    """A numpy copy of a device array (a host array comes back as it is), synchronous (``to_device``)."""
     if type(array) is np.ndarray or not is_device_array(array):
         return array
-    stream = current_stream()
-    host = array.copy_to_host(stream=stream)
-    stream.synchronize()
-    return host
+    return array.copy_to_host()
 
 
 def empty_device_array(shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -194,11 +197,9 @@ def empty_device_array(shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return _cuda().device_array(shape, dtype=dtype, stream=current_stream())
 
 
-class _Streams:
-    """The stream CUDA work is launched on now (``jitgrad.cuda.current_stream``): numba's default
-    stream unless a ``jitgrad.cuda.stream(...)`` block set another."""
-
-    __slots__ = ("current",)
+class _Streams(threading.local):
+    """The stream this thread's CUDA work is launched on now (``jitgrad.cuda.current_stream``): numba's
+    default stream unless a ``jitgrad.cuda.stream(...)`` block set another."""
 
     def __init__(self) -> None:
         self.current: Any = None
@@ -208,7 +209,7 @@ streams = _Streams()
 
 
 def current_stream() -> Any:
-    """The numba stream CUDA kernels and copies are queued on now."""
+    """The numba stream CUDA kernels and copies between device arrays are queued on now."""
     if streams.current is None:
         streams.current = _cuda().default_stream()
     return streams.current

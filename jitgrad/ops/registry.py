@@ -305,8 +305,8 @@ def _run_on_device(op: OpDef, tensors: tuple, values: tuple, attrs: dict) -> Any
         ([_moved(v) for v in values[0]],) + tuple(_moved(v) for v in values[1:])
     runner = DEVICE_RUNNERS.get(target.type)
     if runner is None:
-        raise RuntimeError(f"{op.name}: no {target.type.upper()} runner is installed; import jitgrad.cuda "
-                           f"(jitgrad.backends.numba_cuda.eager installs it)")
+        raise RuntimeError(f"{op.name}: no {target.type.upper()} runner is installed: this jitgrad has no "
+                           f"CUDA backend (jitgrad.backends.numba_cuda.eager installs the runner)")
     return runner(op, values, attrs)
 
 
