@@ -26,9 +26,11 @@ The contract, all names are host variables or source text:
 ``ctx.stream``
     the variable of the stream to launch on.
 ``ctx.library(module, function)``
-    the name to call for a host function of ``jitgrad.backends.numba_cuda.kernels.<module>``; it
-    imports it into the generated module and records the module, whose ``KERNELS`` list
-    (name, pyfunc, numba argument types) then appears in ``program.kernels`` for ``compile_ptx``.
+    the source to call a host function of ``jitgrad.backends.numba_cuda.<module>`` (``module`` is
+    relative: ``"kernels.matmul"``, ``"strided_copy"``); it imports the module into the generated
+    one and records it: the module's ``KERNELS`` list of (name, pyfunc, tuple of numba argument
+    types) then appears in ``program.kernels``, which the PTX test compiles with ``compile_ptx``.
+    Host functions take device arrays (any strides), the output array and the stream.
 ``ctx.index_argument(array)``
     the variable of a device array holding ``array`` (int64 positions a statement computes from the
     node's attributes and traced shapes, an advanced index): copied to the device once per program.
