@@ -45,4 +45,22 @@ def reshaped_view(array: Any, shape: tuple[int, ...]) -> Any | None:
     return array.reshape(shape)
 
 
-__all__ = ["is_contiguous", "is_simulated", "permuted", "reshaped_view"]
+
+
+def with_shape(array: Any, shape: tuple[int, ...]) -> Any:
+    """``array`` viewed as ``shape``, which differs from its shape only by dimensions of size 1 (an
+    integer index removes one, ``None`` adds one): any strides allow that view, where
+    ``DeviceNDArray.reshape`` wants a contiguous array."""
+    shape = tuple(int(s) for s in shape)
+    if tuple(array.shape) == shape:
+        return array
+    if is_simulated(array):
+        return type(array)(array._ary.reshape(shape), stream=array.stream)
+    kept = iter([(n, st) for n, st in zip(array.shape, array.strides) if n != 1])
+    strides = tuple(next(kept)[1] if n != 1 else 0 for n in shape)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    return DeviceNDArray(shape, strides, array.dtype, stream=array.stream, gpu_data=array.gpu_data)
+
+
+__all__ = ["is_contiguous", "is_simulated", "permuted", "reshaped_view", "with_shape"]

@@ -41,7 +41,7 @@ from .statements import STATEMENTS
 _DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of")
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
-_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "copy_into", "reshaped", "permuted"}
+_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "copy_into", "reshaped", "permuted", "with_shape"}
 
 # A kernel parameter's type, for ``compile_ptx``: ("array", dtype, ndim) or ("int64",) or ("float64",).
 ParamType = tuple
@@ -281,8 +281,9 @@ def _imports(code: str, libraries: dict[str, str]) -> list[str]:
     host = [f for f in ("copy_into", "reshaped") if f in names]
     if host:
         lines.append(f"from jitgrad.backends.numba_cuda.strided_copy import {', '.join(host)}")
-    if "permuted" in names:
-        lines.append("from jitgrad.backends.numba_cuda.arrays import permuted")
+    views = [f for f in ("permuted", "with_shape") if f in names]
+    if views:
+        lines.append(f"from jitgrad.backends.numba_cuda.arrays import {', '.join(views)}")
     lines += [f"import jitgrad.backends.numba_cuda.{module} as {alias}" for module, alias in libraries.items()]
     return lines + ["", ""] if lines else []
 
