@@ -69,6 +69,22 @@ def _library_kernels(module: str) -> list[tuple[str, Any, tuple]]:
     return list(importlib.import_module(f"jitgrad.backends.numba_cuda.{module}").KERNELS)
 
 
+def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
+    """Every kernel a generated module may launch, as (name, pyfunc, numba argument types): its own,
+    those of the library modules its statements call, its strided copies. Needs no GPU (the PTX check
+    compiles these with ``numba.cuda.compile_ptx``)."""
+    from .strided_copy import copy_kernel
+
+    namespace = _module(generated.source)
+    found = [(name, namespace[name].py_func, tuple(numba_type(t) for t in types)) for name, types in generated.kernels]
+    for module in generated.libraries:
+        found += _library_kernels(module)
+    for rank in generated.copy_ranks:
+        array = numba.types.Array(numba.float32, rank, "A")
+        found.append((f"copy_rank{rank}", copy_kernel(rank).py_func, (array, array)))
+    return found
+
+
 class CudaProgram:
     """A lowered graph: call it with one device array (or Python number) per placeholder; it returns the
     outputs, flattened. ``source`` is the generated module, ``launches`` the (kernel, grid, block) of
@@ -99,16 +115,7 @@ class CudaProgram:
 
     @property
     def kernels(self) -> list[tuple[str, Any, tuple]]:
-        from .strided_copy import copy_kernel
-
-        found = [(name, self._namespace[name].py_func, tuple(numba_type(t) for t in types))
-                 for name, types in self._generated.kernels]
-        for module in self._generated.libraries:
-            found += _library_kernels(module)
-        for rank in self._generated.copy_ranks:
-            array = numba.types.Array(numba.float32, rank, "A")
-            found.append((f"copy_rank{rank}", copy_kernel(rank).py_func, (array, array)))
-        return found
+        return kernels_of(self._generated)
 
     def __call__(self, *arrays: Any, stream: Any = None) -> list[Any]:
         from numba import cuda
@@ -152,4 +159,4 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
         raise LoweringError(f"the generated CUDA module does not parse: {error}\n{generated.source}") from None
 
 
-__all__ = ["CudaProgram", "LoweringError", "clear_cache", "lower", "numba_type", "structural_key"]
+__all__ = ["CudaProgram", "LoweringError", "clear_cache", "kernels_of", "lower", "numba_type", "structural_key"]

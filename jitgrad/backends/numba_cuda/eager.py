@@ -53,14 +53,15 @@ def _placeholder(graph: Graph, array: Any) -> Any:
 
 
 def one_node_graph(op: Any, values: tuple, attrs: dict) -> tuple[Graph, list[Any]]:
-    """The graph of one call of ``op`` after the passes lowering needs, and the device arrays it takes."""
+    """The graph of one call of ``op`` after the passes lowering needs, and the arrays it takes (device
+    arrays; numpy arrays stand for them where no kernel runs: the PTX check)."""
     graph, arrays = Graph(), []
     args: list[Any] = []
     for value in values:
         if op.variadic and isinstance(value, (list, tuple)):
             args.append([_placeholder(graph, v) for v in value])
             arrays += list(value)
-        elif _is_device_array(value):
+        elif _is_device_array(value) or isinstance(value, np.ndarray):
             args.append(_placeholder(graph, value))
             arrays.append(value)
         else:
