@@ -41,7 +41,8 @@ from .statements import STATEMENTS
 _DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of")
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
-_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "copy_into", "reshaped", "permuted", "with_shape"}
+_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "copy_into", "reshaped", "permuted",
+                       "with_shape"}
 
 # A kernel parameter's type, for ``compile_ptx``: ("array", dtype, ndim) or ("int64",) or ("float64",).
 ParamType = tuple
@@ -213,7 +214,8 @@ class HostWriter:
         returns its parameters: the host variables it reads, in order of first use."""
         read = set(free_variables(lines))
         prologue = [f"{local} = {cast}" for local, cast in self.casts.items() if local in read]
-        body = prologue + lines
+        header = lines[:1] if lines and lines[0].startswith("#") else []
+        body = header + prologue + lines[len(header):]
         params = free_variables(body)
         missing = [p for p in params if p not in self.types]
         if missing:
@@ -285,7 +287,7 @@ def _imports(code: str, libraries: dict[str, str]) -> list[str]:
     if views:
         lines.append(f"from jitgrad.backends.numba_cuda.arrays import {', '.join(views)}")
     lines += [f"import jitgrad.backends.numba_cuda.{module} as {alias}" for module, alias in libraries.items()]
-    return lines + ["", ""] if lines else []
+    return lines + ["", "", ""] if lines else []
 
 
 def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
