@@ -62,3 +62,28 @@ def test_an_op_without_a_cuda_lowering_is_named():
     graph = optimized_graph(lambda x, w: (x @ w).sum(), [np.ones((2, 3)), np.ones((3, 2))])
     with pytest.raises(LoweringError, match=r"no lowering for op 'mm' \(IR node %mm"):
         lower(graph)
+
+
+def test_a_python_number_input_is_a_kernel_argument_cast_in_the_kernel():
+    """A number passed at each call (``fx.numbers``) reaches the kernel as a float64 argument, cast there
+    to the dtype it meets, so float32 code stays float32 and a new number reuses the kernel."""
+    from jitgrad.fx.graph import Graph
+    from jitgrad.fx.node_meta import call_meta
+    from jitgrad.fx.numbers import number_meta
+    from jitgrad.fx.passes.fusion import group_fusions
+    from jitgrad.fx.passes.memory import plan_memory
+
+    graph = Graph()
+    x = graph.placeholder("x", {"shape": (3, 5), "dtype": np.dtype(np.float32)})
+    scale = graph.placeholder("scale", number_meta(2.5))
+    mul = graph.call_function(REGISTRY["mul"], (x, scale), {}, meta=call_meta(REGISTRY["mul"], (x, scale), {}))
+    attrs = {"dim": (1,), "keepdim": False}
+    total = graph.call_function(REGISTRY["sum"], (mul,), attrs, meta=call_meta(REGISTRY["sum"], (mul,), attrs))
+    graph.output((total,))
+    program = lower(plan_memory(group_fusions(graph)))
+    values = np.random.default_rng(1).uniform(size=(3, 5)).astype(np.float32)
+    for number in (2.5, -4.0):
+        got = program(cuda.to_device(values), number)[0].copy_to_host()
+        assert got.dtype == np.float32
+        assert np.allclose(got, (values * np.float32(number)).sum(1), rtol=1e-6)
+    assert "scale_float32 = numba.float32(scale)" in program.source
