@@ -87,3 +87,13 @@ def test_a_python_number_input_is_a_kernel_argument_cast_in_the_kernel():
         assert got.dtype == np.float32
         assert np.allclose(got, (values * np.float32(number)).sum(1), rtol=1e-6)
     assert "scale_float32 = numba.float32(scale)" in program.source
+
+
+def test_an_integer_division_by_zero_raises_as_on_the_cpu():
+    """A kernel cannot raise: the division sets a flag the program reads after its launches."""
+    a, b = cuda.to_device(np.array([7, -7, 5])), cuda.to_device(np.array([2, 2, 0]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        run_op(REGISTRY["floor_divide"], (a, b), {})
+    good = cuda.to_device(np.array([2, 2, 3]))
+    assert run_op(REGISTRY["floor_divide"], (a, good), {}).copy_to_host().tolist() == [3, -4, 1]
+    assert run_op(REGISTRY["remainder"], (a, good), {}).copy_to_host().tolist() == [1, 1, 2]

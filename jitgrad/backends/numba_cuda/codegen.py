@@ -31,7 +31,7 @@ from ...fx.passes.schedule import units
 from ...ops.lowering import Intrinsic
 from ..numba_cpu.nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
 from .context import OpContext, product, shape_tuple
-from .dialect import numba_type
+from .dialect import DIVISION_ERRORS, numba_type
 from .elementwise import GroupKernel
 from .errors import LoweringError
 from .reduction import ReductionKernels
@@ -42,7 +42,7 @@ _DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of"
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
 _RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "copy_into", "reshaped", "permuted",
-                       "with_shape"}
+                       "with_shape", DIVISION_ERRORS}
 
 # A kernel parameter's type, for ``compile_ptx``: ("array", dtype, ndim) or ("int64",) or ("float64",).
 ParamType = tuple
@@ -217,6 +217,9 @@ class HostWriter:
         header = lines[:1] if lines and lines[0].startswith("#") else []
         body = header + prologue + lines[len(header):]
         params = free_variables(body)
+        if DIVISION_ERRORS in params and DIVISION_ERRORS not in self.types:  # integer // or %: the flag
+            self.top.append(f"{DIVISION_ERRORS} = launch.division_errors()")
+            self.declare_array(DIVISION_ERRORS, np.dtype(np.int32), 1)
         missing = [p for p in params if p not in self.types]
         if missing:
             raise LoweringError(f"kernel {name} reads {missing}, which the host function does not define")

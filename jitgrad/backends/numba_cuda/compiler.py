@@ -139,6 +139,7 @@ class CudaProgram:
         g = self._generated
         results = self._run(*args, *self._constants, self._buffers, g.sizes, g.scalars, *out, stream,
                             self._launcher)
+        self._launcher.raise_division_errors()
         return [r if tuple(r.shape) == shape else r.reshape(shape) for r, (shape, _) in zip(results, g.output_arrays)]
 
     def __repr__(self) -> str:

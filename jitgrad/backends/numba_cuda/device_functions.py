@@ -3,9 +3,10 @@ one CUDA operation: integer ``//``, ``%`` and ``**`` with the CPU backend's valu
 (``numba_cpu/integer_division.py``), and ``sign`` in the argument's own type.
 
 The CPU's integer division raises on a zero divisor, as eager does. A kernel cannot raise (numba.cuda
-drops exceptions outside debug mode), so here a zero divisor gives 0, as the CPU kernels would under
-numpy's error model; the eager CUDA runner is where a check could go (docs/backends.md says so).
-``power_int`` gives PyTorch's values for negative exponents, as the CPU's does.
+drops exceptions outside debug mode), so here a zero divisor gives 0 and sets ``errors[0]``, a flag
+the program reads after its launches and raises from (``ZeroDivisionError``, as the CPU backend), so
+the result is never silently wrong. ``power_int`` gives PyTorch's values for negative exponents, as
+the CPU's does.
 """
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from numba import cuda
 
 
 @cuda.jit(device=True, inline=True)
-def floor_divide_int(a, b):  # noqa: ANN001, ANN201 - numba infers the types
+def floor_divide_int(a, b, errors):  # noqa: ANN001, ANN201 - numba infers the types
     if b == 0:
+        errors[0] = 1
         return a - a
     return a // b
 
 
 @cuda.jit(device=True, inline=True)
-def remainder_int(a, b):  # noqa: ANN001, ANN201
+def remainder_int(a, b, errors):  # noqa: ANN001, ANN201
     if b == 0:
+        errors[0] = 1
         return a - a
     return a % b
 

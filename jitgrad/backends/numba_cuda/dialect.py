@@ -4,7 +4,7 @@ Device code is Python that ``numba.cuda`` compiles: ``math.*`` maps to libdevice
 float32 is ``expf``, so float32 code stays float32), scalar types are numba's (``numba.float32``:
 numpy's scalar types are host objects a kernel cannot call), and what is not one CUDA operation is a
 device function (``device_functions.py``): integer ``//``, ``%`` and ``**`` with the CPU backend's
-values, and ``sign``.
+values (a zero divisor sets the ``division_errors`` flag, an argument of the kernel), and ``sign``.
 """
 from __future__ import annotations
 
@@ -25,10 +25,16 @@ def _call(function: str) -> FunctionSource:
     return lambda args, dtype: f"{function}({', '.join(args)})"
 
 
-def _integers_through(device_function: str, symbol: str) -> FunctionSource:
-    """Integers through a device function; floats with the operator (IEEE's inf and nan)."""
+DIVISION_ERRORS = "division_errors"  # the flag array integer division sets on a zero divisor
+
+
+def _integers_through(device_function: str, symbol: str, *extra: str) -> FunctionSource:
+    """Integers through a device function (with ``extra`` arguments); floats with the operator (IEEE's
+    inf and nan)."""
     def source(args: Sequence[str], dtype: np.dtype) -> str:
-        return f"{device_function}({args[0]}, {args[1]})" if dtype.kind in "iub" else f"({args[0]} {symbol} {args[1]})"
+        if dtype.kind not in "iub":
+            return f"({args[0]} {symbol} {args[1]})"
+        return f"{device_function}({', '.join([args[0], args[1], *extra])})"
     return source
 
 
@@ -49,12 +55,12 @@ FUNCTIONS: dict[str, FunctionSource] = {
                                                   "erf", "isfinite")},
     "sign": _call("sign_of"),
     "abs": _call("abs"), "max": _call("max"), "min": _call("min"),
-    "floordiv": _integers_through("floor_divide_int", "//"),
-    "mod": _integers_through("remainder_int", "%"),
+    "floordiv": _integers_through("floor_divide_int", "//", DIVISION_ERRORS),
+    "mod": _integers_through("remainder_int", "%", DIVISION_ERRORS),
     "pow": _integers_through("power_int", "**"),
     "lowest": _extreme(lowest=True), "highest": _extreme(lowest=False),
 }
 
 NUMBA_CUDA = Dialect("numba CUDA", FUNCTIONS, numba_type)
 
-__all__ = ["FUNCTIONS", "NUMBA_CUDA", "numba_type"]
+__all__ = ["DIVISION_ERRORS", "FUNCTIONS", "NUMBA_CUDA", "numba_type"]

@@ -40,10 +40,25 @@ class Launcher:
         self.stream: Any = 0
         self.records: list[tuple[str, int, int]] = []
         self._scratch: dict[str, Any] = {}
+        self._division_errors: Any = None
 
     def start(self, stream: Any) -> None:
         self.stream = stream
         self.records = []
+        self._division_errors = None
+
+    def division_errors(self) -> Any:
+        """The flag integer divisions of this call set on a zero divisor (``device_functions.py``), zeroed."""
+        from numba import cuda
+
+        self._division_errors = cuda.to_device(np.zeros(1, np.int32), stream=self.stream)
+        return self._division_errors
+
+    def raise_division_errors(self) -> None:
+        """Raises eager's error if a kernel of this call divided an integer by zero (reads the flag: a
+        synchronisation, paid only by programs with integer ``//`` or ``%``)."""
+        if self._division_errors is not None and self._division_errors.copy_to_host(stream=self.stream)[0]:
+            raise RuntimeError("ZeroDivisionError")
 
     def __call__(self, kernel: Any, name: str, blocks: int, args: tuple) -> None:
         blocks = min(int(blocks), max_blocks())
