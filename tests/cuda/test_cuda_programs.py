@@ -97,3 +97,12 @@ def test_an_integer_division_by_zero_raises_as_on_the_cpu():
     good = cuda.to_device(np.array([2, 2, 3]))
     assert run_op(REGISTRY["floor_divide"], (a, good), {}).copy_to_host().tolist() == [3, -4, 1]
     assert run_op(REGISTRY["remainder"], (a, good), {}).copy_to_host().tolist() == [1, 1, 2]
+
+
+def test_the_compile_layer_gets_this_backend_for_cuda():
+    from jitgrad.compile.backend import get_backend
+    from jitgrad.backends import numba_cuda
+
+    backend = get_backend("cuda")
+    assert backend.name == "numba_cuda" and backend.lower is numba_cuda.lower
+    assert numba_cuda.LoweringError in backend.lowering_errors
