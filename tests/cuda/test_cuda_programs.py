@@ -106,3 +106,18 @@ def test_the_compile_layer_gets_this_backend_for_cuda():
     backend = get_backend("cuda")
     assert backend.name == "numba_cuda" and backend.lower is numba_cuda.lower
     assert numba_cuda.LoweringError in backend.lowering_errors
+
+
+def test_a_kernel_numba_refuses_is_a_lowering_error_naming_it():
+    """numba.cuda compiles at the first launch: its error becomes a LoweringError naming the kernel."""
+    from jitgrad.backends.numba_cuda.launch import Launcher
+    from numba.core.errors import TypingError
+
+    class Refusing:
+        def __getitem__(self, config):
+            def launch(*args):
+                raise TypingError("No implementation of function Function(<built-in function tanh>)")
+            return launch
+
+    with pytest.raises(LoweringError, match="could not compile the generated kernel fused_0.*tanh"):
+        Launcher()(Refusing(), "fused_0", 1, ())

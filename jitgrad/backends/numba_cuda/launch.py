@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba.core.errors import NumbaError
 
+from .errors import LoweringError
 from .simulator import is_simulator
 
 GPU_THREADS, SIMULATOR_THREADS = 256, 32
@@ -64,7 +66,11 @@ class Launcher:
         blocks = min(int(blocks), max_blocks())
         if blocks <= 0:
             return
-        kernel[blocks, threads(), self.stream](*args)
+        try:
+            kernel[blocks, threads(), self.stream](*args)
+        except NumbaError as error:  # numba.cuda compiles a kernel at its first launch
+            raise LoweringError(f"numba could not compile the generated kernel {name} (see program.source; its "
+                                f"comments name the IR nodes): {str(error).strip().splitlines()[0]}") from None
         self.records.append((name, blocks, threads()))
 
     blocks_for = staticmethod(blocks_for)
