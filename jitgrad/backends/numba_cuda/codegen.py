@@ -41,8 +41,8 @@ from .statements import STATEMENTS
 _DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of")
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
-_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "copy_into", "reshaped", "permuted",
-                       "with_shape", DIVISION_ERRORS}
+_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "reshaped", "permuted", "with_shape",
+                       DIVISION_ERRORS}
 
 # A kernel parameter's type, for ``compile_ptx``: ("array", dtype, ndim) or ("int64",) or ("float64",).
 ParamType = tuple
@@ -283,9 +283,8 @@ def _imports(code: str, libraries: dict[str, str]) -> list[str]:
     used = [f for f in _DEVICE_FUNCTIONS if f in names]
     if used:
         lines.append(f"from jitgrad.backends.numba_cuda.device_functions import {', '.join(used)}")
-    host = [f for f in ("copy_into", "reshaped") if f in names]
-    if host:
-        lines.append(f"from jitgrad.backends.numba_cuda.strided_copy import {', '.join(host)}")
+    if "reshaped" in names:
+        lines.append("from jitgrad.backends.numba_cuda.strided_copy import reshaped")
     views = [f for f in ("permuted", "with_shape") if f in names]
     if views:
         lines.append(f"from jitgrad.backends.numba_cuda.arrays import {', '.join(views)}")
@@ -344,7 +343,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
             returned.append(w.var[node] if node.meta.get("buffer") != output_buffer(k) else param)
             continue
         body.append(f"# %{node.name} is copied into the caller's array")
-        body.append(f"copy_into({w.var[node]}, {param}, stream)")
+        body.append(f"launch.copy({w.var[node]}, {param})")
         w.copy_ranks.add(max(len(node.meta["shape"]), 1))
         returned.append(param)
     body.append(f"return [{', '.join(returned)}]")

@@ -7,7 +7,10 @@ run on the CPU, between kernel launches) that compute ``ctx.out``:
 - a view op (``op.view``) binds ``ctx.out`` to a view of its input (``arrays.py``), sharing memory;
 - any other op fills the device array ``ctx.out``, which the backend allocated from the memory plan
   (C-contiguous, the node's shape and dtype), usually by calling a host function of the kernel
-  library (``kernels/``), which launches its kernels on ``ctx.stream``.
+  library (``kernels/``), which launches its kernels on ``ctx.stream``;
+- an op with several outputs that is not a view (``max`` over a dimension: values and indices) has no
+  buffer in the plan: it binds ``ctx.out`` to a tuple of device arrays it allocates
+  (``cuda.device_array(shape, dtype, stream=stream)``; ``cuda`` is imported when the code names it).
 
 The contract, all names are host variables or source text:
 

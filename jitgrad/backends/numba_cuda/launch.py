@@ -73,6 +73,14 @@ class Launcher:
                                 f"comments name the IR nodes): {str(error).strip().splitlines()[0]}") from None
         self.records.append((name, blocks, threads()))
 
+    def copy(self, source: Any, destination: Any) -> None:
+        """``destination[...] = source`` (``strided_copy.copy_into``), recorded with the launches."""
+        from .strided_copy import copy_into
+
+        copy_into(source, destination, self.stream)
+        if destination.size:
+            self.records.append((f"copy_rank{max(len(destination.shape), 1)}", blocks_for(destination.size), threads()))
+
     blocks_for = staticmethod(blocks_for)
 
     @staticmethod
