@@ -74,9 +74,11 @@ def free_variables(body: list[str]) -> list[str]:
 
 
 class HostWriter:
-    def __init__(self, graph: Graph, share_views: bool) -> None:
-        self.graph = graph
-        self.share_views = share_views
+    """The state of one module being written: the host function's lines, its variables with their
+    shapes and types (a kernel's parameters are the host variables its code reads, so their types are
+    what ``compile_ptx`` needs), and the kernels written so far."""
+
+    def __init__(self, graph: Graph) -> None:
         self.top: list[str] = []
         self.allocations: list[str] = []
         self.kernel_sources: list[str] = []
@@ -300,7 +302,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
         raise LoweringError("the numba CUDA backend lowers a graph after the pass pipeline: plan_memory, its "
                             "last pass, has not run on this graph since it last changed")
     check_lowerings(graph)
-    w = HostWriter(graph, share_views)
+    w = HostWriter(graph)
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
     for p in graph.placeholders:

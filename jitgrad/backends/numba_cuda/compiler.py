@@ -98,7 +98,6 @@ class CudaProgram:
         namespace = _module(generated.source)
         self._run = namespace["run"]
         self._generated = generated
-        self._namespace = namespace
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
         self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
