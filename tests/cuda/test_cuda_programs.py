@@ -121,3 +121,13 @@ def test_a_kernel_numba_refuses_is_a_lowering_error_naming_it():
 
     with pytest.raises(LoweringError, match="could not compile the generated kernel fused_0.*tanh"):
         Launcher()(Refusing(), "fused_0", 1, ())
+
+
+def test_an_eager_number_is_an_argument_so_new_values_reuse_the_program():
+    from jitgrad.backends.numba_cuda import eager
+
+    x = cuda.to_device(np.arange(4.0))
+    before = len(eager._PROGRAMS)
+    for lr in (0.1, 0.01, 0.001):
+        assert np.allclose(run_op(REGISTRY["mul"], (x, lr), {}).copy_to_host(), np.arange(4.0) * lr)
+    assert len(eager._PROGRAMS) - before <= 1
