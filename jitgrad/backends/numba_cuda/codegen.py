@@ -341,8 +341,9 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
             GroupKernel(w, members).elementwise(body)
     returned = []
     for k, (node, param) in enumerate(zip(outputs, out_params)):
-        if node.meta.get("buffer") == output_buffer(k) or (share_views and node.kind is NodeKind.VIEW):
-            returned.append(w.var[node] if node.meta.get("buffer") != output_buffer(k) else param)
+        in_place = node.meta.get("buffer") == output_buffer(k)
+        if in_place or (share_views and node.kind is NodeKind.VIEW):
+            returned.append(param if in_place else w.var[node])
             continue
         body.append(f"# %{node.name} is copied into the caller's array")
         body.append(f"launch.copy({w.var[node]}, {param})")
