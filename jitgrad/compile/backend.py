@@ -91,12 +91,28 @@ def _numba_module() -> ModuleType | None:
         return None
 
 
+def _cuda_backend() -> Backend:
+    """``jitgrad.backends.numba_cuda``: no fallback, since the interpreter runs on host arrays."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    module = importlib.import_module("jitgrad.backends.numba_cuda")
+    try:
+        numba_cuda = version("numba-cuda")
+    except PackageNotFoundError:  # numba's own numba.cuda
+        numba_cuda = "bundled with numba"
+    return Backend("numba_cuda", module.lower, (module.LoweringError, LoweringError), module.structural_key,
+                   f"numba-cuda {numba_cuda}")
+
+
 def get_backend(device: str = "cpu") -> Backend:
-    """numba on the CPU when the lowering exists, else the interpreter (same results, no speed-up).
+    """For ``"cuda"`` the numba CUDA backend; for ``"cpu"``, numba on the CPU when the lowering exists,
+    else the interpreter (same results, no speed-up).
     ``JITGRAD_COMPILE_BACKEND=interpreter`` picks the interpreter anyway (to tell a backend problem
     from a tracing one, and for tests of what lies above the backend)."""
+    if device == "cuda":
+        return _cuda_backend()
     if device != "cpu":
-        raise ValueError(f"jitgrad.compile: device {device!r} is not supported (only 'cpu')")
+        raise ValueError(f"jitgrad.compile: device {device!r} is not supported (only 'cpu' and 'cuda')")
     choice = os.environ.get("JITGRAD_COMPILE_BACKEND", "")
     if choice not in ("", "interpreter", "numba_cpu"):
         raise ValueError(f"JITGRAD_COMPILE_BACKEND={choice!r}: expected 'interpreter' or 'numba_cpu'")

@@ -1,0 +1,66 @@
+"""The CUDA backend's code for each function of the ops' scalar vocabulary (``jitgrad.ops.scalar``).
+
+Device code is Python that ``numba.cuda`` compiles: ``math.*`` maps to libdevice (``math.exp`` of a
+float32 is ``expf``, so float32 code stays float32), scalar types are numba's (``numba.float32``:
+numpy's scalar types are host objects a kernel cannot call), and what is not one CUDA operation is a
+device function (``device_functions.py``): integer ``//``, ``%`` and ``**`` with the CPU backend's
+values (a zero divisor sets the ``division_errors`` flag, an argument of the kernel), and ``sign``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..expressions import Dialect, FunctionSource
+
+
+def numba_type(dtype: np.dtype) -> str:
+    """The source spelling of a dtype's numba scalar type (``numba.float32``, ``numba.boolean``)."""
+    dtype = np.dtype(dtype)
+    return "numba.boolean" if dtype == np.bool_ else f"numba.{dtype.name}"
+
+
+def _call(function: str) -> FunctionSource:
+    return lambda args, dtype: f"{function}({', '.join(args)})"
+
+
+DIVISION_ERRORS = "division_errors"  # the flag array integer division sets on a zero divisor
+
+
+def _integers_through(device_function: str, symbol: str, *extra: str) -> FunctionSource:
+    """Integers through a device function (with ``extra`` arguments); floats with the operator (IEEE's
+    inf and nan)."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        if dtype.kind not in "iub":
+            return f"({args[0]} {symbol} {args[1]})"
+        return f"{device_function}({', '.join([args[0], args[1], *extra])})"
+    return source
+
+
+def _extreme(lowest: bool) -> FunctionSource:
+    """The least (greatest) value of the dtype: where a max (min) starts."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        if dtype.kind == "f":
+            return f"{numba_type(dtype)}({'-' if lowest else ''}math.inf)"
+        if dtype.kind == "b":
+            return "False" if lowest else "True"
+        info = np.iinfo(dtype)
+        return f"{numba_type(dtype)}({info.min if lowest else info.max})"
+    return source
+
+
+FUNCTIONS: dict[str, FunctionSource] = {
+    **{name: _call(f"math.{name}") for name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
+                                                  "erf", "isfinite")},
+    "sign": _call("sign_of"),
+    "abs": _call("abs"), "max": _call("max"), "min": _call("min"),
+    "floordiv": _integers_through("floor_divide_int", "//", DIVISION_ERRORS),
+    "mod": _integers_through("remainder_int", "%", DIVISION_ERRORS),
+    "pow": _integers_through("power_int", "**"),
+    "lowest": _extreme(lowest=True), "highest": _extreme(lowest=False),
+}
+
+NUMBA_CUDA = Dialect("numba CUDA", FUNCTIONS, numba_type)
+
+__all__ = ["DIVISION_ERRORS", "FUNCTIONS", "NUMBA_CUDA", "numba_type"]

@@ -1,0 +1,102 @@
+"""Launch configuration and the launcher a generated host function calls.
+
+Blocks are 256 threads on a GPU and one warp (32) under the simulator, which runs a Python thread per
+CUDA thread and emulates shuffles for one-warp blocks only (``simulator.py``). Grids are capped: the
+kernels loop grid-stride, so any grid covers any size, and a capped grid keeps the simulator's thread
+count small and a GPU's blocks busy with several elements each. A full reduction splits into at most
+``PARTS`` blocks' partial results, a number fixed by the size alone, so its sum is the same at every run.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba.core.errors import NumbaError
+
+from .errors import LoweringError
+from .simulator import is_simulator
+
+GPU_THREADS, SIMULATOR_THREADS = 256, 32
+GPU_BLOCKS, SIMULATOR_BLOCKS = 4096, 4
+GPU_PARTS, SIMULATOR_PARTS = 256, 3
+
+
+def threads() -> int:
+    return SIMULATOR_THREADS if is_simulator() else GPU_THREADS
+
+
+def max_blocks() -> int:
+    return SIMULATOR_BLOCKS if is_simulator() else GPU_BLOCKS
+
+
+def blocks_for(elements: int) -> int:
+    """Blocks of a grid-stride kernel over ``elements`` (0 for none: nothing to launch)."""
+    return min(-(-int(elements) // threads()), max_blocks())
+
+
+class Launcher:
+    """Launches a program's kernels on one stream and records them (``program.launches``); keeps the
+    scratch arrays of its reductions (partial results, a first pass's results) between calls."""
+
+    def __init__(self) -> None:
+        self.stream: Any = 0
+        self.records: list[tuple[str, int, int]] = []
+        self._scratch: dict[str, Any] = {}
+        self._division_errors: Any = None
+
+    def start(self, stream: Any) -> None:
+        self.stream = stream
+        self.records = []
+        self._division_errors = None
+
+    def division_errors(self) -> Any:
+        """The flag integer divisions of this call set on a zero divisor (``device_functions.py``), zeroed."""
+        from numba import cuda
+
+        self._division_errors = cuda.to_device(np.zeros(1, np.int32), stream=self.stream)
+        return self._division_errors
+
+    def raise_division_errors(self) -> None:
+        """Raises eager's error if a kernel of this call divided an integer by zero (reads the flag: a
+        synchronisation, paid only by programs with integer ``//`` or ``%``)."""
+        if self._division_errors is not None and self._division_errors.copy_to_host(stream=self.stream)[0]:
+            raise RuntimeError("ZeroDivisionError")
+
+    def __call__(self, kernel: Any, name: str, blocks: int, args: tuple) -> None:
+        blocks = min(int(blocks), max_blocks())
+        if blocks <= 0:
+            return
+        try:
+            kernel[blocks, threads(), self.stream](*args)
+        except NumbaError as error:  # numba.cuda compiles a kernel at its first launch
+            raise LoweringError(f"numba could not compile the generated kernel {name} (see program.source; its "
+                                f"comments name the IR nodes): {str(error).strip().splitlines()[0]}") from None
+        self.records.append((name, blocks, threads()))
+
+    def copy(self, source: Any, destination: Any) -> None:
+        """``destination[...] = source`` (``strided_copy.copy_into``), recorded with the launches."""
+        from .strided_copy import copy_into
+
+        copy_into(source, destination, self.stream)
+        if destination.size:
+            self.records.append((f"copy_rank{max(len(destination.shape), 1)}", blocks_for(destination.size), threads()))
+
+    blocks_for = staticmethod(blocks_for)
+
+    @staticmethod
+    def parts(elements: int) -> int:
+        """How many blocks fold a full reduction of ``elements`` into partial results."""
+        cap = SIMULATOR_PARTS if is_simulator() else GPU_PARTS
+        return max(1, min(-(-int(elements) // threads()), cap))
+
+    def scratch(self, name: str, shape: tuple[int, ...], dtype: str) -> Any:
+        """A device array for ``name``, allocated once per shape."""
+        array = self._scratch.get(name)
+        if array is None or tuple(array.shape) != tuple(shape):
+            from numba import cuda
+
+            array = self._scratch[name] = cuda.device_array(shape, np.dtype(dtype), stream=self.stream)
+        return array
+
+
+__all__ = ["Launcher", "blocks_for", "max_blocks", "threads"]

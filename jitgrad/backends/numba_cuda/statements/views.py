@@ -1,0 +1,72 @@
+"""View intrinsics: ``ctx.out`` bound to a device array sharing its input's memory (``reshape`` of a
+contiguous input, ``permute``, ``transpose``, ``split``'s pieces, ``getitem`` with a basic index); a
+reshape of a strided view copies (``strided_copy.reshaped``), as numpy's would."""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+from ....ops.indexing import is_advanced, without_ellipsis
+from ..context import OpContext
+
+
+def reshape(ctx: OpContext) -> str:
+    ctx.result_contiguous = True
+    return f"{ctx.out} = reshaped({ctx.self}, {ctx.shape_tuple()}, {ctx.stream})"
+
+
+def permute(ctx: OpContext, order: Sequence[int] | None = None) -> str:
+    """The input's dimensions in ``order`` (the ``dims`` attribute by default): new strides, same memory."""
+    order = tuple(d % ctx.rank() for d in (ctx.attrs["dims"] if order is None else order)) if ctx.rank() else (0,)
+    ctx.result_contiguous = ctx.is_contiguous(ctx.self) and order == tuple(range(len(order)))
+    return f"{ctx.out} = permuted({ctx.self}, {order!r})"
+
+
+def transpose(ctx: OpContext) -> str:
+    order = list(range(max(ctx.rank(), 1)))
+    if ctx.rank():
+        d0, d1 = ctx.attrs["dim0"] % ctx.rank(), ctx.attrs["dim1"] % ctx.rank()
+        order[d0], order[d1] = order[d1], order[d0]
+    return permute(ctx, order)
+
+
+def _slice_at(rank: int, dim: int, start: str, stop: str) -> str:
+    return ", ".join([":"] * dim + [f"{start}:{stop}"]) if rank else f"{start}:{stop}"
+
+
+def split(ctx: OpContext) -> str:
+    """Views of consecutive slices, their bounds run-time sizes."""
+    dim, start, pieces = ctx.attrs["dim"] % max(ctx.rank(ctx.self), 1), "0", []
+    for size in ctx.attrs["sizes"]:
+        stop = ctx.size(size) if start == "0" else f"{start} + {ctx.size(size)}"
+        pieces.append(f"{ctx.self}[{_slice_at(ctx.rank(ctx.self), dim, start, stop)}]")
+        start = stop
+    return f"{ctx.out} = ({', '.join(pieces)},)"
+
+
+def getitem(ctx: OpContext) -> str:
+    """A basic index as a view: each integer a one-wide slice (a device array indexed by an integer
+    would copy the element to the host), then the integers' dimensions dropped and ``None``'s added
+    (``with_shape``). Bounds are run-time sizes; a step stays literal. An advanced index (arrays) is a
+    gather, which this backend does not have yet."""
+    index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
+    if is_advanced(index):
+        raise NotImplementedError("getitem with an integer or boolean array index (a gather) has no CUDA "
+                                  "lowering yet")
+    items = []
+    for item in without_ellipsis(index, len(shape)):
+        if item is None:
+            continue
+        if isinstance(item, slice):
+            bounds = ["" if v is None else ctx.size(int(v)) for v in (item.start, item.stop)]
+            items.append(":".join(bounds + ([] if item.step is None else [str(item.step)])))
+        else:  # counted from the end when negative, so that the size stays out of the source
+            start = int(item)
+            items.append(f"{ctx.size(start)}:{ctx.size(start + 1)}" if start != -1 else "-1:")
+    selected = f"{ctx.self}[{', '.join(items)}]" if items and shape else ctx.self
+    return f"{ctx.out} = with_shape({selected}, {ctx.shape_tuple()})"
+
+
+STATEMENTS = {"reshape": reshape, "permute": permute, "transpose": transpose, "split": split, "getitem": getitem}
+
+__all__ = ["STATEMENTS"]
