@@ -1,0 +1,40 @@
+"""The CUDA tests run on a GPU or under numba's simulator (``NUMBA_ENABLE_CUDASIM=1`` set before numba is
+imported); elsewhere the directory is skipped."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+cuda = pytest.importorskip("numba.cuda", reason='numba-cuda is not installed: pip install "numba-cuda[cu12]"')
+
+if not cuda.is_available():
+    pytest.skip("no CUDA device (run with NUMBA_ENABLE_CUDASIM=1 for the simulator)", allow_module_level=True)
+
+
+def _install_shuffle_emulation() -> None:
+    """The simulator has no warp shuffles. Until the backend's ``simulator.py`` installs its emulation, a
+    minimal one for one-warp blocks: every thread posts its value, the block synchronises, each reads its
+    source lane's (its own value past the warp's end, as on a GPU)."""
+    from numba import config
+    if not config.ENABLE_CUDASIM:
+        return
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+    if hasattr(FakeCUDAModule, "shfl_down_sync"):
+        return
+
+    def shfl_down_sync(self, mask, value, delta):
+        thread = threading.current_thread()
+        posted = thread._manager.__dict__.setdefault("posted_values", {})
+        lane = thread.thread_id
+        posted[lane] = value
+        thread.syncthreads()
+        source = lane + delta
+        result = posted[source] if source // 32 == lane // 32 and source in posted else value
+        thread.syncthreads()
+        return result
+
+    FakeCUDAModule.shfl_down_sync = shfl_down_sync
+
+
+_install_shuffle_emulation()
