@@ -158,6 +158,23 @@ def select(x: Any, dim: int, indices: Any, values: Any | None, stream: Any, larg
                                               values is not None)
 
 
+def values_and_indices(x: Any, dim: int, keepdim: bool, largest: bool, stream: Any) -> tuple[Any, Any]:
+    """``max(x, dim)``/``min(x, dim)``: new device arrays of each row's first best value and its int64
+    index, of the reduced shape (``dim`` dropped, or kept as size 1 with ``keepdim``; at least 1-d, as
+    every value in generated code)."""
+    sizes = list(x.shape)
+    if sizes:
+        if keepdim:
+            sizes[dim] = 1
+        else:
+            sizes.pop(dim)
+    shape = tuple(sizes) or (1,)
+    values = cuda.device_array(shape, x.dtype, stream=stream)
+    indices = cuda.device_array(shape, np.int64, stream=stream)
+    select(x, dim, indices, values, stream, largest)
+    return values, indices
+
+
 def _reduced_steps(result: Any, ndim: int, dim: int) -> tuple[int, ...]:
     """The steps of a reduction's result over the input's other dimensions: ``dim`` dropped, or kept as
     size 1 (``keepdim``). A row of a 1-d input has no other dimension: one step of 0 (a 0-d result may
