@@ -112,8 +112,9 @@ def _softmax(x, dim):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, dim", [((3, 40), 1), ((3, 40), 0), ((2, 5, 3), 1), ((7,), 0), ((2, 3, 4), -1)])
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+@pytest.mark.parametrize("shape, dim, layout", [((3, 40), 1, "contiguous"), ((5, 3), 0, "transposed"),
+                                                ((2, 5, 3), 1, "strided"), ((7,), 0, "contiguous"),
+                                                ((2, 3, 4), -1, "transposed"), ((3, 37), 1, "strided")])
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax(dtype, shape, dim, layout, log):
     x = 10 * _random(shape, dtype, 13)
@@ -130,6 +131,7 @@ def test_log_softmax_into_a_strided_result():
     _close(big, np.log(_softmax(x, 1)).T, np.float64)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf - inf, in the simulator's numpy
 def test_softmax_of_a_row_with_infinities():
     x = np.array([[0.0, -np.inf, 1.0], [np.inf, 0.0, 0.0]])
     out = cuda.device_array(x.shape)
@@ -140,10 +142,12 @@ def test_softmax_of_a_row_with_infinities():
 
 
 # ---- argmax, argmin ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", DTYPES + [np.int64, np.int32, np.int8, np.bool_])
 @pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("shape, dim", [((4, 70), 1), ((70, 3), 0), ((2, 3, 5), 1), ((6,), 0)])
-def test_select_first_best_with_ties(dtype, largest, shape, dim):
+@pytest.mark.parametrize("dtype, shape, dim", [(np.float32, (4, 70), 1), (np.float64, (70, 3), 0),
+                                               (np.float32, (2, 3, 5), 1), (np.float64, (6,), 0),
+                                               (np.int64, (3, 40), 1), (np.int32, (2, 3), 0),
+                                               (np.int8, (3, 2), 1), (np.bool_, (3, 34), 1)])
+def test_select_first_best_with_ties(largest, dtype, shape, dim):
     x = np.random.default_rng(15).integers(0, 3, shape).astype(dtype)  # many ties
     indices = cuda.device_array(np.delete(shape, dim).tolist() or [1], np.int64)
     values = cuda.device_array(indices.shape, dtype)

@@ -17,7 +17,10 @@ WARP = 32
 BLOCK = WARP if numba.config.ENABLE_CUDASIM else 256
 WARPS = BLOCK // WARP
 ALL_LANES = 0xFFFFFFFF
-GRID_LIMIT = 65535  # blocks per launch along y and z (x allows more; row kernels loop over the rest)
+GRID_LIMIT = 65535  # blocks per launch along y and z
+ROW_BLOCKS = 4 if numba.config.ENABLE_CUDASIM else 1 << 16
+"""Blocks of a kernel that loops grid-stride over rows: enough to fill a GPU; few under the simulator,
+where every block is 32 new Python threads."""
 
 
 @cuda.jit(device=True)

@@ -18,11 +18,10 @@ import numba
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from .block_reduce import BLOCK, GRID_LIMIT, WARPS, block_sum
+from .block_reduce import BLOCK, GRID_LIMIT, ROW_BLOCKS, WARPS, block_sum
 from .strides import at_least_one, span, steps
 
 TILE = 4 if numba.config.ENABLE_CUDASIM else 16  # a tile per block of TILE x TILE threads
-ROW_LIMIT = 1 << 16
 
 
 @cuda.jit(device=True)
@@ -159,7 +158,7 @@ def gemv(a: Any, v: Any, out: Any, stream: Any) -> None:
         return
     (a_row, a_col), (v_step,), (out_step,) = steps(a), steps(v), steps(out)
     _, kernel = _row_dot_kernel(dtype)
-    kernel[min(n, ROW_LIMIT), BLOCK, stream](span(a), a_row, a_col, span(v), v_step, span(out), out_step, n, k)
+    kernel[min(n, ROW_BLOCKS), BLOCK, stream](span(a), a_row, a_col, span(v), v_step, span(out), out_step, n, k)
 
 
 def dot(a: Any, b: Any, out: Any, stream: Any) -> None:

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from .block_reduce import BLOCK, WARPS, block_sum
+from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, block_sum
 from .strides import span, steps
 
 REDUCTIONS = ("none", "sum", "mean")
-GRID_LIMIT = 1 << 16
 
 
 @functools.cache
@@ -80,7 +79,7 @@ def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any)
     row_step, class_step = steps(log_probs)
     out_step = steps(out)[0] if out.ndim else 0
     _, kernel = _loss_kernel(np.dtype(log_probs.dtype))
-    blocks = 1 if reduce else min(max(1, -(-n // BLOCK)), GRID_LIMIT)
+    blocks = 1 if reduce else min(max(1, -(-n // BLOCK)), ROW_BLOCKS)
     if reduce == 0 and n == 0:
         return
     kernel[blocks, BLOCK, stream](span(log_probs), row_step, class_step, span(target), steps(target)[0], span(out),
@@ -97,18 +96,23 @@ def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: 
     row_step, class_step = steps(out)
     grad_step = steps(grad)[0] if grad.ndim else 0
     _, kernel = _backward_kernel(np.dtype(out.dtype))
-    blocks = min(-(-(n * classes) // BLOCK), GRID_LIMIT)
-    kernel[blocks, BLOCK, stream](span(grad), grad_step, span(target), steps(target)[0], span(out), row_step, class_step,
-                                  n, classes, reduce)
+    blocks = min(-(-(n * classes) // BLOCK), ROW_BLOCKS)
+    kernel[blocks, BLOCK, stream](span(grad), grad_step, span(target), steps(target)[0], span(out), row_step,
+                                  class_step, n, classes, reduce)
+
+
+def _kernel_types(dtype: str) -> tuple[Any, Any, Any]:
+    """What a launch passes, as numba types: spans of ``dtype`` and of int64 targets, and numbers."""
+    return types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.Array(types.int64, 1, "C"), types.int64
 
 
 def _loss_types(dtype: str) -> tuple[Any, ...]:
-    array, index, number = types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.Array(types.int64, 1, "C"), types.int64
+    array, index, number = _kernel_types(dtype)
     return (array, number, number, index, number, array, number, number, number, number)
 
 
 def _backward_types(dtype: str) -> tuple[Any, ...]:
-    array, index, number = types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.Array(types.int64, 1, "C"), types.int64
+    array, index, number = _kernel_types(dtype)
     return (array, number, index, number, array, number, number, number, number, number)
 
 

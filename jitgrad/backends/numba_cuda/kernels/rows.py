@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from .block_reduce import BLOCK, WARPS, beats, block_best, block_max, block_sum
+from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, beats, block_best, block_max, block_sum
 from .strides import at_least_one, span, steps
 
-ROW_LIMIT = 1 << 16  # blocks per launch: each loops over its share of the rows beyond
 
 
 @cuda.jit(device=True)
@@ -116,10 +115,6 @@ def _rows(x: Any, dim: int) -> tuple[tuple[int, ...], tuple[int, ...], int, int]
     return tuple(sizes), tuple(strides), n, step
 
 
-def _launch_rows(rows: int) -> int:
-    return min(rows, ROW_LIMIT)
-
-
 def softmax(x: Any, out: Any, dim: int, stream: Any, log: bool = False) -> None:
     """``out[...] = softmax(x, dim)`` (``log_softmax`` with ``log``), both device arrays of one shape and
     a floating dtype, any strides; a row's max, then its sum of exps, then the output."""
@@ -129,9 +124,9 @@ def softmax(x: Any, out: Any, dim: int, stream: Any, log: bool = False) -> None:
     if rows == 0 or n == 0:
         return
     _, kernel = _softmax_kernel(np.dtype(x.dtype))
-    kernel[_launch_rows(rows), BLOCK, stream](span(x), at_least_one(x_rows, 0), x_step, span(out),
-                                              at_least_one(out_rows, 0), out_step, at_least_one(sizes, 1),
-                                              rows, n, log)
+    kernel[min(rows, ROW_BLOCKS), BLOCK, stream](span(x), at_least_one(x_rows, 0), x_step, span(out),
+                                                 at_least_one(out_rows, 0), out_step, at_least_one(sizes, 1),
+                                                 rows, n, log)
 
 
 def log_softmax(x: Any, out: Any, dim: int, stream: Any) -> None:
@@ -152,10 +147,10 @@ def select(x: Any, dim: int, indices: Any, values: Any | None, stream: Any, larg
     index_rows = _reduced_steps(indices, x.ndim, dim)
     value_rows = _reduced_steps(values, x.ndim, dim) if values is not None else index_rows
     _, kernel = _select_kernel(np.dtype(x.dtype))
-    kernel[_launch_rows(rows), BLOCK, stream](span(x), at_least_one(x_rows, 0), x_step, span(indices),
-                                              index_rows, span(indices if values is None else values),
-                                              value_rows, at_least_one(sizes, 1), rows, n, largest,
-                                              values is not None)
+    kernel[min(rows, ROW_BLOCKS), BLOCK, stream](span(x), at_least_one(x_rows, 0), x_step, span(indices),
+                                                 index_rows, span(indices if values is None else values),
+                                                 value_rows, at_least_one(sizes, 1), rows, n, largest,
+                                                 values is not None)
 
 
 def values_and_indices(x: Any, dim: int, keepdim: bool, largest: bool, stream: Any) -> tuple[Any, Any]:
