@@ -56,3 +56,6 @@ def test_kernel_compiles_to_ptx(device_capability, module, name, index):
     ptx, _ = cuda.compile_ptx(function, argument_types, cc=(8, 0))
     assert ".target sm_80" in ptx
     assert f"{function.__name__}" in ptx  # the kernel's entry point, named after its function
+    # The matrix product's per-thread accumulators (cuda.local.array) must live in registers: local
+    # memory would make every product a memory round trip. No kernel here needs any.
+    assert ".local" not in ptx

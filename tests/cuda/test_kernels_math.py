@@ -39,7 +39,7 @@ def _close(device_array, expected, dtype):
 
 # ---- matrix products --------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, k, m", [(1, 1, 1), (5, 7, 6), (9, 4, 3), (3, 0, 2)])
+@pytest.mark.parametrize("n, k, m", [(1, 1, 1), (5, 7, 6), (9, 4, 3), (3, 0, 2), (17, 9, 10)])
 @pytest.mark.parametrize("layout_a, layout_b", [("contiguous", "contiguous"), ("transposed", "strided"),
                                                 ("strided", "transposed")])
 def test_gemm(dtype, n, k, m, layout_a, layout_b):

@@ -1,9 +1,11 @@
 """Matrix products: ``gemm``/``batched_gemm`` as one tiled shared-memory kernel, ``gemv``/``dot`` as a
 block per output element.
 
-The tiled kernel gives each block a ``TILE`` x ``TILE`` square of one output matrix: the block walks
-along ``k`` a tile at a time, each thread loading one element of A's and one of B's tile into shared
-memory, and each thread sums its output element's products in ``k`` order (deterministic, no atomics).
+The tiled kernel gives each block a ``TILE`` x ``TILE`` square of one output matrix and ``SIDE`` x
+``SIDE`` threads: the block walks along ``k`` ``SIDE`` columns of A and rows of B at a time, copied to
+shared memory, and each thread keeps ``PER`` x ``PER`` output elements in registers (rows ``ty``,
+``ty + SIDE``...), so that each value read from shared memory serves ``PER`` products instead of one.
+Each output element sums its products in ``k`` order (deterministic, no atomics).
 Batches (``blockIdx.z``, grid-stride) and any strides come from element steps (``strides.py``): a
 broadcast batch dimension has step 0, a vector operand is a matrix with a step-0 dimension, so numpy's
 ``matmul`` rules need no copies. A matrix-vector product would leave all but one column of each tile
@@ -21,7 +23,9 @@ from numba import cuda, from_dtype, types
 from .block_reduce import BLOCK, GRID_LIMIT, ROW_BLOCKS, WARPS, block_sum
 from .strides import at_least_one, span, steps
 
-TILE = 4 if numba.config.ENABLE_CUDASIM else 16  # a tile per block of TILE x TILE threads
+SIDE = 4 if numba.config.ENABLE_CUDASIM else 16  # threads along each side of a block
+PER = 2 if numba.config.ENABLE_CUDASIM else 4    # output rows (and columns) per thread
+TILE = SIDE * PER                                  # a block's square of the output
 
 
 @cuda.jit(device=True)
@@ -47,24 +51,42 @@ def _gemm_kernel(dtype: np.dtype) -> tuple[Any, Any]:
 
     def batched_gemm_tiles(a, a_batch, a_row, a_col, b, b_batch, b_row, b_col, out, out_batch, out_row, out_col,
                            sizes, batches, n, k, m):
-        tile_a = cuda.shared.array((TILE, TILE), dtype)
-        tile_b = cuda.shared.array((TILE, TILE), dtype)
+        tile_a = cuda.shared.array((TILE, SIDE), dtype)  # rows of A's tile, SIDE of its columns
+        tile_b = cuda.shared.array((SIDE, TILE), dtype)
+        total = cuda.local.array((PER, PER), dtype)
+        column_a = cuda.local.array(PER, dtype)
+        row_b = cuda.local.array(PER, dtype)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-        row = cuda.blockIdx.y * TILE + ty
-        col = cuda.blockIdx.x * TILE + tx
+        thread = ty * SIDE + tx
+        first_row, first_col = cuda.blockIdx.y * TILE, cuda.blockIdx.x * TILE
         z = cuda.blockIdx.z
         while z < batches:
             a_at, b_at, out_at = _batch_offsets(z, sizes, a_batch, b_batch, out_batch)
-            total = zero
-            for start in range(0, k, TILE):
-                tile_a[ty, tx] = a[a_at + row * a_row + (start + tx) * a_col] if row < n and start + tx < k else zero
-                tile_b[ty, tx] = b[b_at + (start + ty) * b_row + col * b_col] if start + ty < k and col < m else zero
+            for i in range(PER):
+                for j in range(PER):
+                    total[i, j] = zero
+            for start in range(0, k, SIDE):
+                for p in range(PER):  # TILE * SIDE elements of each tile, PER per thread, neighbours side by side
+                    e = thread + p * SIDE * SIDE
+                    r, c = first_row + e // SIDE, start + e % SIDE
+                    tile_a[e // SIDE, e % SIDE] = a[a_at + r * a_row + c * a_col] if r < n and c < k else zero
+                    r, c = start + e // TILE, first_col + e % TILE
+                    tile_b[e // TILE, e % TILE] = b[b_at + r * b_row + c * b_col] if r < k and c < m else zero
                 cuda.syncthreads()
-                for j in range(TILE):
-                    total += tile_a[ty, j] * tile_b[j, tx]
+                for d in range(SIDE):
+                    for i in range(PER):
+                        column_a[i] = tile_a[ty + i * SIDE, d]
+                        row_b[i] = tile_b[d, tx + i * SIDE]
+                    for i in range(PER):
+                        for j in range(PER):
+                            total[i, j] += column_a[i] * row_b[j]
                 cuda.syncthreads()
-            if row < n and col < m:
-                out[out_at + row * out_row + col * out_col] = total
+            for i in range(PER):
+                r = first_row + ty + i * SIDE
+                for j in range(PER):
+                    c = first_col + tx + j * SIDE
+                    if r < n and c < m:
+                        out[out_at + r * out_row + c * out_col] = total[i, j]
             z += cuda.gridDim.z
     return batched_gemm_tiles, cuda.jit(batched_gemm_tiles)
 
@@ -118,7 +140,7 @@ def batched_gemm(a: Any, b: Any, out: Any, stream: Any) -> None:
     grid = ((m + TILE - 1) // TILE, (n + TILE - 1) // TILE, min(batches, GRID_LIMIT))
     if grid[1] > GRID_LIMIT:
         raise ValueError(f"matmul: {n} rows is more than this kernel's grid covers ({GRID_LIMIT * TILE})")
-    kernel[grid, (TILE, TILE), stream](
+    kernel[grid, (SIDE, SIDE), stream](
         span(a), _batch_steps(a_shape, a_steps, batch), a_steps[-2], a_steps[-1],
         span(b), _batch_steps(b_shape, b_steps, batch), b_steps[-2], b_steps[-1],
         span(out), _batch_steps(batch + (n, m), tuple(out_steps), batch), out_steps[-2], out_steps[-1],
