@@ -190,20 +190,23 @@ def dot(a: Any, b: Any, out: Any, stream: Any) -> None:
     kernel[1, BLOCK, stream](span(a), 0, steps(a)[0], span(b), steps(b)[0], span(out), 0, 1, a.shape[0])
 
 
-def _gemm_types(dtype: str) -> tuple[Any, ...]:
-    array, number = types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.int64
-    batch = types.UniTuple(types.int64, 2)
+def _gemm_types(dtype: np.dtype, batch_rank: int) -> tuple[Any, ...]:
+    """A launch's numba types: per operand its span, batch steps and matrix steps; then the batch sizes
+    (a tuple of ``batch_rank``, compiled once per length: 1 for mm), the count of matrices, n, k, m."""
+    array, number = types.Array(from_dtype(dtype), 1, "C"), types.int64
+    batch = types.UniTuple(types.int64, batch_rank)
     operand = (array, batch, number, number)
     return operand * 3 + (batch, number, number, number, number)
 
 
-def _row_dot_types(dtype: str) -> tuple[Any, ...]:
-    array, number = types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.int64
+def _row_dot_types(dtype: np.dtype) -> tuple[Any, ...]:
+    array, number = types.Array(from_dtype(dtype), 1, "C"), types.int64
     return (array, number, number, array, number, array, number, number, number)
 
 
-# (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``.
-KERNELS = [(function.__name__, function, signature(dtype))
-           for dtype in ("float32", "float64")
-           for make, signature in ((_gemm_kernel, _gemm_types), (_row_dot_kernel, _row_dot_types))
-           for function in (make(np.dtype(dtype))[0],)]
+# (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``: mm and a
+# product with two batch dimensions, mv and dot.
+KERNELS = [entry for dtype in map(np.dtype, ("float32", "float64")) for entry in (
+    ("batched_gemm_tiles", _gemm_kernel(dtype)[0], _gemm_types(dtype, 1)),
+    ("batched_gemm_tiles", _gemm_kernel(dtype)[0], _gemm_types(dtype, 2)),
+    ("row_dot", _row_dot_kernel(dtype)[0], _row_dot_types(dtype)))]

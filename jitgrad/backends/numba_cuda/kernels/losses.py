@@ -117,7 +117,6 @@ def _backward_types(dtype: str) -> tuple[Any, ...]:
 
 
 # (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``.
-KERNELS = [(function.__name__, function, signature(dtype))
-           for dtype in ("float32", "float64")
-           for make, signature in ((_loss_kernel, _loss_types), (_backward_kernel, _backward_types))
-           for function in (make(np.dtype(dtype))[0],)]
+KERNELS = [entry for dtype in ("float32", "float64") for entry in (
+    ("nll_rows", _loss_kernel(np.dtype(dtype))[0], _loss_types(dtype)),
+    ("nll_backward_elements", _backward_kernel(np.dtype(dtype))[0], _backward_types(dtype)))]

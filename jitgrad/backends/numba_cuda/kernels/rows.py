@@ -182,25 +182,29 @@ def _reduced_steps(result: Any, ndim: int, dim: int) -> tuple[int, ...]:
     return tuple(result_steps)
 
 
-def _kernel_types(dtype: np.dtype) -> tuple[Any, ...]:
-    """What a launch passes, as numba types: spans, two-dimensional steps and sizes, numbers and flags."""
-    return types.Array(from_dtype(dtype), 1, "C"), types.UniTuple(types.int64, 2), types.int64
+def _kernel_types(dtype: np.dtype, rank: int) -> tuple[Any, ...]:
+    """What a launch passes, as numba types: spans, the steps and sizes of the other dimensions of a
+    ``rank + 1``-d input (a tuple, compiled once per length), numbers."""
+    return types.Array(from_dtype(dtype), 1, "C"), types.UniTuple(types.int64, rank), types.int64
 
 
-def _softmax_types(dtype: np.dtype) -> tuple[Any, ...]:
-    array, shape, number = _kernel_types(dtype)
+def _softmax_types(dtype: np.dtype, rank: int) -> tuple[Any, ...]:
+    array, shape, number = _kernel_types(dtype, rank)
     return (array, shape, number, array, shape, number, shape, number, number, types.boolean)
 
 
-def _select_types(dtype: np.dtype) -> tuple[Any, ...]:
-    array, shape, number = _kernel_types(dtype)
+def _select_types(dtype: np.dtype, rank: int, values: bool) -> tuple[Any, ...]:
+    """With ``values`` (max/min(dim)) the values array has the input's dtype; without, the launch passes
+    the int64 indices in its place."""
+    array, shape, number = _kernel_types(dtype, rank)
     index = types.Array(types.int64, 1, "C")
-    return (array, shape, number, index, shape, array, shape, shape, number, number, types.boolean,
-            types.boolean)
+    return (array, shape, number, index, shape, array if values else index, shape, shape, number, number,
+            types.boolean, types.boolean)
 
 
-# (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``.
-KERNELS = [(function.__name__, function, signature(np.dtype(dtype)))
-           for dtype in ("float32", "float64")
-           for make, signature in ((_softmax_kernel, _softmax_types), (_select_kernel, _select_types))
-           for function in (make(np.dtype(dtype))[0],)]
+# (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``: rows of
+# 2-d and 3-d inputs, argmax/argmin with and without their values.
+KERNELS = [entry for dtype in map(np.dtype, ("float32", "float64")) for rank in (1, 2) for entry in (
+    ("softmax_rows", _softmax_kernel(dtype)[0], _softmax_types(dtype, rank)),
+    ("select_rows", _select_kernel(dtype)[0], _select_types(dtype, rank, True)),
+    ("select_rows", _select_kernel(dtype)[0], _select_types(dtype, rank, False)))]
