@@ -1,9 +1,13 @@
 """Every hand-written CUDA kernel of the maths intrinsics (matrix products, row kernels, losses) compiles
 to PTX for sm_80 with ``numba.cuda.compile_ptx``, which needs NVVM but no GPU: the check CI runs for the
-kernel library on machines without one."""
+kernel library on machines without one. Where the toolkit's ``ptxas`` is on ``PATH`` the PTX is also
+assembled, and must not spill registers (the tiled product holds 16 accumulators per thread)."""
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import subprocess
 import types as pytypes
 
 import pytest
@@ -49,7 +53,7 @@ def device_capability(monkeypatch):
 
 
 @pytest.mark.parametrize("module, name, index", _entries())
-def test_kernel_compiles_to_ptx(device_capability, module, name, index):
+def test_kernel_compiles_to_ptx(device_capability, module, name, index, tmp_path):
     cuda = device_capability
     kernels = importlib.import_module(f"jitgrad.backends.numba_cuda.kernels.{module}").KERNELS
     name, function, argument_types = kernels[index]
@@ -59,3 +63,17 @@ def test_kernel_compiles_to_ptx(device_capability, module, name, index):
     # The matrix product's per-thread accumulators (cuda.local.array) must live in registers: local
     # memory would make every product a memory round trip. No kernel here needs any.
     assert ".local" not in ptx
+    ptxas = shutil.which("ptxas")
+    if ptxas:
+        report = _assemble(ptxas, ptx, tmp_path)
+        assert "0 bytes spill stores, 0 bytes spill loads" in report, report
+
+
+def _assemble(ptxas: str, ptx: str, folder) -> str:
+    """ptxas's verbose report (registers, spills) for ``ptx`` assembled for sm_80."""
+    source = folder / "kernel.ptx"
+    source.write_text(ptx)
+    done = subprocess.run([ptxas, "-arch=sm_80", "-v", str(source), "-o", os.devnull], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
