@@ -1,0 +1,122 @@
+"""``nll_loss`` and its backward, as PyTorch's ``nll_loss`` with ``reduction`` "none", "sum" or "mean"
+(the op entry has no class weights nor ``ignore_index``).
+
+The forward picks ``-log_probs[i, target[i]]`` per row; a reduced loss then sums the picks in one block
+(``block_reduce.block_sum``, a fixed order: the same total every run). The backward writes every
+element of the (N, C) gradient once, a thread per element (zero, or the row's gradient at its target),
+so it needs no separate zero fill and no atomics. A target outside the classes cannot raise in a kernel:
+it picks nothing and adds NaN, so the loss shows it (the eager op checks targets before this runs).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from numba import cuda, from_dtype, types
+
+from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, block_sum
+from .strides import span, steps
+
+REDUCTIONS = ("none", "sum", "mean")
+
+
+@functools.cache
+def _loss_kernel(dtype: np.dtype) -> tuple[Any, Any]:
+    """(python function, compiled kernel) of the per-row losses (``reduce`` 0) or their sum (1) or mean
+    (2) into ``out[0]``, for ``dtype``: one block for a reduced loss, any grid otherwise."""
+    zero, nan = dtype.type(0), dtype.type(math.nan)
+
+    def nll_rows(log_probs, row_step, class_step, target, target_step, out, out_step, n, classes, reduce):
+        partials = cuda.shared.array(WARPS, dtype)
+        total = zero
+        for i in range(cuda.blockIdx.x * BLOCK + cuda.threadIdx.x, n, BLOCK * cuda.gridDim.x):
+            t = target[i * target_step]
+            picked = -log_probs[i * row_step + t * class_step] if 0 <= t < classes else nan
+            if reduce == 0:
+                out[i * out_step] = picked
+            else:
+                total += picked
+        if reduce != 0:
+            total = block_sum(total, partials)
+            if cuda.threadIdx.x == 0:
+                out[0] = total / dtype.type(n) if reduce == 2 else total
+    return nll_rows, cuda.jit(nll_rows)
+
+
+@functools.cache
+def _backward_kernel(dtype: np.dtype) -> tuple[Any, Any]:
+    """(python function, compiled kernel) writing the gradient of ``nll_loss`` for ``dtype``: a thread
+    per element of the (N, C) result (grid-stride)."""
+    zero = dtype.type(0)
+
+    def nll_backward_elements(grad, grad_step, target, target_step, out, row_step, class_step, n, classes, reduce):
+        for e in range(cuda.grid(1), n * classes, cuda.gridsize(1)):
+            i, c = e // classes, e % classes
+            if target[i * target_step] != c:
+                out[i * row_step + c * class_step] = zero
+            elif reduce == 0:
+                out[i * row_step + c * class_step] = -grad[i * grad_step]
+            elif reduce == 2:
+                out[i * row_step + c * class_step] = -grad[0] / dtype.type(n)
+            else:
+                out[i * row_step + c * class_step] = -grad[0]
+    return nll_backward_elements, cuda.jit(nll_backward_elements)
+
+
+def _reduce_code(reduction: str) -> int:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"nll_loss: reduction {reduction!r} is not one of {REDUCTIONS}")
+    return REDUCTIONS.index(reduction)
+
+
+def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any) -> None:
+    """``out`` = PyTorch's ``nll_loss(log_probs, target, reduction=reduction)``: log_probs (N, C) of a
+    floating dtype, target (N,) integers, out (N,) for "none", else one element (0-d or (1,))."""
+    reduce = _reduce_code(reduction)
+    n, classes = log_probs.shape
+    row_step, class_step = steps(log_probs)
+    out_step = steps(out)[0] if out.ndim else 0
+    _, kernel = _loss_kernel(np.dtype(log_probs.dtype))
+    blocks = 1 if reduce else min(max(1, -(-n // BLOCK)), ROW_BLOCKS)
+    if reduce == 0 and n == 0:
+        return
+    kernel[blocks, BLOCK, stream](span(log_probs), row_step, class_step, span(target), steps(target)[0], span(out),
+                                  out_step, n, classes, reduce)
+
+
+def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: Any) -> None:
+    """``out`` (N, C) = the gradient of ``nll_loss`` for the incoming ``grad`` ((N,) for "none", else
+    one element): ``-grad`` (divided by N for "mean") at each row's target, zero elsewhere."""
+    reduce = _reduce_code(reduction)
+    n, classes = out.shape
+    if n * classes == 0:
+        return
+    row_step, class_step = steps(out)
+    grad_step = steps(grad)[0] if grad.ndim else 0
+    _, kernel = _backward_kernel(np.dtype(out.dtype))
+    blocks = min(-(-(n * classes) // BLOCK), ROW_BLOCKS)
+    kernel[blocks, BLOCK, stream](span(grad), grad_step, span(target), steps(target)[0], span(out), row_step,
+                                  class_step, n, classes, reduce)
+
+
+def _kernel_types(dtype: str) -> tuple[Any, Any, Any]:
+    """What a launch passes, as numba types: spans of ``dtype`` and of int64 targets, and numbers."""
+    return types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.Array(types.int64, 1, "C"), types.int64
+
+
+def _loss_types(dtype: str) -> tuple[Any, ...]:
+    array, index, number = _kernel_types(dtype)
+    return (array, number, number, index, number, array, number, number, number, number)
+
+
+def _backward_types(dtype: str) -> tuple[Any, ...]:
+    array, index, number = _kernel_types(dtype)
+    return (array, number, index, number, array, number, number, number, number, number)
+
+
+# (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``.
+KERNELS = [entry for dtype in ("float32", "float64") for entry in (
+    ("nll_rows", _loss_kernel(np.dtype(dtype))[0], _loss_types(dtype)),
+    ("nll_backward_elements", _backward_kernel(np.dtype(dtype))[0], _backward_types(dtype)))]
