@@ -117,25 +117,29 @@ def stack(sources: Sequence[Any], out: Any, dim: int, stream: Any = 0) -> None:
     _check_same_dtype("stack", sources, out)
     target = layout_of(out, raw=True)
     for index, src in enumerate(sources):
-        copy_layout(target.select(dim, index), layout_of(src, raw=True), stream)
+        # a 0-d value arrives as a 1-element array of out's rank: its slice keeps the dimension
+        place = target.narrow(dim, index, 1) if len(src.shape) == len(out.shape) else target.select(dim, index)
+        copy_layout(place, layout_of(src, raw=True), stream)
 
 
 RANKS = (1, 2, 3, 4)
 """Ranks listed for the PTX check: a coalesced copy is rarely of more (any rank compiles alike)."""
 CAST_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
+
+def _copy_types(to: Any, frm: Any, rank: int) -> tuple:
+    return (memory_type(to), types.int64, tuple_type(rank), memory_type(frm), types.int64, tuple_type(rank),
+            tuple_type(rank), types.int64)
+
+
 KERNELS = (
-    [("strided_copy", strided_copy, [memory_type(raw), types.int64, tuple_type(rank), memory_type(raw), types.int64,
-                                     tuple_type(rank), tuple_type(rank), types.int64])
+    [("strided_copy", strided_copy.py_func, _copy_types(raw, raw, rank))
      for raw in RAW_TYPES.values() for rank in RANKS]
-    + [("strided_copy", strided_copy, [memory_type(to), types.int64, tuple_type(1), memory_type(frm), types.int64,
-                                       tuple_type(1), tuple_type(1), types.int64])
-       for to in CAST_DTYPES if to != "bool" for frm in CAST_DTYPES if to != frm]
-    + [("strided_truth", strided_truth, [memory_type("bool"), types.int64, tuple_type(1), memory_type(frm), types.int64,
-                                         tuple_type(1), tuple_type(1), types.int64])
-       for frm in CAST_DTYPES if frm != "bool"]
-    + [("strided_fill", strided_fill, [memory_type(raw), types.int64, tuple_type(rank), tuple_type(rank), types.int64,
-                                       from_dtype(np.dtype(raw))])
+    + [("strided_copy", strided_copy.py_func, _copy_types(to, frm, 1))
+       for to in CAST_DTYPES if to != "bool" for frm in CAST_DTYPES if frm != to]
+    + [("strided_truth", strided_truth.py_func, _copy_types("bool", frm, 1)) for frm in CAST_DTYPES if frm != "bool"]
+    + [("strided_fill", strided_fill.py_func, (memory_type(raw), types.int64, tuple_type(rank), tuple_type(rank),
+                                               types.int64, from_dtype(np.dtype(raw))))
        for raw in RAW_TYPES.values() for rank in RANKS])
 """Each kernel with the argument types it is compiled with: raw copies and fills per width and rank,
 converting copies between every pair of dtypes (rank 1, where a contiguous conversion lands), to bool

@@ -171,14 +171,14 @@ def _operand_types(dtype: Any, rank: int) -> list:
 
 
 KERNELS = (
-    [("gather", gather, _operand_types(raw, 1) + _operand_types(raw, rank) + [_POSITIONS, types.int64])
+    [("gather", gather.py_func, (*_operand_types(raw, 1), *_operand_types(raw, rank), _POSITIONS, types.int64))
      for raw in RAW_TYPES.values() for rank in SOURCE_RANKS]
-    + [("scatter_sum", scatter_sum, _operand_types(dtype, 1) + _operand_types(dtype, rank)
-        + [_POSITIONS, _POSITIONS, _POSITIONS, types.int64])
+    + [("scatter_sum", scatter_sum.py_func, (*_operand_types(dtype, 1), *_operand_types(dtype, rank), _POSITIONS,
+                                             _POSITIONS, _POSITIONS, types.int64))
        for dtype in SUMMED_DTYPES for rank in SOURCE_RANKS]
-    + [("put", put, _operand_types(raw, 1) + _operand_types(raw, rank) + [_POSITIONS, _POSITIONS, types.int64])
+    + [("put", put.py_func, (*_operand_types(raw, 1), *_operand_types(raw, rank), _POSITIONS, _POSITIONS, types.int64))
        for raw in RAW_TYPES.values() for rank in SOURCE_RANKS]
-    + [("put_number", put_number, _operand_types(raw, 1) + [_POSITIONS, types.int64, memory_type(raw).dtype])
+    + [("put_number", put_number.py_func, (*_operand_types(raw, 1), _POSITIONS, types.int64, memory_type(raw).dtype))
        for raw in RAW_TYPES.values()])
 """Each kernel with the argument types it is compiled with: raw gathers and puts per element width,
 sums per numeric dtype, for an output of rank 1 and an indexed operand of each listed rank."""

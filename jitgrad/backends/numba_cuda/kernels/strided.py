@@ -28,7 +28,7 @@ RAW_TYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 """The unsigned integer type of each element width: what a raw (bit-moving) layout's memory holds."""
 
 SIMULATOR_THREADS, GPU_THREADS = 32, 256
-SIMULATOR_BLOCKS, GPU_BLOCKS = 8, 4096
+SIMULATOR_BLOCKS, GPU_BLOCKS = 4, 4096
 """Blocks of a launch: the simulator runs a Python thread per CUDA thread, so its grid stays small; a
 grid-stride loop lets any grid cover any count."""
 
@@ -78,7 +78,7 @@ def _flat_memory(array: Any, lowest: int, span: int, dtype: np.dtype) -> Any:
     """A 1-D device array of ``span`` elements of ``dtype`` from element offset ``lowest`` (<= 0)
     relative to ``array``'s element 0, sharing its memory."""
     itemsize = array.dtype.itemsize
-    if numba.config.ENABLE_CUDASIM:  # a FakeCUDAArray wraps a numpy array: flip reversed dims to reach the lowest address
+    if numba.config.ENABLE_CUDASIM:  # a FakeCUDAArray wraps numpy's: flipping reversed dims reaches the lowest address
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         host = array._ary[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
         flat = np.lib.stride_tricks.as_strided(host, (span,), (itemsize,))
