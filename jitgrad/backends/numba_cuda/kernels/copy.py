@@ -69,13 +69,6 @@ def copy_layout(out: Layout, src: Layout, stream: Any = 0) -> None:
                                           shape, out.size)
 
 
-def copy(src: Any, out: Any, stream: Any = 0) -> None:
-    """``out[...] = src``, ``src`` broadcast to ``out``'s shape and converted to its dtype as numpy's
-    ``astype`` does (the ``copy`` op, and every copy the codegen needs)."""
-    raw = np.dtype(src.dtype) == np.dtype(out.dtype)
-    copy_layout(layout_of(out, raw=raw), layout_of(src, raw=raw), stream)
-
-
 def fill_layout(out: Layout, value: Any, stream: Any = 0) -> None:
     """Writes ``value`` (a scalar of ``out.memory``'s type) at every element of ``out``."""
     if out.size == 0:
@@ -95,31 +88,37 @@ def fill(out: Any, value: Any, stream: Any = 0) -> None:
     fill_layout(layout_of(out, raw=True), raw_scalar(value, out.dtype), stream)
 
 
-def _check_same_dtype(op: str, sources: Sequence[Any], out: Any) -> None:
-    for src in sources:
-        if np.dtype(src.dtype) != np.dtype(out.dtype):
-            raise TypeError(f"{op}: an input of dtype {np.dtype(src.dtype)} cannot be copied into an output of "
-                            f"dtype {np.dtype(out.dtype)}; convert it first")
+def _layouts(out: Any, src: Any) -> tuple[Layout, Layout]:
+    """The layouts of ``out`` and ``src`` to copy between: raw when their dtypes agree, else typed so
+    that the copy converts."""
+    raw = np.dtype(src.dtype) == np.dtype(out.dtype)
+    return layout_of(out, raw=raw), layout_of(src, raw=raw)
+
+
+def copy(src: Any, out: Any, stream: Any = 0) -> None:
+    """``out[...] = src``, ``src`` broadcast to ``out``'s shape and converted to its dtype as numpy's
+    ``astype`` does (the ``copy`` op, and every copy the codegen needs)."""
+    copy_layout(*_layouts(out, src), stream)
 
 
 def concatenate(sources: Sequence[Any], out: Any, dim: int, stream: Any = 0) -> None:
-    """``out`` = the ``sources`` one after another along ``dim``: each copied into its slab of ``out``."""
-    _check_same_dtype("concatenate", sources, out)
-    target, offset = layout_of(out, raw=True), 0
+    """``out`` = the ``sources`` one after another along ``dim``, each copied (converted to ``out``'s
+    dtype, numpy's promotion of theirs) into its slab of ``out``."""
+    dim, offset = dim % len(out.shape), 0
     for src in sources:
-        length = src.shape[dim]
-        copy_layout(target.narrow(dim, offset, length), layout_of(src, raw=True), stream)
-        offset += length
+        target, source = _layouts(out, src)
+        copy_layout(target.narrow(dim, offset, src.shape[dim]), source, stream)
+        offset += src.shape[dim]
 
 
 def stack(sources: Sequence[Any], out: Any, dim: int, stream: Any = 0) -> None:
-    """``out`` = the ``sources`` along a new dimension ``dim``: each copied into its slice of ``out``."""
-    _check_same_dtype("stack", sources, out)
-    target = layout_of(out, raw=True)
+    """``out`` = the ``sources`` along a new dimension ``dim``, each copied (converted) into its slice."""
+    dim = dim % len(out.shape)
     for index, src in enumerate(sources):
+        target, source = _layouts(out, src)
         # a 0-d value arrives as a 1-element array of out's rank: its slice keeps the dimension
         place = target.narrow(dim, index, 1) if len(src.shape) == len(out.shape) else target.select(dim, index)
-        copy_layout(place, layout_of(src, raw=True), stream)
+        copy_layout(place, source, stream)
 
 
 RANKS = (1, 2, 3, 4)

@@ -122,6 +122,15 @@ def getitem_gather(src: Any, positions: Any, out: Any, stream: Any = 0) -> None:
     gather[blocks, threads, stream](*_operand(target), *_operand(layout_of(src, raw=True)), positions, target.size)
 
 
+def gathered(src: Any, positions: Any, shape: tuple[int, ...], stream: Any = 0) -> Any:
+    """A new C-contiguous device array of ``shape`` holding the elements of ``src`` at flat
+    ``positions`` (``getitem_gather``): a view op's result that cannot be a view has no buffer of the
+    memory plan, so it is allocated here."""
+    out = cuda.device_array(shape, src.dtype, stream=stream)
+    getitem_gather(src, positions, out, stream)
+    return out
+
+
 def index_scatter(grad: Any, destinations: Any, bounds: Any, sources: Any, out: Any, stream: Any = 0) -> None:
     """``out`` = zeros, with the elements of ``grad`` added at the positions ``scatter_plan`` inverted
     (device arrays of its three results), each destination summing its sources in order."""
@@ -138,10 +147,11 @@ def index_scatter(grad: Any, destinations: Any, bounds: Any, sources: Any, out: 
                                          count)
 
 
-def index_put(self: Any, values: Any, destinations: Any, sources: Any, out: Any, stream: Any = 0) -> None:
+def index_put(self: Any, values: Any, destinations: Any, sources: Any | None, out: Any, stream: Any = 0) -> None:
     """``out`` = ``self`` with ``values`` written at ``destinations``: the element of ``values`` at flat
     position ``sources[j]`` at flat position ``destinations[j]`` (``put_plan``'s results, on the
-    device), or the Python number ``values`` at each. ``index_put`` and ``copy_slices``."""
+    device), or the Python number ``values`` at each (``sources`` None). ``index_put`` and
+    ``copy_slices``."""
     copy(self, out, stream)
     count = destinations.shape[0]
     if count == 0:
@@ -183,4 +193,4 @@ KERNELS = (
 """Each kernel with the argument types it is compiled with: raw gathers and puts per element width,
 sums per numeric dtype, for an output of rank 1 and an indexed operand of each listed rank."""
 
-__all__ = ["KERNELS", "getitem_gather", "index_put", "index_scatter", "put_plan", "scatter_plan"]
+__all__ = ["KERNELS", "gathered", "getitem_gather", "index_put", "index_scatter", "put_plan", "scatter_plan"]

@@ -105,6 +105,26 @@ def layout_of(array: Any, *, raw: bool = False) -> Layout:
     return Layout(_flat_memory(array, lowest, highest - lowest + 1, dtype), -lowest, shape, strides)
 
 
+def indexed_view(array: Any, index: tuple) -> Any:
+    """``array[index]`` for a basic index (integers, slices, None, ``...``), sharing ``array``'s memory,
+    with at least one dimension (a 0-d result is a 1-element array, as every value in generated code).
+
+    numpy itself works out the view's shape, strides and offset, on a stand-in of ``array``'s shape and
+    strides over one element (its memory is never read), so every rule of basic indexing (negative
+    steps, clamped bounds, ``None``) is numpy's; the device array is then built over that geometry."""
+    whole = index if Ellipsis in index else index + (Ellipsis,)  # numpy then gives a 0-d view, not a scalar
+    if numba.config.ENABLE_CUDASIM:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        view = array._ary[whole]
+        return FakeCUDAArray(view.reshape(1) if view.ndim == 0 else view, stream=array.stream)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), tuple(array.shape), tuple(array.strides))
+    view = stand_in[whole]
+    offset = view.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
+    shape, strides = (view.shape, view.strides) if view.ndim else ((1,), (array.dtype.itemsize,))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    return DeviceNDArray(shape, strides, array.dtype, stream=array.stream, gpu_data=array.gpu_data.view(offset))
+
+
 def coalesced(shape: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """The fewest dimensions that walk the same elements as ``shape`` does for every operand's
     ``strides``: size-1 dimensions dropped, and a dimension merged into the one before it when every
@@ -131,4 +151,4 @@ def tuple_type(rank: int) -> types.UniTuple:
     return types.UniTuple(types.int64, rank)
 
 
-__all__ = ["Layout", "RAW_TYPES", "coalesced", "launch_grid", "layout_of", "memory_type", "tuple_type"]
+__all__ = ["Layout", "RAW_TYPES", "coalesced", "indexed_view", "launch_grid", "layout_of", "memory_type", "tuple_type"]
