@@ -80,7 +80,8 @@ def _flat_memory(array: Any, lowest: int, span: int, dtype: np.dtype) -> Any:
     itemsize = array.dtype.itemsize
     if numba.config.ENABLE_CUDASIM:  # a FakeCUDAArray wraps numpy's: flipping reversed dims reaches the lowest address
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-        host = array._ary[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
+        flips = tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)
+        host = array._ary[flips + (Ellipsis,)]  # with ..., a 0-d array gives a view of itself, not a scalar
         flat = np.lib.stride_tricks.as_strided(host, (span,), (itemsize,))
         return FakeCUDAArray(flat.view(dtype))
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
