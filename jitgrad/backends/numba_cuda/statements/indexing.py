@@ -1,11 +1,12 @@
-"""``x[index]`` (``getitem``) and its backward (``index_scatter``) on the CUDA backend.
+"""``getitem``'s gather and its backward (``index_scatter``) on the CUDA backend.
 
-A basic index (integers, slices, None, ``...``) is a view of the input (``kernels.strided.indexed_view``)
-and its backward a zero fill and a copy into that view of the output. An advanced index (integer or
-boolean arrays), or any index of a 0-d input (a 1-element array in generated code, which the traced
-index does not describe), is a gather and a scatter by flat positions computed here, when lowering:
-the scatter's positions are inverted here too (``scatter_plan``), so that the kernel sums every
-destination's sources in order, deterministically (``kernels/indexing.py``).
+``getitem`` is a view op and its statement is ``views.py``'s; an advanced index (integer or boolean
+arrays) cannot be a view, and that statement hands it to ``gather_getitem`` here: a gather by the flat
+positions of the selected elements, computed when lowering. ``index_scatter`` zeroes its output and
+copies the gradient into the region a basic index selects (a view, ``kernels.strided.indexed_view``),
+or, for an advanced index or a 0-d input (a 1-element array in generated code, which the traced index
+does not describe), sums it at the flat positions, inverted here too (``scatter_plan``) so that the
+kernel sums every destination's sources in order, deterministically (``kernels/indexing.py``).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def flat_positions(shape: tuple[int, ...], index: tuple) -> np.ndarray:
 
 
 def by_positions(index: tuple, shape: tuple[int, ...]) -> bool:
-    """Whether ``index`` on an input of ``shape`` lowers by flat positions rather than as a view."""
+    """Whether ``index`` on an input of ``shape`` scatters by flat positions rather than into a view."""
     return is_advanced(index) or not shape
 
 
@@ -46,14 +47,14 @@ def index_source(ctx: OpContext, index: tuple) -> str:
     return f"({', '.join(items)},)" if items else "()"
 
 
-def getitem(ctx: OpContext) -> str:
+def gather_getitem(ctx: OpContext) -> str:
+    """``x[index]`` for an advanced index: a new array of the elements at the index's flat positions
+    (a view node has no buffer of the memory plan, so the host function allocates it)."""
     index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
-    if by_positions(index, shape):
-        positions = ctx.index_argument(flat_positions(shape, index))
-        ctx.result_contiguous = True
-        gathered = ctx.library("kernels.indexing", "gathered")
-        return f"{ctx.out} = {gathered}({ctx.self}, {positions}, {ctx.shape_tuple()}, {ctx.stream})"
-    return f"{ctx.out} = {ctx.library('kernels.strided', 'indexed_view')}({ctx.self}, {index_source(ctx, index)})"
+    positions = ctx.index_argument(flat_positions(shape, index))
+    ctx.result_contiguous = True
+    gathered = ctx.library("kernels.indexing", "gathered")
+    return f"{ctx.out} = {gathered}({ctx.self}, {positions}, {ctx.shape_tuple()}, {ctx.stream})"
 
 
 def index_scatter(ctx: OpContext) -> list[str]:
@@ -69,4 +70,6 @@ def index_scatter(ctx: OpContext) -> list[str]:
             f"{ctx.library('kernels.copy', 'copy')}({ctx.grad}, {region}, {ctx.stream})"]
 
 
-STATEMENTS = {"getitem": getitem, "index_scatter": index_scatter}
+STATEMENTS = {"index_scatter": index_scatter}
+
+__all__ = ["STATEMENTS", "by_positions", "flat_positions", "gather_getitem", "index_source"]
