@@ -33,6 +33,11 @@ SIMULATOR_BLOCKS, GPU_BLOCKS = 4, 4096
 grid-stride loop lets any grid cover any count."""
 
 
+KERNELS: list = []
+"""None: this module describes and views arrays; statements that call ``indexed_view`` list it among their
+library modules all the same, and the PTX check reads every such module's ``KERNELS``."""
+
+
 def launch_grid(count: int) -> tuple[int, int]:
     """``(blocks, threads per block)`` for a grid-stride loop over ``count`` items."""
     simulated = numba.config.ENABLE_CUDASIM
@@ -152,4 +157,4 @@ def tuple_type(rank: int) -> types.UniTuple:
     return types.UniTuple(types.int64, rank)
 
 
-__all__ = ["Layout", "RAW_TYPES", "coalesced", "indexed_view", "launch_grid", "layout_of", "memory_type", "tuple_type"]
+__all__ = ["KERNELS", "Layout", "RAW_TYPES", "coalesced", "indexed_view", "launch_grid", "layout_of", "memory_type", "tuple_type"]
