@@ -65,8 +65,8 @@ def copy_layout(out: Layout, src: Layout, stream: Any = 0) -> None:
     blocks, threads = launch_grid(out.size)
     converts_to_bool = out.memory.dtype == np.bool_ and src.memory.dtype != np.bool_
     kernel = strided_truth if converts_to_bool else strided_copy
-    kernel[blocks, threads, stream](out.memory, out.start, out_strides, src.memory, src.start, src_strides,
-                                          shape, out.size)
+    kernel[blocks, threads, stream](out.memory, out.start, out_strides, src.memory, src.start, src_strides, shape,
+                                    out.size)
 
 
 def fill_layout(out: Layout, value: Any, stream: Any = 0) -> None:
