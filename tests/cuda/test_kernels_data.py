@@ -143,7 +143,7 @@ def test_gather_by_positions_equals_numpy(shape, index, dtype):
 
 
 @pytest.mark.parametrize("shape, index", INDICES)
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 def test_index_scatter_sums_repeats_in_order_as_add_at(shape, index, dtype):
     positions = positions_of(shape, index)
     grad = values(positions.shape[::-1], dtype).T  # a strided gradient

@@ -124,10 +124,10 @@ def test_fill_and_copy():
     run_statement("copy", {"self": A, "src": 4.0}, {}, np.float32)
 
 
-@pytest.mark.parametrize("values", [np.array([10.0, 20.0, 30.0, 40.0], np.float32), 7.0])
+@pytest.mark.parametrize("values", [np.array([10.0, 20.0, 30.0, 40.0], np.float32), np.array(-3.0, np.float32), 7.0])
 def test_index_put_with_repeats(values):
     index = (np.array([1, 0, 1]), slice(None), np.array([2, 2, 2]))
-    broadcast = np.asarray(values)[None, :3] if isinstance(values, np.ndarray) else values
+    broadcast = values[None, :3] if isinstance(values, np.ndarray) and values.ndim else values
     run_statement("index_put", {"self": A, "values": broadcast}, {"index": index}, np.float32)
 
 
