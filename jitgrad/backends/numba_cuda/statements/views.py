@@ -8,6 +8,7 @@ from typing import Sequence
 
 from ....ops.indexing import is_advanced, without_ellipsis
 from ..context import OpContext
+from .indexing import gather_getitem
 
 
 def reshape(ctx: OpContext) -> str:
@@ -48,11 +49,10 @@ def getitem(ctx: OpContext) -> str:
     """A basic index as a view: each integer a one-wide slice (a device array indexed by an integer
     would copy the element to the host), then the integers' dimensions dropped and ``None``'s added
     (``with_shape``). Bounds are run-time sizes; a step stays literal. An advanced index (arrays) is a
-    gather, which this backend does not have yet."""
+    gather into new memory (``indexing.gather_getitem``)."""
     index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
     if is_advanced(index):
-        raise NotImplementedError("getitem with an integer or boolean array index (a gather) has no CUDA "
-                                  "lowering yet")
+        return gather_getitem(ctx)
     items = []
     for item in without_ellipsis(index, len(shape)):
         if item is None:
