@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .device import cuda_available, set_current_stream, when_first_used
+from .device import cuda_available, register_strided_copy, set_current_stream, when_first_used
 from .device import current_stream as _current_numba_stream
 from .device import synchronize as _synchronize_device
 
@@ -81,14 +81,16 @@ def stream(s: Stream | None) -> Iterator[None]:
 
 
 def _install_eager_runner() -> None:
-    """Puts the CUDA runner into ``jitgrad.ops.registry.DEVICE_RUNNERS``: the one place it is installed."""
+    """Puts the CUDA runner into ``jitgrad.ops.registry.DEVICE_RUNNERS`` (launching on the current numba
+    stream) and the backend's strided copy into ``jitgrad.device``: the one place they are installed."""
     try:
         from .backends.numba_cuda import eager
     except ModuleNotFoundError as error:
         if error.name is None or not error.name.startswith("jitgrad.backends.numba_cuda"):
             raise
         return  # this checkout has no CUDA backend: ops on CUDA tensors say no runner is installed
-    eager.install()
+    eager.install(current_stream=_current_numba_stream)
+    register_strided_copy(lambda source, destination, stream: eager.write_into(destination, source))
 
 
 when_first_used(_install_eager_runner)
