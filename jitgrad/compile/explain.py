@@ -24,8 +24,13 @@ def launch_configuration(compiled: Any) -> str | None:
     launches = getattr(compiled, "launches", None)
     if launches is None:
         return None
-    return "\n".join(f"{name}: grid={tuple(grid)}, block={tuple(block)}" for name, grid, block in launches) \
+    return "\n".join(f"{name}: grid={_dims(grid)}, block={_dims(block)}" for name, grid, block in launches) \
         or "no kernels (views and copies only)"
+
+
+def _dims(size: Any) -> tuple[int, ...]:
+    """A launch size as CUDA's (x, y, z) dimensions, written as a tuple whether given as one or as an int."""
+    return tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
 
 
 @dataclass
