@@ -6,9 +6,12 @@
 - Every other file runs kernels: under the simulator, or on a real GPU. In a run with neither they are
   not even collected (collecting imports numba.cuda and the CUDA backend, which a CPU run should not
   pay for); ``tests/conftest.py`` says once how many and how to run them.
+
+Compiled functions here cache their kernels in a directory of the session's own.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -42,3 +45,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif mode == SIMULATOR:
             item.add_marker(pytest.mark.skip(reason="PTX is compiled in the run without NUMBA_ENABLE_CUDASIM "
                                                     "(the simulator replaces numba's CUDA compiler)"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory):
+    """Compiled functions cache their kernels on disk; these tests keep theirs out of the user's cache."""
+    previous = os.environ.get("JITGRAD_CACHE_DIR")
+    os.environ["JITGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("jitgrad-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("JITGRAD_CACHE_DIR", None)
+    else:
+        os.environ["JITGRAD_CACHE_DIR"] = previous
