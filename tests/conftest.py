@@ -25,7 +25,7 @@ def pytest_addoption(parser):
 
 from cuda_support import CUDA_FILES_NOT_RUN, GPU, MISSING, SIMULATOR, SIMULATOR_COMMAND, cuda_mode  # noqa: E402
 
-INSTALL = {"torch": "torch==2.13.0", "jax": "jax", "autograd": "autograd", "numba_cuda": "'numba-cuda[cu12]'"}
+INSTALL = {"torch": "torch==2.13.0", "jax": "jax", "autograd": "autograd", "numba.cuda": "'numba-cuda[cu12]'"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -51,7 +51,7 @@ def pytest_terminal_summary(terminalreporter):
     for report in terminalreporter.stats.get("skipped", []):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         reason = reason.removeprefix("Skipped: ")
-        missing = re.match(r"could not import '(\w+)'", reason)  # pytest.importorskip's reason
+        missing = re.match(r"could not import '([\w.]+)'", reason)  # pytest.importorskip's reason
         if missing:
             name = missing.group(1)
             reason = f"needs {name}, which is not installed: pip install {INSTALL.get(name, name)}"

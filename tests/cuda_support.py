@@ -3,7 +3,7 @@
 CI has no GPU. The CUDA tests run there in a second pytest run under numba's simulator
 (``NUMBA_ENABLE_CUDASIM=1``, which numba reads when it is first imported, hence a run of its own), and
 the PTX tests in the normal run, where numba-cuda's NVVM compiles kernels without a device. Tests that
-need real hardware (timings, large sizes) are marked ``gpu``.
+need real hardware (large sizes, many blocks) are marked ``gpu``.
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ GPU = "gpu"               # numba.cuda finds a real device
 NO_GPU = "no gpu"         # numba-cuda is installed (PTX compiles) but there is no device
 MISSING = "missing"       # numba.cuda cannot be imported
 
-INSTALL = "pip install 'numba-cuda[cu12]'"
 SIMULATOR_COMMAND = "NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda"
 CUDA_FILES_NOT_RUN = pytest.StashKey[list]()   # test files of tests/cuda this run did not collect
 
