@@ -82,6 +82,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     naming the op and the user's line where the trace saw it. The lowered code runs once on copies of
     ``example`` here, so that a backend compiling lazily (numba compiles on the first call) fails now,
     while the call can still run eagerly, and never in the middle of a backward."""
+    placement.constants_on_host(graph)
     before = str(graph)
     for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
         node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node

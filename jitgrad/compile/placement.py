@@ -108,6 +108,15 @@ def write_back(tensor: Tensor, new: Any) -> None:
         tensor._data = copy(new)
 
 
+def constants_on_host(graph: Any) -> None:
+    """Moves a traced graph's CUDA constants (the engine's gradient seeds, a factory's result on the
+    device) to the host, before the passes: the passes read constants as numpy (to fold, compare and
+    deduplicate them), and a backend uploads the constants it needs once, when it lowers."""
+    for name, value in graph.constants.items():
+        if not isinstance(value._data, np.ndarray):
+            graph.constants[name] = Tensor._make(host(value._data), value._requires_grad)
+
+
 def zeros(shape: tuple[int, ...], dtype: np.dtype, device: str) -> Any:
     """A zero array on ``device`` (a tangent for an output no gradient reached)."""
     if device == CPU:
@@ -132,5 +141,5 @@ def scaled(gradient: Any, incoming: Tensor) -> Tensor:
         return to_dtype(Tensor._make(gradient) * incoming, gradient.dtype)
 
 
-__all__ = ["CPU", "array_device", "call_device", "copy", "copy_into", "device_kind", "host", "is_array", "ones_like",
+__all__ = ["CPU", "array_device", "call_device", "constants_on_host", "copy", "copy_into", "device_kind", "host", "is_array", "ones_like",
            "scaled", "write_back", "writeable", "zeros"]
