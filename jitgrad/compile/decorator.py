@@ -2,8 +2,9 @@
 
 Per call: the guard key (``guards.py``) and the exact shapes pick a program; a miss traces and lowers
 one (``capture.py``, ``compiled_function.py``) with the backend of the inputs' device (or of
-``device=``): the key holds each tensor's device, so CPU and CUDA calls never share a program. What cannot be compiled exactly (an op without a
-lowering, a tensor's value read as a Python value, hooks inside) runs eagerly after one warning, or
+``device=``): the key holds each tensor's device, so CPU and CUDA calls never share a program. What
+cannot be compiled exactly (an op without a lowering, a tensor's value read as a Python value, hooks
+inside) runs eagerly after one warning, or
 raises ``CompileError`` with ``fullgraph=True``. Anomaly mode always runs eagerly: its reports name
 eager nodes. Called while another function is being traced (a compiled function inside a compiled
 function, or under ``fx.trace``), it runs its Python so that its ops join the outer graph. After ``MAX_RECOMPILES`` recompiles the function runs eagerly for keys it has not seen.
@@ -61,9 +62,13 @@ def _tolerances(dtype: np.dtype) -> tuple[float, float]:
     return (1e-4, 1e-5) if np.dtype(dtype).itemsize <= 4 else (1e-7, 1e-9)
 
 
+def _values(value: Any) -> np.ndarray | None:
+    """A tensor's or array's values on the host, for ``check=True``'s comparisons."""
+    return None if value is None else np.asarray(placement.host(value._data if isinstance(value, Tensor) else value))
+
+
 def _compare(what: str, compiled: Any, eager: Any) -> None:
-    a = None if compiled is None else np.asarray(placement.host(compiled._data if isinstance(compiled, Tensor) else compiled))
-    b = None if eager is None else np.asarray(placement.host(eager._data if isinstance(eager, Tensor) else eager))
+    a, b = _values(compiled), _values(eager)
     if a is None and b is None:
         return
     if a is None or b is None:  # a missing gradient is a zero one

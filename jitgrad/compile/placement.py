@@ -141,5 +141,5 @@ def scaled(gradient: Any, incoming: Tensor) -> Tensor:
         return to_dtype(Tensor._make(gradient) * incoming, gradient.dtype)
 
 
-__all__ = ["CPU", "array_device", "call_device", "constants_on_host", "copy", "copy_into", "device_kind", "host", "is_array", "ones_like",
-           "scaled", "write_back", "writeable", "zeros"]
+__all__ = ["CPU", "array_device", "call_device", "constants_on_host", "copy", "copy_into", "device_kind", "host",
+           "is_array", "ones_like", "scaled", "write_back", "writeable", "zeros"]
