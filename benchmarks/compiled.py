@@ -4,6 +4,7 @@ eager, HIPS autograd, hand-written numpy and (W1) a hand-fused numba kernel; plu
     python benchmarks/compiled.py                     # full run, tables on stdout (~6 min on 2 cores)
     python benchmarks/compiled.py --quick             # smoke run: small W3, few rounds, no compile times
     python benchmarks/compiled.py --markdown docs/benchmarks.md   # also rewrite that file's section
+    python benchmarks/compiled.py --device cuda       # on a GPU: jitgrad compiled vs PyTorch CUDA, torch.compile
 
 Per-step times are measured as in eager.py: every library verified against the numpy reference, then
 timed in interleaved rounds in this one process. Compile times are measured in fresh processes, one
@@ -42,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", nargs="+", metavar="W", help="run only these workloads, e.g. --only W1 W4")
     p.add_argument("--no-compile-times", action="store_true", help="skip the first-call and second-process "
                    "measurements (they take a few minutes)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: jitgrad compiled and eager "
+                   "on the GPU against PyTorch's CUDA eager and torch.compile, numpy on the CPU as the reference "
+                   "(benchmarks/cuda_workloads.py; needs a GPU; no compile times)")
     p.add_argument("--first-call", nargs=2, metavar=("W", "LIB"), help=argparse.SUPPRESS)
     p.add_argument("--batches", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -121,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(first_call(*args.first_call) if args.first_call else batch_sizes()))
         return 0
     os.environ.setdefault("JITGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="jitgrad-bench-"))
+    if args.device == "cuda":
+        import cuda_workloads
+        return cuda_workloads.run(args, cuda_workloads.COMPILED_COLUMNS, "compiled.py")
     import compiled_report
     import compiled_workloads
     import environment

@@ -3,6 +3,7 @@
     python benchmarks/eager.py                     # full run, table on stdout (~1-2 min on 2 cores)
     python benchmarks/eager.py --quick             # smoke run: small W3, fewer rounds
     python benchmarks/eager.py --markdown docs/benchmarks.md   # also rewrite that file's table
+    python benchmarks/eager.py --device cuda       # jitgrad eager on a GPU vs PyTorch CUDA (needs a GPU)
 
 Each workload runs in this one process against every importable library: first all results are
 checked against the hand-written numpy reference, then the libraries are timed in interleaved
@@ -34,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--libraries", nargs="+", choices=keys, help="compare only these libraries")
     p.add_argument("--threads", type=int, metavar="N", help="cap every library's thread pools at N "
                    "(default: leave each library's own default)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: jitgrad eager on the GPU "
+                   "against PyTorch's CUDA eager, numpy on the CPU as the reference (benchmarks/cuda_workloads.py; "
+                   "needs a GPU)")
     args = p.parse_args(argv)
     args.rounds = args.rounds or (5 if args.quick else 20)
     args.batch_ms = args.batch_ms or (20.0 if args.quick else 60.0)
@@ -80,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads:
         limit_threads(args.threads)
+    if args.device == "cuda":
+        import cuda_workloads
+        return cuda_workloads.run(args, cuda_workloads.EAGER_COLUMNS, "eager.py")
     import environment
     import report
     from workloads import WORKLOADS

@@ -36,7 +36,14 @@ COMPILED_LIBRARIES = (
     Library("torch_compile", "torch.compile (loss)", "torch", "torch"),
     Library("numba", "numba, hand-fused", "numba", "numba"),
 )
-BY_KEY = {lib.key: lib for lib in LIBRARIES + COMPILED_LIBRARIES}
+# The columns of ``--device cuda`` (benchmarks/cuda_workloads.py); numpy stays, on the CPU, as the reference.
+CUDA_LIBRARIES = (
+    Library("jitgrad_cuda_eager", "jitgrad eager on CUDA", "jitgrad", "jitgrad"),
+    Library("jitgrad_cuda", "jitgrad @compile on CUDA (step)", "jitgrad", "jitgrad"),
+    Library("torch_cuda", "PyTorch CUDA eager", "torch", "torch"),
+    Library("torch_compile_cuda", "torch.compile on CUDA (loss)", "torch", "torch"),
+)
+BY_KEY = {lib.key: lib for lib in LIBRARIES + COMPILED_LIBRARIES + CUDA_LIBRARIES}
 
 
 def label(key: str) -> str:

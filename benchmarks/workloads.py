@@ -55,9 +55,11 @@ def _rng(seed: int) -> np.random.Generator:
 
 
 def to_numpy(lib: str, value: Any) -> np.ndarray:
-    """A library's loss or gradient as a float64 numpy array, for comparison."""
+    """A library's loss or gradient as a float64 numpy array, for comparison (copied from the GPU
+    for the ``--device cuda`` columns, whose keys contain ``cuda``)."""
     if lib.startswith(("jitgrad", "torch")):   # eager or compiled
-        value = value.detach().numpy()
+        value = value.detach()
+        value = (value.cpu() if "cuda" in lib else value).numpy()
     return np.asarray(value, dtype=np.float64)
 
 

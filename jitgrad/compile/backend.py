@@ -1,17 +1,22 @@
-"""The backend a compiled function lowers its graphs with.
+"""The backend a compiled function lowers its graphs with, one per device.
 
-``jitgrad.backends.numba_cpu`` when it is there (``lower``, ``LoweringError``, ``structural_key``);
-otherwise ``INTERPRETER``, which runs the graph's generated Python (``GraphModule.code``, what
+On the CPU, ``jitgrad.backends.numba_cpu`` when it is there (``lower``, ``LoweringError``,
+``structural_key``); otherwise ``INTERPRETER``, which runs the graph's generated Python (``GraphModule.code``, what
 ``fx.Interpreter`` computes) on the eager ops behind the same interface, so that everything above the backend (tracing, guards, the backward node, write-back,
 the caches) behaves the same with either.
 
 The contract: ``lower(graph, fastmath=..., parallel=...)`` returns a callable taking one array per
 placeholder (in ``graph.placeholders`` order) and returning the output values flattened depth-first;
 ``.source`` is the code it runs. Graphs handed to a backend here always return a flat tuple of nodes.
+For CUDA, ``jitgrad.backends.numba_cuda`` under the same contract, on device arrays: its callable
+returns device arrays, and also has ``.launches`` (the kernels of its last call with their grid and
+block) for ``explain``. It has no interpreter to fall back to: the eager ops are what runs a CUDA
+function that cannot be compiled.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 from dataclasses import dataclass
 from types import ModuleType
@@ -24,6 +29,7 @@ from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import iter_leaves, iter_nodes
 from ..tensor import Tensor
+from .placement import device_kind
 
 
 class LoweringError(RuntimeError):
@@ -91,28 +97,35 @@ def _numba_module() -> ModuleType | None:
         return None
 
 
-def _cuda_backend() -> Backend:
-    """``jitgrad.backends.numba_cuda``: no fallback, since the interpreter runs on host arrays."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    module = importlib.import_module("jitgrad.backends.numba_cuda")
+def _cuda_module() -> ModuleType:
+    """The CUDA backend; it imports numba.cuda, so only a function that runs on CUDA loads it."""
     try:
-        numba_cuda = version("numba-cuda")
-    except PackageNotFoundError:  # numba's own numba.cuda
-        numba_cuda = "bundled with numba"
-    return Backend("numba_cuda", module.lower, (module.LoweringError, LoweringError), module.structural_key,
-                   f"numba-cuda {numba_cuda}")
+        return importlib.import_module("jitgrad.backends.numba_cuda")
+    except ImportError as error:
+        raise ImportError(f"jitgrad.compile on CUDA needs numba-cuda ({error}): pip install 'jitgrad[cuda]'") from None
+
+
+def cuda_backend() -> Backend:
+    module = _cuda_module()
+    errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
+    try:
+        version = importlib.metadata.version("numba-cuda")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return Backend("numba_cuda", module.lower, errors, getattr(module, "structural_key", None),
+                   f"numba-cuda {version}")
 
 
 def get_backend(device: str = "cpu") -> Backend:
-    """For ``"cuda"`` the numba CUDA backend; for ``"cpu"``, numba on the CPU when the lowering exists,
-    else the interpreter (same results, no speed-up).
+    """numba on the CPU when the lowering exists, else the interpreter (same results, no speed-up).
     ``JITGRAD_COMPILE_BACKEND=interpreter`` picks the interpreter anyway (to tell a backend problem
-    from a tracing one, and for tests of what lies above the backend)."""
-    if device == "cuda":
-        return _cuda_backend()
-    if device != "cpu":
-        raise ValueError(f"jitgrad.compile: device {device!r} is not supported (only 'cpu' and 'cuda')")
+    from a tracing one, and for tests of what lies above the backend). ``"cuda"`` (any index) is the
+    numba_cuda backend."""
+    kind = device_kind(device)
+    if kind == "cuda":
+        return cuda_backend()
+    if kind != "cpu":
+        raise ValueError(f"jitgrad.compile: device {str(device)!r} is not supported ('cpu' or 'cuda')")
     choice = os.environ.get("JITGRAD_COMPILE_BACKEND", "")
     if choice not in ("", "interpreter", "numba_cpu"):
         raise ValueError(f"JITGRAD_COMPILE_BACKEND={choice!r}: expected 'interpreter' or 'numba_cpu'")
@@ -127,4 +140,4 @@ def get_backend(device: str = "cpu") -> Backend:
                    f"numba {numba.__version__}, BLAS {module.blas.description()}")
 
 
-__all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "get_backend", "iter_nodes"]
+__all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes"]

@@ -4,7 +4,8 @@
 shows (the IR before and after, fusion groups, the memory plan, the source). ``InputLayout`` finds a
 program's inputs among a call's values and ``NumberInputs`` adds the Python numbers computed from them.
 ``StepProgram`` runs a step and writes its ``.grad``s and in-place updates back into the caller's
-tensors; a loss's program is in ``loss_program.py``.
+tensors; a loss's program is in ``loss_program.py``. A program runs on one device, and its outputs are
+that device's arrays: what is done with them goes through ``placement.py``.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..fx.passes import PassManager
 from ..fx.passes.hoist_numbers import NumberPrelude
 from ..random import default_generator
 from ..tensor import Tensor
+from . import placement
 from .backend import Backend
 from .capture import Unsupported
 from .templates import template_filler
@@ -80,6 +82,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     naming the op and the user's line where the trace saw it. The lowered code runs once on copies of
     ``example`` here, so that a backend compiling lazily (numba compiles on the first call) fails now,
     while the call can still run eagerly, and never in the middle of a backward."""
+    placement.constants_on_host(graph)
     before = str(graph)
     for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
         node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node
@@ -93,7 +96,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
         compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"], cache=disk)
         example_out = None
         if example is not None:
-            example_out = list(compiled(*[np.array(a, copy=True) if type(a) is np.ndarray else a for a in example]))
+            example_out = list(compiled(*[placement.copy(a) if placement.is_array(a) else a for a in example]))
     except Exception as error:  # noqa: BLE001 - a backend's own traceback never reaches the user
         node = _failing_node(graph, error)
         op = node.target_name if node is not None else None
@@ -176,9 +179,17 @@ def no_numbers() -> NumberInputs:
     return NumberInputs(NumberPrelude(), [])
 
 
+def _output_array(value: Any, dtype: np.dtype) -> Any:
+    """A backend's output as an array of the graph's dtype: a device array as it is (``np.asarray``
+    would copy it to the host), a Python number as a 0-d numpy array."""
+    if isinstance(value, np.ndarray) or not placement.is_array(value):
+        return np.asarray(value, dtype=dtype)
+    return value
+
+
 def run_lowered(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
     flat = lowered.call(*arrays)
-    return [v if isinstance(v, np.ndarray) and (v.dtype is d or v.dtype == d) else np.asarray(v, dtype=d)
+    return [v if isinstance(v, np.ndarray) and (v.dtype is d or v.dtype == d) else _output_array(v, d)
             for v, d in zip(flat, lowered.out_dtypes)]  # ``is`` first: comparing dtypes costs ~0.3 us
 
 
@@ -189,6 +200,7 @@ class StepProgram:
     template: Any               # (result, {input: slot|None}, {input: slot}), inputs by index
     layout: InputLayout
     numbers: NumberInputs = field(default_factory=no_numbers)
+    backend: Backend | None = None   # what lowered it (explain names it)
     kind: str = "step"
 
     def __post_init__(self) -> None:
@@ -203,15 +215,12 @@ class StepProgram:
         _, grads, writes = self.template
         value = self._fill_result(flat, as_tensor)
         for index, slot in writes.items():
-            tensor, new = inputs[index], flat[slot.index]
-            if tensor._data.shape == new.shape and tensor._data.flags.writeable:
-                np.copyto(tensor._data, new)
-            else:
-                tensor._data = np.array(new, copy=True)
+            tensor = inputs[index]
+            placement.write_back(tensor, flat[slot.index])
             increment_version(tensor)
         for index, slot in grads.items():
             tensor = inputs[index]
-            tensor._grad = None if slot is None else Tensor._make(np.array(flat[slot.index], copy=True))
+            tensor._grad = None if slot is None else Tensor._make(placement.copy(flat[slot.index]))
         return value
 
 

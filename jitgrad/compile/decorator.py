@@ -1,8 +1,10 @@
 """``jitgrad.compile``: a decorator that traces a function on its first call and runs compiled graphs.
 
 Per call: the guard key (``guards.py``) and the exact shapes pick a program; a miss traces and lowers
-one (``capture.py``, ``compiled_function.py``). What cannot be compiled exactly (an op without a
-lowering, a tensor's value read as a Python value, hooks inside) runs eagerly after one warning, or
+one (``capture.py``, ``compiled_function.py``) with the backend of the inputs' device (or of
+``device=``): the key holds each tensor's device, so CPU and CUDA calls never share a program. What
+cannot be compiled exactly (an op without a lowering, a tensor's value read as a Python value, hooks
+inside) runs eagerly after one warning, or
 raises ``CompileError`` with ``fullgraph=True``. Anomaly mode always runs eagerly: its reports name
 eager nodes. Called while another function is being traced (a compiled function inside a compiled
 function, or under ``fx.trace``), it runs its Python so that its ops join the outer graph. After ``MAX_RECOMPILES`` recompiles the function runs eagerly for keys it has not seen.
@@ -23,8 +25,8 @@ from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
 from ..random import default_generator
 from ..tensor import Tensor
-from . import guards
-from .backend import get_backend
+from . import guards, placement
+from .backend import Backend, get_backend
 from .cache import DiskCache
 from .capture import Captured, NeedsValues, Unsupported, capture
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
@@ -60,9 +62,13 @@ def _tolerances(dtype: np.dtype) -> tuple[float, float]:
     return (1e-4, 1e-5) if np.dtype(dtype).itemsize <= 4 else (1e-7, 1e-9)
 
 
+def _values(value: Any) -> np.ndarray | None:
+    """A tensor's or array's values on the host, for ``check=True``'s comparisons."""
+    return None if value is None else np.asarray(placement.host(value._data if isinstance(value, Tensor) else value))
+
+
 def _compare(what: str, compiled: Any, eager: Any) -> None:
-    a = None if compiled is None else np.asarray(compiled._data if isinstance(compiled, Tensor) else compiled)
-    b = None if eager is None else np.asarray(eager._data if isinstance(eager, Tensor) else eager)
+    a, b = _values(compiled), _values(eager)
     if a is None and b is None:
         return
     if a is None or b is None:  # a missing gradient is a zero one
@@ -84,31 +90,35 @@ class _Snapshot:
 
     def __init__(self, tensors: list[Tensor]) -> None:
         self.tensors = tensors
-        self.saved = [(t._data, t._data.copy(), t._grad, None if t._grad is None else t._grad._data.copy())
+        copy = placement.copy
+        self.saved = [(t._data, copy(t._data), t._grad, None if t._grad is None else copy(t._grad._data))
                       for t in tensors]
 
-    def after(self) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        return [(t._data.copy(), None if t._grad is None else t._grad._data.copy()) for t in self.tensors]
+    def after(self) -> list[tuple[Any, Any]]:
+        copy = placement.copy
+        return [(copy(t._data), None if t._grad is None else copy(t._grad._data)) for t in self.tensors]
 
     def restore(self) -> None:
         for t, (data, values, grad, grad_values) in zip(self.tensors, self.saved):
             t._data, t._grad = data, grad
-            if data.flags.writeable:
-                np.copyto(data, values)
+            if placement.writeable(data):
+                placement.copy_into(data, values)
             if grad is not None:
-                np.copyto(grad._data, grad_values)
+                placement.copy_into(grad._data, grad_values)
 
 
 class CompiledFunction:
     """What ``@jitgrad.compile`` returns: call it like the function; ``explain`` shows what it runs."""
 
-    def __init__(self, fn: Callable, *, device: str = "cpu", fastmath: bool = False,
+    def __init__(self, fn: Callable, *, device: Any = None, fastmath: bool = False,
                  parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
                  check: bool = False) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = getattr(fn, "__name__", type(fn).__name__)
-        self.backend = get_backend(device)
+        self.device = None if device is None else str(device)  # None: the inputs' device, call by call
+        self.backend = get_backend(device or placement.CPU)  # the default device's, said by repr
+        self._backends: dict[str, Backend] = {placement.device_kind(device or placement.CPU): self.backend}
         self.options = {"fastmath": fastmath, "parallel": parallel}
         self.fullgraph, self.check = fullgraph, check
         self.disk_cache = DiskCache() if cache else None
@@ -323,15 +333,25 @@ class CompiledFunction:
         names = [inp.name for inp in captured.inputs]
         numbers = NumberInputs(prelude, [names.index(n) for n in prelude.inputs])
         example = arrays_of(numbers.extend(inputs))
+        device = placement.call_device([v for v in inputs if isinstance(v, Tensor)], self.device)
+        backend = self._backend_for(device)
         name = self.name
         if captured.kind == "step":
             graph = captured.graph
             result, grads, writes = flatten_output(graph)
             template = (with_tuple_types(result, captured.result_types), grads, writes)
-            lowered = lower(graph, self.backend, self.options, f"{name} (step)", captured.sources,
+            lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
-            return StepProgram(lowered, template, layout, numbers)
-        return loss_program(captured, layout, numbers, self.backend, self.options, name, self.disk_cache, example)
+            return StepProgram(lowered, template, layout, numbers, backend)
+        return loss_program(captured, layout, numbers, backend, self.options, name, self.disk_cache, example,
+                            device)
+
+    def _backend_for(self, device: str) -> Backend:
+        kind = placement.device_kind(device)
+        backend = self._backends.get(kind)
+        if backend is None:
+            backend = self._backends[kind] = get_backend(kind)
+        return backend
 
     # ---- reporting -------------------------------------------------------------------------------------
     @property
@@ -370,16 +390,18 @@ class CompiledFunction:
         if program is EAGER and reason is None:
             reason = ("calls after the limit of recompiles run eagerly" if self._eager_from_now
                       else "a trace of this call failed")
-        return Explanation(self.name, self.backend.name, program, reason, list(self.log))
+        backend = self.backend if program is EAGER else program.backend
+        return Explanation(self.name, backend.name, program, reason, list(self.log))
 
     def __repr__(self) -> str:
         return f"<jitgrad.compile({self.name}) on {self.backend.name}>"
 
 
-def compile(fn: Callable | None = None, *, device: str = "cpu", fastmath: bool = False,  # noqa: A001
+def compile(fn: Callable | None = None, *, device: Any = None, fastmath: bool = False,  # noqa: A001
             parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
             check: bool = False) -> Any:
-    """``@jitgrad.compile`` or ``@jitgrad.compile(fastmath=True, ...)``: see docs/compile.md."""
+    """``@jitgrad.compile`` or ``@jitgrad.compile(fastmath=True, ...)``: see docs/compile.md. ``device``
+    (``"cpu"``, ``"cuda"``): the one device its inputs must be on; by default, theirs."""
     options = dict(device=device, fastmath=fastmath, parallel=parallel, cache=cache, fullgraph=fullgraph,
                    check=check)
     if fn is None:

@@ -4,7 +4,9 @@ For each lowered graph (a step; or a forward and its backward): the IR as traced
 pipeline, the pass report, the fusion groups, the memory plan (which the backend allocates as it is:
 its buffers are the kernel's) and the generated source; for a loss,
 what the forward saves for the backward and what it recomputes; the (re)compile log with the guard that
-failed each time; or, for a call that runs eagerly, why.
+failed each time; or, for a call that runs eagerly, why. On CUDA the generated source holds the host
+function and every ``@cuda.jit`` kernel, and a section lists the kernels the graph's last run launched
+with their grid and block (``program.launches``).
 """
 from __future__ import annotations
 
@@ -14,6 +16,21 @@ from typing import Any
 
 def _section(title: str, body: str) -> str:
     return f"=== {title} ===\n{body.rstrip()}\n"
+
+
+def launch_configuration(compiled: Any) -> str | None:
+    """The kernel launches of a CUDA program's last run, one line each, or None for a backend that
+    launches none (the CPU's)."""
+    launches = getattr(compiled, "launches", None)
+    if launches is None:
+        return None
+    return "\n".join(f"{name}: grid={_dims(grid)}, block={_dims(block)}" for name, grid, block in launches) \
+        or "no kernels (views and copies only)"
+
+
+def _dims(size: Any) -> tuple[int, ...]:
+    """A launch size as CUDA's (x, y, z) dimensions, written as a tuple whether given as one or as an int."""
+    return tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
 
 
 @dataclass
@@ -60,6 +77,9 @@ class Explanation:
                           _section(f"{lowered.label}: generated source"
                                    + (" (reused kernels)" if lowered.reused else "")
                                    + (" (from the disk cache)" if lowered.from_disk else ""), lowered.source)]
+                launches = launch_configuration(lowered.call)
+                if launches is not None:
+                    parts.append(_section(f"{lowered.label}: kernel launches (grid, block)", launches))
         if self.log:
             parts.append(_section("compile log", "\n".join(self.log)))
         return "\n".join(parts)

@@ -3,7 +3,8 @@
 A call's *key* is one flat tuple: the grad mode and default dtype, the nesting of the arguments
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
-requires_grad, whether it has a ``.grad`` and hooks (its values are read afresh at every call); a
+requires_grad, whether it has a ``.grad`` and hooks, and its device (a CUDA program and a CPU one never
+serve each other's calls; its values are read afresh at every call); a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape and dtype; any other object's its identity (or
 its value, for a hashable object that defines equality, such as a dtype).
@@ -23,6 +24,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..dtypes import from_numpy_dtype, get_default_dtype
 from ..tensor import Tensor
+from .placement import CPU, array_device
 from .pytree import describe_spec
 from .sources import Source, reader
 
@@ -35,7 +37,8 @@ HEADER = 3   # grad mode, default dtype, the arguments' spec
 
 def tensor_descriptor(t: Tensor) -> tuple:
     data = t._data
-    return (data.shape, data.dtype, t._requires_grad, t._grad is not None, bool(t._hooks))
+    device = CPU if type(data) is np.ndarray else array_device(data)
+    return (data.shape, data.dtype, t._requires_grad, t._grad is not None, bool(t._hooks), device)
 
 
 def value_descriptor(value: Any) -> Any:
@@ -145,7 +148,9 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0), (s1, d1, r1, g1, h1) = old, new
+    (s0, d0, r0, g0, h0, v0), (s1, d1, r1, g1, h1, v1) = old, new
+    if v0 != v1:
+        return f"{label}: device was {v0}, now {v1}", False
     if len(s0) != len(s1):
         return f"{label}: rank was {len(s0)}, now {len(s1)}", False
     if d0 != d1:
@@ -163,7 +168,7 @@ def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
 
 
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 5 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return isinstance(value, tuple) and len(value) == 6 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
 
 
 def _show(value: Any) -> str:

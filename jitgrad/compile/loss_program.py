@@ -38,6 +38,7 @@ from ..fx.passes import Partition, partition_joint
 from ..fx.passes.dead_code import eliminate_dead_code
 from ..random import default_generator
 from ..tensor import Tensor
+from . import placement
 from .backend import Backend
 from .capture import Captured, Unsupported
 from .compiled_function import (InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, lower, no_numbers,
@@ -103,6 +104,7 @@ class LossProgram:
     label: str
     disk: Any = None
     numbers: NumberInputs = field(default_factory=no_numbers)
+    device: str = "cpu"          # where it runs: its saved values and gradients are that device's arrays
     backward_numbers: list[int] = field(default_factory=list)  # forward inputs the backward reads too
     saved_inputs: list[int] = field(default_factory=list)  # inputs the forward saves as they are
     forward: Lowered | None = None
@@ -153,7 +155,7 @@ class LossProgram:
         if not self.wanted:
             return
         saved = out[len(out) - self.saved_count:] if self.saved_count else []
-        tangents = [np.ones_like(out[i]) for i, d in self._differentiable_slots.items() if d]
+        tangents = [placement.ones_like(out[i]) for i, d in self._differentiable_slots.items() if d]
         self.backward_for((True,) * len(self.wanted),
                           [*saved, *tangents, *(example[i] for i in self.backward_numbers)])
 
@@ -252,7 +254,7 @@ def _masked_backward(backward: Graph, mask: tuple[bool, ...]) -> Graph:
 
 
 def loss_program(captured: Captured, layout: InputLayout, numbers: NumberInputs, backend: Backend,
-                 options: dict[str, Any], label: str, disk: Any, example: list) -> LossProgram:
+                 options: dict[str, Any], label: str, disk: Any, example: list, device: str = "cpu") -> LossProgram:
     """The program of a loss from its one trace (``captured.graph``, forward and gradients together):
     split once into the forward and the backward, and, for the usual loss (one differentiable 0-d
     output), lowered whole with a unit tangent as the fused kernel. ``example`` (the call's input
@@ -263,7 +265,7 @@ def loss_program(captured: Captured, layout: InputLayout, numbers: NumberInputs,
     names = [inp.name for inp in captured.inputs] + numbers.prelude.outputs
     program = LossProgram(
         joint, split, with_tuple_types(result, captured.result_types), len(saved), captured.differentiable,
-        captured.wanted, layout, options, backend, captured.sources, label, disk, numbers,
+        captured.wanted, layout, options, backend, captured.sources, label, disk, numbers, device,
         backward_numbers=[names.index(n) for n in split.numbers],
         saved_inputs=[i for i, inp in enumerate(captured.inputs)
                       if inp.name in split.saved and not (inp.array or inp.random)])
@@ -331,6 +333,9 @@ class CompiledFunctionBackward(Node):
         retained graph hands them over again)."""
         if incoming is None:
             return [None] * len(mask)
+        if self._program.device != placement.CPU:  # reading the scale would wait for the device: scale always
+            return [placement.scaled(g, incoming) if g is not None and keep else None
+                    for g, keep in zip(self._gradients, mask)]
         scale = incoming._data
         unit = scale.item() == 1
         copy = not unit or any([e is not None and e.function.hooked() for e in self.next_edges])
@@ -341,12 +346,14 @@ class CompiledFunctionBackward(Node):
             elif unit:
                 result.append(Tensor._make(gradient.copy() if copy else gradient))
             else:
-                result.append(Tensor._make((gradient * scale).astype(gradient.dtype, copy=False)))
+                result.append(placement.scaled(gradient, incoming))
         return result
 
     def _compiled_backward(self, grads: list, mask: tuple[bool, ...]) -> list | None:
         metadata = [self.input_metadata(i) for i in range(self.num_inputs())]
-        tangents = [g._data if g is not None else np.zeros(m.shape, m.dtype) for g, m in zip(grads, metadata)]
+        device = self._program.device
+        tangents = [g._data if g is not None else placement.zeros(m.shape, m.dtype, device)
+                    for g, m in zip(grads, metadata)]
         count = len(self._saved) - len(self._program.backward_numbers)
         arrays = [*self._saved[:count], *tangents, *self._saved[count:]]
         try:

@@ -1,56 +1,46 @@
-"""The CUDA tests run on a GPU or under numba's simulator (``NUMBA_ENABLE_CUDASIM=1`` set before numba is
-imported); elsewhere the directory is skipped."""
+"""The files of ``tests/cuda`` run kernels: on a real GPU, or under numba's simulator
+(``NUMBA_ENABLE_CUDASIM=1``, CI's second run). In a run with neither they are not even collected:
+collecting imports numba.cuda and the CUDA backend, which a CPU run should not pay for, and
+``tests/conftest.py`` says once how many were left out and how to run them. (The PTX tests, which need
+numba-cuda but no device, are in ``tests/backends`` and run in the normal run.)
+
+Compiled functions here cache their kernels in a directory of the session's own.
+"""
 from __future__ import annotations
 
-import threading
+import os
 from pathlib import Path
 
 import pytest
 
-try:
-    from numba import cuda
-except ImportError:
-    cuda = None
-SKIP = ('numba-cuda is not installed: pip install "numba-cuda[cu12]"' if cuda is None else
-        None if cuda.is_available() else "no CUDA device (run with NUMBA_ENABLE_CUDASIM=1 for the simulator)")
-collect_ignore_glob = ["test_*.py"] if cuda is None else []  # their imports need numba.cuda
+from cuda_support import CUDA_FILES_NOT_RUN, GPU, SIMULATOR, cuda_mode
 
 
-def pytest_collection_modifyitems(config, items):
-    if SKIP:
-        for item in items:
-            if item.path.parent == Path(__file__).parent:
-                item.add_marker(pytest.mark.skip(reason=SKIP))
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if cuda_mode() in (SIMULATOR, GPU):
+        return None
+    config.stash.setdefault(CUDA_FILES_NOT_RUN, []).append(str(collection_path))
+    return True
 
 
-def _install_shuffle_emulation() -> None:
-    """The simulator has no warp shuffles. Until the backend's ``simulator.py`` installs its emulation, a
-    minimal one for one-warp blocks: every thread posts its value, the block synchronises, each reads its
-    source lane's (its own value past the warp's end, as on a GPU)."""
-    from numba import config
-    if not config.ENABLE_CUDASIM:
-        return
-    from numba.cuda.simulator.kernelapi import FakeCUDAModule
-    if hasattr(FakeCUDAModule, "shfl_down_sync"):
-        return
-
-    def shfl_down_sync(self, mask, value, delta):
-        thread = threading.current_thread()
-        posted = thread._manager.__dict__.setdefault("posted_values", {})
-        lane = thread.thread_id
-        posted[lane] = value
-        thread.syncthreads()
-        source = lane + delta
-        result = posted[source] if source // 32 == lane // 32 and source in posted else value
-        thread.syncthreads()
-        return result
-
-    FakeCUDAModule.shfl_down_sync = shfl_down_sync
-
-
-if SKIP is None:
-    try:  # the backend's emulation, where this branch has it
+@pytest.fixture(scope="session", autouse=True)
+def simulator_shuffles():
+    """The simulator has no warp shuffles; the backend installs its emulation when it lowers a graph,
+    and the kernel library's own tests launch kernels without lowering one."""
+    if cuda_mode() == SIMULATOR:
         from jitgrad.backends.numba_cuda.simulator import install
-    except ImportError:
-        install = _install_shuffle_emulation
-    install()
+        install()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory):
+    """Compiled functions cache their kernels on disk; these tests keep theirs out of the user's cache."""
+    previous = os.environ.get("JITGRAD_CACHE_DIR")
+    os.environ["JITGRAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("jitgrad-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("JITGRAD_CACHE_DIR", None)
+    else:
+        os.environ["JITGRAD_CACHE_DIR"] = previous

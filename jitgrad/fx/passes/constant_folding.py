@@ -5,12 +5,19 @@ a ``get_attr``. An op whose result has more elements than its largest input (``e
 the loss's input shape) is left alone: folding it would turn a broadcast the backend reads for free
 into a constant as large as an activation, and would make the graph's structure depend on sizes (a
 new batch size must reuse the compiled kernels).
+
+A folded value is kept on the host, whatever device the op ran on (the CUDA seed's ``to_device``
+folds to a device array): every pass reads constants as numpy (to compare, deduplicate and simplify
+them), and a backend uploads the constants it needs once, when it lowers.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...autograd.grad_mode import no_grad
+from ...tensor import Tensor
 from ..graph import Graph
 from ..node import Node, Opcode, map_nodes, tuple_item
 
@@ -33,6 +40,9 @@ def fold_constants(graph: Graph) -> Graph:
             return graph.constants[n.target]
         with no_grad():
             value = node.target(*map_nodes(node.args, value_of), **map_nodes(node.kwargs, value_of))
+        if not isinstance(value._data, np.ndarray):
+            from ...device import to_host  # only ever reached once a device array exists
+            value = Tensor._make(to_host(value._data))
         folded = graph.get_attr(value, f"{node.name}_folded", before=node)
         folded.meta.update({k: v for k, v in node.meta.items() if k not in ("shape", "dtype")})
         graph.replace_node(node, folded)
