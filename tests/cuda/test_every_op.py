@@ -32,28 +32,37 @@ def _on(device: str, factory):
     return make
 
 
-def _tolerances(arrays) -> dict:
-    """The CPU backend tests' tolerances: float32 looser (a CUDA reduction sums in another order)."""
-    if any(a.dtype == np.float32 for a in arrays):
-        return {"rtol": 1e-4, "atol": 1e-5}
-    return {"rtol": 1e-9, "atol": 1e-12}
-
-
 def _outputs(out) -> list:
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
-def _run(sample, device: str, monkeypatch, seen_ops: set | None = None):
-    """The sample's outputs and its leaves' ``.grad`` after ``backward`` with a seed gradient of the
-    outputs' shapes (the same numbers on both devices)."""
-    arrays = sample.arrays()
+def _floating(sample) -> bool:
+    return any(a.dtype.kind == "f" for a in sample.arrays())
+
+
+CASES = [pytest.param(sample, dtype, id=f"{sample.id}-{np.dtype(dtype).name}")
+         for sample in SAMPLES for dtype in (np.float64, np.float32) if dtype == np.float64 or _floating(sample)]
+
+
+def _on_cuda(args, output) -> bool:
+    """Whether an observed call ran on CUDA: a CUDA tensor among its arguments or outputs."""
+    values = [*args, *(output if isinstance(output, (list, tuple)) else (output,))]
+    flat = [v for a in values for v in (a if isinstance(a, (list, tuple)) else (a,))]
+    return any(getattr(v, "is_cuda", False) for v in flat)
+
+
+def _run(sample, dtype, device: str, monkeypatch, seen_ops: set | None = None):
+    """The sample's outputs (its floating inputs in ``dtype``) and its leaves' ``.grad`` after
+    ``backward`` with a seed gradient of the outputs' shapes (the same numbers on both devices)."""
+    arrays = [a.astype(dtype) if a.dtype.kind == "f" else a for a in sample.arrays()]
     leaves = [jg.tensor(a, device=device, requires_grad=sample.differentiable and a.dtype.kind == "f")
               for a in arrays]
     with monkeypatch.context() as patch:
         if device == "cuda":
             patch.setattr(jg, "tensor", _on("cuda", jg.tensor))
             patch.setattr(jg, "zeros", _on("cuda", jg.zeros))
-        with observing(lambda op, args, attrs, output: seen_ops is None or seen_ops.add(op.name)):
+        with observing(lambda op, args, attrs, output: seen_ops is None or not _on_cuda(args, output)
+                       or seen_ops.add(op.name)):
             outs = _outputs(sample.fn(*leaves))
             grads = None
             if sample.differentiable and any(o.requires_grad for o in outs):
@@ -70,23 +79,24 @@ def _host(t):
     return None if t is None else t.detach().cpu().numpy()
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])
-def test_sample_on_cuda_matches_the_cpu(sample, monkeypatch):
-    cpu_outs, cpu_grads = _run(sample, "cpu", monkeypatch)
-    cuda_outs, cuda_grads = _run(sample, "cuda", monkeypatch)
-    tol = _tolerances(sample.arrays())
+@pytest.mark.parametrize("sample, dtype", CASES)
+def test_sample_on_cuda_matches_the_cpu(sample, dtype, monkeypatch):
+    """Tolerances as the CPU backend's sample tests (helpers.TOLERANCES by each value's dtype: float32
+    looser, integers and booleans exact)."""
+    cpu_outs, cpu_grads = _run(sample, dtype, "cpu", monkeypatch)
+    cuda_outs, cuda_grads = _run(sample, dtype, "cuda", monkeypatch)
     assert len(cuda_outs) == len(cpu_outs)
     for i, (got, want) in enumerate(zip(cuda_outs, cpu_outs)):
         expected_device = "cpu" if sample.op == "to_device" else "cuda"  # that sample copies to the host
         assert got.device.type == expected_device, f"output {i} on {got.device}"
         assert got.dtype == want.dtype, f"output {i}: dtype {got.dtype} != {want.dtype}"
-        assert_close(_host(got), _host(want), f"{sample.id} output {i}", **tol, check_dtype=True)
+        assert_close(_host(got), _host(want), f"{sample.id} output {i}", dtype=want.dtype.numpy)
     assert (cuda_grads is None) == (cpu_grads is None)
     for i, (got, want) in enumerate(zip(cuda_grads or (), cpu_grads or ())):
         assert (got is None) == (want is None), f"leaf {i}: grad {got} vs {want}"
         if got is not None:
             assert got.is_cuda, f"leaf {i}: .grad on {got.device}"
-            assert_close(_host(got), _host(want), f"{sample.id} grad of leaf {i}", **tol, check_dtype=True)
+            assert_close(_host(got), _host(want), f"{sample.id} grad of leaf {i}", dtype=want.dtype.numpy)
 
 
 def test_every_registry_op_runs_on_cuda_or_is_excluded(monkeypatch):
@@ -95,7 +105,7 @@ def test_every_registry_op_runs_on_cuda_or_is_excluded(monkeypatch):
     seen: set = set()
     for sample in SAMPLES:
         if sample.op not in seen:
-            _run(sample, "cuda", monkeypatch, seen)
+            _run(sample, np.float64, "cuda", monkeypatch, seen)
     missing = set(REGISTRY) - seen - set(EXCLUDED)
     assert not missing, f"ops no CUDA sample reaches and not excluded: {sorted(missing)}"
     assert not set(EXCLUDED) & seen, "an excluded op runs on CUDA: take it off the list"
@@ -124,3 +134,16 @@ def _random(name: str, shape: tuple, dtype, device: str, kwargs: dict):
         assert like.device == made.device
         return jg.cat([made.reshape(-1), like.reshape(-1)])
     return getattr(jg.nn.init, f"{name}_")(jg.empty(*shape, dtype=dtype, device=device), **kwargs)
+
+
+def test_a_variadic_op_checks_the_device_of_every_tensor():
+    """cat/stack see each tensor of their list (0-d ones too): a CPU one beside CUDA ones is PyTorch's
+    error, and 0-d CUDA tensors stack on the device."""
+    on_cuda, on_cpu = jg.tensor(1.0, device="cuda"), jg.ones(2)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        jg.cat([jg.ones(2, device="cuda"), on_cpu])
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        jg.stack([jg.ones(2, device="cuda"), jg.ones(2, device="cuda"), on_cpu])
+    stacked = jg.stack([on_cuda, on_cuda * 2.0])
+    assert stacked.is_cuda
+    np.testing.assert_array_equal(stacked.cpu().numpy(), [1.0, 2.0])
