@@ -56,11 +56,18 @@ def test_a_full_reduction_is_the_same_at_every_run_and_uses_two_kernels():
 
 
 def test_an_op_without_a_cuda_lowering_is_named():
-    a = cuda.to_device(np.ones((2, 3)))
-    with pytest.raises(NotImplementedError, match="Could not run 'mm' with arguments from the 'CUDA' backend"):
-        run_op(REGISTRY["mm"], (a, cuda.to_device(np.ones((3, 2)))), {})
-    graph = optimized_graph(lambda x, w: (x @ w).sum(), [np.ones((2, 3)), np.ones((3, 2))])
-    with pytest.raises(LoweringError, match=r"no lowering for op 'mm' \(IR node %mm"):
+    """Every registry op has a CUDA lowering now (tests/cuda/test_every_op.py), so a stand-in: mm with an
+    intrinsic this backend does not implement, eagerly and in a graph."""
+    from dataclasses import replace
+    from jitgrad.backends.numba_cuda.eager import one_node_graph
+    from jitgrad.ops.lowering import intrinsic
+    unlowered = replace(REGISTRY["mm"], name="mm_unlowered", lower=intrinsic("no_such_cuda_statement"))
+    values = (cuda.to_device(np.ones((2, 3))), cuda.to_device(np.ones((3, 2))))
+    with pytest.raises(NotImplementedError,
+                       match="Could not run 'mm_unlowered' with arguments from the 'CUDA' backend"):
+        run_op(unlowered, values, {})
+    graph, _ = one_node_graph(unlowered, values, {})
+    with pytest.raises(LoweringError, match=r"no lowering for op 'mm_unlowered' \(IR node %"):
         lower(graph)
 
 
