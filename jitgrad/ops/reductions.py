@@ -14,6 +14,7 @@ from ..shapes import wrap_dim, wrap_dims
 from ..autograd import grad_mode
 from ..tensor import Tensor
 from .arithmetic import where
+from .device_copy import to
 from . import scalar
 from .lowering import Reduction, intrinsic
 from .meta_rules import accumulated, boolean, indices, reduction, unchanged
@@ -199,7 +200,7 @@ def _is_selected(self_shape, results, dim, keepdim):
     (d,) = dim
     indices = _unsqueeze_reduced(results[1], self_shape, dim, keepdim)
     positions = Tensor._make(np.arange(self_shape[d]).reshape((-1,) + (1,) * (len(self_shape) - d - 1)))
-    return positions == indices
+    return to(positions, indices.device) == indices  # on the indices' device: a CUDA max's are on CUDA
 
 
 def _value_selecting_grad(grad, self_shape, results, dim, keepdim):

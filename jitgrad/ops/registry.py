@@ -289,7 +289,7 @@ def _run_on_device(op: OpDef, tensors: tuple, values: tuple, attrs: dict) -> Any
     """Runs ``op`` on the device of its tensors: ``op.forward`` when they are all on the CPU, else the
     device's runner. A 0-d CPU tensor may join a CUDA op (it is copied to the device), as in PyTorch;
     any other mix of devices is PyTorch's error."""
-    arguments = list(tensors[0]) + list(tensors[1:]) if op.variadic else list(tensors)
+    arguments = list(tensors)  # a variadic op's tensors are already its list's
     target = None
     for t in arguments:
         if isinstance(t, Tensor) and is_device_array(t._data):
