@@ -6,7 +6,7 @@ The tiled kernel gives each block a ``TILE`` x ``TILE`` square of one output mat
 shared memory, and each thread keeps ``PER`` x ``PER`` output elements in registers (rows ``ty``,
 ``ty + SIDE``...), so that each value read from shared memory serves ``PER`` products instead of one.
 Each output element sums its products in ``k`` order (deterministic, no atomics).
-Batches (``blockIdx.z``, grid-stride) and any strides come from element steps (``strides.py``): a
+Batches (``blockIdx.z``, grid-stride) and any strides come from element steps (``strided.py``): a
 broadcast batch dimension has step 0, a vector operand is a matrix with a step-0 dimension, so numpy's
 ``matmul`` rules need no copies. A matrix-vector product would leave all but one column of each tile
 idle; it gets a block per row instead, folding the row with ``block_reduce.block_sum``.
@@ -21,7 +21,7 @@ import numpy as np
 from numba import cuda, from_dtype, types
 
 from .block_reduce import BLOCK, GRID_LIMIT, ROW_BLOCKS, WARPS, block_sum
-from .strides import at_least_one, span, steps
+from .strided import at_least_one, span, steps
 
 SIDE = 4 if numba.config.ENABLE_CUDASIM else 16  # threads along each side of a block
 PER = 2 if numba.config.ENABLE_CUDASIM else 4    # output rows (and columns) per thread

@@ -17,7 +17,7 @@ import numpy as np
 from numba import cuda, from_dtype, types
 
 from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, block_sum
-from .strides import span, steps
+from .strided import span, steps
 
 REDUCTIONS = ("none", "sum", "mean")
 

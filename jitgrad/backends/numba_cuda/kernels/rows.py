@@ -3,7 +3,7 @@
 
 A row is the set of elements that differ only in the index along ``dim``; a block takes one row at a
 time (grid-stride over the rows), its threads fold a strided part of the row into registers and
-``block_reduce`` joins them in a fixed order. Arrays arrive as ``strides.span`` with their steps, so
+``block_reduce`` joins them in a fixed order. Arrays arrive as ``strided.span`` with their steps, so
 any layout is read in place; a row's first element is found by unravelling the row number over the
 other dimensions (``row_offsets``).
 """
@@ -17,7 +17,7 @@ import numpy as np
 from numba import cuda, from_dtype, types
 
 from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, beats, block_best, block_max, block_sum
-from .strides import at_least_one, span, steps
+from .strided import at_least_one, span, steps
 
 
 
