@@ -41,7 +41,7 @@ from .statements import STATEMENTS
 _DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of")
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
-_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "reshaped", "permuted", "with_shape",
+_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "permuted", "with_shape",
                        DIVISION_ERRORS}
 
 # A kernel parameter's type, for ``compile_ptx``: ("array", dtype, ndim) or ("int64",) or ("float64",).
@@ -55,7 +55,6 @@ class GeneratedModule:
     source: str
     kernels: list[tuple[str, list[ParamType]]]   # every generated kernel: name, parameter types
     libraries: list[str]                         # modules (relative to the backend) whose KERNELS it launches
-    copy_ranks: list[int]                        # ranks of strided copies it may launch
     constants: list[str]                         # graph.constants keys, in argument order
     index_arrays: list[np.ndarray]
     buffers: list[tuple[np.dtype, int]]          # the plan's buffers that are not outputs: dtype, elements
@@ -84,7 +83,6 @@ class HostWriter:
         self.kernel_sources: list[str] = []
         self.kernels: list[tuple[str, list[ParamType]]] = []
         self.libraries: dict[str, str] = {}              # module -> its alias in the generated module
-        self.copy_ranks: set[int] = set()
         self.sizes: list[int] = []
         self.scalars: list[float] = []
         self.size_names: dict[int, str] = {}
@@ -285,8 +283,6 @@ def _imports(code: str, libraries: dict[str, str]) -> list[str]:
     used = [f for f in _DEVICE_FUNCTIONS if f in names]
     if used:
         lines.append(f"from jitgrad.backends.numba_cuda.device_functions import {', '.join(used)}")
-    if "reshaped" in names:
-        lines.append("from jitgrad.backends.numba_cuda.strided_copy import reshaped")
     views = [f for f in ("permuted", "with_shape") if f in names]
     if views:
         lines.append(f"from jitgrad.backends.numba_cuda.arrays import {', '.join(views)}")
@@ -346,8 +342,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
             returned.append(param if in_place else w.var[node])
             continue
         body.append(f"# %{node.name} is copied into the caller's array")
-        body.append(f"launch.copy({w.var[node]}, {param})")
-        w.copy_ranks.add(max(len(node.meta["shape"]), 1))
+        body.append(f"{w.library('kernels.copy', 'copy')}({w.var[node]}, {param}, stream)")
         returned.append(param)
     body.append(f"return [{', '.join(returned)}]")
     signature = ", ".join(params + list(w.index_arrays) + ["buffers", "sizes", "scalars"] + out_params
@@ -355,7 +350,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
     host = "\n".join([f"def run({signature}):", *("    " + line for line in w.top + w.allocations + body)])
     code = "\n\n\n".join([*w.kernel_sources, host]) + "\n"
     return GeneratedModule("\n".join(_imports(code, w.libraries)) + code, w.kernels, list(w.libraries),
-                           sorted(w.copy_ranks), [c.target for c in constants], list(w.index_arrays.values()),
+                           [c.target for c in constants], list(w.index_arrays.values()),
                            w.buffers, w.sizes, w.scalars,
                            [(tuple(n.meta["shape"]), node_dtype(n)) for n in outputs])
 

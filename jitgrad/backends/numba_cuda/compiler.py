@@ -71,17 +71,12 @@ def _library_kernels(module: str) -> list[tuple[str, Any, tuple]]:
 
 def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
     """Every kernel a generated module may launch, as (name, pyfunc, numba argument types): its own,
-    those of the library modules its statements call, its strided copies. Needs no GPU (the PTX check
-    compiles these with ``numba.cuda.compile_ptx``)."""
-    from .strided_copy import copy_kernel
-
+    those of the library modules its host code calls (statements, and copies of outputs). Needs no GPU
+    (the PTX check compiles these with ``numba.cuda.compile_ptx``)."""
     namespace = _module(generated.source)
     found = [(name, namespace[name].py_func, tuple(numba_type(t) for t in types)) for name, types in generated.kernels]
     for module in generated.libraries:
         found += _library_kernels(module)
-    for rank in generated.copy_ranks:
-        array = numba.types.Array(numba.float32, rank, "A")
-        found.append((f"copy_rank{rank}", copy_kernel(rank).py_func, (array, array)))
     return found
 
 
@@ -109,7 +104,7 @@ class CudaProgram:
         self._launcher = Launcher()
 
     @property
-    def launches(self) -> list[tuple[str, int, int]]:
+    def launches(self) -> list[tuple[str, Any, Any]]:
         return list(self._launcher.records)
 
     @property
@@ -134,10 +129,10 @@ class CudaProgram:
         stream = cuda.default_stream() if stream is None else stream
         out = [cuda.device_array(shape or (1,), dtype, stream=stream) for shape, dtype in
                self._generated.output_arrays]
-        self._launcher.start(stream)
         g = self._generated
-        results = self._run(*args, *self._constants, self._buffers, g.sizes, g.scalars, *out, stream,
-                            self._launcher)
+        with self._launcher.running(stream):
+            results = self._run(*args, *self._constants, self._buffers, g.sizes, g.scalars, *out, stream,
+                                self._launcher)
         self._launcher.raise_division_errors()
         return [r if tuple(r.shape) == shape else r.reshape(shape) for r, (shape, _) in zip(results, g.output_arrays)]
 

@@ -30,7 +30,7 @@ The contract, all names are host variables or source text:
     the variable of the stream to launch on.
 ``ctx.library(module, function)``
     the source to call a host function of ``jitgrad.backends.numba_cuda.<module>`` (``module`` is
-    relative: ``"kernels.matmul"``, ``"strided_copy"``); it imports the module into the generated
+    relative: ``"kernels.matmul"``, ``"kernels.copy"``); it imports the module into the generated
     one and records it: the module's ``KERNELS`` list of (name, pyfunc, tuple of numba argument
     types) then appears in ``program.kernels``, which the PTX test compiles with ``compile_ptx``.
     Host functions take device arrays (any strides), the output array and the stream.

@@ -1,5 +1,4 @@
-"""Device arrays as flat memory plus a start, a shape and element strides; views by a basic index; the
-grid of a launch (the generated kernels' configuration: 256 threads a block, 32 under the simulator).
+"""Device arrays as flat memory plus a start, a shape and element strides; views by a basic index.
 
 numba's device arrays cannot be reshaped or transposed as views unless they are contiguous, and a
 kernel compiled for an N-d array of layout ``A`` is compiled again for every rank. The data kernels
@@ -29,23 +28,9 @@ from numba.np.numpy_support import from_dtype
 RAW_TYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 """The unsigned integer type of each element width: what a raw (bit-moving) layout's memory holds."""
 
-SIMULATOR_THREADS, GPU_THREADS = 32, 256
-SIMULATOR_BLOCKS, GPU_BLOCKS = 4, 4096
-"""Blocks of a launch: the simulator runs a Python thread per CUDA thread, so its grid stays small; a
-grid-stride loop lets any grid cover any count."""
-
-
 KERNELS: list = []
 """None: this module describes and views arrays; statements that call ``indexed_view`` list it among their
 library modules all the same, and the PTX check reads every such module's ``KERNELS``."""
-
-
-def launch_grid(count: int) -> tuple[int, int]:
-    """``(blocks, threads per block)`` for a grid-stride loop over ``count`` items."""
-    simulated = numba.config.ENABLE_CUDASIM
-    threads = SIMULATOR_THREADS if simulated else GPU_THREADS
-    cap = SIMULATOR_BLOCKS if simulated else GPU_BLOCKS
-    return min(max(1, -(-count // threads)), cap), threads
 
 
 @dataclass(frozen=True)
@@ -181,5 +166,5 @@ def tuple_type(rank: int) -> types.UniTuple:
     return types.UniTuple(types.int64, rank)
 
 
-__all__ = ["KERNELS", "Layout", "RAW_TYPES", "at_least_one", "coalesced", "indexed_view", "launch_grid", "layout_of",
+__all__ = ["KERNELS", "Layout", "RAW_TYPES", "at_least_one", "coalesced", "indexed_view", "layout_of",
            "memory_type", "span", "steps", "tuple_type"]
