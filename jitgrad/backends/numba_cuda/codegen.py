@@ -13,7 +13,7 @@ a view binds a device-array view, a library call launches its kernels). It retur
 
 No size and no number is written into the source (they are arguments of ``run`` and of each
 kernel), so graphs that differ in them share the module and every kernel. Each node's IR line is its
-comment, with the kernel's own sizes (as on the CPU: ``numba_cpu/nodes.kernel_comment``). Every value
+comment, with the kernel's own sizes (as on the CPU: ``backends/nodes.kernel_comment``). Every value
 has rank at least 1 (a 0-d tensor is a 1-element array), as on the CPU.
 """
 from __future__ import annotations
@@ -28,8 +28,7 @@ from ...fx.graph import Graph
 from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ...ops.lowering import Intrinsic
-from ..numba_cpu.nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from ..nodes import check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
 from .context import OpContext, product, shape_tuple
 from .dialect import DIVISION_ERRORS, numba_type
 from .elementwise import GroupKernel
@@ -262,18 +261,6 @@ class HostWriter:
             self.contiguous[name] = ctx.result_contiguous
 
 
-def check_lowerings(graph: Graph) -> None:
-    """``LoweringError`` for the first node whose op has no lowering, or names an intrinsic this backend
-    does not implement (yet), before anything is generated."""
-    for node in graph.nodes:
-        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
-            continue
-        lowering = node.target.lower
-        if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in STATEMENTS:
-            raise LoweringError(f"the numba CUDA backend has no lowering for op {node.target_name!r} "
-                                f"(IR node {ir_line(node)})")
-
-
 _IMPORTS = (("math", "import math"), ("numba", "import numba"), ("cuda", "from numba import cuda"))
 
 
@@ -297,7 +284,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
     if not is_planned(graph):
         raise LoweringError("the numba CUDA backend lowers a graph after the pass pipeline: plan_memory, its "
                             "last pass, has not run on this graph since it last changed")
-    check_lowerings(graph)
+    check_lowerings(graph, STATEMENTS, "numba CUDA", LoweringError)
     w = HostWriter(graph)
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
@@ -355,4 +342,4 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
                            [(tuple(n.meta["shape"]), node_dtype(n)) for n in outputs])
 
 
-__all__ = ["GLOBALS", "GeneratedModule", "check_lowerings", "free_variables", "generate"]
+__all__ = ["GLOBALS", "GeneratedModule", "free_variables", "generate"]

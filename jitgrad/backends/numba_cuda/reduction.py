@@ -16,7 +16,7 @@ from typing import Any
 
 from ...ops.lowering import Reduction
 from ...ops.scalar import Expr, Var
-from ..numba_cpu.nodes import node_dtype
+from ..nodes import node_dtype
 from .context import product
 from .dialect import numba_type
 from .elementwise import GroupKernel, _args
