@@ -37,7 +37,8 @@ from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
 from ..nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
-from .context import OpContext, product
+from ..source import product
+from .context import OpContext
 from .imports import import_lines
 from .loop_nest import LoopNest
 from .nodes import LoweringError, check_lowerings

@@ -11,7 +11,7 @@ from ...ops.lowering import Reduction, element_expression
 from ...ops.scalar import Expr, Var
 from ..expressions import render
 from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
-from .context import product
+from ..source import product
 from .nodes import LoweringError
 from .scalar_functions import NUMBA_CPU, numpy_type
 

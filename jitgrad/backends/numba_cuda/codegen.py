@@ -29,7 +29,8 @@ from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
 from ..nodes import check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
-from .context import OpContext, product, shape_tuple
+from ..source import product, shape_tuple
+from .context import OpContext
 from .dialect import DIVISION_ERRORS, numba_type
 from .elementwise import GroupKernel
 from .errors import LoweringError

@@ -8,16 +8,15 @@ the same ``@cuda.jit`` dispatchers, which compile each kernel once per argument 
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import linecache
-import tokenize
 from typing import Any
 
 import numba
 import numpy as np
 
 from ...fx.graph import Graph
+from ..source import without_comments
 from .codegen import GeneratedModule, ParamType, generate
 from .errors import LoweringError
 from .launch import Launcher
@@ -25,11 +24,6 @@ from .simulator import install
 
 _MODULES: dict[str, dict[str, Any]] = {}
 _ids = itertools.count()
-
-
-def without_comments(source: str) -> str:
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
 
 
 def structural_key(graph: Graph) -> str:

@@ -17,7 +17,7 @@ from ...ops.lowering import element_expression
 from ...ops.scalar import Expr, Var
 from ..expressions import render
 from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
-from .context import product
+from ..source import product
 from .dialect import NUMBA_CUDA
 from .errors import LoweringError
 

@@ -17,7 +17,7 @@ from typing import Any
 from ...ops.lowering import Reduction
 from ...ops.scalar import Expr, Var
 from ..nodes import node_dtype
-from .context import product
+from ..source import product
 from .dialect import numba_type
 from .elementwise import GroupKernel, _args
 
