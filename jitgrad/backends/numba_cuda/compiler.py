@@ -50,7 +50,7 @@ def _module(source: str) -> dict[str, Any]:
     return namespace
 
 
-def numba_type(param: ParamType) -> Any:
+def parameter_type(param: ParamType) -> Any:
     """A kernel parameter's numba type, as ``compile_ptx`` wants it (any layout for arrays)."""
     if param[0] == "array":
         return numba.types.Array(numba.from_dtype(param[1]), param[2], "A")
@@ -68,7 +68,7 @@ def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
     those of the library modules its host code calls (statements, and copies of outputs). Needs no GPU
     (the PTX check compiles these with ``numba.cuda.compile_ptx``)."""
     namespace = _module(generated.source)
-    found = [(name, namespace[name].py_func, tuple(numba_type(t) for t in types)) for name, types in generated.kernels]
+    found = [(name, namespace[name].py_func, tuple(parameter_type(t) for t in types)) for name, types in generated.kernels]
     for module in generated.libraries:
         found += _library_kernels(module)
     return found
@@ -148,4 +148,4 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
         raise LoweringError(f"the generated CUDA module does not parse: {error}\n{generated.source}") from None
 
 
-__all__ = ["CudaProgram", "LoweringError", "clear_cache", "kernels_of", "lower", "numba_type", "structural_key"]
+__all__ = ["CudaProgram", "LoweringError", "clear_cache", "kernels_of", "lower", "parameter_type", "structural_key"]

@@ -16,16 +16,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numba
 import numpy as np
 from numba import cuda, from_dtype, types
 
 from ..launch import GRID_LIMIT, MAX_BLOCKS, THREADS, launch
+from ..simulator import is_simulator
 from .block_reduce import WARPS, block_sum
 from .strided import at_least_one, span, steps
 
-SIDE = 4 if numba.config.ENABLE_CUDASIM else 16  # threads along each side of a block
-PER = 2 if numba.config.ENABLE_CUDASIM else 4    # output rows (and columns) per thread
+SIDE = 4 if is_simulator() else 16    # threads along each side of a block
+PER = 2 if is_simulator() else 4      # output rows (and columns) per thread
 TILE = SIDE * PER                                  # a block's square of the output
 
 

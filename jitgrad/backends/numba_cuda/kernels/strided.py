@@ -20,10 +20,11 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-import numba
 import numpy as np
 from numba import types
 from numba.np.numpy_support import from_dtype
+
+from ..simulator import is_simulator
 
 RAW_TYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 """The unsigned integer type of each element width: what a raw (bit-moving) layout's memory holds."""
@@ -70,7 +71,7 @@ def _flat_memory(array: Any, lowest: int, extent: int, dtype: np.dtype) -> Any:
     """A 1-D device array of ``extent`` elements of ``dtype`` from element offset ``lowest`` (<= 0)
     relative to ``array``'s element 0, sharing its memory (and its stream)."""
     itemsize = array.dtype.itemsize
-    if numba.config.ENABLE_CUDASIM:  # a FakeCUDAArray wraps numpy's: flipping reversed dims reaches the lowest address
+    if is_simulator():  # a FakeCUDAArray wraps numpy's: flipping reversed dims reaches the lowest address
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         flips = tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)
         host = array._ary[flips + (Ellipsis,)]  # with ..., a 0-d array gives a view of itself, not a scalar
@@ -128,7 +129,7 @@ def indexed_view(array: Any, index: tuple) -> Any:
     strides over one element (its memory is never read), so every rule of basic indexing (negative
     steps, clamped bounds, ``None``) is numpy's; the device array is then built over that geometry."""
     whole = index if Ellipsis in index else index + (Ellipsis,)  # numpy then gives a 0-d view, not a scalar
-    if numba.config.ENABLE_CUDASIM:
+    if is_simulator():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         view = array._ary[whole]
         return FakeCUDAArray(view.reshape(1) if view.ndim == 0 else view, stream=array.stream)
