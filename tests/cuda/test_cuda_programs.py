@@ -8,6 +8,8 @@ from numba import cuda
 
 from jitgrad.backends.numba_cuda import LoweringError, lower, structural_key
 from jitgrad.backends.numba_cuda.eager import run_op, write_into
+from jitgrad.backends.numba_cuda.kernels import linalg
+from jitgrad.backends.numba_cuda.launch import THREADS
 from jitgrad.ops.registry import REGISTRY
 
 from cuda_programs import optimized_graph
@@ -53,6 +55,25 @@ def test_a_full_reduction_is_the_same_at_every_run_and_uses_two_kernels():
     assert np.isclose(runs[0], x.astype(np.float64).sum(), rtol=1e-5)
     assert [name for name, _, _ in program.launches] == ["fused_0_parts", "fused_0_join"]
     assert program.launches[0][1] > 1  # several blocks fold partial results
+
+
+def test_launches_list_the_kernel_library_launches_with_their_grid_and_block():
+    """``program.launches`` (what ``jitgrad.compile.explain`` shows) lists every kernel a call launched,
+    those the kernel library's host functions launch (matmul, softmax) as well as the generated ones."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+    program = lower(optimized_graph(lambda x, y: (x @ y).softmax(dim=1) * 2.0, [a, b]))
+    got = program(cuda.to_device(a), cuda.to_device(b))[0].copy_to_host()
+    logits = a.astype(np.float64) @ b
+    expected = 2.0 * np.exp(logits - logits.max(1, keepdims=True)) / np.exp(logits - logits.max(1, keepdims=True)).sum(
+        1, keepdims=True)
+    assert np.allclose(got, expected, rtol=1e-5)
+    launches = program.launches
+    names = [name for name, _, _ in launches]
+    assert names.index("batched_gemm_tiles") < names.index("softmax_rows") < len(names) - 1  # then the `* 2.0`
+    assert launches[names.index("batched_gemm_tiles")][1:] == ((1, 1, 1), (linalg.SIDE, linalg.SIDE))
+    assert launches[names.index("softmax_rows")][1:] == (3, THREADS)  # a block per row
+    assert set(names) <= {name for name, _, _ in program.kernels}
 
 
 def test_an_op_without_a_cuda_lowering_is_named():

@@ -6,7 +6,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad import fx
-from jitgrad.backends.numba_cpu.nodes import ir_line
+from jitgrad.backends.nodes import ir_line
 from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, NodeKind, Opcode, tuple_item
 from jitgrad.fx.codegen import LITERAL_ELEMENTS
 from jitgrad.ops.registry import REGISTRY

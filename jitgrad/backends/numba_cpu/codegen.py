@@ -36,10 +36,12 @@ from ...fx.graph import Graph
 from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from .context import OpContext, product
+from ..nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from ..source import product
+from .context import OpContext
 from .imports import import_lines
 from .loop_nest import LoopNest
-from .nodes import LoweringError, check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from .nodes import LoweringError, check_lowerings
 from .outlining import GLOBALS, Outliner
 from .scalar_functions import numpy_type
 from .statements import STATEMENTS

@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import linecache
 import threading
-import tokenize
 from typing import Any, Callable
 
 import numpy as np
 
 from ...fx.graph import Graph
+from ..source import without_comments
 from . import blas
 from .codegen import GeneratedKernel, generate
 from .nodes import LoweringError
@@ -19,14 +18,6 @@ from .numba_options import numba_options
 
 _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
 _ids = itertools.count()
-
-
-def without_comments(source: str) -> str:
-    """The generated source without its comments (each node's IR line, with the kernel's own sizes and
-    no numbers, so the same for every graph a kernel serves): numba's machine code does not depend on
-    them, and the disk cache keeps only code."""
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
 
 
 def code_key(source: str) -> str:

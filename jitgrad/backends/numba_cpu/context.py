@@ -16,13 +16,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...fx.node import Node
+from ..source import product, shape_tuple
 from .scalar_functions import numpy_type
 
-
-def product(sizes: Sequence[str]) -> str:
-    """Source for the product of size expressions (``1`` for none)."""
-    factors = [s for s in sizes if s != "1"]
-    return " * ".join(factors) if factors else "1"
 
 
 class OpContext:
@@ -99,8 +95,7 @@ class OpContext:
         return product(sizes)
 
     def shape_tuple(self, var: str | None = None) -> str:
-        sizes = self.shape(var)
-        return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
+        return shape_tuple(self.shape(var))
 
     def rank(self, var: str | None = None) -> int:
         """The IR rank of an input variable (or of the output): 0 for a scalar tensor, though its array

@@ -10,9 +10,9 @@ from ...fx.node import Node, NodeKind
 from ...ops.lowering import Reduction, element_expression
 from ...ops.scalar import Expr, Var
 from ..expressions import render
-from .context import product
-from .nodes import (LoweringError, compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape,
-                    node_dtype)
+from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+from ..source import product
+from .nodes import LoweringError
 from .scalar_functions import NUMBA_CPU, numpy_type
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.

@@ -1,16 +1,9 @@
-"""What the generated code needs to know of an IR node: its IR line (in errors, and as the comment
-above its code), its dtype and the dtype its constants are cast to, and the errors lowering raises.
-Shared by the kernel writer (``codegen.py``) and the loop nests (``loop_nest.py``)."""
+"""The numba CPU backend's lowering error, and its check that every op of a graph has a lowering here
+(what a backend needs to know of an IR node is in ``backends/nodes.py``, shared with numba_cuda)."""
 from __future__ import annotations
 
-from typing import Any, Callable
-
-import numpy as np
-
 from ...fx.graph import Graph
-from ...fx.node import Node, Opcode, tuple_item
-from ...fx.printing import format_node
-from ...ops.lowering import Intrinsic
+from ..nodes import check_lowerings as check_backend_lowerings
 from .statements import STATEMENTS
 
 
@@ -19,68 +12,7 @@ class LoweringError(RuntimeError):
     compiling, naming the op and the IR node."""
 
 
-def ir_line(node: Node) -> str:
-    """The node as ``print(graph)`` shows it, without the pass annotations: what an error names."""
-    return format_node(node, notes=False)
-
-
-def kernel_comment(node: Node, size: Callable[[int], str]) -> str:
-    """The node's IR line as the comment above its code. One kernel serves every graph that differs
-    only in sizes and Python numbers (a new batch size reuses it), so its source must not keep those
-    of the graph it was first written for: sizes are the kernel's own (``size``: ``x_n0``, or ``1``,
-    which is structure), and numbers in arguments are left out (``_``), but for the integers 0 and 1."""
-    return "# " + format_node(node, size=size, leaf=_structure_only, notes=False)
-
-
-def _structure_only(value: Any) -> str | None:
-    """A plain argument's text in a kernel comment: ``_`` for a number that may be a size or a
-    Python number (anything but a bool, 0 and 1) and an array's dtype without its length."""
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
-        return None
-    if isinstance(value, (int, float, np.number)):
-        return "_"
-    if isinstance(value, np.ndarray):
-        return f"array({value.dtype})"
-    return None
-
-
 def check_lowerings(graph: Graph) -> None:
     """Raises ``LoweringError`` for the first node whose op has no lowering, or names an intrinsic
     this backend does not implement."""
-    for node in graph.nodes:
-        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
-            continue
-        lowering = node.target.lower
-        if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in STATEMENTS:
-            raise LoweringError(f"the numba CPU backend has no lowering for op {node.target_name!r} "
-                                f"(IR node {ir_line(node)})")
-
-
-def kernel_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return shape if shape else (1,)
-
-
-def is_python_number(value: Any) -> bool:
-    """A node standing for a Python number passed at each call (``fx.numbers``): a scalar argument."""
-    return isinstance(value, Node) and bool(value.meta.get("python_number"))
-
-
-def is_scalar(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, np.number, np.bool_))
-
-
-def node_dtype(node: Node) -> np.dtype:
-    return np.dtype(node.meta["dtype"])
-
-
-def compute_dtype(node: Node) -> np.dtype:
-    """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
-    bool result) that of its first tensor input."""
-    out = node_dtype(node)
-    if out.kind == "f":
-        return out
-    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple) and not is_python_number(i)]
-    floats = [node_dtype(i) for i in inputs if node_dtype(i).kind == "f"]
-    return floats[0] if floats else (node_dtype(inputs[0]) if inputs else out)
+    check_backend_lowerings(graph, STATEMENTS, "numba CPU", LoweringError)

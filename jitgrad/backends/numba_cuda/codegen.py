@@ -13,7 +13,7 @@ a view binds a device-array view, a library call launches its kernels). It retur
 
 No size and no number is written into the source (they are arguments of ``run`` and of each
 kernel), so graphs that differ in them share the module and every kernel. Each node's IR line is its
-comment, with the kernel's own sizes (as on the CPU: ``numba_cpu/nodes.kernel_comment``). Every value
+comment, with the kernel's own sizes (as on the CPU: ``backends/nodes.kernel_comment``). Every value
 has rank at least 1 (a 0-d tensor is a 1-element array), as on the CPU.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from ...fx.graph import Graph
 from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ...ops.lowering import Intrinsic
-from ..numba_cpu.nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
-from .context import OpContext, product, shape_tuple
+from ..nodes import check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from ..source import product, shape_tuple
+from .context import OpContext
 from .dialect import DIVISION_ERRORS, numba_type
 from .elementwise import GroupKernel
 from .errors import LoweringError
@@ -41,7 +41,7 @@ from .statements import STATEMENTS
 _DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of")
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
-_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "reshaped", "permuted", "with_shape",
+_RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "permuted", "with_shape",
                        DIVISION_ERRORS}
 
 # A kernel parameter's type, for ``compile_ptx``: ("array", dtype, ndim) or ("int64",) or ("float64",).
@@ -55,7 +55,6 @@ class GeneratedModule:
     source: str
     kernels: list[tuple[str, list[ParamType]]]   # every generated kernel: name, parameter types
     libraries: list[str]                         # modules (relative to the backend) whose KERNELS it launches
-    copy_ranks: list[int]                        # ranks of strided copies it may launch
     constants: list[str]                         # graph.constants keys, in argument order
     index_arrays: list[np.ndarray]
     buffers: list[tuple[np.dtype, int]]          # the plan's buffers that are not outputs: dtype, elements
@@ -84,7 +83,6 @@ class HostWriter:
         self.kernel_sources: list[str] = []
         self.kernels: list[tuple[str, list[ParamType]]] = []
         self.libraries: dict[str, str] = {}              # module -> its alias in the generated module
-        self.copy_ranks: set[int] = set()
         self.sizes: list[int] = []
         self.scalars: list[float] = []
         self.size_names: dict[int, str] = {}
@@ -264,18 +262,6 @@ class HostWriter:
             self.contiguous[name] = ctx.result_contiguous
 
 
-def check_lowerings(graph: Graph) -> None:
-    """``LoweringError`` for the first node whose op has no lowering, or names an intrinsic this backend
-    does not implement (yet), before anything is generated."""
-    for node in graph.nodes:
-        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
-            continue
-        lowering = node.target.lower
-        if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in STATEMENTS:
-            raise LoweringError(f"the numba CUDA backend has no lowering for op {node.target_name!r} "
-                                f"(IR node {ir_line(node)})")
-
-
 _IMPORTS = (("math", "import math"), ("numba", "import numba"), ("cuda", "from numba import cuda"))
 
 
@@ -285,8 +271,6 @@ def _imports(code: str, libraries: dict[str, str]) -> list[str]:
     used = [f for f in _DEVICE_FUNCTIONS if f in names]
     if used:
         lines.append(f"from jitgrad.backends.numba_cuda.device_functions import {', '.join(used)}")
-    if "reshaped" in names:
-        lines.append("from jitgrad.backends.numba_cuda.strided_copy import reshaped")
     views = [f for f in ("permuted", "with_shape") if f in names]
     if views:
         lines.append(f"from jitgrad.backends.numba_cuda.arrays import {', '.join(views)}")
@@ -301,7 +285,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
     if not is_planned(graph):
         raise LoweringError("the numba CUDA backend lowers a graph after the pass pipeline: plan_memory, its "
                             "last pass, has not run on this graph since it last changed")
-    check_lowerings(graph)
+    check_lowerings(graph, STATEMENTS, "numba CUDA", LoweringError)
     w = HostWriter(graph)
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
@@ -346,8 +330,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
             returned.append(param if in_place else w.var[node])
             continue
         body.append(f"# %{node.name} is copied into the caller's array")
-        body.append(f"launch.copy({w.var[node]}, {param})")
-        w.copy_ranks.add(max(len(node.meta["shape"]), 1))
+        body.append(f"{w.library('kernels.copy', 'copy')}({w.var[node]}, {param}, stream)")
         returned.append(param)
     body.append(f"return [{', '.join(returned)}]")
     signature = ", ".join(params + list(w.index_arrays) + ["buffers", "sizes", "scalars"] + out_params
@@ -355,9 +338,9 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
     host = "\n".join([f"def run({signature}):", *("    " + line for line in w.top + w.allocations + body)])
     code = "\n\n\n".join([*w.kernel_sources, host]) + "\n"
     return GeneratedModule("\n".join(_imports(code, w.libraries)) + code, w.kernels, list(w.libraries),
-                           sorted(w.copy_ranks), [c.target for c in constants], list(w.index_arrays.values()),
+                           [c.target for c in constants], list(w.index_arrays.values()),
                            w.buffers, w.sizes, w.scalars,
                            [(tuple(n.meta["shape"]), node_dtype(n)) for n in outputs])
 
 
-__all__ = ["GLOBALS", "GeneratedModule", "check_lowerings", "free_variables", "generate"]
+__all__ = ["GLOBALS", "GeneratedModule", "free_variables", "generate"]

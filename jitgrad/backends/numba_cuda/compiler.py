@@ -8,16 +8,15 @@ the same ``@cuda.jit`` dispatchers, which compile each kernel once per argument 
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import linecache
-import tokenize
 from typing import Any
 
 import numba
 import numpy as np
 
 from ...fx.graph import Graph
+from ..source import without_comments
 from .codegen import GeneratedModule, ParamType, generate
 from .errors import LoweringError
 from .launch import Launcher
@@ -25,11 +24,6 @@ from .simulator import install
 
 _MODULES: dict[str, dict[str, Any]] = {}
 _ids = itertools.count()
-
-
-def without_comments(source: str) -> str:
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return tokenize.untokenize((t.type, t.string) for t in tokens if t.type != tokenize.COMMENT)
 
 
 def structural_key(graph: Graph) -> str:
@@ -56,7 +50,7 @@ def _module(source: str) -> dict[str, Any]:
     return namespace
 
 
-def numba_type(param: ParamType) -> Any:
+def parameter_type(param: ParamType) -> Any:
     """A kernel parameter's numba type, as ``compile_ptx`` wants it (any layout for arrays)."""
     if param[0] == "array":
         return numba.types.Array(numba.from_dtype(param[1]), param[2], "A")
@@ -71,17 +65,12 @@ def _library_kernels(module: str) -> list[tuple[str, Any, tuple]]:
 
 def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
     """Every kernel a generated module may launch, as (name, pyfunc, numba argument types): its own,
-    those of the library modules its statements call, its strided copies. Needs no GPU (the PTX check
-    compiles these with ``numba.cuda.compile_ptx``)."""
-    from .strided_copy import copy_kernel
-
+    those of the library modules its host code calls (statements, and copies of outputs). Needs no GPU
+    (the PTX check compiles these with ``numba.cuda.compile_ptx``)."""
     namespace = _module(generated.source)
-    found = [(name, namespace[name].py_func, tuple(numba_type(t) for t in types)) for name, types in generated.kernels]
+    found = [(name, namespace[name].py_func, tuple(parameter_type(t) for t in types)) for name, types in generated.kernels]
     for module in generated.libraries:
         found += _library_kernels(module)
-    for rank in generated.copy_ranks:
-        array = numba.types.Array(numba.float32, rank, "A")
-        found.append((f"copy_rank{rank}", copy_kernel(rank).py_func, (array, array)))
     return found
 
 
@@ -109,7 +98,7 @@ class CudaProgram:
         self._launcher = Launcher()
 
     @property
-    def launches(self) -> list[tuple[str, int, int]]:
+    def launches(self) -> list[tuple[str, Any, Any]]:
         return list(self._launcher.records)
 
     @property
@@ -134,10 +123,10 @@ class CudaProgram:
         stream = cuda.default_stream() if stream is None else stream
         out = [cuda.device_array(shape or (1,), dtype, stream=stream) for shape, dtype in
                self._generated.output_arrays]
-        self._launcher.start(stream)
         g = self._generated
-        results = self._run(*args, *self._constants, self._buffers, g.sizes, g.scalars, *out, stream,
-                            self._launcher)
+        with self._launcher.running(stream):
+            results = self._run(*args, *self._constants, self._buffers, g.sizes, g.scalars, *out, stream,
+                                self._launcher)
         self._launcher.raise_division_errors()
         return [r if tuple(r.shape) == shape else r.reshape(shape) for r, (shape, _) in zip(results, g.output_arrays)]
 
@@ -159,4 +148,4 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
         raise LoweringError(f"the generated CUDA module does not parse: {error}\n{generated.source}") from None
 
 
-__all__ = ["CudaProgram", "LoweringError", "clear_cache", "kernels_of", "lower", "numba_type", "structural_key"]
+__all__ = ["CudaProgram", "LoweringError", "clear_cache", "kernels_of", "lower", "parameter_type", "structural_key"]

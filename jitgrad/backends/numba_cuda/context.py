@@ -30,7 +30,7 @@ The contract, all names are host variables or source text:
     the variable of the stream to launch on.
 ``ctx.library(module, function)``
     the source to call a host function of ``jitgrad.backends.numba_cuda.<module>`` (``module`` is
-    relative: ``"kernels.matmul"``, ``"strided_copy"``); it imports the module into the generated
+    relative: ``"kernels.matmul"``, ``"kernels.copy"``); it imports the module into the generated
     one and records it: the module's ``KERNELS`` list of (name, pyfunc, tuple of numba argument
     types) then appears in ``program.kernels``, which the PTX test compiles with ``compile_ptx``.
     Host functions take device arrays (any strides), the output array and the stream.
@@ -50,17 +50,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...fx.node import Node
+from ..source import product, shape_tuple
 from .dialect import numba_type
-
-
-def product(sizes: Sequence[str]) -> str:
-    """Source for the product of size expressions (``1`` for none)."""
-    factors = [s for s in sizes if s != "1"]
-    return " * ".join(factors) if factors else "1"
-
-
-def shape_tuple(sizes: Sequence[str]) -> str:
-    return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
 
 
 class OpContext:
@@ -129,4 +120,4 @@ class OpContext:
         return product(sizes)
 
 
-__all__ = ["OpContext", "product", "shape_tuple"]
+__all__ = ["OpContext"]

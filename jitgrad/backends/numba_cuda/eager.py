@@ -25,7 +25,7 @@ from ...fx.passes.fusion import group_fusions
 from ...fx.passes.memory import plan_memory
 from .compiler import CudaProgram, lower
 from .errors import LoweringError
-from .strided_copy import copy_into
+from .kernels.copy import copy
 
 _PROGRAMS: dict[Any, tuple[CudaProgram, bool]] = {}  # the program, and whether it returns a tuple
 _current_stream: Callable[[], Any] | None = None
@@ -113,7 +113,7 @@ def run_op(op: Any, values: tuple, attrs: dict) -> Any:
 
 def write_into(destination: Any, source: Any) -> None:
     """``destination[...] = source`` on the device (broadcast, cast): an in-place op's write-back."""
-    copy_into(source, destination, _current_stream() if _current_stream is not None else 0)
+    copy(source, destination, _current_stream() if _current_stream is not None else 0)
 
 
 def install(current_stream: Callable[[], Any] | None = None) -> None:

@@ -16,8 +16,8 @@ from ...fx.node import Node, NodeKind
 from ...ops.lowering import element_expression
 from ...ops.scalar import Expr, Var
 from ..expressions import render
-from ..numba_cpu.nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
-from .context import product
+from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+from ..source import product
 from .dialect import NUMBA_CUDA
 from .errors import LoweringError
 

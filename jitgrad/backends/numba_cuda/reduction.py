@@ -16,8 +16,8 @@ from typing import Any
 
 from ...ops.lowering import Reduction
 from ...ops.scalar import Expr, Var
-from ..numba_cpu.nodes import node_dtype
-from .context import product
+from ..nodes import node_dtype
+from ..source import product
 from .dialect import numba_type
 from .elementwise import GroupKernel, _args
 

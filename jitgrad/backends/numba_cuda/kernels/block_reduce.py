@@ -5,22 +5,18 @@ into its lane 0, which writes it to shared memory, and thread 0 folds the warps'
 The order is fixed by thread numbers, so a result is the same bit for bit on every run (no atomics).
 
 Every thread of the block calls these functions (they synchronise the block, and a shuffle needs all
-lanes of the warp). Blocks are a whole number of warps: ``BLOCK`` threads, one warp under the simulator,
+lanes of the warp). Blocks are a whole number of warps: ``launch.THREADS`` threads, one warp under the simulator,
 which has no shuffles of its own (the backend's ``simulator.py`` emulates them for one-warp blocks).
 """
 from __future__ import annotations
 
-import numba
 from numba import cuda
 
+from ..launch import THREADS
+
 WARP = 32
-BLOCK = WARP if numba.config.ENABLE_CUDASIM else 256
-WARPS = BLOCK // WARP
+WARPS = THREADS // WARP
 ALL_LANES = 0xFFFFFFFF
-GRID_LIMIT = 65535  # blocks per launch along y and z
-ROW_BLOCKS = 4 if numba.config.ENABLE_CUDASIM else 1 << 16
-"""Blocks of a kernel that loops grid-stride over rows: enough to fill a GPU; few under the simulator,
-where every block is 32 new Python threads."""
 
 
 @cuda.jit(device=True)

@@ -1,5 +1,7 @@
 """Strided copies and fills: ``copy`` (broadcast, and cast when the dtypes differ), ``fill``,
-``concatenate``, ``stack``, and any reshape of a non-contiguous array the codegen needs.
+``concatenate``, ``stack``, and every other copy the backend makes: a reshape of a non-contiguous array
+(``reshaped``), a graph's output copied into the caller's array, an in-place op's write-back
+(``eager.write_into``).
 
 One kernel does the copying: a thread per element of a grid-stride loop, the loop index unravelled by
 division over the (coalesced) shape into each operand's offset (``strided.py`` says why operands are
@@ -14,7 +16,9 @@ import numpy as np
 from numba import cuda, types
 from numba.np.numpy_support import from_dtype
 
-from .strided import RAW_TYPES, Layout, coalesced, launch_grid, layout_of, memory_type, tuple_type
+from ..arrays import reshaped_view
+from ..launch import THREADS, blocks_for, launch
+from .strided import RAW_TYPES, Layout, coalesced, layout_of, memory_type, tuple_type
 
 
 @cuda.jit
@@ -58,15 +62,17 @@ def strided_fill(out, out_start, out_strides, shape, size, value):
 
 def copy_layout(out: Layout, src: Layout, stream: Any = 0) -> None:
     """Copies ``src`` (broadcast to ``out``'s shape) into ``out``: both raw, or of the types to convert."""
+    extra = len(src.shape) - len(out.shape)
+    if extra > 0 and all(n == 1 for n in src.shape[:extra]):  # as numpy's ``out[...] = src``: a 1-element
+        src = Layout(src.memory, src.start, src.shape[extra:], src.strides[extra:])  # array into a 0-d one
     src = src.broadcast_to(out.shape)
     if out.size == 0:
         return
     shape, (out_strides, src_strides) = coalesced(out.shape, out.strides, src.strides)
-    blocks, threads = launch_grid(out.size)
     converts_to_bool = out.memory.dtype == np.bool_ and src.memory.dtype != np.bool_
     kernel = strided_truth if converts_to_bool else strided_copy
-    kernel[blocks, threads, stream](out.memory, out.start, out_strides, src.memory, src.start, src_strides, shape,
-                                    out.size)
+    launch(kernel, blocks_for(out.size), THREADS, stream,
+           out.memory, out.start, out_strides, src.memory, src.start, src_strides, shape, out.size)
 
 
 def fill_layout(out: Layout, value: Any, stream: Any = 0) -> None:
@@ -74,8 +80,7 @@ def fill_layout(out: Layout, value: Any, stream: Any = 0) -> None:
     if out.size == 0:
         return
     shape, (strides,) = coalesced(out.shape, out.strides)
-    blocks, threads = launch_grid(out.size)
-    strided_fill[blocks, threads, stream](out.memory, out.start, strides, shape, out.size, value)
+    launch(strided_fill, blocks_for(out.size), THREADS, stream, out.memory, out.start, strides, shape, out.size, value)
 
 
 def raw_scalar(value: Any, dtype: Any) -> np.unsignedinteger:
@@ -99,6 +104,17 @@ def copy(src: Any, out: Any, stream: Any = 0) -> None:
     """``out[...] = src``, ``src`` broadcast to ``out``'s shape and converted to its dtype as numpy's
     ``astype`` does (the ``copy`` op, and every copy the codegen needs)."""
     copy_layout(*_layouts(out, src), stream)
+
+
+def reshaped(array: Any, shape: tuple[int, ...], stream: Any = 0) -> Any:
+    """``array`` as ``shape``: a view when it is contiguous, else a contiguous copy (as numpy's
+    ``reshape``; the ``reshape`` view statement)."""
+    view = reshaped_view(array, shape)
+    if view is not None:
+        return view
+    contiguous = cuda.device_array(array.shape, array.dtype, stream=stream)
+    copy(array, contiguous, stream)
+    return contiguous.reshape(shape)
 
 
 def concatenate(sources: Sequence[Any], out: Any, dim: int, stream: Any = 0) -> None:
@@ -144,4 +160,4 @@ KERNELS = (
 converting copies between every pair of dtypes (rank 1, where a contiguous conversion lands), to bool
 through ``strided_truth``."""
 
-__all__ = ["KERNELS", "concatenate", "copy", "copy_layout", "fill", "fill_layout", "raw_scalar", "stack"]
+__all__ = ["KERNELS", "concatenate", "copy", "copy_layout", "fill", "fill_layout", "raw_scalar", "reshaped", "stack"]

@@ -18,7 +18,8 @@ import numpy as np
 from numba import cuda, types
 
 from .copy import copy, fill_layout, raw_scalar
-from .strided import RAW_TYPES, Layout, coalesced, launch_grid, layout_of, memory_type, tuple_type
+from ..launch import THREADS, blocks_for, launch
+from .strided import RAW_TYPES, Layout, coalesced, layout_of, memory_type, tuple_type
 
 
 @cuda.jit
@@ -118,8 +119,8 @@ def getitem_gather(src: Any, positions: Any, out: Any, stream: Any = 0) -> None:
     target = layout_of(out, raw=True)
     if target.size == 0:
         return
-    blocks, threads = launch_grid(target.size)
-    gather[blocks, threads, stream](*_operand(target), *_operand(layout_of(src, raw=True)), positions, target.size)
+    launch(gather, blocks_for(target.size), THREADS, stream,
+           *_operand(target), *_operand(layout_of(src, raw=True)), positions, target.size)
 
 
 def gathered(src: Any, positions: Any, shape: tuple[int, ...], stream: Any = 0) -> Any:
@@ -142,9 +143,8 @@ def index_scatter(grad: Any, destinations: Any, bounds: Any, sources: Any, out: 
     count = destinations.shape[0]
     if count == 0:
         return
-    blocks, threads = launch_grid(count)
-    scatter_sum[blocks, threads, stream](*_operand(target), *_operand(layout_of(grad)), destinations, bounds, sources,
-                                         count)
+    launch(scatter_sum, blocks_for(count), THREADS, stream,
+           *_operand(target), *_operand(layout_of(grad)), destinations, bounds, sources, count)
 
 
 def index_put(self: Any, values: Any, destinations: Any, sources: Any | None, out: Any, stream: Any = 0) -> None:
@@ -157,16 +157,16 @@ def index_put(self: Any, values: Any, destinations: Any, sources: Any | None, ou
     if count == 0:
         return
     target = layout_of(out, raw=True)
-    blocks, threads = launch_grid(count)
     if isinstance(values, (numbers.Number, np.generic)):
-        put_number[blocks, threads, stream](*_operand(target), destinations, count, raw_scalar(values, out.dtype))
+        launch(put_number, blocks_for(count), THREADS, stream,
+               *_operand(target), destinations, count, raw_scalar(values, out.dtype))
         return
     if np.dtype(values.dtype) != np.dtype(out.dtype):  # converted once, so that the put moves raw bits
         converted = cuda.device_array(values.shape, out.dtype, stream=stream)
         copy(values, converted, stream)
         values = converted
-    put[blocks, threads, stream](*_operand(target), *_operand(layout_of(values, raw=True)), destinations, sources,
-                                 count)
+    launch(put, blocks_for(count), THREADS, stream,
+           *_operand(target), *_operand(layout_of(values, raw=True)), destinations, sources, count)
 
 
 _POSITIONS = types.Array(types.int64, 1, "C")

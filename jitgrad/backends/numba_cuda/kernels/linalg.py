@@ -6,7 +6,7 @@ The tiled kernel gives each block a ``TILE`` x ``TILE`` square of one output mat
 shared memory, and each thread keeps ``PER`` x ``PER`` output elements in registers (rows ``ty``,
 ``ty + SIDE``...), so that each value read from shared memory serves ``PER`` products instead of one.
 Each output element sums its products in ``k`` order (deterministic, no atomics).
-Batches (``blockIdx.z``, grid-stride) and any strides come from element steps (``strides.py``): a
+Batches (``blockIdx.z``, grid-stride) and any strides come from element steps (``strided.py``): a
 broadcast batch dimension has step 0, a vector operand is a matrix with a step-0 dimension, so numpy's
 ``matmul`` rules need no copies. A matrix-vector product would leave all but one column of each tile
 idle; it gets a block per row instead, folding the row with ``block_reduce.block_sum``.
@@ -16,15 +16,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numba
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from .block_reduce import BLOCK, GRID_LIMIT, ROW_BLOCKS, WARPS, block_sum
-from .strides import at_least_one, span, steps
+from ..launch import GRID_LIMIT, MAX_BLOCKS, THREADS, launch
+from ..simulator import is_simulator
+from .block_reduce import WARPS, block_sum
+from .strided import at_least_one, span, steps
 
-SIDE = 4 if numba.config.ENABLE_CUDASIM else 16  # threads along each side of a block
-PER = 2 if numba.config.ENABLE_CUDASIM else 4    # output rows (and columns) per thread
+SIDE = 4 if is_simulator() else 16    # threads along each side of a block
+PER = 2 if is_simulator() else 4      # output rows (and columns) per thread
 TILE = SIDE * PER                                  # a block's square of the output
 
 
@@ -101,7 +102,7 @@ def _row_dot_kernel(dtype: np.dtype) -> tuple[Any, Any]:
         i = cuda.blockIdx.x
         while i < n:
             total = zero
-            for j in range(cuda.threadIdx.x, k, BLOCK):
+            for j in range(cuda.threadIdx.x, k, THREADS):
                 total += a[i * a_row + j * a_col] * v[j * v_step]
             total = block_sum(total, partials)
             if cuda.threadIdx.x == 0:
@@ -140,7 +141,7 @@ def batched_gemm(a: Any, b: Any, out: Any, stream: Any) -> None:
     grid = ((m + TILE - 1) // TILE, (n + TILE - 1) // TILE, min(batches, GRID_LIMIT))
     if grid[1] > GRID_LIMIT:
         raise ValueError(f"matmul: {n} rows is more than this kernel's grid covers ({GRID_LIMIT * TILE})")
-    kernel[grid, (SIDE, SIDE), stream](
+    launch(kernel, grid, (SIDE, SIDE), stream,
         span(a), _batch_steps(a_shape, a_steps, batch), a_steps[-2], a_steps[-1],
         span(b), _batch_steps(b_shape, b_steps, batch), b_steps[-2], b_steps[-1],
         span(out), _batch_steps(batch + (n, m), tuple(out_steps), batch), out_steps[-2], out_steps[-1],
@@ -180,14 +181,15 @@ def gemv(a: Any, v: Any, out: Any, stream: Any) -> None:
         return
     (a_row, a_col), (v_step,), (out_step,) = steps(a), steps(v), steps(out)
     _, kernel = _row_dot_kernel(dtype)
-    kernel[min(n, ROW_BLOCKS), BLOCK, stream](span(a), a_row, a_col, span(v), v_step, span(out), out_step, n, k)
+    launch(kernel, min(n, MAX_BLOCKS), THREADS, stream,
+           span(a), a_row, a_col, span(v), v_step, span(out), out_step, n, k)
 
 
 def dot(a: Any, b: Any, out: Any, stream: Any) -> None:
     """``out`` (one element, 0-d or 1-element) ``= a @ b`` for vectors a, b (k,)."""
     dtype = _check("dot", a, b, out)
     _, kernel = _row_dot_kernel(dtype)
-    kernel[1, BLOCK, stream](span(a), 0, steps(a)[0], span(b), steps(b)[0], span(out), 0, 1, a.shape[0])
+    launch(kernel, 1, THREADS, stream, span(a), 0, steps(a)[0], span(b), steps(b)[0], span(out), 0, 1, a.shape[0])
 
 
 def _gemm_types(dtype: np.dtype, batch_rank: int) -> tuple[Any, ...]:

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, block_sum
-from .strides import span, steps
+from ..launch import MAX_BLOCKS, THREADS, launch
+from .block_reduce import WARPS, block_sum
+from .strided import span, steps
 
 REDUCTIONS = ("none", "sum", "mean")
 
@@ -31,7 +32,7 @@ def _loss_kernel(dtype: np.dtype) -> tuple[Any, Any]:
     def nll_rows(log_probs, row_step, class_step, target, target_step, out, out_step, n, classes, reduce):
         partials = cuda.shared.array(WARPS, dtype)
         total = zero
-        for i in range(cuda.blockIdx.x * BLOCK + cuda.threadIdx.x, n, BLOCK * cuda.gridDim.x):
+        for i in range(cuda.blockIdx.x * THREADS + cuda.threadIdx.x, n, THREADS * cuda.gridDim.x):
             t = target[i * target_step]
             picked = -log_probs[i * row_step + t * class_step] if 0 <= t < classes else nan
             if reduce == 0:
@@ -79,11 +80,12 @@ def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any)
     row_step, class_step = steps(log_probs)
     out_step = steps(out)[0] if out.ndim else 0
     _, kernel = _loss_kernel(np.dtype(log_probs.dtype))
-    blocks = 1 if reduce else min(max(1, -(-n // BLOCK)), ROW_BLOCKS)
+    blocks = 1 if reduce else min(max(1, -(-n // THREADS)), MAX_BLOCKS)
     if reduce == 0 and n == 0:
         return
-    kernel[blocks, BLOCK, stream](span(log_probs), row_step, class_step, span(target), steps(target)[0], span(out),
-                                  out_step, n, classes, reduce)
+    launch(kernel, blocks, THREADS, stream,
+           span(log_probs), row_step, class_step, span(target), steps(target)[0], span(out), out_step, n, classes,
+           reduce)
 
 
 def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: Any) -> None:
@@ -96,9 +98,9 @@ def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: 
     row_step, class_step = steps(out)
     grad_step = steps(grad)[0] if grad.ndim else 0
     _, kernel = _backward_kernel(np.dtype(out.dtype))
-    blocks = min(-(-(n * classes) // BLOCK), ROW_BLOCKS)
-    kernel[blocks, BLOCK, stream](span(grad), grad_step, span(target), steps(target)[0], span(out), row_step,
-                                  class_step, n, classes, reduce)
+    blocks = min(-(-(n * classes) // THREADS), MAX_BLOCKS)
+    launch(kernel, blocks, THREADS, stream,
+           span(grad), grad_step, span(target), steps(target)[0], span(out), row_step, class_step, n, classes, reduce)
 
 
 def _kernel_types(dtype: str) -> tuple[Any, Any, Any]:

@@ -3,7 +3,7 @@
 
 A row is the set of elements that differ only in the index along ``dim``; a block takes one row at a
 time (grid-stride over the rows), its threads fold a strided part of the row into registers and
-``block_reduce`` joins them in a fixed order. Arrays arrive as ``strides.span`` with their steps, so
+``block_reduce`` joins them in a fixed order. Arrays arrive as ``strided.span`` with their steps, so
 any layout is read in place; a row's first element is found by unravelling the row number over the
 other dimensions (``row_offsets``).
 """
@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from .block_reduce import BLOCK, ROW_BLOCKS, WARPS, beats, block_best, block_max, block_sum
-from .strides import at_least_one, span, steps
+from ..launch import MAX_BLOCKS, THREADS, launch
+from .block_reduce import WARPS, beats, block_best, block_max, block_sum
+from .strided import at_least_one, span, steps
 
 
 
@@ -47,11 +48,11 @@ def _softmax_kernel(dtype: np.dtype) -> tuple[Any, Any]:
         while row < rows:
             x_at, out_at = row_offsets(row, sizes, x_rows, out_rows)
             peak = lowest
-            for k in range(cuda.threadIdx.x, n, BLOCK):
+            for k in range(cuda.threadIdx.x, n, THREADS):
                 peak = max(peak, x[x_at + k * x_step])
             peak = block_max(peak, partials)
             total = zero
-            for k in range(cuda.threadIdx.x, n, BLOCK):
+            for k in range(cuda.threadIdx.x, n, THREADS):
                 e = math.exp(x[x_at + k * x_step] - peak)
                 total += e
                 if not log:
@@ -59,11 +60,11 @@ def _softmax_kernel(dtype: np.dtype) -> tuple[Any, Any]:
             total = block_sum(total, partials)
             if log:
                 shift = peak + math.log(total)
-                for k in range(cuda.threadIdx.x, n, BLOCK):
+                for k in range(cuda.threadIdx.x, n, THREADS):
                     out[out_at + k * out_step] = x[x_at + k * x_step] - shift
             else:
                 scale = one / total
-                for k in range(cuda.threadIdx.x, n, BLOCK):
+                for k in range(cuda.threadIdx.x, n, THREADS):
                     out[out_at + k * out_step] *= scale
             row += cuda.gridDim.x
     return softmax_rows, cuda.jit(softmax_rows)
@@ -91,7 +92,7 @@ def _select_kernel(dtype: np.dtype) -> tuple[Any, Any]:
             x_at, index_at = row_offsets(row, sizes, x_rows, index_rows)
             best = key_of(x[x_at])
             best_at = -1
-            for k in range(cuda.threadIdx.x, n, BLOCK):
+            for k in range(cuda.threadIdx.x, n, THREADS):
                 key = key_of(x[x_at + k * x_step])
                 if beats(key, k, best, best_at, largest):
                     best, best_at = key, k
@@ -124,9 +125,9 @@ def softmax(x: Any, out: Any, dim: int, stream: Any, log: bool = False) -> None:
     if rows == 0 or n == 0:
         return
     _, kernel = _softmax_kernel(np.dtype(x.dtype))
-    kernel[min(rows, ROW_BLOCKS), BLOCK, stream](span(x), at_least_one(x_rows, 0), x_step, span(out),
-                                                 at_least_one(out_rows, 0), out_step, at_least_one(sizes, 1),
-                                                 rows, n, log)
+    launch(kernel, min(rows, MAX_BLOCKS), THREADS, stream,
+           span(x), at_least_one(x_rows, 0), x_step, span(out), at_least_one(out_rows, 0), out_step,
+           at_least_one(sizes, 1), rows, n, log)
 
 
 def log_softmax(x: Any, out: Any, dim: int, stream: Any) -> None:
@@ -147,10 +148,10 @@ def select(x: Any, dim: int, indices: Any, values: Any | None, stream: Any, larg
     index_rows = _reduced_steps(indices, x.ndim, dim)
     value_rows = _reduced_steps(values, x.ndim, dim) if values is not None else index_rows
     _, kernel = _select_kernel(np.dtype(x.dtype))
-    kernel[min(rows, ROW_BLOCKS), BLOCK, stream](span(x), at_least_one(x_rows, 0), x_step, span(indices),
-                                                 index_rows, span(indices if values is None else values),
-                                                 value_rows, at_least_one(sizes, 1), rows, n, largest,
-                                                 values is not None)
+    launch(kernel, min(rows, MAX_BLOCKS), THREADS, stream,
+           span(x), at_least_one(x_rows, 0), x_step, span(indices), index_rows,
+           span(indices if values is None else values), value_rows, at_least_one(sizes, 1), rows, n, largest,
+           values is not None)
 
 
 def values_and_indices(x: Any, dim: int, keepdim: bool, largest: bool, stream: Any) -> tuple[Any, Any]:

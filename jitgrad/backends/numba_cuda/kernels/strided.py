@@ -1,5 +1,4 @@
-"""Device arrays as flat memory plus a start, a shape and element strides; views by a basic index; the
-grid of a launch (the generated kernels' configuration: 256 threads a block, 32 under the simulator).
+"""Device arrays as flat memory plus a start, a shape and element strides; views by a basic index.
 
 numba's device arrays cannot be reshaped or transposed as views unless they are contiguous, and a
 kernel compiled for an N-d array of layout ``A`` is compiled again for every rank. The data kernels
@@ -9,7 +8,8 @@ a reversed view, 0 for a broadcast dimension). Narrowing, selecting and broadcas
 arithmetic on tuples done on the host, and a kernel reaches element ``(i0, i1, ...)`` at ``start +
 i0 * s0 + i1 * s1 + ...``, so one kernel serves every layout of a given rank. The host merges the
 dimensions that every operand walks alike (``coalesced``) first: a contiguous copy of any rank is a
-rank-1 loop.
+rank-1 loop. The maths kernels (linalg, rows, losses) take the simpler form of the same idea: ``span``,
+the memory from element 0, indexed with ``steps``.
 
 A copy moves bits: seen ``raw``, memory is the unsigned integer of the element's width, so that one
 kernel per width moves every dtype (float16 and bool included) with no conversion.
@@ -20,31 +20,18 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-import numba
 import numpy as np
 from numba import types
 from numba.np.numpy_support import from_dtype
 
+from ..simulator import is_simulator
+
 RAW_TYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 """The unsigned integer type of each element width: what a raw (bit-moving) layout's memory holds."""
-
-SIMULATOR_THREADS, GPU_THREADS = 32, 256
-SIMULATOR_BLOCKS, GPU_BLOCKS = 4, 4096
-"""Blocks of a launch: the simulator runs a Python thread per CUDA thread, so its grid stays small; a
-grid-stride loop lets any grid cover any count."""
-
 
 KERNELS: list = []
 """None: this module describes and views arrays; statements that call ``indexed_view`` list it among their
 library modules all the same, and the PTX check reads every such module's ``KERNELS``."""
-
-
-def launch_grid(count: int) -> tuple[int, int]:
-    """``(blocks, threads per block)`` for a grid-stride loop over ``count`` items."""
-    simulated = numba.config.ENABLE_CUDASIM
-    threads = SIMULATOR_THREADS if simulated else GPU_THREADS
-    cap = SIMULATOR_BLOCKS if simulated else GPU_BLOCKS
-    return min(max(1, -(-count // threads)), cap), threads
 
 
 @dataclass(frozen=True)
@@ -80,19 +67,41 @@ class Layout:
         return Layout(self.memory, self.start, shape, strides)
 
 
-def _flat_memory(array: Any, lowest: int, span: int, dtype: np.dtype) -> Any:
-    """A 1-D device array of ``span`` elements of ``dtype`` from element offset ``lowest`` (<= 0)
-    relative to ``array``'s element 0, sharing its memory."""
+def _flat_memory(array: Any, lowest: int, extent: int, dtype: np.dtype) -> Any:
+    """A 1-D device array of ``extent`` elements of ``dtype`` from element offset ``lowest`` (<= 0)
+    relative to ``array``'s element 0, sharing its memory (and its stream)."""
     itemsize = array.dtype.itemsize
-    if numba.config.ENABLE_CUDASIM:  # a FakeCUDAArray wraps numpy's: flipping reversed dims reaches the lowest address
+    if is_simulator():  # a FakeCUDAArray wraps numpy's: flipping reversed dims reaches the lowest address
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         flips = tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)
         host = array._ary[flips + (Ellipsis,)]  # with ..., a 0-d array gives a view of itself, not a scalar
-        flat = np.lib.stride_tricks.as_strided(host, (span,), (itemsize,))
-        return FakeCUDAArray(flat.view(dtype))
+        flat = np.lib.stride_tricks.as_strided(host, (extent,), (itemsize,))
+        return FakeCUDAArray(flat.view(dtype), stream=array.stream)
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
-    memory = array.gpu_data.view(lowest * itemsize, (lowest + span) * itemsize)
-    return DeviceNDArray((span,), (itemsize,), dtype, gpu_data=memory)
+    memory = array.gpu_data.view(lowest * itemsize, (lowest + extent) * itemsize)
+    return DeviceNDArray((extent,), (itemsize,), dtype, stream=array.stream, gpu_data=memory)
+
+
+def steps(array: Any) -> tuple[int, ...]:
+    """Each dimension's stride in elements (``array.strides`` counts bytes)."""
+    return tuple(int(s) // array.dtype.itemsize for s in array.strides)
+
+
+def span(array: Any) -> Any:
+    """The memory ``array`` reads as a 1-d device array from its element 0, which the maths kernels
+    (linalg, rows, losses) index with ``steps(array)``: a ``Layout`` whose start is always 0. A negative
+    step (no jitgrad view makes one) is refused rather than read out of bounds."""
+    if any(s < 0 for s in array.strides):
+        raise NotImplementedError(f"CUDA kernels: an array with negative strides {array.strides} reached a "
+                                  f"hand-written kernel; make it contiguous first")
+    extent = 1 + sum((n - 1) * s for n, s in zip(array.shape, steps(array))) if array.size else 0
+    return _flat_memory(array, 0, extent, array.dtype)
+
+
+def at_least_one(values: Sequence[int], fill: int) -> tuple[int, ...]:
+    """``values`` as a tuple, ``(fill,)`` when empty: a kernel argument is a tuple of at least one
+    element (an empty one has no numba type a kernel can take)."""
+    return tuple(int(v) for v in values) or (fill,)
 
 
 def layout_of(array: Any, *, raw: bool = False) -> Layout:
@@ -103,7 +112,7 @@ def layout_of(array: Any, *, raw: bool = False) -> Layout:
         raise ValueError(f"an array with strides {array.strides} not a multiple of its {itemsize}-byte elements "
                          f"cannot be used by a CUDA kernel; copy it first")
     shape = tuple(int(n) for n in array.shape)
-    strides = tuple(int(s) // itemsize for s in array.strides)
+    strides = steps(array)
     if math.prod(shape) == 0:
         return Layout(None, 0, shape, strides)
     lowest = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
@@ -120,7 +129,7 @@ def indexed_view(array: Any, index: tuple) -> Any:
     strides over one element (its memory is never read), so every rule of basic indexing (negative
     steps, clamped bounds, ``None``) is numpy's; the device array is then built over that geometry."""
     whole = index if Ellipsis in index else index + (Ellipsis,)  # numpy then gives a 0-d view, not a scalar
-    if numba.config.ENABLE_CUDASIM:
+    if is_simulator():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         view = array._ary[whole]
         return FakeCUDAArray(view.reshape(1) if view.ndim == 0 else view, stream=array.stream)
@@ -158,4 +167,5 @@ def tuple_type(rank: int) -> types.UniTuple:
     return types.UniTuple(types.int64, rank)
 
 
-__all__ = ["KERNELS", "Layout", "RAW_TYPES", "coalesced", "indexed_view", "launch_grid", "layout_of", "memory_type", "tuple_type"]
+__all__ = ["KERNELS", "Layout", "RAW_TYPES", "at_least_one", "coalesced", "indexed_view", "layout_of",
+           "memory_type", "span", "steps", "tuple_type"]

@@ -1,6 +1,6 @@
 """View intrinsics: ``ctx.out`` bound to a device array sharing its input's memory (``reshape`` of a
 contiguous input, ``permute``, ``transpose``, ``split``'s pieces, ``getitem`` with a basic index); a
-reshape of a strided view copies (``strided_copy.reshaped``), as numpy's would."""
+reshape of a strided view copies (``kernels.copy.reshaped``), as numpy's would."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -13,7 +13,7 @@ from .indexing import gather_getitem
 
 def reshape(ctx: OpContext) -> str:
     ctx.result_contiguous = True
-    return f"{ctx.out} = reshaped({ctx.self}, {ctx.shape_tuple()}, {ctx.stream})"
+    return f"{ctx.out} = {ctx.library('kernels.copy', 'reshaped')}({ctx.self}, {ctx.shape_tuple()}, {ctx.stream})"
 
 
 def permute(ctx: OpContext, order: Sequence[int] | None = None) -> str:

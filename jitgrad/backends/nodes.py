@@ -1,0 +1,84 @@
+"""What a backend that writes kernels as Python source (``numba_cpu``, ``numba_cuda``) needs to know of an
+IR node: its IR line (in errors, and as the comment above its code), its dtype and the dtype its
+constants are cast to, whether it is a Python number passed at each call, and whether every op of a
+graph has a lowering the backend implements."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..fx.graph import Graph
+from ..fx.node import Node, Opcode, tuple_item
+from ..fx.printing import format_node
+from ..ops.lowering import Intrinsic
+
+
+def ir_line(node: Node) -> str:
+    """The node as ``print(graph)`` shows it, without the pass annotations: what an error names."""
+    return format_node(node, notes=False)
+
+
+def kernel_comment(node: Node, size: Callable[[int], str]) -> str:
+    """The node's IR line as the comment above its code. One kernel serves every graph that differs
+    only in sizes and Python numbers (a new batch size reuses it), so its source must not keep those
+    of the graph it was first written for: sizes are the kernel's own (``size``: ``x_n0``, or ``1``,
+    which is structure), and numbers in arguments are left out (``_``), but for the integers 0 and 1."""
+    return "# " + format_node(node, size=size, leaf=_structure_only, notes=False)
+
+
+def _structure_only(value: Any) -> str | None:
+    """A plain argument's text in a kernel comment: ``_`` for a number that may be a size or a
+    Python number (anything but a bool, 0 and 1) and an array's dtype without its length."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return None
+    if isinstance(value, (int, float, np.number)):
+        return "_"
+    if isinstance(value, np.ndarray):
+        return f"array({value.dtype})"
+    return None
+
+
+def kernel_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return shape if shape else (1,)
+
+
+def is_python_number(value: Any) -> bool:
+    """A node standing for a Python number passed at each call (``fx.numbers``): a scalar argument."""
+    return isinstance(value, Node) and bool(value.meta.get("python_number"))
+
+
+def is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.number, np.bool_))
+
+
+def node_dtype(node: Node) -> np.dtype:
+    return np.dtype(node.meta["dtype"])
+
+
+def compute_dtype(node: Node) -> np.dtype:
+    """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
+    bool result) that of its first tensor input."""
+    out = node_dtype(node)
+    if out.kind == "f":
+        return out
+    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple) and not is_python_number(i)]
+    floats = [node_dtype(i) for i in inputs if node_dtype(i).kind == "f"]
+    return floats[0] if floats else (node_dtype(inputs[0]) if inputs else out)
+
+
+def check_lowerings(graph: Graph, statements: Mapping[str, Any], backend: str, error: type[Exception]) -> None:
+    """Raises ``error`` for the first node whose op has no lowering, or names an intrinsic absent from
+    the backend's ``statements``, before anything is generated."""
+    for node in graph.nodes:
+        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
+            continue
+        lowering = node.target.lower
+        if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in statements:
+            raise error(f"the {backend} backend has no lowering for op {node.target_name!r} (IR node {ir_line(node)})")
+
+
+__all__ = ["check_lowerings", "compute_dtype", "ir_line", "is_python_number", "is_scalar", "kernel_comment",
+           "kernel_shape", "node_dtype"]
