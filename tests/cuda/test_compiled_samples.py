@@ -12,7 +12,6 @@ public API (``@jitgrad.compile`` on CUDA tensors, ``loss.backward()``) for a few
 """
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 import pytest
@@ -31,17 +30,6 @@ from op_samples import SAMPLES
 UNTRACEABLE: dict[str, str] = {}
 
 BY_ID = {sample.id: sample for sample in SAMPLES}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def short_thread_switches():
-    """The simulator runs a CUDA block as 32 Python threads while the launching thread polls them in a
-    loop; with Python's default 5 ms switch interval most of the time goes to that polling (measured:
-    44 s at 5 ms, 19 s at 0.5 ms for the prod and matmul samples). Shorter switches for this file only."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(5e-4)
-    yield
-    sys.setswitchinterval(previous)
 
 
 def _outputs(out) -> list:
