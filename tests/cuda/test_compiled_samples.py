@@ -12,7 +12,6 @@ public API (``@jitgrad.compile`` on CUDA tensors, ``loss.backward()``) for a few
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from numba import cuda
