@@ -25,11 +25,11 @@ try:
 except Exception as error:  # no numba.cuda, or no NVVM
     print(json.dumps({"skip": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"}))
     raise SystemExit
-from cuda_programs import elementwise_and_reduction_calls, fused_programs, optimized_graph
+from cuda_programs import fused_programs, op_calls, optimized_graph, workload_graphs
 from jitgrad.backends.numba_cuda.codegen import generate
-from jitgrad.backends.numba_cuda.compiler import kernels_of
+from jitgrad.backends.numba_cuda.compiler import kernels_of, without_comments
 from jitgrad.backends.numba_cuda.eager import one_node_graph
-import glob, os, shutil, subprocess, tempfile
+import glob, os, shutil, subprocess, tempfile, time
 
 
 def find_ptxas():
@@ -41,11 +41,14 @@ def find_ptxas():
     return found[0] if found else shutil.which("ptxas")
 
 
-def spills(ptxas, ptx):
+CCS = [(8, 0)]
+
+
+def spills(ptxas, ptx, cc):
     """ptxas's report lines for a PTX that spills registers (or does not assemble)."""
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
-    done = subprocess.run([ptxas, "-arch=sm_80", "-v", f.name, "-o", os.devnull], capture_output=True, text=True)
+    done = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", "-v", f.name, "-o", os.devnull], capture_output=True, text=True)
     os.unlink(f.name)
     report = (done.stdout + done.stderr).splitlines()
     if done.returncode:
@@ -55,31 +58,35 @@ def spills(ptxas, ptx):
 
 
 ptxas = find_ptxas()
-
-graphs, seen = [], set()
-for label, op, args, attrs, _ in elementwise_and_reduction_calls():
-    key = (op.name, tuple(str(getattr(a, "dtype", type(a).__name__)) for a in args))
-    if key not in seen:
-        seen.add(key)
-        graphs.append((label, one_node_graph(op, args, attrs)[0]))
+started = time.perf_counter()
+graphs = [(label, one_node_graph(op, args, attrs)[0]) for label, op, args, attrs, _ in op_calls()]
 graphs += [(name, optimized_graph(program, arrays)) for name, program, arrays in fused_programs()]
-compiled, assembled, failures, done = 0, 0, [], set()
-for label, graph in graphs:
-    for name, pyfunc, types in kernels_of(generate(graph)):
-        key = (pyfunc.__code__, types)
-        if key in done:
-            continue
-        done.add(key)
+graphs += workload_graphs()
+programs, kernels = {}, {}
+for label, graph in graphs:  # one generated module per source (sizes are not in it), one kernel per types
+    generated = generate(graph)
+    if programs.setdefault(without_comments(generated.source), label) != label:
+        continue
+    for name, pyfunc, types in kernels_of(generated):
+        kernels.setdefault((pyfunc.__code__, types), (label, name, pyfunc, types))
+traced = time.perf_counter() - started
+compiled, assembled, failures = 0, 0, []
+for label, name, pyfunc, types in kernels.values():
+    for cc in CCS:
         try:
-            ptx, _ = cuda.compile_ptx(pyfunc, types, cc=(8, 0))
-            compiled += 1
+            ptx, _ = cuda.compile_ptx(pyfunc, types, cc=cc)
         except Exception as error:
-            failures.append(f"{label}: {name}: {type(error).__name__}: {str(error).splitlines()[0]}")
+            failures.append(f"{label}: {name} sm_{cc[0]}{cc[1]}: {type(error).__name__}: {str(error).splitlines()[0]}")
             continue
+        compiled += 1
         if ptxas:
-            failures += [f"{label}: {name}: ptxas: {line}" for line in spills(ptxas, ptx)]
+            failures += [f"{label}: {name} sm_{cc[0]}{cc[1]}: ptxas: {line}" for line in spills(ptxas, ptx, cc)]
             assembled += 1
-print(json.dumps({"compiled": compiled, "assembled": assembled, "failures": failures}))
+print(json.dumps({"graphs": len(graphs), "programs": len(programs), "kernels": len(kernels),
+                  "workload_graphs": sum(label[:1] == "W" and label[1:2].isdigit() for label, _ in graphs),
+                  "targets": [f"sm_{a}{b}" for a, b in CCS], "compiled": compiled, "assembled": assembled,
+                  "failures": failures, "seconds": {"generate": round(traced, 1),
+                                                    "compile": round(time.perf_counter() - started - traced, 1)}}))
 '''
 
 
