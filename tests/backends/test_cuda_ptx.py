@@ -67,6 +67,20 @@ import numba.cuda.dispatcher as dispatcher, types as pytypes
 target = [(8, 0)]
 if not cuda.is_available():
     dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=target[0])
+def output_copies(generated):
+    """The strided copies into the caller's arrays with the types they get: kernels_of lists them for
+    float32 only, a program copies its outputs' dtypes (one dtype both sides)."""
+    import numba
+    from jitgrad.backends.numba_cuda.strided_copy import copy_kernel
+    found = []
+    for shape, dtype in generated.output_arrays:
+        rank = max(len(shape), 1)
+        if rank in generated.copy_ranks:
+            array = numba.types.Array(numba.from_dtype(dtype), rank, "A")
+            found.append((f"copy_rank{rank}", copy_kernel(rank).py_func, (array, array)))
+    return found
+
+
 ptxas = find_ptxas()
 started = time.perf_counter()
 graphs = [(label, one_node_graph(op, args, attrs)[0]) for label, op, args, attrs, _ in op_calls()]
@@ -77,7 +91,7 @@ for label, graph in graphs:  # one generated module per source (sizes are not in
     generated = generate(graph)
     if programs.setdefault(without_comments(generated.source), label) != label:
         continue
-    for name, pyfunc, types in kernels_of(generated):
+    for name, pyfunc, types in kernels_of(generated) + output_copies(generated):
         kernels.setdefault((pyfunc, types), (label, name, pyfunc, types))
 traced = time.perf_counter() - started
 compiled, assembled, failures = 0, 0, []
