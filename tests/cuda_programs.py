@@ -17,12 +17,20 @@ from op_samples import SAMPLES
 
 def _value(v):
     """A copy of a tensor's array, taken when the op ran (an in-place op writes over it later)."""
+    if isinstance(v, (list, tuple)):
+        return type(v)(_value(item) for item in v)
     return np.array(v._data) if hasattr(v, "_data") else v
 
 
 def elementwise_and_reduction_calls():
     """(id, op, args, attrs, output) for each distinct elementwise or reduction call of the samples
     (arrays as numpy; the output is what the CPU computed), forward and backward."""
+    return op_calls(("elementwise", "reduction"))
+
+
+def op_calls(kinds=None):
+    """(id, op, args, attrs, output) for each distinct call of the samples of an op of ``kinds`` (every
+    kind: None), forward and backward (arrays as numpy; the output is what the CPU computed)."""
     calls, seen = [], set()
     for sample in SAMPLES:
         found = []
@@ -33,7 +41,7 @@ def elementwise_and_reduction_calls():
             if sample.differentiable:
                 (out * jg.ones_like(out)).sum().backward()
         for op, args, attrs, output in found:
-            if op.kind not in ("elementwise", "reduction"):
+            if kinds is not None and op.kind not in kinds:
                 continue
             key = (op.name, repr([(a.dtype, a.shape) if isinstance(a, np.ndarray) else a for a in args]), repr(attrs))
             if key not in seen:
@@ -80,3 +88,51 @@ def optimized_graph(program, arrays):
     """The traced graph of ``program`` after the default pass pipeline (as ``jitgrad.compile`` lowers)."""
     tensors = leaves(arrays)
     return passes.PassManager().run(fx.trace(program, *tensors).graph)
+
+
+def workload_graphs():
+    """(label, graph) of every graph ``@jitgrad.compile`` hands its backend for W1-W4 (quick sizes) in each
+    form benchmarks/compiled_workloads.py compiles: the whole training step, the loss with
+    ``backward()`` outside (the fused forward and gradients, and the split forward and backward it falls
+    back to), the loss reading its parameters from a closure. The graphs are device-neutral, so tracing
+    CPU tensors gives the CUDA backend's: a recording backend takes each graph as it reaches
+    ``backend.lower`` (after the passes) and runs it with the interpreter."""
+    import importlib
+    import os
+    import tempfile
+
+    decorator = importlib.import_module("jitgrad.compile.decorator")
+    backend = importlib.import_module("jitgrad.compile.backend")
+    import compiled_workloads
+
+    found, label = [], [""]
+
+    def recording(graph, **options):
+        found.append((label[0], graph))
+        return backend.INTERPRETER.lower(graph, **options)
+
+    def every_variant(*args, **kwargs):  # the split forward and the whole backward, lowered too
+        program = original_loss_program(*args, **kwargs)
+        program.lower_all()
+        return program
+
+    original_get_backend, original_loss_program = decorator.get_backend, decorator.loss_program
+    original_cache = os.environ.get("JITGRAD_CACHE_DIR")
+    decorator.get_backend = lambda device="cpu": backend.Backend("recording", recording, (backend.LoweringError,),
+                                                                 None, "0")
+    decorator.loss_program = every_variant
+    try:
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["JITGRAD_CACHE_DIR"] = cache  # nothing is read back from disk instead of lowered
+            for workload in compiled_workloads.WORKLOADS:
+                inputs = workload.make_inputs(True)
+                for form in compiled_workloads.JITGRAD_FORMS:
+                    label[0] = f"{workload.key}-{form}"
+                    workload.builders[form](inputs)()
+    finally:
+        decorator.get_backend, decorator.loss_program = original_get_backend, original_loss_program
+        if original_cache is None:
+            os.environ.pop("JITGRAD_CACHE_DIR", None)
+        else:
+            os.environ["JITGRAD_CACHE_DIR"] = original_cache
+    return found
