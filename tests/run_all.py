@@ -1,11 +1,14 @@
-"""The whole test suite, as CI and the README's test command run it: the normal run (``python -m pytest``)
-and the CUDA simulator run (``NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda``) side by side.
+"""The whole test suite, as CI and the README's test command run it, in three pytest processes side by
+side: the normal run (``python -m pytest``, without its longest file), that file (the PTX check of every
+generated CUDA kernel, minutes of NVVM) and the CUDA simulator run (``NUMBA_ENABLE_CUDASIM=1 python -m
+pytest tests/cuda``).
 
-They are two processes because numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it is first imported,
-and the normal run needs the real numba.cuda (its PTX tests compile kernels with NVVM). Each is one
-busy core most of the time, so on CI's two cores the pair takes about as long as the longer one rather
-than their sum. The simulator run's output is printed after the normal run's; the exit status is the
-first failure's, else 0. Arguments are passed to both runs (``python tests/run_all.py -x``).
+The simulator run is a process of its own because numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it is
+first imported, and the normal run needs the real numba.cuda (its PTX tests compile kernels with
+NVVM). Each process is one busy core most of the time, so on CI's two cores the three take about half
+their sum rather than all of it. The side runs' output is printed after the normal run's; the exit
+status is the first failure's, else 0. Arguments are passed to every run (``python tests/run_all.py
+-x``).
 """
 from __future__ import annotations
 
@@ -16,20 +19,30 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PTX_CHECK = "tests/backends/test_cuda_ptx.py"
+SIDE_RUNS = {  # title -> (pytest arguments, environment added)
+    f"python -m pytest {PTX_CHECK}": ([PTX_CHECK], {}),
+    "NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda": (["tests/cuda"], {"NUMBA_ENABLE_CUDASIM": "1"}),
+}
 
 
 def main(arguments: list[str]) -> int:
-    simulator_env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    with tempfile.TemporaryFile(mode="w+") as simulator_log:
-        simulator = subprocess.Popen([sys.executable, "-m", "pytest", "tests/cuda", *arguments], cwd=ROOT,
-                                     env=simulator_env, stdout=simulator_log, stderr=subprocess.STDOUT, text=True)
-        print("== python -m pytest", flush=True)
-        normal = subprocess.run([sys.executable, "-m", "pytest", *arguments], cwd=ROOT).returncode
-        simulated = simulator.wait()
-        simulator_log.seek(0)
-        print("\n== NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda", flush=True)
-        print(simulator_log.read(), end="", flush=True)
-    return normal or simulated
+    with tempfile.TemporaryDirectory() as logs:
+        side = {}
+        for k, (title, (paths, env)) in enumerate(SIDE_RUNS.items()):
+            log = open(Path(logs) / f"{k}.log", "w+")
+            side[title] = (subprocess.Popen([sys.executable, "-m", "pytest", *paths, *arguments], cwd=ROOT,
+                                            env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT), log)
+        print(f"== python -m pytest --ignore={PTX_CHECK}", flush=True)
+        codes = [subprocess.run([sys.executable, "-m", "pytest", f"--ignore={PTX_CHECK}", *arguments],
+                                cwd=ROOT).returncode]
+        for title, (process, log) in side.items():
+            codes.append(process.wait())
+            log.seek(0)
+            print(f"\n== {title}", flush=True)
+            print(log.read(), end="", flush=True)
+            log.close()
+    return next((code for code in codes if code), 0)
 
 
 if __name__ == "__main__":
