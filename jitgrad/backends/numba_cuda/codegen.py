@@ -252,7 +252,7 @@ class HostWriter:
         else:
             self.var[node] = name
         ctx = OpContext(node, dict(zip(op.inputs, values)), name, self.shapes, self.contiguous, self.ranks,
-                        self.size, self.host_number, self.library, lambda a: self.index_argument(node, a))
+                        lambda a: self.index_argument(node, a), self.host_number, self.size, self.library)
         try:
             lines = STATEMENTS[op.lower.name](ctx, **op.lower.params)
         except NotImplementedError as error:
