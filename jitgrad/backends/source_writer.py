@@ -70,7 +70,8 @@ class SourceWriter:
         return self.size_names[value]
 
     def declare_size(self, name: str) -> None:
-        """Called once for each variable read from ``sizes`` (CUDA records its type)."""
+        """Called once for each size variable, read from ``sizes`` or from a placeholder's ``.shape``
+        (CUDA records its type)."""
 
     def sizes_of(self, shape: tuple[int, ...]) -> tuple[str, ...]:
         return tuple(self.size(s) for s in kernel_shape(shape))
@@ -87,6 +88,26 @@ class SourceWriter:
         self.shapes[var] = self.sizes_of(node.meta["shape"])
         self.contiguous[var] = contiguous
         self.ranks[var] = len(node.meta["shape"])
+
+    def placeholder(self, node: Node, contiguous: bool) -> str:
+        """Binds a placeholder to its argument, named after it, and returns the name; its sizes are read
+        from the argument's ``.shape`` (a Python number is a scalar argument, read cast where used)."""
+        var = self.array_name(node)
+        if is_python_number(node):
+            self.var[node] = var
+            self.declare_number(var, node)
+            return var
+        for k, s in enumerate(node.meta["shape"]):
+            if s != 1 and s not in self.placeholder_dims:
+                name = self.fresh(f"{var}_n{k}")
+                self.placeholder_dims[s] = name
+                self.top.append(f"{self.indent}{name} = {var}.shape[{k}]")
+                self.declare_size(name)
+        self.bind(node, var, contiguous)
+        return var
+
+    def declare_number(self, var: str, node: Node) -> None:
+        """Called for each Python-number argument (CUDA records its type)."""
 
     def allocate(self, node: Node, out: list[str]) -> None:
         """Binds ``node``'s array to its buffer of the memory plan; each backend's own."""

@@ -36,7 +36,7 @@ from ...fx.graph import Graph
 from ...fx.node import Node, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ..nodes import is_python_number, kernel_shape, node_dtype
+from ..nodes import kernel_shape, node_dtype
 from ..source import product
 from ..source_writer import SourceWriter
 from .context import OpContext
@@ -182,17 +182,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
     for p in graph.placeholders:
-        var = w.array_name(p)
-        params.append(var)
-        if is_python_number(p):  # a scalar argument: elementwise code reads it cast, as a constant
-            w.var[p] = var
-            continue
-        for k, s in enumerate(p.meta["shape"]):
-            if s != 1 and s not in w.placeholder_dims:
-                name = w.fresh(f"{var}_n{k}")
-                w.placeholder_dims[s] = name
-                w.top.append(f"    {name} = {var}.shape[{k}]")
-        w.bind(p, var, True)
+        params.append(w.placeholder(p, True))
     constants = [n for n in graph.nodes if n.op is Opcode.GET_ATTR]
     for c in constants:
         var = w.array_name(c)

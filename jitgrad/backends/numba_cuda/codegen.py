@@ -28,7 +28,7 @@ from ...fx.graph import Graph
 from ...fx.node import Node, NodeKind, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ..nodes import check_lowerings, is_python_number, kernel_shape, node_dtype
+from ..nodes import check_lowerings, kernel_shape, node_dtype
 from ..source import product, shape_tuple
 from ..source_writer import SourceWriter
 from .context import OpContext
@@ -129,6 +129,9 @@ class HostWriter(SourceWriter):
     def declare_size(self, name: str) -> None:
         self.types[name] = ("int64",)
 
+    def declare_number(self, var: str, node: Node) -> None:
+        self.types[var] = ("float64",) if np.dtype(node.meta["dtype"]).kind == "f" else ("int64",)
+
     def bind(self, node: Node, var: str, contiguous: bool) -> None:
         super().bind(node, var, contiguous)
         if not isinstance(node.meta["dtype"], tuple):
@@ -219,19 +222,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
     for p in graph.placeholders:
-        var = w.array_name(p)
-        params.append(var)
-        if is_python_number(p):
-            w.var[p] = var
-            w.types[var] = ("float64",) if np.dtype(p.meta["dtype"]).kind == "f" else ("int64",)
-            continue
-        for k, s in enumerate(p.meta["shape"]):
-            if s != 1 and s not in w.placeholder_dims:
-                name = w.fresh(f"{var}_n{k}")
-                w.placeholder_dims[s] = name
-                w.top.append(f"{name} = {var}.shape[{k}]")
-                w.types[name] = ("int64",)
-        w.bind(p, var, False)
+        params.append(w.placeholder(p, False))
     constants = [n for n in graph.nodes if n.op is Opcode.GET_ATTR]
     for c in constants:
         params.append(w.array_name(c))
