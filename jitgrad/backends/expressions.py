@@ -65,4 +65,23 @@ def render(expression: Expr, dialect: Dialect, compute: np.dtype, result: np.dty
     return write(expression)
 
 
-__all__ = ["Dialect", "FunctionSource", "render"]
+def call(function: str) -> FunctionSource:
+    """A function table's entry that calls ``function`` (``math.exp``, ``max``) on the arguments."""
+    return lambda args, dtype: f"{function}({', '.join(args)})"
+
+
+def extreme(lowest: bool, type_name: Callable[[np.dtype], str], infinity: str) -> FunctionSource:
+    """A function table's entry for the least (greatest) value of the dtype, where a max (min) starts:
+    ``infinity`` (the backend's spelling, ``np.inf``) for floats, the integer limits otherwise; the
+    same on every backend but for its type and infinity spellings."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        if dtype.kind == "f":
+            return f"{type_name(dtype)}({'-' if lowest else ''}{infinity})"
+        if dtype.kind == "b":
+            return "False" if lowest else "True"
+        info = np.iinfo(dtype)
+        return f"{type_name(dtype)}({info.min if lowest else info.max})"
+    return source
+
+
+__all__ = ["Dialect", "FunctionSource", "call", "extreme", "render"]

@@ -33,11 +33,12 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
-from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
+from ...fx.node import Node, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ..nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from ..nodes import kernel_shape, node_dtype
 from ..source import product
+from ..source_writer import SourceWriter
 from .context import OpContext
 from .imports import import_lines
 from .loop_nest import LoopNest
@@ -67,55 +68,23 @@ class GeneratedKernel:
                                          # allocates for each output, passed last: shape and dtype
 
 
-class _Writer:
+class _Writer(SourceWriter):
+    """The kernel function being written (``SourceWriter`` holds the names, sizes and bindings both
+    numba backends keep): its numbers cast once at the top, its workspaces, its loop nests."""
+
+    indent = "    "
+    lowering_error = LoweringError
+    statements = STATEMENTS
+
     def __init__(self, graph: Graph, parallel: bool | None, fastmath: bool) -> None:
+        super().__init__(graph, _RESERVED)
         self.graph = graph
         self.parallel_mode = parallel
         self.outliner = Outliner(fastmath)
         self.lines: list[str] = []
-        self.top: list[str] = []
-        self.sizes: list[int] = []
-        self.scalars: list[float] = []
-        self.size_names: dict[int, str] = {}
-        self.scalar_names: dict[tuple[str, str], str] = {}
-        self.shapes: dict[str, tuple[str, ...]] = {}    # variable -> size expressions
-        self.contiguous: dict[str, bool] = {}
-        self.ranks: dict[str, int] = {}
-        self.var: dict[Node, str] = {}                  # node -> array variable
-        self.taken = {n.name for n in graph.nodes} | _RESERVED
-        self.placeholder_dims: dict[int, str] = {}
-        self.allocations: list[str] = []
-        self.output_params: dict[str, str] = {}       # buffer -> the output argument it is
-        self.allocated: dict[str, tuple[str, str]] = {}  # buffer -> its variable and its length
         self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
-        self.index_arrays: dict[str, np.ndarray] = {}   # arguments made by lowerings (flat positions)
 
-    # ---- names and sizes ---------------------------------------------------------------------------
-    def fresh(self, hint: str) -> str:
-        name, count = hint, 0
-        while name in self.taken:
-            count += 1
-            name = f"{hint}_{count}"
-        self.taken.add(name)
-        return name
-
-    def size(self, value: int) -> str:
-        """A run-time expression for a size: ``1`` stays literal (it decides broadcasting, which is
-        structure); a size some input has is read from its ``.shape``; others come in ``sizes``."""
-        if value == 1:
-            return "1"
-        if value in self.placeholder_dims:
-            return self.placeholder_dims[value]
-        if value not in self.size_names:
-            name = self.fresh(f"size{len(self.sizes)}")
-            self.top.append(f"    {name} = sizes[{len(self.sizes)}]")
-            self.sizes.append(int(value))
-            self.size_names[value] = name
-        return self.size_names[value]
-
-    def sizes_of(self, shape: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(self.size(s) for s in kernel_shape(shape))
-
+    # ---- numbers, buffers, statements -------------------------------------------------------------
     def scalar(self, value: Any, dtype: np.dtype, hint: str) -> str:
         """A Python number of the graph, read from ``scalars`` and cast once to ``dtype``; one variable
         per distinct number and dtype (W1's fifty ``* 1.01`` read one), which keeps the function
@@ -137,18 +106,6 @@ class _Writer:
             self.top.append(f"    {name} = {numpy_type(dtype)}({self.var[node]})")
             self.scalar_names[key] = name
         return self.scalar_names[key]
-
-    def array_name(self, node: Node) -> str:
-        """The array variable of a node: its name, unless that is a builtin the code calls (``max``)."""
-        if node in self.var:
-            return self.var[node]
-        return node.name if node.name not in _RESERVED else self.fresh(f"{node.name}_")
-
-    def bind(self, node: Node, var: str, contiguous: bool) -> None:
-        self.var[node] = var
-        self.shapes[var] = self.sizes_of(node.meta["shape"])
-        self.contiguous[var] = contiguous
-        self.ranks[var] = len(node.meta["shape"])
 
     def allocate(self, node: Node, out: list[str]) -> None:
         """Binds ``node``'s array to its buffer in the memory plan (allocated once, at the top, on
@@ -190,43 +147,11 @@ class _Writer:
         self.index_arrays[name] = np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
         return name
 
-    def comment(self, node: Node) -> str:
-        """The node's IR line as its comment, with this kernel's sizes (``kernel_comment``)."""
-        return kernel_comment(node, self.size)
-
-    def statement(self, node: Node, out: list[str]) -> None:
-        out.append(f"    {self.comment(node)}")
-        if node.target is tuple_item:
-            source, index = node.args
-            name = self.array_name(node)
-            self.bind(node, name, False)
-            out.append(f"    {name} = {self.var[source]}[{index}]")
-            return
-        op = node.target
-        if any(is_python_number(v) for v in node.all_input_nodes):
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: a Python number that changes between "
-                                "calls reaches an op that is not elementwise")
-        values = [[self.var[v] for v in node.args[0]]] if op.variadic else \
-            [self.var[v] if isinstance(v, Node) else v for v in node.args]
-        inputs = dict(zip(op.inputs, values))
-        multi = isinstance(node.meta["dtype"], tuple)
-        name = self.array_name(node)
-        if "buffer" in node.meta:  # the plan's memory; a view binds its input's, a multi-output op its own
-            self.allocate(node, out)
-        elif not multi:
-            self.bind(node, name, False)
-        else:
-            self.var[node] = name
-        ctx = OpContext(node, inputs, name, self.shapes, self.contiguous, self.ranks,
+    def op_context(self, node: Node, inputs: dict[str, Any], out: str) -> OpContext:
+        ctx = OpContext(node, inputs, out, self.shapes, self.contiguous, self.ranks,
                         lambda array: self.index_argument(node, array),
                         lambda value: self.scalar(value, ctx.dtype, f"{node.name}_value"), self.size)
-        try:
-            lines = STATEMENTS[op.lower.name](ctx, **op.lower.params)
-        except NotImplementedError as error:
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
-        out.extend("    " + line for line in ([lines] if isinstance(lines, str) else lines))
-        if node.kind is NodeKind.VIEW and not multi:
-            self.contiguous[name] = ctx.result_contiguous
+        return ctx
 
 
 def _tuple(sizes: tuple[str, ...]) -> str:
@@ -257,17 +182,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
     for p in graph.placeholders:
-        var = w.array_name(p)
-        params.append(var)
-        if is_python_number(p):  # a scalar argument: elementwise code reads it cast, as a constant
-            w.var[p] = var
-            continue
-        for k, s in enumerate(p.meta["shape"]):
-            if s != 1 and s not in w.placeholder_dims:
-                name = w.fresh(f"{var}_n{k}")
-                w.placeholder_dims[s] = name
-                w.top.append(f"    {name} = {var}.shape[{k}]")
-        w.bind(p, var, True)
+        params.append(w.placeholder(p, True))
     constants = [n for n in graph.nodes if n.op is Opcode.GET_ATTR]
     for c in constants:
         var = w.array_name(c)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...fx.node import Node, NodeKind
-from ...ops.lowering import Reduction, element_expression
-from ...ops.scalar import Expr, Var
-from ..expressions import render
-from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+from ...fx.node import Node
+from ...ops.lowering import Reduction
+from ...ops.scalar import Var
+from ..fused_loop import FusedLoop
+from ..nodes import node_dtype
 from ..source import product
 from .nodes import LoweringError
 from .scalar_functions import NUMBA_CPU, numpy_type
@@ -20,38 +20,12 @@ PARALLEL_ELEMENTS = 1 << 16
 LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
 
 
-class LoopNest:
-    def __init__(self, writer: Any, members: list[Node]) -> None:
-        self.w = writer
-        self.members = members
-        last = members[-1]
-        self.reduction = last if last.kind is NodeKind.REDUCTION else None
-        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
-        self.loop_shape = kernel_shape(tuple(loop))
-        self.rank = len(self.loop_shape)
-        self.index = [f"i{k}" for k in range(self.rank)]
-        self.scalar_var: dict[Node, str] = {}
+class LoopNest(FusedLoop):
+    """A fusion group as nested loops (``prange`` outermost when parallel) over its loop shape; the
+    members' values at the loop index come from ``FusedLoop`` (``backends/fused_loop.py``)."""
 
-    def read(self, value: Any, node: Node, input_name: str) -> str:
-        """The scalar expression of one input at the current loop index."""
-        if isinstance(value, Node):
-            if value in self.scalar_var:
-                return self.scalar_var[value]
-            if is_python_number(value):
-                return self.w.number(value, compute_dtype(node))
-            return self.element(self.w.var[value], value.meta["shape"])
-        if is_scalar(value):
-            return self.w.scalar(value, compute_dtype(node), f"{node.name}_{input_name}")
-        if value is None:
-            return "None"
-        raise LoweringError(f"cannot lower argument {value!r} of IR node {ir_line(node)}")
-
-    def element(self, var: str, shape: tuple[int, ...]) -> str:
-        """``var`` indexed at the loop index, right-aligned; a size-1 dimension reads index 0."""
-        shape = kernel_shape(tuple(shape))
-        offset = self.rank - len(shape)
-        index = ["0" if s == 1 else self.index[offset + k] for k, s in enumerate(shape)]
-        return f"{var}[{', '.join(index)}]"
+    dialect = NUMBA_CPU
+    lowering_error = LoweringError
 
     def output_index(self, node: Node) -> str:
         dims = node.kwargs.get("dim")
@@ -94,27 +68,6 @@ class LoopNest:
                 return False
         return mode is True or self.large()
 
-    def expression(self, node: Node) -> str:
-        """An elementwise node's value: its op's scalar expression (``jitgrad.ops.scalar``) over its
-        inputs' values and its attributes (numbers as the variables that hold them), as source."""
-        op = node.target
-        inputs = [Var(self.read(value, node, name)) for name, value in zip(op.inputs, node.args)]
-        attrs = {key: Var(self.read(value, node, key)) if is_scalar(value) and not isinstance(value, bool) else value
-                 for key, value in node.kwargs.items()}
-        try:
-            return render(element_expression(op.lower, inputs, attrs), NUMBA_CPU, compute_dtype(node),
-                          node_dtype(node))
-        except NotImplementedError as error:
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
-
-    def folded(self, expression: Expr) -> str:
-        """Source for a piece of the group's reduction (its start, a step, its end), in its dtype."""
-        dtype = node_dtype(self.reduction)
-        try:
-            return render(expression, NUMBA_CPU, dtype, dtype)
-        except NotImplementedError as error:
-            raise LoweringError(f"cannot lower IR node {ir_line(self.reduction)}: {error}") from None
-
     def loop_lines(self, body: list[str], parallel: bool) -> list[str]:
         lines = []
         sizes = self.w.sizes_of(self.loop_shape)
@@ -122,20 +75,6 @@ class LoopNest:
             loop = "prange" if k == 0 and parallel else "range"
             lines.append("    " * (k + 1) + f"for {self.index[k]} in {loop}({sizes[k]}):")
         return lines + ["    " * (self.rank + 1) + b for b in body]
-
-    def body(self, write_outputs: bool) -> list[str]:
-        """The loop body: each elementwise member as a scalar, and stores of those the memory plan keeps."""
-        self.scalar_var = {}
-        lines = []
-        for node in self.members:
-            if node is self.reduction:
-                break
-            lines.append(self.w.comment(node))
-            value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
-            lines.append(f"{value} = {self.expression(node)}")
-            if write_outputs and "buffer" in node.meta:
-                lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
-        return lines
 
     def emit(self, out: list[str]) -> None:
         names = ", ".join(n.name for n in self.members)

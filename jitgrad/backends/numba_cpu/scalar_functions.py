@@ -13,16 +13,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..expressions import Dialect, FunctionSource
+from ..expressions import Dialect, FunctionSource, call, extreme
 
 
 def numpy_type(dtype: np.dtype) -> str:
     """The source spelling of a dtype's scalar constructor (``np.float32``)."""
     return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
-
-
-def _call(function: str) -> FunctionSource:
-    return lambda args, dtype: f"{function}({', '.join(args)})"
 
 
 def _float32_or(fast: str, general: str) -> FunctionSource:
@@ -37,29 +33,17 @@ def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
     return source
 
 
-def _extreme(lowest: bool) -> FunctionSource:
-    """The least (greatest) value of the dtype: where a max (min) starts."""
-    def source(args: Sequence[str], dtype: np.dtype) -> str:
-        if dtype.kind == "f":
-            return f"{numpy_type(dtype)}({'-' if lowest else ''}np.inf)"
-        if dtype.kind == "b":
-            return "False" if lowest else "True"
-        info = np.iinfo(dtype)
-        return f"{numpy_type(dtype)}({info.min if lowest else info.max})"
-    return source
-
-
 FUNCTIONS: dict[str, FunctionSource] = {
     "exp": _float32_or("exp_float32", "math.exp"),
     "tanh": _float32_or("tanh_float32", "math.tanh"),
-    **{name: _call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf",
-                                                  "isfinite")},
-    "sign": _call("np.sign"),
-    "abs": _call("abs"), "max": _call("max"), "min": _call("min"),
+    **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf",
+                                                 "isfinite")},
+    "sign": call("np.sign"),
+    "abs": call("abs"), "max": call("max"), "min": call("min"),
     "floordiv": _checked_for_integers("floor_divide_int", "//"),
     "mod": _checked_for_integers("remainder_int", "%"),
     "pow": _checked_for_integers("power_int", "**"),
-    "lowest": _extreme(lowest=True), "highest": _extreme(lowest=False),
+    "lowest": extreme(True, numpy_type, "np.inf"), "highest": extreme(False, numpy_type, "np.inf"),
 }
 
 NUMBA_CPU = Dialect("numba CPU", FUNCTIONS, numpy_type)

@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
-from ...fx.node import Node, NodeKind, Opcode, iter_nodes, tuple_item
+from ...fx.node import Node, NodeKind, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ..nodes import check_lowerings, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from ..nodes import check_lowerings, kernel_shape, node_dtype
 from ..source import product, shape_tuple
+from ..source_writer import SourceWriter
 from .context import OpContext
 from .dialect import DIVISION_ERRORS, numba_type
 from .elementwise import GroupKernel
@@ -72,62 +73,26 @@ def free_variables(body: list[str]) -> list[str]:
     return list(dict.fromkeys(n.id for n in names if n.id not in assigned))
 
 
-class HostWriter:
+class HostWriter(SourceWriter):
     """The state of one module being written: the host function's lines, its variables with their
     shapes and types (a kernel's parameters are the host variables its code reads, so their types are
-    what ``compile_ptx`` needs), and the kernels written so far."""
+    what ``compile_ptx`` needs), and the kernels written so far. ``SourceWriter`` holds the names,
+    sizes and bindings both numba backends keep, and runs statements."""
+
+    lowering_error = LoweringError
+    statements = STATEMENTS
 
     def __init__(self, graph: Graph) -> None:
-        self.top: list[str] = []
-        self.allocations: list[str] = []
+        super().__init__(graph, _RESERVED)
         self.kernel_sources: list[str] = []
         self.kernels: list[tuple[str, list[ParamType]]] = []
         self.libraries: dict[str, str] = {}              # module -> its alias in the generated module
-        self.sizes: list[int] = []
-        self.scalars: list[float] = []
-        self.size_names: dict[int, str] = {}
-        self.scalar_names: dict[tuple[str, str], str] = {}
         self.scalar_hosts: dict[str, str] = {}           # repr of a number -> host variable
         self.casts: dict[str, str] = {}                  # kernel-local number -> its cast from a host variable
-        self.shapes: dict[str, tuple[str, ...]] = {}
-        self.contiguous: dict[str, bool] = {}
-        self.ranks: dict[str, int] = {}
         self.types: dict[str, ParamType] = {}
-        self.var: dict[Node, str] = {}
-        self.taken = {n.name for n in graph.nodes} | _RESERVED
-        self.placeholder_dims: dict[int, str] = {}
-        self.output_params: dict[str, str] = {}
-        self.allocated: dict[str, tuple[str, str]] = {}
         self.buffers: list[tuple[np.dtype, int]] = []
-        self.index_arrays: dict[str, np.ndarray] = {}
 
-    # ---- names, sizes, numbers -----------------------------------------------------------------------
-    def fresh(self, hint: str) -> str:
-        name, count = hint, 0
-        while name in self.taken:
-            count += 1
-            name = f"{hint}_{count}"
-        self.taken.add(name)
-        return name
-
-    def size(self, value: int) -> str:
-        """A run-time expression for a size: ``1`` stays literal (it decides broadcasting); a size some
-        input has is read from its ``.shape``; others come in ``sizes``."""
-        if value == 1:
-            return "1"
-        if value in self.placeholder_dims:
-            return self.placeholder_dims[value]
-        if value not in self.size_names:
-            name = self.fresh(f"size{len(self.sizes)}")
-            self.top.append(f"{name} = sizes[{len(self.sizes)}]")
-            self.sizes.append(int(value))
-            self.size_names[value] = name
-            self.types[name] = ("int64",)
-        return self.size_names[value]
-
-    def sizes_of(self, shape: tuple[int, ...]) -> tuple[str, ...]:
-        return tuple(self.size(s) for s in kernel_shape(shape))
-
+    # ---- numbers, arrays, libraries ------------------------------------------------------------------
     def host_number(self, value: Any) -> str:
         """The host variable holding a Python number of the graph (read from ``scalars``)."""
         key = repr(float(value))  # repr: 0.0 and -0.0 stay apart
@@ -158,19 +123,17 @@ class HostWriter:
             self.scalar_names[key] = name
         return self.scalar_names[key]
 
-    def array_name(self, node: Node) -> str:
-        if node in self.var:
-            return self.var[node]
-        return node.name if node.name not in _RESERVED else self.fresh(f"{node.name}_")
-
     def declare_array(self, var: str, dtype: np.dtype, rank: int) -> None:
         self.types[var] = ("array", np.dtype(dtype), rank)
 
+    def declare_size(self, name: str) -> None:
+        self.types[name] = ("int64",)
+
+    def declare_number(self, var: str, node: Node) -> None:
+        self.types[var] = ("float64",) if np.dtype(node.meta["dtype"]).kind == "f" else ("int64",)
+
     def bind(self, node: Node, var: str, contiguous: bool) -> None:
-        self.var[node] = var
-        self.shapes[var] = self.sizes_of(node.meta["shape"])
-        self.contiguous[var] = contiguous
-        self.ranks[var] = len(node.meta["shape"])
+        super().bind(node, var, contiguous)
         if not isinstance(node.meta["dtype"], tuple):
             self.declare_array(var, node_dtype(node), max(len(node.meta["shape"]), 1))
 
@@ -193,9 +156,6 @@ class HostWriter:
         self.bind(node, name, True)
         shape = self.shapes[name]
         out.append(f"{name} = {var}" if shape == (count,) else f"{name} = {var}.reshape({shape_tuple(shape)})")
-
-    def comment(self, node: Node) -> str:
-        return kernel_comment(node, self.size)
 
     def library(self, module: str, function: str) -> str:
         if module not in self.libraries:
@@ -229,37 +189,9 @@ class HostWriter:
         return params
 
     # ---- statements ----------------------------------------------------------------------------------
-    def statement(self, node: Node, out: list[str]) -> None:
-        out.append(self.comment(node))
-        if node.target is tuple_item:
-            source, index = node.args
-            name = self.array_name(node)
-            self.bind(node, name, False)
-            out.append(f"{name} = {self.var[source]}[{index}]")
-            return
-        op = node.target
-        if any(is_python_number(v) for v in node.all_input_nodes):
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: a Python number that changes between "
-                                "calls reaches an op that is not elementwise")
-        values = [[self.var[v] for v in node.args[0]]] if op.variadic else \
-            [self.var[v] if isinstance(v, Node) else v for v in node.args]
-        multi = isinstance(node.meta["dtype"], tuple)
-        name = self.array_name(node)
-        if "buffer" in node.meta:
-            self.allocate(node, out)
-        elif not multi:
-            self.bind(node, name, False)
-        else:
-            self.var[node] = name
-        ctx = OpContext(node, dict(zip(op.inputs, values)), name, self.shapes, self.contiguous, self.ranks,
-                        self.size, self.host_number, self.library, lambda a: self.index_argument(node, a))
-        try:
-            lines = STATEMENTS[op.lower.name](ctx, **op.lower.params)
-        except NotImplementedError as error:
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
-        out.extend([lines] if isinstance(lines, str) else lines)
-        if node.kind is NodeKind.VIEW and not multi:
-            self.contiguous[name] = ctx.result_contiguous
+    def op_context(self, node: Node, inputs: dict[str, Any], out: str) -> OpContext:
+        return OpContext(node, inputs, out, self.shapes, self.contiguous, self.ranks,
+                         lambda a: self.index_argument(node, a), self.host_number, self.size, self.library)
 
 
 _IMPORTS = (("math", "import math"), ("numba", "import numba"), ("cuda", "from numba import cuda"))
@@ -290,19 +222,7 @@ def generate(graph: Graph, share_views: bool = False) -> GeneratedModule:
     outputs = list(iter_nodes(graph.output_node.args[0]))
     params = []
     for p in graph.placeholders:
-        var = w.array_name(p)
-        params.append(var)
-        if is_python_number(p):
-            w.var[p] = var
-            w.types[var] = ("float64",) if np.dtype(p.meta["dtype"]).kind == "f" else ("int64",)
-            continue
-        for k, s in enumerate(p.meta["shape"]):
-            if s != 1 and s not in w.placeholder_dims:
-                name = w.fresh(f"{var}_n{k}")
-                w.placeholder_dims[s] = name
-                w.top.append(f"{name} = {var}.shape[{k}]")
-                w.types[name] = ("int64",)
-        w.bind(p, var, False)
+        params.append(w.placeholder(p, False))
     constants = [n for n in graph.nodes if n.op is Opcode.GET_ATTR]
     for c in constants:
         params.append(w.array_name(c))

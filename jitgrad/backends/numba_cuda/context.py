@@ -40,84 +40,36 @@ The contract, all names are host variables or source text:
 ``ctx.is_contiguous(var)``
     whether the variable is known C-contiguous at lowering time.
 
-An unsupported use raises ``NotImplementedError``; the backend turns it into a ``LoweringError``
+The shared part of this contract is ``jitgrad.backends.op_context.OpContext``; this subclass adds the
+stream and the kernel library. An unsupported use raises ``NotImplementedError``; the backend turns it into a ``LoweringError``
 naming the op and its IR node.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from ...fx.node import Node
-from ..source import product, shape_tuple
+from ..op_context import OpContext as SharedOpContext
 from .dialect import numba_type
 
 
-class OpContext:
+class OpContext(SharedOpContext):
     """The view a statement has of its node; see the module docstring for the contract."""
 
+    scalar_type = staticmethod(numba_type)
+
     def __init__(self, node: Node, inputs: dict[str, Any], out: str, shapes: dict[str, tuple[str, ...]],
-                 contiguous: dict[str, bool], ranks: dict[str, int], size: Callable[[int], str],
-                 number: Callable[[Any], str], library: Callable[[str, str], str],
-                 index_argument: Callable[[np.ndarray], str], stream: str = "stream") -> None:
-        self.node = node
-        self.inputs = inputs
-        self.out = out
-        self.attrs = dict(node.kwargs)
+                 contiguous: dict[str, bool], ranks: dict[str, int], index_argument: Callable[[np.ndarray], str],
+                 number: Callable[[Any], str], size: Callable[[int], str], library: Callable[[str, str], str],
+                 stream: str = "stream") -> None:
+        super().__init__(node, inputs, out, shapes, contiguous, ranks, index_argument, number, size)
         self.stream = stream
-        self._shapes = shapes
-        self._contiguous = contiguous
-        self._ranks = ranks
-        self._size = size
-        self._number = number
         self._library = library
-        self._index_argument = index_argument
-        self.result_contiguous = False  # a view statement sets it when its result is C-contiguous
-
-    def __getattr__(self, name: str) -> Any:
-        inputs = self.__dict__.get("inputs", {})
-        if name in inputs:
-            return inputs[name]
-        raise AttributeError(name)
-
-    @property
-    def dtype(self) -> np.dtype:
-        dtype = self.node.meta["dtype"]
-        return np.dtype(dtype[0] if isinstance(dtype, tuple) else dtype)
-
-    @property
-    def T(self) -> str:  # noqa: N802 - the name statements use, as on the CPU
-        return numba_type(self.dtype)
-
-    def shape(self, var: str | None = None) -> tuple[str, ...]:
-        return self._shapes[self.out if var is None else var]
-
-    def shape_tuple(self, var: str | None = None) -> str:
-        return shape_tuple(self.shape(var))
-
-    def rank(self, var: str | None = None) -> int:
-        """The IR rank (0 for a scalar tensor, though its array has one element)."""
-        return self._ranks[self.out if var is None else var]
-
-    def size(self, value: int) -> str:
-        return str(value) if value in (0, 1) else self._size(value)
-
-    def number(self, value: Any) -> str:
-        return self._number(value)
 
     def library(self, module: str, function: str) -> str:
         return self._library(module, function)
-
-    def index_argument(self, array: np.ndarray) -> str:
-        return self._index_argument(array)
-
-    def is_contiguous(self, var: str) -> bool:
-        return self._contiguous.get(var, False)
-
-    @staticmethod
-    def product(sizes: Sequence[str]) -> str:
-        return product(sizes)
 
 
 __all__ = ["OpContext"]

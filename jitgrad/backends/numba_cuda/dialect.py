@@ -12,17 +12,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ..expressions import Dialect, FunctionSource
+from ..expressions import Dialect, FunctionSource, call, extreme
 
 
 def numba_type(dtype: np.dtype) -> str:
     """The source spelling of a dtype's numba scalar type (``numba.float32``, ``numba.boolean``)."""
     dtype = np.dtype(dtype)
     return "numba.boolean" if dtype == np.bool_ else f"numba.{dtype.name}"
-
-
-def _call(function: str) -> FunctionSource:
-    return lambda args, dtype: f"{function}({', '.join(args)})"
 
 
 DIVISION_ERRORS = "division_errors"  # the flag array integer division sets on a zero divisor
@@ -38,27 +34,15 @@ def _integers_through(device_function: str, symbol: str, *extra: str) -> Functio
     return source
 
 
-def _extreme(lowest: bool) -> FunctionSource:
-    """The least (greatest) value of the dtype: where a max (min) starts."""
-    def source(args: Sequence[str], dtype: np.dtype) -> str:
-        if dtype.kind == "f":
-            return f"{numba_type(dtype)}({'-' if lowest else ''}math.inf)"
-        if dtype.kind == "b":
-            return "False" if lowest else "True"
-        info = np.iinfo(dtype)
-        return f"{numba_type(dtype)}({info.min if lowest else info.max})"
-    return source
-
-
 FUNCTIONS: dict[str, FunctionSource] = {
-    **{name: _call(f"math.{name}") for name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
-                                                  "erf", "isfinite")},
-    "sign": _call("sign_of"),
-    "abs": _call("abs"), "max": _call("max"), "min": _call("min"),
+    **{name: call(f"math.{name}") for name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
+                                                 "erf", "isfinite")},
+    "sign": call("sign_of"),
+    "abs": call("abs"), "max": call("max"), "min": call("min"),
     "floordiv": _integers_through("floor_divide_int", "//", DIVISION_ERRORS),
     "mod": _integers_through("remainder_int", "%", DIVISION_ERRORS),
     "pow": _integers_through("power_int", "**"),
-    "lowest": _extreme(lowest=True), "highest": _extreme(lowest=False),
+    "lowest": extreme(True, numba_type, "math.inf"), "highest": extreme(False, numba_type, "math.inf"),
 }
 
 NUMBA_CUDA = Dialect("numba CUDA", FUNCTIONS, numba_type)

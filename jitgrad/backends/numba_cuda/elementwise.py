@@ -5,90 +5,37 @@ a size-1 dimension of a value reads index 0. Each member's value is a scalar of 
 with the CUDA dialect from its op's scalar expression; those the memory plan stores are written to
 their arrays.
 
-``GroupKernel`` holds what the reduction kernels (``reduction.py``) share: reading a member's inputs
-at the loop index, the members' expressions, and the unravelling.
+``GroupKernel`` holds what the reduction kernels (``reduction.py``) share: the loop state and the
+members' values at the loop index (from ``FusedLoop``, shared with the CPU's loop nests), and the
+unravelling.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ...fx.node import Node, NodeKind
-from ...ops.lowering import element_expression
-from ...ops.scalar import Expr, Var
-from ..expressions import render
-from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+from ...fx.node import Node
+from ..fused_loop import FusedLoop
 from ..source import product
 from .dialect import NUMBA_CUDA
 from .errors import LoweringError
 
 
-class GroupKernel:
+class GroupKernel(FusedLoop):
     """The source of one fusion group's kernel(s); ``writer`` is the host writer (``codegen.py``), which
-    names variables, sizes and numbers and records each kernel."""
+    names variables, sizes and numbers and records each kernel. The members' values at the loop index
+    come from ``FusedLoop`` (``backends/fused_loop.py``)."""
+
+    dialect = NUMBA_CUDA
+    lowering_error = LoweringError
 
     def __init__(self, writer: Any, members: list[Node]) -> None:
-        self.w = writer
-        self.members = members
-        last = members[-1]
-        self.reduction = last if last.kind is NodeKind.REDUCTION else None
-        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
-        self.loop_shape = kernel_shape(tuple(loop))
-        self.rank = len(self.loop_shape)
+        super().__init__(writer, members)
         self.sizes = self.w.sizes_of(self.loop_shape)
-        self.index = [self.w.fresh(f"i{k}") for k in range(self.rank)]
         self.name = self.w.fresh(members[0].meta.get("fusion_group", "group"))
-        self.scalar_var: dict[Node, str] = {}
 
-    # ---- values at the loop index ----------------------------------------------------------------
-    def read(self, value: Any, node: Node, input_name: str) -> str:
-        """The scalar expression of one input at the current loop index."""
-        if isinstance(value, Node):
-            if value in self.scalar_var:
-                return self.scalar_var[value]
-            if is_python_number(value):
-                return self.w.number(value, compute_dtype(node))
-            return self.element(self.w.var[value], value.meta["shape"])
-        if is_scalar(value):
-            return self.w.scalar(value, compute_dtype(node), f"{node.name}_{input_name}")
-        if value is None:
-            return "None"
-        raise LoweringError(f"cannot lower argument {value!r} of IR node {ir_line(node)}")
-
-    def element(self, var: str, shape: tuple[int, ...]) -> str:
-        """``var`` indexed at the loop index, right-aligned; a size-1 dimension reads index 0."""
-        shape = kernel_shape(tuple(shape))
-        offset = self.rank - len(shape)
-        index = ["0" if s == 1 else self.index[offset + k] for k, s in enumerate(shape)]
-        return f"{var}[{', '.join(index)}]"
-
-    def expression(self, node: Node) -> str:
-        """An elementwise node's value: its op's scalar expression over its inputs' values and its
-        attributes (numbers as the variables that hold them), as device code."""
-        op = node.target
-        inputs = [Var(self.read(value, node, name)) for name, value in zip(op.inputs, node.args)]
-        attrs = {key: Var(self.read(value, node, key)) if is_scalar(value) and not isinstance(value, bool) else value
-                 for key, value in node.kwargs.items()}
-        return self.rendered(node, element_expression(op.lower, inputs, attrs), compute_dtype(node), node_dtype(node))
-
-    def rendered(self, node: Node, expression: Expr, compute: Any, result: Any) -> str:
-        try:
-            return render(expression, NUMBA_CUDA, compute, result)
-        except NotImplementedError as error:
-            raise LoweringError(f"cannot lower IR node {ir_line(node)}: {error}") from None
-
-    def body(self, write_outputs: bool) -> list[str]:
-        """Each elementwise member as a scalar of the thread, and stores of those the plan keeps."""
-        self.scalar_var = {}
-        lines = []
-        for node in self.members:
-            if node is self.reduction:
-                break
-            lines.append(self.w.comment(node))
-            value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
-            lines.append(f"{value} = {self.expression(node)}")
-            if write_outputs and "buffer" in node.meta:
-                lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
-        return lines
+    def index_names(self) -> list[str]:
+        """Fresh names: a kernel's indices share the host module's namespace with sizes and numbers."""
+        return [self.w.fresh(f"i{k}") for k in range(self.rank)]
 
     def unravel(self, flat: str, dims: list[int]) -> list[str]:
         """Lines setting the loop indices of ``dims`` (in order, the last fastest) from the flat index

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ops.lowering import Reduction
-from ...ops.scalar import Expr, Var
+from ...ops.scalar import Var
 from ..nodes import node_dtype
 from ..source import product
 from .dialect import numba_type
@@ -61,10 +61,6 @@ class ReductionKernels(GroupKernel):
         return ", ".join(index) or "0"
 
     # ---- source pieces -----------------------------------------------------------------------------
-    def folded(self, expression: Expr) -> str:
-        dtype = node_dtype(self.reduction)
-        return self.rendered(self.reduction, expression, dtype, dtype)
-
     def names(self, first: str | None) -> dict[str, Any]:
         red = self.reduction
         names: dict[str, Any] = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}

@@ -1,0 +1,107 @@
+"""What every backend's code for one fusion group shares: the loop over the group's shape and the
+members' values at the loop index.
+
+A fusion group (``passes/fusion``) is elementwise members, possibly ended by one reduction, over one
+loop shape: the reduction's input shape, or the last member's. Whatever a backend makes of that loop
+(nested ``range``/``prange`` loops on the CPU, a thread per element on CUDA), the inside is the same:
+each member is a scalar at the loop index, written from its op's scalar expression
+(``jitgrad.ops.scalar``) in the backend's ``Dialect``; an input array is read at the loop index,
+right-aligned, a size-1 dimension reading index 0 (broadcasting by index arithmetic). ``FusedLoop``
+holds that once; a backend subclasses it with its ``dialect``, its ``lowering_error`` and its own
+emission of the loops and the reduction.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..fx.node import Node, NodeKind
+from ..ops.lowering import element_expression
+from ..ops.scalar import Expr, Var
+from .expressions import Dialect, render
+from .nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+
+
+class FusedLoop:
+    """One fusion group's loop state and the scalar source of its members.
+
+    ``writer`` is the backend's source writer (its ``codegen.py``): it names fresh variables
+    (``fresh``), holds each value's array variable (``var``), and passes numbers and scalars as
+    arguments (``number``, ``scalar``) so that the source does not depend on them."""
+
+    dialect: Dialect  # each backend's subclass sets its spelling of the scalar vocabulary
+    lowering_error: type[Exception] = RuntimeError  # and its LoweringError
+
+    def __init__(self, writer: Any, members: list[Node]) -> None:
+        self.w = writer
+        self.members = members
+        last = members[-1]
+        self.reduction = last if last.kind is NodeKind.REDUCTION else None
+        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
+        self.loop_shape = kernel_shape(tuple(loop))
+        self.rank = len(self.loop_shape)
+        self.index = self.index_names()
+        self.scalar_var: dict[Node, str] = {}
+
+    def index_names(self) -> list[str]:
+        """The loop index variables, one per loop dimension (outermost first)."""
+        return [f"i{k}" for k in range(self.rank)]
+
+    def read(self, value: Any, node: Node, input_name: str) -> str:
+        """The scalar expression of one input at the current loop index."""
+        if isinstance(value, Node):
+            if value in self.scalar_var:
+                return self.scalar_var[value]
+            if is_python_number(value):
+                return self.w.number(value, compute_dtype(node))
+            return self.element(self.w.var[value], value.meta["shape"])
+        if is_scalar(value):
+            return self.w.scalar(value, compute_dtype(node), f"{node.name}_{input_name}")
+        if value is None:
+            return "None"
+        raise self.lowering_error(f"cannot lower argument {value!r} of IR node {ir_line(node)}")
+
+    def element(self, var: str, shape: tuple[int, ...]) -> str:
+        """``var`` indexed at the loop index, right-aligned; a size-1 dimension reads index 0."""
+        shape = kernel_shape(tuple(shape))
+        offset = self.rank - len(shape)
+        index = ["0" if s == 1 else self.index[offset + k] for k, s in enumerate(shape)]
+        return f"{var}[{', '.join(index)}]"
+
+    def expression(self, node: Node) -> str:
+        """An elementwise node's value: its op's scalar expression over its inputs' values and its
+        attributes (numbers as the variables that hold them), as source in the backend's dialect."""
+        op = node.target
+        inputs = [Var(self.read(value, node, name)) for name, value in zip(op.inputs, node.args)]
+        attrs = {key: Var(self.read(value, node, key)) if is_scalar(value) and not isinstance(value, bool) else value
+                 for key, value in node.kwargs.items()}
+        return self.rendered(node, element_expression(op.lower, inputs, attrs), compute_dtype(node), node_dtype(node))
+
+    def rendered(self, node: Node, expression: Expr, compute: Any, result: Any) -> str:
+        """``expression`` as source; a function the dialect lacks is the backend's lowering error."""
+        try:
+            return render(expression, self.dialect, compute, result)
+        except NotImplementedError as error:
+            raise self.lowering_error(f"cannot lower IR node {ir_line(node)}: {error}") from None
+
+    def folded(self, expression: Expr) -> str:
+        """Source for a piece of the group's reduction (its start, a step, its end), in its dtype."""
+        dtype = node_dtype(self.reduction)
+        return self.rendered(self.reduction, expression, dtype, dtype)
+
+    def body(self, write_outputs: bool) -> list[str]:
+        """Each elementwise member as a scalar at the loop index, and stores of those the memory plan
+        keeps (when ``write_outputs``)."""
+        self.scalar_var = {}
+        lines = []
+        for node in self.members:
+            if node is self.reduction:
+                break
+            lines.append(self.w.comment(node))
+            value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
+            lines.append(f"{value} = {self.expression(node)}")
+            if write_outputs and "buffer" in node.meta:
+                lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
+        return lines
+
+
+__all__ = ["FusedLoop"]
