@@ -33,7 +33,7 @@ def short_thread_switches():
     44 s at 5 ms, 19 s at 0.5 ms for the prod and matmul samples compiled)."""
     previous = sys.getswitchinterval()
     if cuda_mode() == SIMULATOR:
-        sys.setswitchinterval(5e-4)
+        sys.setswitchinterval(1e-4)
     yield
     sys.setswitchinterval(previous)
 
