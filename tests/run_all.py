@@ -29,8 +29,7 @@ SIDE_RUNS = {  # title -> (pytest arguments, environment added)
 
 
 def _lower_priority() -> None:
-    if hasattr(os, "nice"):
-        os.nice(10)
+    os.nice(10)
 
 
 def main(arguments: list[str]) -> int:
@@ -40,7 +39,7 @@ def main(arguments: list[str]) -> int:
             log = open(Path(logs) / f"{k}.log", "w+")
             side[title] = (subprocess.Popen([sys.executable, "-m", "pytest", *paths, *arguments], cwd=ROOT,
                                             env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                            preexec_fn=_lower_priority), log)
+                                            preexec_fn=_lower_priority if os.name == "posix" else None), log)
         print(f"== python -m pytest --ignore={PTX_CHECK}", flush=True)
         codes = [subprocess.run([sys.executable, "-m", "pytest", f"--ignore={PTX_CHECK}", *arguments],
                                 cwd=ROOT).returncode]
