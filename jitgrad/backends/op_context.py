@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..fx.node import Node
+from ..ops.indexing import without_ellipsis
 from .source import product, shape_tuple
 
 
@@ -80,6 +81,22 @@ class OpContext:
         """A run-time expression for a size the node's attributes hold (a split's pieces): a literal
         only for 0 and 1, which decide structure."""
         return str(value) if value in (0, 1) else self._size(value)
+
+    def index_slices(self, index: tuple, rank: int) -> list[str]:
+        """Source for a basic index as slices, one per dimension it names (an integer is a one-wide
+        slice; a ``None`` names none). Bounds are run-time values (``size``), as sizes are: ``x[:, :n //
+        2]`` traced at another ``n`` reuses the code; a step stays literal (its sign decides the loop)."""
+        items = []
+        for item in without_ellipsis(index, rank):
+            if item is None:
+                continue
+            if isinstance(item, slice):
+                bounds = ["" if v is None else self.size(int(v)) for v in (item.start, item.stop)]
+                items.append(":".join(bounds + ([] if item.step is None else [str(item.step)])))
+            else:  # counted from the end when negative, so that the size stays out of the source
+                start = int(item)
+                items.append(f"{self.size(start)}:{self.size(start + 1)}" if start != -1 else "-1:")
+        return items
 
     def number(self, value: Any) -> str:
         """A variable holding the Python number ``value`` of the node (a fill value): it comes in as an

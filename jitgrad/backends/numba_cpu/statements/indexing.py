@@ -9,21 +9,11 @@ from ..context import OpContext
 
 
 def basic_items(ctx: OpContext, index: tuple, shape: tuple) -> list[str] | None:
-    """Source for a basic index as slices (an integer is a one-wide slice), one per dimension it
-    names; None for what lowers as a gather or scatter by flat positions instead: arrays, None, or
-    a 0-d input. Bounds are run-time values (``ctx.size``), as sizes are: ``x[:, :n // 2]`` traced at
-    another ``n`` reuses the kernel; a step stays literal (its sign decides the loop)."""
+    """Source for a basic index as slices (``OpContext.index_slices``); None for what lowers as a
+    gather or scatter by flat positions instead: arrays, None, or a 0-d input."""
     if is_advanced(index) or None in index or not shape:
         return None
-    items = []
-    for item in without_ellipsis(index, len(shape)):
-        if isinstance(item, slice):
-            bounds = ["" if v is None else ctx.size(int(v)) for v in (item.start, item.stop)]
-            items.append(":".join(bounds + ([] if item.step is None else [str(item.step)])))
-        else:  # counted from the end when negative, so that the size stays out of the source
-            start = int(item)
-            items.append(f"{ctx.size(start)}:{ctx.size(start + 1)}" if start != -1 else "-1:")
-    return items
+    return ctx.index_slices(index, len(shape))
 
 
 def gather_lines(ctx: OpContext, source: str, positions: str) -> list[str]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-
-from ....ops.indexing import is_advanced, without_ellipsis
+from ....ops.indexing import is_advanced
 from ..context import OpContext
 from .indexing import gather_getitem
 
@@ -53,16 +52,7 @@ def getitem(ctx: OpContext) -> str:
     index, shape = ctx.attrs["index"], ctx.node.args[0].meta["shape"]
     if is_advanced(index):
         return gather_getitem(ctx)
-    items = []
-    for item in without_ellipsis(index, len(shape)):
-        if item is None:
-            continue
-        if isinstance(item, slice):
-            bounds = ["" if v is None else ctx.size(int(v)) for v in (item.start, item.stop)]
-            items.append(":".join(bounds + ([] if item.step is None else [str(item.step)])))
-        else:  # counted from the end when negative, so that the size stays out of the source
-            start = int(item)
-            items.append(f"{ctx.size(start)}:{ctx.size(start + 1)}" if start != -1 else "-1:")
+    items = ctx.index_slices(index, len(shape))
     selected = f"{ctx.self}[{', '.join(items)}]" if items and shape else ctx.self
     return f"{ctx.out} = with_shape({selected}, {ctx.shape_tuple()})"
 
