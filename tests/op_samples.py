@@ -195,6 +195,33 @@ def _grad_of_nll_loss(reduction):
     return jitgrad_fn, torch_fn
 
 
+# Constants of the integer-indexing ops' samples (gather, scatter_add, embedding, sort/topk).
+GATHER_INDEX = np.array([[0, 2], [1, 1], [3, 0]])
+GATHER_ROWS = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])
+TOKENS = np.array([[1, 3, 1], [0, 2, 3]])
+FILL_MASK = np.array([[True, False, False, True], [False, True, False, False], [True, True, False, False]])
+SPECIAL = np.array([[0.5, np.nan, np.inf, -1.0], [-np.inf, 2.0, np.nan, 0.0]])
+
+
+def _grad_of_gather(dim, index):
+    """The gradient of ``gather(x, dim, index) * w`` with respect to x, as a function of w, built with
+    create_graph: the public way to call ``scatter_add`` into zeros, gather's backward."""
+    def jitgrad_fn(w):
+        x = jg.zeros(3, 4, dtype=jg.float64, requires_grad=True)
+        return jg.autograd.grad((jg.gather(x, dim, jg.tensor(index)) * w).sum(), x, create_graph=True)[0]
+
+    def torch_fn(w):
+        x = torch.zeros(3, 4, dtype=torch.float64, requires_grad=True)
+        return torch.autograd.grad((torch.gather(x, dim, _t(index)) * w).sum(), x, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
+def _special_values(shape_unused=None):
+    def draw(rng, shape):
+        return SPECIAL.copy()
+    return draw
+
+
 BCAST = ((3, 1), (4,))
 
 SAMPLES: list[Sample] = [
@@ -482,4 +509,34 @@ SAMPLES: list[Sample] = [
            numpy_fn=_sampled("normal", (7,), np.float32)[1]),
     Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
            lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
+    # ---- integer indexing, sorting, cumsum, masked_fill, isnan/isinf (group: opsindex) -------------
+    Sample("gather", "dim1", lambda x: jg.gather(x, 1, jg.tensor(GATHER_INDEX)),
+           lambda x: torch.gather(x, 1, _t(GATHER_INDEX)), ((3, 4),)),
+    Sample("gather", "dim0-method", lambda x: x.gather(0, jg.tensor(GATHER_ROWS)),
+           lambda x: x.gather(0, _t(GATHER_ROWS)), ((3, 4),)),
+    Sample("scatter_add", "gather-backward", *_grad_of_gather(1, GATHER_INDEX), ((3, 2),)),
+    Sample("embedding", "functional", lambda w: F.embedding(jg.tensor(TOKENS), w),
+           lambda w: torch.nn.functional.embedding(_t(TOKENS), w), ((4, 3),)),
+    Sample("embedding", "padding", lambda w: F.embedding(jg.tensor(TOKENS), w, padding_idx=-1),
+           lambda w: torch.nn.functional.embedding(_t(TOKENS), w, padding_idx=-1), ((4, 2),), grad=False,
+           numpy_fn=lambda w: w[TOKENS]),  # the padding row's gradient is zero on purpose: no finite differences
+    Sample("cumsum", "dim1", lambda x: x.cumsum(1), SAME, ((3, 4),)),
+    Sample("cumsum", "function-dim0", lambda x: jg.cumsum(x, 0), lambda x: torch.cumsum(x, 0), ((3, 2, 2),)),
+    Sample("cumsum", "0d", lambda x: x.cumsum(-1), SAME, ((),)),
+    Sample("masked_fill", "number", lambda x: x.masked_fill(jg.tensor(FILL_MASK), 1.5),
+           lambda x: x.masked_fill(_t(FILL_MASK), 1.5), ((3, 4),)),
+    Sample("masked_fill", "tensor-value", lambda x, v: jg.masked_fill(x, jg.tensor(FILL_MASK[0]), v),
+           lambda x, v: torch.masked_fill(x, _t(FILL_MASK[0]), v), ((3, 4), ())),
+    Sample("topk", "values", lambda x: x.topk(2).values, SAME, ((3, 4),), distinct()),
+    Sample("topk", "indices-smallest-dim0", lambda x: jg.topk(x, 2, 0, largest=False).indices,
+           lambda x: torch.topk(x, 2, 0, largest=False).indices, ((3, 4),), distinct(), grad=False,
+           numpy_fn=lambda x: np.argsort(x, 0)[:2]),
+    Sample("topk", "sort-values", lambda x: x.sort(0, descending=True).values, SAME, ((3, 2, 2),), distinct()),
+    Sample("topk", "sort-indices", lambda x: jg.sort(x)[1], lambda x: torch.sort(x)[1], ((3, 4),), distinct(),
+           grad=False, numpy_fn=lambda x: np.argsort(x, -1)),
+    Sample("topk", "argsort-descending", lambda x: x.argsort(1, descending=True), SAME, ((3, 4),), distinct(),
+           grad=False, numpy_fn=lambda x: np.argsort(-x, 1)),
+    Sample("isnan", "special", lambda x: x.isnan(), SAME, ((2, 4),), _special_values(), numpy_fn=np.isnan),
+    Sample("isinf", "special", lambda x: jg.isinf(x), lambda x: torch.isinf(x), ((2, 4),), _special_values(),
+           numpy_fn=np.isinf),
 ]

@@ -14,6 +14,7 @@ from ..autograd import Function, no_grad
 from ..factories import rand_like
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops import nll_loss as _nll_loss_op
+from ..ops.gathering import embedding as _embedding
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
 
@@ -115,27 +116,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """Rows of ``weight`` picked by the integer tensor ``input``: ``weight[input]``, whose gradient
-    adds each incoming row into the row it was picked from. The row ``padding_idx`` gets no gradient.
-
-    The indices are read as values (numpy checks them: an index outside the rows is an ``IndexError``),
-    so a compiled function that calls this runs eagerly until jitgrad has an embedding op."""
-    if input.is_floating_point() or input.dtype.name == "bool":
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
-                           f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
-                           "embedding)")
-    rows = weight.shape[0]
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += rows
-    if bool((input < 0).any()):  # numpy would count a negative index from the end
-        raise IndexError("index out of range in self")
-    try:
-        out = weight[input]
-    except IndexError:
-        raise IndexError("index out of range in self") from None
-    if padding_idx is None:
-        return out
-    return where((input == padding_idx).unsqueeze(-1), out.detach(), out)
+    """Rows of ``weight`` picked by the integer tensor ``input``: the registry op ``embedding``
+    (``EmbeddingBackward0``), whose gradient adds each incoming row into the row it was picked from,
+    none into the row ``padding_idx``. The indices are an input of the op, never read as values, so a
+    compiled function that calls this compiles, and takes each batch of indices as an argument."""
+    return _embedding(input, weight, padding_idx)
 
 
 # ---- losses ------------------------------------------------------------------------------------------

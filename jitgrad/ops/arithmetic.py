@@ -226,6 +226,36 @@ where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBac
                                                            0.0 if other_t is None else other_t))
 
 
+def _masked_fill_forward(a, mask, value):
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    if np.ndim(value):
+        raise ValueError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                         f"{np.ndim(value)} dimension(s).")
+    return np.where(mask, np.asarray(value).astype(a.dtype), a)
+
+
+# ``value`` is a Python number (MaskedFillBackward0) or a 0-d tensor (MaskedFillBackward1), whose
+# gradient is the sum of the filled elements' (the engine sums it down to its 0-d shape)
+masked_fill = defop("masked_fill", ("self", "mask", "value"), _masked_fill_forward,
+                    lambda args, attrs: "MaskedFillBackward1" if isinstance(args[2], Tensor) else "MaskedFillBackward0",
+                    public=("function", "method"),
+                    meta=elementwise(lambda self, mask, value: unchanged(self)), kind="elementwise", recompute=True,
+                    lower=lambda self, mask, value: scalar.where(truth(mask), cast(value, RESULT), cast(self, RESULT)),
+                    self=lambda grad, mask: where(mask, 0.0, grad),
+                    value=lambda grad, mask: where(mask, grad, 0.0),
+                    jvp=lambda self_t, value_t, mask: where(mask, 0.0 if value_t is None else value_t,
+                                                            0.0 if self_t is None else self_t))
+isnan = defop("isnan", ("self",), np.isnan,
+              public=("function", "method"),
+              meta=elementwise(boolean), kind="elementwise", recompute=True, lower=lambda self: self != self)
+isinf = defop("isinf", ("self",), np.isinf,
+              public=("function", "method"),
+              meta=elementwise(boolean), kind="elementwise", recompute=True,
+              lower=lambda self: scalar.logical_and(self == self, scalar.logical_not(scalar.isfinite(self))))
+
+
 def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     if min is None and max is None:
         raise ValueError("At least one of 'min' or 'max' must not be None")

@@ -1,0 +1,149 @@
+"""Indexing by an integer tensor: ``gather``, ``scatter_add`` and ``embedding``.
+
+Unlike ``x[index]`` (``indexing.py``), whose index is an attribute read when tracing, these take their
+indices as an input of the op, an integer tensor: a compiled model takes a new batch of token ids or
+labels as an argument, and its kernel reads them at run time. Every gradient is a scatter-add of the
+incoming gradient (``scatter_add``, an op of its own whose gradient is ``gather`` again), so gradients of
+any order need nothing more. Indices outside the indexed dimension are PyTorch's errors eagerly; the
+CPU kernels raise the same way, the CUDA ones cannot raise and read or add nothing there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..shapes import wrap_dim
+from ..tensor import Tensor
+from .lowering import intrinsic
+from .meta_rules import TensorMeta
+from .public import public
+from .registry import defop
+from .shape import expand, reshape, unsqueeze
+from .arithmetic import ne, where
+
+
+def _coordinates(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
+    """For each element of ``index``, its own position with ``dim`` replaced by its value: where
+    ``gather`` reads and ``scatter_add`` writes."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+def _check_index(op: str, shape: tuple[int, ...], index: np.ndarray, dim: int) -> None:
+    """PyTorch's checks of an index along ``dim`` of an array of ``shape``."""
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"{op}(): Expected dtype int32/int64 for index")
+    if index.ndim != len(shape):
+        raise ValueError("Index tensor must have the same number of dimensions as input tensor")
+    for d, (n, m) in enumerate(zip(index.shape, shape)):
+        if d != dim and n > m:
+            raise ValueError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
+                             f"larger than self {list(shape)} apart from dimension {dim}")
+    outside = (index < 0) | (index >= shape[dim])
+    if outside.any():
+        raise IndexError(f"index {int(index[outside][0])} is out of bounds for dimension {dim} with size {shape[dim]}")
+
+
+def _gather_forward(self: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
+    _check_index("gather", self.shape, index, dim)
+    return self[_coordinates(index, dim)]
+
+
+def _scatter_add_forward(src: np.ndarray, index: np.ndarray, dim: int, shape: tuple[int, ...]) -> np.ndarray:
+    _check_index("scatter_add", shape, index, dim)
+    if src.shape != index.shape:
+        raise ValueError(f"scatter_add: expected src of the index's shape {list(index.shape)}, got {list(src.shape)}")
+    out = np.zeros(shape, src.dtype)
+    np.add.at(out, _coordinates(index, dim), src)
+    return out
+
+
+def _gather_meta(self, index, dim):
+    return TensorMeta(index.shape, self.dtype)
+
+
+def _scatter_add_meta(src, index, dim, shape):
+    return TensorMeta(tuple(shape), src.dtype)
+
+
+_gather = defop("gather", ("self", "index"), _gather_forward, "GatherBackward0",
+                meta=_gather_meta, lower=intrinsic("gather"),
+                self=lambda grad, index, dim, self_shape: _scatter_add(grad, index, dim=dim, shape=self_shape),
+                jvp=lambda self_t, index, dim: _gather(self_t, index, dim=dim))
+
+# zeros of ``shape`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up): gather's
+# backward, and what ``torch.scatter_add`` adds to its input
+_scatter_add = defop("scatter_add", ("src", "index"), _scatter_add_forward, "ScatterAddBackward0",
+                     meta=_scatter_add_meta, lower=intrinsic("scatter_add"),
+                     src=lambda grad, index, dim: _gather(grad, index, dim=dim),
+                     jvp=lambda src_t, index, dim, shape: _scatter_add(src_t, index, dim=dim, shape=shape))
+
+
+@public("function", "method")
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim`` 0 (and likewise for the others): the
+    result has the index's shape. A 0-d input takes a 0-d index, as in PyTorch."""
+    dim = wrap_dim(dim, input.ndim, "gather")
+    if input.ndim == 0:
+        return _gather(input.reshape(1), index.reshape(1) if index.ndim == 0 else index, dim=0).reshape(index.shape)
+    return _gather(input, index, dim=dim)
+
+
+@public("function", "method")
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """``input`` with ``src[i][j][k]`` added at ``[index[i][j][k]][j][k]`` (``dim`` 0): where indices
+    repeat, every value is added. Only the part of ``src`` the index covers is read, as in PyTorch."""
+    if input.dtype != src.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if input.ndim == 0:
+        return input + scatter_add(input.reshape(1), 0, index.reshape(1), src.reshape(1)).reshape(())
+    dim = wrap_dim(dim, input.ndim, "scatter_add")
+    if src.ndim != index.ndim or any(n > m for n, m in zip(index.shape, src.shape)):
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than src {list(src.shape)}")
+    if tuple(src.shape) != tuple(index.shape):
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    return input + _scatter_add(src, index, dim=dim, shape=tuple(input.shape))
+
+
+def _embedding_forward(weight: np.ndarray, indices: np.ndarray, padding_idx: int | None) -> np.ndarray:
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                        f"Long, Int; but got {indices.dtype} instead (while checking arguments for embedding)")
+    if weight.ndim != 2:
+        raise ValueError(f"'weight' must be 2-D, got shape {list(weight.shape)}")
+    if ((indices < 0) | (indices >= weight.shape[0])).any():
+        raise IndexError("index out of range in self")
+    return weight[indices]
+
+
+def _embedding_grad(grad: Tensor, indices: Tensor, weight_shape: tuple[int, int], padding_idx: int | None) -> Tensor:
+    """Each row of the gradient added into the weight's row its index names, none into ``padding_idx``'s:
+    a ``scatter_add`` along dimension 0 of the flattened indices, one per column."""
+    rows, columns = int(np.prod(indices.shape)), weight_shape[1]
+    flat = reshape(indices, (rows,))
+    grad = reshape(grad, (rows, columns))
+    if padding_idx is not None:
+        grad = where(unsqueeze(ne(flat, padding_idx), 1), grad, 0.0)
+    return _scatter_add(grad, expand(unsqueeze(flat, 1), (rows, columns)), dim=0, shape=tuple(weight_shape))
+
+
+def _embedding_meta(weight, indices, padding_idx):
+    return TensorMeta(tuple(indices.shape) + tuple(weight.shape[1:]), weight.dtype)
+
+
+_embedding = defop("embedding", ("weight", "indices"), _embedding_forward, "EmbeddingBackward0",
+                   meta=_embedding_meta, lower=intrinsic("embedding"),
+                   weight=_embedding_grad,
+                   jvp=lambda weight_t, indices, padding_idx: _embedding(weight_t, indices, padding_idx=padding_idx))
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """``weight``'s rows at the integer tensor ``input``, ``nn.functional.embedding`` (which is public
+    there: ``torch.embedding`` takes the same arguments the other way round). The row ``padding_idx``
+    gets no gradient; a negative one counts from the end."""
+    if padding_idx is not None:
+        rows = weight.shape[0]
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx + rows if padding_idx < 0 else padding_idx
+    return _embedding(weight, input, padding_idx=padding_idx)

@@ -1,0 +1,132 @@
+"""Ordering along a dimension: ``sort``, ``argsort``, ``topk``, and the running sum ``cumsum``.
+
+Sorting is stable everywhere (numpy's, the CPU kernel's and the CUDA kernel's): equal elements keep
+their order, which PyTorch guarantees with ``stable=True`` and allows otherwise; ``topk`` returns the
+first ``k`` of that order, sorted (PyTorch allows any order for ``sorted=False``). NaN sorts above every
+number, as in PyTorch. The gradient of the values goes back to the positions they were taken from, a
+``scatter_add`` of the incoming gradient at the indices (``gathering.py``): a permutation, so nothing adds.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..shapes import wrap_dim
+from ..tensor import Tensor
+from .arithmetic import add, sub
+from .gathering import _gather, _scatter_add
+from .lowering import intrinsic
+from .meta_rules import TensorMeta, accumulated
+from .public import public
+from .reductions import _sum
+from .registry import defop
+
+
+def stable_order(a: np.ndarray, dim: int, descending: bool) -> np.ndarray:
+    """The indices that sort ``a`` along ``dim``, equal elements in their order; descending sorts the
+    reversed array ascending and reverses that back, which keeps ties in order and NaN first."""
+    if not descending:
+        return np.argsort(a, axis=dim, kind="stable")
+    n = a.shape[dim]
+    reversed_order = np.argsort(np.flip(a, dim), axis=dim, kind="stable")
+    return np.flip(n - 1 - reversed_order, dim)
+
+
+def _topk_forward(a: np.ndarray, k: int, dim: int, largest: bool, sort: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    n = a.shape[dim] if a.ndim else 1
+    if not 0 <= k <= n:
+        raise ValueError("selected index k out of range")
+    if a.ndim == 0:
+        return a.copy(), np.zeros((), np.int64)
+    order = np.take(stable_order(a, dim, largest), np.arange(k), axis=dim).astype(np.int64)
+    return np.take_along_axis(a, order, axis=dim), order
+
+
+def _sort_meta(self, k, dim, largest):
+    shape = list(self.shape)
+    if shape:
+        shape[dim] = k
+    return TensorMeta(tuple(shape), self.dtype), TensorMeta(tuple(shape), np.dtype(np.int64))
+
+
+def _selected_grad(grads, results, self_shape, dim):
+    """The values' gradient, put back where each value came from."""
+    if not self_shape:
+        return grads[0]
+    return _scatter_add(grads[0], results[1], dim=dim, shape=self_shape)
+
+
+def _selected_jvp(self_t, results, self_shape, dim):
+    return (self_t if not self_shape else _gather(self_t, results[1], dim=dim)), None
+
+
+# sort is topk of every element (k the dimension's size): one op, two PyTorch node names
+_topk = defop("topk", ("self",), _topk_forward,
+              lambda args, attrs: "SortBackward0" if attrs.get("sort") else "TopkBackward0",
+              meta=lambda self, k, dim, largest, sort=False: _sort_meta(self, k, dim, largest),
+              lower=intrinsic("topk"),
+              self=lambda grads, results, self_shape, dim: _selected_grad(grads, results, self_shape, dim),
+              jvp=lambda self_t, results, self_shape, dim: _selected_jvp(self_t, results, self_shape, dim))
+
+
+class SortResult(tuple):
+    """``(values, indices)`` with attribute access, as PyTorch's ``torch.return_types.sort``/``topk``."""
+
+    __slots__ = ()
+
+    def __new__(cls, values: Tensor, indices: Tensor) -> "SortResult":
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+
+@public("function", "method")
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> SortResult:  # noqa: A002
+    """The ``k`` largest (or smallest) elements along ``dim`` and their indices, always in sorted order."""
+    dim = wrap_dim(dim, input.ndim, "topk")
+    values, indices = _topk(input, k=int(k), dim=dim, largest=bool(largest))
+    return SortResult(values, indices)
+
+
+@public("function", "method")
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
+    """The elements along ``dim`` in order and where each came from; always stable."""
+    dim = wrap_dim(dim, input.ndim, "sort")
+    n = input.shape[dim] if input.ndim else 1
+    values, indices = _topk(input, k=n, dim=dim, largest=bool(descending), sort=True)
+    return SortResult(values, indices)
+
+
+@public("function", "method")
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    return sort(input, dim, descending, stable).indices
+
+
+def _cumsum_forward(a: np.ndarray, dim: int) -> np.ndarray:
+    dtype = np.int64 if a.dtype.kind in "biu" else a.dtype  # PyTorch's: integers and bools add up as int64
+    return np.cumsum(a, axis=dim, dtype=dtype) if a.ndim else a.astype(dtype)
+
+
+def _cumsum_grad(grad, dim, self_shape):
+    """Each element's gradient is the sum of the incoming one from its position to the end of ``dim``:
+    the total minus the running sum before it."""
+    if not self_shape:
+        return grad
+    return add(sub(_sum(grad, dim=(dim,), keepdim=True), _cumsum(grad, dim=dim)), grad)
+
+
+_cumsum = defop("cumsum", ("self",), _cumsum_forward, "CumsumBackward0",
+                meta=lambda self, dim: TensorMeta(tuple(self.shape), accumulated(self)),
+                lower=intrinsic("cumsum"),
+                self=_cumsum_grad,
+                jvp=lambda self_t, dim: _cumsum(self_t, dim=dim))
+
+
+@public("function", "method")
+def cumsum(input: Tensor, dim: int) -> Tensor:
+    return _cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum"))
