@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, indexing, inplace, linalg, losses, reductions, sampling, shape
+from . import activations, gathering, indexing, inplace, linalg, losses, reductions, sampling, shape, sorting
 
 Statement = Callable[..., "str | list[str]"]
 
 STATEMENTS: dict[str, Statement] = {name: emit for module in (activations, reductions, linalg, shape, indexing,
-                                                              inplace, losses, sampling)
+                                                              inplace, losses, sampling, gathering, sorting)
                                     for name, emit in module.STATEMENTS.items()}
 
 __all__ = ["STATEMENTS", "Statement"]
