@@ -181,16 +181,17 @@ def _grad_of_getitem(index):
     return jitgrad_fn, torch_fn
 
 
-def _grad_of_nll_loss(reduction):
+def _grad_of_nll_loss(reduction, classes=CLASSES, **options):
     """The gradient of ``nll_loss(x)`` with respect to x for an incoming gradient g, as a function of g,
     built with create_graph: the public way to call ``nll_loss_backward``."""
     def jitgrad_fn(g):
         x = jg.zeros(3, 4, dtype=jg.float64, requires_grad=True)
-        return jg.autograd.grad(F.nll_loss(x, jg.tensor(CLASSES), reduction=reduction), x, g, create_graph=True)[0]
+        loss = F.nll_loss(x, jg.tensor(classes), reduction=reduction, **options)
+        return jg.autograd.grad(loss, x, g, create_graph=True)[0]
 
     def torch_fn(g):
         x = torch.zeros(3, 4, dtype=torch.float64, requires_grad=True)
-        loss = torch.nn.functional.nll_loss(x, _t(CLASSES), reduction=reduction)
+        loss = torch.nn.functional.nll_loss(x, _t(classes), reduction=reduction, **options)
         return torch.autograd.grad(loss, x, g, create_graph=True)[0]
     return jitgrad_fn, torch_fn
 
@@ -200,6 +201,7 @@ GATHER_INDEX = np.array([[0, 2], [1, 1], [3, 0]])
 GATHER_ROWS = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])
 TOKENS = np.array([[1, 3, 1], [0, 2, 3]])
 FILL_MASK = np.array([[True, False, False, True], [False, True, False, False], [True, True, False, False]])
+IGNORED = np.array([2, -100, 1])  # the middle target ignored (PyTorch's default ignore_index)
 SPECIAL = np.array([[0.5, np.nan, np.inf, -1.0], [-np.inf, 2.0, np.nan, 0.0]])
 
 
@@ -536,6 +538,12 @@ SAMPLES: list[Sample] = [
            grad=False, numpy_fn=lambda x: np.argsort(x, -1)),
     Sample("topk", "argsort-descending", lambda x: x.argsort(1, descending=True), SAME, ((3, 4),), distinct(),
            grad=False, numpy_fn=lambda x: np.argsort(-x, 1)),
+    Sample("nll_loss", "cross_entropy-ignored", lambda x: F.cross_entropy(x, jg.tensor(IGNORED)),
+           lambda x: torch.nn.functional.cross_entropy(x, _t(IGNORED)), ((3, 4),)),
+    Sample("nll_loss", "ignore_index-class-sum", lambda x: F.nll_loss(x, jg.tensor(CLASSES), ignore_index=0,
+                                                                      reduction="sum"),
+           lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), ignore_index=0, reduction="sum"), ((3, 4),)),
+    Sample("nll_loss_backward", "mean-ignored", *_grad_of_nll_loss("mean", IGNORED), ((),)),
     Sample("isnan", "special", lambda x: x.isnan(), SAME, ((2, 4),), _special_values(), numpy_fn=np.isnan),
     Sample("isinf", "special", lambda x: jg.isinf(x), lambda x: torch.isinf(x), ((2, 4),), _special_values(),
            numpy_fn=np.isinf),

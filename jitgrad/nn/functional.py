@@ -185,14 +185,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     """The negative log-likelihood of class indices for log-probabilities ``input``, (N, C), (C,) or
     (N, C, d1, ...).
 
-    Without ``weight`` and with the default ``ignore_index`` it is jitgrad's ``nll_loss`` op
-    (``NllLossBackward0``, as in PyTorch), which refuses a target outside the classes, -100 included,
-    with an ``IndexError`` (PyTorch ignores -100); with either, a composite that honours both."""
-    if weight is None and ignore_index == -100:
+    Without ``weight`` it is jitgrad's ``nll_loss`` op (``NllLossBackward0``, as in PyTorch), which
+    skips the targets equal to ``ignore_index`` (-100 by default, any value) and refuses any other
+    target outside the classes with an ``IndexError``; with ``weight``, a composite that honours both."""
+    if weight is None:
         if input.dim() <= 2:
-            return _nll_loss_op(input, target, reduction=reduction)
+            return _nll_loss_op(input, target, reduction=reduction, ignore_index=ignore_index)
         rows, targets, shape = _classes_last(input, target)
-        loss = _nll_loss_op(rows, targets, reduction=reduction)
+        loss = _nll_loss_op(rows, targets, reduction=reduction, ignore_index=ignore_index)
         return loss.reshape(shape) if reduction == "none" else loss
     if input.dim() == 1:
         return nll_loss(input.unsqueeze(0), target.reshape(1), weight, ignore_index, reduction).reshape(())
@@ -205,8 +205,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     """Cross-entropy of logits ``input`` ((N, C), (C,) or (N, C, d1, ...)) against class indices or
     class probabilities of the input's shape (such as one-hot rows).
 
-    Class indices without ``weight``, ``label_smoothing`` or an ``ignore_index`` of its own are
-    ``log_softmax`` then the ``nll_loss`` op, as in PyTorch (see ``nll_loss`` for -100)."""
+    Class indices without ``weight`` or ``label_smoothing`` are ``log_softmax`` then the ``nll_loss``
+    op, as in PyTorch, which skips the targets equal to ``ignore_index``."""
     if input.dim() == 0:
         raise ValueError("cross_entropy: expected input of shape (N, C) or (C,), got a 0-d tensor")
     if not 0.0 <= label_smoothing <= 1.0:

@@ -1,7 +1,7 @@
 """The integer-indexing, sorting and scan ops compiled by numba for real, forward and backward in
 float64 (the plain-Python run of test_lowering_samples.py cannot vouch for numba's typing): gather and
 its scatter_add backward, embedding with a padding row, cumsum, masked_fill, a stable sort with NaN
-and ties, topk, isnan/isinf; and an index outside its dimension raising from the kernel as eagerly."""
+and ties, topk, isnan/isinf, nll_loss skipping its ignore_index; and an index outside its dimension raising from the kernel as eagerly."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,6 +25,7 @@ def test_indexing_sorting_and_scans_compile_under_numba():
     x[1, 2] = x[1, 0]  # a tie, kept in order by the stable sort
     x[2, 1] = np.nan
     index, tokens = np.array([[0, 3], [2, 2], [1, 0]]), np.array([[4, 1], [0, 4]])
+    labels = np.array([1, -100, 0, 1])  # -100: ignored by nll_loss, as in PyTorch
 
     def program(x, w, index, tokens):
         picked = jg.gather(x, 1, index)
@@ -34,7 +35,9 @@ def test_indexing_sorting_and_scans_compile_under_numba():
         filled = x.masked_fill(x > 0.5, -1.0)
         finite = jg.where(x.isnan() | x.isinf(), 0.0, x)
         loss = ((picked * 2.0).sum() + (rows * rows).sum() + finite.cumsum(1).sum() + filled.sum()
-                + jg.where(ordered.values.isnan(), 0.0, ordered.values).sum() + top.values.sum())
+                + jg.where(ordered.values.isnan(), 0.0, ordered.values).sum() + top.values.sum()
+                + F.cross_entropy(w[:4] * 1.5, jg.tensor(labels))
+                + F.nll_loss(w[1:], jg.tensor(np.array([1, 0, 0, 1])), ignore_index=1, reduction="sum"))
         loss.backward()
         return loss, ordered.indices, top.indices, finite.cumsum(0)
     args = [jg.tensor(x, requires_grad=True), jg.tensor(w, requires_grad=True), jg.tensor(index), jg.tensor(tokens)]

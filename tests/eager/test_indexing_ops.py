@@ -113,7 +113,7 @@ def test_cross_entropy_ignores_any_index_eager_and_compiled(ignore_index, weight
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
     logits = np.random.default_rng(4).standard_normal((5, 3, 2))
     targets = np.array([[0, 2], [2, 2], [1, 0], [0, 1], [2, 0]])
-    if ignore_index in (-1, 7):  # a target outside the classes that is ignored
+    if ignore_index in (-100, -1, 7):  # a target outside the classes that is ignored
         targets[1, 0] = targets[3, 1] = ignore_index
     weight = np.array([0.5, 2.0, 1.5]) if weighted else None
 

@@ -125,10 +125,16 @@ def test_plain_cross_entropy_is_the_nll_loss_op():
     assert loss.grad_fn.name() == "NllLossBackward0"
 
 
-def test_default_ignore_index_is_refused_not_ignored():
-    """The nll_loss op ignores no target: -100 is out of the classes (docs/nn.md, coming from PyTorch)."""
-    with pytest.raises(IndexError, match="Target -100 is out of bounds"):
-        F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, -100, 1, 1, 2, 3]))
+def test_the_default_ignore_index_is_ignored_and_other_targets_outside_the_classes_refused():
+    """The nll_loss op skips -100 (PyTorch's default ignore_index) as PyTorch does."""
+    targets = [0, -100, 1, 1, 2, 3]
+    ours = F.cross_entropy(jg.tensor(LOGITS, requires_grad=True), jg.tensor(targets))
+    assert ours.grad_fn.name() == "NllLossBackward0"
+    if torch is not None:
+        np.testing.assert_allclose(ours.item(), torch.nn.functional.cross_entropy(
+            torch.tensor(LOGITS), torch.tensor(targets)).item(), rtol=1e-12)
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, 9, 1, 1, 2, 3]))
     with pytest.raises(IndexError, match="out of bounds"):  # a class outside the table, in the composite too
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, 9, 1, 1, 2, 3]), label_smoothing=0.1)
 

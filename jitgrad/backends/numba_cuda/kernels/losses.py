@@ -1,5 +1,6 @@
 """``nll_loss`` and its backward, as PyTorch's ``nll_loss`` with ``reduction`` "none", "sum" or "mean"
-(the op entry has no class weights nor ``ignore_index``).
+and ``ignore_index`` (the op entry has no class weights): an ignored target adds nothing, gets no
+gradient and is not counted by "mean".
 
 The forward picks ``-log_probs[i, target[i]]`` per row; a reduced loss then sums the picks in one block
 (``block_reduce.block_sum``, a fixed order: the same total every run). The backward writes every
@@ -27,22 +28,27 @@ REDUCTIONS = ("none", "sum", "mean")
 def _loss_kernel(dtype: np.dtype) -> tuple[Any, Any]:
     """(python function, compiled kernel) of the per-row losses (``reduce`` 0) or their sum (1) or mean
     (2) into ``out[0]``, for ``dtype``: one block for a reduced loss, any grid otherwise."""
-    zero, nan = dtype.type(0), dtype.type(math.nan)
+    zero, one, nan = dtype.type(0), dtype.type(1), dtype.type(math.nan)
 
-    def nll_rows(log_probs, row_step, class_step, target, target_step, out, out_step, n, classes, reduce):
+    def nll_rows(log_probs, row_step, class_step, target, target_step, out, out_step, n, classes, reduce, ignore):
         partials = cuda.shared.array(WARPS, dtype)
-        total = zero
+        counts = cuda.shared.array(WARPS, dtype)
+        total, kept = zero, zero
         for i in range(cuda.blockIdx.x * THREADS + cuda.threadIdx.x, n, THREADS * cuda.gridDim.x):
             t = target[i * target_step]
-            picked = -log_probs[i * row_step + t * class_step] if 0 <= t < classes else nan
+            picked = zero
+            if t != ignore:
+                picked = -log_probs[i * row_step + t * class_step] if 0 <= t < classes else nan
+                kept += one
             if reduce == 0:
                 out[i * out_step] = picked
             else:
                 total += picked
         if reduce != 0:
             total = block_sum(total, partials)
+            kept = block_sum(kept, counts)
             if cuda.threadIdx.x == 0:
-                out[0] = total / dtype.type(n) if reduce == 2 else total
+                out[0] = total / kept if reduce == 2 else total
     return nll_rows, cuda.jit(nll_rows)
 
 
@@ -52,18 +58,38 @@ def _backward_kernel(dtype: np.dtype) -> tuple[Any, Any]:
     per element of the (N, C) result (grid-stride)."""
     zero = dtype.type(0)
 
-    def nll_backward_elements(grad, grad_step, target, target_step, out, row_step, class_step, n, classes, reduce):
+    def nll_backward_elements(grad, grad_step, target, target_step, out, row_step, class_step, n, classes, reduce,
+                              ignore, count):
         for e in range(cuda.grid(1), n * classes, cuda.gridsize(1)):
             i, c = e // classes, e % classes
-            if target[i * target_step] != c:
+            t = target[i * target_step]
+            if t != c or t == ignore:
                 out[i * row_step + c * class_step] = zero
             elif reduce == 0:
                 out[i * row_step + c * class_step] = -grad[i * grad_step]
             elif reduce == 2:
-                out[i * row_step + c * class_step] = -grad[0] / dtype.type(n)
+                out[i * row_step + c * class_step] = -grad[0] / count[0]
             else:
                 out[i * row_step + c * class_step] = -grad[0]
     return nll_backward_elements, cuda.jit(nll_backward_elements)
+
+
+@functools.cache
+def _count_kernel(dtype: np.dtype) -> tuple[Any, Any]:
+    """(python function, compiled kernel) counting, in one block, the targets not ignored, as ``dtype``
+    into ``count[0]``: the divisor of the "mean" backward, on the device (no copy to the host)."""
+    zero, one = dtype.type(0), dtype.type(1)
+
+    def kept_count(target, target_step, n, ignore, count):
+        partials = cuda.shared.array(WARPS, dtype)
+        kept = zero
+        for i in range(cuda.threadIdx.x, n, THREADS):
+            if target[i * target_step] != ignore:
+                kept += one
+        kept = block_sum(kept, partials)
+        if cuda.threadIdx.x == 0:
+            count[0] = kept
+    return kept_count, cuda.jit(kept_count)
 
 
 def _reduce_code(reduction: str) -> int:
@@ -72,7 +98,7 @@ def _reduce_code(reduction: str) -> int:
     return REDUCTIONS.index(reduction)
 
 
-def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any) -> None:
+def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any, ignore_index: int = -100) -> None:
     """``out`` = PyTorch's ``nll_loss(log_probs, target, reduction=reduction)``: log_probs (N, C) of a
     floating dtype, target (N,) integers, out (N,) for "none", else one element (0-d or (1,))."""
     reduce = _reduce_code(reduction)
@@ -85,10 +111,11 @@ def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any)
         return
     launch(kernel, blocks, THREADS, stream,
            span(log_probs), row_step, class_step, span(target), steps(target)[0], span(out), out_step, n, classes,
-           reduce)
+           reduce, ignore_index)
 
 
-def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: Any) -> None:
+def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: Any,
+                      ignore_index: int = -100) -> None:
     """``out`` (N, C) = the gradient of ``nll_loss`` for the incoming ``grad`` ((N,) for "none", else
     one element): ``-grad`` (divided by N for "mean") at each row's target, zero elsewhere."""
     reduce = _reduce_code(reduction)
@@ -97,10 +124,15 @@ def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: 
         return
     row_step, class_step = steps(out)
     grad_step = steps(grad)[0] if grad.ndim else 0
-    _, kernel = _backward_kernel(np.dtype(out.dtype))
+    dtype = np.dtype(out.dtype)
+    count = cuda.device_array(1, dtype, stream=stream)
+    if reduce == 2:
+        launch(_count_kernel(dtype)[1], 1, THREADS, stream, span(target), steps(target)[0], n, ignore_index, count)
+    _, kernel = _backward_kernel(dtype)
     blocks = min(-(-(n * classes) // THREADS), MAX_BLOCKS)
     launch(kernel, blocks, THREADS, stream,
-           span(grad), grad_step, span(target), steps(target)[0], span(out), row_step, class_step, n, classes, reduce)
+           span(grad), grad_step, span(target), steps(target)[0], span(out), row_step, class_step, n, classes, reduce,
+           ignore_index, count)
 
 
 def _kernel_types(dtype: str) -> tuple[Any, Any, Any]:
@@ -110,15 +142,21 @@ def _kernel_types(dtype: str) -> tuple[Any, Any, Any]:
 
 def _loss_types(dtype: str) -> tuple[Any, ...]:
     array, index, number = _kernel_types(dtype)
-    return (array, number, number, index, number, array, number, number, number, number)
+    return (array, number, number, index, number, array, number, number, number, number, number)
 
 
 def _backward_types(dtype: str) -> tuple[Any, ...]:
     array, index, number = _kernel_types(dtype)
-    return (array, number, index, number, array, number, number, number, number, number)
+    return (array, number, index, number, array, number, number, number, number, number, number, array)
+
+
+def _count_types(dtype: str) -> tuple[Any, ...]:
+    array, index, number = _kernel_types(dtype)
+    return (index, number, number, number, array)
 
 
 # (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``.
 KERNELS = [entry for dtype in ("float32", "float64") for entry in (
     ("nll_rows", _loss_kernel(np.dtype(dtype))[0], _loss_types(dtype)),
-    ("nll_backward_elements", _backward_kernel(np.dtype(dtype))[0], _backward_types(dtype)))]
+    ("nll_backward_elements", _backward_kernel(np.dtype(dtype))[0], _backward_types(dtype)),
+    ("kept_count", _count_kernel(np.dtype(dtype))[0], _count_types(dtype)))]

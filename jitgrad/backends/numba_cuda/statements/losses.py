@@ -10,12 +10,12 @@ if TYPE_CHECKING:  # the backend's OpContext (../context.py): statements only re
 
 def nll_loss(ctx: OpContext) -> str:
     return (f"{ctx.library('kernels.losses', 'nll_loss')}({ctx.self}, {ctx.target}, {ctx.out}, "
-            f"{ctx.attrs['reduction']!r}, {ctx.stream})")
+            f"{ctx.attrs['reduction']!r}, {ctx.stream}, {int(ctx.attrs.get('ignore_index', -100))})")
 
 
 def nll_loss_backward(ctx: OpContext) -> str:
     return (f"{ctx.library('kernels.losses', 'nll_loss_backward')}({ctx.grad}, {ctx.target}, {ctx.out}, "
-            f"{ctx.attrs['reduction']!r}, {ctx.stream})")
+            f"{ctx.attrs['reduction']!r}, {ctx.stream}, {int(ctx.attrs.get('ignore_index', -100))})")
 
 
 STATEMENTS = {"nll_loss": nll_loss, "nll_loss_backward": nll_loss_backward}
