@@ -1,7 +1,7 @@
 """Every kernel of the CUDA data-movement library (``KERNELS`` of ``jitgrad/backends/numba_cuda/kernels/
-{copy,indexing,gathering,sorting,sampling,strided}.py``) compiles to PTX for sm_80 with numba-cuda's NVVM, with no GPU: the real
-compiler, which the simulator that runs the kernels in ``tests/cuda`` never exercises (types it
-cannot lower, such as a float16 to bool cast, show up only here)."""
+{copy,indexing,gathering,sorting,sampling,strided}.py``) compiles to PTX for sm_80 with numba-cuda's
+NVVM, with no GPU: the real compiler, which the simulator that runs the kernels in ``tests/cuda`` never
+exercises (types it cannot lower, such as a float16 to bool cast, show up only here)."""
 from __future__ import annotations
 
 import os

@@ -1,7 +1,8 @@
 """The integer-indexing, sorting and scan ops compiled by numba for real, forward and backward in
 float64 (the plain-Python run of test_lowering_samples.py cannot vouch for numba's typing): gather and
 its scatter_add backward, embedding with a padding row, cumsum, masked_fill, a stable sort with NaN
-and ties, topk, isnan/isinf, nll_loss skipping its ignore_index; and an index outside its dimension raising from the kernel as eagerly."""
+and ties, topk, isnan/isinf, nll_loss skipping its ignore_index; and an index outside its dimension
+raising from the kernel as eagerly."""
 from __future__ import annotations
 
 import numpy as np
