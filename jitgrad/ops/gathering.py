@@ -15,10 +15,10 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .lowering import intrinsic
 from .meta_rules import TensorMeta
+from .arithmetic import ne, where
 from .public import public
 from .registry import defop
 from .shape import expand, reshape, unsqueeze
-from .arithmetic import ne, where
 
 
 def _coordinates(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
@@ -96,7 +96,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     if input.dtype != src.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if input.ndim == 0:
-        return input + scatter_add(input.reshape(1), 0, index.reshape(1), src.reshape(1)).reshape(())
+        return scatter_add(input.reshape(1), 0, index.reshape(1), src.reshape(1)).reshape(())
     dim = wrap_dim(dim, input.ndim, "scatter_add")
     if src.ndim != index.ndim or any(n > m for n, m in zip(index.shape, src.shape)):
         raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than src {list(src.shape)}")

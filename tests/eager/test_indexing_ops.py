@@ -99,6 +99,9 @@ def test_public_scatter_add_matches_pytorch_values_and_gradients():
         results.append([t.detach().numpy() for t in (out, x.grad, s.grad)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    zero_d = [lib.tensor(2.0).scatter_add(0, lib.tensor(0), lib.tensor(1.5)).item() for lib in (jg, torch)]
+    assert zero_d[0] == zero_d[1] == 3.5
+    assert jg.gather(jg.tensor(3.0), 0, jg.tensor(0)).item() == 3.0
     wider = np.random.default_rng(3).standard_normal((2, 4))  # only the part the index covers is read
     np.testing.assert_allclose(jg.tensor(X).scatter_add(0, jg.tensor(index), jg.tensor(wider)).numpy(),
                                torch.tensor(X).scatter_add(0, torch.tensor(index), torch.tensor(wider)).numpy())
