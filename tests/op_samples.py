@@ -98,6 +98,14 @@ def _sampled(distribution: str, shape: tuple[int, ...], dtype):
             lambda state: sample(state, shape, dtype, distribution))
 
 
+def _permuted(n: int, dtype):
+    """The ``randperm`` op at a given state, and its reference: the stable ranks of n float64 uniforms."""
+    from jitgrad.ops.sampling import randperm
+    from jitgrad.random.sampling import permutation
+    return (lambda state: randperm(state, shape=(n,), dtype=np.dtype(dtype)),
+            lambda state: permutation(state, n, dtype))
+
+
 REAL = real()
 POSITIVE = real(0.5, 2.0)
 NONZERO = real(avoid=(0.0,))
@@ -482,4 +490,9 @@ SAMPLES: list[Sample] = [
            numpy_fn=_sampled("normal", (7,), np.float32)[1]),
     Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
            lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
+    # ---- opsfactory: randperm, the random op behind jg.randperm (its order is jitgrad's own) ----------
+    Sample("randperm", "int64", _permuted(6, np.int64)[0], None, ((2,),), generator_states(),
+           numpy_fn=_permuted(6, np.int64)[1]),
+    Sample("randperm", "float32", _permuted(3, np.float32)[0], None, ((2,),), generator_states(),
+           numpy_fn=_permuted(3, np.float32)[1]),
 ]

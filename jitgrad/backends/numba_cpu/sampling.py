@@ -1,4 +1,4 @@
-"""``fill_uniform`` and ``fill_normal``: the kernels' side of the random ops (``jitgrad.ops.sampling``).
+"""``fill_uniform``, ``fill_normal`` and ``fill_randperm``: the kernels' side of the random ops (``jitgrad.ops.sampling``).
 
 They compile the very functions eager numpy runs (``jitgrad.random.philox`` and
 ``jitgrad.random.sampling``), one element per Philox block, so a compiled draw has eager's bits:
@@ -42,4 +42,16 @@ def fill_normal(state, out):
         out[i] = _normal(_uniform(w0, w1, 53), _uniform(w2, w3, 53))
 
 
-__all__ = ["fill_normal", "fill_uniform"]
+
+@numba.njit(nogil=True)
+def fill_randperm(state, out):
+    """``out`` = the stable ranks of ``out.shape[0]`` float64 uniforms drawn at ``state``: the eager
+    ``permutation``'s order (numba's mergesort is stable, as numpy's ``kind="stable"``)."""
+    keys = np.empty(out.shape[0], np.float64)
+    fill_uniform(state, keys, 53)
+    order = np.argsort(keys, kind="mergesort")
+    for i in range(out.shape[0]):
+        out[i] = order[i]
+
+
+__all__ = ["fill_normal", "fill_randperm", "fill_uniform"]
