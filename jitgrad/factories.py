@@ -14,6 +14,7 @@ from .ops import sampling
 from .ops.registry import OpDef, note_created
 from .ops.sampling import normal as normal_op, randperm as randperm_op, uniform as uniform_op
 from .random import Generator
+from .shapes import broadcast_shapes
 from .shared_arrays import shared_counter
 from .tensor import Tensor
 
@@ -314,7 +315,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
     if not isinstance(std, Tensor) and std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
-    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    shape = broadcast_shapes("normal", (tuple(t.shape) for t in tensors))
     dt = np.result_type(*(t._data.dtype for t in tensors))
     if dt.kind != "f":
         raise NotImplementedError(f'"normal" not implemented for {dtypes.from_numpy_dtype(dt)}')
