@@ -11,7 +11,7 @@ from . import dtypes
 from .device import is_device_array, placed, to_device, to_host
 from .autograd import grad_mode
 from .ops import sampling
-from .ops.registry import OpDef, note_created
+from .ops.registry import OpDef, note_created, observed
 from .ops.sampling import normal as normal_op, randperm as randperm_op, uniform as uniform_op
 from .random import Generator
 from .shapes import broadcast_shapes
@@ -103,7 +103,10 @@ def ones(*size: int | Sequence[int], dtype: DType = None, device: Device = None,
 
 def empty(*size: int | Sequence[int], dtype: DType = None, device: Device = None,
           requires_grad: bool = False) -> Tensor:
-    return _finish(np.empty(_size(size), _float_dtype(dtype)), requires_grad, device=device)
+    """A tensor whose values are unspecified (as PyTorch's): zeros here, not numpy's leftover memory, so
+    that ``empty(n).normal_()`` in a compiled function traces the same constant twice (docs/compile.md's
+    check that two traces agree would see garbage as a value that changes between calls)."""
+    return _finish(np.zeros(_size(size), _float_dtype(dtype)), requires_grad, device=device)
 
 
 def full(size: Sequence[int], fill_value: float | int | bool, dtype: DType = None, device: Device = None,
@@ -237,7 +240,7 @@ def rand_like(input: Tensor, generator: Generator | None = None, dtype: DType = 
 def empty_like(input: Tensor, dtype: DType = None, device: Device = None,
                requires_grad: bool = False) -> Tensor:
     shape, dt = _like(input, dtype)
-    return _finish(np.empty(shape, dt), requires_grad, device=_like_device(input, device))
+    return _finish(np.zeros(shape, dt), requires_grad, device=_like_device(input, device))
 
 
 def _integers(low: int, high: int, shape: tuple[int, ...], dtype: np.dtype, requires_grad: bool,
@@ -310,7 +313,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
         return out
     if size is not None:
         raise TypeError("normal() takes a size only with a float mean and std")
-    if isinstance(std, Tensor) and bool((std < 0).any()):
+    if isinstance(std, Tensor) and not observed() and bool((std < 0).any()):  # a traced std has no one value
         raise RuntimeError("normal expects all elements of std >= 0.0")
     if not isinstance(std, Tensor) and std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
