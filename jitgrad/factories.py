@@ -306,11 +306,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
             raise TypeError("normal() with a float mean and std needs a size")
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        eps = _draw(normal_op, _size((size,)), _float_dtype(dtype), False, device, generator)
-        out = eps * std + mean if (std, mean) != (1, 0) else eps
-        if requires_grad:
-            out.requires_grad_(True)
-        return out
+        eps = _draw(normal_op, _size((size,)), _float_dtype(dtype), False, None, generator)
+        return _place(eps * std + mean if (std, mean) != (1, 0) else eps, requires_grad, device)
     if size is not None:
         raise TypeError("normal() takes a size only with a float mean and std")
     if isinstance(std, Tensor) and not observed() and bool((std < 0).any()):  # a traced std has no one value
