@@ -1,7 +1,6 @@
 """Ways to make tensors: from data, from numpy, filled, ranges and random."""
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, Sequence
 
@@ -227,13 +226,13 @@ def rand(*size: int | Sequence[int], generator: Generator | None = None, dtype: 
     return _draw(uniform_op, _size(size), _float_dtype(dtype), requires_grad, device, generator)
 
 
-def randn_like(input: Tensor, generator: Generator | None = None, dtype: DType = None, device: Device = None,
-               requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, dtype: DType = None, device: Device = None, requires_grad: bool = False, *,
+               generator: Generator | None = None) -> Tensor:
     return _draw(normal_op, *_like(input, dtype), requires_grad, _like_device(input, device), generator)
 
 
-def rand_like(input: Tensor, generator: Generator | None = None, dtype: DType = None, device: Device = None,
-              requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, dtype: DType = None, device: Device = None, requires_grad: bool = False, *,
+              generator: Generator | None = None) -> Tensor:
     return _draw(uniform_op, *_like(input, dtype), requires_grad, _like_device(input, device), generator)
 
 
@@ -282,7 +281,7 @@ def randint_like(input: Tensor, *args: int, generator: Generator | None = None, 
     return _integers(low, high, shape, dt, requires_grad, _like_device(input, device), generator)
 
 
-def randperm(n: int, generator: Generator | None = None, dtype: DType = None, device: Device = None,
+def randperm(n: int, *, generator: Generator | None = None, dtype: DType = None, device: Device = None,
              requires_grad: bool = False) -> Tensor:
     """A random order of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise), drawn with the cost of
     ``n`` elements of the generator's stream (``random.sampling.permutation``)."""
