@@ -30,7 +30,7 @@ def plain_python_kernels() -> Iterator[None]:
     for dtype in (np.float32, np.float64):  # the random ops' fills, for the arrays kernels give them
         fill_uniform(state, np.empty(1, dtype), 24)
         fill_normal(state, np.empty(1, dtype))
-    for dtype in (np.int64, np.int32):
+    for dtype in (np.int64, np.float32):  # the randperm samples' dtypes
         fill_randperm(state, np.empty(1, dtype))
     saved = numba.config.DISABLE_JIT
     numba.config.DISABLE_JIT = True

@@ -65,8 +65,8 @@ def test_randperm_is_a_permutation_and_uniform():
     jg.manual_seed(1)
     p = jg.randperm(10)
     assert p.dtype == jg.int64 and sorted(p.tolist()) == list(range(10))
-    firsts = np.bincount([jg.randperm(4)[0].item() for _ in range(2000)], minlength=4)
-    assert np.all(np.abs(firsts / 2000 - 0.25) < 0.05)
+    firsts = np.bincount([jg.randperm(4)[0].item() for _ in range(1000)], minlength=4)
+    assert np.all(np.abs(firsts / 1000 - 0.25) < 0.05)   # seeded; the sd of a frequency is 0.014
     assert jg.randperm(0).shape == (0,) and jg.randperm(3, dtype=jg.float32).dtype == jg.float32
     with pytest.raises(RuntimeError, match="negative dimension"):
         jg.randperm(-1)
