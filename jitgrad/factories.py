@@ -206,9 +206,11 @@ def _draw(distribution: OpDef, shape: tuple[int, ...], dtype: np.dtype, requires
 
 
 def _place(out: Tensor, requires_grad: bool, device: Device) -> Tensor:
+    """``out`` (a draw made on the host) on ``device``, copied by the ``to_device`` op so that a tracer
+    records the copy of the draw rather than the copied numbers; then made a leaf that requires grad."""
     place = None if device is None else placed(device)
     if place is not None and place.type != "cpu":
-        out = Tensor._make(to_device(out._data))
+        out = out.to(place)
     if requires_grad:
         out.requires_grad_(True)
     return out

@@ -45,3 +45,20 @@ def test_normal_and_einsum_gradients_on_cuda():
     b = jg.ones(3, 2, device="cuda", requires_grad=True)
     (ga,) = jg.autograd.grad(jg.einsum("ij,jk->ik", a, b).sum(), (a,))
     assert ga.is_cuda and ga.cpu().tolist() == [[2.0] * 3] * 2
+
+
+def test_compiled_draws_on_cuda_follow_eager_and_change_every_call():
+    """A draw made for a CUDA tensor reaches the device through the ``to_device`` op, so a compiled
+    function copies each call's numbers rather than the traced ones (a constant would be refused)."""
+    def noisy(x):
+        return (x + jg.randn(3, device=x.device) + jg.zeros(3, device=x.device).normal_()
+                + jg.randint(0, 5, (3,), device=x.device) + jg.randperm(8, device=x.device)[:3])
+    x = jg.zeros(3, device="cuda")
+    compiled = jg.compile(noisy, fullgraph=True, cache=False)
+    jg.manual_seed(0)
+    eager = [noisy(x).cpu().numpy() for _ in range(2)]
+    jg.manual_seed(0)
+    calls = [compiled(x).cpu().numpy() for _ in range(2)]
+    for got, expected in zip(calls, eager):
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert not np.array_equal(calls[0], calls[1])
