@@ -495,4 +495,9 @@ SAMPLES: list[Sample] = [
            numpy_fn=_permuted(6, np.int64)[1]),
     Sample("randperm", "float32", _permuted(3, np.float32)[0], None, ((2,),), generator_states(),
            numpy_fn=_permuted(3, np.float32)[1]),
+    # einsum is a composite, named after its last op: the generated tests cover its gradients, jvp and lowerings
+    Sample("reshape", "einsum-bij,bkj->bik", lambda a, b: jg.einsum("bij,bkj->bik", a, b),
+           lambda a, b: torch.einsum("bij,bkj->bik", a, b), ((2, 3, 2), (2, 2, 2))),
+    Sample("mul", "einsum-outer", lambda a, b: jg.einsum("i,j->ij", a, b), lambda a, b: torch.einsum("i,j->ij", a, b),
+           ((3,), (2,))),
 ]

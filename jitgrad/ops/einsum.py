@@ -10,7 +10,8 @@ labels. Operands are then contracted left to right, two at a time:
   contracted: the operands are permuted to ``(batch, own, contracted)`` and ``(batch, contracted,
   own)``, reshaped to three (or fewer) dimensions and multiplied (``matmul``, which picks ``dot``,
   ``mv``, ``mm`` or the batched product); with nothing to contract, the product is a broadcast ``mul``;
-- the result is reshaped back to its labels and finally permuted into the output's order.
+- the result is reshaped back to its labels (always: a view, whose ``ViewBackward0`` is the node PyTorch's
+  einsum ends with too) and finally permuted into the output's order.
 
 So an ``einsum`` has no derivative, JVP or lowering of its own: each comes from the ops it is made of.
 A subscript repeated within one operand (a diagonal, ``"ii->i"``) is refused: no registry op takes a
@@ -115,12 +116,13 @@ def _sizes(operands: Sequence[Tensor], inputs: list[Labels]) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for k, (t, labels) in enumerate(zip(operands, inputs)):
         for label, size in zip(labels, t.shape):
-            seen = sizes.get(label, 1)
+            seen = sizes.setdefault(label, size)
             if size != 1 and seen != 1 and size != seen:
                 name = "..." if label.startswith(".") else label
                 raise RuntimeError(f"einsum(): subscript {name} has size {size} for operand {k} which does not "
                                    f"broadcast with previously seen size {seen}")
-            sizes[label] = max(seen, size)
+            if seen == 1:
+                sizes[label] = size   # a size of 0 broadcasts a 1 to 0, as in PyTorch
     return sizes
 
 
@@ -178,8 +180,7 @@ def _contract(a: Tensor, la: Labels, b: Tensor, lb: Labels, needed: set[str],
     if batch and not own_b:
         b = reshape(b, (*b.shape, 1))
     product = matmul(a, b)
-    shape = tuple(actual[label] for label in result)
-    return (product if tuple(product.shape) == shape else reshape(product, shape)), result
+    return reshape(product, tuple(actual[label] for label in result)), result   # a view, as PyTorch ends
 
 
 @public("function")

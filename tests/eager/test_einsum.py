@@ -27,13 +27,15 @@ def _operands(shapes, seed=0):
 
 
 @pytest.mark.parametrize("equation, shapes", CASES, ids=[f"{e.replace(' ', '')}-{i}" for i, (e, _) in enumerate(CASES)])
-def test_values_and_gradients_match_pytorch(equation, shapes):
+def test_values_gradients_and_node_match_pytorch(equation, shapes):
     torch = pytest.importorskip("torch")
     arrays = _operands(shapes)
     ours = [jg.tensor(a, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     out, expected = jg.einsum(equation, *ours), torch.einsum(equation, *theirs)
     assert tuple(out.shape) == tuple(expected.shape)
+    if equation not in ("...ij,...jk->...ik", "...i,...i->...", "ij,jk->ki"):   # ours end with a permute
+        assert out.grad_fn.name() == expected.grad_fn.name()
     np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
     seed = np.random.default_rng(1).standard_normal(tuple(expected.shape))
     grads = jg.autograd.grad(out, ours, jg.tensor(seed))
@@ -53,13 +55,21 @@ def test_first_and_second_order_gradients_against_finite_differences(equation, s
 
 
 def test_the_ops_it_is_built_of():
+    """PyTorch's last nodes (a view after a product, a mul, a permute, a sum), and ours below them."""
     a, b = jg.ones(2, 3, requires_grad=True), jg.ones(3, 4, requires_grad=True)
-    assert type(jg.einsum("ij,jk->ik", a, b).grad_fn).__name__ == "MmBackward0"
-    assert type(jg.einsum("i,j->ij", a[0], b[0]).grad_fn).__name__ == "MulBackward0"
-    assert type(jg.einsum("ij->ji", a).grad_fn).__name__ == "PermuteBackward0"
-    assert type(jg.einsum("ij->j", a).grad_fn).__name__ == "SumBackward1"
-    assert type(jg.einsum("i,i->", a[0], a[0]).grad_fn).__name__ == "DotBackward0"
+    product = jg.einsum("ij,jk->ik", a, b).grad_fn
+    assert product.name() == "ViewBackward0" and product.next_functions[0][0].name() == "MmBackward0"
+    assert jg.einsum("i,i->", a[0], a[0]).grad_fn.next_functions[0][0].name() == "DotBackward0"
+    assert jg.einsum("i,j->ij", a[0], b[0]).grad_fn.name() == "MulBackward0"
+    assert jg.einsum("ij->ji", a).grad_fn.name() == "PermuteBackward0"
+    assert jg.einsum("ij->j", a).grad_fn.name() == "SumBackward1"
     assert jg.einsum("ij,jk->ik", [a, b]).shape == (2, 4)   # operands as one list, as PyTorch takes them
+
+
+def test_empty_dimensions_broadcast_as_in_pytorch():
+    assert jg.einsum("bij,bkj->bik", jg.zeros(0, 3, 2), jg.zeros(0, 2, 2)).shape == (0, 3, 2)
+    assert jg.einsum("bij,bkj->bik", jg.zeros(1, 3, 2), jg.zeros(0, 2, 2)).shape == (0, 3, 2)
+    assert jg.einsum("ij,jk->ik", jg.zeros(2, 0), jg.zeros(0, 4)).tolist() == [[0.0] * 4] * 2
 
 
 MALFORMED = [("ij,jk->ik", [(2, 3)], "einsum(): fewer operands were provided than specified in the equation"),
