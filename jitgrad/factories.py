@@ -1,7 +1,6 @@
 """Ways to make tensors: from data, from numpy, filled, ranges and random."""
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, Sequence
 
@@ -10,9 +9,11 @@ import numpy as np
 from . import dtypes
 from .device import is_device_array, placed, to_device, to_host
 from .autograd import grad_mode
-from .ops.registry import OpDef, note_created
-from .ops.sampling import normal, uniform
-from .random import Draw, default_generator
+from .ops import sampling
+from .ops.registry import OpDef, note_created, observed
+from .ops.sampling import normal as normal_op, randperm as randperm_op, uniform as uniform_op
+from .random import Generator
+from .shapes import broadcast_shapes
 from .shared_arrays import shared_counter
 from .tensor import Tensor
 
@@ -101,7 +102,10 @@ def ones(*size: int | Sequence[int], dtype: DType = None, device: Device = None,
 
 def empty(*size: int | Sequence[int], dtype: DType = None, device: Device = None,
           requires_grad: bool = False) -> Tensor:
-    return _finish(np.empty(_size(size), _float_dtype(dtype)), requires_grad, device=device)
+    """A tensor whose values are unspecified (as PyTorch's): zeros here, not numpy's leftover memory, so
+    that ``empty(n).normal_()`` in a compiled function traces the same constant twice (docs/compile.md's
+    check that two traces agree would see garbage as a value that changes between calls)."""
+    return _finish(np.zeros(_size(size), _float_dtype(dtype)), requires_grad, device=device)
 
 
 def full(size: Sequence[int], fill_value: float | int | bool, dtype: DType = None, device: Device = None,
@@ -160,43 +164,163 @@ def eye(n: int, m: int | None = None, dtype: DType = None, device: Device = None
     return _finish(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad, device=device)
 
 
+def linspace(start: float, end: float, steps: int, dtype: DType = None, device: Device = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive. Computed in float64 as
+    PyTorch computes them, from ``start`` up for the first half and from ``end`` down for the second, so
+    both ends are exact; then cast to ``dtype`` (an integer dtype truncates, as PyTorch's does)."""
+    values = _spaced(float(start), float(end), steps)
+    return _finish(values.astype(_float_dtype(dtype)), requires_grad, device=device)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: DType = None,
+             device: Device = None, requires_grad: bool = False) -> Tensor:
+    """``base`` to the power of ``linspace(start, end, steps)``."""
+    values = np.power(float(base), _spaced(float(start), float(end), steps))
+    return _finish(values.astype(_float_dtype(dtype)), requires_grad, device=device)
+
+
+def _spaced(start: float, end: float, steps: int) -> np.ndarray:
+    if isinstance(steps, Tensor):
+        steps = steps.item()
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if steps == 1:
+        return np.array([start])
+    step = (end - start) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    return np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+
+
 def _draw(distribution: OpDef, shape: tuple[int, ...], dtype: np.dtype, requires_grad: bool,
-          device: Device = None) -> Tensor:
-    """``shape`` samples of ``distribution`` (a random op of ``ops.sampling``) from the default generator:
-    the op is given the generator's state for them as a tensor, which a tracer is told came from the
-    generator (a compiled call then feeds it the state of its own call, docs/compile.md). On a device
-    the samples are drawn on the host and copied, so they are the numbers the CPU draws."""
-    if dtype.kind != "f":
+          device: Device = None, generator: Generator | None = None) -> Tensor:
+    """``shape`` samples of ``distribution`` (a random op of ``ops.sampling``) from ``generator`` (by
+    default jitgrad's), through ``ops.sampling.draw``, which lets a compiled call draw afresh. On a
+    device the samples are drawn on the host and copied, so they are the numbers the CPU draws."""
+    if dtype.kind != "f" and distribution is not randperm_op:
         raise TypeError(f"{distribution.name}: random floats need a floating dtype, not {dtype}")
-    count = math.prod(shape)
-    state = Tensor._make(default_generator.take(count))
-    note_created(state, Draw(default_generator, state._data, count))
-    out = distribution(state, shape=shape, dtype=dtype)
+    out = sampling.draw(distribution, shape, dtype, generator)
+    return _place(out, requires_grad, device)
+
+
+def _place(out: Tensor, requires_grad: bool, device: Device) -> Tensor:
+    """``out`` (a draw made on the host) on ``device``, copied by the ``to_device`` op so that a tracer
+    records the copy of the draw rather than the copied numbers; then made a leaf that requires grad."""
     place = None if device is None else placed(device)
     if place is not None and place.type != "cpu":
-        out = Tensor._make(to_device(out._data))
+        out = out.to(place)
     if requires_grad:
         out.requires_grad_(True)
     return out
 
 
-def randn(*size: int | Sequence[int], dtype: DType = None, device: Device = None,
-          requires_grad: bool = False) -> Tensor:
-    """Standard normal samples from jitgrad's generator (see ``manual_seed``)."""
-    return _draw(normal, _size(size), _float_dtype(dtype), requires_grad, device)
+def randn(*size: int | Sequence[int], generator: Generator | None = None, dtype: DType = None,
+          device: Device = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from jitgrad's generator (see ``manual_seed``) or ``generator``."""
+    return _draw(normal_op, _size(size), _float_dtype(dtype), requires_grad, device, generator)
 
 
-def rand(*size: int | Sequence[int], dtype: DType = None, device: Device = None,
-          requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1) from jitgrad's generator."""
-    return _draw(uniform, _size(size), _float_dtype(dtype), requires_grad, device)
+def rand(*size: int | Sequence[int], generator: Generator | None = None, dtype: DType = None,
+         device: Device = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) from jitgrad's generator or ``generator``."""
+    return _draw(uniform_op, _size(size), _float_dtype(dtype), requires_grad, device, generator)
 
 
-def randn_like(input: Tensor, dtype: DType = None, device: Device = None,
+def randn_like(input: Tensor, dtype: DType = None, device: Device = None, requires_grad: bool = False, *,
+               generator: Generator | None = None) -> Tensor:
+    return _draw(normal_op, *_like(input, dtype), requires_grad, _like_device(input, device), generator)
+
+
+def rand_like(input: Tensor, dtype: DType = None, device: Device = None, requires_grad: bool = False, *,
+              generator: Generator | None = None) -> Tensor:
+    return _draw(uniform_op, *_like(input, dtype), requires_grad, _like_device(input, device), generator)
+
+
+def empty_like(input: Tensor, dtype: DType = None, device: Device = None,
                requires_grad: bool = False) -> Tensor:
-    return _draw(normal, *_like(input, dtype), requires_grad, _like_device(input, device))
+    shape, dt = _like(input, dtype)
+    return _finish(np.zeros(shape, dt), requires_grad, device=_like_device(input, device))
 
 
-def rand_like(input: Tensor, dtype: DType = None, device: Device = None,
-               requires_grad: bool = False) -> Tensor:
-    return _draw(uniform, *_like(input, dtype), requires_grad, _like_device(input, device))
+def _integers(low: int, high: int, shape: tuple[int, ...], dtype: np.dtype, requires_grad: bool,
+              device: Device, generator: Generator | None) -> Tensor:
+    """Integers in ``[low, high)``, each ``low + floor(u * (high - low))`` for a float64 uniform ``u``:
+    53 random bits per element, so every value is as likely as any other to within ``(high - low) /
+    2**53``. Made of registry ops (the draw, ``mul``, a cast, ``add``), so it compiles like them."""
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if requires_grad and dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    u = sampling.draw(uniform_op, shape, np.float64, generator)
+    values = (u * float(high - low)).to(dtypes.int64) + low
+    return _place(values.to(dtypes.from_numpy_dtype(dtype)), requires_grad, device)
+
+
+def randint(*args: Any, size: Sequence[int] | None = None, generator: Generator | None = None,
+            dtype: DType = None, device: Device = None, requires_grad: bool = False) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers drawn uniformly from
+    ``[low, high)``, int64 unless ``dtype`` says otherwise, as PyTorch's."""
+    if size is None and args:
+        args, size = args[:-1], args[-1]
+    if size is None or len(args) not in (1, 2):
+        raise TypeError("randint() takes (high, size) or (low, high, size), with size a tuple of ints")
+    low, high = (0, args[0]) if len(args) == 1 else args
+    return _integers(low, high, _size((size,)), dtypes.as_numpy_dtype(dtype) or np.dtype(np.int64),
+                     requires_grad, device, generator)
+
+
+def randint_like(input: Tensor, *args: int, generator: Generator | None = None, dtype: DType = None,
+                 device: Device = None, requires_grad: bool = False) -> Tensor:
+    """``randint_like(input, high)`` or ``randint_like(input, low, high)``: ``input``'s shape, its dtype
+    unless ``dtype`` is given."""
+    if len(args) not in (1, 2):
+        raise TypeError("randint_like() takes (input, high) or (input, low, high)")
+    low, high = (0, args[0]) if len(args) == 1 else args
+    shape, dt = _like(input, dtype)
+    return _integers(low, high, shape, dt, requires_grad, _like_device(input, device), generator)
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: DType = None, device: Device = None,
+             requires_grad: bool = False) -> Tensor:
+    """A random order of ``0 .. n-1`` (int64 unless ``dtype`` says otherwise), drawn with the cost of
+    ``n`` elements of the generator's stream (``random.sampling.permutation``)."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dt = dtypes.as_numpy_dtype(dtype) or np.dtype(np.int64)
+    if requires_grad and dt.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    return _draw(randperm_op, (n,), dt, requires_grad, device, generator)
+
+
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *,
+           generator: Generator | None = None, dtype: DType = None, device: Device = None,
+           requires_grad: bool = False) -> Tensor:
+    """Normal samples with the given ``mean`` and ``std``, as PyTorch's four forms: numbers and a
+    ``size``, or a tensor for either or both (the result has their broadcast shape and is
+    differentiable in them: ``mean + std * eps``, with ``eps`` a standard normal draw)."""
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if size is None:
+            raise TypeError("normal() with a float mean and std needs a size")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        eps = _draw(normal_op, _size((size,)), _float_dtype(dtype), False, None, generator)
+        return _place(eps * std + mean if (std, mean) != (1, 0) else eps, requires_grad, device)
+    if size is not None:
+        raise TypeError("normal() takes a size only with a float mean and std")
+    if isinstance(std, Tensor) and not observed() and bool((std < 0).any()):  # a traced std has no one value
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if not isinstance(std, Tensor) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    shape = broadcast_shapes("normal", (tuple(t.shape) for t in tensors))
+    dt = np.result_type(*(t._data.dtype for t in tensors))
+    if dt.kind != "f":
+        raise NotImplementedError(f'"normal" not implemented for {dtypes.from_numpy_dtype(dt)}')
+    eps = _draw(normal_op, shape, dt, False, tensors[0].device, generator)
+    return eps * std + mean
+
+

@@ -98,6 +98,14 @@ def _sampled(distribution: str, shape: tuple[int, ...], dtype):
             lambda state: sample(state, shape, dtype, distribution))
 
 
+def _permuted(n: int, dtype):
+    """The ``randperm`` op at a given state, and its reference: the stable ranks of n float64 uniforms."""
+    from jitgrad.ops.sampling import randperm
+    from jitgrad.random.sampling import permutation
+    return (lambda state: randperm(state, shape=(n,), dtype=np.dtype(dtype)),
+            lambda state: permutation(state, n, dtype))
+
+
 REAL = real()
 POSITIVE = real(0.5, 2.0)
 NONZERO = real(avoid=(0.0,))
@@ -547,4 +555,14 @@ SAMPLES: list[Sample] = [
     Sample("isnan", "special", lambda x: x.isnan(), SAME, ((2, 4),), _special_values(), numpy_fn=np.isnan),
     Sample("isinf", "special", lambda x: jg.isinf(x), lambda x: torch.isinf(x), ((2, 4),), _special_values(),
            numpy_fn=np.isinf),
+    # ---- opsfactory: randperm, the random op behind jg.randperm (its order is jitgrad's own) ----------
+    Sample("randperm", "int64", _permuted(6, np.int64)[0], None, ((2,),), generator_states(),
+           numpy_fn=_permuted(6, np.int64)[1]),
+    Sample("randperm", "float32", _permuted(3, np.float32)[0], None, ((2,),), generator_states(),
+           numpy_fn=_permuted(3, np.float32)[1]),
+    # einsum is a composite, named after its last op: the generated tests cover its gradients, jvp and lowerings
+    Sample("reshape", "einsum-bij,bkj->bik", lambda a, b: jg.einsum("bij,bkj->bik", a, b),
+           lambda a, b: torch.einsum("bij,bkj->bik", a, b), ((2, 3, 2), (2, 2, 2))),
+    Sample("mul", "einsum-outer", lambda a, b: jg.einsum("i,j->ij", a, b), lambda a, b: torch.einsum("i,j->ij", a, b),
+           ((3,), (2,))),
 ]

@@ -21,7 +21,7 @@ def plain_python_kernels() -> Iterator[None]:
 
     from jitgrad.backends.numba_cpu import clear_cache
     from jitgrad.backends.numba_cpu.intrinsics import exp_float32, tanh_float32
-    from jitgrad.backends.numba_cpu.sampling import fill_normal, fill_uniform
+    from jitgrad.backends.numba_cpu.sampling import fill_normal, fill_randperm, fill_uniform
 
     for function in (tanh_float32, exp_float32):
         function(np.float32(0.5))
@@ -30,6 +30,8 @@ def plain_python_kernels() -> Iterator[None]:
     for dtype in (np.float32, np.float64):  # the random ops' fills, for the arrays kernels give them
         fill_uniform(state, np.empty(1, dtype), 24)
         fill_normal(state, np.empty(1, dtype))
+    for dtype in (np.int64, np.float32):  # the randperm samples' dtypes
+        fill_randperm(state, np.empty(1, dtype))
     saved = numba.config.DISABLE_JIT
     numba.config.DISABLE_JIT = True
     clear_cache()

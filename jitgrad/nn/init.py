@@ -3,9 +3,11 @@
 The numbers come from jitgrad's generator (``jitgrad.random``; ``jitgrad.manual_seed`` makes them
 repeatable) or from the ``generator`` given: a draw of ``n`` elements takes the generator's state for
 ``n`` elements and moves it past them, exactly as ``jitgrad.rand``/``randn`` of that size would, so an
-initialisation followed by ``rand`` draws the same numbers whichever way they are asked for. The draw
-is written with ``copy_`` under ``no_grad``: a parameter that requires grad can be filled, and its
-version counter records the change. (PyTorch's numbers differ: its generator is another algorithm.)
+initialisation followed by ``rand`` draws the same numbers whichever way they are asked for. Each is
+``Tensor.normal_``/``uniform_`` under ``no_grad``: a parameter that requires grad can be filled (on
+the CPU or a CUDA device), its version counter records the change, and inside a compiled function the
+draw is a random op fed by the call's generator state rather than a constant. (PyTorch's numbers
+differ: its generator is another algorithm.)
 """
 from __future__ import annotations
 
@@ -14,9 +16,7 @@ import numbers
 import warnings
 
 from ..autograd import no_grad
-from ..factories import from_numpy
-from ..random import Generator, default_generator
-from ..random.sampling import sample
+from ..random import Generator
 from ..tensor import Tensor
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
@@ -58,23 +58,15 @@ def _fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _fill(tensor: Tensor, distribution: str, scale: float, shift: float, generator: Generator | None) -> Tensor:
-    """``tensor`` = ``draw * scale + shift``, the draw ``distribution`` ("uniform" in [0, 1) or "normal")
-    in the tensor's dtype."""
-    generator = default_generator if generator is None else generator
-    count = tensor.numel()
-    draw = from_numpy(sample(generator.take(count), tuple(tensor.shape), tensor.dtype.numpy, distribution))
-    with no_grad():
-        return tensor.copy_(draw * scale + shift)
-
-
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Values drawn uniformly from ``[a, b)``."""
-    return _fill(tensor, "uniform", b - a, a, generator)
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
-    return _fill(tensor, "normal", std, mean, generator)
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

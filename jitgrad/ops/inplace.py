@@ -16,8 +16,9 @@ from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.versions import increment_version, refresh_view, view_positions
 from ..device import copy_array, copy_into, device_of
+from ..random import Generator
 from ..tensor import Tensor
-from . import arithmetic
+from . import arithmetic, sampling
 from .indexing import getitem, in_pytorch_order, normalize_index
 from .lowering import intrinsic
 from .meta_rules import like
@@ -229,6 +230,38 @@ def copy_(self: Tensor, src: Any) -> Tensor:
     if isinstance(src, Tensor) and type(src._data) is not type(self._data) and src.device != self.device:
         src = src.to(self.device)
     return apply_inplace("copy_", self, _copy, src)
+
+
+@public("method")
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    """Fills ``self`` with normal samples from jitgrad's generator (or ``generator``): the numbers
+    ``randn`` of that shape and dtype would draw, times ``std`` plus ``mean``, written by ``copy_``."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _random_fill("normal_", self, sampling.normal, std, mean, generator)
+
+
+@public("method")
+def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator: Generator | None = None) -> Tensor:
+    """Fills ``self`` with samples uniform in ``[from_, to)`` (PyTorch's ``from``, a Python keyword),
+    from ``rand``'s numbers for that shape and dtype."""
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
+    return _random_fill("uniform_", self, sampling.uniform, to - from_, from_, generator)
+
+
+def _random_fill(name: str, self: Tensor, op: Callable[..., Tensor], scale: float, shift: float,
+                 generator: Generator | None) -> Tensor:
+    """``self`` = ``op``'s draw for its shape, dtype and generator, ``* scale + shift``. The draw is a
+    random op like a factory's (``sampling.draw``), so a compiled function draws afresh at each call;
+    the write is ``copy_``, which refuses a leaf that requires grad outside ``no_grad`` and moves the
+    draw to ``self``'s device."""
+    dtype = self._data.dtype
+    if dtype.kind != "f":
+        raise NotImplementedError(f"{name}: not implemented for {dtype} tensors (random floats need a "
+                                  "floating dtype)")
+    values = sampling.draw(op, tuple(self.shape), dtype, generator)
+    return copy_(self, values * scale + shift if (scale, shift) != (1, 0) else values)
 
 
 def setitem(self: Tensor, index: Any, value: Any) -> None:

@@ -19,6 +19,10 @@ on its own, in any order.
 The conversions are plain functions of ``uint64`` words, like ``philox4x32_10``: numpy runs them on
 arrays (``sample``, the eager forward of the ``uniform`` and ``normal`` ops) and numba compiles them
 unchanged (``jitgrad.backends.numba_cpu.sampling``).
+
+- *permutation*: the stable ranks of ``n`` float64 uniforms (``argsort``), a uniformly random order
+  that costs ``n`` elements of the stream, as ``rand(n, dtype=float64)`` would. Ties need two equal
+  53-bit draws and the stable sort breaks them by position, so every backend gives the same order.
 """
 from __future__ import annotations
 
@@ -80,5 +84,11 @@ def sample(state: np.ndarray, shape: Sequence[int], dtype: Any, distribution: st
     return np.asarray(values).astype(dtype).reshape(tuple(shape))
 
 
-__all__ = ["DISTRIBUTIONS", "normal_from_uniforms", "sample", "significant_bits", "split_state",
+def permutation(state: np.ndarray, n: int, dtype: Any = np.int64) -> np.ndarray:
+    """A random order of ``range(n)`` drawn at ``state`` (module docstring), as an array of ``dtype``."""
+    keys = sample(state, (n,), np.float64, "uniform")
+    return np.argsort(keys, kind="stable").astype(dtype)
+
+
+__all__ = ["DISTRIBUTIONS", "normal_from_uniforms", "permutation", "sample", "significant_bits", "split_state",
            "uniform_from_words"]

@@ -11,7 +11,7 @@ KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
                                                                   "power_int"),
                   "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "tanh_float32"),
                   "jitgrad.backends.numba_cpu.rows": ("put_row",),
-                  "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_uniform")}
+                  "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_randperm", "fill_uniform")}
 
 _LIBRARIES = (("math", "import math"), ("numba", "import numba"), ("np", "import numpy as np"),
               ("prange", "from numba import prange"))

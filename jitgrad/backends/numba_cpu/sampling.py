@@ -1,4 +1,4 @@
-"""``fill_uniform`` and ``fill_normal``: the kernels' side of the random ops (``jitgrad.ops.sampling``).
+"""``fill_uniform``, ``fill_normal`` and ``fill_randperm``: the kernels' side of the random ops (``jitgrad.ops.sampling``).
 
 They compile the very functions eager numpy runs (``jitgrad.random.philox`` and
 ``jitgrad.random.sampling``), one element per Philox block, so a compiled draw has eager's bits:
@@ -42,4 +42,44 @@ def fill_normal(state, out):
         out[i] = _normal(_uniform(w0, w1, 53), _uniform(w2, w3, 53))
 
 
-__all__ = ["fill_normal", "fill_uniform"]
+
+@numba.njit(nogil=True)
+def _stable_order(keys, order):
+    """``order`` = the indices of ``keys`` in increasing order of key, equal keys by index: numpy's
+    ``argsort(kind="stable")``, which ``permutation`` runs eagerly (a stable order is unique, so the two
+    agree). A bottom-up merge sort written out, because numba's own ``argsort`` takes several times
+    longer to compile, and this is compiled in every process that lowers a ``randperm``."""
+    n = keys.shape[0]
+    for i in range(n):
+        order[i] = i
+    merged = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for low in range(0, n, 2 * width):
+            middle, high = min(low + width, n), min(low + 2 * width, n)
+            i, j = low, middle
+            for k in range(low, high):
+                if i < middle and (j >= high or keys[order[i]] <= keys[order[j]]):
+                    merged[k] = order[i]
+                    i += 1
+                else:
+                    merged[k] = order[j]
+                    j += 1
+        for k in range(n):
+            order[k] = merged[k]
+        width *= 2
+
+
+@numba.njit(nogil=True)
+def fill_randperm(state, out):
+    """``out`` = the stable ranks of ``out.shape[0]`` float64 uniforms drawn at ``state``: the eager
+    ``permutation``'s order."""
+    keys = np.empty(out.shape[0], np.float64)
+    fill_uniform(state, keys, 53)
+    order = np.empty(out.shape[0], np.int64)
+    _stable_order(keys, order)
+    for i in range(out.shape[0]):
+        out[i] = order[i]
+
+
+__all__ = ["fill_normal", "fill_randperm", "fill_uniform"]

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sized
 
-import numpy as np
-
 from ...random import Generator, default_generator
-from ...random.sampling import sample
+from ...random import sampling
 
 
 def permutation(n: int, generator: Generator) -> list[int]:
     """A uniformly random order of ``range(n)``: the ranks of ``n`` uniform float64 draws, which move
     ``generator`` by ``n`` elements, as ``rand(n)`` would."""
-    keys = sample(generator.take(n), (n,), np.float64, "uniform")
-    return np.argsort(keys, kind="stable").tolist()
+    return sampling.permutation(generator.take(n), n).tolist()
 
 
 class Sampler:

@@ -1,4 +1,4 @@
-"""``uniform`` and ``normal``: one call of the backend's Philox fill (``jitgrad/backends/numba_cpu/
+"""``uniform``, ``normal`` and ``randperm``: one call of the backend's Philox fill (``jitgrad/backends/numba_cpu/
 sampling.py``) writing every element of the (C-contiguous) output, seen flat."""
 from __future__ import annotations
 
@@ -15,4 +15,8 @@ def normal(ctx: OpContext) -> str:
     return f"fill_normal({ctx.state}, {ctx.out}.reshape({ctx.product(ctx.shape())}))"
 
 
-STATEMENTS = {"uniform": uniform, "normal": normal}
+def randperm(ctx: OpContext) -> str:
+    return f"fill_randperm({ctx.state}, {ctx.out})"
+
+
+STATEMENTS = {"uniform": uniform, "normal": normal, "randperm": randperm}

@@ -1,4 +1,4 @@
-"""``uniform`` and ``normal`` on the CUDA backend: drawn on the host by jitgrad's own sampler and copied
+"""``uniform``, ``normal`` and ``randperm`` on the CUDA backend: drawn on the host by jitgrad's own sampler and copied
 to the device.
 
 The numbers must be the CPU backend's (and eager numpy's) for the same generator state, bit for bit:
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ....random.sampling import sample
+from ....random.sampling import permutation, sample
 from .copy import copy
 
 KERNELS: list = []
@@ -23,11 +23,14 @@ KERNELS: list = []
 
 
 def draw(state: Any, out: Any, distribution: str, stream: Any = 0) -> None:
-    """``out`` = ``distribution`` (``"uniform"`` or ``"normal"``) drawn at generator ``state`` (int64
+    """``out`` = ``distribution`` (``"uniform"``, ``"normal"`` or ``"randperm"``) drawn at generator ``state`` (int64
     ``[seed, offset]``, a host or device array), element ``i`` of ``out`` in C order being element
     ``i`` of the draw, as ``sample`` and the CPU backend's ``fill_uniform``/``fill_normal`` number them."""
     host_state = state if isinstance(state, np.ndarray) else state.copy_to_host()  # synchronous: the draw needs it
-    values = sample(host_state, tuple(out.shape), np.dtype(out.dtype), distribution)
+    if distribution == "randperm":
+        values = permutation(host_state, out.shape[0], np.dtype(out.dtype))
+    else:
+        values = sample(host_state, tuple(out.shape), np.dtype(out.dtype), distribution)
     if out.is_c_contiguous():
         out.copy_to_device(values, stream=stream)
     else:
@@ -44,4 +47,10 @@ def normal(state: Any, out: Any, stream: Any = 0) -> None:
     draw(state, out, "normal", stream)
 
 
-__all__ = ["KERNELS", "draw", "normal", "uniform"]
+
+def randperm(state: Any, out: Any, stream: Any = 0) -> None:
+    """``out`` (1-d) = a random order of ``range(len(out))`` drawn at ``state``."""
+    draw(state, out, "randperm", stream)
+
+
+__all__ = ["KERNELS", "draw", "normal", "randperm", "uniform"]

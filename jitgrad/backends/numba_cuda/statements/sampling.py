@@ -1,4 +1,4 @@
-"""``uniform`` and ``normal`` on the CUDA backend: the draw of ``kernels/sampling.py`` (jitgrad's sampler
+"""``uniform``, ``normal`` and ``randperm`` on the CUDA backend: the draw of ``kernels/sampling.py`` (jitgrad's sampler
 on the host, copied into the output), so that a seeded generator gives the CPU backend's numbers."""
 from __future__ import annotations
 
@@ -16,4 +16,8 @@ def normal(ctx: OpContext) -> str:
     return f"{ctx.library('kernels.sampling', 'normal')}({ctx.state}, {ctx.out}, {ctx.stream})"
 
 
-STATEMENTS = {"uniform": uniform, "normal": normal}
+def randperm(ctx: OpContext) -> str:
+    return f"{ctx.library('kernels.sampling', 'randperm')}({ctx.state}, {ctx.out}, {ctx.stream})"
+
+
+STATEMENTS = {"uniform": uniform, "normal": normal, "randperm": randperm}
