@@ -8,6 +8,8 @@ derivative is the scatter again: gradients of any order, from two small ops.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..tensor import Tensor
@@ -66,6 +68,22 @@ def _max_pool2d_forward(self: np.ndarray, kernel_size: Pair, stride: Pair, paddi
     values = np.take_along_axis(windows, best[..., None], axis=-1)[..., 0].astype(self.dtype)
     indices = np.take_along_axis(np.broadcast_to(flat, windows.shape), best[..., None], axis=-1)[..., 0]
     return values, indices.astype(np.int64)
+
+
+@lru_cache(maxsize=128)
+def pool_positions(size: Pair, kernel_size: Pair, stride: Pair, padding: Pair, dilation: Pair,
+                   ceil_mode: bool) -> np.ndarray:
+    """For each window element (kh * kw, oh * ow) its position ``h * W + w`` in the plane, -1 on the
+    padding: what lowerings scan (computed once per shape, when lowering); read-only, being cached."""
+    (h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw) = size, kernel_size, stride, padding, dilation
+    oh, ow = (pooled_size(*a, ceil_mode) for a in zip(size, kernel_size, stride, padding, dilation))
+    r = (np.arange(kh) * dh)[:, None, None, None] + (np.arange(oh) * sh - ph)[None, None, :, None]
+    q = (np.arange(kw) * dw)[None, :, None, None] + (np.arange(ow) * sw - pw)[None, None, None, :]
+    r, q = np.broadcast_arrays(r, q)
+    inside = (r >= 0) & (r < h) & (q >= 0) & (q < w)
+    positions = np.where(inside, r * w + q, -1).reshape(kh * kw, oh * ow).astype(np.int64)
+    positions.setflags(write=False)
+    return positions
 
 
 def _max_pool2d_meta(self, kernel_size, stride, padding, dilation, ceil_mode):
