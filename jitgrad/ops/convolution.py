@@ -190,14 +190,19 @@ def _check_convolution(input_shape: tuple, weight_shape: tuple, bias_shape: tupl
         output_size(*a) for a in zip(input_shape[2:], weight_shape[2:], stride, padding, dilation))
 
 
+def _check_dtypes(input: np.dtype, weight: np.dtype, bias: np.dtype | None) -> None:
+    """One dtype for the operands, as in PyTorch (a convolution does not promote)."""
+    for name, other in (("weight", weight), ("bias", bias)):
+        if other is not None and other != input:
+            raise TypeError(f"Input type ({input}) and {name} type ({other}) should be the same: convert one "
+                            f"first, e.g. with .to(jitgrad.{input})")
+
+
 def _convolution_forward(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: tuple,
                          padding: tuple, dilation: tuple, groups: int) -> np.ndarray:
     shape = _check_convolution(input.shape, weight.shape, None if bias is None else bias.shape, stride,
                                padding, dilation, groups)
-    if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
-        other = weight.dtype if input.dtype != weight.dtype else bias.dtype
-        raise TypeError(f"Input type ({input.dtype}) and {'weight' if other is weight.dtype else 'bias'} type "
-                        f"({other}) should be the same: convert one first, e.g. with .to(jitgrad.{input.dtype})")
+    _check_dtypes(input.dtype, weight.dtype, None if bias is None else bias.dtype)
     stride2, padding2, dilation2 = planar(stride, padding, dilation)
     x, w = (a.reshape(a.shape[:2] + (1,) + a.shape[2:]) if len(stride) == 1 else a for a in (input, weight))
     cols = _im2col_forward(x, w.shape[2:], dilation2, padding2, stride2)
@@ -210,6 +215,7 @@ def _convolution_forward(input: np.ndarray, weight: np.ndarray, bias: np.ndarray
 def _convolution_meta(input, weight, bias, stride, padding, dilation, groups):
     shape = _check_convolution(input.shape, weight.shape, None if bias is None else bias.shape, stride, padding,
                                dilation, groups)
+    _check_dtypes(input.dtype, weight.dtype, None if bias is None else bias.dtype)
     return TensorMeta(shape, input.dtype)
 
 

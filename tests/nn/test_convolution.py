@@ -131,3 +131,10 @@ def test_a_small_cnn_trains_compiled_as_eager():
     np.testing.assert_allclose(compiled, eager, rtol=2e-5)
     for name, value in eager_params.items():
         np.testing.assert_allclose(params[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_operands_of_different_dtypes_are_refused():
+    with pytest.raises(RuntimeError, match=r"Input type \(float32\) and weight type \(float64\) should be the same"):
+        F.conv2d(jg.ones(1, 1, 4, 4), jg.ones(1, 1, 3, 3, dtype=jg.float64))
+    with pytest.raises(RuntimeError, match=r"Input type \(float64\) and bias type \(float32\)"):
+        F.conv1d(jg.ones(1, 1, 4, dtype=jg.float64), jg.ones(2, 1, 3, dtype=jg.float64), jg.ones(2))
