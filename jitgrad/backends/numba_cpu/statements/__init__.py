@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, gathering, indexing, inplace, linalg, losses, reductions, sampling, shape, sorting
+from . import (activations, convolution, gathering, indexing, inplace, linalg, losses, pooling, reductions, sampling,
+               shape, sorting)
 
 Statement = Callable[..., "str | list[str]"]
 
 STATEMENTS: dict[str, Statement] = {name: emit for module in (activations, reductions, linalg, shape, indexing,
-                                                              inplace, losses, sampling, gathering, sorting)
+                                                              inplace, losses, sampling, gathering, sorting,
+                                                              convolution, pooling)
                                     for name, emit in module.STATEMENTS.items()}
 
 __all__ = ["STATEMENTS", "Statement"]
