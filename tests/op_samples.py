@@ -195,6 +195,51 @@ def _grad_of_nll_loss(reduction):
     return jitgrad_fn, torch_fn
 
 
+POOLED = np.random.default_rng(7).permutation(50).reshape(1, 2, 5, 5) / 10.0  # distinct: no ties
+
+
+def _grad_of_max_pool():
+    """The gradient of ``max_pool2d(x)`` at a constant x with no ties, as a function of the incoming
+    gradient g, built with create_graph: the public way to call ``max_pool2d_backward``."""
+    def jitgrad_fn(g):
+        x = jg.tensor(POOLED, requires_grad=True)
+        return jg.autograd.grad(F.max_pool2d(x, 3, stride=2, padding=1), x, g, create_graph=True)[0]
+
+    def torch_fn(g):
+        x = torch.tensor(POOLED, requires_grad=True)
+        out = torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1)
+        return torch.autograd.grad(out, x, g, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
+def _gather_of_max_pool():
+    """The derivative of max_pool2d's gradient with respect to the incoming gradient, applied to v: a
+    gather of v at the maxima (``max_pool2d_gather``), reached through a second create_graph grad."""
+    def jitgrad_fn(v):
+        x = jg.tensor(POOLED, requires_grad=True)
+        g = jg.zeros(1, 2, 2, 2, dtype=jg.float64, requires_grad=True)
+        dx = jg.autograd.grad(F.max_pool2d(x, 2), x, g, create_graph=True)[0]
+        return jg.autograd.grad((dx * v).sum(), g, create_graph=True)[0]
+
+    def torch_fn(v):
+        x = torch.tensor(POOLED, requires_grad=True)
+        g = torch.zeros(1, 2, 2, 2, dtype=torch.float64, requires_grad=True)
+        dx = torch.autograd.grad(torch.nn.functional.max_pool2d(x, 2), x, g, create_graph=True)[0]
+        return torch.autograd.grad((dx * v).sum(), g, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
+def _pool_indices(x):
+    """max_pool2d's indices for a (2, 3) kernel at stride 1, by plain loops: position h * W + w."""
+    n, c, h, w = x.shape
+    out = np.empty((n, c, h - 1, w - 2), np.int64)
+    for i in np.ndindex(out.shape):
+        window = x[i[0], i[1], i[2]:i[2] + 2, i[3]:i[3] + 3]
+        r, q = np.unravel_index(np.argmax(window), window.shape)
+        out[i] = (i[2] + r) * w + i[3] + q
+    return out
+
+
 BCAST = ((3, 1), (4,))
 
 SAMPLES: list[Sample] = [
@@ -482,4 +527,32 @@ SAMPLES: list[Sample] = [
            numpy_fn=_sampled("normal", (7,), np.float32)[1]),
     Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
            lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
+    # ---- convolution and pooling (opsconv) -----------------------------------------------------------
+    Sample("convolution", "conv2d", lambda x, w, b: F.conv2d(x, w, b),
+           lambda x, w, b: torch.nn.functional.conv2d(x, w, b), ((2, 2, 5, 5), (3, 2, 3, 3), (3,))),
+    Sample("convolution", "conv2d-stride-padding", lambda x, w: F.conv2d(x, w, stride=2, padding=1),
+           lambda x, w: torch.nn.functional.conv2d(x, w, stride=2, padding=1), ((1, 2, 5, 5), (2, 2, 3, 3))),
+    Sample("convolution", "conv2d-dilation-groups",
+           lambda x, w, b: F.conv2d(x, w, b, padding=(1, 0), dilation=2, groups=2),
+           lambda x, w, b: torch.nn.functional.conv2d(x, w, b, padding=(1, 0), dilation=2, groups=2),
+           ((1, 4, 5, 5), (4, 2, 2, 2), (4,))),
+    Sample("convolution", "conv2d-same", lambda x, w: F.conv2d(x, w, padding="same"),
+           lambda x, w: torch.nn.functional.conv2d(x, w, padding="same"), ((1, 1, 4, 4), (2, 1, 3, 3))),
+    Sample("convolution", "conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1),
+           lambda x, w, b: torch.nn.functional.conv1d(x, w, b, stride=2, padding=1), ((2, 2, 7), (3, 2, 3), (3,))),
+    Sample("im2col", "unfold", lambda x: F.unfold(x, 2, padding=1, stride=(1, 2)),
+           lambda x: torch.nn.functional.unfold(x, 2, padding=1, stride=(1, 2)), ((1, 2, 4, 4),)),
+    Sample("col2im", "fold", lambda x: F.fold(x, (4, 4), 2),
+           lambda x: torch.nn.functional.fold(x, (4, 4), 2), ((1, 8, 9),)),
+    Sample("max_pool2d", "kernel2", lambda x: F.max_pool2d(x, 2), lambda x: torch.nn.functional.max_pool2d(x, 2),
+           ((2, 2, 5, 5),), distinct()),
+    Sample("max_pool2d", "stride-padding-ceil",
+           lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+           lambda x: torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), ((1, 2, 6, 6),),
+           distinct()),
+    Sample("max_pool2d", "indices", lambda x: F.max_pool2d(x, (2, 3), stride=1, return_indices=True)[1],
+           lambda x: torch.nn.functional.max_pool2d(x, (2, 3), stride=1, return_indices=True)[1], ((1, 2, 4, 5),),
+           distinct(), numpy_fn=_pool_indices, grad=False),
+    Sample("max_pool2d_backward", "overlapping", *_grad_of_max_pool(), ((1, 2, 3, 3),)),
+    Sample("max_pool2d_gather", "second-order", *_gather_of_max_pool(), ((1, 2, 5, 5),)),
 ]

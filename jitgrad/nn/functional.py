@@ -14,12 +14,14 @@ from ..autograd import Function, no_grad
 from ..factories import rand_like
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops import nll_loss as _nll_loss_op
+from ..ops.convolution import conv1d, conv2d, fold, unfold
+from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
 
-__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
-           "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss", "nll_loss", "relu", "sigmoid",
-           "softmax", "tanh"]
+__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
+           "cross_entropy", "dropout", "embedding", "fold", "gelu", "layer_norm", "linear", "log_softmax",
+           "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------

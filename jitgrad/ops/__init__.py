@@ -8,6 +8,7 @@ keep up to date; ``__all__`` names them. Importing this package also attaches th
 from ..autograd.provided import provide
 # Importing a module declares its ops; the in-place methods, which write with the others, come last.
 from . import activations, arithmetic, device_copy, indexing, linalg, losses, math_functions, reductions, sampling, shape  # noqa: I001
+from . import convolution, pooling  # noqa: I001 - convolution and pooling ops
 from . import inplace, registry
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names

@@ -12,6 +12,7 @@ import jitgrad.nn as nn
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((5, 4))
 SEQUENCE = RNG.standard_normal((6, 5, 4))
+IMAGES = RNG.permutation(2 * 2 * 6 * 7).reshape(2, 2, 6, 7) / 20.0  # distinct values: no ties to pool
 
 
 def run_both(make, inputs, train: bool = True, calls: int = 1):
@@ -83,6 +84,16 @@ LAYERS = {
     "gru-unbatched": (lambda L: L.nn.GRU(4, 3, num_layers=2, bias=False), [SEQUENCE[:, 0]]),
     "lstm": (lambda L: L.nn.LSTM(4, 3, num_layers=2, bidirectional=True), [SEQUENCE]),
     "lstm-unbatched": (lambda L: L.nn.LSTM(4, 3), [SEQUENCE[:, 0]]),
+    # convolution and pooling
+    "conv2d": (lambda L: L.nn.Conv2d(2, 3, 3), [IMAGES]),
+    "conv2d-strided-grouped": (lambda L: L.nn.Conv2d(2, 4, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2),
+                                                     groups=2, bias=False), [IMAGES]),
+    "conv2d-same-unbatched": (lambda L: L.nn.Conv2d(2, 3, 3, padding="same"), [IMAGES[0]]),
+    "conv1d": (lambda L: L.nn.Conv1d(2, 3, 3, stride=2, padding=1), [IMAGES[:, :, 0]]),
+    "max-pool2d": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 3, 2), L.nn.MaxPool2d(2)), [IMAGES]),
+    "max-pool2d-ceil": (lambda L: L.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), [IMAGES]),
+    "cnn": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, padding=1), L.nn.ReLU(), L.nn.MaxPool2d(2),
+                                      L.nn.Flatten(), L.nn.Linear(4 * 3 * 3, 3)), [IMAGES]),
 }
 
 

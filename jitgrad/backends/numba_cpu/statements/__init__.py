@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, indexing, inplace, linalg, losses, reductions, sampling, shape
+from . import activations, convolution, indexing, inplace, linalg, losses, pooling, reductions, sampling, shape
 
 Statement = Callable[..., "str | list[str]"]
 
 STATEMENTS: dict[str, Statement] = {name: emit for module in (activations, reductions, linalg, shape, indexing,
-                                                              inplace, losses, sampling)
+                                                              inplace, losses, sampling, convolution, pooling)
                                     for name, emit in module.STATEMENTS.items()}
 
 __all__ = ["STATEMENTS", "Statement"]

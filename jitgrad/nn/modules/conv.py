@@ -1,0 +1,99 @@
+"""``Conv1d`` and ``Conv2d``: a weight (out_channels, in_channels / groups, *kernel_size) and a bias,
+initialised as PyTorch initialises them, around ``functional.conv1d``/``conv2d`` (one registry op,
+``convolution``, node ``ConvolutionBackward0``)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...dtypes import dtype as DType
+from ...ops.convolution import tuple_of
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import new_parameter
+from .module import Module
+
+
+class _ConvNd(Module):
+    """What Conv1d and Conv2d share: the arguments as tuples, the parameters, PyTorch's repr."""
+
+    spatial = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: str | None = None, dtype: DType | None = None) -> None:
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"padding_mode={padding_mode!r}: jitgrad's convolutions pad with zeros only")
+        n = self.spatial
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = tuple_of(kernel_size, n, "kernel_size")
+        self.stride = tuple_of(stride, n, "stride")
+        self.dilation = tuple_of(dilation, n, "dilation")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding: tuple[int, ...] | str = padding
+        else:
+            self.padding = tuple_of(padding, n, "padding")
+        self.padding_mode = padding_mode
+        self.weight = new_parameter(out_channels, in_channels // groups, *self.kernel_size, device=device,
+                                    dtype=dtype)
+        if bias:
+            self.bias = new_parameter(out_channels, device=device, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's: kaiming-uniform with a = sqrt(5), the bias uniform in ±1/sqrt(fan_in)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        n = self.spatial
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * n:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+    def _convolve(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        conv = F.conv1d if self.spatial == 1 else F.conv2d
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._convolve(input, self.weight, self.bias)
+
+
+class Conv1d(_ConvNd):
+    """A 1-d convolution over (N, C, L) or (C, L) inputs."""
+
+    spatial = 1
+
+
+class Conv2d(_ConvNd):
+    """A 2-d convolution over (N, C, H, W) or (C, H, W) inputs."""
+
+    spatial = 2
+
+
+__all__ = ["Conv1d", "Conv2d"]
