@@ -189,7 +189,7 @@ def train(name: str, build: Callable[[], nn.Module], data: tuple[jitgrad.Tensor,
     for run in runs:
         steady = run.seconds[1:] or run.seconds
         print(f"{name} {run.name}: test accuracy {100 * run.accuracies[-1]:.2f}%, "
-              f"{sum(steady) / len(steady):.3f} s per epoch after the first")
+              f"{np.median(steady):.3f} s per epoch after the first (median)")
     return runs
 
 
