@@ -203,12 +203,13 @@ def plot(histories: dict[str, list[Run]], path: str) -> None:
     import matplotlib.pyplot as plt
 
     figure, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4))
-    for name, runs in histories.items():
+    for color, (name, runs) in enumerate(histories.items()):
         for run, style in zip(runs, ("-", "--")):
             epochs = range(1, len(run.losses) + 1)
-            left.plot(epochs, run.losses, style, label=f"{name} {run.name}")
-            middle.plot(epochs, [100 * a for a in run.accuracies], style, label=f"{name} {run.name}")
-            right.plot(epochs, run.seconds, style, marker="o", label=f"{name} {run.name}")
+            look = {"linestyle": style, "color": f"C{color}", "label": f"{name} {run.name}"}
+            left.plot(epochs, run.losses, **look)
+            middle.plot(epochs, [100 * a for a in run.accuracies], **look)
+            right.plot(epochs, run.seconds, marker="o" if run.name == "eager" else "x", **look)
     left.set(xlabel="epoch", ylabel="training loss", yscale="log", title="loss")
     middle.set(xlabel="epoch", ylabel="test accuracy (%)", title="accuracy")
     right.set(xlabel="epoch", ylabel="seconds", yscale="log", title="time per epoch (the first compiles)")
