@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         loss = F.cross_entropy(logits.reshape(-1, len(chars)), targets.reshape(-1))
         optimizer.zero_grad()
         loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # a gradient through many steps can blow up
         optimizer.step()
         losses.append(loss.item())
         if step == 1 or step % max(1, steps // 6) == 0:

@@ -231,17 +231,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plot", default="train_digits.png", help="where to save the PNG ('' for none)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    models = args.models.split(",")
-    data = load_data(400 if args.quick else None)
     settings = {"mlp": (mlp, 20, 32, 3e-3), "cnn": (SmallCNN, 15, 32, 3e-3)}
-    histories = {}
+    models = args.models.split(",")
     for name in models:
         if name not in settings:
             parser.error(f"unknown model {name!r}: choose from {', '.join(settings)}")
-        if name == "cnn" and missing_for_cnn():
-            print(f"\ncnn: skipped, this jitgrad has no {', '.join(missing_for_cnn())} "
-                  "(the convolution layers of issue 15)")
-            continue
+    if "cnn" in models and missing_for_cnn():
+        print(f"cnn: skipped, this jitgrad has no {', '.join(missing_for_cnn())} (the convolution layers of issue 15)")
+        models.remove("cnn")
+    data = load_data(400 if args.quick else None) if models else ()
+    histories = {}
+    for name in models:
         build, epochs, batch_size, lr = settings[name]
         modes = ("eager", "compiled")
         print()

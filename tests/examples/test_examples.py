@@ -31,7 +31,6 @@ def test_train_digits(tmp_path):
 
 def test_train_digits_without_convolutions_says_so(tmp_path):
     """Where ``nn.Conv2d`` is missing the CNN is skipped with a sentence, not a traceback."""
-    need("sklearn")
     script = tmp_path / "no_conv.py"
     script.write_text("import runpy, sys\nimport jitgrad.nn\ndel jitgrad.nn.Conv2d\n"
                       f"sys.argv = [{str(EXAMPLES / 'train_digits.py')!r}, '--quick', '--models', 'cnn', '--plot', '']\n"
