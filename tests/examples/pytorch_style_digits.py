@@ -1,8 +1,10 @@
 """A digits classifier written as a PyTorch user writes one; it runs on jitgrad by its first line.
 
 Only the data loading is specific to this script (scikit-learn's 8x8 digits instead of a torchvision
-dataset); the rest is plain PyTorch: ``nn.Sequential``, ``optim.Adam``, ``DataLoader`` over a
-``TensorDataset``, ``loss.backward()``, ``opt.step()``, and ``torch.compile`` with ``--compile``.
+dataset); the rest is plain PyTorch, in the idioms of PyTorch's tutorials: the device from
+``torch.accelerator``, ``nn.Sequential(...).to(device)``, ``optim.Adam``, ``DataLoader`` over a
+``TensorDataset``, ``loss.backward()``, ``optimizer.step()``, correct answers counted with
+``.type(torch.float)``, and ``torch.compile(model)`` with ``--compile``.
 tests/examples/test_pytorch_style.py runs it with jitgrad, eager and compiled, and with PyTorch.
 """
 import argparse
@@ -33,13 +35,14 @@ train_set = torch.utils.data.TensorDataset(images[:cut][:args.train_size], label
 test_images, test_labels = images[cut:], labels[cut:]
 # -------------------------------------------------------------------------------------------------
 
+device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
 torch.manual_seed(0)
 train_loader = torch.utils.data.DataLoader(train_set, batch_size=32, shuffle=not args.no_shuffle)
 model = nn.Sequential(
     nn.Linear(64, 128),
     nn.ReLU(),
     nn.Linear(128, 10),
-)
+).to(device)
 if args.init:
     model.load_state_dict({name: torch.from_numpy(value) for name, value in np.load(args.init).items()})
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
@@ -50,9 +53,10 @@ forward = torch.compile(model) if args.compile else model
 def evaluate():
     model.eval()
     with torch.no_grad():
-        logits = model(test_images)
-        loss = F.cross_entropy(logits, test_labels).item()
-        accuracy = (logits.argmax(dim=1) == test_labels).float().mean().item()
+        x, y = test_images.to(device), test_labels.to(device)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y).item()
+        accuracy = (logits.argmax(dim=1) == y).type(torch.float).sum().item() / len(y)
     model.train()
     return loss, accuracy
 
@@ -60,6 +64,7 @@ def evaluate():
 for epoch in range(args.epochs):
     total = 0.0
     for x, y in train_loader:
+        x, y = x.to(device), y.to(device)
         optimizer.zero_grad()
         loss = criterion(forward(x), y)
         loss.backward()
