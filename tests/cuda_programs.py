@@ -73,6 +73,12 @@ def two_pass(x):
     return x.var(dim=1), x.std(), jg.exp(x - 1.0).sum(dim=0, keepdim=True)
 
 
+def kept_unit_dimension(x):
+    """A reduction over an outer dimension that keeps a dimension of size 1 (a convolution's weight
+    gradient over the batch, one group): the output is read at index 0 there."""
+    return (jg.tanh(x) * 2.0).sum(dim=0)
+
+
 def fused_programs():
     """(name, program, arrays) of the small fused programs."""
     rng = np.random.default_rng(3)
@@ -81,7 +87,8 @@ def fused_programs():
             ("w1_like_float32", w1_like, [np.linspace(-1.5, 1.5, 40).astype(np.float32)]),
             ("broadcast_rows", broadcast_rows, [x.astype(np.float32), rng.uniform(-1, 1, 37).astype(np.float32),
                                                 rng.uniform(-1, 1, (3, 1)).astype(np.float32)]),
-            ("two_pass", two_pass, [x])]
+            ("two_pass", two_pass, [x]),
+            ("kept_unit_dimension", kept_unit_dimension, [rng.uniform(-1, 1, (3, 1, 2, 5))])]
 
 
 def optimized_graph(program, arrays):

@@ -13,7 +13,7 @@ import types as pytypes
 import pytest
 
 INSTALL = 'numba-cuda is not installed with NVVM: pip install "numba-cuda[cu12]"'
-MODULES = ("linalg", "rows", "losses")
+MODULES = ("linalg", "rows", "losses", "convolution", "pooling")
 
 
 def _cuda():

@@ -50,14 +50,16 @@ class ReductionKernels(GroupKernel):
         return sorted(d % self.rank for d in dims)
 
     def output_index(self) -> str:
-        """The output element of the current loop index (``keepdim`` keeps a reduced dimension as 0)."""
+        """The output element of the current loop index (``keepdim`` keeps a reduced dimension as 0; a
+        kept dimension of size 1 is 0 too: ``unravel`` sets no index for it)."""
         red = self.reduction
         in_rank = len(red.args[0].meta["shape"])
         reduced = set(self.reduced_dims()) if in_rank else set()
+        index_of = {k: "0" if self.sizes[k] == "1" else self.index[k] for k in range(in_rank)}
         if red.kwargs.get("keepdim", False):
-            index = ["0" if k in reduced else self.index[k] for k in range(in_rank)]
+            index = ["0" if k in reduced else index_of[k] for k in range(in_rank)]
         else:
-            index = [self.index[k] for k in range(in_rank) if k not in reduced]
+            index = [index_of[k] for k in range(in_rank) if k not in reduced]
         return ", ".join(index) or "0"
 
     # ---- source pieces -----------------------------------------------------------------------------

@@ -14,5 +14,5 @@ from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout",
            "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Identity", "LSTM", "LSTMCell", "LayerNorm", "Linear",
-           "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "RNN", "RNNCell", "ReLU", "Sequential", "Sigmoid",
-           "Softmax", "Tanh"]
+           "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "RNN", "RNNCell",
+           "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh"]
