@@ -37,7 +37,8 @@ class CharRNN(nn.Module):
         self.gru = nn.GRU(embedding, hidden, batch_first=True)
         self.head = nn.Linear(hidden, vocabulary)
 
-    def forward(self, codes: jitgrad.Tensor, state: jitgrad.Tensor | None = None) -> tuple[jitgrad.Tensor, jitgrad.Tensor]:
+    def forward(self, codes: jitgrad.Tensor,
+                state: jitgrad.Tensor | None = None) -> tuple[jitgrad.Tensor, jitgrad.Tensor]:
         """Logits of the next character at every position ``(batch, time, vocabulary)``, and the final state."""
         output, state = self.gru(self.embed(codes), state)
         return self.head(output), state

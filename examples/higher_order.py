@@ -86,7 +86,8 @@ def conjugate_gradients(product, g: jitgrad.Tensor, steps: int) -> jitgrad.Tenso
 
 
 def newton(n: int, iterations: int) -> float:
-    """Truncated Newton with a backtracking line search, from zero (the start (-1.2, 1, -1.2, ...) leads to the local minimum near (-1, 1, 1, ...))."""
+    """Truncated Newton with a backtracking line search, from zero (the classic start (-1.2, 1, -1.2, ...)
+    leads to the local minimum near (-1, 1, 1, ...))."""
     x = jitgrad.zeros(n, dtype=jitgrad.float64)
     print(f"\nNewton-CG on the {n}-dimensional Rosenbrock function (each CG step one Hessian-vector product)")
     for it in range(1, iterations + 1):

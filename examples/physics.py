@@ -78,7 +78,8 @@ def net_forces(chain: Chain, free: np.ndarray) -> np.ndarray:
     return tension[1:] - tension[:-1] + np.array([0.0, -chain.mass * chain.gravity])
 
 
-def descend(energy, free: jitgrad.Tensor, steps: int, lr: float, momentum: float = 0.9) -> tuple[list[float], float]:  # noqa: ANN001
+def descend(energy, free: jitgrad.Tensor, steps: int, lr: float,  # noqa: ANN001 - any function of free
+            momentum: float = 0.9) -> tuple[list[float], float]:
     """Heavy-ball gradient descent; returns the energies every 100 steps and the seconds per step after
     the first (which compiles)."""
     velocity = jitgrad.zeros_like(free)

@@ -32,9 +32,9 @@ def test_train_digits(tmp_path):
 def test_train_digits_without_convolutions_says_so(tmp_path):
     """Where ``nn.Conv2d`` is missing the CNN is skipped with a sentence, not a traceback."""
     script = tmp_path / "no_conv.py"
-    script.write_text("import runpy, sys\nimport jitgrad.nn\ndel jitgrad.nn.Conv2d\n"
-                      f"sys.argv = [{str(EXAMPLES / 'train_digits.py')!r}, '--quick', '--models', 'cnn', '--plot', '']\n"
-                      f"runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    argv = [str(EXAMPLES / "train_digits.py"), "--quick", "--models", "cnn", "--plot", ""]
+    script.write_text(f"import runpy, sys\nimport jitgrad.nn\ndel jitgrad.nn.Conv2d\nsys.argv = {argv!r}\n"
+                      "runpy.run_path(sys.argv[0], run_name='__main__')\n")
     assert "cnn: skipped, this jitgrad has no nn.Conv2d" in run(script)
 
 
