@@ -67,8 +67,8 @@ class ProgressBar:
 
 def load_data(train_size: int | None, seed: int = 0) -> tuple[jitgrad.Tensor, ...]:
     """Train and test tensors: pixels scaled to [0, 1] as ``(n, 1, 8, 8)`` float32 images, labels as
-    int64. A fixed 80/20 split (stratified by nothing: the classes are balanced); ``train_size`` keeps
-    only the first images of the training part."""
+    int64. A fixed random 80/20 split (not stratified: the ten classes are nearly balanced);
+    ``train_size`` keeps only the first images of the training part."""
     try:
         from sklearn.datasets import load_digits
     except ImportError:
@@ -163,8 +163,9 @@ def train_epoch(run: Run, data: TensorDataset, batch_size: int, label: str) -> N
         loss = run.loss_fn(images, labels)
         loss.backward()
         run.optimizer.step()
-        total += loss.item()
-        bar.set_note(f"loss {loss.item():.4f}")
+        value = loss.item()
+        total += value
+        bar.set_note(f"loss {value:.4f}")
     run.seconds.append(time.perf_counter() - start)
     run.losses.append(total / len(loader))
 
