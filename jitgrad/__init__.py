@@ -28,3 +28,4 @@ from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; th
 from . import optim, utils  # noqa: E402 - optimizers refuse to be traced, which needs fx
 from .serialization import load, save  # noqa: E402
 from . import cuda  # noqa: E402 - imports no numba until CUDA is used
+from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cuda

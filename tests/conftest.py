@@ -25,7 +25,8 @@ def pytest_addoption(parser):
 
 from cuda_support import CUDA_FILES_NOT_RUN, GPU, MISSING, SIMULATOR, SIMULATOR_COMMAND, cuda_mode  # noqa: E402
 
-INSTALL = {"torch": "torch==2.13.0", "jax": "jax", "autograd": "autograd", "numba.cuda": "'numba-cuda[cu12]'"}
+INSTALL = {"torch": "torch==2.13.0", "jax": "jax", "autograd": "autograd", "numba.cuda": "'numba-cuda[cu12]'",
+           "sklearn": "-e '.[examples]'", "matplotlib": "-e '.[examples]'"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.factories", "jitgrad.nn"),
     ("jitgrad.fx",),
     ("jitgrad.backends",),
-    ("jitgrad.compile", "jitgrad.cuda"),  # jitgrad.cuda installs the backend's eager runner
+    ("jitgrad.compile", "jitgrad.cuda", "jitgrad.accelerator"),  # jitgrad.cuda installs the backend's eager runner
     ("jitgrad.optim", "jitgrad.utils", "jitgrad.serialization"),  # training: optimizers refuse fx's traces
 )
 TOP = len(LAYERS)  # the package itself: the public namespace over every layer

@@ -92,6 +92,29 @@ def _t(self):
     return ops.transpose(self, 0, 1) if ndim == 2 else ops.reshape(self, self._data.shape)
 
 
+_LEGACY_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
+                 "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                 "bool": "BoolTensor"}
+
+
+def _type(self, dtype=None, non_blocking=False):  # noqa: ARG001 - accepted as in PyTorch
+    """PyTorch's ``type``: with no argument the legacy type name (``'jitgrad.FloatTensor'``,
+    ``'jitgrad.cuda.FloatTensor'``); with a dtype, or such a name, this tensor cast to it (as ``to``).
+    PyTorch's tutorials count correct answers with ``(pred == y).type(torch.float).sum()``."""
+    if dtype is None:
+        where = "cuda." if self.device.type == "cuda" else ""
+        return f"jitgrad.{where}{_LEGACY_NAMES.get(str(self._data.dtype), 'Tensor')}"
+    if isinstance(dtype, str):
+        by_name = {name: key for key, name in _LEGACY_NAMES.items()}
+        name = dtype.rsplit(".", 1)[-1]
+        if name not in by_name:
+            raise RuntimeError(f"invalid type: '{dtype}'")
+        if ".cuda." in dtype and self.device.type != "cuda":
+            return _to(self, "cuda", by_name[name])
+        return to_dtype(self, by_name[name])
+    return to_dtype(self, dtype)
+
+
 def _strides(array) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
@@ -122,6 +145,7 @@ def _attach() -> None:
     Tensor.float = lambda self: to_dtype(self, "float32")
     Tensor.double = lambda self: to_dtype(self, "float64")
     Tensor.long = lambda self: to_dtype(self, "int64")
+    Tensor.type = _type
     Tensor.bool = lambda self: to_dtype(self, "bool")
     Tensor.view = _view
     Tensor.t = _t

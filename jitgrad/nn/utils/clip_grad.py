@@ -1,0 +1,55 @@
+"""Gradient clipping, between ``backward()`` and ``optimizer.step()``: recurrent networks need it, since a
+gradient through many steps can grow without bound.
+
+The gradients are scaled in place (under ``no_grad``, as an optimizer updates parameters), so the
+optimizer's references to the ``.grad`` tensors stay valid. The norm is computed with registry ops
+on the gradients' device; its value is read back once, for the checks.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from ...autograd import no_grad
+from ...factories import tensor
+from ...ops import stack
+from ...tensor import Tensor
+
+
+def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:  # noqa: ARG001
+    """Scales the gradients so that their total norm (the norm of all of them as one vector) is at
+    most ``max_norm``; returns the total norm before scaling. ``norm_type`` may be ``inf``. The scale
+    is ``max_norm / (norm + 1e-6)``, capped at 1, as PyTorch's."""
+    grads = _grads(parameters)
+    if not grads:
+        return tensor(0.0)
+    norm_type = float(norm_type)
+    if norm_type == math.inf:
+        total = stack([g.abs().max() for g in grads]).max()
+    else:
+        total = stack([(g.abs() ** norm_type).sum() for g in grads]).sum() ** (1.0 / norm_type)
+    value = total.item()
+    if error_if_nonfinite and not math.isfinite(value):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    scale = min(float(max_norm) / (value + 1e-6), 1.0)
+    with no_grad():
+        for g in grads:
+            g.mul_(scale)
+    return total
+
+
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
+                     foreach: bool | None = None) -> None:  # noqa: ARG001
+    """Clamps every gradient element into ``[-clip_value, clip_value]``, in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)
