@@ -21,6 +21,7 @@ def draw(doc: dict, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")   # files only: no display is needed or wanted
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     measured = [w for w in doc["workloads"] if w.get("ratios")]
     names = [p["name"] for p in doc["pairs"] if any(r["name"] == p["name"] for w in measured for r in w["ratios"])]
@@ -38,8 +39,12 @@ def draw(doc: dict, path: str) -> None:
         ax.bar_label(bars, labels=[f"{v:.2g}" for v in values], fontsize=6, padding=1)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
+    as_ratio = FuncFormatter(lambda value, _: f"{value:g}x")
+    ax.yaxis.set_major_formatter(as_ratio)
+    ax.yaxis.set_minor_formatter(as_ratio)
+    ax.tick_params(axis="y", which="both", labelsize=7)
     ax.set_xticks(range(len(measured)), [f"{w['key']}\n{w['title']}" for w in measured], fontsize=8)
-    ax.set_ylabel("jitgrad time / peer time (below 1: jitgrad faster)")
+    ax.set_ylabel("jitgrad time / peer time (below 1: jitgrad faster)", fontsize=9)
     if names:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     skipped = [f"{w['key']}: {w['skipped']}" for w in doc["workloads"] if "skipped" in w]

@@ -101,7 +101,7 @@ def text_ratios(doc: dict) -> list[tuple[str, ...]]:
     for entry in doc["workloads"]:
         name = f"{entry['key']} {entry['title']}"
         if "skipped" in entry:
-            rows.append((name, "skipped", entry["skipped"]))
+            rows.append((name, f"skipped: {entry['skipped']}", "-"))
         for r in entry.get("ratios", []):
             rows.append((name, r["name"], f"{r['ratio']:.2f}x"))
     return rows
