@@ -21,7 +21,7 @@ def draw(doc: dict, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")   # files only: no display is needed or wanted
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     measured = [w for w in doc["workloads"] if w.get("ratios")]
     names = [p["name"] for p in doc["pairs"] if any(r["name"] == p["name"] for w in measured for r in w["ratios"])]
@@ -41,6 +41,7 @@ def draw(doc: dict, path: str) -> None:
     ax.set_yscale("log")
     as_ratio = FuncFormatter(lambda value, _: f"{value:g}x")
     ax.yaxis.set_major_formatter(as_ratio)
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))   # 0.2x, 0.5x, 2x, 5x: no crowding
     ax.yaxis.set_minor_formatter(as_ratio)
     ax.tick_params(axis="y", which="both", labelsize=7)
     ax.set_xticks(range(len(measured)), [f"{w['key']}\n{w['title']}" for w in measured], fontsize=8)
