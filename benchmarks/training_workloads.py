@@ -6,7 +6,7 @@ model's module calls, ``zero_grad`` and the optimizer's update (Adam, PyTorch's 
 follows workloads.py's contract: it takes the numpy inputs (the batch and the initial weights, in
 PyTorch's layout and ``state_dict`` names) and returns a ``step()`` that does one whole training step
 and returns ``(loss, gradients)``: the loss and the gradients at the weights the step started from, in
-``PARAMS`` order, which is what verify.py compares with the hand-written numpy pass. The update itself
+``MLP_PARAMS``/``CNN_PARAMS`` order, which is what verify.py compares with the hand-written numpy pass. The update itself
 is timed but not compared: after the first step every library trains from its own weights.
 
 Each library is written as its users write it at its best: jitgrad and PyTorch with their ``nn``
