@@ -304,44 +304,49 @@ def cnn_loss(np_like: Any) -> Callable:
     return loss
 
 
-def _conv_windows(x: np.ndarray) -> np.ndarray:
-    """(batch, channels, h, w, 3, 3): every 3x3 window of ``x`` padded by 1, a view (no copy)."""
+def _im2col(x: np.ndarray) -> np.ndarray:
+    """(batch * h * w, channels * 9): every 3x3 window of ``x`` padded by 1, one row per output pixel,
+    copied once into a matrix so that the convolution and both its gradients are matrix products."""
     padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    return np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))   # b, c, h, w, 3, 3
+    b, c, h, w = x.shape
+    return windows.transpose(0, 2, 3, 1, 4, 5).reshape(b * h * w, c * 9)
 
 
 def _conv_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    windows = _conv_windows(x)
-    out = np.tensordot(windows, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
-    return out + b[None, :, None, None], windows
+    cols = _im2col(x)
+    out = (cols @ w.reshape(w.shape[0], -1).T).reshape(x.shape[0], x.shape[2], x.shape[3], w.shape[0])
+    return out.transpose(0, 3, 1, 2) + b[None, :, None, None], cols
 
 
-def _conv_backward(g: np.ndarray, windows: np.ndarray, w: np.ndarray, need_input: bool):
+def _conv_backward(g: np.ndarray, cols: np.ndarray, w: np.ndarray, need_input: bool):
     """Gradients of the weight, the bias and (when asked) the input of a 3x3, padding-1 convolution."""
-    gw = np.tensordot(g, windows, axes=([0, 2, 3], [0, 2, 3]))
+    batch, _, side, _ = g.shape
+    rows = g.transpose(0, 2, 3, 1).reshape(-1, w.shape[0])
+    gw = (rows.T @ cols).reshape(w.shape)
     gx = None
     if need_input:
-        side = g.shape[2]
-        gx_padded = np.zeros((g.shape[0], w.shape[1], side + 2, side + 2), dtype=g.dtype)
+        g_cols = (rows @ w.reshape(w.shape[0], -1)).reshape(batch, side, side, w.shape[1], 3, 3)
+        gx_padded = np.zeros((batch, w.shape[1], side + 2, side + 2), dtype=g.dtype)
         for i in range(3):
             for j in range(3):
-                gx_padded[:, :, i:i + side, j:j + side] += np.einsum("bohw,oc->bchw", g, w[:, :, i, j])
+                gx_padded[:, :, i:i + side, j:j + side] += g_cols[..., i, j].transpose(0, 3, 1, 2)
         gx = gx_padded[:, :, 1:-1, 1:-1]
     return gw, g.sum(axis=(0, 2, 3)), gx
 
 
 def cnn_numpy(weights: list[np.ndarray], x: np.ndarray, onehot: np.ndarray):
     k1, c1, k2, c2, w, b = weights
-    a1, windows1 = _conv_forward(x, k1, c1)
+    a1, cols1 = _conv_forward(x, k1, c1)
     h1 = np.maximum(a1, 0)
-    a2, windows2 = _conv_forward(h1, k2, c2)
+    a2, cols2 = _conv_forward(h1, k2, c2)
     h2 = np.maximum(a2, 0)
     flat = h2.reshape(h2.shape[0], -1)
     loss, g = _softmax_cross_entropy_backward(flat @ w.T + b, onehot)
     gw, gb = g.T @ flat, g.sum(axis=0)
     g = (g @ w).reshape(h2.shape) * (a2 > 0)
-    gk2, gc2, g = _conv_backward(g, windows2, k2, need_input=True)
-    gk1, gc1, _ = _conv_backward(g * (a1 > 0), windows1, k1, need_input=False)
+    gk2, gc2, g = _conv_backward(g, cols2, k2, need_input=True)
+    gk1, gc1, _ = _conv_backward(g * (a1 > 0), cols1, k1, need_input=False)
     return loss, (gk1, gc1, gk2, gc2, gw, gb)
 
 
