@@ -37,7 +37,7 @@ WORKLOAD_KEYS = ("W1", "W2", "W3", "W4", "W5", "W6")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small W3 (512x512), 4 rounds of ~20 ms: about a minute "
                    "with warm compile caches")
     p.add_argument("--only", nargs="+", metavar="W", choices=WORKLOAD_KEYS, type=str.upper,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +57,16 @@ def test_quick_run_writes_the_results_file_and_the_chart(tmp_path, monkeypatch, 
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     else:
         assert not png.exists() and "no chart: matplotlib is not installed" in out
+
+
+def test_python_dash_m_benchmarks_is_the_entry_point():
+    """``python -m benchmarks`` from the repository root reaches run.py's options (``--help`` times nothing)."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m benchmarks") and "--quick" in done.stdout
 
 
 def test_no_matplotlib_still_writes_the_json(tmp_path, monkeypatch, fake_clock, capsys):
