@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
 
     load = {"start": list(os.getloadavg())} if hasattr(os, "getloadavg") else {}
     columns = [key for key in COLUMNS if args.libraries is None or key in args.libraries or key == "numpy"]
-    available, skipped, env = environment.announce(tuple(libraries.BY_KEY[key] for key in columns))
+    probed = dict.fromkeys(["jitgrad", *columns])   # announce() requires jitgrad, even when only peers run
+    available, skipped, env = environment.announce(tuple(libraries.BY_KEY[key] for key in probed))
+    available = [key for key in available if key in columns]
     if args.threads and "torch" in available:
         import torch
         torch.set_num_threads(args.threads)
