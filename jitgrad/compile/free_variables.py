@@ -11,6 +11,9 @@ Each value found is recorded with its ``Source``:
 
 - tensors and numpy arrays, by identity: a tensor the trace reads becomes a graph input read afresh
   from its sources at every call (a numpy array, when the trace makes a tensor of it);
+- a *run-time number*: an int or float a dict subclass names in its class attribute
+  ``runtime_numbers`` (an optimizer's ``lr``, ``jitgrad.optim.state.ParamGroup``), which becomes an
+  input of the graph read at every call, guarded only by its type;
 - a guard for everything else: a Python number, string, bool or None by value; a function, class or
   other object by identity (a rebinding changes what the code would run); a list or tuple by length
   and a dict by its keys (what a loop over it would visit);
@@ -180,7 +183,11 @@ class _Walker:
             self.found.guards.append((source, "identity", value))
             self.found.guards.append((source, "keys", tuple(value)))
             self.found.snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
+            runtime = getattr(kind, "runtime_numbers", frozenset())
             for key, item in value.items():
+                if key in runtime and type(item) in (int, float):
+                    self.found.guards.append((source.entry(key), "number", item))
+                    continue
                 if not _literal(key):
                     self.found.unguardable = (f"it reads {source.describe()}, a {kind.__name__} keyed by "
                                               f"{type(key).__name__}, whose entries cannot be guarded; pass "
