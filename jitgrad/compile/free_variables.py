@@ -160,7 +160,13 @@ class _Walker:
         if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype)):
             self.found.guards.append((source, "value", value))
             return
-        if id(value) in self.visited or self.found.unguardable is not None:
+        if self.found.unguardable is not None:
+            return
+        if id(value) in self.visited:  # reached again by another path: that path must still hold it
+            if isinstance(value, tuple) or _guarded_by_identity(value):
+                self.found.guards.append((source, "identity", value))
+            elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
+                self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
             self.found.unguardable = (f"it reaches more than {MAX_VALUES} Python objects from its closure, "
@@ -255,6 +261,22 @@ class _Walker:
         for slot in _slots(kind):
             if hasattr(value, slot):
                 self.value(getattr(value, slot), source.attr(slot), names)
+
+
+def _guarded_by_identity(value: Any) -> bool:
+    """Whether the walk guards ``value``'s identity where it first meets it (containers, the user's
+    functions, classes and objects): a second path to it gets the same guard, so that rebinding either
+    path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
+    tuple, guarded by its items the first time, is guarded by identity on the other paths."""
+    if isinstance(value, (list, dict, collections.deque, functools.partial)):
+        return True
+    if isinstance(value, types.FunctionType):
+        return not _library(value.__module__)
+    if isinstance(value, type):
+        return not _library_class(value)
+    if isinstance(value, (types.ModuleType, types.MethodType, set, frozenset)):
+        return False
+    return not _library_class(type(value))
 
 
 def _slots(kind: type) -> list[str]:
