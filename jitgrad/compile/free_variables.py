@@ -2,7 +2,7 @@
 
 jitgrad does not interpret bytecode, so it cannot see exactly which outside values a function reads.
 It over-approximates, from the names the code uses: the cells of its closure, the globals its code
-names (attribute names included, which only widens the net), its default arguments, and from each of
+reads or writes, its default arguments, and from each of
 those, the items of lists, tuples and dicts, the attributes of objects (and of their classes), and the
 same again for every user function, method or class reached. Libraries (numpy, jitgrad's own
 internals, the standard library...) are not entered.
@@ -26,6 +26,7 @@ that says so, rather than with guards that would miss a change.
 from __future__ import annotations
 
 import collections
+import dis
 import functools
 import sys
 import types
@@ -75,6 +76,20 @@ def code_names(code: types.CodeType) -> frozenset[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= code_names(const)
+    return frozenset(names)
+
+
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
+
+
+def global_names(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` and the functions defined inside it read or write as globals: a name used
+    only as an attribute (``opt.step()``) is not one, so a module-level ``for step in range(n):``
+    is not guarded (and recompiled on) by a function that calls ``opt.step()``."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= global_names(const)
     return frozenset(names)
 
 
@@ -135,7 +150,7 @@ class _Walker:
             self.found.snapshots.append(Snapshot(source, "cell", cell, None, value))
             self.value(value, source, names)
         module_globals = fn.__globals__
-        for name in sorted(names):
+        for name in sorted(global_names(code)):
             value = module_globals.get(name, MISSING)
             source = Source("global", module_globals, name)
             self.found.snapshots.append(Snapshot(source, "global", module_globals, name, value))
@@ -257,6 +272,8 @@ class _Walker:
         attributes = getattr(value, "__dict__", None)
         if isinstance(attributes, dict):
             self.found.snapshots.append(Snapshot(source, "object", value, None, dict(attributes)))
+            # which attributes the object has: one set later may shadow a class attribute read before
+            self.found.guards.append((source.attr("__dict__"), "keys", tuple(attributes)))
             self._attributes(value, attributes, source, names)
         for slot in _slots(kind):
             if hasattr(value, slot):

@@ -418,3 +418,20 @@ def test_a_hook_on_a_captured_tensor_of_a_step_is_a_clear_graph_break():
     with pytest.raises(CompileError, match="has a hook and the function runs backward inside"):
         jg.compile(sgd_step_on(W), cache=False, fullgraph=True)(inputs())
     assert W.grad is None and W._hooks  # nothing ran, the hook is still there (no public view of hooks)
+
+
+def test_a_global_sharing_its_name_with_an_attribute_is_not_guarded():
+    """``for step in range(n):`` at module level and ``opt.step()`` inside: the code names ``step``
+    only as an attribute, so the loop variable is no guard (each iteration recompiled)."""
+    namespace = {"__name__": "a_user_module", "jg": jg, "w": jg.tensor([1.0, 2.0], requires_grad=True)}
+    exec("class Holder:\n    step = 2.0\n"
+         "holder = Holder()\n"
+         "def f(x):\n    return (x * w * holder.step).sum()\n", namespace)
+    compiled = jg.compile(namespace["f"], cache=False)
+    x = jg.tensor([1.0, 1.0])
+    for step in range(3):
+        namespace["step"] = step
+        assert compiled(x).item() == 6.0
+    assert compiled.log == [] and len(compiled.programs) == 1
+    namespace["holder"].step = 3.0             # the attribute itself is guarded
+    assert compiled(x).item() == 9.0
