@@ -55,8 +55,8 @@ def _library_class(kind: type) -> bool:
     """Whether objects of ``kind`` are a library's, not entered. The user's model (``jitgrad.nn``), its
     optimizer (``jitgrad.optim``) and the standard library's plain records of values
     (``SimpleNamespace``, argparse's ``Namespace``) are entered: what the function reads from them is
-    the user's data, which must be guarded. An optimizer's ``lr`` would be guarded by value, but its
-    ``state`` is keyed by tensors, which no guard can name: a function reaching one runs eagerly."""
+    the user's data, which must be guarded. An optimizer's groups name their ``lr`` as a run-time
+    number, and its ``state`` keeps its tensors in lists, so that each has a source (``jitgrad.optim.state``)."""
     module = kind.__module__ or ""
     if (module, kind.__qualname__) in _RECORD_CLASSES:
         return False

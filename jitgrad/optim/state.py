@@ -10,7 +10,8 @@ name a dict key that is a tensor.
 """
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import copy
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Iterator
 
 from ..tensor import Tensor
@@ -32,8 +33,15 @@ class ParamState(MutableMapping):
         self.params: list[Tensor] = []
         self.entries: list[dict[str, Any]] = []
         self.positions: dict[int, int] = {}
-        for param, value in dict(items).items() if isinstance(items, dict) else items:
+        for param, value in items.items() if isinstance(items, Mapping) else items:
             self[param] = value
+
+    def __copy__(self) -> "ParamState":
+        return ParamState(zip(self.params, self.entries))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "ParamState":
+        """Keyed by the copies of the parameters (``positions`` holds identities, which a copy changes)."""
+        return ParamState([(copy.deepcopy(p, memo), copy.deepcopy(v, memo)) for p, v in zip(self.params, self.entries)])
 
     def __getitem__(self, param: Tensor) -> dict[str, Any]:
         position = self.positions.get(id(param))
