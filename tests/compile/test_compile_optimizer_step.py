@@ -264,3 +264,15 @@ def test_compiling_a_module_lifts_its_parameters():
     program, = forward.programs
     assert forward.recompiles == 0
     assert "placeholder self__modules_0__parameters_weight" in program.lowered_graphs[0].ir_before
+
+
+def test_loading_a_state_dict_into_the_compiled_optimizer_is_read_by_the_next_call():
+    """A checkpoint restored mid-run replaces the state tensors and the groups: the next call reads
+    the new ones (they are inputs, read from where the optimizer keeps them)."""
+    def change(run: Run) -> None:
+        saved = run.opt.state_dict()
+        saved["state"][0]["exp_avg"] = saved["state"][0]["exp_avg"] * 0.5
+        saved["param_groups"][0]["lr"] = 0.01
+        run.opt.load_state_dict(saved)
+    _, compiled = lockstep("adam", change)
+    assert compiled.step.recompiles <= 1, compiled.step.log
