@@ -37,7 +37,7 @@ from ..tensor import Tensor
 from . import side_effects
 from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
 from .pytree import call_leaf_paths, flatten, replace_leaves
-from .sources import Source, source_of_path
+from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types
 
 
@@ -310,14 +310,26 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
 @contextmanager
 def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Iterator[None]:
     """Puts each free run-time number's ``SymbolicNumber`` where the function reads it (a parameter
-    group's ``lr``) while it runs, and the number back afterwards, before side effects are looked for."""
+    group's ``lr``) while it runs, and the number back afterwards, before side effects are looked for.
+    A function that sets such a number itself (``group["lr"] *= 0.9``) makes a change a compiled call
+    would not make again: it is undone too, and refused."""
+    changed: list[Source] = []
     try:
         for source, symbol, _ in placed:
             source.store(symbol)
         yield
     finally:
-        for source, _, value in placed:
+        for source, symbol, value in placed:
+            try:
+                if source.read() is not symbol:
+                    changed.append(source)
+            except READ_ERRORS:
+                changed.append(source)
             source.store(value)
+    if changed:
+        raise Unsupported("the function sets " + ", ".join(s.describe() for s in changed) + ", a run-time "
+                          "number a compiled call reads but would not set again; set it outside the function",
+                          where=user_line())
 
 
 def _check_draws(tracer: Tracer, before: np.ndarray) -> int:

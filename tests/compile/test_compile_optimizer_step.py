@@ -276,3 +276,24 @@ def test_loading_a_state_dict_into_the_compiled_optimizer_is_read_by_the_next_ca
         run.opt.load_state_dict(saved)
     _, compiled = lockstep("adam", change)
     assert compiled.step.recompiles <= 1, compiled.step.log
+
+
+def test_a_step_that_sets_the_rate_itself_runs_eagerly():
+    """The rate is put back after the trace; a function that changes it would lose the change in a
+    compiled call, so it runs eagerly (with a warning that names the rate)."""
+    net = model()
+    opt = optim.SGD(net.parameters(), lr=0.1)
+
+    def train_step(x, y):
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        opt.param_groups[0]["lr"] *= 0.5
+        return loss
+    step = jg.compile(train_step, cache=False)
+    x, y = data()
+    with pytest.warns(CompileWarning, match=r"sets closure variable 'opt.param_groups\[0\]\['lr'\]'"):
+        step(x, y)
+    step(x, y)
+    assert opt.param_groups[0]["lr"] == 0.025 and step.programs == []
