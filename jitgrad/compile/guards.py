@@ -175,6 +175,8 @@ def _is_tensor_descriptor(value: Any) -> bool:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
+        return f"a run-time {value[0].__name__}"
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type):
         return repr(value[1])
     if isinstance(value, tuple) and value and value[0] == "object":
