@@ -144,7 +144,8 @@ class Optimizer:
                 state[param] = {key: self._loaded_value(key, value, param) for key, value in values.items()}
         self.state = state
         self.param_groups = [ParamGroup({**copy.deepcopy({k: v for k, v in saved.items() if k != "params"}),
-                                         "params": group["params"]}) for saved, group in zip(saved_groups, self.param_groups)]
+                                         "params": group["params"]})
+                             for saved, group in zip(saved_groups, self.param_groups)]
 
     @staticmethod
     def _loaded_value(key: str, value: Any, param: Tensor) -> Any:

@@ -205,7 +205,8 @@ def test_a_new_param_group_recompiles_and_its_rate_is_an_input_too():
 
 def test_an_integer_rate_recompiles_once_and_stays_an_input():
     _, compiled = lockstep("sgd", set_group("lr", 1))
-    assert compiled.step.recompiles == 1 and "was a run-time float, now a run-time int" in compiled.step.log[0], compiled.step.log
+    assert compiled.step.recompiles == 1, compiled.step.log
+    assert "was a run-time float, now a run-time int" in compiled.step.log[0], compiled.step.log
 
 
 def test_a_rate_the_step_needs_as_a_python_value_stays_a_guarded_constant():
