@@ -7,10 +7,11 @@ runs a loss and holds ``CompiledFunctionBackward``, ``cache`` keeps lowered grap
 reports on them and ``backend`` picks numba or the interpreter fallback.
 """
 from .backend import LoweringError, get_backend
+from .capture import EagerThisCall
 from .loss_program import CompiledFunctionBackward
 from .decorator import (MAX_RECOMPILES, CompileCheckError, CompiledFunction, CompileError, CompileWarning,
                         compile)
 from .explain import Explanation
 
 __all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "CompiledFunctionBackward",
-           "Explanation", "LoweringError", "MAX_RECOMPILES", "compile", "get_backend"]
+           "EagerThisCall", "Explanation", "LoweringError", "MAX_RECOMPILES", "compile", "get_backend"]

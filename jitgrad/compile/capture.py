@@ -20,9 +20,9 @@ The trace tells two kinds of programs apart:
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from ..tensor import Tensor
 from . import side_effects
 from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
 from .pytree import call_leaf_paths, flatten, replace_leaves
-from .sources import Source, source_of_path
+from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types
 
 
@@ -165,23 +165,33 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
     return grads, writes
 
 
+class EagerThisCall(TraceError):
+    """Raised by code being traced that must run eagerly this once and can be compiled from the next
+    call on: an optimizer's first step, which makes the state (momentum buffers, Adam's moments) that
+    later steps read as inputs. The compiled function runs the call eagerly, silently, and keeps no
+    program for it."""
+
+
 class NeedsValues(Exception):
     """The trace needed some of the numbers it was given as run-time inputs as Python values: the
-    argument leaves in ``leaves`` must stay guarded constants (``reason`` says where)."""
+    argument leaves in ``leaves``, and the free numbers at ``sources``, must stay guarded constants
+    (``reason`` says where)."""
 
-    def __init__(self, leaves: set[int], reason: str) -> None:
+    def __init__(self, leaves: set[int], reason: str, sources: frozenset[Source] = frozenset()) -> None:
         super().__init__(reason)
-        self.leaves = leaves
+        self.leaves, self.sources = leaves, sources
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
-            dynamic: frozenset[int] = frozenset()) -> Captured:
+            dynamic: frozenset[int] = frozenset(), static: frozenset[Source] = frozenset()) -> Captured:
     """Traces ``fn(*args, **kwargs)`` (see the module docstring), twice (``_first_difference``); the
     argument leaves in ``dynamic`` (Python numbers, by ``flatten`` position) become run-time inputs
-    (``fx.numbers``). A trace that changes Python state outside the function is undone and traced
-    again under a line tracer, to name the line that made each change."""
-    captured = _capture_once(fn, args, kwargs, parameter_names, dynamic)
-    difference = _first_difference(captured, _capture_once(fn, args, kwargs, parameter_names, dynamic))
+    (``fx.numbers``), and so do the free run-time numbers the walk finds (an optimizer's ``lr``) but
+    for those at the sources in ``static``, which earlier traces needed by value. A trace that changes
+    Python state outside the function is undone and traced again under a line tracer, to name the
+    line that made each change."""
+    captured = _capture_once(fn, args, kwargs, parameter_names, dynamic, static)
+    difference = _first_difference(captured, _capture_once(fn, args, kwargs, parameter_names, dynamic, static))
     if difference is not None:
         raise Unsupported("two traces of one call gave different graphs (" + difference + "): the function "
                           "reads a value that changes from call to call where no guard can see it (random."
@@ -191,11 +201,11 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
 
 
 def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
-                  dynamic: frozenset[int]) -> Captured:
+                  dynamic: frozenset[int], static: frozenset[Source]) -> Captured:
     try:
-        return _capture(fn, args, kwargs, parameter_names, dynamic, locate_changes=False)
+        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=False)
     except _ChangedState:
-        return _capture(fn, args, kwargs, parameter_names, dynamic, locate_changes=True)
+        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=True)
 
 
 def _first_difference(first: Captured, second: Captured) -> str | None:
@@ -226,10 +236,11 @@ class _ChangedState(Exception):
 
 
 def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str], dynamic: frozenset[int],
-             locate_changes: bool) -> Captured:
+             static: frozenset[Source], locate_changes: bool) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
+    free.guards = [(s, "value" if kind == "number" and s in static else kind, v) for s, kind, v in free.guards]
     if free.unguardable:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.unguardable}")
     tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True,
@@ -238,6 +249,8 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     argument_sources: dict[int, list[Source]] = {}
     numbers: dict[Node, tuple[Source, Any]] = {}   # number placeholder -> (its leaf's source, value)
     number_leaves: dict[str, int] = {}
+    free_numbers: dict[str, Source] = {}           # number placeholder name -> its free source
+    placed: list[tuple[Source, SymbolicNumber, Any]] = []
     changes: list[side_effects.Change] = []
     snapshots: list = []
     try:
@@ -255,11 +268,18 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
             for tensor in free.tensors_found():  # lent before any op can record them in a graph
                 if id(tensor) not in tracer.loans:
                     tracer.borrow(free.sources_of(tensor)[0].placeholder_name(parameter_names), tensor)
+            for source, kind, value in free.guards:
+                if kind == "number":
+                    symbol = tracer.number_input(source.placeholder_name(parameter_names), value)
+                    numbers[symbol.node] = (source, value)
+                    free_numbers[symbol.node.name] = source
+                    placed.append((source, symbol, value))
             call_args, call_kwargs = replace_leaves(args, kwargs, symbols) if symbols else (args, kwargs)
             snapshots = free.snapshots + side_effects.container_snapshots(_containers(call_args, call_kwargs))
             with side_effects.locating(snapshots) if locate_changes else nullcontext({}) as lines:
                 try:
-                    result = fn(*call_args, **call_kwargs)
+                    with _symbols_in_place(placed):
+                        result = fn(*call_args, **call_kwargs)
                     if not tracer.specialized:
                         _refuse_numbers(tracer, result)
                 except Specialize as error:
@@ -268,7 +288,9 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                 else:
                     reason = "a number is needed as a Python value"
                 if tracer.specialized:
-                    raise NeedsValues({number_leaves[name] for name in tracer.specialized}, reason)
+                    raise NeedsValues({number_leaves[name] for name in tracer.specialized if name in number_leaves},
+                                      reason, frozenset(free_numbers[name] for name in tracer.specialized
+                                                        if name in free_numbers))
                 captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
             captured.draws = _check_draws(tracer, generator_state)
             changes = side_effects.find_changes(snapshots)
@@ -283,6 +305,31 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
         side_effects.undo(changes or side_effects.find_changes(snapshots))
         default_generator.set_state(generator_state)
     return captured
+
+
+@contextmanager
+def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Iterator[None]:
+    """Puts each free run-time number's ``SymbolicNumber`` where the function reads it (a parameter
+    group's ``lr``) while it runs, and the number back afterwards, before side effects are looked for.
+    A function that sets such a number itself (``group["lr"] *= 0.9``) makes a change a compiled call
+    would not make again: it is undone too, and refused."""
+    changed: list[Source] = []
+    try:
+        for source, symbol, _ in placed:
+            source.store(symbol)
+        yield
+    finally:
+        for source, symbol, value in placed:
+            try:
+                if source.read() is not symbol:
+                    changed.append(source)
+            except READ_ERRORS:
+                changed.append(source)
+            source.store(value)
+    if changed:
+        raise Unsupported("the function sets " + ", ".join(s.describe() for s in changed) + ", a run-time "
+                          "number a compiled call reads but would not set again; set it outside the function",
+                          where=user_line())
 
 
 def _check_draws(tracer: Tracer, before: np.ndarray) -> int:
@@ -401,4 +448,4 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     return Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
 
 
-__all__ = ["Captured", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]
+__all__ = ["Captured", "EagerThisCall", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]

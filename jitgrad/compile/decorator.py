@@ -28,7 +28,7 @@ from ..tensor import Tensor
 from . import guards, placement
 from .backend import Backend, get_backend
 from .cache import DiskCache
-from .capture import Captured, NeedsValues, Unsupported, capture
+from .capture import Captured, EagerThisCall, GraphInput, NeedsValues, Unsupported, capture
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
 from .loss_program import LossCall, LossProgram, loss_program, replay
 from .explain import Explanation
@@ -107,6 +107,11 @@ class _Snapshot:
                 placement.copy_into(grad._data, grad_values)
 
 
+def _free_kind(inp: GraphInput) -> str:
+    """The free guard kind of a graph input read from outside the arguments."""
+    return "number" if inp.number else "array" if inp.array else "tensor"
+
+
 class CompiledFunction:
     """What ``@jitgrad.compile`` returns: call it like the function; ``explain`` shows what it runs."""
 
@@ -128,6 +133,7 @@ class CompiledFunction:
         self._order: list[int] = []  # ids of the programs, in the order they were built
         self._dynamic: dict[Any, frozenset[int]] = {}  # per argument spec: key positions of run-time numbers
         self._static: dict[Any, set[int]] = {}         # ... and of numbers the function needs by value
+        self._static_free: frozenset = frozenset()     # free run-time numbers it needs by value (sources)
         self._reasons: dict[tuple, str] = {}
         self._names_by_count: dict[int, list[str]] = {}
         self.recompiles = 0
@@ -271,6 +277,8 @@ class CompiledFunction:
         reason = None
         try:
             program = self._build_specializing(args, kwargs, leaves, spec)
+        except EagerThisCall:  # an optimizer's first step: eager now, compiled from the next call
+            return EAGER, free
         except (TraceError, Unsupported) as error:
             self._fall_back(error)
             program, reason = EAGER, str(error)
@@ -298,9 +306,10 @@ class CompiledFunction:
                 positions = {guards.HEADER + i for i in needed.leaves}
                 self._static.setdefault(spec, set()).update(positions)
                 self._dynamic[spec] = dynamic - positions
+                self._static_free |= needed.sources
                 labels = self._labels(args, kwargs, 0)
-                self._note(f"{self.name}: {', '.join(labels[p] for p in sorted(positions))} stays a guarded "
-                           f"constant: {needed}")
+                names = [labels[p] for p in sorted(positions)] + sorted(s.describe() for s in needed.sources)
+                self._note(f"{self.name}: {', '.join(names)} stays a guarded constant: {needed}")
 
     def _layout(self, captured: Captured, args: tuple, kwargs: dict, leaves: list) -> InputLayout:
         """Registers the trace's free guards and inputs; where each input is among a call's values."""
@@ -312,7 +321,7 @@ class CompiledFunction:
         for inp in captured.inputs:
             for source in inp.sources:
                 if source not in leaf_index:  # read from outside, or from inside an object argument
-                    self._free.add(source, "array" if inp.array else "tensor")
+                    self._free.add(source, _free_kind(inp))
         for index, inp in enumerate(captured.inputs):
             if inp.random:
                 random = index
@@ -321,11 +330,11 @@ class CompiledFunction:
                 continue
             first = inp.sources[0]
             positions.append(leaf_index[first] if first in leaf_index else
-                             len(leaves) + self._free.index(first, "array" if inp.array else "tensor"))
+                             len(leaves) + self._free.index(first, _free_kind(inp)))
         return InputLayout(positions, [inp.grad_of for inp in captured.inputs], random, captured.draws)
 
     def _build(self, args: tuple, kwargs: dict, leaves: list, dynamic: frozenset[int]) -> Any:
-        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic)
+        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
         inputs = layout.gather(leaves + list(free), default_generator.peek())  # the state this call will draw at

@@ -2,7 +2,7 @@
 
 jitgrad does not interpret bytecode, so it cannot see exactly which outside values a function reads.
 It over-approximates, from the names the code uses: the cells of its closure, the globals its code
-names (attribute names included, which only widens the net), its default arguments, and from each of
+reads or writes, its default arguments, and from each of
 those, the items of lists, tuples and dicts, the attributes of objects (and of their classes), and the
 same again for every user function, method or class reached. Libraries (numpy, jitgrad's own
 internals, the standard library...) are not entered.
@@ -11,6 +11,9 @@ Each value found is recorded with its ``Source``:
 
 - tensors and numpy arrays, by identity: a tensor the trace reads becomes a graph input read afresh
   from its sources at every call (a numpy array, when the trace makes a tensor of it);
+- a *run-time number*: an int or float a dict subclass names in its class attribute
+  ``runtime_numbers`` (an optimizer's ``lr``, ``jitgrad.optim.state.ParamGroup``), which becomes an
+  input of the graph read at every call, guarded only by its type;
 - a guard for everything else: a Python number, string, bool or None by value; a function, class or
   other object by identity (a rebinding changes what the code would run); a list or tuple by length
   and a dict by its keys (what a loop over it would visit);
@@ -23,6 +26,7 @@ that says so, rather than with guards that would miss a change.
 from __future__ import annotations
 
 import collections
+import dis
 import functools
 import sys
 import types
@@ -51,8 +55,8 @@ def _library_class(kind: type) -> bool:
     """Whether objects of ``kind`` are a library's, not entered. The user's model (``jitgrad.nn``), its
     optimizer (``jitgrad.optim``) and the standard library's plain records of values
     (``SimpleNamespace``, argparse's ``Namespace``) are entered: what the function reads from them is
-    the user's data, which must be guarded. An optimizer's ``lr`` would be guarded by value, but its
-    ``state`` is keyed by tensors, which no guard can name: a function reaching one runs eagerly."""
+    the user's data, which must be guarded. An optimizer's groups name their ``lr`` as a run-time
+    number, and its ``state`` keeps its tensors in lists, so that each has a source (``jitgrad.optim.state``)."""
     module = kind.__module__ or ""
     if (module, kind.__qualname__) in _RECORD_CLASSES:
         return False
@@ -72,6 +76,20 @@ def code_names(code: types.CodeType) -> frozenset[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= code_names(const)
+    return frozenset(names)
+
+
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
+
+
+def global_names(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` and the functions defined inside it read or write as globals: a name used
+    only as an attribute (``opt.step()``) is not one, so a module-level ``for step in range(n):``
+    is not guarded (and recompiled on) by a function that calls ``opt.step()``."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= global_names(const)
     return frozenset(names)
 
 
@@ -132,7 +150,7 @@ class _Walker:
             self.found.snapshots.append(Snapshot(source, "cell", cell, None, value))
             self.value(value, source, names)
         module_globals = fn.__globals__
-        for name in sorted(names):
+        for name in sorted(global_names(code)):
             value = module_globals.get(name, MISSING)
             source = Source("global", module_globals, name)
             self.found.snapshots.append(Snapshot(source, "global", module_globals, name, value))
@@ -157,7 +175,13 @@ class _Walker:
         if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype)):
             self.found.guards.append((source, "value", value))
             return
-        if id(value) in self.visited or self.found.unguardable is not None:
+        if self.found.unguardable is not None:
+            return
+        if id(value) in self.visited:  # reached again by another path: that path must still hold it
+            if isinstance(value, tuple) or _guarded_by_identity(value):
+                self.found.guards.append((source, "identity", value))
+            elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
+                self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
             self.found.unguardable = (f"it reaches more than {MAX_VALUES} Python objects from its closure, "
@@ -180,7 +204,11 @@ class _Walker:
             self.found.guards.append((source, "identity", value))
             self.found.guards.append((source, "keys", tuple(value)))
             self.found.snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
+            runtime = getattr(kind, "runtime_numbers", frozenset())
             for key, item in value.items():
+                if key in runtime and type(item) in (int, float):
+                    self.found.guards.append((source.entry(key), "number", item))
+                    continue
                 if not _literal(key):
                     self.found.unguardable = (f"it reads {source.describe()}, a {kind.__name__} keyed by "
                                               f"{type(key).__name__}, whose entries cannot be guarded; pass "
@@ -244,10 +272,28 @@ class _Walker:
         attributes = getattr(value, "__dict__", None)
         if isinstance(attributes, dict):
             self.found.snapshots.append(Snapshot(source, "object", value, None, dict(attributes)))
+            # which attributes the object has: one set later may shadow a class attribute read before
+            self.found.guards.append((source.attr("__dict__"), "keys", tuple(attributes)))
             self._attributes(value, attributes, source, names)
         for slot in _slots(kind):
             if hasattr(value, slot):
                 self.value(getattr(value, slot), source.attr(slot), names)
+
+
+def _guarded_by_identity(value: Any) -> bool:
+    """Whether the walk guards ``value``'s identity where it first meets it (containers, the user's
+    functions, classes and objects): a second path to it gets the same guard, so that rebinding either
+    path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
+    tuple, guarded by its items the first time, is guarded by identity on the other paths."""
+    if isinstance(value, (list, dict, collections.deque, functools.partial)):
+        return True
+    if isinstance(value, types.FunctionType):
+        return not _library(value.__module__)
+    if isinstance(value, type):
+        return not _library_class(value)
+    if isinstance(value, (types.ModuleType, types.MethodType, set, frozenset)):
+        return False
+    return not _library_class(type(value))
 
 
 def _slots(kind: type) -> list[str]:

@@ -7,7 +7,8 @@ requires_grad, whether it has a ``.grad`` and hooks, and its device (a CUDA prog
 serve each other's calls; its values are read afresh at every call); a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape and dtype; any other object's its identity (or
-its value, for a hashable object that defines equality, such as a dtype).
+its value, for a hashable object that defines equality, such as a dtype); a free run-time number's
+(``free_variables``: an optimizer's ``lr``) its type alone.
 
 Programs are found by the key, which is exact, so a call either runs what was compiled for exactly
 its situation or traces again. ``describe_miss`` says which guard failed, naming the argument or the
@@ -30,7 +31,7 @@ from .sources import Source, reader
 
 _PLAIN = (int, float, bool, str, type(None))
 # Free-variable guard kinds: the reader's expression for each.
-_READERS = {"tensor": "{0}", "array": "{0}", "value": "_value({0})", "identity": "id({0})",
+_READERS = {"tensor": "{0}", "array": "{0}", "number": "{0}", "value": "_value({0})", "identity": "id({0})",
             "length": "len({0})", "keys": "tuple({0})"}
 HEADER = 3   # grad mode, default dtype, the arguments' spec
 
@@ -113,6 +114,8 @@ def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str],
             ids.append(id(value))
         elif kind == "array":
             parts.append(value_descriptor(value))
+        elif kind == "number":  # a run-time input: its type only
+            parts.append((type(value),))
         else:
             parts.append(value)
     for position in dynamic:
@@ -172,6 +175,8 @@ def _is_tensor_descriptor(value: Any) -> bool:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
+        return f"a run-time {value[0].__name__}"
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type):
         return repr(value[1])
     if isinstance(value, tuple) and value and value[0] == "object":

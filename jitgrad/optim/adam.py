@@ -2,9 +2,9 @@
 (its default, single-tensor form), ``amsgrad`` and ``maximize`` included."""
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
+from ..dtypes import float64
 from ..factories import tensor, zeros_like
 from ..ops import maximum
 from ..tensor import Tensor
@@ -46,8 +46,8 @@ class Adam(Optimizer):
 
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
         state = self._state(param, group["amsgrad"])
-        step = state["step"].item() + 1
-        state["step"].fill_(step)
+        state["step"].add_(1)
+        step = state["step"].to(float64)  # PyTorch takes the count as a Python float: float64
         lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
         grad = -param.grad if group["maximize"] else param.grad
         if weight_decay != 0:
@@ -62,9 +62,8 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
             exp_avg_sq = state["max_exp_avg_sq"]
         step_size = lr / (1 - beta1 ** step)
-        denominator = exp_avg_sq.sqrt() / math.sqrt(1 - beta2 ** step) + group["eps"]
-        param.add_(exp_avg / denominator, alpha=-step_size)
-
+        denominator = exp_avg_sq.sqrt() / (1 - beta2 ** step).sqrt() + group["eps"]
+        param.sub_(exp_avg / denominator * step_size)
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam step), 0.01

@@ -8,24 +8,30 @@ moments and step count), made on the parameter's first step.
 
 ``state_dict()`` numbers the parameters in group order, so a saved state loads into another
 optimizer over the same parameters (another process's), whatever their identity.
+
+A step may run inside a compiled training step (docs/compile.md, "An optimizer inside a compiled
+step"): every update is written in tensor ops, with the step count a 0-d tensor of the state and the
+learning rate a run-time input (``state.ParamGroup``), so a schedule and the count change nothing
+the compiled program depends on. Making the state (the first step) is a Python side effect a
+compiled call would not repeat: that call runs eagerly (``EagerThisCall``), the next one compiles.
 """
 from __future__ import annotations
 
 import copy
 import warnings
-from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from ..autograd import enable_grad, no_grad
-from ..fx import TraceError
+from ..compile import EagerThisCall
 from ..ops.registry import observed
 from ..tensor import Tensor
+from .state import ParamGroup, ParamState
 
 
 class Optimizer:
     def __init__(self, params: Iterable[Tensor] | Iterable[dict[str, Any]], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.state = ParamState()
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
@@ -55,7 +61,7 @@ class Optimizer:
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(param).__name__}")
             if not param.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-        group = {**param_group, "params": params}
+        group = ParamGroup({**param_group, "params": params})
         for name, default in self.defaults.items():
             group.setdefault(name, default)
         if len({id(p) for p in params}) != len(params):
@@ -83,13 +89,13 @@ class Optimizer:
         """Updates every parameter that has a gradient (``_update``, each algorithm's own) and returns the
         closure's loss, computed first with grad mode on (``step`` itself runs under ``no_grad``).
 
-        It refuses to be traced: a traced step would freeze what it reads as Python values (each
-        group's ``lr``, the step count) into the graph, and read its state (keyed by tensors, which no
-        guard can name) as constants; compile the loss and step outside (docs/nn.md)."""
-        if observed():
-            raise TraceError("optimizer.step() inside a traced function: its learning rates and state would be "
-                             "frozen into the graph; compile the loss (loss = f(x); loss.backward()) and call "
-                             "step() outside")
+        Traced (inside ``jitgrad.compile``), a step whose state does not exist yet raises
+        ``EagerThisCall``: the compiled function runs this call eagerly, which makes the state, and
+        compiles the next one, which reads it as inputs."""
+        if observed() and any(self._makes_state(param, group) for group in self.param_groups
+                              for param in group["params"] if param.grad is not None):
+            raise EagerThisCall(f"the first {type(self).__name__}.step() makes the optimizer's state, which a "
+                                "compiled call would not make again")
         loss = None
         if closure is not None:
             with enable_grad():
@@ -102,6 +108,10 @@ class Optimizer:
 
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _makes_state(self, param: Tensor, group: dict[str, Any]) -> bool:
+        """Whether ``_update`` would add entries to ``param``'s state (its first step)."""
+        return not self.state.get(param)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{settings, "params": [index, ...]}]}``; the state's
@@ -127,14 +137,15 @@ class Optimizer:
                              "optimizer's group")
         param_of = {index: param for saved, group in zip(saved_groups, self.param_groups)
                     for index, param in zip(saved["params"], group["params"])}
-        state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        state = ParamState()
         for index, values in state_dict["state"].items():
             if index in param_of:
                 param = param_of[index]
                 state[param] = {key: self._loaded_value(key, value, param) for key, value in values.items()}
         self.state = state
-        self.param_groups = [{**copy.deepcopy({k: v for k, v in saved.items() if k != "params"}),
-                              "params": group["params"]} for saved, group in zip(saved_groups, self.param_groups)]
+        self.param_groups = [ParamGroup({**copy.deepcopy({k: v for k, v in saved.items() if k != "params"}),
+                                         "params": group["params"]})
+                             for saved, group in zip(saved_groups, self.param_groups)]
 
     @staticmethod
     def _loaded_value(key: str, value: Any, param: Tensor) -> Any:

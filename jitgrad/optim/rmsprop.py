@@ -32,7 +32,7 @@ class RMSprop(Optimizer):
                 state["momentum_buffer"] = zeros_like(param)
             if group["centered"]:
                 state["grad_avg"] = zeros_like(param)
-        state["step"].fill_(state["step"].item() + 1)
+        state["step"].add_(1)  # a tensor, as PyTorch keeps it: a compiled step reads and writes it
         alpha = group["alpha"]
         grad = -param.grad if group["maximize"] else param.grad
         if group["weight_decay"] != 0:
@@ -48,9 +48,9 @@ class RMSprop(Optimizer):
         if group["momentum"] > 0:
             buffer = state["momentum_buffer"]
             buffer.mul_(group["momentum"]).add_(grad / average)
-            param.add_(buffer, alpha=-group["lr"])
+            param.sub_(group["lr"] * buffer)
         else:
-            param.add_(grad / average, alpha=-group["lr"])
+            param.sub_(group["lr"] * (grad / average))
 
 
 __all__ = ["RMSprop"]

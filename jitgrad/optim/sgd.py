@@ -40,7 +40,10 @@ class SGD(Optimizer):
             else:
                 buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
             grad = grad + momentum * buffer if group["nesterov"] else buffer
-        param.add_(grad, alpha=-group["lr"])
+        param.sub_(group["lr"] * grad)  # not add_(alpha=-lr): an op's attribute would freeze a compiled lr
+
+    def _makes_state(self, param: Tensor, group: dict[str, Any]) -> bool:
+        return group["momentum"] != 0 and "momentum_buffer" not in self.state.get(param, {})
 
 
 __all__ = ["SGD"]

@@ -219,8 +219,9 @@ def test_a_dict_keyed_by_objects_cannot_be_guarded_and_runs_eagerly():
     assert_close(f(x), (x * 3.0).sum())
 
 
-def test_a_learning_rate_read_from_an_optimizer_is_guarded():
-    """jitgrad.optim's objects were not entered (a library's), so a changed ``lr`` was baked in."""
+def test_a_learning_rate_read_from_an_optimizer_is_read_at_every_call():
+    """jitgrad.optim's objects were not entered (a library's), so a changed ``lr`` was baked in; a
+    parameter group's ``lr`` is now a run-time input: the new rate runs the same program."""
     w = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     opt = jg.optim.SGD([w], lr=0.1)
 
@@ -237,7 +238,24 @@ def test_a_learning_rate_read_from_an_optimizer_is_guarded():
     opt.param_groups[0]["lr"] = 1.0
     f(x)
     assert w.tolist() == pytest.approx([1.0 - 0.1 - 1.0, 2.0 - 0.1 - 1.0, 3.0 - 0.1 - 1.0])
-    assert "value was 0.1, now 1.0" in f.log[-1]
+    assert f.log == [] and len(f.programs) == 1
+
+
+def test_a_value_reached_by_two_paths_is_guarded_on_both():
+    """The walk enters an object once; a second path to it (a tuple an optimizer's group shares with
+    its defaults) was not guarded, so rebinding it there ran the stale program."""
+    w = jg.tensor([1.0, 2.0], requires_grad=True)
+    shared = (2.0, 3.0)
+    config = {"first": shared, "second": shared}
+
+    def f(x):
+        return (x * w * config["second"][0]).sum()
+    compiled = jg.compile(f, cache=False)
+    x = jg.tensor([1.0, 1.0])
+    assert compiled(x).item() == 6.0
+    config["second"] = (5.0, 3.0)
+    assert compiled(x).item() == 15.0
+    assert "config['second']" in compiled.log[-1]
 
 
 UNSEEN_CHANGES = [  # values from calls into libraries, which no guard sees
@@ -400,3 +418,20 @@ def test_a_hook_on_a_captured_tensor_of_a_step_is_a_clear_graph_break():
     with pytest.raises(CompileError, match="has a hook and the function runs backward inside"):
         jg.compile(sgd_step_on(W), cache=False, fullgraph=True)(inputs())
     assert W.grad is None and W._hooks  # nothing ran, the hook is still there (no public view of hooks)
+
+
+def test_a_global_sharing_its_name_with_an_attribute_is_not_guarded():
+    """``for step in range(n):`` at module level and ``opt.step()`` inside: the code names ``step``
+    only as an attribute, so the loop variable is no guard (each iteration recompiled)."""
+    namespace = {"__name__": "a_user_module", "jg": jg, "w": jg.tensor([1.0, 2.0], requires_grad=True)}
+    exec("class Holder:\n    step = 2.0\n"
+         "holder = Holder()\n"
+         "def f(x):\n    return (x * w * holder.step).sum()\n", namespace)
+    compiled = jg.compile(namespace["f"], cache=False)
+    x = jg.tensor([1.0, 1.0])
+    for step in range(3):
+        namespace["step"] = step
+        assert compiled(x).item() == 6.0
+    assert compiled.log == [] and len(compiled.programs) == 1
+    namespace["holder"].step = 3.0             # the attribute itself is guarded
+    assert compiled(x).item() == 9.0

@@ -146,3 +146,22 @@ def test_loaded_state_is_a_copy_cast_to_the_parameters():
     assert copy.state[weight]["exp_avg"].dtype == jg.float32
     assert copy.state[weight]["exp_avg"] is not opt.state[weight]["exp_avg"]
     assert copy.state[weight]["step"].item() == 1.0
+
+
+def test_the_state_is_keyed_by_parameter_identity_and_deep_copies_with_them():
+    """``opt.state`` keeps its entries in lists (so that a compiled step can name each state tensor),
+    keyed by the parameters' identity: a deep copy of the optimizer is keyed by the copied parameters."""
+    import copy as copying
+    w = jg.tensor([1.0, 2.0], requires_grad=True)
+    opt = jg.optim.SGD([w], lr=0.1, momentum=0.9)
+    w.grad = jg.tensor([1.0, 1.0])
+    opt.step()
+    assert w in opt.state and list(opt.state) == [w] and len(opt.state) == 1
+    assert opt.state[w]["momentum_buffer"].tolist() == [1.0, 1.0]
+    twin = copying.deepcopy(opt)
+    copied = twin.param_groups[0]["params"][0]
+    assert copied is not w and copied in twin.state and w not in twin.state
+    assert twin.state[copied]["momentum_buffer"] is not opt.state[w]["momentum_buffer"]
+    assert jg.tensor([0.0]) not in opt.state and opt.state.get(jg.tensor([0.0])) is None
+    del opt.state[w]
+    assert len(opt.state) == 0 and opt.state[w] == {} and len(opt.state) == 1   # made on access, as defaultdict

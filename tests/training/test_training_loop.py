@@ -1,7 +1,7 @@
 """A small classifier trained as a PyTorch user writes it (Module, CrossEntropyLoss, Adam,
 DataLoader): eagerly, against PyTorch with the same weights and batches; and with the loss compiled
-(one program for the whole run, the same losses as eager); a compiled step that calls the
-optimizer runs eagerly, rather than freeze the learning rate."""
+(one program for the whole run, the same losses as eager); and a compiled step that calls the
+optimizer with a schedule changing its learning rate (one program, the rate a run-time input)."""
 from __future__ import annotations
 
 import warnings
@@ -110,11 +110,13 @@ def test_a_compiled_loss_trains_as_eager_in_one_program(dropout):
 
 
 @pytest.mark.parametrize("opt_class,options", [(optim.SGD, {"lr": 0.1}), (optim.Adam, {})], ids=["sgd", "adam"])
-def test_a_compiled_step_with_the_optimizer_inside_runs_eagerly_and_trains_as_eager(opt_class, options):
-    """``opt.step()`` inside the compiled function: a traced step would freeze each group's ``lr``
-    (jitgrad.compile does not look into optimizers), so a scheduler's new rate would go unseen;
-    ``step()`` refuses the trace and the function runs eagerly after one CompileWarning that says why."""
-    def train(compiled: bool) -> tuple[list[float], MLP]:
+def test_a_compiled_step_with_the_optimizer_inside_compiles_once_and_trains_as_eager(opt_class, options, monkeypatch):
+    """``opt.step()`` inside the compiled function, a StepLR halving the rate between calls: the rate is
+    a run-time input and Adam's step count a tensor of its state, so no call recompiles (Adam's
+    first call runs eagerly: it makes the moments), with eager's losses and weights. On the interpreter
+    backend (the numba lowering of such steps: tests/compile/test_compile_optimizer_step.py)."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    def train(compiled: bool) -> tuple[list[float], MLP, object]:
         model, opt, criterion = setup(opt_class=opt_class, **options)
         schedule = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
 
@@ -129,10 +131,14 @@ def test_a_compiled_step_with_the_optimizer_inside_runs_eagerly_and_trains_as_ea
         for x, y in batches():
             losses.append(run(x, y).item())
             schedule.step()
-        return losses, model
-    eager, eager_model = train(False)
-    with pytest.warns(CompileWarning, match=r"optimizer.step\(\) inside a traced function"):
-        losses, model = train(True)
+        return losses, model, run
+    eager, eager_model, _ = train(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        losses, model, run = train(True)
     np.testing.assert_allclose(losses, eager, rtol=1e-10)
     for name, value in eager_model.state_dict().items():
         assert_close(model.state_dict()[name], value, what=name)
+    # zero_grad() first: the first call finds no .grads, later ones find the last call's (a retrace,
+    # kernels reused); the rate and the count never recompile
+    assert run.recompiles == 0 and len(run.programs) <= 2, run.log
