@@ -567,6 +567,8 @@ SAMPLES: list[Sample] = [
            lambda x: torch.gather(x, 1, _t(GATHER_INDEX)), ((3, 4),)),
     Sample("gather", "dim0-method", lambda x: x.gather(0, jg.tensor(GATHER_ROWS)),
            lambda x: x.gather(0, _t(GATHER_ROWS)), ((3, 4),)),
+    Sample("gather", "index-narrower-than-input", lambda x: x.gather(1, jg.tensor(GATHER_INDEX[:2])),
+           lambda x: x.gather(1, _t(GATHER_INDEX[:2])), ((3, 4),)),
     Sample("scatter_add", "gather-backward", *_grad_of_gather(1, GATHER_INDEX), ((3, 2),)),
     Sample("embedding", "functional", lambda w: F.embedding(jg.tensor(TOKENS), w),
            lambda w: torch.nn.functional.embedding(_t(TOKENS), w), ((4, 3),)),

@@ -200,6 +200,22 @@ def test_nll_loss_and_backward(dtype, reduction, n, classes):
     _close(gradient, expected, dtype)
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_nll_loss_skips_the_targets_it_ignores(reduction):
+    log_probs, target = _random((5, 3), np.float64, 20), np.array([2, -100, 0, -100, 1])
+    kept = target != -100
+    picked = np.where(kept, -log_probs[np.arange(5), np.where(kept, target, 0)], 0.0)
+    out = cuda.device_array((5,) if reduction == "none" else (1,))
+    losses.nll_loss(cuda.to_device(log_probs), cuda.to_device(target), out, reduction, STREAM, -100)
+    _close(out, picked if reduction == "none" else [picked.sum() / kept.sum()], np.float64)
+    grad = np.ones(5 if reduction == "none" else 1)
+    gradient = cuda.to_device(np.full((5, 3), np.nan))
+    losses.nll_loss_backward(cuda.to_device(grad), cuda.to_device(target), gradient, reduction, STREAM, -100)
+    expected = np.zeros((5, 3))
+    expected[np.arange(5)[kept], target[kept]] = -1.0 / (kept.sum() if reduction == "mean" else 1)
+    _close(gradient, expected, np.float64)
+
+
 def test_nll_loss_marks_a_target_outside_the_classes_with_nan():
     out = cuda.device_array((1,))
     losses.nll_loss(cuda.to_device(np.zeros((2, 3))), cuda.to_device(np.array([0, 3])), out, "sum", STREAM)
