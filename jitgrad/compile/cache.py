@@ -25,10 +25,12 @@ size and valid JSON holding exactly this key; the kernel file is a regular file 
 source just generated; and every numba file has the recorded hash. Only then is the source executed
 (from the verified bytes) and numba asked for the kernel, which it loads from its cache. An entry that
 fails any check is reported (one warning per process), removed with its files, and the kernel is
-compiled and stored again. Nothing jitgrad writes is pickled.
+compiled and stored again. Nothing jitgrad writes is pickled. (numba-cuda reads a kernel's files at its
+first launch, after the checks: between the two only the folders' owner, who could run anything
+anyway, can write to them.)
 
 The directory is ``$JITGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/jitgrad`` (``~/.cache/jitgrad``), made
-with mode 0o700. It, and its ``kernels`` folders, must be real directories owned by the user and not
+with mode 0o700. It, and the folders of its kinds, must be real directories owned by the user and not
 writable by others, and every folder above must be owned by the user or root and, if others may
 write to it, sticky (as ``/tmp``); otherwise the cache is not used, with one warning. Writes are
 atomic (a temporary file renamed into place, removed if anything fails). The cache holds at most
