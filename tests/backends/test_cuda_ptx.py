@@ -9,7 +9,7 @@ kernel library's kernels those programs launch are compiled by the library's own
 Each kernel is typed and lowered once and NVVM makes the PTX of both capabilities from it
 (tests/ptx_targets.py says how, and why that is ``compile_ptx``'s PTX): the second capability costs
 its NVVM run only. The script checks on a sample of the kernels that the PTX is ``compile_ptx``'s for
-each capability, up to the unique number in mangled names.
+each capability, up to the kernel's mangled name (which encodes the capability it was lowered at).
 Where the toolkit's ``ptxas`` is found (``nvidia-cuda-nvcc-cu12``, which the extra brings, or on
 ``PATH``), each PTX for sm_80 is assembled and must not spill registers, and so is sm_90's for every
 eighth kernel (assembling is a third of the time; spills come from the kernel's registers, which both
@@ -38,7 +38,7 @@ from cuda_programs import fused_programs, op_calls, optimized_graph, workload_gr
 from jitgrad.backends.numba_cuda.codegen import generate
 from jitgrad.backends.numba_cuda.compiler import kernels_of, without_comments
 from jitgrad.backends.numba_cuda.eager import one_node_graph
-from ptx_targets import CCS, ptx_of, unnumbered
+from ptx_targets import CCS, ptx_of, unnamed
 import glob, os, shutil, subprocess, tempfile, time
 
 
@@ -111,7 +111,7 @@ for k, (label, name, pyfunc, types) in enumerate(kernels.values()):
         compiled += 1
         if k % SAME_AS_COMPILE_PTX_EVERY == 0:
             compared += 1
-            if unnumbered(cuda.compile_ptx(pyfunc, types, cc=cc)[0]) != unnumbered(ptx):
+            if unnamed(cuda.compile_ptx(pyfunc, types, cc=cc)[0]) != unnamed(ptx):
                 failures.append(f"{label}: {name} sm_{cc[0]}{cc[1]}: not the PTX compile_ptx makes")
         if ptxas and k % ASSEMBLED_EVERY[cc] == 0:
             failures += [f"{label}: {name} sm_{cc[0]}{cc[1]}: ptxas: {line}" for line in spills(ptxas, ptx, cc)]
