@@ -89,7 +89,9 @@ def _install_eager_runner() -> None:
         if error.name is None or not error.name.startswith("jitgrad.backends.numba_cuda"):
             raise
         return  # this checkout has no CUDA backend: ops on CUDA tensors say no runner is installed
-    eager.install(current_stream=_current_numba_stream)
+    from .compile.cache import shared_cache
+
+    eager.install(current_stream=_current_numba_stream, disk_cache=lambda: shared_cache("cuda"))
     register_strided_copy(lambda source, destination, stream: eager.write_into(destination, source))
 
 

@@ -4,12 +4,20 @@ boundary: nothing read from it runs, or is unpickled, before it is verified.
 What a process spends on a kernel is numba's compile; generating the kernel's source from a graph is
 cheap and deterministic. So the cache keeps, per kernel (its source and numba options):
 
-- ``kernels/<name>.py``: the source, without its comments (they repeat IR lines, sizes included, so
+- ``<kind>/<name>.py``: the source, without its comments (they repeat IR lines, sizes included, so
   kernels that differ only there are one);
-- ``kernels/__pycache__/<name>.*``: numba's cache of the compiled overloads (numba's own format, which
+- ``<kind>/__pycache__/<name>.*``: numba's cache of the compiled overloads (numba's own format, which
   numba unpickles when it loads it);
 - ``<name>.json``: the entry, data only: the key (the kernel's code key, the options, the versions of
   jitgrad, its source files and numba) and the SHA-256 of each file above.
+
+The kind is ``kernels`` for the CPU backend's ``numba.njit`` kernels (entries ``jitgrad_kernel_*``) and
+``cuda`` for the CUDA backend's generated modules (entries ``jitgrad_cuda_*``), whose ``@cuda.jit``
+kernels numba-cuda compiles at their first launch and keeps in the same ``__pycache__``
+(``<name>.<kernel>-<line>.pyXY.nbi``, an index per kernel holding an entry per signature and compute
+capability, and ``.nbc`` files): ``write_module`` stores the source before anything is compiled, and
+``record`` writes the entry, with the hashes of numba's files, after a launch compiled (again). Both
+kinds share one directory, its checks and its size limit.
 
 A later process generates the same source and, before anything of the entry is used, checks that:
 the entry is a regular file (opened without following symlinks, never blocking on a FIFO) of bounded
@@ -17,14 +25,18 @@ size and valid JSON holding exactly this key; the kernel file is a regular file 
 source just generated; and every numba file has the recorded hash. Only then is the source executed
 (from the verified bytes) and numba asked for the kernel, which it loads from its cache. An entry that
 fails any check is reported (one warning per process), removed with its files, and the kernel is
-compiled and stored again. Nothing jitgrad writes is pickled.
+compiled and stored again. Nothing jitgrad writes is pickled. (numba-cuda reads a kernel's files at its
+first launch, after the checks: between the two only the folders' owner, who could run anything
+anyway, can write to them.)
 
 The directory is ``$JITGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/jitgrad`` (``~/.cache/jitgrad``), made
-with mode 0o700. It, and its ``kernels`` folders, must be real directories owned by the user and not
+with mode 0o700. It, and the folders of its kinds, must be real directories owned by the user and not
 writable by others, and every folder above must be owned by the user or root and, if others may
 write to it, sticky (as ``/tmp``); otherwise the cache is not used, with one warning. Writes are
 atomic (a temporary file renamed into place, removed if anything fails). The cache holds at most
-``$JITGRAD_CACHE_MAX_BYTES`` (default 512 MiB): beyond it the least recently used entries go.
+``$JITGRAD_CACHE_MAX_BYTES`` (default 512 MiB): beyond it the least recently used entries go. With
+``NUMBA_CACHE_DIR`` set numba would keep (and load) machine code in that folder, outside every check
+here, so the cache is not used then (one warning).
 """
 from __future__ import annotations
 
@@ -46,6 +58,7 @@ ENTRY_LIMIT = 1 << 16          # bytes: an entry is a few hundred
 SOURCE_LIMIT = 1 << 22
 MACHINE_CODE_LIMIT = 1 << 26
 DEFAULT_MAX_BYTES = 512 << 20
+KINDS = {"kernels": "jitgrad_kernel_", "cuda": "jitgrad_cuda_"}  # folder -> prefix of its entries' names
 
 
 def default_directory() -> Path:
@@ -77,6 +90,16 @@ def versions() -> dict[str, str]:
             "python": sys.version.split()[0]}
 
 
+def shared_cache(kind: str = "kernels", directory: Path | None = None) -> "DiskCache":
+    """The process's one ``DiskCache`` of ``kind`` in ``directory`` (the default one when None, read
+    now): eager CUDA ops and compiled functions share it, so its checks and its warnings happen once."""
+    directory = Path(directory if directory is not None else default_directory()).absolute()
+    cache = _SHARED.get((kind, directory))
+    if cache is None:
+        cache = _SHARED[kind, directory] = DiskCache(directory, kind)
+    return cache
+
+
 @dataclass
 class CacheStats:
     hits: int = 0
@@ -87,6 +110,7 @@ class CacheStats:
 
 
 stats = CacheStats()
+_SHARED: dict[tuple[str, Path], "DiskCache"] = {}
 
 
 class Rejected(Exception):
@@ -139,6 +163,18 @@ def _unsafe_folder(path: Path, own: bool) -> str | None:
     return None
 
 
+def _max_bytes() -> int:
+    return int(os.environ.get("JITGRAD_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+
+
+def _numba_cache_elsewhere() -> str | None:
+    """Why numba would not keep machine code beside the verified sources (``NUMBA_CACHE_DIR``), or None."""
+    import numba
+    configured = os.environ.get("NUMBA_CACHE_DIR") or numba.config.CACHE_DIR
+    return f"NUMBA_CACHE_DIR is set ({configured}): numba would keep machine code there, unverified" \
+        if configured else None
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """``data`` into ``path`` through a temporary file renamed into place; the temporary file is
     removed if anything fails, so a failed write leaves nothing behind."""
@@ -159,11 +195,20 @@ def write_atomically(path: Path, data: bytes) -> None:
 class DiskCache:
     """Numba machine code for kernels, on disk (see the module docstring)."""
 
-    def __init__(self, directory: Path | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else default_directory()
-        self.kernels = self.directory / "kernels"
+    def __init__(self, directory: Path | None = None, kind: str = "kernels") -> None:
+        if kind not in KINDS:
+            raise ValueError(f"DiskCache: unknown kind {kind!r} (one of {', '.join(KINDS)})")
+        self.directory = Path(directory if directory is not None else default_directory()).absolute()
+        self.kind = kind
+        self.kernels = self.directory / kind
+        self.machine_code = self.kernels / "__pycache__"
         self._usable: bool | None = None
         self._warned = False
+        self._total: int | None = None   # bytes held, as this process last counted and since wrote
+
+    def of_kind(self, kind: str) -> "DiskCache":
+        """The cache of ``kind`` in this one's directory (the CUDA backend takes ``jitgrad.compile``'s)."""
+        return self if kind == self.kind else shared_cache(kind, self.directory)
 
     # ---- the folders ------------------------------------------------------------------------------------
     def _ready(self) -> bool:
@@ -176,7 +221,7 @@ class DiskCache:
             except OSError as error:
                 reason = f"{self.directory} cannot be made ({error.strerror})"
             if reason is None:
-                reason = self.folder_problem()
+                reason = self.folder_problem() or _numba_cache_elsewhere()
             self._usable = reason is None
             if reason is not None:
                 warnings.warn(f"jitgrad.compile: not using the disk cache: {reason}; kernels are compiled "
@@ -190,8 +235,7 @@ class DiskCache:
             reason = _unsafe_folder(folder, own)
             if reason is not None:
                 return reason
-        machine_code = self.kernels / "__pycache__"
-        return _unsafe_folder(machine_code, True) if os.path.lexists(machine_code) else None
+        return _unsafe_folder(self.machine_code, True) if os.path.lexists(self.machine_code) else None
 
     # ---- names and keys ---------------------------------------------------------------------------------
     @staticmethod
@@ -200,21 +244,42 @@ class DiskCache:
         key = {"format": ENTRY_FORMAT, "code": code_key, "options": sorted(options.items()), **versions()}
         return json.loads(json.dumps(key))
 
-    @staticmethod
-    def name(key: dict[str, Any]) -> str:
-        return "jitgrad_kernel_" + _sha256(json.dumps(key, sort_keys=True).encode())[:24]
+    def name(self, key: dict[str, Any]) -> str:
+        return KINDS[self.kind] + _sha256(json.dumps(key, sort_keys=True).encode())[:24]
+
+    def _folder_of(self, name: str) -> Path:
+        """The kind's folder of an entry (eviction removes entries of every kind)."""
+        return self.directory / next(kind for kind, prefix in KINDS.items() if name.startswith(prefix))
 
     def _machine_code_files(self, name: str) -> list[Path]:
-        folder = self.kernels / "__pycache__"
+        folder = self._folder_of(name) / "__pycache__"
         if not folder.is_dir():
             return []
         return sorted(p for p in folder.iterdir() if p.name.startswith(name + "."))
+
+    def numba_cache_path_is_ours(self, dispatcher: Any) -> bool:
+        """Whether numba keeps ``dispatcher``'s machine code (``cache=True``) in this cache's verified
+        folder: numba picks another where that one is not writable."""
+        return os.path.abspath(dispatcher.stats.cache_path) == os.path.abspath(self.machine_code)
 
     # ---- loading ----------------------------------------------------------------------------------------
     def load_kernel(self, source: str, code_key: str, options: dict[str, Any]) -> Any | None:
         """A numba dispatcher for ``source`` (a kernel's code without comments) whose machine code numba
         loads from the cache, or None (nothing stored, or an entry that failed a check: removed, and
         said once)."""
+        module = self.load_module(source, code_key, options)
+        if module is None:
+            return None
+        import numba
+        kernel = numba.njit(cache=True, **dict(options))(module.kernel)
+        if not self.numba_cache_path_is_ours(kernel):
+            return numba.njit(**dict(options))(module.kernel)
+        return kernel
+
+    def load_module(self, source: str, code_key: str, options: dict[str, Any]) -> types.ModuleType | None:
+        """The module of ``source`` executed from its verified entry, or None (nothing stored, or an
+        entry that failed a check: removed, and said once). numba's files beside it were verified too:
+        a dispatcher made with ``cache=True`` of one of its functions loads its machine code."""
         if not self._ready():
             return None
         key = self.key(code_key, options)
@@ -225,14 +290,12 @@ class DiskCache:
             return None
         try:
             module = self._verified_module(entry_path, name, key, source)
-            import numba
-            kernel = numba.njit(cache=True, **dict(options))(module.kernel)
         except Rejected as rejected:
             self._reject(name, str(rejected))
             return None
         os.utime(entry_path)  # recently used: the last to be evicted
         stats.hits += 1
-        return kernel
+        return module
 
     def _verified_module(self, entry_path: Path, name: str, key: dict[str, Any], source: str) -> types.ModuleType:
         try:
@@ -250,7 +313,7 @@ class DiskCache:
         if not isinstance(recorded, dict) or set(recorded) != present:
             raise Rejected(f"numba's files for {name} are not those recorded")
         for file_name, digest in recorded.items():
-            if _sha256(read_regular(self.kernels / "__pycache__" / file_name, MACHINE_CODE_LIMIT)) != digest:
+            if _sha256(read_regular(self.machine_code / file_name, MACHINE_CODE_LIMIT)) != digest:
                 raise Rejected(f"{file_name} (numba's machine code) does not match its recorded hash")
         return self._module(name, kernel_path, expected)
 
@@ -277,7 +340,8 @@ class DiskCache:
         self._remove(name)
 
     def _remove(self, name: str) -> None:
-        for path in (self.directory / f"{name}.json", self.kernels / f"{name}.py", *self._machine_code_files(name)):
+        for path in (self.directory / f"{name}.json", self._folder_of(name) / f"{name}.py",
+                     *self._machine_code_files(name)):
             try:
                 os.unlink(path)
             except OSError:
@@ -298,31 +362,75 @@ class DiskCache:
             write_atomically(kernel_path, data)
             import numba
             file_kernel = numba.njit(cache=True, **dict(options))(self._module(name, kernel_path, data).kernel)
+            if not self.numba_cache_path_is_ours(file_kernel):
+                raise Rejected("numba keeps this kernel's machine code elsewhere")
             # numba's cached machine code finds its globals by importing the function's module: the
             # compiled kernel's must be the name this entry's module is registered under when loaded
             kernel.py_func.__globals__["__name__"] = name
             for signature, result in kernel.overloads.items():
                 file_kernel._cache.save_overload(signature, result)
-            machine_code = {p.name: _sha256(read_regular(p, MACHINE_CODE_LIMIT))
-                            for p in self._machine_code_files(name)}
-            entry = {"key": key, "source": _sha256(data), "machine_code": machine_code}
-            write_atomically(self.directory / f"{name}.json", json.dumps(entry, sort_keys=True).encode())
+            self._write_entry(name, key, data)
         except Exception:  # noqa: BLE001 - machine code is an optimisation: without it numba compiles
             self._remove(name)
             return False
-        stats.writes += 1
-        self.evict()
         return True
+
+    def write_module(self, source: str, code_key: str, options: dict[str, Any]) -> types.ModuleType | None:
+        """Stores ``source`` (a module's code without comments) as a new entry's file, replacing any
+        entry of its key, and returns the module executed from it, or None where the cache is not
+        used or the write failed. The entry itself is written by ``record``, once numba compiled what
+        it keeps beside the file (the CUDA backend's kernels compile at their first launch); until then
+        a later process finds no entry."""
+        if not self._ready():
+            return None
+        name = self.name(self.key(code_key, options))
+        try:
+            self._remove(name)
+            data = source.encode()
+            kernel_path = self.kernels / f"{name}.py"
+            write_atomically(kernel_path, data)
+            return self._module(name, kernel_path, data)
+        except Exception:  # noqa: BLE001 - the cache is an optimisation: without it the module is made in memory
+            self._remove(name)
+            return None
+
+    def record(self, source: str, code_key: str, options: dict[str, Any]) -> bool:
+        """Writes (again) the entry of a module stored by ``write_module``: its source's hash and the
+        hashes of numba's files beside it now, those a later process will check before numba loads them."""
+        if not self._ready():
+            return False
+        key = self.key(code_key, options)
+        name = self.name(key)
+        try:
+            self._write_entry(name, key, source.encode())
+        except Exception:  # noqa: BLE001 - an entry that cannot be written is a miss in the next process
+            self._remove(name)
+            return False
+        return True
+
+    def _write_entry(self, name: str, key: dict[str, Any], source: bytes) -> None:
+        machine_code = {p.name: _sha256(read_regular(p, MACHINE_CODE_LIMIT)) for p in self._machine_code_files(name)}
+        entry = {"key": key, "source": _sha256(source), "machine_code": machine_code}
+        data = json.dumps(entry, sort_keys=True).encode()
+        write_atomically(self.directory / f"{name}.json", data)
+        stats.writes += 1
+        if self._total is None:
+            self.evict()
+            return
+        self._total += len(data) + len(source) + sum(
+            (self.machine_code / file_name).stat().st_size for file_name in machine_code)
+        if self._total > _max_bytes():
+            self.evict()
 
     def evict(self, max_bytes: int | None = None) -> None:
         """Removes the least recently used entries until the cache holds at most ``max_bytes``."""
         if max_bytes is None:
-            max_bytes = int(os.environ.get("JITGRAD_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+            max_bytes = _max_bytes()
         entries = []
         total = 0
-        for entry in self.directory.glob("jitgrad_kernel_*.json"):
+        for entry in (e for prefix in KINDS.values() for e in self.directory.glob(f"{prefix}*.json")):
             name = entry.name[:-len(".json")]
-            files = [entry, self.kernels / f"{name}.py", *self._machine_code_files(name)]
+            files = [entry, self._folder_of(name) / f"{name}.py", *self._machine_code_files(name)]
             size = sum(p.stat().st_size for p in files if p.exists())
             entries.append((entry.stat().st_mtime, name, size))
             total += size
@@ -332,7 +440,10 @@ class DiskCache:
             self._remove(name)
             total -= size
             stats.evictions += 1
+        # counted once per process, then kept up to date by this process's writes (a full count at
+        # every write would make storing n kernels cost n^2 file reads)
+        self._total = total
 
 
-__all__ = ["CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular", "stats", "versions",
-           "write_atomically"]
+__all__ = ["KINDS", "CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular", "shared_cache",
+           "stats", "versions", "write_atomically"]

@@ -1,7 +1,8 @@
 """Every kernel of the CUDA data-movement library (``KERNELS`` of ``jitgrad/backends/numba_cuda/kernels/
-{copy,indexing,gathering,sorting,sampling,strided}.py``) compiles to PTX for sm_80 with numba-cuda's
-NVVM, with no GPU: the real compiler, which the simulator that runs the kernels in ``tests/cuda`` never
-exercises (types it cannot lower, such as a float16 to bool cast, show up only here)."""
+{copy,indexing,gathering,sorting,sampling,strided}.py``) compiles to PTX for sm_80 and sm_90 with numba-cuda's NVVM
+(``ptx_targets.ptx_of``), with no GPU: the real compiler, which the simulator that runs the kernels in
+``tests/cuda`` never exercises (types it cannot lower, such as a float16 to bool cast, show up only
+here)."""
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ pytest.importorskip("numba_cuda", reason=INSTALL)
 from numba import cuda  # noqa: E402 - after the skips, which must not import it
 
 from jitgrad.backends.numba_cuda.kernels import copy, gathering, indexing, sampling, sorting, strided  # noqa: E402
+from ptx_targets import ptx_of  # noqa: E402
 
 
 def _nvvm_works() -> bool:
@@ -47,6 +49,8 @@ def test_every_module_lists_kernels_it_launches():
 
 
 @pytest.mark.parametrize("label, pyfunc, argument_types", ENTRIES, ids=[label for label, _, _ in ENTRIES])
-def test_kernel_compiles_to_ptx_for_sm_80(label, pyfunc, argument_types):
-    ptx, _ = cuda.compile_ptx(pyfunc, tuple(argument_types), cc=(8, 0))
-    assert ".target sm_80" in ptx and f"{pyfunc.__name__}" in ptx
+def test_kernel_compiles_to_ptx_for_sm_80_and_sm_90(label, pyfunc, argument_types):
+    ptxes = ptx_of(pyfunc, argument_types)
+    assert [f"sm_{a}{b}" for a, b in ptxes] == ["sm_80", "sm_90"]
+    for (major, minor), ptx in ptxes.items():
+        assert f".target sm_{major}{minor}" in ptx and f"{pyfunc.__name__}" in ptx

@@ -1,6 +1,7 @@
 """Every hand-written CUDA kernel of the maths intrinsics (matrix products, row kernels, losses) compiles
-to PTX for sm_80 with ``numba.cuda.compile_ptx``, which needs NVVM but no GPU: the check CI runs for the
-kernel library on machines without one. Where the toolkit's ``ptxas`` is on ``PATH`` the PTX is also
+to PTX for sm_80 and sm_90 (``ptx_targets.ptx_of``: numba-cuda's lowering, as ``compile_ptx``, then
+NVVM for each), which needs NVVM but no GPU: the check CI runs for the kernel library on machines
+without one. Where the toolkit's ``ptxas`` is on ``PATH`` the PTX is also
 assembled, and must not spill registers (the tiled product holds 16 accumulators per thread)."""
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import subprocess
 import types as pytypes
 
 import pytest
+
+from ptx_targets import ptx_of
 
 INSTALL = 'numba-cuda is not installed with NVVM: pip install "numba-cuda[cu12]"'
 MODULES = ("linalg", "rows", "losses", "convolution", "pooling")
@@ -57,12 +60,15 @@ def test_kernel_compiles_to_ptx(device_capability, module, name, index, tmp_path
     cuda = device_capability
     kernels = importlib.import_module(f"jitgrad.backends.numba_cuda.kernels.{module}").KERNELS
     name, function, argument_types = kernels[index]
-    ptx, _ = cuda.compile_ptx(function, argument_types, cc=(8, 0))
-    assert ".target sm_80" in ptx
-    assert f"{function.__name__}" in ptx  # the kernel's entry point, named after its function
-    # The matrix product's per-thread accumulators (cuda.local.array) must live in registers: local
-    # memory would make every product a memory round trip. No kernel here needs any.
-    assert ".local" not in ptx
+    ptxes = ptx_of(function, argument_types)
+    assert [f"sm_{a}{b}" for a, b in ptxes] == ["sm_80", "sm_90"]
+    ptx = ptxes[8, 0]
+    for (major, minor), code in ptxes.items():
+        assert f".target sm_{major}{minor}" in code
+        assert f"{function.__name__}" in code  # the kernel's entry point, named after its function
+        # The matrix product's per-thread accumulators (cuda.local.array) must live in registers: local
+        # memory would make every product a memory round trip. No kernel here needs any.
+        assert ".local" not in code
     ptxas = shutil.which("ptxas")
     if ptxas:
         report = _assemble(ptxas, ptx, tmp_path)

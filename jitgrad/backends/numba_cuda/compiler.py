@@ -4,12 +4,20 @@ arrays.
 Modules are executed once per source in a process (``_MODULES``): the source holds no sizes and no
 numbers, so every graph of the same structure (another batch size, an eager op at other shapes) gets
 the same ``@cuda.jit`` dispatchers, which compile each kernel once per argument types.
+
+Given a disk cache (``jitgrad.compile.cache.DiskCache``; its ``cuda`` kind), a module is executed from
+the cache's verified file of its source (without comments) instead, and its kernels keep their
+machine code there: numba-cuda's ``cache=True`` (``enable_caching``), whose files the cache hashes
+after a launch compiled (``_Stored``) and checks before a later process runs anything of the module.
+Eager ops and compiled functions lower through here with the same cache, so they share every entry.
+Under the simulator the sources are cached, and numba-cuda keeps no machine code.
 """
 from __future__ import annotations
 
 import hashlib
 import itertools
 import linecache
+from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -19,11 +27,51 @@ from ...fx.graph import Graph
 from ..source import without_comments
 from .codegen import GeneratedModule, ParamType, generate
 from .errors import LoweringError
-from .launch import Launcher
-from .simulator import install
+from .launch import THREADS, Launcher
+from .simulator import install, is_simulator
 
-_MODULES: dict[str, dict[str, Any]] = {}
 _ids = itertools.count()
+
+
+def cache_options() -> dict[str, Any]:
+    """What a cached module's machine code depends on besides its source (the cache's key adds the
+    versions of jitgrad and numba): the target, numba-cuda's version, and the simulator's block size,
+    which kernels read as a global (numba's own index keys by compute capability)."""
+    import numba_cuda
+
+    return {"target": "cuda", "numba_cuda": numba_cuda.__version__, "simulator": is_simulator(), "threads": THREADS}
+
+
+class _Stored:
+    """A module kept in the disk cache: after a call in which numba compiled a kernel of it (a new
+    signature, or a compute capability its files lacked), the entry is written again, so that it
+    records the hashes of numba's files as they are now."""
+
+    def __init__(self, cache: Any, code: str, options: dict[str, Any], kernels: list[Any], recorded: bool) -> None:
+        self.cache, self.code, self.options, self.kernels = cache, code, options, kernels
+        self.key = hashlib.sha256(code.encode()).hexdigest()
+        self.recorded = recorded
+        self.overloads = 0 if recorded else -1
+        self.misses = 0
+
+    def after_call(self) -> None:
+        overloads = sum(len(k.overloads) for k in self.kernels)  # a dict's length: cheap on every call
+        if overloads == self.overloads:
+            return
+        self.overloads = overloads
+        misses = sum(sum(k.stats.cache_misses.values()) for k in self.kernels)  # compiled, not loaded
+        if misses != self.misses or not self.recorded:
+            self.misses = misses
+            self.recorded = self.cache.record(self.code, self.key, self.options)
+
+
+@dataclass
+class _Module:
+    namespace: dict[str, Any]
+    stored: _Stored | None = None
+
+
+_MODULES: dict[str, _Module] = {}
 
 
 def structural_key(graph: Graph) -> str:
@@ -37,17 +85,44 @@ def clear_cache() -> None:
     _MODULES.clear()
 
 
-def _module(source: str) -> dict[str, Any]:
-    key = without_comments(source)
-    namespace = _MODULES.get(key)
-    if namespace is None:
+def _module(generated: GeneratedModule, cache: Any = None) -> tuple[_Module, bool]:
+    """The executed module of ``generated`` and whether it came from the disk cache (this call)."""
+    code = without_comments(generated.source)
+    module = _MODULES.get(code)
+    from_disk = False
+    if module is None:
         install()
-        filename = f"<jitgrad.backends.numba_cuda module {next(_ids)}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        namespace = {}
-        exec(compile(source, filename, "exec"), namespace)
-        _MODULES[key] = namespace
-    return namespace
+        if cache is not None:
+            module, from_disk = _disk_module(generated, code, cache.of_kind("cuda"))
+        if module is None:
+            source = generated.source
+            filename = f"<jitgrad.backends.numba_cuda module {next(_ids)}>"
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            namespace: dict[str, Any] = {}
+            exec(compile(source, filename, "exec"), namespace)
+            module = _Module(namespace)
+        _MODULES[code] = module
+    return module, from_disk
+
+
+def _disk_module(generated: GeneratedModule, code: str, cache: Any) -> tuple[_Module | None, bool]:
+    """The module from ``cache``'s verified entry, else stored there now; None where the cache is not
+    used. Its kernels are made to keep their machine code beside it (not under the simulator)."""
+    key, options = hashlib.sha256(code.encode()).hexdigest(), cache_options()
+    loaded = cache.load_module(code, key, options)
+    executed = loaded if loaded is not None else cache.write_module(code, key, options)
+    if executed is None:
+        return None, False
+    namespace = vars(executed)
+    kernels = []
+    if not is_simulator():  # the simulator's kernels have no machine code to keep
+        for name, _ in generated.kernels:
+            kernel = namespace[name]
+            kernel.enable_caching()
+            if not cache.numba_cache_path_is_ours(kernel):  # numba would keep it elsewhere, unchecked
+                return None, False
+            kernels.append(kernel)
+    return _Module(namespace, _Stored(cache, code, options, kernels, loaded is not None)), loaded is not None
 
 
 def parameter_type(param: ParamType) -> Any:
@@ -67,7 +142,7 @@ def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
     """Every kernel a generated module may launch, as (name, pyfunc, numba argument types): its own,
     those of the library modules its host code calls (statements, and copies of outputs). Needs no GPU
     (the PTX check compiles these with ``numba.cuda.compile_ptx``)."""
-    namespace = _module(generated.source)
+    namespace = _module(generated)[0].namespace
     found = [(name, namespace[name].py_func, tuple(parameter_type(t) for t in types)) for name, types in generated.kernels]
     for module in generated.libraries:
         found += _library_kernels(module)
@@ -77,15 +152,17 @@ def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
 class CudaProgram:
     """A lowered graph: call it with one device array (or Python number) per placeholder; it returns the
     outputs, flattened. ``source`` is the generated module, ``launches`` the (kernel, grid, block) of
-    the last call, ``kernels`` every kernel it may launch as (name, pyfunc, numba argument types)."""
+    the last call, ``kernels`` every kernel it may launch as (name, pyfunc, numba argument types),
+    ``from_disk`` whether its module came from the disk cache."""
 
-    def __init__(self, graph: Graph, generated: GeneratedModule) -> None:
+    def __init__(self, graph: Graph, generated: GeneratedModule, cache: Any = None) -> None:
         from numba import cuda
 
         self.source = generated.source
         self.key = hashlib.sha256(without_comments(generated.source).encode()).hexdigest()
-        namespace = _module(generated.source)
-        self._run = namespace["run"]
+        module, self.from_disk = _module(generated, cache)
+        self._run = module.namespace["run"]
+        self._stored = module.stored
         self._generated = generated
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
@@ -128,6 +205,8 @@ class CudaProgram:
             results = self._run(*args, *self._constants, self._buffers, g.sizes, g.scalars, *out, stream,
                                 self._launcher)
         self._launcher.raise_division_errors()
+        if self._stored is not None:
+            self._stored.after_call()
         return [r if tuple(r.shape) == shape else r.reshape(shape) for r, (shape, _) in zip(results, g.output_arrays)]
 
     def __repr__(self) -> str:
@@ -136,16 +215,18 @@ class CudaProgram:
 
 def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None, cache: Any = None,
           share_views: bool = False) -> CudaProgram:
-    """The program for ``graph`` (not modified). ``fastmath``, ``parallel`` and ``cache`` are the CPU
-    backend's options, accepted so that ``jitgrad.compile`` calls both alike: kernels follow IEEE
-    arithmetic, are parallel by construction, and are cached in memory by source (numba.cuda compiles
-    each on its first launch). ``share_views`` returns an output that is a view as that view (eager
-    ops) instead of a copy."""
+    """The program for ``graph`` (not modified). ``fastmath`` and ``parallel`` are the CPU backend's
+    options, accepted so that ``jitgrad.compile`` calls both alike: kernels follow IEEE arithmetic and
+    are parallel by construction. Modules are cached in memory by source (numba.cuda compiles each
+    kernel on its first launch) and, given ``cache`` (a ``jitgrad.compile.cache.DiskCache``), on disk
+    with their kernels' machine code. ``share_views`` returns an output that is a view as that view
+    (eager ops) instead of a copy."""
     generated = generate(graph, share_views)
     try:
-        return CudaProgram(graph, generated)
+        return CudaProgram(graph, generated, cache)
     except SyntaxError as error:  # a generated module that does not parse is this backend's bug
         raise LoweringError(f"the generated CUDA module does not parse: {error}\n{generated.source}") from None
 
 
-__all__ = ["CudaProgram", "LoweringError", "clear_cache", "kernels_of", "lower", "parameter_type", "structural_key"]
+__all__ = ["CudaProgram", "LoweringError", "cache_options", "clear_cache", "kernels_of", "lower", "parameter_type",
+           "structural_key"]

@@ -5,10 +5,11 @@ a device array (``install()`` puts it in ``ops.registry.DEVICE_RUNNERS["cuda"]``
 one-node graph of the call (a placeholder per device array, Python numbers and attributes as the
 node's arguments, the metadata from the op's own rule), runs the passes lowering needs
 (``group_fusions``, ``plan_memory``) and lowers it; the program is kept per (op, dtypes, shapes,
-attributes), and its module by source (``compiler.py``), so eager and compiled code launch the same
-kernels. A Python number of an elementwise op (``x * lr``) is an argument of the program, as
-``fx.numbers`` makes it in compiled code, so a new value (a learning rate that changes every step)
-reuses the program instead of making one per value. A view op returns views sharing the input's memory (``x[0].add_(1)`` changes ``x``);
+attributes), and its module by source (``compiler.py``), in memory and in the disk cache, so eager and
+compiled code launch the same kernels, also across processes. A Python number of an elementwise op
+(``x * lr``) is an argument of the program, as ``fx.numbers`` makes it in compiled code, so a new value
+(a learning rate that changes every step) reuses the program instead of making one per value. A view
+op returns views sharing the input's memory (``x[0].add_(1)`` changes ``x``);
 ``write_into`` is how an in-place op writes its result into a tensor's memory (possibly a view).
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .kernels.copy import copy
 
 _PROGRAMS: dict[Any, tuple[CudaProgram, bool]] = {}  # the program, and whether it returns a tuple
 _current_stream: Callable[[], Any] | None = None
+_disk_cache: Callable[[], Any] | None = None
 
 
 def _is_device_array(value: Any) -> bool:
@@ -99,7 +101,7 @@ def run_op(op: Any, values: tuple, attrs: dict) -> Any:
     if entry is None:
         graph, _ = one_node_graph(op, values, attrs)
         try:
-            program = lower(graph, share_views=True)
+            program = lower(graph, share_views=True, cache=_disk_cache() if _disk_cache is not None else None)
         except LoweringError as error:
             raise NotImplementedError(f"Could not run '{op.name}' with arguments from the 'CUDA' backend: it "
                                       f"has no CUDA lowering ({error})") from None
@@ -116,13 +118,15 @@ def write_into(destination: Any, source: Any) -> None:
     copy(source, destination, _current_stream() if _current_stream is not None else 0)
 
 
-def install(current_stream: Callable[[], Any] | None = None) -> None:
+def install(current_stream: Callable[[], Any] | None = None, disk_cache: Callable[[], Any] | None = None) -> None:
     """Makes eager ops on device arrays run here; ``current_stream`` gives the stream to launch on
-    (``jitgrad.cuda.current_stream``: a layer above this one, so it is passed in)."""
-    global _current_stream
+    (``jitgrad.cuda.current_stream``: a layer above this one, so it is passed in), ``disk_cache`` the
+    disk cache a new program's module and kernels are kept in (``jitgrad.compile``'s, likewise), or None."""
+    global _current_stream, _disk_cache
     from ...ops import registry
 
     _current_stream = current_stream
+    _disk_cache = disk_cache
     registry.DEVICE_RUNNERS["cuda"] = run_op
 
 
