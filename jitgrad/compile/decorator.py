@@ -342,7 +342,8 @@ class CompiledFunction:
         names = [inp.name for inp in captured.inputs]
         numbers = NumberInputs(prelude, [names.index(n) for n in prelude.inputs])
         example = arrays_of(numbers.extend(inputs))
-        device = placement.call_device([v for v in inputs if isinstance(v, Tensor)], self.device)
+        device = placement.call_device([v for v in inputs if isinstance(v, Tensor)], self.device,
+                                       host_scalars=captured.kind == "step")
         backend = self._backend_for(device)
         name = self.name
         if captured.kind == "step":
