@@ -56,7 +56,7 @@ def call_device(tensors: Sequence[Tensor], requested: Any = None, host_scalars: 
     error: a compiled function never moves tensors between devices behind the caller's back."""
     devices = sorted({array_device(t._data) for t in tensors})
     if host_scalars and len(devices) == 2 and CPU in devices and \
-            all(t._data.ndim == 0 for t in tensors if isinstance(t._data, np.ndarray)):
+            all(t._data.ndim == 0 for t in tensors if array_device(t._data) == CPU):
         devices.remove(CPU)
     if len(devices) > 1:
         raise Unsupported(f"the inputs are on several devices ({', '.join(devices)}) and a compiled program "
