@@ -116,3 +116,23 @@ def test_a_cpu_scalar_in_a_compiled_cuda_loss_runs_eagerly():
     out.backward()
     assert out.item() == 9.0 and not loss.programs
     np.testing.assert_allclose(w.grad.cpu().numpy(), [3.0, 3.0])
+
+
+def test_a_step_returning_a_cpu_scalar_runs_eagerly():
+    """A step whose result is computed from 0-d CPU tensors alone is a CPU tensor eagerly; its CUDA
+    program would give it on the device, so the call runs eagerly (with a warning)."""
+    w = jg.tensor([1.0, 2.0], dtype=jg.float64, device="cuda", requires_grad=True)
+    count = jg.tensor(0.0, dtype=jg.float64)
+
+    def step():
+        (w * w).sum().backward()
+        with jg.no_grad():
+            count.add_(1)
+            w.sub_(w.grad * count)
+        w.grad = None
+        return count * 2
+    compiled = jg.compile(step, cache=False)
+    with pytest.warns(CompileWarning, match="returns a CPU tensor"):
+        out = compiled()
+    assert out.device.type == "cpu" and out.item() == 2.0 and count.item() == 1.0 and not compiled.programs
+    np.testing.assert_allclose(w.detach().cpu().numpy(), [-1.0, -2.0])
