@@ -86,6 +86,7 @@ class Captured:
     differentiable: list[bool] = field(default_factory=list)  # loss: per tensor leaf of the result
     wanted: list[int] = field(default_factory=list)          # loss: inputs that get gradients
     draws: int = 0                 # elements the function draws from the generator per call
+    host_results: bool = False     # step: a result is a CPU tensor (made from 0-d CPU inputs alone)
 
 
 class _FreeTensors:
@@ -445,7 +446,9 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         if len(_Inputs(tracer, free, argument_sources, numbers).inputs) == len(inputs.inputs):
             break
     graph.output((value, grads, writes))
-    return Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
+    captured = Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
+    captured.host_results = any(isinstance(t._data, np.ndarray) for t in tensor_leaves(result))
+    return captured
 
 
 __all__ = ["Captured", "EagerThisCall", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]

@@ -220,7 +220,8 @@ class StepProgram:
             increment_version(tensor)
         for index, slot in grads.items():
             tensor = inputs[index]
-            tensor._grad = None if slot is None else Tensor._make(placement.copy(flat[slot.index]))
+            tensor._grad = None if slot is None else \
+                Tensor._make(placement.copy(placement.to_device_of(tensor._data, flat[slot.index])))
         return value
 
 

@@ -342,7 +342,11 @@ class CompiledFunction:
         names = [inp.name for inp in captured.inputs]
         numbers = NumberInputs(prelude, [names.index(n) for n in prelude.inputs])
         example = arrays_of(numbers.extend(inputs))
-        device = placement.call_device([v for v in inputs if isinstance(v, Tensor)], self.device)
+        device = placement.call_device([v for v in inputs if isinstance(v, Tensor)], self.device,
+                                       host_scalars=captured.kind == "step")
+        if device != placement.CPU and captured.host_results:
+            raise Unsupported("the function returns a CPU tensor computed from 0-d CPU tensors beside CUDA ones, "
+                              "which its CUDA program would return on the device; return it with .to(...)")
         backend = self._backend_for(device)
         name = self.name
         if captured.kind == "step":

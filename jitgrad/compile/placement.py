@@ -47,12 +47,17 @@ def device_kind(device: Any) -> str:
     return str(device).partition(":")[0]
 
 
-def call_device(tensors: Sequence[Tensor], requested: Any = None) -> str:
+def call_device(tensors: Sequence[Tensor], requested: Any = None, host_scalars: bool = False) -> str:
     """The device a call's program runs on. Inputs on several devices run eagerly (``Unsupported``):
     eager execution raises PyTorch's error for them, or lets a 0-d CPU tensor join a CUDA op, as
-    PyTorch does. Inputs on another device than ``requested`` are an error: a compiled function never
-    moves tensors between devices behind the caller's back."""
+    PyTorch does. With ``host_scalars`` (a step, whose program writes its results back itself) such
+    0-d CPU tensors (Adam's step count) join a CUDA program too: it copies them to the device and
+    ``to_device_of`` brings their new values back. Inputs on another device than ``requested`` are an
+    error: a compiled function never moves tensors between devices behind the caller's back."""
     devices = sorted({array_device(t._data) for t in tensors})
+    if host_scalars and len(devices) == 2 and CPU in devices and \
+            all(t._data.ndim == 0 for t in tensors if array_device(t._data) == CPU):
+        devices.remove(CPU)
     if len(devices) > 1:
         raise Unsupported(f"the inputs are on several devices ({', '.join(devices)}) and a compiled program "
                           "runs on one; move them to one device with .to(...)")
@@ -98,10 +103,19 @@ def writeable(array: Any) -> bool:
     return array.flags.writeable if isinstance(array, np.ndarray) else True
 
 
+def to_device_of(data: Any, array: Any) -> Any:
+    """``array`` (a program's output) on the device of ``data`` (the input it is the new value or the
+    gradient of): itself, or a host copy of it for a 0-d CPU tensor that joined a CUDA program."""
+    if isinstance(data, np.ndarray) and not isinstance(array, np.ndarray):
+        return host(array)
+    return array
+
+
 def write_back(tensor: Tensor, new: Any) -> None:
     """A step's new value of an input, written into the input's own memory when the shape allows, so
     that its views and whoever holds its array see it (a new array otherwise)."""
     data = tensor._data
+    new = to_device_of(data, new)
     if data.shape == new.shape and writeable(data):
         copy_into(data, new)
     else:
@@ -142,4 +156,4 @@ def scaled(gradient: Any, incoming: Tensor) -> Tensor:
 
 
 __all__ = ["CPU", "array_device", "call_device", "constants_on_host", "copy", "copy_into", "device_kind", "host",
-           "is_array", "ones_like", "scaled", "write_back", "writeable", "zeros"]
+           "is_array", "ones_like", "scaled", "to_device_of", "write_back", "writeable", "zeros"]

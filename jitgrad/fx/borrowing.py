@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..device import copy_array
 from ..tensor import Tensor
 
 # What a borrowed tensor gives up for the trace, in the order ``Loan`` saves it.
@@ -54,12 +55,15 @@ class Loan:
         """Whether the trace gave the tensor memory of its own (a write, or ``.data = ...``)."""
         return self.tensor._data is not self.original_data
 
-    def copy_on_write(self) -> np.ndarray | None:
+    def copy_on_write(self) -> Any:
         """Before the first in-place write: the tensor's own copy of its memory (returned), so that
-        the caller's array keeps its value. None when it already has its own."""
+        the caller's array keeps its value. None when it already has its own. The copy stays on the
+        tensor's device: a CUDA tensor (an optimizer's momentum buffer) copied to the host would meet
+        its CUDA operands in the rest of the trace as a CPU tensor."""
         if self.written:
             return None
-        self.tensor._data = self.tensor._data.copy()
+        data = self.tensor._data
+        self.tensor._data = data.copy() if type(data) is np.ndarray else copy_array(data)
         return self.tensor._data
 
     def give_back(self) -> None:

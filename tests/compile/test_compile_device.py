@@ -73,6 +73,14 @@ def test_the_call_device_is_the_inputs_one(fake_cuda):
     assert placement.call_device([cuda], "cuda") == "cuda:0"
     with pytest.raises(Unsupported, match=r"several devices \(cpu, cuda:0\)"):
         placement.call_device([cpu, cuda])
+    scalar = jg.tensor(1.0)  # a step's 0-d CPU tensors (an optimizer's step count) join its CUDA program
+    assert placement.call_device([scalar, cuda], host_scalars=True) == "cuda:0"
+    assert placement.call_device([scalar, cuda], "cuda", host_scalars=True) == "cuda:0"
+    assert placement.call_device([scalar], host_scalars=True) == "cpu"
+    with pytest.raises(Unsupported, match="several devices"):
+        placement.call_device([scalar, cuda])
+    with pytest.raises(Unsupported, match="several devices"):
+        placement.call_device([scalar, cpu, cuda], host_scalars=True)
     with pytest.raises(RuntimeError, match=r"device='cuda'.*inputs are on cpu.*\.to\('cuda'\)"):
         placement.call_device([cpu], "cuda")
     with pytest.raises(RuntimeError, match="inputs are on cuda:0"):

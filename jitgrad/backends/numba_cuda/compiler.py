@@ -150,10 +150,11 @@ def kernels_of(generated: GeneratedModule) -> list[tuple[str, Any, tuple]]:
 
 
 class CudaProgram:
-    """A lowered graph: call it with one device array (or Python number) per placeholder; it returns the
-    outputs, flattened. ``source`` is the generated module, ``launches`` the (kernel, grid, block) of
-    the last call, ``kernels`` every kernel it may launch as (name, pyfunc, numba argument types),
-    ``from_disk`` whether its module came from the disk cache."""
+    """A lowered graph: call it with one device array (or Python number) per placeholder, or a numpy
+    array, copied to the device first (a 0-d CPU tensor in a step, as an eager op takes one); it
+    returns the outputs, flattened. ``source`` is the generated module, ``launches`` the (kernel, grid,
+    block) of the last call, ``kernels`` every kernel it may launch as (name, pyfunc, numba argument
+    types), ``from_disk`` whether its module came from the disk cache."""
 
     def __init__(self, graph: Graph, generated: GeneratedModule, cache: Any = None) -> None:
         from numba import cuda
@@ -188,6 +189,7 @@ class CudaProgram:
         if len(arrays) != len(self.expected):
             raise TypeError(f"the CUDA program takes {len(self.expected)} arguments ({', '.join(self.names)}), "
                             f"got {len(arrays)}")
+        stream = cuda.default_stream() if stream is None else stream
         args = []
         for i, (name, a, (shape, dtype)) in enumerate(zip(self.names, arrays, self.expected)):
             if i in self.numbers_in:
@@ -196,8 +198,9 @@ class CudaProgram:
             if tuple(a.shape) != shape or a.dtype != dtype:
                 raise ValueError(f"argument {name}: expected {dtype}{list(shape)}, got {a.dtype}{list(a.shape)} "
                                  f"(lower the graph traced at these shapes)")
+            if isinstance(a, np.ndarray):  # a host array (a 0-d CPU tensor joining, as eager ops let it)
+                a = cuda.to_device(np.ascontiguousarray(a), stream=stream)
             args.append(a if shape else a.reshape(1))
-        stream = cuda.default_stream() if stream is None else stream
         out = [cuda.device_array(shape or (1,), dtype, stream=stream) for shape, dtype in
                self._generated.output_arrays]
         g = self._generated
