@@ -299,7 +299,11 @@ def copy_into(dst: Any, src: Any) -> None:
 
 
 def copy_array(array: Any) -> Any:
-    """A contiguous copy of a device array, on its device (a plain copy when ``array`` is contiguous)."""
+    """A contiguous copy of a host or device array, on its own device. Device arrays have no ``.copy()``
+    (the simulator's fake ones do, and return numpy arrays), so every copy that must stay where its
+    array is comes here."""
+    if type(array) is np.ndarray:
+        return array.copy()
     out = empty_device_array(array.shape, array.dtype)
     copy_into(out, array)
     return out

@@ -388,8 +388,6 @@ def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
 
 def _copied(grad: Tensor) -> Tensor:
     """A copy of ``grad`` on its device, outside the graph."""
-    if type(grad._data) is np.ndarray:
-        return Tensor._make(grad._data.copy())
     return Tensor._make(copy_array(grad._data))
 
 

@@ -63,7 +63,7 @@ class Loan:
         if self.written:
             return None
         data = self.tensor._data
-        self.tensor._data = data.copy() if type(data) is np.ndarray else copy_array(data)
+        self.tensor._data = copy_array(data)
         return self.tensor._data
 
     def give_back(self) -> None:

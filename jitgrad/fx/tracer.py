@@ -44,6 +44,7 @@ import numpy as np
 
 from ..autograd import engine, grad_mode
 from ..autograd.graph import grad_accumulator
+from ..device import copy_array
 from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
 from ..tensor import Tensor
@@ -197,7 +198,7 @@ class Tracer:
             return node
         if self.outside is not None and id(tensor) not in self._created:
             self.outside.unclaimed(tensor)
-        node = self.graph.get_attr(Tensor._make(tensor._data.copy()))
+        node = self.graph.get_attr(Tensor._make(copy_array(tensor._data)))
         node.meta.update(self._phase())
         self._bind(tensor, node)
         return node

@@ -43,7 +43,7 @@ def _snapshot(tensor: Tensor) -> Tensor:
 
 def _copied(tensor: Tensor) -> Any:
     """A copy of ``tensor``'s array on its device."""
-    return tensor._data.copy() if type(tensor._data) is np.ndarray else copy_array(tensor._data)
+    return copy_array(tensor._data)
 
 
 def _check_not_inference(tensor: Tensor) -> None:
