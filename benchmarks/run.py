@@ -11,8 +11,9 @@ numpy pass, which is the reference every column is verified against. A workload'
 side by side in interleaved rounds in this one process, as eager.py and compiled.py do (this reuses
 their harness: verify.py, timing.py, libraries.py, environment.py), so their ratios are comparable
 even on a noisy machine. Every peer runs as its users would run it at its best: JAX with ``jax_enable_x64``
-and torch imported first (libraries.py), PyTorch's fused Adam. W6 (a CNN) runs once ``jitgrad.nn.Conv2d``
-exists and is reported as skipped before.
+and torch imported first (libraries.py), PyTorch's fused Adam. jitgrad compiled runs the whole step
+(``jitgrad_compiled``: for W5 and W6, Adam's update inside) and the loss alone (``jitgrad_loss``). A
+workload whose layer jitgrad lacks is reported as skipped (training_workloads.missing_for_jitgrad).
 
 Writes ``benchmarks/results/<date>.json`` (summary.py says what is in it) and, with matplotlib (the
 ``bench`` extra), ``<date>.png``, the chart of the ratios (chart.py); another run the same day

@@ -2,8 +2,8 @@
 
 A ratio compares jitgrad with one peer in the same mode: jitgrad eager with PyTorch eager and HIPS
 autograd, jitgrad compiled with ``torch.compile`` (both compiling the loss, ``backward()`` outside) and
-with JAX (whose ``jit`` covers the whole step), and jitgrad compiled with PyTorch eager, the choice a
-PyTorch user faces. Every ratio is jitgrad's median step time over the peer's, both from the same
+with JAX (whose ``jit`` covers the whole step, as jitgrad's compiled step does), and jitgrad compiled
+(the whole step) with PyTorch eager, the choice a PyTorch user faces. Every ratio is jitgrad's median step time over the peer's, both from the same
 interleaved rounds (timing.py), so below 1 means jitgrad is faster.
 
 The results file, ``benchmarks/results/<date>.json`` (``SCHEMA`` below): the machine, library versions
@@ -32,8 +32,8 @@ class Pair:
     peer: str
 
 
-# W1-W4 have jitgrad's whole compiled step (``jitgrad_compiled``) and its compiled loss (``jitgrad_loss``);
-# the training steps (W5, W6) compile the loss only, the optimizer stepping outside as docs/nn.md says.
+# Every workload has jitgrad's whole compiled step (``jitgrad_compiled``: for W5 and W6, Adam's update
+# included) and its compiled loss (``jitgrad_loss``); a pair uses the first of them that was measured.
 COMPILED = ("jitgrad_compiled", "jitgrad_loss")
 PAIRS = (
     Pair("jitgrad eager / PyTorch eager", ("jitgrad",), "torch"),

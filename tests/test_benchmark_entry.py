@@ -20,7 +20,7 @@ import verify
 from timing import Measurement
 
 # Fake per-step times: the ratios in the file must be these divided, whatever the machine's speed.
-FAKE_SECONDS = {"jitgrad": 4e-3, "torch": 2e-3, "numpy": 1e-3}
+FAKE_SECONDS = {"jitgrad": 4e-3, "jitgrad_compiled": 3e-3, "torch": 2e-3, "numpy": 1e-3}
 
 
 @pytest.fixture
@@ -57,6 +57,21 @@ def test_quick_run_writes_the_results_file_and_the_chart(tmp_path, monkeypatch, 
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     else:
         assert not png.exists() and "no chart: matplotlib is not installed" in out
+
+
+def test_the_compiled_training_step_is_verified_and_paired_with_pytorch(tmp_path, fake_clock):
+    """W5's ``jitgrad_compiled`` column is the whole step (Adam inside) under one ``jitgrad.compile``:
+    verification runs its compiled program (a step left after the two calls that compile it would start
+    from other weights than numpy's and disagree), and it is the jitgrad side of "compiled / PyTorch
+    eager"."""
+    assert run.main(["--quick", "--only", "W5", "--libraries", "jitgrad_compiled", "torch", "--rounds", "1",
+                     "--out-dir", str(tmp_path)]) == 0
+    (w5,) = json.loads(next(tmp_path.glob("*.json")).read_text())["workloads"]
+    assert w5["errors"] == {}
+    assert w5["times"]["jitgrad_compiled"]["label"] == "jitgrad @compile (step)"
+    if importlib.util.find_spec("torch") is not None:
+        assert w5["ratios"] == [{"name": "jitgrad compiled / PyTorch eager", "jitgrad": "jitgrad_compiled",
+                                 "peer": "torch", "ratio": 1.5}]
 
 
 def test_python_dash_m_benchmarks_is_the_entry_point():
