@@ -418,7 +418,7 @@ def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdi
     if dim is None:
         return all_op(input, dim=None, keepdim=False)
     values, indices = dim_op(input, dim=wrap_dims((dim,), input._data.ndim, name), keepdim=keepdim)
-    return MinMaxResult(values, indices)
+    return ValuesAndIndices(values, indices)
 
 
 @public("function", "method")
@@ -470,12 +470,13 @@ def logsumexp(input: Tensor, dim: Dim, keepdim: bool = False) -> Tensor:
     return _logsumexp(input, dim=_dims(input, dim, "logsumexp"), keepdim=keepdim)
 
 
-class MinMaxResult(tuple):
-    """``(values, indices)`` with attribute access, like PyTorch's ``torch.return_types.max``."""
+class ValuesAndIndices(tuple):
+    """``(values, indices)`` with attribute access, like PyTorch's ``torch.return_types`` of ``max``,
+    ``min``, ``sort`` and ``topk``: unpacks as a tuple, reads as ``.values``/``.indices``."""
 
     __slots__ = ()
 
-    def __new__(cls, values: Tensor, indices: Tensor) -> "MinMaxResult":
+    def __new__(cls, values: Tensor, indices: Tensor) -> "ValuesAndIndices":
         return builtins.tuple.__new__(cls, (values, indices))
 
     @property

@@ -17,7 +17,7 @@ from .gathering import _gather, _scatter_add
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, accumulated
 from .public import public
-from .reductions import _sum
+from .reductions import ValuesAndIndices, _sum
 from .registry import defop
 
 
@@ -68,38 +68,22 @@ _topk = defop("topk", ("self",), _topk_forward,
               jvp=lambda self_t, results, self_shape, dim: _selected_jvp(self_t, results, self_shape, dim))
 
 
-class SortResult(tuple):
-    """``(values, indices)`` with attribute access, as PyTorch's ``torch.return_types.sort``/``topk``."""
-
-    __slots__ = ()
-
-    def __new__(cls, values: Tensor, indices: Tensor) -> "SortResult":
-        return tuple.__new__(cls, (values, indices))
-
-    @property
-    def values(self) -> Tensor:
-        return self[0]
-
-    @property
-    def indices(self) -> Tensor:
-        return self[1]
-
-
 @public("function", "method")
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> SortResult:  # noqa: A002
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> ValuesAndIndices:  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, always in sorted order."""
     dim = wrap_dim(dim, input.ndim, "topk")
     values, indices = _topk(input, k=int(k), dim=dim, largest=bool(largest))
-    return SortResult(values, indices)
+    return ValuesAndIndices(values, indices)
 
 
 @public("function", "method")
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesAndIndices:
     """The elements along ``dim`` in order and where each came from; always stable."""
     dim = wrap_dim(dim, input.ndim, "sort")
     n = input.shape[dim] if input.ndim else 1
     values, indices = _topk(input, k=n, dim=dim, largest=bool(descending), sort=True)
-    return SortResult(values, indices)
+    return ValuesAndIndices(values, indices)
 
 
 @public("function", "method")
