@@ -30,18 +30,19 @@ def _coordinates(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
 
 
 def _check_index(op: str, shape: tuple[int, ...], index: np.ndarray, dim: int) -> None:
-    """PyTorch's checks of an index along ``dim`` of an array of ``shape``."""
+    """PyTorch's checks of an index along ``dim`` of an array of ``shape``, with its exception types
+    (all RuntimeError, an index out of bounds included)."""
     if index.dtype.kind not in "iu":
-        raise TypeError(f"{op}(): Expected dtype int32/int64 for index")
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     if index.ndim != len(shape):
-        raise ValueError("Index tensor must have the same number of dimensions as input tensor")
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for d, (n, m) in enumerate(zip(index.shape, shape)):
         if d != dim and n > m:
-            raise ValueError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be no "
                              f"larger than self {list(shape)} apart from dimension {dim}")
     outside = (index < 0) | (index >= shape[dim])
     if outside.any():
-        raise IndexError(f"index {int(index[outside][0])} is out of bounds for dimension {dim} with size {shape[dim]}")
+        raise RuntimeError(f"index {int(index[outside][0])} is out of bounds for dimension {dim} with size {shape[dim]}")
 
 
 def _gather_forward(self: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
@@ -107,10 +108,12 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _embedding_forward(weight: np.ndarray, indices: np.ndarray, padding_idx: int | None) -> np.ndarray:
     if indices.dtype.kind not in "iu":
-        raise TypeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                         f"Long, Int; but got {indices.dtype} instead (while checking arguments for embedding)")
     if weight.ndim != 2:
-        raise ValueError(f"'weight' must be 2-D, got shape {list(weight.shape)}")
+        raise RuntimeError(f"'weight' must be 2-D, got shape {list(weight.shape)}")
+    if weight.shape[0] == 0 and indices.size:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if ((indices < 0) | (indices >= weight.shape[0])).any():
         raise IndexError("index out of range in self")
     return weight[indices]

@@ -37,5 +37,5 @@ def test_an_index_outside_its_dimension_raises_from_the_kernel(op):
     x, good = np.arange(6.0).reshape(2, 3), np.array([[0, 1], [1, 0]])
     program = (lambda x, i: jg.gather(x, 1, i)) if op == "gather" else (lambda x, i: F.embedding(i, x))
     kernel = _lowered(program, jg.tensor(x), jg.tensor(good))
-    with pytest.raises(IndexError, match=op):
+    with pytest.raises(IndexError if op == "embedding" else RuntimeError, match=op):  # PyTorch's types
         kernel(x, np.array([[0, 5], [1, 0]]))

@@ -1,8 +1,9 @@
 """``gather``, ``scatter_add`` and ``embedding``: loops over the index tensor, one level per dimension,
 reading each index at run time (the indices are an input of the op, not an attribute).
 
-An index outside its dimension raises the eager op's ``IndexError`` (numba checks no bounds, so it would
-read or write outside the array). ``scatter_add`` adds in the index's C order, one element after
+An index outside its dimension raises the eager op's exception (numba checks no bounds, so it would
+read or write outside the array): PyTorch's ``IndexError`` for ``embedding``, ``RuntimeError`` for the
+others. ``scatter_add`` adds in the index's C order, one element after
 another, as ``np.add.at`` does: the same sums as eager, on every run.
 """
 from __future__ import annotations
@@ -20,7 +21,8 @@ def _each_index(ctx: OpContext, index: str, op: str, size: str) -> tuple[list[st
     pad, value = "    " * len(names), f"{ctx.out}_t"
     lines += [f"{pad}{value} = {index}[{', '.join(names) or '0'}]",  # a 0-d index: a 1-element array
               f"{pad}if {value} < 0 or {value} >= {size}:",
-              f"{pad}    raise IndexError('{op}: an index is out of bounds for the dimension it indexes')"]
+              f"{pad}    raise {'IndexError' if op == 'embedding' else 'RuntimeError'}('{op}: an index is out of "
+              "bounds for the dimension it indexes')"]
     return lines, names, value, pad
 
 
