@@ -30,10 +30,13 @@ def ptx_of(pyfunc: Any, argument_types: tuple) -> dict[tuple[int, int], str]:
 
 
 def unnamed(ptx: str) -> str:
-    """``ptx`` with its kernel's mangled name replaced: numba makes it of the compilation's unique number
-    and of the target's flags, the capability the kernel was lowered at among them."""
+    """``ptx`` with its kernel's mangled name replaced (numba makes it of the compilation's unique number
+    and of the target's flags, the capability the kernel was lowered at among them) and its shared
+    arrays renumbered (``_cudapy_smem_<n>``: n counts the shared arrays the process has lowered)."""
     name = re.search(r"\.entry (_ZN\w+)\(", ptx)
-    return ptx.replace(name.group(1)[len("_ZN"):], "KERNEL") if name else ptx
+    ptx = ptx.replace(name.group(1)[len("_ZN"):], "KERNEL") if name else ptx
+    shared = {}
+    return re.sub(r"_cudapy_smem_\d+", lambda m: shared.setdefault(m.group(0), f"_cudapy_smem_S{len(shared)}"), ptx)
 
 
 __all__ = ["CCS", "ptx_of", "unnamed"]
