@@ -31,6 +31,7 @@ is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
 import os
@@ -57,10 +58,23 @@ from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_o
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _in_package(filename: str) -> bool:
+    """Whether a code object's file is in the jitgrad package: asked for every frame of every traced
+    call, so the answer for an absolute name (which no ``chdir`` changes) is cached."""
+    if os.path.isabs(filename):
+        return _absolute_in_package(filename)
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+
+
+@functools.lru_cache(maxsize=None)
+def _absolute_in_package(filename: str) -> bool:
+    return os.path.normpath(filename).startswith(_PACKAGE_DIR)
+
+
 def user_line() -> str | None:
     """``file:line: code`` of the innermost frame outside the jitgrad package."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+    while frame is not None and _in_package(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
