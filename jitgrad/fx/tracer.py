@@ -31,7 +31,6 @@ is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import linecache
 import os
@@ -60,15 +59,16 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _in_package(filename: str) -> bool:
     """Whether a code object's file is in the jitgrad package: asked for every frame of every traced
-    call, so the answer for an absolute name (which no ``chdir`` changes) is cached."""
-    if os.path.isabs(filename):
-        return _absolute_in_package(filename)
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+    call, so the answer for an absolute name (which no ``chdir`` changes) is kept."""
+    inside = _ABSOLUTE_IN_PACKAGE.get(filename)
+    if inside is None:
+        inside = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+        if os.path.isabs(filename):
+            _ABSOLUTE_IN_PACKAGE[filename] = inside
+    return inside
 
 
-@functools.lru_cache(maxsize=None)
-def _absolute_in_package(filename: str) -> bool:
-    return os.path.normpath(filename).startswith(_PACKAGE_DIR)
+_ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
 
 
 def user_line() -> str | None:
