@@ -196,6 +196,7 @@ class Graph:
         if len(outputs) != 1 or self._nodes[-1] is not outputs[0]:
             raise GraphError(f"the graph must end in exactly one output node (found {len(outputs)})")
         placeholders_done = False
+        inputs = {node: node.all_input_nodes for node in self._nodes}  # each node's walked once
         for node in self._nodes:
             where = f"node {node.name}"
             if node.graph is not self:
@@ -208,7 +209,7 @@ class Graph:
             if node.op is Opcode.PLACEHOLDER and placeholders_done:
                 raise GraphError(f"{where}: placeholders must come before every other node")
             placeholders_done = placeholders_done or node.op is not Opcode.PLACEHOLDER
-            for used in node.all_input_nodes:
+            for used in inputs[node]:
                 if used not in members:
                     raise GraphError(f"{where} reads {used.name}, which is not in the graph")
                 if used not in seen:
@@ -218,7 +219,7 @@ class Graph:
                 if used.op is Opcode.OUTPUT:
                     raise GraphError(f"{where} reads the output node")
             for user in node.users:
-                if user not in members or node not in user.all_input_nodes:
+                if user not in members or node not in inputs[user]:
                     raise GraphError(f"{where} lists {user.name} as a user, but it does not read {node.name}")
             self._lint_target(node)
             if node.op is not Opcode.OUTPUT and ("shape" not in node.meta or "dtype" not in node.meta):

@@ -86,14 +86,22 @@ def iter_leaves(value: Any, kind: type | tuple[type, ...] = object) -> Iterator[
     """The leaves of ``value`` (nested tuples, lists and dict values), depth-first, repeats included,
     keeping those of type ``kind``. One walk for every nested value the IR and its users flatten:
     output structures, their tensors, their nodes."""
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            yield from iter_leaves(v, kind)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from iter_leaves(v, kind)
+    if isinstance(value, (tuple, list, dict)):
+        leaves: list[Any] = []
+        _collect_leaves(value, kind, leaves)
+        yield from leaves
     elif isinstance(value, kind):
         yield value
+
+
+def _collect_leaves(value: Any, kind: type | tuple[type, ...], into: list[Any]) -> None:
+    """``iter_leaves``'s walk as plain recursion into one list: the IR walks argument structures on
+    every node at every pass and lint, where nested generators cost more than the walk itself."""
+    for v in (value.values() if isinstance(value, dict) else value):
+        if isinstance(v, (tuple, list, dict)):
+            _collect_leaves(v, kind, into)
+        elif isinstance(v, kind):
+            into.append(v)
 
 
 def iter_nodes(value: Any) -> Iterator["Node"]:
@@ -146,7 +154,11 @@ class Node:
     @property
     def all_input_nodes(self) -> list["Node"]:
         """The distinct nodes this one reads, in the order they first appear."""
-        return list(dict.fromkeys([*iter_nodes(self._args), *iter_nodes(self._kwargs)]))
+        nodes: list[Node] = []
+        _collect_leaves(self._args, Node, nodes)
+        if self._kwargs:
+            _collect_leaves(self._kwargs, Node, nodes)
+        return list(dict.fromkeys(nodes))
 
     def _set_inputs(self, args: tuple, kwargs: dict) -> None:
         for old in self.all_input_nodes:

@@ -58,10 +58,24 @@ from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_o
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _in_package(filename: str) -> bool:
+    """Whether a code object's file is in the jitgrad package: asked for every frame of every traced
+    call, so the answer for an absolute name (which no ``chdir`` changes) is kept."""
+    inside = _ABSOLUTE_IN_PACKAGE.get(filename)
+    if inside is None:
+        inside = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+        if os.path.isabs(filename):
+            _ABSOLUTE_IN_PACKAGE[filename] = inside
+    return inside
+
+
+_ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
+
+
 def user_line() -> str | None:
     """``file:line: code`` of the innermost frame outside the jitgrad package."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+    while frame is not None and _in_package(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
