@@ -244,6 +244,13 @@ def empty_like(input: Tensor, dtype: DType = None, device: Device = None,
     return _finish(np.zeros(shape, dt), requires_grad, device=_like_device(input, device))
 
 
+def _check_can_require_grad(dtype: np.dtype, requires_grad: bool) -> None:
+    """PyTorch's factory check (its message differs from ``requires_grad_``'s), made before the draw so
+    that a refused call leaves the generator where it was."""
+    if requires_grad and dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+
+
 def _integers(low: int, high: int, shape: tuple[int, ...], dtype: np.dtype, requires_grad: bool,
               device: Device, generator: Generator | None) -> Tensor:
     """Integers in ``[low, high)``, each ``low + floor(u * (high - low))`` for a float64 uniform ``u``:
@@ -252,8 +259,7 @@ def _integers(low: int, high: int, shape: tuple[int, ...], dtype: np.dtype, requ
     low, high = int(low), int(high)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    if requires_grad and dtype.kind not in "fc":
-        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    _check_can_require_grad(dtype, requires_grad)
     u = sampling.draw(uniform_op, shape, np.float64, generator)
     values = (u * float(high - low)).to(dtypes.int64) + low
     return _place(values.to(dtypes.from_numpy_dtype(dtype)), requires_grad, device)
@@ -291,8 +297,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: DType = None,
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = dtypes.as_numpy_dtype(dtype) or np.dtype(np.int64)
-    if requires_grad and dt.kind not in "fc":
-        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    _check_can_require_grad(dt, requires_grad)
     return _draw(randperm_op, (n,), dt, requires_grad, device, generator)
 
 

@@ -53,8 +53,12 @@ def test_randint_bounds_moments_and_dtype():
 def test_randint_errors_as_pytorch():
     with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to', but got from=5 >= to=5"):
         jg.randint(5, 5, (2,))
-    with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
+    state = default_generator.get_state().numpy().copy()
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require"):
         jg.randint(0, 3, (2,), requires_grad=True)
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require"):
+        jg.randperm(3, requires_grad=True)
+    np.testing.assert_array_equal(default_generator.get_state().numpy(), state)  # refused before drawing
     with pytest.raises(TypeError, match="randint"):
         jg.randint(3)
     with pytest.raises(RuntimeError, match="negative dimension"):
