@@ -30,7 +30,7 @@ import numpy as np
 from ..device import CPU, copy_array, current_stream, device, device_of, set_current_stream
 from ..device import usage as _devices
 from ..tensor import Tensor
-from . import anomaly_mode, grad_mode, provided
+from . import anomaly_mode, fast_backward, grad_mode, provided
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, gradient_edge
 
 
@@ -235,6 +235,9 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
     if accumulate_grad and not outputs and not create_graph and len(roots) == 1 \
             and not anomaly_mode.state.enabled and not _devices.active and _into_leaves(roots[0][0]):
         _execute_one_node(roots[0], validate_outputs(_ROOT, roots, [grads[0]])[0], keep_graph)
+        return []
+    if accumulate_grad and not outputs and not create_graph \
+            and fast_backward.usable(_thread.depth, _devices.active) and fast_backward.run(roots, grads, keep_graph):
         return []
     task = GraphTask(keep_graph, create_graph, _thread.depth)
     root = GraphRoot(roots, grads)
@@ -489,7 +492,7 @@ def validate_outputs(fn: Node, edges: Sequence[Edge | None], grads: list) -> lis
         if _devices.active:
             grad = _on_device(fn, i, grad, place)
         if grad._data.shape != shape:
-            if not _expandable(shape, grad._data.shape):
+            if not fast_backward.expandable(shape, grad._data.shape):
                 raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {i} - got "
                                    f"{list(grad._data.shape)} but expected shape compatible with "
                                    f"{list(shape)}")
@@ -510,9 +513,3 @@ def _on_device(fn: Node, index: int, grad: Tensor, place: device) -> Tensor:
         return grad.to(place)
     raise RuntimeError(f"Function {fn.name()} returned an invalid gradient at index {index} - expected device "
                        f"{place} but got {grad_device}")
-
-
-def _expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    if len(shape) > len(target):
-        return False
-    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))

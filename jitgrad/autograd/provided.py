@@ -27,12 +27,14 @@ def _not_provided(*args: object, **kwargs: object) -> NoReturn:
 sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"] = _not_provided
 stack: Callable[[Sequence["Tensor"]], "Tensor"] = _not_provided
 note_alias: Callable[["Tensor", "Tensor"], None] = _not_provided
+observed: Callable[[], bool] = _not_provided
 
 
 def provide(*, sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"],
             stack: Callable[[Sequence["Tensor"]], "Tensor"],
-            note_alias: Callable[["Tensor", "Tensor"], None]) -> None:
+            note_alias: Callable[["Tensor", "Tensor"], None], observed: Callable[[], bool]) -> None:
     """Called once by ``jitgrad.ops``: ``sum_to(tensor, shape)`` undoes broadcasting, ``stack(tensors)``
     joins tensors along a new first dimension, ``note_alias(tensor, source)`` tells observers that
-    ``tensor`` now holds ``source``'s value."""
-    globals().update(sum_to=sum_to, stack=stack, note_alias=note_alias)
+    ``tensor`` now holds ``source``'s value, ``observed()`` says whether a tracer watches this thread's
+    ops (then the engine's fast path, which runs no ops, stays out of its way)."""
+    globals().update(sum_to=sum_to, stack=stack, note_alias=note_alias, observed=observed)

@@ -21,6 +21,6 @@ globals().update(FUNCTIONS)
 __all__ = [*FUNCTIONS, "REGISTRY", "nll_loss", "normal", "sum_to", "uniform"]
 
 # autograd sits below this layer, so it cannot import these: they are handed down.
-provide(sum_to=sum_to, stack=shape.stack, note_alias=registry.note_alias)
+provide(sum_to=sum_to, stack=shape.stack, note_alias=registry.note_alias, observed=registry.observed)
 
 from . import methods  # noqa: E402,F401 - attaches the methods and operators to Tensor, once every op is declared

@@ -15,6 +15,7 @@ from ..autograd.graph import Edge, Node
 from ..autograd.saved_tensor import SavedNumber, SavedTensor
 from ..device import zeros_on
 from ..tensor import Tensor
+from . import staged_backward
 
 if TYPE_CHECKING:
     from .registry import OpDef
@@ -32,10 +33,23 @@ def node_class(name: str) -> type["OpBackward"]:
     return cls
 
 
-def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> tuple[tuple[str, int, int], ...]:
-    """What to save when the inputs flagged in ``needs_grad`` want gradients: for each parameter the
-    formulas of those inputs read, its source (``_RESULT``... below) and the input's index. Nothing
-    else is kept alive."""
+class SavePlan:
+    """What nodes of one op whose inputs flagged in ``needs_grad`` want gradients save: ``entries``
+    holds, for each parameter their formulas read, its source (``_RESULT``... above) and the input's
+    index; nothing else is kept alive. ``stages`` are the staged replays of those formulas over arrays
+    (``staged_backward``), shared by every such node; ``unstaged`` counts the nodes whose formulas
+    could not be staged."""
+
+    __slots__ = ("entries", "stages", "unstaged")
+
+    def __init__(self, entries: tuple[tuple[str, int, int], ...]) -> None:
+        self.entries = entries
+        self.stages: list = []
+        self.unstaged = 0
+
+
+def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> SavePlan:
+    """The ``SavePlan`` of ``op``'s nodes when the inputs flagged in ``needs_grad`` want gradients."""
     names = op.inputs * len(needs_grad) if op.variadic else op.inputs
     plan: dict[str, tuple[str, int, int]] = {}
     for name, needed in zip(names, needs_grad):
@@ -52,11 +66,11 @@ def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> tuple[tuple[str, int
                 plan[param] = (param, _SHAPE, op.inputs.index(param[:-6]))
             else:
                 plan[param] = (param, _ATTR, 0)
-    return tuple(plan.values())
+    return SavePlan(tuple(plan.values()))
 
 
 class OpBackward(Node):
-    __slots__ = ("op", "_saved")
+    __slots__ = ("op", "_saved", "_plan")
 
     def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...]) -> None:
         """A node with no inputs yet: recording it (``graph.set_history``) gives it one per output."""
@@ -71,8 +85,9 @@ class OpBackward(Node):
         plan = op.save_plans.get(needs_grad)
         if plan is None:
             plan = op.save_plans[needs_grad] = save_plan(op, needs_grad)
+        self._plan = plan
         saved = self._saved
-        for param, source, index in plan:
+        for param, source, index in plan.entries:
             if source == _INPUT:
                 if op.variadic:
                     saved[param] = tuple(SavedTensor(t) for t in inputs)
@@ -133,6 +148,8 @@ class OpBackward(Node):
             if needed[i] and name in reads:
                 result[i] = derivatives[name](*self._arguments(reads[name], grads))
         return result
+
+    apply_arrays = staged_backward.apply_arrays  # its formulas, staged (one call less per node)
 
     def release_variables(self) -> None:
         for value in self._saved.values():

@@ -16,7 +16,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from differential import check_against_torch, check_program
+import numpy as np
+
+import jitgrad as jg
+from differential import check_against_torch, check_program, run_eager
 from plain_python_kernels import plain_python_kernels
 from random_programs import programs
 
@@ -41,6 +44,27 @@ def run_programs(request, count: int, check, share_of_many: float = 1.0, max_ste
     def run(program):
         check(program)
     run()
+
+
+def test_eager_fast_path_matches_the_engine(request, monkeypatch):
+    """The engine's fast path over staged formulas (``autograd/fast_backward.py``) against the engine
+    itself, bit for bit, on programs drawn twice (the second call replays the first one's stages)."""
+    from jitgrad.autograd import fast_backward
+    run = fast_backward.run
+
+    def check(program):
+        calls = program.draw_arrays(2)
+        monkeypatch.setattr(fast_backward, "run", run)
+        fast = [run_eager(program, jg, arrays) for arrays in calls]
+        monkeypatch.setattr(fast_backward, "run", lambda *args: False)
+        for arrays, got in zip(calls, fast):
+            expected = run_eager(program, jg, arrays)
+            for what, a, e in [("loss", got.loss, expected.loss)] + [
+                    (f"grad of {n}", got.grads[n], expected.grads[n]) for n in expected.grads]:
+                assert (a is None) == (e is None) and (a is None or a.dtype == e.dtype and
+                                                        np.array_equal(a, e, equal_nan=True)), \
+                    f"{what} differs between the fast path and the engine:\n{a!r}\n{e!r}\n\n{program!r}"
+    run_programs(request, 300, check)
 
 
 @pytest.mark.skipif(torch is None, reason=TORCH_MISSING)

@@ -1,0 +1,157 @@
+"""The engine's fast path: ``backward()`` over arrays when nothing can observe how it runs.
+
+When no one can see the backward's intermediate steps — no ``create_graph``, no hook or
+``retain_grad`` on a node it reaches, no anomaly mode, no reentrant backward, no forward-mode level, no
+tracer, no CUDA tensor — the engine's bookkeeping (a graph task, dependency counts, tensor-wrapped
+gradients, a check per edge on the way) buys nothing. This loop runs the same nodes on arrays instead:
+each node's ``apply_arrays`` (staged formulas, ``jitgrad.ops.staged_backward``) in descending
+``sequence_nr``, which is a topological order of a graph recorded on one thread, since every edge
+points to a node made earlier. Gradients for a slot are summed in the order the engine sums them, so
+the results are the engine's, bit for bit.
+
+It is all or nothing: gradients for the leaves collect apart and are written to ``.grad`` only once
+every node has run. Whatever it does not handle — a node without ``apply_arrays``, a hook found on the
+way, a saved value that was freed or modified, an edge against the order, a gradient of the wrong
+shape, any exception — makes it give up with nothing changed, and the engine runs the whole backward
+as it always does (which also raises the error the user should see).
+"""
+from __future__ import annotations
+
+import heapq
+import sys
+from typing import Sequence
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import anomaly_mode, forward_ad, grad_mode, provided
+from .graph import AccumulateGrad, Edge, Node, add_arrays
+
+# sys.getrefcount of an array held only by ``_commit``'s local variable (and the call's argument)
+_ONLY_HERE = 2
+_DONE = object()  # a node's buffer once it has run: a gradient arriving later means the order was wrong
+
+
+def usable(depth: int, devices_active: bool) -> bool:
+    """Whether nothing outside the nodes could observe a backward run on this thread now."""
+    return (depth == 0 and not devices_active and not anomaly_mode.state.enabled
+            and forward_ad.state.level is None and not provided.observed())
+
+
+def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool) -> bool:
+    """Runs ``backward`` from ``roots`` seeded with ``seeds`` into the leaves' ``.grad``; False (with
+    nothing changed) when it must be left to the engine."""
+    previous = grad_mode.state.grad_enabled
+    grad_mode.state.grad_enabled = False
+    try:
+        done = _run(roots, seeds)
+    except Exception:  # the engine runs it again and reports the error with its context
+        return False
+    finally:
+        grad_mode.state.grad_enabled = previous
+    if done is None:
+        return False
+    leaves, executed = done
+    _commit(leaves)
+    if not keep_graph:
+        for node in executed:
+            node.release_variables()
+    return True
+
+
+def _run(roots: Sequence[Edge], seeds: Sequence[Tensor]) -> tuple[dict, list] | None:
+    buffers: dict[Node, object] = {}
+    leaves: dict[AccumulateGrad, np.ndarray] = {}
+    heap: list = []
+    for (node, slot), seed in zip(roots, seeds):
+        if not _seed(node, slot, seed._data, buffers, leaves, heap):
+            return None
+    executed = []
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        priority, _, node = pop(heap)
+        grads = buffers[node]
+        buffers[node] = _DONE
+        if node._pre_hooks or node._post_hooks or node._tensor_pre_hooks or node._retains_grad:
+            return None
+        answer = node.apply_arrays(grads)
+        if answer is None:
+            return None
+        executed.append(node)
+        sequence_nr = -priority
+        for edge, grad in zip(node._next_edges, answer):
+            if edge is None or grad is None:
+                continue
+            target, slot = edge
+            shape, dtype, _ = target._input_metadata[slot]
+            if grad.shape != shape:
+                if not expandable(shape, grad.shape):
+                    return None
+                grad = provided.sum_to(Tensor._make(grad), shape)._data
+            if grad.dtype is not dtype and grad.dtype != dtype:
+                grad = grad.astype(dtype)
+            if type(target) is AccumulateGrad:
+                if not _into_leaf(target, grad, leaves):
+                    return None
+                continue
+            buffer = buffers.get(target)
+            if buffer is None:
+                if target._sequence_nr >= sequence_nr:
+                    return None  # not made before this node: the order is not topological (other threads)
+                buffer = buffers[target] = [None] * len(target._input_metadata)
+                push(heap, (-target._sequence_nr, id(target), target))
+            elif buffer is _DONE:
+                return None
+            old = buffer[slot]
+            buffer[slot] = grad if old is None else add_arrays(old, grad)
+    return leaves, executed
+
+
+def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, heap: list) -> bool:
+    """Hands a seed to its root node; one the engine would have to cast goes to the engine."""
+    shape, dtype, _ = node._input_metadata[slot]
+    if grad.shape != shape or grad.dtype != dtype:
+        return False
+    if type(node) is AccumulateGrad:
+        return _into_leaf(node, grad, leaves)
+    buffer = buffers.get(node)
+    if buffer is None:
+        buffer = buffers[node] = [None] * len(node._input_metadata)
+        heapq.heappush(heap, (-node._sequence_nr, id(node), node))
+    old = buffer[slot]
+    buffer[slot] = grad if old is None else add_arrays(old, grad)
+    return True
+
+
+def _into_leaf(leaf: AccumulateGrad, grad: np.ndarray, leaves: dict) -> bool:
+    """Adds a leaf's gradient to what it has received so far; False for a leaf with hooks."""
+    if leaf.hooked():
+        return False
+    old = leaves.get(leaf)
+    leaves[leaf] = grad if old is None else add_arrays(old, grad)
+    return True
+
+
+def _commit(leaves: dict) -> None:
+    """Writes the leaves' gradients. An array that owns its memory and that nothing but ``leaves``
+    refers to (no tensor, saved value, view, other leaf or caller: the reference count tells, as
+    PyTorch's AccumulateGrad tells by the use count) becomes ``.grad`` as it is; any other is copied,
+    so that writing into ``.grad`` can never change another value."""
+    while leaves:
+        leaf, grad = leaves.popitem()
+        variable = leaf.variable
+        with leaf._lock:
+            old = variable._grad
+            if old is not None:
+                variable._grad = Tensor._make(add_arrays(old._data, grad))
+            elif grad.base is None and sys.getrefcount(grad) == _ONLY_HERE:
+                variable._grad = Tensor._make(grad)
+            else:
+                variable._grad = Tensor._make(np.array(grad, copy=True))
+
+
+def expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a gradient of shape ``target`` can be summed back to ``shape`` (undoing a broadcast)."""
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))

@@ -1,0 +1,299 @@
+"""Staged backward formulas: a node's derivative formulas, run once on tensors and replayed on arrays.
+
+A derivative formula is written in jitgrad ops, so that ``create_graph``, higher order and tracing come
+for free. Outside ``create_graph`` that generality costs: each formula call builds tensors nobody sees
+and pays an op dispatch per step. Here a node's formulas are run once, on its real values, under the
+registry's observer; the ops they call are recorded and replayed as a generated Python function that
+calls each op's numpy forward on arrays. The function begins with guards on everything the recording
+depended on — the shape and dtype of every gradient and saved array, the type and value of every
+number, attribute and shape the formulas read — and answers ``MISS`` when one fails, so a node whose
+values differ from the recording's is staged again (up to ``MAX_STAGES`` variants per save plan, then
+its formulas run on tensors as before). Since the guarded values fix every shape, any attribute a
+formula computes from them is a constant of the stage.
+
+A formula is not staged, and runs on tensors, when its recording could not be replayed faithfully: it
+reads a value in Python (``item()``, ``bool(t)``..., refused while staging), makes a tensor outside
+the ops (a factory, a constant), writes in place, or reads something no guard can compare (an array
+attribute). The replay calls the same numpy forwards in the same order as the formulas do, so its
+results are bit for bit those of the tensor path; ``tests/eager/test_fast_backward.py`` checks that
+for every registry op.
+
+The generated source of a stage is its ``source`` attribute (``print(stage.source)`` shows what runs).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ..autograd.saved_tensor import SavedNumber, SavedTensor
+from ..tensor import Tensor
+from . import registry
+
+if TYPE_CHECKING:
+    from .op_backward import OpBackward
+
+MISS = object()  # a stage's answer when a guard fails
+MAX_STAGES = 8  # variants kept per save plan: a loop whose scalar changes every step must not grow memory
+
+
+class _ValueRead(Exception):
+    """A formula read a tensor's value in Python while being staged."""
+
+
+class _Unstageable(Exception):
+    """A formula did something a replay over arrays would not reproduce."""
+
+
+class StagingTensor(Tensor):
+    """The tensors a formula sees while it is staged: reading a value in Python would bake that value
+    into every later replay, so it stops the staging instead."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise _ValueRead
+
+    item = numpy = tolist = __float__ = __int__ = __index__ = __bool__ = __array__ = _refuse
+
+
+class Stage:
+    """One staged variant of a node's formulas: ``run(grads, saved)`` gives the gradients (one array or
+    None per next edge) or ``MISS``; ``source`` is the generated code."""
+
+    __slots__ = ("run", "source")
+
+    def __init__(self, run: Any, source: str) -> None:
+        self.run = run
+        self.source = source
+
+
+def apply_arrays(node: "OpBackward", grads: list) -> list | None:
+    """The gradients for ``node``'s next edges from the arrays ``grads`` (one per output, None where no
+    gradient arrived); None when the node cannot run outside the engine."""
+    if len(grads) > 1 and any(g is None for g in grads):
+        grads = [g if g is not None else np.zeros(m.shape, m.dtype)
+                 for g, m in zip(grads, node._input_metadata)]
+    plan = node._plan
+    saved = node._saved
+    for stage in plan.stages:
+        out = stage.run(grads, saved)
+        if out is not MISS:
+            return out
+    if not _runnable(saved):
+        return None
+    if len(plan.stages) + plan.unstaged >= MAX_STAGES:
+        return _on_tensors(node, grads)
+    try:
+        stage = _generate(node, grads)
+    except _Unstageable:
+        plan.unstaged += 1
+        return _on_tensors(node, grads)
+    plan.stages.append(stage)
+    out = stage.run(grads, saved)
+    return _on_tensors(node, grads) if out is MISS else out
+
+
+def _on_tensors(node: "OpBackward", grads: list) -> list | None:
+    """The node's formulas on tensors, as the engine runs them: for what no stage can replay."""
+    outputs = node.apply([Tensor._make(g) for g in grads], None)
+    arrays = []
+    for g in outputs:
+        if g is not None and not isinstance(g, Tensor):
+            return None  # the engine's own checks report it
+        arrays.append(None if g is None else g._data)
+    return arrays
+
+
+class _Recording:
+    """Generated code being written for one stage: guards first, then the formulas' steps."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.globals: dict[str, Any] = {"MISS": MISS, "ndarray": np.ndarray, "asarray": np.asarray,
+                                        "same": _same}
+        self.names: dict[int, str] = {}  # id of a tensor the formulas see -> its variable
+        self.alive: list[Any] = []  # keeps those tensors alive, so their ids stay theirs
+
+    def constant(self, value: Any) -> str:
+        if _holds_array(value):  # an array made from a tensor's values outside the ops: not a constant
+            raise _Unstageable("an array argument")
+        name = f"K{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def guard_array(self, variable: str, array: np.ndarray) -> Tensor:
+        dtype, shape = self.constant(array.dtype), self.constant(array.shape)
+        self.lines.append(f"    if {variable}.dtype is not {dtype} or {variable}.shape != {shape}: return MISS")
+        return self.tensor(variable, array)
+
+    def tensor(self, variable: str, array: np.ndarray) -> Tensor:
+        t = StagingTensor._make(array)
+        self.names[id(t)] = variable
+        self.alive.append(t)
+        return t
+
+    def guard_value(self, variable: str, value: Any) -> None:
+        if not _guardable(value):
+            raise _Unstageable(f"cannot guard a {type(value).__name__}")
+        constant = self.constant(value)
+        if isinstance(value, (tuple, list, slice)) or isinstance(value, float) and value == 0:
+            self.lines.append(f"    if not same({variable}, {constant}): return MISS")
+        else:
+            kind = self.constant(type(value))
+            self.lines.append(f"    if type({variable}) is not {kind} or {variable} != {constant}: return MISS")
+
+    def reference(self, value: Any) -> str:
+        """A step's argument as code: a tensor the stage knows, or a constant."""
+        if isinstance(value, Tensor):
+            name = self.names.get(id(value))
+            if name is None:
+                raise _Unstageable("a tensor made outside the ops")
+            return name
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+            inner = ", ".join(self.reference(v) for v in value)
+            return f"[{inner}]" if isinstance(value, list) else f"({inner},)"
+        return self.constant(value)
+
+
+def _holds_array(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return True
+    return isinstance(value, (tuple, list)) and any(_holds_array(v) for v in value)
+
+
+def _same(value: Any, expected: Any) -> bool:
+    """Whether a value equals a guarded one, type for type and element by element, never comparing an
+    array (a mask in an index where the recording had a slice) and telling -0.0 from 0.0."""
+    if type(value) is not type(expected):
+        return False
+    if isinstance(expected, (tuple, list)):
+        return len(value) == len(expected) and all(_same(v, e) for v, e in zip(value, expected))
+    if isinstance(expected, slice):
+        return _same((value.start, value.stop, value.step), (expected.start, expected.stop, expected.step))
+    if isinstance(expected, float) and expected == 0:
+        return value == 0 and math.copysign(1.0, value) == math.copysign(1.0, expected)
+    return bool(value == expected)
+
+
+def _guardable(value: Any) -> bool:
+    if value is None or value is Ellipsis or isinstance(value, (bool, int, float, str, np.dtype, np.number)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_guardable(v) for v in value)
+    if isinstance(value, slice):
+        return _guardable((value.start, value.stop, value.step))
+    return False
+
+
+def _runnable(saved: dict) -> bool:
+    """Whether the saved values can be read as arrays: not freed, not modified in place since, not
+    packed by saved-tensor hooks. Otherwise the engine runs the node and reports what is wrong."""
+    for value in saved.values():
+        for v in value if type(value) is tuple else (value,):
+            if isinstance(v, SavedTensor):
+                if v._released or v._unpack_hook is not None or v._counter[0] != v._version:
+                    return False
+            elif isinstance(v, SavedNumber) and v._released:
+                return False
+    return True
+
+
+def _saved_array(saved: SavedTensor) -> np.ndarray:
+    return saved._data if saved._tensor is None else saved._tensor._data
+
+
+def _read_saved(recording: _Recording, variable: str, value: Any) -> Any:
+    """Writes the guards and unpacking of one saved value; returns what the formulas get for it."""
+    lines = recording.lines
+    if isinstance(value, (SavedTensor, SavedNumber, tuple)):  # a number or a tensor, from node to node
+        lines.append(f"    if type({variable}) is not {recording.constant(type(value))}: return MISS")
+    if isinstance(value, SavedTensor):
+        lines.append(f"    if {variable}._released or {variable}._unpack_hook is not None "
+                     f"or {variable}._counter[0] != {variable}._version: return MISS")
+        field = "_data" if value._tensor is None else "_tensor._data"
+        lines.append(f"    {variable} = {variable}.{field}")
+        return recording.guard_array(variable, _saved_array(value))
+    if isinstance(value, SavedNumber):
+        lines.append(f"    if {variable}._released: return MISS")
+        lines.append(f"    {variable} = {variable}._value")
+        recording.guard_value(variable, value._value)
+        return value._value
+    if type(value) is tuple and value and isinstance(value[0], SavedTensor):
+        lines.append(f"    if len({variable}) != {len(value)}: return MISS")
+        items = []
+        for j, item in enumerate(value):
+            lines.append(f"    {variable}_{j} = {variable}[{j}]")
+            items.append(_read_saved(recording, f"{variable}_{j}", item))
+        return tuple(items)
+    recording.guard_value(variable, value)
+    return value
+
+
+def _refuse(*args: Any) -> None:
+    raise _Unstageable("a formula made a tensor outside the ops or wrote in place")
+
+
+def _generate(node: "OpBackward", grads: list) -> Stage:
+    """Records ``node``'s formulas on its own values and writes the guarded replay of them."""
+    op, saved = node.op, node._saved
+    recording = _Recording()
+    lines = recording.lines
+    grad_tensors = []
+    lines.append(f"    if len(grads) != {len(grads)}: return MISS")
+    for k, grad in enumerate(grads):
+        lines.append(f"    g{k} = grads[{k}]")
+        grad_tensors.append(recording.guard_array(f"g{k}", grad))
+    values: dict[str, Any] = {}
+    for param, value in saved.items():
+        lines.append(f"    s_{param} = saved[{param!r}]")
+        values[param] = _read_saved(recording, f"s_{param}", value)
+
+    def arguments(name: str) -> list:
+        return [grad_tensors[0] if p == "grad" else tuple(grad_tensors) if p == "grads" else values[p]
+                for p in op.reads[name]]
+
+    def observe(step: Any, args: tuple, attrs: dict, out: Any) -> None:
+        if any(isinstance(a, registry.SymbolicValue) for a in args):
+            raise _Unstageable("a traced number")
+        call = ", ".join([recording.reference(a) for a in args]
+                         + [f"{k}={recording.constant(v)}" for k, v in attrs.items()])
+        outs = out if type(out) is tuple else (out,)
+        names = []
+        for o in outs:
+            o.__class__ = StagingTensor
+            names.append(f"v{len(recording.names)}")
+            recording.names[id(o)] = names[-1]
+            recording.alive.append(o)
+        target = ", ".join(names) + "," if type(out) is tuple else names[0]
+        lines.append(f"    {target} = {recording.constant(step.forward)}({call})")
+        for name in names:
+            lines.append(f"    if type({name}) is not ndarray: {name} = asarray({name})")
+
+    needed = [e is not None for e in node._next_edges]
+    results: list[Any] = [None] * len(needed)
+    try:
+        with registry.observing(observe, _refuse, created=_refuse, before_write=_refuse):
+            if op.variadic:
+                if any(needed):
+                    name = op.inputs[0]
+                    results = [g if need else None for g, need in zip(op.derivatives[name](*arguments(name)),
+                                                                      needed)]
+            else:
+                for i, name in enumerate(op.inputs):
+                    if needed[i] and name in op.reads:
+                        results[i] = op.derivatives[name](*arguments(name))
+    except _ValueRead:
+        raise _Unstageable("a formula read a value in Python") from None
+    outputs = [recording.reference(r) if isinstance(r, Tensor) else "None" if r is None else _not_tensor(r)
+               for r in results]
+    lines.append(f"    return [{', '.join(outputs)}]")
+    source = "def staged(grads, saved):\n" + "\n".join(lines) + "\n"
+    namespace = recording.globals
+    exec(compile(source, f"<staged {node.name()}>", "exec"), namespace)  # noqa: S102 - our own generated code
+    return Stage(namespace["staged"], source)
+
+
+def _not_tensor(value: Any) -> str:
+    raise _Unstageable(f"a formula returned a {type(value).__name__}")

@@ -1,0 +1,251 @@
+"""The engine's fast path (``autograd/fast_backward.py``) and staged formulas (``ops/staged_backward.py``)
+against the engine itself: every registry op's gradients, bit for bit, and every way a backward can be
+observed, which must send it to the engine."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from helpers import leaves
+from jitgrad.autograd import fast_backward
+from jitgrad.ops import staged_backward
+from jitgrad.ops.registry import REGISTRY, OpDef
+from op_samples import SAMPLES
+
+GRAD_SAMPLES = [s for s in SAMPLES if s.differentiable]
+
+# Ops whose formulas run on tensors inside the fast path, and why: their nodes save what no guard can
+# compare (an index array), or their formulas write in place or make tensors outside the ops.
+NOT_STAGED = {
+    "getitem": "an advanced index is an array attribute",
+    "index_scatter": "an advanced index is an array attribute",
+    "index_put": "an advanced index is an array attribute",
+    "copy_slices": "its formula writes into a copy of the gradient",
+    "max_dim": "its formula makes the mask of the chosen elements outside the ops",
+    "min_dim": "its formula makes the mask of the chosen elements outside the ops",
+}
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """Whether each backward took the fast path (True) or went to the engine (False)."""
+    answers = []
+    run = fast_backward.run
+
+    def spy(*args):
+        answers.append(run(*args))
+        return answers[-1]
+    monkeypatch.setattr(fast_backward, "run", spy)
+    return answers
+
+
+def engine_only(monkeypatch):
+    monkeypatch.setattr(fast_backward, "run", lambda *args: False)
+
+
+def gradients(sample, seed: int, twice: bool = False) -> list:
+    """The ``.grad`` of each float input after ``(f(inputs) * v).sum().backward()`` (run twice: the
+    second accumulates into the first's)."""
+    arrays = sample.arrays(seed)
+    inputs = leaves(arrays)
+    for _ in range(2 if twice else 1):
+        out = sample.fn(*inputs)
+        v = np.random.default_rng(seed + 7).uniform(-1.5, 1.5, size=out.shape)
+        (out * jg.tensor(v)).sum().backward()
+    return [None if t.grad is None else t.grad.numpy() for t, a in zip(inputs, arrays) if a.dtype.kind == "f"]
+
+
+def assert_identical(actual: list, expected: list, what: str) -> None:
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if a is None or e is None:
+            assert a is None and e is None, f"{what}: input {i} has a gradient on one path only"
+            continue
+        assert a.dtype == e.dtype and a.shape == e.shape, f"{what}: input {i}: {a.dtype}{a.shape} vs {e.dtype}{e.shape}"
+        assert np.array_equal(a, e, equal_nan=True), f"{what}: input {i} differs:\n{a}\n{e}"
+
+
+@pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=[s.id for s in GRAD_SAMPLES])
+def test_fast_path_gives_the_engines_gradients_bit_for_bit(sample, taken, monkeypatch):
+    # two draws: the second reuses the stages the first made (or makes others where values differ)
+    fast = [gradients(sample, seed) for seed in (0, 1)] + [gradients(sample, 2, twice=True)]
+    assert taken and all(taken), f"{sample.id}: a backward left the fast path"
+    engine_only(monkeypatch)
+    expected = [gradients(sample, seed) for seed in (0, 1)] + [gradients(sample, 2, twice=True)]
+    for seed, (a, e) in enumerate(zip(fast, expected)):
+        assert_identical(a, e, f"{sample.id} (draw {seed})")
+
+
+def test_every_differentiable_op_is_staged_or_said_not_to_be():
+    for sample in GRAD_SAMPLES:
+        gradients(sample, 0)
+    staged = {name for name, op in REGISTRY.items() if any(plan.stages for plan in op.save_plans.values())}
+    unstaged = {name for name, op in REGISTRY.items() if any(plan.unstaged for plan in op.save_plans.values())}
+    reached = {s.op for s in GRAD_SAMPLES}
+    no_longer = unstaged - staged - set(NOT_STAGED)
+    assert not no_longer, f"formulas that no longer stage: {sorted(no_longer)}"
+    missing = {name for name in reached if REGISTRY[name].differentiable} - staged - set(NOT_STAGED)
+    assert not missing, f"ops whose samples never staged a formula: {sorted(missing)}"
+
+
+def w1_loss(x):
+    y = x
+    for _ in range(5):
+        y = jg.sin(y) * 1.01 + 0.1
+        y = jg.tanh(y) * y
+    return y.sum()
+
+
+def test_a_stage_replays_the_formulas_and_misses_on_other_values():
+    x = jg.tensor(np.linspace(-1, 1, 4), requires_grad=True)
+    loss = (x.sin() * x).sum()
+    mul = loss.grad_fn.next_functions[0][0]
+    loss.backward(retain_graph=True)
+    stage = next(s for s in mul._plan.stages if s.run([np.ones(4)], mul._saved) is not staged_backward.MISS)
+    assert "def staged(grads, saved)" in stage.source and "return MISS" in stage.source
+    sin_x, x_values = np.sin(x.detach().numpy()), x.detach().numpy()
+    for got, expected in zip(stage.run([np.full(4, 2.0)], mul._saved), (2.0 * x_values, 2.0 * sin_x)):
+        np.testing.assert_array_equal(got, expected)
+    assert stage.run([np.ones(5)], mul._saved) is staged_backward.MISS            # another shape
+    assert stage.run([np.ones(4, np.float32)], mul._saved) is staged_backward.MISS  # another dtype
+    loss.backward()  # frees the saved values: the stage can no longer read them
+    assert stage.run([np.ones(4)], mul._saved) is staged_backward.MISS
+
+
+@pytest.mark.parametrize("observer", ["tensor hook", "node prehook", "node hook", "retain_grad", "leaf hook",
+                                      "anomaly"])
+def test_an_observed_backward_goes_to_the_engine(observer, taken):
+    x = jg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    seen = []
+    y = x.exp()
+    z = y * 2
+    if observer == "tensor hook":
+        y.register_hook(lambda g: seen.append(g) or g * 10)
+    elif observer == "node prehook":
+        y.grad_fn.register_prehook(lambda grads: seen.append(grads))
+    elif observer == "node hook":
+        y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(grad_inputs))
+    elif observer == "retain_grad":
+        y.retain_grad()
+    elif observer == "leaf hook":
+        x.register_hook(lambda g: seen.append(g))
+    with jg.autograd.set_detect_anomaly(observer == "anomaly"):
+        z.sum().backward()
+    assert True not in taken
+    factor = 20 if observer == "tensor hook" else 2
+    np.testing.assert_allclose(x.grad.numpy(), factor * np.exp(x.detach().numpy()))
+    if observer == "retain_grad":
+        np.testing.assert_array_equal(y.grad.numpy(), [2.0, 2.0, 2.0])
+    elif observer != "anomaly":
+        assert seen
+
+
+def test_a_freed_graph_and_a_modified_saved_tensor_raise_the_engines_errors(taken):
+    x = jg.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    y = x * 1.0
+    loss = (y * y).sum()
+    with jg.no_grad():
+        y.mul_(2)
+    x.grad = before = jg.tensor([7.0, 7.0])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    assert x.grad is before and x.grad.numpy().tolist() == [7.0, 7.0]
+
+
+def test_retain_graph_runs_again_and_accumulates(taken):
+    x = jg.tensor([1.0, -2.0], requires_grad=True)
+    loss = w1_loss(x)
+    loss.backward(retain_graph=True)
+    first = x.grad.numpy().copy()
+    loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), first + first)
+    assert taken == [True, True]
+
+
+def test_grad_never_shares_memory_with_anything_else(taken):
+    a, b = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([3.0, 4.0], requires_grad=True)
+    seed = jg.tensor([1.0, 1.0])
+    ((a + b) * 1.0).backward(seed)              # one new gradient, passed to two leaves
+    e = jg.tensor([1.0, 2.0], requires_grad=True)
+    (e.exp() + e).backward(seed)                # the caller's seed, passed on to a leaf
+    c = jg.tensor([1.0, 2.0], requires_grad=True)
+    (c * 3.0).sum().backward()                  # a gradient made by the backward: .grad may keep it
+    d = jg.tensor([[1.0, 2.0]], requires_grad=True)
+    d.expand(3, 2).sum().backward()             # a view of the seed, summed
+    assert taken == [True, True, True, True]
+    a.grad.mul_(100)
+    e.grad.mul_(100)
+    assert b.grad.numpy().tolist() == [1.0, 1.0] and seed.numpy().tolist() == [1.0, 1.0]
+    np.testing.assert_array_equal(c.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(d.grad.numpy(), [[3.0, 3.0]])
+
+
+def test_a_formula_that_reads_a_value_is_not_staged(taken):
+    """A formula whose result depends on a value read in Python must never be replayed with that value
+    baked in: the second call's sign differs from the first's."""
+    def branching(grad, self):
+        return grad * (2.0 if self.sum().item() > 0 else 3.0)
+    op = OpDef("test_branching", ("self",), np.copy, {"self": branching}, node="TestBranchingBackward")
+    for values, factor in (([1.0, 2.0], 2.0), ([-1.0, -2.0], 3.0), ([1.0, 2.0], 2.0)):
+        x = jg.tensor(values, requires_grad=True)
+        op(x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [factor, factor])
+    (plan,) = op.save_plans.values()
+    assert not plan.stages and plan.unstaged == 3
+    assert taken == [True, True, True]
+
+
+def test_a_scalar_that_changes_every_step_does_not_grow_the_stages(taken):
+    x = jg.tensor([1.0, 2.0], requires_grad=True)
+    for step in range(3 * staged_backward.MAX_STAGES):
+        x.grad = None
+        (x * (0.5 + step)).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [0.5 + step] * 2)
+    plan = REGISTRY["mul"].save_plans[(True, False)]
+    assert len(plan.stages) + plan.unstaged <= staged_backward.MAX_STAGES
+    assert all(taken)
+
+
+def test_a_graph_built_on_two_threads_is_still_right(taken):
+    """Sequence numbers are per thread: a node made on another thread may carry a larger number than a
+    node made after it here. The fast path must notice, and the engine gets it right."""
+    x = jg.tensor([0.5, 1.5], requires_grad=True)
+    for _ in range(50):  # this thread's counter runs ahead of the other's
+        jg.tensor([1.0], requires_grad=True) * 2
+    made = {}
+    worker = threading.Thread(target=lambda: made.update(y=x.exp()))
+    worker.start()
+    worker.join()
+    z = made["y"] * x
+    z.sum().backward()
+    expected = np.exp([0.5, 1.5]) * (1 + np.array([0.5, 1.5]))
+    np.testing.assert_allclose(x.grad.numpy(), expected)
+
+
+def test_a_failing_formula_leaves_every_grad_as_it_was(taken):
+    def failing(grad, self):
+        raise ValueError("no gradient today")
+    op = OpDef("test_failing", ("self",), np.copy, {"self": failing}, node="TestFailingBackward")
+    x, w = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([3.0, 4.0], requires_grad=True)
+    w.grad = kept = jg.tensor([5.0, 5.0])
+    with pytest.raises(ValueError, match="no gradient today"):
+        (op(x) * w).sum().backward()
+    assert w.grad is kept and x.grad is None and taken == [False]
+
+
+def test_an_observer_of_ops_sees_the_backward(taken):
+    """A tracer observes the formulas' ops as the engine runs them: the fast path, which runs none,
+    stays out of its way."""
+    from jitgrad.ops.registry import observing
+    x = jg.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x.sin() * x).sum()
+    seen = []
+    with observing(lambda op, args, attrs, out: seen.append(op.name)):
+        loss.backward()
+    assert True not in taken and "cos" in seen
