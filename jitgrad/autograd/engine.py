@@ -236,9 +236,10 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
             and not anomaly_mode.state.enabled and not _devices.active and _into_leaves(roots[0][0]):
         _execute_one_node(roots[0], validate_outputs(_ROOT, roots, [grads[0]])[0], keep_graph)
         return []
-    if accumulate_grad and not outputs and not create_graph \
-            and fast_backward.usable(_thread.depth, _devices.active) and fast_backward.run(roots, grads, keep_graph):
-        return []
+    if not create_graph and fast_backward.usable(_thread.depth, _devices.active):
+        captured = fast_backward.run(roots, grads, keep_graph, outputs, accumulate_grad)
+        if captured is not None:
+            return captured
     task = GraphTask(keep_graph, create_graph, _thread.depth)
     root = GraphRoot(roots, grads)
     task.compute_dependencies(root)

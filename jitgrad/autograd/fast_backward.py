@@ -1,4 +1,5 @@
-"""The engine's fast path: ``backward()`` over arrays when nothing can observe how it runs.
+"""The engine's fast path: ``backward()`` and ``autograd.grad`` over arrays when nothing can observe how
+they run.
 
 When no one can see the backward's intermediate steps — no ``create_graph``, no hook or
 ``retain_grad`` on a node it reaches, no anomaly mode, no reentrant backward, no forward-mode level, no
@@ -38,33 +39,45 @@ def usable(depth: int, devices_active: bool) -> bool:
             and forward_ad.state.level is None and not provided.observed())
 
 
-def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool) -> bool:
-    """Runs ``backward`` from ``roots`` seeded with ``seeds`` into the leaves' ``.grad``; False (with
-    nothing changed) when it must be left to the engine."""
+def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs: Sequence[Edge] | None,
+        accumulate: bool) -> list[Tensor | None] | None:
+    """Runs the backward from ``roots`` seeded with ``seeds``: into the ``.grad`` of every leaf (or of
+    the leaves ``inputs`` names) when ``accumulate``, else returning the gradients that reach
+    ``inputs`` (``autograd.grad``). None, with nothing changed, when it must be left to the engine,
+    which also takes every ``inputs`` that is not a leaf."""
+    wanted = None
+    if inputs:
+        if any(type(edge[0]) is not AccumulateGrad for edge in inputs):
+            return None
+        wanted = {edge[0] for edge in inputs}
     previous = grad_mode.state.grad_enabled
     grad_mode.state.grad_enabled = False
     try:
-        done = _run(roots, seeds)
+        done = _run(roots, seeds, wanted)
     except Exception:  # the engine runs it again and reports the error with its context
-        return False
+        return None
     finally:
         grad_mode.state.grad_enabled = previous
     if done is None:
-        return False
+        return None
     leaves, executed = done
-    _commit(leaves)
+    if accumulate:
+        _commit(leaves)
+        captured = []
+    else:
+        captured = [None if leaves.get(edge[0]) is None else Tensor._make(leaves[edge[0]]) for edge in inputs]
     if not keep_graph:
         for node in executed:
             node.release_variables()
-    return True
+    return captured
 
 
-def _run(roots: Sequence[Edge], seeds: Sequence[Tensor]) -> tuple[dict, list] | None:
+def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list] | None:
     buffers: dict[Node, object] = {}
     leaves: dict[AccumulateGrad, np.ndarray] = {}
     heap: list = []
     for (node, slot), seed in zip(roots, seeds):
-        if not _seed(node, slot, seed._data, buffers, leaves, heap):
+        if not _seed(node, slot, seed._data, buffers, leaves, heap, wanted):
             return None
     executed = []
     pop, push = heapq.heappop, heapq.heappush
@@ -91,7 +104,7 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor]) -> tuple[dict, list] | 
             if grad.dtype is not dtype and grad.dtype != dtype:
                 grad = grad.astype(dtype)
             if type(target) is AccumulateGrad:
-                if not _into_leaf(target, grad, leaves):
+                if not _into_leaf(target, grad, leaves, wanted):
                     return None
                 continue
             buffer = buffers.get(target)
@@ -107,13 +120,14 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor]) -> tuple[dict, list] | 
     return leaves, executed
 
 
-def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, heap: list) -> bool:
+def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, heap: list,
+          wanted: set | None) -> bool:
     """Hands a seed to its root node; one the engine would have to cast goes to the engine."""
     shape, dtype, _ = node._input_metadata[slot]
     if grad.shape != shape or grad.dtype != dtype:
         return False
     if type(node) is AccumulateGrad:
-        return _into_leaf(node, grad, leaves)
+        return _into_leaf(node, grad, leaves, wanted)
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * len(node._input_metadata)
@@ -123,8 +137,11 @@ def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, 
     return True
 
 
-def _into_leaf(leaf: AccumulateGrad, grad: np.ndarray, leaves: dict) -> bool:
-    """Adds a leaf's gradient to what it has received so far; False for a leaf with hooks."""
+def _into_leaf(leaf: AccumulateGrad, grad: np.ndarray, leaves: dict, wanted: set | None) -> bool:
+    """Adds a leaf's gradient to what it has received so far; False for a leaf with hooks. A leaf
+    outside ``wanted`` drops it: the engine would not run its AccumulateGrad, nor its hooks."""
+    if wanted is not None and leaf not in wanted:
+        return True
     if leaf.hooked():
         return False
     old = leaves.get(leaf)

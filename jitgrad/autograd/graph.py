@@ -62,13 +62,11 @@ class Node:
                  "_pre_hooks", "_post_hooks", "_tensor_pre_hooks", "_retains_grad", "__weakref__")
 
     def __init__(self, next_edges: Sequence[Edge | None] = (), sequence_nr: int | None = None) -> None:
-        self._next_edges = next_edges = tuple(next_edges)
+        """Every op that records a node makes one, so only what the engine reads is set here; the
+        topological number is computed when asked for (it never changes: edges are fixed at creation)."""
+        self._next_edges = next_edges if type(next_edges) is tuple else tuple(next_edges)
         self._sequence_nr = _sequence.next() if sequence_nr is None else sequence_nr
-        topological_nr = 0
-        for edge in next_edges:
-            if edge is not None and edge[0]._topological_nr >= topological_nr:
-                topological_nr = edge[0]._topological_nr + 1
-        self._topological_nr = topological_nr
+        self._topological_nr = None
         self._input_metadata: list[InputMetadata] = []
         self._metadata = None
         if anomaly_mode.state.enabled:
@@ -107,7 +105,19 @@ class Node:
 
     def topological_nr(self) -> int:
         """0 for nodes with no next nodes (AccumulateGrad), else 1 + the largest of the next nodes'.
-        A node with a smaller number can never reach one with a larger number."""
+        A node with a smaller number can never reach one with a larger number. Computed on first use,
+        walking down to the nodes that know theirs (iteratively: graphs can be deeper than recursion)."""
+        if self._topological_nr is None:
+            stack = [self]
+            while stack:
+                node = stack[-1]
+                unknown = [e[0] for e in node._next_edges if e is not None and e[0]._topological_nr is None]
+                if unknown:
+                    stack.extend(unknown)
+                    continue
+                stack.pop()
+                node._topological_nr = max((e[0]._topological_nr + 1 for e in node._next_edges if e is not None),
+                                           default=0)
         return self._topological_nr
 
     @property
@@ -264,6 +274,15 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
     (an index) keeps its slot but carries no gradient. The one way a forward's outputs get their
     ``grad_fn``: registry ops and compiled functions both record through here."""
     metadata = node._input_metadata
+    if len(outputs) == 1:  # most ops: one output, on the CPU, floating (it records only then)
+        output = outputs[0]
+        data = output._data
+        if type(data) is np.ndarray and data.dtype.kind == "f":
+            output._requires_grad = True
+            output._grad_fn = node
+            output._output_nr = len(metadata)
+            metadata.append(new_input_metadata((data.shape, data.dtype, CPU)))
+            return
     for output in outputs:
         data = output._data
         if data.dtype.kind == "f":

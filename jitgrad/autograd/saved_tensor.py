@@ -73,20 +73,22 @@ class SavedTensor:
                  "_description")
 
     def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
-        """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it."""
+        """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it. Every
+        op that records a node saves through here, so nothing is computed that only an error needs."""
         if tensor._is_inference:
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
                                "clone to get a normal tensor and use it in autograd.")
         self._released = False
         self._output_nr = output_nr
-        self._unpack_hook = None
-        self._counter = version_counter(tensor)
-        self._version = self._counter[0]
-        self._description = (tensor._data.dtype, tensor._data.shape)
+        counter = self._counter = version_counter(tensor)
+        self._version = counter[0]
         if _hooks.stack:
             pack, self._unpack_hook = _hooks.stack[-1]
+            self._description = (tensor._data.dtype, tensor._data.shape)
             self._tensor, self._data = None, pack(tensor)
-        elif output_nr is None:
+            return
+        self._unpack_hook = self._description = None
+        if output_nr is None:
             self._tensor, self._data = tensor, None
         else:
             self._tensor, self._data = None, tensor._data
@@ -95,7 +97,8 @@ class SavedTensor:
         if self._released:
             raise RuntimeError(FREED_ERROR)
         if self._counter[0] != self._version:
-            dtype, shape = self._description
+            data = self._data if self._tensor is None else self._tensor._data
+            dtype, shape = self._description or (data.dtype, data.shape)
             owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
                      else f"an input of {node.name()}")
             raise RuntimeError(

@@ -74,7 +74,7 @@ class OpBackward(Node):
 
     def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...]) -> None:
         """A node with no inputs yet: recording it (``graph.set_history``) gives it one per output."""
-        super().__init__(edges)
+        Node.__init__(self, edges)
         self.op = op
         self._saved: dict[str, Any] = {}
 

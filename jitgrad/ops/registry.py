@@ -45,6 +45,7 @@ REGISTRY: dict[str, "OpDef"] = {}
 # the CUDA runner (``install()``), which ``jitgrad.cuda`` calls when the first CUDA tensor is made.
 DEVICE_RUNNERS: dict[str, Callable[..., Any]] = {}
 KINDS = frozenset({"elementwise", "reduction", "statement"})
+_ONE_NEEDED = (True,)  # what a one-input op's recorded call needs: its input requires grad, or it would not record
 
 
 class SymbolicValue:
@@ -90,7 +91,8 @@ class OpDef:
     crosses_devices: bool = False  # its forward copies between devices itself (``ops/device_copy.py``)
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
-    save_plans: dict[tuple[bool, ...], tuple] = field(init=False, repr=False)
+    save_plans: dict[tuple[bool, ...], Any] = field(init=False, repr=False)  # op_backward.SavePlan
+    backward_class: type | None = field(init=False, repr=False)  # the node class, when ``node`` names one
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -105,6 +107,7 @@ class OpDef:
         self.jvp_reads = tuple(inspect.signature(self.jvp).parameters) if self.jvp else ()
         if self.derivatives and not self.node:
             raise ValueError(f"op {self.name}: a differentiable op needs a backward node name")
+        self.backward_class = node_class(self.node) if isinstance(self.node, str) and self.node else None
 
     @property
     def differentiable(self) -> bool:
@@ -112,7 +115,7 @@ class OpDef:
 
     def node_class(self, args: tuple, attrs: dict) -> type:
         """The backward node class of this call (``MulBackward0``...)."""
-        return node_class(self.node if isinstance(self.node, str) else self.node(args, attrs))
+        return self.backward_class or node_class(self.node(args, attrs))
 
     def __call__(op, *args: Any, **attrs: Any) -> Any:  # noqa: N805 - the op is what is being run
         """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node.
@@ -318,15 +321,26 @@ def _moved(value: Any) -> Any:
 
 
 def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
-    """Creates the backward node of this call and makes it the ``grad_fn`` of the float outputs."""
-    for o in outputs:
-        if o._data.dtype.kind == "f":
-            break
-    else:
+    """Creates the backward node of this call and makes it the ``grad_fn`` of the float outputs. Every
+    op that records runs this, so one and two tensors take paths of their own."""
+    if len(outputs) == 1:
+        if outputs[0]._data.dtype.kind != "f":
+            return
+    elif not any(o._data.dtype.kind == "f" for o in outputs):
         return
-    edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
-    node = op.node_class(args, attrs)(op, edges)
-    node.save(tensors, attrs, outputs, tuple([e is not None for e in edges]))
+    if len(tensors) == 1 and not op.variadic:
+        edges: tuple = (gradient_edge(tensors[0]),)
+        needs: tuple = _ONE_NEEDED
+    elif len(tensors) == 2 and not op.variadic:
+        a, b = tensors
+        ea = gradient_edge(a) if isinstance(a, Tensor) else None
+        eb = gradient_edge(b) if isinstance(b, Tensor) else None
+        edges, needs = (ea, eb), (ea is not None, eb is not None)
+    else:
+        edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
+        needs = tuple([e is not None for e in edges])
+    node = (op.backward_class or op.node_class(args, attrs))(op, edges)
+    node.save(tensors, attrs, outputs, needs)
     set_history(outputs, node)
 
 

@@ -56,7 +56,7 @@ def test_eager_fast_path_matches_the_engine(request, monkeypatch):
         calls = program.draw_arrays(2)
         monkeypatch.setattr(fast_backward, "run", run)
         fast = [run_eager(program, jg, arrays) for arrays in calls]
-        monkeypatch.setattr(fast_backward, "run", lambda *args: False)
+        monkeypatch.setattr(fast_backward, "run", lambda *args: None)
         for arrays, got in zip(calls, fast):
             expected = run_eager(program, jg, arrays)
             for what, a, e in [("loss", got.loss, expected.loss)] + [

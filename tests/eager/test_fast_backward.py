@@ -36,26 +36,31 @@ def taken(monkeypatch):
     run = fast_backward.run
 
     def spy(*args):
-        answers.append(run(*args))
-        return answers[-1]
+        result = run(*args)
+        answers.append(result is not None)
+        return result
     monkeypatch.setattr(fast_backward, "run", spy)
     return answers
 
 
 def engine_only(monkeypatch):
-    monkeypatch.setattr(fast_backward, "run", lambda *args: False)
+    monkeypatch.setattr(fast_backward, "run", lambda *args: None)
 
 
-def gradients(sample, seed: int, twice: bool = False) -> list:
+def gradients(sample, seed: int, twice: bool = False, through_grad: bool = False) -> list:
     """The ``.grad`` of each float input after ``(f(inputs) * v).sum().backward()`` (run twice: the
-    second accumulates into the first's)."""
+    second accumulates into the first's), or what ``autograd.grad`` answers for them."""
     arrays = sample.arrays(seed)
     inputs = leaves(arrays)
+    wrt = [t for t, a in zip(inputs, arrays) if a.dtype.kind == "f"]
     for _ in range(2 if twice else 1):
         out = sample.fn(*inputs)
         v = np.random.default_rng(seed + 7).uniform(-1.5, 1.5, size=out.shape)
-        (out * jg.tensor(v)).sum().backward()
-    return [None if t.grad is None else t.grad.numpy() for t, a in zip(inputs, arrays) if a.dtype.kind == "f"]
+        loss = (out * jg.tensor(v)).sum()
+        if through_grad:
+            return [None if g is None else g.numpy() for g in jg.autograd.grad(loss, wrt, allow_unused=True)]
+        loss.backward()
+    return [None if t.grad is None else t.grad.numpy() for t in wrt]
 
 
 def assert_identical(actual: list, expected: list, what: str) -> None:
@@ -70,10 +75,13 @@ def assert_identical(actual: list, expected: list, what: str) -> None:
 @pytest.mark.parametrize("sample", GRAD_SAMPLES, ids=[s.id for s in GRAD_SAMPLES])
 def test_fast_path_gives_the_engines_gradients_bit_for_bit(sample, taken, monkeypatch):
     # two draws: the second reuses the stages the first made (or makes others where values differ)
-    fast = [gradients(sample, seed) for seed in (0, 1)] + [gradients(sample, 2, twice=True)]
+    def all_forms():
+        return [gradients(sample, seed) for seed in (0, 1)] + [gradients(sample, 2, twice=True),
+                                                               gradients(sample, 3, through_grad=True)]
+    fast = all_forms()
     assert taken and all(taken), f"{sample.id}: a backward left the fast path"
     engine_only(monkeypatch)
-    expected = [gradients(sample, seed) for seed in (0, 1)] + [gradients(sample, 2, twice=True)]
+    expected = all_forms()
     for seed, (a, e) in enumerate(zip(fast, expected)):
         assert_identical(a, e, f"{sample.id} (draw {seed})")
 
@@ -249,3 +257,18 @@ def test_an_observer_of_ops_sees_the_backward(taken):
     with observing(lambda op, args, attrs, out: seen.append(op.name)):
         loss.backward()
     assert True not in taken and "cos" in seen
+
+
+def test_grad_of_some_leaves_leaves_the_others_alone(taken):
+    a, b = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([3.0, 4.0], requires_grad=True)
+    b.register_hook(lambda g: pytest.fail("the hook of a leaf not asked for must not run"))
+    loss = (a.exp() * b).sum()
+    (ga,) = jg.autograd.grad(loss, [a], retain_graph=True)
+    np.testing.assert_allclose(ga.numpy(), np.exp([1.0, 2.0]) * [3.0, 4.0])
+    loss.backward(inputs=[a])
+    np.testing.assert_array_equal(a.grad.numpy(), ga.numpy())
+    assert b.grad is None and taken == [True, True]
+    y = a * 2  # a non-leaf input: the engine's
+    (gy,) = jg.autograd.grad((y * y).sum(), [y])
+    np.testing.assert_allclose(gy.numpy(), 2 * y.detach().numpy())
+    assert taken[-1] is False
