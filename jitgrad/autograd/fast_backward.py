@@ -31,6 +31,7 @@ from .graph import AccumulateGrad, Edge, Node, add_arrays
 # sys.getrefcount of an array held only by ``_commit``'s local variable (and the call's argument)
 _ONLY_HERE = 2
 _DONE = object()  # a node's buffer once it has run: a gradient arriving later means the order was wrong
+_DROPPED = object()  # what a leaf that is not wanted "receives"
 
 
 def usable(depth: int, devices_active: bool) -> bool:
@@ -65,7 +66,8 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
         _commit(leaves)
         captured = []
     else:
-        captured = [None if leaves.get(edge[0]) is None else Tensor._make(leaves[edge[0]]) for edge in inputs]
+        captured = [None if leaves.get(edge[0], _DROPPED) is _DROPPED else Tensor._make(leaves[edge[0]])
+                    for edge in inputs]
     if not keep_graph:
         for node in executed:
             node.release_variables()
@@ -104,8 +106,12 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
             if grad.dtype is not dtype and grad.dtype != dtype:
                 grad = grad.astype(dtype)
             if type(target) is AccumulateGrad:
-                if not _into_leaf(target, grad, leaves, wanted):
-                    return None
+                old = leaves.get(target)
+                if old is None:
+                    if not _first_into_leaf(target, grad, leaves, wanted):
+                        return None
+                elif old is not _DROPPED:
+                    leaves[target] = add_arrays(old, grad)
                 continue
             buffer = buffers.get(target)
             if buffer is None:
@@ -127,7 +133,12 @@ def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, 
     if grad.shape != shape or grad.dtype != dtype:
         return False
     if type(node) is AccumulateGrad:
-        return _into_leaf(node, grad, leaves, wanted)
+        old = leaves.get(node)
+        if old is None:
+            return _first_into_leaf(node, grad, leaves, wanted)
+        if old is not _DROPPED:
+            leaves[node] = add_arrays(old, grad)
+        return True
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * len(node._input_metadata)
@@ -137,15 +148,15 @@ def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, 
     return True
 
 
-def _into_leaf(leaf: AccumulateGrad, grad: np.ndarray, leaves: dict, wanted: set | None) -> bool:
-    """Adds a leaf's gradient to what it has received so far; False for a leaf with hooks. A leaf
-    outside ``wanted`` drops it: the engine would not run its AccumulateGrad, nor its hooks."""
+def _first_into_leaf(leaf: AccumulateGrad, grad: np.ndarray, leaves: dict, wanted: set | None) -> bool:
+    """Takes the first gradient a leaf receives; False for a leaf with hooks. A leaf outside ``wanted``
+    drops it and those after it: the engine would not run its AccumulateGrad, nor its hooks."""
     if wanted is not None and leaf not in wanted:
+        leaves[leaf] = _DROPPED
         return True
     if leaf.hooked():
         return False
-    old = leaves.get(leaf)
-    leaves[leaf] = grad if old is None else add_arrays(old, grad)
+    leaves[leaf] = grad
     return True
 
 
@@ -156,6 +167,8 @@ def _commit(leaves: dict) -> None:
     so that writing into ``.grad`` can never change another value."""
     while leaves:
         leaf, grad = leaves.popitem()
+        if grad is _DROPPED:
+            continue
         variable = leaf.variable
         with leaf._lock:
             old = variable._grad

@@ -67,7 +67,7 @@ class Node:
         self._next_edges = next_edges if type(next_edges) is tuple else tuple(next_edges)
         self._sequence_nr = _sequence.next() if sequence_nr is None else sequence_nr
         self._topological_nr = None
-        self._input_metadata: list[InputMetadata] = []
+        self._input_metadata: Sequence[InputMetadata] = ()
         self._metadata = None
         if anomaly_mode.state.enabled:
             anomaly_mode.record_creation(self.metadata)
@@ -274,23 +274,40 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
     (an index) keeps its slot but carries no gradient. The one way a forward's outputs get their
     ``grad_fn``: registry ops and compiled functions both record through here."""
     metadata = node._input_metadata
-    if len(outputs) == 1:  # most ops: one output, on the CPU, floating (it records only then)
+    if len(outputs) == 1 and not metadata:  # most ops: one output, on the CPU, floating (it records only then)
         output = outputs[0]
         data = output._data
         if type(data) is np.ndarray and data.dtype.kind == "f":
             output._requires_grad = True
             output._grad_fn = node
-            output._output_nr = len(metadata)
-            metadata.append(new_input_metadata((data.shape, data.dtype, CPU)))
+            output._output_nr = 0
+            node._input_metadata = _one_cpu_slot(data.shape, data.dtype)
             return
+    added = []
     for output in outputs:
         data = output._data
         if data.dtype.kind == "f":
             output._requires_grad = True
             output._grad_fn = node
-            output._output_nr = len(metadata)
-        metadata.append(new_input_metadata((data.shape, data.dtype,
-                                            CPU if type(data) is np.ndarray else device_of(data))))
+            output._output_nr = len(metadata) + len(added)
+        added.append(new_input_metadata((data.shape, data.dtype,
+                                         CPU if type(data) is np.ndarray else device_of(data))))
+    node._input_metadata = tuple(metadata) + tuple(added)
+
+
+_ONE_CPU_SLOT: dict[tuple, tuple[InputMetadata]] = {}
+
+
+def _one_cpu_slot(shape: tuple[int, ...], dtype: np.dtype) -> tuple[InputMetadata]:
+    """The input metadata of a node with one CPU output: one shared tuple per shape and dtype, since
+    every object a node allocates is one more for the garbage collector to scan while the graph lives
+    (a new tuple per node cost W1 a sixth of its collector time). Cleared when it grows large."""
+    slots = _ONE_CPU_SLOT.get((shape, dtype))
+    if slots is None:
+        if len(_ONE_CPU_SLOT) > 4096:
+            _ONE_CPU_SLOT.clear()
+        slots = _ONE_CPU_SLOT[shape, dtype] = (new_input_metadata((shape, dtype, CPU)),)
+    return slots
 
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:

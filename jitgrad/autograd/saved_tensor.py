@@ -25,6 +25,7 @@ FREED_ERROR = (
     "have already been freed). Saved intermediate values of the graph are freed when you call "
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward.")
+FREED = object()  # what a backward node holds in place of its saved values once they were freed
 
 
 class _HookStack(threading.local):
@@ -68,16 +69,50 @@ def _unpack_from_cpu(packed: tuple[bool, np.ndarray]) -> Tensor:
     return Tensor._make(to_device(array) if on_device else array)
 
 
+def version_of(tensor: Tensor) -> int:
+    """A tensor's version, without making its counter: one never made is at version 0, and an in-place
+    change makes it (``versions.increment_version``), so a node can keep a saved input's version as a
+    number, and no object, and compare it when it reads the input (``check_version``)."""
+    counter = tensor._version_counter
+    return 0 if counter is None else counter[0]
+
+
+def check_version(tensor: Tensor, version: int, node: "Node") -> Tensor:
+    """``tensor``, an input ``node`` saved at ``version``, if it is still at that version."""
+    now = version_of(tensor)
+    if now != version:
+        raise modified_error(tensor._data.dtype, tensor._data.shape, f"an input of {node.name()}", now, version)
+    return tensor
+
+
+def check_savable(tensor: Tensor) -> None:
+    if tensor._is_inference:
+        raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
+                           "clone to get a normal tensor and use it in autograd.")
+
+
+def saving_hooks() -> bool:
+    """Whether saved-tensor hooks are active: tensors saved now go through ``SavedTensor`` and its pack."""
+    return bool(_hooks.stack)
+
+
+def modified_error(dtype: np.dtype, shape: tuple, owner: str, now: int, expected: int) -> RuntimeError:
+    return RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{dtype.name} {list(shape)}], which is {owner}, is at version "
+        f"{now}; expected version {expected} instead. Hint: enable anomaly "
+        "detection to find the operation that failed to compute its gradient, with "
+        "jitgrad.autograd.set_detect_anomaly(True).")
+
+
 class SavedTensor:
     __slots__ = ("_tensor", "_data", "_output_nr", "_released", "_unpack_hook", "_counter", "_version",
                  "_description")
 
     def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
-        """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it. Every
-        op that records a node saves through here, so nothing is computed that only an error needs."""
-        if tensor._is_inference:
-            raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
-                               "clone to get a normal tensor and use it in autograd.")
+        """``output_nr`` is given when ``tensor`` is output ``output_nr`` of the node saving it. Ops save
+        through here often, so nothing is computed that only an error needs."""
+        check_savable(tensor)
         self._released = False
         self._output_nr = output_nr
         counter = self._counter = version_counter(tensor)
@@ -101,12 +136,7 @@ class SavedTensor:
             dtype, shape = self._description or (data.dtype, data.shape)
             owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
                      else f"an input of {node.name()}")
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{dtype.name} {list(shape)}], which is {owner}, is at version "
-                f"{self._counter[0]}; expected version {self._version} instead. Hint: enable anomaly "
-                "detection to find the operation that failed to compute its gradient, with "
-                "jitgrad.autograd.set_detect_anomaly(True).")
+            raise modified_error(dtype, shape, owner, self._counter[0], self._version)
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)
             if not isinstance(value, Tensor):
@@ -132,24 +162,3 @@ class SavedTensor:
     def release(self) -> None:
         self._tensor = self._data = None
         self._released = True
-
-
-class SavedNumber:
-    """A Python number an op's derivative reads (``x * 2``'s 2). PyTorch wraps such a number in a
-    tensor and saves it like any input, so a second backward through the node is refused even though
-    no tensor was saved: the same error here, rather than a second accumulation."""
-
-    __slots__ = ("_value", "_released")
-
-    def __init__(self, value: object) -> None:
-        self._value = value
-        self._released = False
-
-    def unpack(self, node: "Node") -> object:
-        if self._released:
-            raise RuntimeError(FREED_ERROR)
-        return self._value
-
-    def release(self) -> None:
-        self._released = True
-

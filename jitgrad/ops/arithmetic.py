@@ -20,16 +20,20 @@ from .scalar import RESULT, Expr, cast, truth
 
 def _promote(a, b):
     """Casts the operands of a binary op to PyTorch's result dtype (numpy's can differ)."""
-    if type(a) is np.ndarray:
-        if type(b) is np.ndarray:
-            if a.dtype == b.dtype:
-                return a, b
-        elif type(b) in (float, int) and a.dtype.kind == "f":
-            return a, b
-    elif type(b) is np.ndarray and type(a) in (float, int) and b.dtype.kind == "f":
+    if _same_type(a, b):
         return a, b
     dtype = dtypes.result_type(a, b)
     return _cast(a, dtype), _cast(b, dtype)
+
+
+def _same_type(a, b) -> bool:
+    """Whether numpy computes ``a op b`` in PyTorch's result dtype as they are: arrays of one dtype, or
+    a float array and a Python number."""
+    if type(a) is np.ndarray:
+        if type(b) is np.ndarray:
+            return a.dtype == b.dtype
+        return type(b) in (float, int) and a.dtype.kind == "f"
+    return type(b) is np.ndarray and type(a) in (float, int) and b.dtype.kind == "f"
 
 
 def _cast(x, dtype: np.dtype):
@@ -39,7 +43,9 @@ def _cast(x, dtype: np.dtype):
 
 
 def _binary(fn, floating: bool = False):
-    """The forward of a binary op; ``floating`` ops (true division) give a float for integer inputs."""
+    """The forward of a binary op; ``floating`` ops (true division) give a float for integer inputs.
+    Its ``specialize(a, b)`` tells a staged replay (``staged_backward``) that for operands of these
+    types and dtypes the forward is ``fn`` itself."""
     if floating:
         def forward(a, b):
             a, b = _promote(a, b)
@@ -47,12 +53,18 @@ def _binary(fn, floating: bool = False):
                 default = dtypes.get_default_dtype().numpy
                 a, b = _cast(a, default), _cast(b, default)
             return fn(a, b)
-        return forward
 
-    def forward(a, b):
-        if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype is not b.dtype:
-            a, b = _promote(a, b)
-        return fn(a, b)
+        def specialize(a, b):
+            return fn if _same_type(a, b) and np.result_type(a, b).kind == "f" else None
+    else:
+        def forward(a, b):
+            if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype is not b.dtype:
+                a, b = _promote(a, b)
+            return fn(a, b)
+
+        def specialize(a, b):
+            return fn if _same_type(a, b) else None
+    forward.specialize = specialize
     return forward
 
 

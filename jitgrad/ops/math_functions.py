@@ -22,6 +22,7 @@ def floating_forward(fn):
         if a.dtype.kind != "f":
             a = a.astype(dtypes.get_default_dtype().numpy)
         return fn(a, **attrs)
+    forward.specialize = lambda a, **attrs: fn if a.dtype.kind == "f" else None  # see arithmetic._binary
     return forward
 
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..autograd.graph import Edge, Node
-from ..autograd.saved_tensor import SavedNumber, SavedTensor
+from ..autograd.saved_tensor import (FREED, FREED_ERROR, SavedTensor, check_savable, check_version, saving_hooks,
+                                      version_of)
 from ..device import zeros_on
 from ..tensor import Tensor
 from . import staged_backward
@@ -36,16 +37,16 @@ def node_class(name: str) -> type["OpBackward"]:
 class SavePlan:
     """What nodes of one op whose inputs flagged in ``needs_grad`` want gradients save: ``entries``
     holds, for each parameter their formulas read, its source (``_RESULT``... above) and the input's
-    index; nothing else is kept alive. ``stages`` are the staged replays of those formulas over arrays
-    (``staged_backward``), shared by every such node; ``unstaged`` counts the nodes whose formulas
-    could not be staged."""
+    index; nothing else is kept alive. ``variants`` holds the staged replays of those formulas over
+    arrays (``staged_backward``), shared by every such node."""
 
-    __slots__ = ("entries", "stages", "unstaged")
+    __slots__ = ("entries", "positions", "frees", "variants")
 
     def __init__(self, entries: tuple[tuple[str, int, int], ...]) -> None:
         self.entries = entries
-        self.stages: list = []
-        self.unstaged = 0
+        self.positions = {param: i for i, (param, _, _) in enumerate(entries)}
+        self.frees = any(source in (_INPUT, _RESULT, _RESULTS) for _, source, _ in entries)
+        self.variants: dict = {}  # the first gradient's shape -> staged_backward.Variants
 
 
 def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> SavePlan:
@@ -70,46 +71,49 @@ def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> SavePlan:
 
 
 class OpBackward(Node):
-    __slots__ = ("op", "_saved", "_plan")
+    __slots__ = ("op", "_saved", "_versions", "_plan")
 
-    def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...]) -> None:
-        """A node with no inputs yet: recording it (``graph.set_history``) gives it one per output."""
+    def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...], needs_grad: tuple[bool, ...],
+                 inputs: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
+        """The node of one call of ``op``, keeping what the formulas of the inputs flagged in
+        ``needs_grad`` read, and nothing else, in the plan's order; a lone value is kept as it is, with
+        no container around it (see ``saved``). It has no inputs yet: recording it
+        (``graph.set_history``) gives it one per output."""
         Node.__init__(self, edges)
         self.op = op
-        self._saved: dict[str, Any] = {}
-
-    def save(self, inputs: tuple, attrs: dict, outputs: tuple[Tensor, ...],
-             needs_grad: tuple[bool, ...]) -> None:
-        """Keeps what the formulas of the inputs that need a gradient read, and nothing else."""
-        op = self.op
         plan = op.save_plans.get(needs_grad)
         if plan is None:
             plan = op.save_plans[needs_grad] = save_plan(op, needs_grad)
         self._plan = plan
-        saved = self._saved
-        for param, source, index in plan.entries:
-            if source == _INPUT:
-                if op.variadic:
-                    saved[param] = tuple(SavedTensor(t) for t in inputs)
-                else:
-                    value = inputs[index]
-                    saved[param] = SavedTensor(value) if isinstance(value, Tensor) else SavedNumber(value)
-            elif source == _RESULT:
-                saved[param] = SavedTensor(outputs[0], 0)
-            elif source == _ATTR:
-                if param not in attrs:
-                    raise TypeError(f"op {op.name}: a derivative formula reads {param!r}, which is neither "
-                                    "an input, an attribute of this call, grad(s) nor result(s)")
-                saved[param] = attrs[param]
-            elif source == _SHAPE:
-                saved[param] = (tuple(np.shape(_data(t)) for t in inputs) if op.variadic
-                                else np.shape(_data(inputs[index])))
-            else:
-                saved[param] = tuple(SavedTensor(o, nr if o._data.dtype.kind == "f" else None)
-                                     for nr, o in enumerate(outputs))
+        entries = plan.entries
+        if len(entries) == 1:
+            value = self._saved = _saved_value(op, entries[0], inputs, attrs, outputs)
+            self._versions = version_of(value) if isinstance(value, Tensor) else None
+        else:
+            values, versions = [], []
+            for entry in entries:
+                value = _saved_value(op, entry, inputs, attrs, outputs)
+                values.append(value)
+                versions.append(version_of(value) if isinstance(value, Tensor) else None)
+            self._saved, self._versions = tuple(values), tuple(versions)
+
+    def saved(self) -> tuple:
+        """The saved values in the plan's order. Every object a node allocates is one more for the
+        garbage collector to scan while the graph lives, so a node keeps a lone value as it is (most
+        save one thing), a number as it is, and an input tensor as it is, with its version at the time
+        (``versions()``); ``SavedTensor`` is for outputs, lists of tensors and saved-tensor hooks. Once
+        freed, the node holds ``FREED`` instead of its values."""
+        if self._saved is FREED:
+            raise RuntimeError(FREED_ERROR)
+        return (self._saved,) if len(self._plan.entries) == 1 else self._saved
+
+    def versions(self) -> tuple:
+        """The version of each saved input tensor when it was saved (None for other values)."""
+        return (self._versions,) if len(self._plan.entries) == 1 else self._versions
 
     def _arguments(self, params: tuple[str, ...], grads: list) -> list:
         args = []
+        values = None
         for param in params:
             if param == "grad":
                 grad = grads[0]
@@ -117,9 +121,14 @@ class OpBackward(Node):
             elif param == "grads":
                 args.append(tuple(g if g is not None else self._zeros(i) for i, g in enumerate(grads)))
             else:
-                value = self._saved[param]
-                if isinstance(value, (SavedTensor, SavedNumber)):
+                if values is None:
+                    values = self.saved()
+                position = self._plan.positions[param]
+                value = values[position]
+                if isinstance(value, SavedTensor):
                     value = value.unpack(self)
+                elif isinstance(value, Tensor):
+                    value = check_version(value, self.versions()[position], self)
                 elif type(value) is tuple and value and isinstance(value[0], SavedTensor):
                     value = tuple(v.unpack(self) for v in value)
                 args.append(value)
@@ -152,13 +161,41 @@ class OpBackward(Node):
     apply_arrays = staged_backward.apply_arrays  # its formulas, staged (one call less per node)
 
     def release_variables(self) -> None:
-        for value in self._saved.values():
-            if isinstance(value, (SavedTensor, SavedNumber)):
-                value.release()
-            elif type(value) is tuple:
-                for v in value:
+        """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as
+        a tensor) refuses a second backward from then on; one that kept only shapes and attributes
+        may run again, as in PyTorch."""
+        if self._plan.frees and self._saved is not FREED:
+            for value in self.saved():
+                for v in value if type(value) is tuple else (value,):
                     if isinstance(v, SavedTensor):
                         v.release()
+            self._saved = FREED
+
+
+def _saved_value(op: "OpDef", entry: tuple[str, int, int], inputs: tuple, attrs: dict,
+                 outputs: tuple[Tensor, ...]) -> Any:
+    """What a node keeps of one parameter its formulas read."""
+    param, source, index = entry
+    if source == _INPUT:
+        if op.variadic:
+            return tuple(SavedTensor(t) for t in inputs)
+        value = inputs[index]
+        if not isinstance(value, Tensor):
+            return value
+        if saving_hooks():
+            return SavedTensor(value)
+        check_savable(value)
+        return value
+    if source == _RESULT:
+        return SavedTensor(outputs[0], 0)
+    if source == _ATTR:
+        if param not in attrs:
+            raise TypeError(f"op {op.name}: a derivative formula reads {param!r}, which is neither "
+                            "an input, an attribute of this call, grad(s) nor result(s)")
+        return attrs[param]
+    if source == _SHAPE:
+        return tuple(np.shape(_data(t)) for t in inputs) if op.variadic else np.shape(_data(inputs[index]))
+    return tuple(SavedTensor(o, nr if o._data.dtype.kind == "f" else None) for nr, o in enumerate(outputs))
 
 
 def _data(value: Any) -> Any:

@@ -57,7 +57,7 @@ def _mean_forward(a, dim, keepdim):
     if a.dtype.kind != "f":
         raise TypeError(f"mean(): could not infer output dtype. Input dtype must be either a floating "
                         f"point or complex dtype. Got: {a.dtype}")
-    return np.mean(a, axis=dim, keepdims=keepdim)
+    return a.mean(axis=dim, keepdims=keepdim)  # the method: numpy's function adds a microsecond of dispatch
 
 
 def _twice_over_dof(shape: tuple[int, ...], dim: tuple[int, ...] | None, correction: float) -> float:
@@ -240,7 +240,7 @@ def _logsumexp_jvp(self_t, self, result, dim, keepdim):
 
 
 def _sum_forward(a, dim, keepdim):
-    return np.sum(a, axis=dim, keepdims=keepdim)
+    return a.sum(axis=dim, keepdims=keepdim)  # the method: numpy's function adds a microsecond of dispatch
 
 
 def _check_reducible(name: str, a: np.ndarray, dim) -> None:

@@ -339,9 +339,7 @@ def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[
     else:
         edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
         needs = tuple([e is not None for e in edges])
-    node = (op.backward_class or op.node_class(args, attrs))(op, edges)
-    node.save(tensors, attrs, outputs, needs)
-    set_history(outputs, node)
+    set_history(outputs, (op.backward_class or op.node_class(args, attrs))(op, edges, needs, tensors, attrs, outputs))
 
 
 def _describe(t: Any) -> str:

@@ -108,8 +108,9 @@ _reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "V
 
 
 def _transpose_forward(a, dim0, dim1):
-    """A view with two dimensions swapped; a 0-d tensor's only dimension (0 or -1) swaps with itself."""
-    return np.swapaxes(a, dim0, dim1) if a.ndim else a[...]
+    """A view with two dimensions swapped; a 0-d tensor's only dimension (0 or -1) swaps with itself.
+    numpy's methods here and below: its functions add a microsecond of dispatch to every call."""
+    return a.swapaxes(dim0, dim1) if a.ndim else a[...]
 
 
 _transpose = defop("transpose", ("self",), _transpose_forward,
@@ -117,19 +118,27 @@ _transpose = defop("transpose", ("self",), _transpose_forward,
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
-_permute = defop("permute", ("self",), lambda a, dims: np.transpose(a, dims), "PermuteBackward0",
+_permute = defop("permute", ("self",), lambda a, dims: a.transpose(dims), "PermuteBackward0",
                  meta=lambda self, dims: TensorMeta(tuple(self.shape[d] for d in dims), self.dtype),
                  lower=intrinsic("permute"),
                  view=True, self=lambda grad, dims: grad.permute(tuple(int(d) for d in np.argsort(dims))),
                  jvp=lambda self_t, dims: _permute(self_t, dims=dims))
 
-_squeeze = defop("squeeze", ("self",), lambda a, dim, variant: np.squeeze(a, axis=dim),
+_squeeze = defop("squeeze", ("self",), lambda a, dim, variant: a.squeeze(axis=dim),
                  lambda args, attrs: f"SqueezeBackward{attrs['variant']}", meta=_squeeze_meta,
                  lower=intrinsic("reshape"),
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, dim, variant: _squeeze(self_t, dim=dim, variant=variant))
 
-_unsqueeze = defop("unsqueeze", ("self",), lambda a, dim: np.expand_dims(a, dim), "UnsqueezeBackward0",
+def _unsqueeze_forward(a, dim):
+    """A size-1 dimension inserted at ``dim``: a reshape, always a view for a unit dimension, and a
+    tenth of ``np.expand_dims``'s cost (which ops on small tensors pay on every call)."""
+    if dim < 0:
+        dim += a.ndim + 1
+    return a.reshape(a.shape[:dim] + (1,) + a.shape[dim:])
+
+
+_unsqueeze = defop("unsqueeze", ("self",), _unsqueeze_forward, "UnsqueezeBackward0",
                    meta=_unsqueeze_meta, lower=intrinsic("reshape"),
                    view=True, self=lambda grad, dim: grad.squeeze(dim),
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))

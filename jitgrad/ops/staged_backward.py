@@ -7,8 +7,8 @@ registry's observer; the ops they call are recorded and replayed as a generated 
 calls each op's numpy forward on arrays. The function begins with guards on everything the recording
 depended on — the shape and dtype of every gradient and saved array, the type and value of every
 number, attribute and shape the formulas read — and answers ``MISS`` when one fails, so a node whose
-values differ from the recording's is staged again (up to ``MAX_STAGES`` variants per save plan, then
-its formulas run on tensors as before). Since the guarded values fix every shape, any attribute a
+values differ from the recording's is staged again (up to ``MAX_STAGES`` variants per save plan and
+gradient shape, then its formulas run on tensors as before). Since the guarded values fix every shape, any attribute a
 formula computes from them is a constant of the stage.
 
 A formula is not staged, and runs on tensors, when its recording could not be replayed faithfully: it
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..autograd.saved_tensor import SavedNumber, SavedTensor
+from ..autograd.saved_tensor import FREED, SavedTensor, version_of
 from ..tensor import Tensor
 from . import registry
 
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from .op_backward import OpBackward
 
 MISS = object()  # a stage's answer when a guard fails
-MAX_STAGES = 8  # variants kept per save plan: a loop whose scalar changes every step must not grow memory
+MAX_STAGES = 8  # variants per plan and shape: a loop whose scalar changes every step must not grow memory
+MAX_SHAPES = 256  # shapes per plan kept staged; past that the plan starts afresh
 
 
 class _ValueRead(Exception):
@@ -59,7 +60,7 @@ class StagingTensor(Tensor):
 
 
 class Stage:
-    """One staged variant of a node's formulas: ``run(grads, saved)`` gives the gradients (one array or
+    """One staged variant of a node's formulas: ``run(grads, node)`` gives the gradients (one array or
     None per next edge) or ``MISS``; ``source`` is the generated code."""
 
     __slots__ = ("run", "source")
@@ -69,29 +70,47 @@ class Stage:
         self.source = source
 
 
+class Variants:
+    """The stages of one save plan for gradients of one shape (a plan keeps them by shape, so that the
+    cap on variants bounds what values alone vary, such as a scalar that changes every step, and a
+    program with many shapes stages every one of them); ``unstaged`` counts the nodes whose formulas
+    could not be staged."""
+
+    __slots__ = ("stages", "unstaged")
+
+    def __init__(self) -> None:
+        self.stages: list[Stage] = []
+        self.unstaged = 0
+
+
 def apply_arrays(node: "OpBackward", grads: list) -> list | None:
     """The gradients for ``node``'s next edges from the arrays ``grads`` (one per output, None where no
     gradient arrived); None when the node cannot run outside the engine."""
     if len(grads) > 1 and any(g is None for g in grads):
         grads = [g if g is not None else np.zeros(m.shape, m.dtype)
                  for g, m in zip(grads, node._input_metadata)]
-    plan = node._plan
-    saved = node._saved
-    for stage in plan.stages:
-        out = stage.run(grads, saved)
-        if out is not MISS:
-            return out
-    if not _runnable(saved):
+    by_shape = node._plan.variants
+    variants = by_shape.get(grads[0].shape)
+    if variants is not None:
+        for stage in variants.stages:
+            out = stage.run(grads, node)
+            if out is not MISS:
+                return out
+    if node._saved is FREED or not _runnable(node):
         return None
-    if len(plan.stages) + plan.unstaged >= MAX_STAGES:
+    if variants is None:
+        if len(by_shape) >= MAX_SHAPES:
+            by_shape.clear()
+        variants = by_shape[grads[0].shape] = Variants()
+    if len(variants.stages) + variants.unstaged >= MAX_STAGES:
         return _on_tensors(node, grads)
     try:
         stage = _generate(node, grads)
     except _Unstageable:
-        plan.unstaged += 1
+        variants.unstaged += 1
         return _on_tensors(node, grads)
-    plan.stages.append(stage)
-    out = stage.run(grads, saved)
+    variants.stages.append(stage)
+    out = stage.run(grads, node)
     return _on_tensors(node, grads) if out is MISS else out
 
 
@@ -111,8 +130,8 @@ class _Recording:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"MISS": MISS, "ndarray": np.ndarray, "asarray": np.asarray,
-                                        "same": _same}
+        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "UNCHANGED": (0,), "ndarray": np.ndarray,
+                                        "asarray": np.asarray, "same": _same}
         self.names: dict[int, str] = {}  # id of a tensor the formulas see -> its variable
         self.alive: list[Any] = []  # keeps those tensors alive, so their ids stay theirs
 
@@ -157,6 +176,10 @@ class _Recording:
         return self.constant(value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.number))
+
+
 def _holds_array(value: Any) -> bool:
     if isinstance(value, np.ndarray):
         return True
@@ -187,16 +210,16 @@ def _guardable(value: Any) -> bool:
     return False
 
 
-def _runnable(saved: dict) -> bool:
+def _runnable(node: "OpBackward") -> bool:
     """Whether the saved values can be read as arrays: not freed, not modified in place since, not
     packed by saved-tensor hooks. Otherwise the engine runs the node and reports what is wrong."""
-    for value in saved.values():
+    for value, version in zip(node.saved(), node.versions()):
+        if isinstance(value, Tensor) and version_of(value) != version:
+            return False
         for v in value if type(value) is tuple else (value,):
             if isinstance(v, SavedTensor):
                 if v._released or v._unpack_hook is not None or v._counter[0] != v._version:
                     return False
-            elif isinstance(v, SavedNumber) and v._released:
-                return False
     return True
 
 
@@ -204,31 +227,42 @@ def _saved_array(saved: SavedTensor) -> np.ndarray:
     return saved._data if saved._tensor is None else saved._tensor._data
 
 
-def _read_saved(recording: _Recording, variable: str, value: Any) -> Any:
-    """Writes the guards and unpacking of one saved value; returns what the formulas get for it."""
+def _read_saved(recording: _Recording, variable: str, value: Any, version: str) -> Any:
+    """Writes the guards and unpacking of one saved value (``version``: the code of its version when
+    saved, for an input tensor); returns what the formulas get for it."""
     lines = recording.lines
-    if isinstance(value, (SavedTensor, SavedNumber, tuple)):  # a number or a tensor, from node to node
+    if isinstance(value, (Tensor, SavedTensor, tuple)) or _is_number(value):  # a number or a tensor
         lines.append(f"    if type({variable}) is not {recording.constant(type(value))}: return MISS")
+    if isinstance(value, Tensor):
+        lines.append(f"    if ({variable}._version_counter or UNCHANGED)[0] != {version}: return MISS")
+        lines.append(f"    {variable} = {variable}._data")
+        return recording.guard_array(variable, value._data)
     if isinstance(value, SavedTensor):
         lines.append(f"    if {variable}._released or {variable}._unpack_hook is not None "
                      f"or {variable}._counter[0] != {variable}._version: return MISS")
         field = "_data" if value._tensor is None else "_tensor._data"
         lines.append(f"    {variable} = {variable}.{field}")
         return recording.guard_array(variable, _saved_array(value))
-    if isinstance(value, SavedNumber):
-        lines.append(f"    if {variable}._released: return MISS")
-        lines.append(f"    {variable} = {variable}._value")
-        recording.guard_value(variable, value._value)
-        return value._value
     if type(value) is tuple and value and isinstance(value[0], SavedTensor):
         lines.append(f"    if len({variable}) != {len(value)}: return MISS")
         items = []
         for j, item in enumerate(value):
             lines.append(f"    {variable}_{j} = {variable}[{j}]")
-            items.append(_read_saved(recording, f"{variable}_{j}", item))
+            items.append(_read_saved(recording, f"{variable}_{j}", item, "None"))
         return tuple(items)
     recording.guard_value(variable, value)
     return value
+
+
+def _callable(step: Any, args: tuple, attrs: dict) -> Any:
+    """What a replay calls for ``step``: its forward, or the numpy function the forward says it reduces
+    to for arguments of these types and dtypes (``forward.specialize``), which the stage's guards fix."""
+    specialize = getattr(step.forward, "specialize", None)
+    if specialize is not None and not step.variadic:
+        direct = specialize(*[a._data if isinstance(a, Tensor) else a for a in args], **attrs)
+        if direct is not None:
+            return direct
+    return step.forward
 
 
 def _refuse(*args: Any) -> None:
@@ -237,7 +271,7 @@ def _refuse(*args: Any) -> None:
 
 def _generate(node: "OpBackward", grads: list) -> Stage:
     """Records ``node``'s formulas on its own values and writes the guarded replay of them."""
-    op, saved = node.op, node._saved
+    op, entries = node.op, node._plan.entries
     recording = _Recording()
     lines = recording.lines
     grad_tensors = []
@@ -246,9 +280,13 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
         lines.append(f"    g{k} = grads[{k}]")
         grad_tensors.append(recording.guard_array(f"g{k}", grad))
     values: dict[str, Any] = {}
-    for param, value in saved.items():
-        lines.append(f"    s_{param} = saved[{param!r}]")
-        values[param] = _read_saved(recording, f"s_{param}", value)
+    if entries:
+        lines.append("    saved, versions = node._saved, node._versions")
+        lines.append("    if saved is FREED: return MISS")
+    for position, ((param, _, _), value) in enumerate(zip(entries, node.saved())):
+        index = "" if len(entries) == 1 else f"[{position}]"
+        lines.append(f"    s_{param} = saved{index}")
+        values[param] = _read_saved(recording, f"s_{param}", value, f"versions{index}")
 
     def arguments(name: str) -> list:
         return [grad_tensors[0] if p == "grad" else tuple(grad_tensors) if p == "grads" else values[p]
@@ -267,7 +305,7 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
             recording.names[id(o)] = names[-1]
             recording.alive.append(o)
         target = ", ".join(names) + "," if type(out) is tuple else names[0]
-        lines.append(f"    {target} = {recording.constant(step.forward)}({call})")
+        lines.append(f"    {target} = {recording.constant(_callable(step, args, attrs))}({call})")
         for name in names:
             lines.append(f"    if type({name}) is not ndarray: {name} = asarray({name})")
 
@@ -289,7 +327,7 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
     outputs = [recording.reference(r) if isinstance(r, Tensor) else "None" if r is None else _not_tensor(r)
                for r in results]
     lines.append(f"    return [{', '.join(outputs)}]")
-    source = "def staged(grads, saved):\n" + "\n".join(lines) + "\n"
+    source = "def staged(grads, node):\n" + "\n".join(lines) + "\n"
     namespace = recording.globals
     exec(compile(source, f"<staged {node.name()}>", "exec"), namespace)  # noqa: S102 - our own generated code
     return Stage(namespace["staged"], source)
