@@ -128,6 +128,14 @@ class SavedTensor:
         else:
             self._tensor, self._data = None, tensor._data
 
+    def readable(self) -> bool:
+        """Whether ``array()`` may stand for ``unpack``: not freed, not packed by hooks, not modified."""
+        return not self._released and self._unpack_hook is None and self._counter[0] == self._version
+
+    def array(self) -> np.ndarray:
+        """The saved values as an array, without the tensor ``unpack`` would build (when ``readable``)."""
+        return self._data if self._tensor is None else self._tensor._data
+
     def unpack(self, node: "Node") -> Tensor:
         if self._released:
             raise RuntimeError(FREED_ERROR)

@@ -87,8 +87,8 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
     """The gradients for ``node``'s next edges from the arrays ``grads`` (one per output, None where no
     gradient arrived); None when the node cannot run outside the engine."""
     if len(grads) > 1 and any(g is None for g in grads):
-        grads = [g if g is not None else np.zeros(m.shape, m.dtype)
-                 for g, m in zip(grads, node._input_metadata)]
+        grads = [g if g is not None else np.zeros(node.input_metadata(i).shape, node.input_metadata(i).dtype)
+                 for i, g in enumerate(grads)]
     by_shape = node._plan.variants
     variants = by_shape.get(grads[0].shape)
     if variants is not None:
@@ -130,7 +130,7 @@ class _Recording:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "UNCHANGED": (0,), "ndarray": np.ndarray,
+        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "version_of": version_of, "ndarray": np.ndarray,
                                         "asarray": np.asarray, "same": _same}
         self.names: dict[int, str] = {}  # id of a tensor the formulas see -> its variable
         self.alive: list[Any] = []  # keeps those tensors alive, so their ids stay theirs
@@ -217,14 +217,9 @@ def _runnable(node: "OpBackward") -> bool:
         if isinstance(value, Tensor) and version_of(value) != version:
             return False
         for v in value if type(value) is tuple else (value,):
-            if isinstance(v, SavedTensor):
-                if v._released or v._unpack_hook is not None or v._counter[0] != v._version:
-                    return False
+            if isinstance(v, SavedTensor) and not v.readable():
+                return False
     return True
-
-
-def _saved_array(saved: SavedTensor) -> np.ndarray:
-    return saved._data if saved._tensor is None else saved._tensor._data
 
 
 def _read_saved(recording: _Recording, variable: str, value: Any, version: str) -> Any:
@@ -234,15 +229,13 @@ def _read_saved(recording: _Recording, variable: str, value: Any, version: str) 
     if isinstance(value, (Tensor, SavedTensor, tuple)) or _is_number(value):  # a number or a tensor
         lines.append(f"    if type({variable}) is not {recording.constant(type(value))}: return MISS")
     if isinstance(value, Tensor):
-        lines.append(f"    if ({variable}._version_counter or UNCHANGED)[0] != {version}: return MISS")
+        lines.append(f"    if version_of({variable}) != {version}: return MISS")
         lines.append(f"    {variable} = {variable}._data")
         return recording.guard_array(variable, value._data)
     if isinstance(value, SavedTensor):
-        lines.append(f"    if {variable}._released or {variable}._unpack_hook is not None "
-                     f"or {variable}._counter[0] != {variable}._version: return MISS")
-        field = "_data" if value._tensor is None else "_tensor._data"
-        lines.append(f"    {variable} = {variable}.{field}")
-        return recording.guard_array(variable, _saved_array(value))
+        lines.append(f"    if not {variable}.readable(): return MISS")
+        lines.append(f"    {variable} = {variable}.array()")
+        return recording.guard_array(variable, value.array())
     if type(value) is tuple and value and isinstance(value[0], SavedTensor):
         lines.append(f"    if len({variable}) != {len(value)}: return MISS")
         items = []
@@ -309,7 +302,7 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
         for name in names:
             lines.append(f"    if type({name}) is not ndarray: {name} = asarray({name})")
 
-    needed = [e is not None for e in node._next_edges]
+    needed = [e is not None for e in node.next_edges]
     results: list[Any] = [None] * len(needed)
     try:
         with registry.observing(observe, _refuse, created=_refuse, before_write=_refuse):
