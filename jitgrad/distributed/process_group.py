@@ -74,7 +74,7 @@ class ProcessGroup:
                 raise DistributedTimeoutError(
                     f"jitgrad.distributed: rank {self.rank()} of {self.size()} waited {self.timeout.total_seconds():g} s "
                     f"for {what} and the other ranks never joined it: a rank failed, is stuck, or skipped this "
-                    "collective (every rank must call the same collectives in the same order); the job is aborted")
+                    "collective (every rank must call the same collectives in the same order); uncaught, this error aborts every rank")
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
 

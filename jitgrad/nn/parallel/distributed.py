@@ -3,8 +3,8 @@ over the ranks while backward runs (PyTorch's ``torch.nn.parallel.DistributedDat
 
 At construction every rank checks that the others hold a model of the same shapes and takes rank
 0's parameters and buffers, so all start equal; afterwards the same averaged gradients keep them
-equal. A forward inside ``no_sync()`` is followed by a backward that only accumulates locally; the
-next synchronised backward averages the sum. ``reducer.py`` holds the buckets and their all-reduces.
+equal. A forward and backward inside ``no_sync()`` only accumulate locally; the next synchronised
+backward averages the sum. ``reducer.py`` holds the buckets and their all-reduces.
 """
 from __future__ import annotations
 
@@ -101,8 +101,10 @@ class DistributedDataParallel(Module):
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Forwards inside are followed by backwards that accumulate into ``.grad`` without reducing
-        (gradient accumulation); the first synchronised backward after them reduces the sum."""
+        """A forward and its backward both inside only accumulate into ``.grad`` (gradient
+        accumulation); the first synchronised backward after them reduces the sum. Unlike PyTorch, a
+        backward run outside ``no_sync()`` is reduced even if its forward ran inside (a compiled loss
+        calls no wrapper's forward, so the state at backward decides too); the result is the same."""
         previous = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
         try:

@@ -138,11 +138,12 @@ class Reducer:
                         for indices in assign_buckets(self.params, cap_bytes, first_cap_bytes)]
         self.bucket_of = {index: b for b, bucket in enumerate(self.buckets) for index in bucket.indices}
         self.events: list[ReductionEvent] = []
-        # Whether the next backward is reduced, as the wrapper's last forward said (PyTorch decides it
-        # there: a forward inside no_sync() is followed by a local backward); None when no forward of
-        # the wrapper ran since the last reduced backward (a compiled loss replays the module's forward
-        # without calling the wrapper), when the wrapper's no_sync() state at the first hook decides.
-        self.expect_hooks: bool | None = None
+        # Whether a forward of the wrapper outside no_sync() ran since the last reduced backward. A
+        # backward is reduced when one did or when it runs outside no_sync(): a compiled loss replays
+        # the module's forward without calling the wrapper, and a stale answer must never leave
+        # gradients unreduced (reducing once more is harmless: averaged gradients are equal on every
+        # rank, so the next average keeps them).
+        self.forward_synced = False
         self.unused: list[int] = []  # found by that forward (find_unused_parameters)
         self._reset()
         self.handles: list[RemovableHandle] = [
@@ -159,8 +160,7 @@ class Reducer:
 
     def _hook_for(self, index: int) -> Any:
         def gradient_ready(param: Tensor) -> None:
-            expect = self.expect_hooks
-            if expect or (expect is None and (self.started or self.sync_enabled())):
+            if self.started or self.forward_synced or self.sync_enabled():
                 self.mark_ready(index)
         return gradient_ready
 
@@ -168,7 +168,7 @@ class Reducer:
         """Called by each forward of the wrapper: whether its backward is reduced, and with
         ``find_unused_parameters`` the parameters its outputs' graph does not reach, marked ready
         when backward begins."""
-        self.expect_hooks = sync
+        self.forward_synced = sync
         self.unused = []
         if sync and self.find_unused_parameters:
             reached = _leaves_reached(outputs)
@@ -233,7 +233,7 @@ class Reducer:
                 bucket.write_back(self.group.size(), has_grad)
                 self.events.append(ReductionEvent("reduced", b, time.perf_counter()))
         finally:
-            self.expect_hooks = None
+            self.forward_synced = False
             self.unused = []
             self._reset()
 
