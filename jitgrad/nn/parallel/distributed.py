@@ -4,7 +4,8 @@ over the ranks while backward runs (PyTorch's ``torch.nn.parallel.DistributedDat
 At construction every rank checks that the others hold a model of the same shapes and takes rank
 0's parameters and buffers, so all start equal; afterwards the same averaged gradients keep them
 equal. A forward and backward inside ``no_sync()`` only accumulate locally; the next synchronised
-backward averages the sum. ``reducer.py`` holds the buckets and their all-reduces.
+backward averages the sum. ``jitgrad/distributed/reducer.py`` holds the buckets and
+their all-reduces.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ...distributed import all_gather, broadcast
 from ...distributed.process_group import check_group
 from ...tensor import Tensor
 from ..modules.module import Module
-from .reducer import FIRST_BUCKET_BYTES, ReductionEvent, Reducer
+from ...distributed.reducer import FIRST_BUCKET_BYTES, ReductionEvent, Reducer
 
 
 class DistributedDataParallel(Module):

@@ -1,5 +1,10 @@
 """The reducer: DistributedDataParallel's gradient buckets and the all-reduces that average them.
 
+It lives here, with the collectives, rather than beside the wrapper in ``nn.parallel``: its state
+changes at every backward, and ``jitgrad.compile`` guards what it finds in the user's objects
+(``jitgrad.nn``'s included) but does not enter the library's own, so a loss compiled over
+``ddp.module`` does not recompile because the reducer moved on.
+
 Parameters are grouped into buckets in reverse registration order (the order backward usually
 produces their gradients), at most ``bucket_cap_mb`` each, the first at most 1 MiB so that
 communication starts early, as PyTorch groups them. A post-accumulate-grad hook on every parameter
@@ -23,14 +28,13 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ...autograd.engine import queue_callback
-from ...autograd.graph import AccumulateGrad
-from ...device import copy_into, empty_device_array, to_device, to_host
-from ...distributed import ReduceOp, all_reduce
-from ...distributed.collectives import Work
-from ...distributed.process_group import ProcessGroup
-from ...hooks import RemovableHandle
-from ...tensor import Tensor
+from ..autograd.engine import queue_callback
+from ..autograd.graph import AccumulateGrad
+from ..device import copy_into, empty_device_array, to_device, to_host
+from ..hooks import RemovableHandle
+from ..tensor import Tensor
+from .collectives import Work, all_reduce
+from .process_group import ProcessGroup, ReduceOp
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 
