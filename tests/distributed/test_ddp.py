@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -136,3 +137,12 @@ def test_a_failing_rank_ends_the_job_with_an_error(mode, timeout):
         assert "rank 1 of 2 raised ValueError; aborting every rank" in done.stderr
     else:
         assert "DistributedTimeoutError" in done.stderr and "waited 2 s for all_reduce" in done.stderr
+
+
+def test_the_ddp_digits_example_trains_and_keeps_the_ranks_equal():
+    pytest.importorskip("sklearn", reason='scikit-learn is not installed: pip install -e ".[examples]"')
+    done = job(LAUNCHER, "-n", "2", sys.executable, str(ROOT / "examples" / "train_digits_ddp.py"), "--quick")
+    assert done.returncode == 0, done.stderr[-4000:]
+    losses = [float(loss) for loss in re.findall(r"epoch +\d+: loss ([\d.]+)", done.stdout)]
+    assert len(losses) == 2 and losses[1] < 0.8 * losses[0], done.stdout
+    assert "largest parameter difference between ranks 0\n" in done.stdout
