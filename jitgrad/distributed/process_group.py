@@ -62,19 +62,27 @@ class ProcessGroup:
         return self.comm.Get_size()
 
     def wait(self, request: Any, what: str) -> None:
-        """Waits for an MPI request, polling it so that a deadline can end the wait: sleeping a little
-        longer each time (up to a millisecond) keeps a rank that waits from taking a core from the
-        ranks it waits for."""
+        """Waits for an MPI request, polling it so that a deadline can end the wait. MPI moves a
+        non-blocking collective on only while its ranks call into it, so the wait spins on ``Test``
+        (as MPI's own blocking wait does) for its first 50 ms; a longer wait (a rank far behind, or
+        stuck) sleeps between polls, a little longer each time up to a millisecond, to leave the core
+        to the ranks it waits for."""
         if request.Test():
             return
-        deadline = time.monotonic() + self.timeout.total_seconds()
+        now = time.monotonic()
+        spin_until, deadline = now + 0.05, now + self.timeout.total_seconds()
+        while time.monotonic() < spin_until:
+            for _ in range(100):
+                if request.Test():
+                    return
         pause = 1e-5
         while not request.Test():
             if time.monotonic() > deadline:
                 raise DistributedTimeoutError(
                     f"jitgrad.distributed: rank {self.rank()} of {self.size()} waited {self.timeout.total_seconds():g} s "
                     f"for {what} and the other ranks never joined it: a rank failed, is stuck, or skipped this "
-                    "collective (every rank must call the same collectives in the same order); uncaught, this error aborts every rank")
+                    "collective (every rank must call the same collectives in the same order); uncaught, this "
+                    "error aborts every rank")
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
 

@@ -24,7 +24,7 @@ node had run, and when the averages were written.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -58,55 +58,53 @@ class Bucket:
         self.offsets = np.cumsum([0, *sizes]).tolist()
         self.dtype = params[0]._data.dtype
         self.on_host = type(params[0]._data) is np.ndarray
-        self.flat = np.empty(self.offsets[-1], self.dtype)
+        self.flat = np.empty(0, self.dtype)
         self.pending = len(params)
         self.work: Work | None = None
 
+    def pieces(self) -> Iterator[tuple[int, Tensor, np.ndarray]]:
+        """Each parameter's index, the parameter, and its place in the flat array (shaped as it)."""
+        for index, param, start, stop in zip(self.indices, self.params, self.offsets, self.offsets[1:]):
+            yield index, param, self.flat[start:stop].reshape(param._data.shape)
+
     def fill(self, has_grad: np.ndarray) -> None:
-        """Copies the parameters' gradients into the flat array (a CPU bucket one by one, a CUDA bucket
-        gathered on the device and copied to the host once) and notes in ``has_grad`` which had one.
-        A parameter without a gradient (unused on this rank) contributes zeros; one unused in this
-        backward but with a gradient from earlier ones (accumulated under ``no_sync``) contributes it."""
-        for index, param in zip(self.indices, self.params):
-            has_grad[index] = param._grad is not None
+        """Copies the parameters' gradients into a new flat array (a CPU bucket one by one, a CUDA
+        bucket gathered on the device and copied to the host once) and notes in ``has_grad`` which had
+        one. A parameter without a gradient (unused on this rank) contributes zeros; one unused in this
+        backward but with a gradient from earlier ones (accumulated under ``no_sync``) contributes it.
+        The array is new at every backward because the averaged ``.grad``s become views of it."""
+        self.flat = np.empty(self.offsets[-1], self.dtype)
         if self.on_host:
-            for param, start, stop in zip(self.params, self.offsets, self.offsets[1:]):
+            for index, param, place in self.pieces():
                 grad = param._grad
-                if grad is None:
-                    self.flat[start:stop] = 0
-                else:
-                    self.flat[start:stop] = grad._data.reshape(-1)
+                has_grad[index] = grad is not None
+                place[...] = 0 if grad is None else grad._data
             return
         device_flat = empty_device_array((self.offsets[-1],), self.dtype)
-        for param, start, stop in zip(self.params, self.offsets, self.offsets[1:]):
+        for index, param, start, stop in zip(self.indices, self.params, self.offsets, self.offsets[1:]):
             grad = param._grad
+            has_grad[index] = grad is not None
             piece = grad._data if grad is not None else to_device(np.zeros(param._data.shape, self.dtype))
             copy_into(device_flat[start:stop].reshape(param._data.shape), piece)
         self.flat[...] = to_host(device_flat)
 
     def write_back(self, world_size: int, has_grad: np.ndarray | None) -> None:
-        """The flat sum divided by ``world_size`` into each parameter's ``.grad`` (in place where the
-        gradient owns writable memory); a parameter with no gradient on any rank (``has_grad``, summed
-        over the ranks) keeps ``.grad`` None."""
+        """The flat sum divided by ``world_size`` becomes each parameter's ``.grad``: on the CPU a view
+        of the flat array (no copy), on a CUDA device written into ``.grad`` with one copy of the
+        bucket to the device. A parameter with no gradient on any rank (``has_grad``, summed over the
+        ranks) keeps ``.grad`` None."""
         np.divide(self.flat, world_size, out=self.flat)
         device_flat = None if self.on_host else to_device(self.flat)
         for index, param, start, stop in zip(self.indices, self.params, self.offsets, self.offsets[1:]):
             if has_grad is not None and not has_grad[index]:
                 continue
             shape = param._data.shape
-            grad = param._grad
             if self.on_host:
-                value = self.flat[start:stop].reshape(shape)
-                if grad is not None and type(grad._data) is np.ndarray and grad._data.flags.writeable:
-                    np.copyto(grad._data, value)
-                else:
-                    param.grad = Tensor._make(value.copy())
-            else:
-                value = device_flat[start:stop].reshape(shape)
-                if grad is None:
-                    param.grad = Tensor._make(to_device(np.zeros(shape, self.dtype)))
-                    grad = param._grad
-                copy_into(grad._data, value)
+                param.grad = Tensor._make(self.flat[start:stop].reshape(shape))
+                continue
+            if param._grad is None:
+                param.grad = Tensor._make(to_device(np.zeros(shape, self.dtype)))
+            copy_into(param._grad._data, device_flat[start:stop].reshape(shape))
 
 
 def assign_buckets(params: Sequence[Tensor], cap_bytes: int, first_cap_bytes: int) -> list[list[int]]:
