@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import enum
 import importlib.util
+import os
 import sys
 import time
 from types import TracebackType
@@ -64,17 +65,19 @@ class ProcessGroup:
     def wait(self, request: Any, what: str) -> None:
         """Waits for an MPI request, polling it so that a deadline can end the wait. MPI moves a
         non-blocking collective on only while its ranks call into it, so the wait spins on ``Test``
-        (as MPI's own blocking wait does) for its first 50 ms; a longer wait (a rank far behind, or
-        stuck) sleeps between polls, a little longer each time up to a millisecond, to leave the core
-        to the ranks it waits for."""
+        (as MPI's own blocking wait does) for its first 50 ms, yielding the core between polls to any
+        other process that is ready (on a machine with fewer cores than ranks, the rank it waits for);
+        a longer wait (a rank far behind, or stuck) sleeps between polls, a little longer each time
+        up to a millisecond."""
         if request.Test():
             return
         now = time.monotonic()
         spin_until, deadline = now + 0.05, now + self.timeout.total_seconds()
         while time.monotonic() < spin_until:
-            for _ in range(100):
+            for _ in range(20):
                 if request.Test():
                     return
+                _yield_core()
         pause = 1e-5
         while not request.Test():
             if time.monotonic() > deadline:
@@ -86,6 +89,8 @@ class ProcessGroup:
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
 
+
+_yield_core: Callable[[], Any] = getattr(os, "sched_yield", lambda: None)
 
 _state: dict[str, ProcessGroup | None] = {"group": None}
 
