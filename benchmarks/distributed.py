@@ -19,7 +19,7 @@ rank) and each job measures, with every rank working on a batch of 64 of its own
 
 Then the alpha-beta model of a ring all-reduce, ``2 (p - 1) alpha + 2 (p - 1) / p * n / beta`` per
 bucket, predicts the step time at 8 to 256 ranks for both models and several bucket sizes, once with
-the alpha and beta measured here (shared memory) and once with an assumed cluster network. The step
+the alpha and beta measured here (shared memory) and with two assumed networks. The step
 is ``forward + max(backward, communication of every bucket but the last) + the last bucket``: buckets
 overlap with backward but the last one can only start when backward ends.
 """
@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 W2_SIZES = (784, 256, 256, 10)
 BIG_SIZES = (784, 2048, 2048, 2048, 10)
 BATCH = 64
-CLUSTER = {"alpha": 10e-6, "beta": 10e9}  # assumed: ~10 us latency, 10 GB/s per link (100 Gb/s class)
+# Assumed networks: a 100 Gb/s-class cluster interconnect, and commodity 10 Gb/s Ethernet.
+NETWORKS = {"assumed 100 Gb/s interconnect": (10e-6, 10e9), "assumed 10 Gb/s Ethernet": (50e-6, 1.25e9)}
 BUCKETS_MB = (1, 4, 25, 100)
 RANKS = (8, 16, 32, 64, 128, 256)
 
@@ -161,8 +162,7 @@ def report(one: dict, two: dict) -> None:
     alpha, beta = fit_alpha_beta(two["all_reduce"])
     print(f"fitted: alpha {1e6 * alpha:.1f} us, beta {beta / 1e9:.2f} GB/s (fitted over "
           f"{len(two['all_reduce'])} sizes, 1 KiB to {two['all_reduce'][-1][0] // 2 ** 20} MiB)")
-    for label, (a, b) in (("measured here", (alpha, beta)),
-                          ("assumed cluster network", (CLUSTER["alpha"], CLUSTER["beta"]))):
+    for label, (a, b) in {"measured here": (alpha, beta), **NETWORKS}.items():
         print(f"\nmodelled step time, ms ({label}: alpha {1e6 * a:.0f} us, beta {b / 1e9:.1f} GB/s)")
         for name, sizes in (("W2", W2_SIZES), ("10M", BIG_SIZES)):
             nbytes = 4 * parameter_count(sizes)
