@@ -204,7 +204,8 @@ def main() -> None:
         saved = ROOT / "benchmarks" / "results" / f"distributed-{time.strftime('%Y-%m-%d')}.json"
         saved.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(),
                                      "load_before": load, "load_after": after, "1": one, "2": two}, indent=1))
-        print(f"saved to {saved.relative_to(ROOT)} (python benchmarks/distributed.py --report {saved.relative_to(ROOT)})")
+        name = saved.relative_to(ROOT)
+        print(f"saved to {name} (python benchmarks/distributed.py --report {name})")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ are changed in place and their version counters bumped, as any in-place op's.
 """
 from __future__ import annotations
 
+import datetime
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -38,9 +39,10 @@ class Work:
             self._complete()
         return self.done
 
-    def wait(self, timeout: Any = None) -> bool:
+    def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+        """Ends the collective; ``timeout`` (a ``timedelta``) bounds this wait instead of the group's."""
         if not self.done:
-            self.group.wait(self.request, self.what)
+            self.group.wait(self.request, self.what, timeout)
             self._complete()
         return True
 

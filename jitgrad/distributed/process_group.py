@@ -62,17 +62,18 @@ class ProcessGroup:
     def size(self) -> int:
         return self.comm.Get_size()
 
-    def wait(self, request: Any, what: str) -> None:
+    def wait(self, request: Any, what: str, timeout: datetime.timedelta | None = None) -> None:
         """Waits for an MPI request, polling it so that a deadline can end the wait. MPI moves a
         non-blocking collective on only while its ranks call into it, so the wait spins on ``Test``
         (as MPI's own blocking wait does) for its first 50 ms, yielding the core between polls to any
         other process that is ready (on a machine with fewer cores than ranks, the rank it waits for);
         a longer wait (a rank far behind, or stuck) sleeps between polls, a little longer each time
-        up to a millisecond."""
+        up to a millisecond. ``timeout`` replaces the group's for this wait."""
         if request.Test():
             return
+        limit = (timeout or self.timeout).total_seconds()
         now = time.monotonic()
-        spin_until, deadline = now + 0.05, now + self.timeout.total_seconds()
+        spin_until, deadline = now + 0.05, now + limit
         while time.monotonic() < spin_until:
             for _ in range(20):
                 if request.Test():
@@ -82,8 +83,8 @@ class ProcessGroup:
         while not request.Test():
             if time.monotonic() > deadline:
                 raise DistributedTimeoutError(
-                    f"jitgrad.distributed: rank {self.rank()} of {self.size()} waited {self.timeout.total_seconds():g} s "
-                    f"for {what} and the other ranks never joined it: a rank failed, is stuck, or skipped this "
+                    f"jitgrad.distributed: rank {self.rank()} of {self.size()} waited {limit:g} s for {what} "
+                    "and the other ranks never joined it: a rank failed, is stuck, or skipped this "
                     "collective (every rank must call the same collectives in the same order); uncaught, this "
                     "error aborts every rank")
             time.sleep(pause)

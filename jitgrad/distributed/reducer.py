@@ -239,10 +239,6 @@ class Reducer:
             self.unused = []
             self._reset()
 
-    def remove_hooks(self) -> None:
-        for handle in self.handles:
-            handle.remove()
-
 
 def _leaves_reached(outputs: Any) -> set[int]:
     """The ids of the leaf tensors whose AccumulateGrad the graph of ``outputs`` reaches."""

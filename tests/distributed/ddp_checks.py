@@ -123,8 +123,8 @@ def find_unused_parameters(rank: int) -> dict:
     for r in range(2):
         (reference(x, use_b=r == 0).pow(2).mean() / 2).backward()
     names = ("body", "a", "b")
-    difference = max(float(np.abs(getattr(model, n).weight.grad.numpy() - getattr(reference, n).weight.grad.numpy()).max())
-                     for n in names)
+    difference = max(float(np.abs(getattr(model, n).weight.grad.numpy()
+                                   - getattr(reference, n).weight.grad.numpy()).max()) for n in names)
     return {"difference": difference, "never_has_grad": model.never.weight.grad is not None}
 
 
