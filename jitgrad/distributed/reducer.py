@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from ..autograd.engine import queue_callback
+from ..autograd.engine import current_graph_task, queue_callback
 from ..autograd.graph import AccumulateGrad
 from ..device import copy_into, empty_device_array, to_device, to_host
 from ..hooks import RemovableHandle
@@ -156,14 +156,27 @@ class Reducer:
         self.has_grad = np.zeros(len(self.params), np.int32)
         self.next_bucket = 0
         self.started = False
+        self.task: Any = None  # the engine's task of the backward being reduced
         for bucket in self.buckets:
             bucket.pending = len(bucket.params)
             bucket.work = None
 
     def _hook_for(self, index: int) -> Any:
         def gradient_ready(param: Tensor) -> None:
-            if self.started or self.forward_synced or self.sync_enabled():
-                self.mark_ready(index)
+            if self.started and current_graph_task() is not self.task:
+                self._reset()  # the backward that started failed before its end: its buckets are dropped
+            if not (self.started or self.forward_synced or self.sync_enabled()):
+                return  # no_sync(): the gradient stays local
+            if not self.started:
+                self._begin_backward()
+            if self.ready[index]:
+                self._reset()
+                raise RuntimeError(
+                    f"DistributedDataParallel: parameter {self.names[index]} received a gradient, but the forward's "
+                    "outputs did not reach it, so find_unused_parameters=True had reduced it as unused: its "
+                    "gradient would be lost. The wrapper looks for the parameters through the tensors its forward "
+                    "returns (in tuples, lists and dicts); return the tensors the loss is computed from")
+            self.mark_ready(index)
         return gradient_ready
 
     def prepare_for_backward(self, outputs: Any, sync: bool) -> None:
@@ -172,15 +185,12 @@ class Reducer:
         when backward begins."""
         self.forward_synced = sync
         self.unused = []
-        if sync and self.find_unused_parameters:
-            reached = _leaves_reached(outputs)
+        tensors = _tensors_in(outputs) if sync and self.find_unused_parameters else []
+        if tensors:  # none found: the end of backward marks what got no gradient
+            reached = _leaves_reached(tensors)
             self.unused = [i for i, param in enumerate(self.params) if id(param) not in reached]
 
     def mark_ready(self, index: int) -> None:
-        if not self.started:
-            self._begin_backward()
-        if self.ready[index]:
-            return
         self.ready[index] = True
         self.events.append(ReductionEvent("ready", index, time.perf_counter()))
         bucket = self.bucket_of[index]
@@ -189,6 +199,7 @@ class Reducer:
 
     def _begin_backward(self) -> None:
         self.started = True
+        self.task = current_graph_task()
         self.events = []
         queue_callback(self.finalize)
         for index in self.unused:
@@ -240,9 +251,8 @@ class Reducer:
             self._reset()
 
 
-def _leaves_reached(outputs: Any) -> set[int]:
-    """The ids of the leaf tensors whose AccumulateGrad the graph of ``outputs`` reaches."""
-    tensors = _tensors_in(outputs)
+def _leaves_reached(tensors: list[Tensor]) -> set[int]:
+    """The ids of the leaf tensors whose AccumulateGrad the graph of ``tensors`` reaches."""
     stack = [t.grad_fn for t in tensors if t.grad_fn is not None]
     seen: set[int] = set()
     reached = {id(t) for t in tensors if t.grad_fn is None and t.requires_grad}

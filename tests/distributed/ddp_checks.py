@@ -202,8 +202,41 @@ def sampler_shards(rank: int) -> dict:
     return {"mine": mine, "all": [g.tolist() for g in gathered], "length": len(sampler)}
 
 
+class HiddenHead(nn.Module):
+    """Returns head a's output and keeps head b's on the side, where the wrapper cannot see it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        jg.manual_seed(2)
+        self.a = nn.Linear(3, 1).double()
+        self.b = nn.Linear(3, 1).double()
+
+    def forward(self, x: jg.Tensor) -> jg.Tensor:
+        self.side = self.b(x)
+        return self.a(x)
+
+
+def hidden_gradient_is_an_error_then_training_goes_on(rank: int) -> dict:
+    """With find_unused_parameters, a parameter the outputs do not reach is reduced as unused when
+    backward begins; if it then gets a gradient, that gradient would be lost: an error, not a silent
+    drop. The next backward starts afresh."""
+    model = HiddenHead()
+    ddp = DistributedDataParallel(model, find_unused_parameters=True)
+    x = jg.ones(2, 3, dtype=jg.float64)
+    message = None
+    try:
+        out = ddp(x)
+        (out.sum() + model.side.sum()).backward()
+    except RuntimeError as error:
+        message = str(error)
+    model.zero_grad()
+    ddp(x).sum().backward()
+    return {"message": message, "a_grad": model.a.weight.grad.tolist(), "b_grad": model.b.weight.grad is not None}
+
+
 CHECKS = [train_equals_one_process, no_sync_accumulates, find_unused_parameters, compiled_loss_is_reduced,
-          compiled_step_with_backward_inside_runs_eagerly, sampler_shards, unused_parameter_is_an_error]
+          compiled_step_with_backward_inside_runs_eagerly, sampler_shards,
+          hidden_gradient_is_an_error_then_training_goes_on, unused_parameter_is_an_error]
 
 
 def main(out: Path) -> None:

@@ -98,6 +98,13 @@ def test_an_unused_parameter_without_find_unused_parameters_is_an_error(results)
         assert "b.weight" in message and "never.weight" in message
 
 
+def test_a_gradient_for_a_parameter_reduced_as_unused_is_an_error(results):
+    for rank in results:
+        check = rank["hidden_gradient_is_an_error_then_training_goes_on"]
+        assert re.search(r"parameter b\.(weight|bias) received a gradient", check["message"])
+        assert check["a_grad"] == [[2.0, 2.0, 2.0]] and not check["b_grad"]
+
+
 def test_a_compiled_loss_is_reduced_bucket_by_bucket(results):
     for rank in results:
         check = rank["compiled_loss_is_reduced"]
