@@ -3,7 +3,7 @@
 A thin wrapper over MPI's launcher, which does the work: it starts the processes, connects them
 (each finds its rank in ``MPI.COMM_WORLD``), forwards their output, and when one of them dies or
 aborts (``jitgrad.distributed`` aborts the job on an uncaught exception) ends the others and exits
-non-zero. The launcher is the ``mpiexec`` beside this Python (where the ``mpich`` wheel installs
+non-zero; this wrapper then says so on stderr and exits with the same status. The launcher is the ``mpiexec`` beside this Python (where the ``mpich`` wheel installs
 it), else the first ``mpiexec`` or ``mpirun`` on ``PATH``.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,8 +52,12 @@ def main(argv: list[str] | None = None) -> None:
     if launcher is None:
         sys.exit(f"jitgrad.distributed.run: found no MPI launcher (mpiexec or mpirun); install one with {INSTALL}")
     command = launch_command(args.nprocs, args.program, launcher)
-    sys.stdout.flush()
-    os.execv(command[0], command)
+    code = subprocess.run(command).returncode
+    if code != 0:
+        why = f"a signal ({-code})" if code < 0 else f"status {code}"
+        sys.stderr.write(f"jitgrad.distributed.run: the job of {args.nprocs} processes failed ({why}): a rank raised, "
+                         "died or timed out, and MPI's launcher ended the others; see the output above\n")
+        sys.exit(code if code > 0 else 128 - code)
 
 
 if __name__ == "__main__":

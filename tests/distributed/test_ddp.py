@@ -129,19 +129,23 @@ def test_distributed_sampler_shards(results):
     assert set(everything) == set(range(11)) and len(everything) == 12  # one index repeated as padding
 
 
-@pytest.mark.parametrize("mode,timeout", [("raise", 60), ("hang", 1)])
+@pytest.mark.parametrize("mode,timeout", [("raise", 60), ("die", 60), ("hang", 1)])
 def test_a_failing_rank_ends_the_job_with_an_error(mode, timeout):
-    """Through ``python -m jitgrad.distributed.run``: a rank that raises aborts the job at once; one
-    that hangs makes rank 0's all-reduce give up after the group's timeout, which aborts the job."""
+    """Through ``python -m jitgrad.distributed.run``: a rank that raises aborts the job at once, one
+    that dies makes the launcher end the job, and one that hangs makes rank 0's all-reduce give up
+    after the group's timeout, which aborts the job."""
     began = time.monotonic()
     done = job(sys.executable, "-m", "jitgrad.distributed.run", "-n", "2", str(HERE / "failing_rank.py"), mode,
                str(timeout), timeout=60)
     assert time.monotonic() - began < 30
     assert done.returncode != 0
     assert "rank 0 finished" not in done.stdout
+    assert "jitgrad.distributed.run: the job of 2 processes failed" in done.stderr
     if mode == "raise":
         assert "ValueError: rank 1 failed on purpose" in done.stderr
         assert "rank 1 of 2 raised ValueError; aborting every rank" in done.stderr
+    elif mode == "die":
+        assert "failed (status 3)" in done.stderr  # rank 1's exit status, passed on by the launcher
     else:
         assert "DistributedTimeoutError" in done.stderr and "waited 1 s for all_reduce" in done.stderr
 
