@@ -73,6 +73,13 @@ class Bucket:
         one. A parameter without a gradient (unused on this rank) contributes zeros; one unused in this
         backward but with a gradient from earlier ones (accumulated under ``no_sync``) contributes it.
         The array is new at every backward because the averaged ``.grad``s become views of it."""
+        for param in self.params:
+            data = param._data
+            if data.dtype != self.dtype or (type(data) is np.ndarray) != self.on_host:
+                raise RuntimeError(
+                    f"DistributedDataParallel: a parameter is now {param.dtype!r} on {param.device}, but its bucket was "
+                    f"made for {self.dtype} {'CPU' if self.on_host else 'CUDA'} parameters: cast or move the module "
+                    "(.double(), .to('cuda')) before wrapping it, as with PyTorch's")
         self.flat = np.empty(self.offsets[-1], self.dtype)
         if self.on_host:
             for index, param, place in self.pieces():

@@ -234,9 +234,21 @@ def hidden_gradient_is_an_error_then_training_goes_on(rank: int) -> dict:
     return {"message": message, "a_grad": model.a.weight.grad.tolist(), "b_grad": model.b.weight.grad is not None}
 
 
+def cast_after_wrapping_is_an_error(rank: int) -> dict:
+    model = nn.Linear(3, 2)
+    ddp = DistributedDataParallel(model)
+    ddp.double()
+    try:
+        ddp(jg.ones(2, 3, dtype=jg.float64)).sum().backward()
+    except RuntimeError as error:
+        return {"message": str(error)}
+    return {"message": None}
+
+
 CHECKS = [train_equals_one_process, no_sync_accumulates, find_unused_parameters, compiled_loss_is_reduced,
           compiled_step_with_backward_inside_runs_eagerly, sampler_shards,
-          hidden_gradient_is_an_error_then_training_goes_on, unused_parameter_is_an_error]
+          hidden_gradient_is_an_error_then_training_goes_on, cast_after_wrapping_is_an_error,
+          unused_parameter_is_an_error]
 
 
 def main(out: Path) -> None:

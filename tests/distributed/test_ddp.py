@@ -105,6 +105,12 @@ def test_a_gradient_for_a_parameter_reduced_as_unused_is_an_error(results):
         assert check["a_grad"] == [[2.0, 2.0, 2.0]] and not check["b_grad"]
 
 
+def test_casting_the_model_after_wrapping_it_is_an_error(results):
+    for rank in results:
+        message = rank["cast_after_wrapping_is_an_error"]["message"]
+        assert message is not None and "before wrapping it" in message and "float64" in message
+
+
 def test_a_compiled_loss_is_reduced_bucket_by_bucket(results):
     for rank in results:
         check = rank["compiled_loss_is_reduced"]
