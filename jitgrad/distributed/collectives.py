@@ -16,6 +16,7 @@ import numpy as np
 
 from ..autograd.versions import increment_version
 from ..device import copy_into, to_device, to_host
+from ..ops.registry import observed
 from ..tensor import Tensor
 from .process_group import ProcessGroup, ReduceOp, check_group
 
@@ -55,7 +56,16 @@ class Work:
 def _check_tensor(tensor: Any, op: str, argument: str = "tensor") -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op}: {argument} must be a jitgrad.Tensor, not {type(tensor).__name__}")
+    check_not_traced(op)
     return tensor
+
+
+def check_not_traced(what: str) -> None:
+    """Refuses communication while a tracer (``jitgrad.compile``) records the thread's ops: it would
+    happen once, at trace time, and never in the compiled calls."""
+    if observed():
+        raise RuntimeError(f"jitgrad.distributed: {what} cannot run inside a function jitgrad.compile traces: a "
+                           "compiled call would not communicate. Call it outside the compiled function")
 
 
 def host_buffer(tensor: Tensor, op: str, writes: bool) -> tuple[np.ndarray, Callable[[], None] | None]:
@@ -151,7 +161,8 @@ def all_gather(tensor_list: Sequence[Tensor], tensor: Tensor, group: Any = None,
 def barrier(group: Any = None, async_op: bool = False) -> Work | None:
     """Returns once every rank has reached its ``barrier``."""
     pg = check_group(group)
+    check_not_traced("barrier")
     return _result(Work(pg, pg.comm.Ibarrier(), "barrier"), async_op)
 
 
-__all__ = ["Work", "all_gather", "all_reduce", "barrier", "broadcast", "host_buffer"]
+__all__ = ["Work", "all_gather", "all_reduce", "barrier", "broadcast", "check_not_traced", "host_buffer"]

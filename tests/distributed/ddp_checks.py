@@ -139,26 +139,48 @@ def unused_parameter_is_an_error(rank: int) -> dict:
 
 
 def compiled_loss_is_reduced(rank: int) -> dict:
-    """A loss compiled over ``ddp.module``: its backward node feeds the parameters' AccumulateGrads,
-    whose hooks reduce the buckets. Three steps against one process."""
-    model = mlp(0)
-    ddp = DistributedDataParallel(model, bucket_cap_mb=0.001)
-    reference = copy_of(model)
-    loss_of = jg.compile(lambda x, y: F.cross_entropy(ddp.module(x), y), cache=False)
-    optimizer = jg.optim.SGD(ddp.parameters(), lr=0.1)
-    reference_optimizer = jg.optim.SGD(reference.parameters(), lr=0.1)
-    reductions = []
-    for step in range(3):
-        x, y = batch(step)
-        optimizer.zero_grad()
-        loss_of(shard(x, rank), shard(y, rank)).backward()
-        reductions.append(sum(e.kind == "reduced" for e in ddp.reduction_events))
-        optimizer.step()
-        reference_optimizer.zero_grad()
-        F.cross_entropy(reference(x), y).backward()
-        reference_optimizer.step()
-    return {"difference": largest_difference(model, reference), "programs": len(loss_of.programs),
-            "reductions": reductions, "buckets": len(ddp.bucket_indices)}
+    """A loss compiled over ``ddp.module``, and one over the wrapper itself: the backward node of the
+    compiled loss feeds the parameters' AccumulateGrads, whose hooks reduce the buckets. Three steps
+    each against one process, with no warning (the wrapper's forward compiles too: the reducer's
+    state is outside what jitgrad.compile guards)."""
+    results = {}
+    for form in ("module", "wrapper"):
+        model = mlp(0)
+        ddp = DistributedDataParallel(model, bucket_cap_mb=0.001)
+        reference = copy_of(model)
+        net = ddp.module if form == "module" else ddp
+        loss_of = jg.compile(lambda x, y: F.cross_entropy(net(x), y), cache=False)
+        optimizer = jg.optim.SGD(ddp.parameters(), lr=0.1)
+        reference_optimizer = jg.optim.SGD(reference.parameters(), lr=0.1)
+        reductions = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for step in range(3):
+                x, y = batch(step)
+                optimizer.zero_grad()
+                loss_of(shard(x, rank), shard(y, rank)).backward()
+                reductions.append(sum(e.kind == "reduced" for e in ddp.reduction_events))
+                optimizer.step()
+                reference_optimizer.zero_grad()
+                F.cross_entropy(reference(x), y).backward()
+                reference_optimizer.step()
+        results[form] = {"difference": largest_difference(model, reference), "programs": len(loss_of.programs),
+                         "reductions": reductions, "buckets": len(ddp.bucket_indices),
+                         "warnings": [str(w.message) for w in caught]}
+    normalized = DistributedDataParallel(nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4)).double())
+    buffered = jg.compile(lambda x: normalized(x).sum(), cache=False)
+    try:
+        buffered(batch(0)[0])
+        results["buffers_inside"] = None
+    except RuntimeError as error:
+        results["buffers_inside"] = str(error)
+    communicating = jg.compile(lambda t: dist.all_reduce(t) or t * 2, cache=False)
+    try:
+        communicating(jg.ones(2))
+        results["all_reduce_inside"] = None
+    except RuntimeError as error:
+        results["all_reduce_inside"] = str(error)
+    return results
 
 
 def compiled_step_with_backward_inside_runs_eagerly(rank: int) -> dict:

@@ -111,12 +111,21 @@ def test_casting_the_model_after_wrapping_it_is_an_error(results):
         assert message is not None and "before wrapping it" in message and "float64" in message
 
 
-def test_a_compiled_loss_is_reduced_bucket_by_bucket(results):
+@pytest.mark.parametrize("form", ["module", "wrapper"])
+def test_a_compiled_loss_is_reduced_bucket_by_bucket(results, form):
     for rank in results:
-        check = rank["compiled_loss_is_reduced"]
+        check = rank["compiled_loss_is_reduced"][form]
         assert check["difference"] < 1e-12
-        assert check["programs"] == 1  # compiled once, not retraced as the reducer's state changes
+        assert check["programs"] == 1 and not check["warnings"]  # compiled once, not retraced or run eagerly
         assert check["reductions"] == [check["buckets"]] * 3
+
+
+def test_communicating_inside_a_compiled_function_is_refused(results):
+    for rank in results:
+        message = rank["compiled_loss_is_reduced"]["all_reduce_inside"]
+        assert message is not None and "all_reduce cannot run inside a function jitgrad.compile traces" in message
+        message = rank["compiled_loss_is_reduced"]["buffers_inside"]
+        assert message is not None and "broadcasts rank 0's buffers" in message and "ddp.module" in message
 
 
 def test_a_compiled_step_with_backward_inside_runs_eagerly_and_reduced(results):

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...autograd import is_grad_enabled, no_grad
 from ...distributed import all_gather, broadcast
+from ...distributed.collectives import check_not_traced
 from ...distributed.process_group import check_group
 from ...tensor import Tensor
 from ..modules.module import Module
@@ -93,7 +94,9 @@ class DistributedDataParallel(Module):
             broadcast(buffer, 0)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if self.broadcast_buffers and self.world_size > 1:
+        if self.broadcast_buffers and self.world_size > 1 and any(True for _ in self.module.buffers()):
+            check_not_traced("DistributedDataParallel's forward, which broadcasts rank 0's buffers (construct it "
+                             "with broadcast_buffers=False, or compile a function of ddp.module),")
             self._sync_buffers()
         output = self.module(*inputs, **kwargs)
         if is_grad_enabled():
