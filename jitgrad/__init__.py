@@ -6,7 +6,7 @@ PyTorch-style engine runs it. The public API is spelled as PyTorch spells it.
 from .tensor import Tensor, is_tensor  # noqa: I001 - Tensor first: everything else builds on it
 from .device import device  # noqa: E402 - the class, as torch.device; the module stays jitgrad/device.py
 
-from . import autograd, nn, ops
+from . import autograd, distributed, nn, ops  # distributed imports no MPI until init_process_group
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                        set_grad_enabled)
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,

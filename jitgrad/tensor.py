@@ -36,7 +36,7 @@ class Tensor:
     # needed; ``_view`` is ``(base, base's version when the view was taken)`` for a view, else None.
     __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks",
                  "_grad_accumulator", "_retains_grad", "_version_counter", "_view", "_is_inference",
-                 "__weakref__")
+                 "_post_accumulate_grad_hooks", "__weakref__")
 
     # numpy must hand binary operators with a Tensor on the right to Tensor's reflected methods.
     __array_ufunc__ = None
@@ -51,7 +51,7 @@ class Tensor:
         self._data = data
         self._requires_grad = requires_grad
         self._grad = self._grad_fn = self._hooks = self._grad_accumulator = None
-        self._version_counter = self._view = None
+        self._version_counter = self._view = self._post_accumulate_grad_hooks = None
         self._output_nr = 0
         self._retains_grad = False
         self._is_inference = False
@@ -63,6 +63,7 @@ class Tensor:
         t._data = data
         t._requires_grad = requires_grad
         t._grad = t._grad_fn = t._hooks = t._grad_accumulator = t._version_counter = t._view = None
+        t._post_accumulate_grad_hooks = None
         t._output_nr = 0
         t._retains_grad = False
         t._is_inference = False
@@ -307,6 +308,18 @@ class Tensor:
         if self._hooks is None:
             self._hooks = {}
         return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> RemovableHandle:
+        """Runs ``hook(tensor)`` each time backward has accumulated a gradient into this leaf's ``.grad``
+        (after its ``register_hook`` hooks and the accumulation): the moment a gradient is final for
+        this backward, when an optimizer step or a data-parallel all-reduce of it can start."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = {}
+        return RemovableHandle(self._post_accumulate_grad_hooks, hook)
 
     def detach(self) -> "Tensor":
         """A new tensor sharing this one's array and version counter (an in-place change through it

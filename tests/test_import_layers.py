@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.random",),   # Philox bits and the generator's state; ops' sampling entries draw through it
     ("jitgrad.autograd",),
     ("jitgrad.ops",),
+    ("jitgrad.distributed",),  # collectives over MPI on tensors; nn.parallel's DistributedDataParallel builds on them
     ("jitgrad.factories", "jitgrad.nn"),
     ("jitgrad.fx",),
     ("jitgrad.backends",),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -87,6 +87,7 @@ class GraphTask:
         self.grad_journal: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.leaf_streams: list = []  # the CUDA streams that accumulated into a leaf's .grad
         self.streams: dict[device, object] = {}  # the stream each device's nodes launch on
+        self.final_callbacks: list = []  # queue_callback's: run once every node has run
 
     def stream_for(self, place: device) -> object:
         """The stream this task's nodes on ``place`` launch on: the one current when it first ran there."""
@@ -103,6 +104,12 @@ class GraphTask:
         """Waits for the kernels writing the leaves' ``.grad`` (PyTorch's ``leaf_streams``)."""
         for stream in self.leaf_streams:
             stream.synchronize()
+
+    def run_final_callbacks(self) -> None:
+        """The callbacks ``queue_callback`` queued, in order (one may queue another), after the last node."""
+        callbacks = self.final_callbacks
+        while callbacks:
+            callbacks.pop(0)()
 
     def record_grad(self, tensor: Tensor) -> None:
         """Remembers ``tensor.grad`` as it was before this task first wrote it (for rollback)."""
@@ -223,6 +230,16 @@ def current_graph_task() -> GraphTask | None:
 _thread = _ThreadState()
 
 
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Runs ``callback()`` when the backward call whose node (or hook) is running now has run its last
+    node, before that call returns (PyTorch's ``Variable._execution_engine.queue_callback``): a hook
+    that starts work, as DistributedDataParallel's all-reduce of a bucket, finishes it here."""
+    task = _thread.task
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task.final_callbacks.append(callback)
+
+
 def running_backward() -> bool:
     """Whether this thread is inside a backward call (a tracer marks the ops it sees there)."""
     return _thread.depth > 0
@@ -260,6 +277,9 @@ def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, cr
                 evaluate_function(owner, fn, inputs.grads, queue)
             owner.outstanding_tasks -= 1
         task.synchronize_leaf_streams()
+        if task.final_callbacks:
+            _thread.task = task
+            task.run_final_callbacks()
     except BaseException:
         queue.discard(task)
         task.roll_back()

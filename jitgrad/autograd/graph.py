@@ -18,6 +18,7 @@ import numpy as np
 from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
+from ..tensor import is_tensor
 from .versions import refresh_view
 
 if TYPE_CHECKING:
@@ -215,7 +216,8 @@ class AccumulateGrad(Node):
         return self.variable._hooks
 
     def hooked(self) -> bool:
-        return Node.hooked(self) or bool(self.variable._hooks)
+        variable = self.variable
+        return Node.hooked(self) or bool(variable._hooks) or bool(variable._post_accumulate_grad_hooks)
 
     def apply(self, grads, needed):
         grad = grads[0]
@@ -227,12 +229,26 @@ class AccumulateGrad(Node):
                 self.variable._grad = grad if old is None else old + grad
         else:
             self._accumulate(grad, copy=True)
+        if self.variable._post_accumulate_grad_hooks:
+            self._call_post_accumulate_grad_hooks()
         return []
 
     def adopt(self, grad: "Tensor") -> None:
         """``apply`` for a gradient nothing else references (see ``Node.hands_over_gradients``): a first
         one becomes ``.grad`` without the copy (PyTorch's AccumulateGrad steals it too)."""
         self._accumulate(grad, copy=False)
+        if self.variable._post_accumulate_grad_hooks:
+            self._call_post_accumulate_grad_hooks()
+
+    def _call_post_accumulate_grad_hooks(self) -> None:
+        """``Tensor.register_post_accumulate_grad_hook``'s hooks, given the leaf once ``.grad`` holds the
+        sum; they may read or change ``.grad`` but return nothing (PyTorch accepts a tensor and
+        ignores it)."""
+        variable = self.variable
+        for hook in list(variable._post_accumulate_grad_hooks.values()):
+            result = hook(variable)
+            if result is not None and not is_tensor(result):
+                raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
 
     def _accumulate(self, grad: "Tensor", copy: bool) -> None:
         variable = self.variable

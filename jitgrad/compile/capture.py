@@ -128,7 +128,8 @@ def _check_retained(tracer: Tracer, result: Any, sources: dict[str, str]) -> Non
 def _check_borrowed(tracer: Tracer, borrowed: list[Tensor], differentiated: bool) -> None:
     for tensor in borrowed:
         loan = tracer.loans[id(tensor)]
-        if tensor._hooks or tensor._retains_grad != loan.original("_retains_grad"):
+        if tensor._hooks or tensor._post_accumulate_grad_hooks or \
+                tensor._retains_grad != loan.original("_retains_grad"):
             raise Unsupported("a hook registered on an input inside a compiled function is not supported: "
                               "it would stay registered after an eager call; register it outside")
         if tensor._requires_grad != loan.original("_requires_grad"):
@@ -139,6 +140,11 @@ def _check_borrowed(tracer: Tracer, borrowed: list[Tensor], differentiated: bool
         if loan.original("_hooks"):
             raise Unsupported("a tensor the function reads has a hook and the function runs backward inside: "
                               "the compiled backward would skip the hook; run this function eagerly")
+        if loan.original("_post_accumulate_grad_hooks"):
+            raise Unsupported("a tensor the function reads has a post-accumulate-grad hook (DistributedDataParallel "
+                              "all-reduces gradients through these) and the function runs backward inside: the "
+                              "compiled backward would skip the hook; compile the loss alone and call "
+                              "loss.backward() outside (docs/distributed.md)")
         if loan.original("_grad_fn") is not None and tensor._requires_grad and tensor._grad is not None \
                 and tensor._grad is not loan.original("_grad"):
             raise Unsupported("the function runs backward into a tensor that was computed outside it (it has "

@@ -39,7 +39,8 @@ HEADER = 3   # grad mode, default dtype, the arguments' spec
 def tensor_descriptor(t: Tensor) -> tuple:
     data = t._data
     device = CPU if type(data) is np.ndarray else array_device(data)
-    return (data.shape, data.dtype, t._requires_grad, t._grad is not None, bool(t._hooks), device)
+    return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
+            bool(t._hooks) or bool(t._post_accumulate_grad_hooks), device)
 
 
 def value_descriptor(value: Any) -> Any:

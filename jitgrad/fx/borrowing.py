@@ -22,7 +22,7 @@ from ..tensor import Tensor
 
 # What a borrowed tensor gives up for the trace, in the order ``Loan`` saves it.
 _STATE = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks", "_grad_accumulator",
-          "_retains_grad", "_version_counter", "_view")
+          "_retains_grad", "_version_counter", "_view", "_post_accumulate_grad_hooks")
 
 
 class BorrowError(TypeError):
@@ -44,6 +44,7 @@ class Loan:
             raise BorrowError(f"a {self.kind.__name__} cannot be traced ({error})") from None
         version = tensor._version_counter[0] if tensor._version_counter else 0
         tensor._grad_fn, tensor._output_nr, tensor._view, tensor._hooks = None, 0, None, None
+        tensor._post_accumulate_grad_hooks = None
         tensor._grad_accumulator, tensor._version_counter = None, [version]
 
     def original(self, name: str) -> Any:
