@@ -84,7 +84,7 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
     executed = []
     pop, push = heapq.heappop, heapq.heappush
     while heap:
-        priority, _, node = pop(heap)
+        priority, node = pop(heap)
         grads = buffers[node]
         buffers[node] = _DONE
         if node._pre_hooks or node._post_hooks or node._tensor_pre_hooks or node._retains_grad:
@@ -118,7 +118,7 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
                 if target._sequence_nr >= sequence_nr:
                     return None  # not made before this node: the order is not topological (other threads)
                 buffer = buffers[target] = [None] * len(target._input_metadata)
-                push(heap, (-target._sequence_nr, id(target), target))
+                push(heap, (-target._sequence_nr, target))  # equal numbers (two threads): nodes compare, TypeError
             elif buffer is _DONE:
                 return None
             old = buffer[slot]
@@ -142,7 +142,7 @@ def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, 
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * len(node._input_metadata)
-        heapq.heappush(heap, (-node._sequence_nr, id(node), node))
+        heapq.heappush(heap, (-node._sequence_nr, node))
     old = buffer[slot]
     buffer[slot] = grad if old is None else add_arrays(old, grad)
     return True

@@ -297,7 +297,8 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
             output._requires_grad = True
             output._grad_fn = node
             output._output_nr = 0
-            node._input_metadata = _one_cpu_slot(data.shape, data.dtype)
+            slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
+            node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
             return
     added = []
     for output in outputs:

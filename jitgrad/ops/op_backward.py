@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..autograd.graph import Edge, Node
+from ..autograd.graph import Node, gradient_edge, set_history
 from ..autograd.saved_tensor import (FREED, FREED_ERROR, SavedTensor, check_savable, check_version, saving_hooks,
                                       version_of)
 from ..device import zeros_on
@@ -70,32 +70,71 @@ def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> SavePlan:
     return SavePlan(tuple(plan.values()))
 
 
-class OpBackward(Node):
-    __slots__ = ("op", "_saved", "_versions", "_plan")
+def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
+    """Creates the backward node of one call of ``op`` (a registry op whose input requires grad) and
+    makes it the ``grad_fn`` of its float outputs. The node keeps what the formulas of the inputs that
+    need a gradient read, and nothing else, in its save plan's order (see ``OpBackward.saved``).
 
-    def __init__(self, op: "OpDef", edges: tuple[Edge | None, ...], needs_grad: tuple[bool, ...],
-                 inputs: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
-        """The node of one call of ``op``, keeping what the formulas of the inputs flagged in
-        ``needs_grad`` read, and nothing else, in the plan's order; a lone value is kept as it is, with
-        no container around it (see ``saved``). It has no inputs yet: recording it
-        (``graph.set_history``) gives it one per output."""
-        Node.__init__(self, edges)
-        self.op = op
-        plan = op.save_plans.get(needs_grad)
-        if plan is None:
-            plan = op.save_plans[needs_grad] = save_plan(op, needs_grad)
-        self._plan = plan
-        entries = plan.entries
-        if len(entries) == 1:
-            value = self._saved = _saved_value(op, entries[0], inputs, attrs, outputs)
-            self._versions = version_of(value) if isinstance(value, Tensor) else None
+    Every op that records runs this, so it is one frame where it can be: the common calls (one or two
+    tensors, one saved input, number, output or attribute) take paths of their own, and a Python
+    frame each costs about as much as the work inside it."""
+    if len(outputs) == 1:
+        if outputs[0]._data.dtype.kind != "f":
+            return
+    elif not any(o._data.dtype.kind == "f" for o in outputs):
+        return
+    if len(tensors) == 1 and not op.variadic:
+        edges: tuple = (gradient_edge(tensors[0]),)
+        needs: tuple = _ONE_NEEDED
+    elif len(tensors) == 2 and not op.variadic:
+        a, b = tensors
+        ea = gradient_edge(a) if isinstance(a, Tensor) else None
+        eb = gradient_edge(b) if isinstance(b, Tensor) else None
+        edges, needs = (ea, eb), (ea is not None, eb is not None)
+    else:
+        edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
+        needs = tuple([e is not None for e in edges])
+    node = (op.backward_class or op.node_class(args, attrs))(edges)
+    node.op = op
+    plan = op.save_plans.get(needs)
+    if plan is None:
+        plan = op.save_plans[needs] = save_plan(op, needs)
+    node._plan = plan
+    entries = plan.entries
+    if len(entries) == 1:
+        param, source, index = entries[0]
+        if source == _INPUT and not op.variadic and not saving_hooks():
+            value = tensors[index]
+            if isinstance(value, Tensor):
+                if value._is_inference:
+                    check_savable(value)
+                counter = value._version_counter  # saved_tensor.version_of, without its frame
+                node._versions = 0 if counter is None else counter[0]
+            else:
+                node._versions = None
+            node._saved = value
+        elif source == _ATTR and param in attrs:
+            node._saved, node._versions = attrs[param], None
         else:
-            values, versions = [], []
-            for entry in entries:
-                value = _saved_value(op, entry, inputs, attrs, outputs)
-                values.append(value)
-                versions.append(version_of(value) if isinstance(value, Tensor) else None)
-            self._saved, self._versions = tuple(values), tuple(versions)
+            value = node._saved = _saved_value(op, entries[0], tensors, attrs, outputs)
+            node._versions = version_of(value) if isinstance(value, Tensor) else None
+    else:
+        values, versions = [], []
+        for entry in entries:
+            value = _saved_value(op, entry, tensors, attrs, outputs)
+            values.append(value)
+            versions.append(version_of(value) if isinstance(value, Tensor) else None)
+        node._saved, node._versions = tuple(values), tuple(versions)
+    set_history(outputs, node)
+
+
+_ONE_NEEDED = (True,)  # what a one-input op's recorded call needs: its input requires grad, or it would not record
+
+
+class OpBackward(Node):
+    """The backward of one call of a registry op: made and filled by ``record``."""
+
+    __slots__ = ("op", "_saved", "_versions", "_plan")
 
     def saved(self) -> tuple:
         """The saved values in the plan's order. Every object a node allocates is one more for the

@@ -31,12 +31,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..autograd import forward_ad, grad_mode
-from ..autograd.graph import gradient_edge, set_history
 from ..autograd.versions import mark_views
 from ..device import CPU, device_of, is_device_array, to_device
 from ..device import usage as _devices
 from ..tensor import Tensor
-from .op_backward import node_class
+from .op_backward import node_class, record
 from .public import declare_public
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -45,7 +44,6 @@ REGISTRY: dict[str, "OpDef"] = {}
 # the CUDA runner (``install()``), which ``jitgrad.cuda`` calls when the first CUDA tensor is made.
 DEVICE_RUNNERS: dict[str, Callable[..., Any]] = {}
 KINDS = frozenset({"elementwise", "reduction", "statement"})
-_ONE_NEEDED = (True,)  # what a one-input op's recorded call needs: its input requires grad, or it would not record
 
 
 class SymbolicValue:
@@ -168,7 +166,7 @@ class OpDef:
             if op.view:
                 mark_views(op, attrs, tensors[0], outputs)
             if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
-                _record(op, tensors, args, attrs, outputs)
+                record(op, tensors, args, attrs, outputs)
             if _observers.observer is not None:
                 _observers.observer(op, args, attrs, outputs)
             if _dual.level is not None:
@@ -180,7 +178,7 @@ class OpDef:
         if op.view:
             mark_views(op, attrs, tensors[0], (result,))
         if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
-            _record(op, tensors, args, attrs, (result,))
+            record(op, tensors, args, attrs, (result,))
         if _observers.observer is not None:
             _observers.observer(op, args, attrs, result)
         if _dual.level is not None:
@@ -318,28 +316,6 @@ def _moved(value: Any) -> Any:
     if type(value) is np.ndarray and value.ndim == 0:
         return to_device(value)
     return value
-
-
-def _record(op: OpDef, tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
-    """Creates the backward node of this call and makes it the ``grad_fn`` of the float outputs. Every
-    op that records runs this, so one and two tensors take paths of their own."""
-    if len(outputs) == 1:
-        if outputs[0]._data.dtype.kind != "f":
-            return
-    elif not any(o._data.dtype.kind == "f" for o in outputs):
-        return
-    if len(tensors) == 1 and not op.variadic:
-        edges: tuple = (gradient_edge(tensors[0]),)
-        needs: tuple = _ONE_NEEDED
-    elif len(tensors) == 2 and not op.variadic:
-        a, b = tensors
-        ea = gradient_edge(a) if isinstance(a, Tensor) else None
-        eb = gradient_edge(b) if isinstance(b, Tensor) else None
-        edges, needs = (ea, eb), (ea is not None, eb is not None)
-    else:
-        edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
-        needs = tuple([e is not None for e in edges])
-    set_history(outputs, (op.backward_class or op.node_class(args, attrs))(op, edges, needs, tensors, attrs, outputs))
 
 
 def _describe(t: Any) -> str:
