@@ -37,6 +37,9 @@ def normalize_index(index: Any) -> tuple:
     return tuple(out)
 
 
+_BASIC_ITEMS = frozenset({int, slice})  # exactly these types (a bool indexes as a mask does)
+
+
 def is_advanced(index: tuple) -> bool:
     """Whether ``index`` holds an integer or boolean array: numpy's advanced indexing, a copy."""
     return any(isinstance(i, np.ndarray) for i in index)
@@ -132,6 +135,10 @@ def in_pytorch_order(index: tuple, ndim: int) -> tuple[tuple, tuple] | None:
 
 @public("function")
 def getitem(input: Tensor, index: Any) -> Tensor:
+    if type(index) in _BASIC_ITEMS:  # x[1:], x[0]: one numpy step as it is, nothing to normalize
+        return _getitem(input, index=(index,))
+    if type(index) is tuple and all(type(i) in _BASIC_ITEMS or i is None or i is Ellipsis for i in index):
+        return _getitem(input, index=index)
     index = normalize_index(index)
     steps = in_pytorch_order(index, input._data.ndim)
     if steps is None:

@@ -101,7 +101,7 @@ def _split_forward(a, sizes, dim, equal):
     return tuple(np.split(a, np.cumsum(sizes)[:-1], axis=dim))
 
 
-_reshape = defop("reshape", ("self",), lambda a, shape: np.reshape(a, shape), "ViewBackward0",
+_reshape = defop("reshape", ("self",), lambda a, shape: a.reshape(shape), "ViewBackward0",
                  explain=_explain_reshape, meta=_reshape_meta, lower=intrinsic("reshape"),
                  view=True, self=lambda grad, self_shape: grad.reshape(self_shape),
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
@@ -175,7 +175,7 @@ def reshape(input: Tensor, *shape: int | Sequence[int]) -> Tensor:
 def shape_arg(shape: tuple) -> tuple[int, ...]:
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    return tuple(map(int, shape))
 
 
 @public("function", "method")
