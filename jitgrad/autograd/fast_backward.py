@@ -28,7 +28,7 @@ from ..tensor import Tensor
 from . import anomaly_mode, forward_ad, grad_mode, provided
 from .graph import AccumulateGrad, Edge, Node, add_arrays
 
-# sys.getrefcount of an array held only by ``_commit``'s local variable (and the call's argument)
+# sys.getrefcount of an array held by one local variable (and by getrefcount's own argument)
 _ONLY_HERE = 2
 _DONE = object()  # a node's buffer once it has run: a gradient arriving later means the order was wrong
 _DROPPED = object()  # what a leaf that is not wanted "receives"
@@ -174,10 +174,24 @@ def _commit(leaves: dict) -> None:
             old = variable._grad
             if old is not None:
                 variable._grad = Tensor._make(add_arrays(old._data, grad))
-            elif grad.base is None and sys.getrefcount(grad) == _ONLY_HERE:
+            elif _private(grad):
                 variable._grad = Tensor._make(grad)
             else:
                 variable._grad = Tensor._make(np.array(grad, copy=True))
+
+
+def _private(grad: np.ndarray) -> bool:
+    """Whether ``grad``'s memory is reachable through ``grad`` alone: an array that owns it, or a
+    writeable view of the same size over an array that nothing but the view holds (a bias's gradient,
+    summed with keepdim and reshaped). Only ``_commit``'s variable refers to ``grad`` itself then."""
+    if sys.getrefcount(grad) != _ONLY_HERE + 1:
+        return False
+    base = grad.base
+    if base is None:
+        return True
+    # ``base`` is held by the view and by the local name here: nothing else
+    return (type(base) is np.ndarray and base.base is None and base.size == grad.size and grad.flags.writeable
+            and sys.getrefcount(base) == _ONLY_HERE + 1)
 
 
 def expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:

@@ -286,3 +286,18 @@ def test_every_shape_of_a_program_is_staged():
         (x.cos() * 2.0).sum().backward()
     variants = REGISTRY["cos"].save_plans[(True,)].variants
     assert all(variants[(n,)].stages for n in range(1, 3 * staged_backward.MAX_STAGES))
+
+
+def test_a_bias_gradient_kept_as_it_is_shares_no_memory(taken):
+    """A bias's gradient is summed with keepdim and reshaped: a view, which ``.grad`` keeps without a
+    copy only when nothing else holds its memory."""
+    x = jg.tensor(np.ones((4, 3)))
+    w = jg.tensor(np.full((3, 2), 0.5), requires_grad=True)
+    b = jg.tensor(np.zeros(2), requires_grad=True)
+    c = jg.tensor(np.zeros(2), requires_grad=True)
+    y = x @ w + b
+    (y.sum() + (y + c).sum()).backward()
+    assert taken == [True]
+    b.grad.zero_()
+    np.testing.assert_array_equal(c.grad.numpy(), [4.0, 4.0])
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 8.0))
