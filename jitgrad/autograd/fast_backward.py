@@ -69,9 +69,20 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
         captured = [None if leaves.get(edge[0], _DROPPED) is _DROPPED else Tensor._make(leaves[edge[0]])
                     for edge in inputs]
     if not keep_graph:
-        for node in executed:
+        for node in executed if wanted is None else _leading_to(wanted, executed):
             node.release_variables()
     return captured
+
+
+def _leading_to(wanted: set, executed: list) -> list:
+    """The nodes of ``executed`` with a path to a leaf of ``wanted``: the engine runs, and frees, only
+    those for ``autograd.grad`` (the others keep their saved values for a later backward). Oldest first,
+    every node's next nodes are judged before it."""
+    leading = set(wanted)
+    for node in reversed(executed):
+        if any(edge is not None and edge[0] in leading for edge in node._next_edges):
+            leading.add(node)
+    return [node for node in executed if node in leading]
 
 
 def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list] | None:

@@ -301,3 +301,17 @@ def test_a_bias_gradient_kept_as_it_is_shares_no_memory(taken):
     b.grad.zero_()
     np.testing.assert_array_equal(c.grad.numpy(), [4.0, 4.0])
     np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 8.0))
+
+
+def test_grad_of_some_leaves_frees_only_the_nodes_leading_to_them(taken):
+    """The engine runs (and frees) only the nodes on a path to the inputs of ``autograd.grad``: a branch
+    that leads elsewhere keeps its saved values for a later backward, as in PyTorch."""
+    a, b = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([0.5, 1.5], requires_grad=True)
+    y = b.exp()
+    loss = (a * a).sum() + y.sum()
+    (ga,) = jg.autograd.grad(loss, [a])
+    y.sum().backward()  # the exp node did not lead to a: still usable
+    np.testing.assert_allclose(b.grad.numpy(), np.exp([0.5, 1.5]))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        jg.autograd.grad(loss, [a])  # the nodes that led to a were freed
+    assert taken[0] is True
