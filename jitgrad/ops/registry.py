@@ -157,7 +157,7 @@ class OpDef:
             raise _op_error(op, tensors, attrs, error) from error
 
         # made in inference mode, or a view of what was: an inference tensor
-        inference = grad_mode.state.inference or op.view and getattr(tensors[0], "_is_inference", False)
+        inference = _modes.inference or op.view and getattr(tensors[0], "_is_inference", False)
         if type(out) is tuple:
             outputs = tuple(Tensor._make(o if type(o) is np.ndarray else _as_array(o)) for o in out)
             if inference:
@@ -165,7 +165,7 @@ class OpDef:
                     o._is_inference = True
             if op.view:
                 mark_views(op, attrs, tensors[0], outputs)
-            if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
+            if requires_grad and op.derivatives and _modes.grad_enabled:
                 record(op, tensors, args, attrs, outputs)
             if _observers.observer is not None:
                 _observers.observer(op, args, attrs, outputs)
@@ -177,7 +177,7 @@ class OpDef:
             result._is_inference = True
         if op.view:
             mark_views(op, attrs, tensors[0], (result,))
-        if requires_grad and op.derivatives and grad_mode.state.grad_enabled:
+        if requires_grad and op.derivatives and _modes.grad_enabled:
             record(op, tensors, args, attrs, (result,))
         if _observers.observer is not None:
             _observers.observer(op, args, attrs, result)
@@ -225,6 +225,7 @@ class _Observers(threading.local):
 
 _observers = _Observers()
 _dual = forward_ad.state  # its ``level`` is checked after every op: not None while a dual level is open
+_modes = grad_mode.state  # the thread's grad and inference modes, read by every op
 
 
 @contextmanager
