@@ -18,11 +18,8 @@ import numpy as np
 from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
-from ..tensor import is_tensor
+from ..tensor import Tensor, is_tensor
 from .versions import refresh_view
-
-if TYPE_CHECKING:
-    from ..tensor import Tensor
 
 MAX_SEQUENCE_NR = 2**64 - 1
 
@@ -310,6 +307,46 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
         added.append(new_input_metadata((data.shape, data.dtype,
                                          CPU if type(data) is np.ndarray else device_of(data))))
     node._input_metadata = tuple(metadata) + tuple(added)
+
+
+def record_node(cls: type[Node], tensors: Sequence[Any], outputs: Sequence["Tensor"]) -> tuple[Node, tuple]:
+    """A node of ``cls`` for a forward call on ``tensors`` (anything not a tensor gets no edge),
+    recorded as the backward of ``outputs``; returns it with whether each input needs a gradient. It
+    is ``gradient_edge`` for each input, ``cls(edges)`` and ``set_history``, written out for the
+    calls every op makes (one or two inputs, one CPU output) because a Python frame costs as much as
+    the work in it; anything else goes through those functions."""
+    if len(tensors) == 1:
+        edges: tuple = (_edge(tensors[0]),)
+        needs: tuple = (edges[0] is not None,)
+    elif len(tensors) == 2:
+        edges = (_edge(tensors[0]), _edge(tensors[1]))
+        needs = (edges[0] is not None, edges[1] is not None)
+    else:
+        edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
+        needs = tuple([e is not None for e in edges])
+    node = cls(edges)
+    if len(outputs) == 1:
+        output = outputs[0]
+        data = output._data
+        if type(data) is np.ndarray and data.dtype.kind == "f":
+            output._requires_grad = True
+            output._grad_fn = node
+            output._output_nr = 0
+            slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
+            node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
+            return node, needs
+    set_history(outputs, node)
+    return node, needs
+
+
+def _edge(value: Any) -> Edge | None:
+    """``gradient_edge`` of an input that may not be a tensor, the common case first."""
+    if not isinstance(value, Tensor):
+        return None
+    fn = value._grad_fn
+    if fn is not None and value._view is None:
+        return _new_edge((fn, value._output_nr))
+    return gradient_edge(value)
 
 
 _ONE_CPU_SLOT: dict[tuple, tuple[InputMetadata]] = {}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..autograd.graph import Node, gradient_edge, set_history
+from ..autograd.graph import Node, record_node
 from ..autograd.saved_tensor import (FREED, FREED_ERROR, SavedTensor, check_savable, check_version, saving_hooks,
                                       version_of)
 from ..device import zeros_on
@@ -83,18 +83,7 @@ def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple
             return
     elif not any(o._data.dtype.kind == "f" for o in outputs):
         return
-    if len(tensors) == 1 and not op.variadic:
-        edges: tuple = (gradient_edge(tensors[0]),)
-        needs: tuple = _ONE_NEEDED
-    elif len(tensors) == 2 and not op.variadic:
-        a, b = tensors
-        ea = gradient_edge(a) if isinstance(a, Tensor) else None
-        eb = gradient_edge(b) if isinstance(b, Tensor) else None
-        edges, needs = (ea, eb), (ea is not None, eb is not None)
-    else:
-        edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
-        needs = tuple([e is not None for e in edges])
-    node = (op.backward_class or op.node_class(args, attrs))(edges)
+    node, needs = record_node(op.backward_class or op.node_class(args, attrs), tensors, outputs)
     node.op = op
     plan = op.save_plans.get(needs)
     if plan is None:
@@ -125,10 +114,8 @@ def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple
             values.append(value)
             versions.append(version_of(value) if isinstance(value, Tensor) else None)
         node._saved, node._versions = tuple(values), tuple(versions)
-    set_history(outputs, node)
 
 
-_ONE_NEEDED = (True,)  # what a one-input op's recorded call needs: its input requires grad, or it would not record
 
 
 class OpBackward(Node):
