@@ -1,4 +1,8 @@
-"""``lower``: generated source -> numba dispatcher (cached by source) -> a callable over numpy arrays."""
+"""``lower``: generated source -> numba dispatcher (cached by source) -> a callable over numpy arrays.
+
+With a disk cache, a kernel compiled before (in any process, on this CPU and these versions) is first
+looked for as object code, which ``object_loader`` runs without importing numba; then in numba's own
+cache; then numba compiles it, and both are stored. numba is imported only on the last two paths."""
 from __future__ import annotations
 
 import hashlib
@@ -11,19 +15,20 @@ import numpy as np
 
 from ...fx.graph import Graph
 from ..source import without_comments
-from . import blas
+from . import numpy_blas, object_loader
 from .codegen import GeneratedKernel, generate
 from .nodes import LoweringError
 from .numba_options import numba_options
 
-_KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}
+_KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}   # numba dispatchers, by code key
+_LOADED: dict[str, Callable[..., Any]] = {}   # kernels run from cached object code, by object key
 _ids = itertools.count()
 
 
 def code_key(source: str) -> str:
     """A hash of the generated source without its comments, and of the BLAS it links: the key a
     kernel is cached under (on disk too, where another numpy may have another BLAS)."""
-    return hashlib.sha256((without_comments(source) + blas.description()).encode()).hexdigest()
+    return hashlib.sha256((without_comments(source) + numpy_blas.description()).encode()).hexdigest()
 
 
 def structural_key(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> str:
@@ -36,6 +41,14 @@ def structural_key(graph: Graph, parallel: bool | None = None, fastmath: bool = 
 def clear_cache() -> None:
     """Forgets every compiled kernel of this process (tests use it to count compiles)."""
     _KERNELS.clear()
+    _LOADED.clear()
+
+
+def numba_runtime() -> None:
+    """Imports the backend's numba functions kernels call, before numba compiles or loads a kernel:
+    they are decorated at import, and must be while ``numba.config.DISABLE_JIT`` is as numba starts
+    (tests turn it on for a while); a process running cached object code never needs them."""
+    from . import blas, intrinsics, sampling  # noqa: F401
 
 
 def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[..., Any]:
@@ -45,6 +58,7 @@ def _compile(source: str, key: str, fastmath: bool, parallel: bool) -> Callable[
     if kernel is None:
         import numba
 
+        numba_runtime()
         filename = f"<jitgrad.backends.numba_cpu kernel {next(_ids)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace: dict[str, Any] = {}
@@ -58,11 +72,12 @@ class CompiledGraph:
     """A lowered graph: call it with one array per placeholder. ``source`` is the kernel's source;
     ``key`` its structural key; ``numba_options`` what it was compiled with."""
 
-    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any],
+    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any] | None,
                  fastmath: bool, from_disk: bool = False) -> None:
         self.source = generated.source
         self.key = key
         self.kernel = kernel
+        self.loaded = False   # the kernel runs from cached object code: numba's wrapper, no dispatcher
         self.numba_options = numba_options(fastmath, generated.parallel)
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
@@ -75,6 +90,14 @@ class CompiledGraph:
         self.output_arrays = generated.output_arrays
         self._local = threading.local()
         self.from_disk = from_disk   # the kernel's machine code came from the disk cache
+
+    def use(self, kernel: Callable[..., Any], loaded: bool = False) -> None:
+        """Runs ``kernel``: a numba dispatcher (or, with numba's JIT off, the plain function), or with
+        ``loaded`` one overload's entry point from cached object code, which converts a Python number
+        to the type it was compiled for (a dispatcher would pick or compile an overload for it)."""
+        self.kernel = kernel
+        self.loaded = loaded
+        self._number_types = {i: type(self.expected[i][1].type(0).item()) for i in self.numbers_in}
 
     @property
     def parallel(self) -> bool:
@@ -98,8 +121,14 @@ class CompiledGraph:
         args = []
         for name, a, (shape, dtype) in zip(self.names, arrays, self.expected):
             if type(a) is not np.ndarray:  # a Python number passed at each call (fx.numbers)
-                args.append(a)
-                continue
+                convert = self._number_types.get(len(args))
+                if not self.loaded:
+                    args.append(a)
+                    continue
+                if convert is not None:  # the entry point unboxes exactly the types it was compiled for
+                    args.append(convert(a))
+                    continue
+                a = np.asarray(a)
             if a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):  # ``is``: dtypes compare slowly
                 raise ValueError(f"argument {name}: expected {dtype}{list(shape)}, got {a.dtype}{list(a.shape)} "
                                  f"(lower the graph traced at these shapes)")
@@ -119,6 +148,51 @@ class CompiledGraph:
         return f"<CompiledGraph {self.key[:12]}>"
 
 
+def _argument_types(compiled: CompiledGraph) -> list[tuple[str, str, int]]:
+    """The kernel's argument types as numba sees them, without numba: ("array", dtype, rank) or
+    ("number", Python type, 0), in call order."""
+    types = [("array", dtype.str, max(len(shape), 1)) for shape, dtype in compiled.expected]
+    for i in compiled.numbers_in:
+        types[i] = ("number", type(compiled.expected[i][1].type(0).item()).__name__, 0)
+    types += [("array", a.dtype.str, a.ndim) for a in compiled.trailing_arguments()]
+    return types + [("array", np.dtype(dtype).str, len(shape)) for shape, dtype in compiled.output_arrays]
+
+
+def _object_key(key: str, compiled: CompiledGraph) -> str:
+    """The key of a kernel's object code: its code and its argument types (one object per overload)."""
+    return hashlib.sha256(repr((key, _argument_types(compiled))).encode()).hexdigest()
+
+
+def _load_object(cache: Any, key: str, options: dict[str, Any]) -> Callable[..., Any] | None:
+    """The kernel from its object code in the disk cache, run without numba, or None."""
+    objects = cache.of_kind("objects")
+    found = objects.load_object(key, options)
+    if found is None:
+        return None
+    name, code, loader = found
+    try:
+        entry, exceptions = loader["entry"], loader["exceptions"]
+        if not isinstance(entry, str) or not isinstance(exceptions, list):
+            raise object_loader.LoadFailure("the entry's loader data is malformed")
+        return object_loader.load(object_loader.KernelObject(code, entry, exceptions), name)
+    except (object_loader.LoadFailure, KeyError, TypeError, ValueError, AttributeError) as error:
+        objects.object_failed(name, str(error) or type(error).__name__)
+        return None
+
+
+def _store_object(cache: Any, key: str, options: dict[str, Any], kernel: Any, signature: tuple) -> None:
+    from .object_code import kernel_object
+
+    objects = cache.of_kind("objects")
+    try:
+        found = kernel_object(kernel, signature)
+    except Exception as error:  # noqa: BLE001 - NotStorable, or numba's library without its object: the
+        # object code is an optimisation of the next process's start
+        objects.object_failed(objects.name(objects.object_key(key, options)), f"not stored: {error}")
+        return
+    objects.store_object(key, options, found.code, {"entry": found.entry, "exceptions": found.exceptions})
+
+
 def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None, cache: Any = None) -> CompiledGraph:
     """Compiles ``graph`` (not modified) with numba; see the package docstring. ``cache`` (a
     ``compile.cache.DiskCache``) gives the kernel's machine code from an earlier process, verified,
@@ -126,17 +200,24 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
     generated = generate(graph, parallel, fastmath)
     key = code_key(generated.source)
     options = numba_options(fastmath, generated.parallel)
-    kernel = _KERNELS.get((key, fastmath))
-    from_disk = fresh = False
+    compiled = CompiledGraph(graph, generated, key, None, fastmath)
+    object_key = _object_key(key, compiled)
+    kernel = _LOADED.get(object_key) or _KERNELS.get((key, fastmath))
+    fresh = False
     if kernel is None and cache is not None:
-        kernel = cache.load_kernel(without_comments(generated.source), key, options)
-        from_disk = kernel is not None
-        if from_disk:
-            _KERNELS[key, fastmath] = kernel
+        kernel = _load_object(cache, object_key, options)
+        if kernel is not None:
+            _LOADED[object_key] = kernel
+        else:
+            numba_runtime()
+            kernel = cache.load_kernel(without_comments(generated.source), key, options)
+            if kernel is not None:
+                _KERNELS[key, fastmath] = kernel
+        compiled.from_disk = kernel is not None
     if kernel is None:
         kernel, fresh = _compile(generated.source, key, fastmath, generated.parallel), True
-    compiled = CompiledGraph(graph, generated, key, kernel, fastmath, from_disk)
-    if hasattr(kernel, "compile"):  # not under NUMBA_DISABLE_JIT: compile now, so errors surface here
+    compiled.use(kernel, loaded=object_key in _LOADED)
+    if hasattr(kernel, "compile"):  # a dispatcher, not under NUMBA_DISABLE_JIT: compile now, so errors surface here
         import numba
 
         types = [numba.typeof(np.empty(shape or (1,), dtype)) for shape, dtype in compiled.expected]
@@ -150,6 +231,8 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
             _KERNELS.pop((key, fastmath), None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
-        if fresh and cache is not None:
-            cache.store_kernel(without_comments(generated.source), key, options, kernel)
+        if cache is not None and (fresh or (compiled.from_disk and not generated.parallel)):
+            if fresh:
+                cache.store_kernel(without_comments(generated.source), key, options, kernel)
+            _store_object(cache, object_key, options, kernel, tuple(types))
     return compiled

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
-
 
 def numba_options(fastmath: bool, parallel: bool) -> dict[str, bool | str]:
     return {"nogil": True, "error_model": "numpy", "fastmath": fastmath, "parallel": parallel}
@@ -29,6 +27,9 @@ def jit_or_plain(compiled: Any, plain: Any) -> Any:
     Python (``numba.config.DISABLE_JIT``), which no intrinsic survives. The modules that hold such
     functions call this from their ``__getattr__``, that is when a kernel's source runs its imports, so
     that switching the setting at run time (tests/plain_python_kernels.py does) is followed."""
+    import numba  # here, not at the top: generating a kernel's source (and loading its cached object
+    # code, object_loader.py) must not import numba
+
     return plain if numba.config.DISABLE_JIT else compiled
 
 
