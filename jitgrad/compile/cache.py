@@ -462,9 +462,10 @@ class DiskCache:
         key = {"format": OBJECT_FORMAT, "code": code_key, "options": sorted(options.items()), **versions(), **machine()}
         return json.loads(json.dumps(key))
 
-    def load_object(self, code_key: str, options: dict[str, Any]) -> tuple[str, bytes, dict[str, Any]] | None:
+    def load_object(self, code_key: str, options: dict[str, Any]) -> tuple[str, bytes | None, dict[str, Any]] | None:
         """The entry's name, the kernel's object code and what its loader needs (``loader``, data
-        only), verified: or None (nothing stored, or an entry that failed a check: removed, and said)."""
+        only), verified; None when nothing is stored; the name, None and {} for an entry that failed a
+        check (removed, and said): the kernel is then compiled afresh, which stores it again."""
         if not self._ready():
             return None
         key = self.object_key(code_key, options)
@@ -487,7 +488,7 @@ class DiskCache:
         except Rejected as rejected:
             self._reject(name, str(rejected))
             _log(f"object code for kernel {code_key[:12]} not trusted: {rejected}; compiling")
-            return None
+            return name, None, {}
         os.utime(entry_path)
         stats.hits += 1
         return name, code, entry["loader"]
@@ -517,6 +518,11 @@ class DiskCache:
             if self._total > _max_bytes():
                 self.evict()
         return True
+
+    @staticmethod
+    def log(line: str) -> None:
+        """A line for ``JITGRAD_LOG=cache`` (the backends say here which kernels they keep, and why not)."""
+        _log(line)
 
     def object_failed(self, name: str, why: str) -> None:
         """A verified entry whose object could not be loaded here (a symbol this process lacks...):

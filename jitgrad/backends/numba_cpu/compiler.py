@@ -163,13 +163,17 @@ def _object_key(key: str, compiled: CompiledGraph) -> str:
     return hashlib.sha256(repr((key, _argument_types(compiled))).encode()).hexdigest()
 
 
-def _load_object(cache: Any, key: str, options: dict[str, Any]) -> Callable[..., Any] | None:
-    """The kernel from its object code in the disk cache, run without numba, or None."""
+def _load_object(cache: Any, key: str, options: dict[str, Any]) -> Callable[..., Any] | bool:
+    """The kernel from its object code in the disk cache, run without numba; False where there is
+    none; True where there was one that failed a check or could not be loaded here (said in the log):
+    the kernel is then compiled afresh, and stored again."""
     objects = cache.of_kind("objects")
     found = objects.load_object(key, options)
     if found is None:
-        return None
+        return False
     name, code, loader = found
+    if code is None:
+        return True
     try:
         entry, exceptions = loader["entry"], loader["exceptions"]
         if not isinstance(entry, str) or not isinstance(exceptions, list):
@@ -177,7 +181,7 @@ def _load_object(cache: Any, key: str, options: dict[str, Any]) -> Callable[...,
         return object_loader.load(object_loader.KernelObject(code, entry, exceptions), name)
     except (object_loader.LoadFailure, KeyError, TypeError, ValueError, AttributeError) as error:
         objects.object_failed(name, str(error) or type(error).__name__)
-        return None
+        return True
 
 
 def _store_object(cache: Any, key: str, options: dict[str, Any], kernel: Any, signature: tuple) -> None:
@@ -188,7 +192,7 @@ def _store_object(cache: Any, key: str, options: dict[str, Any], kernel: Any, si
         found = kernel_object(kernel, signature)
     except Exception as error:  # noqa: BLE001 - NotStorable, or numba's library without its object: the
         # object code is an optimisation of the next process's start
-        objects.object_failed(objects.name(objects.object_key(key, options)), f"not stored: {error}")
+        objects.log(f"object code for kernel {key[:12]} not kept (numba's cache has it): {error}")
         return
     objects.store_object(key, options, found.code, {"entry": found.entry, "exceptions": found.exceptions})
 
@@ -205,10 +209,10 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
     kernel = _LOADED.get(object_key) or _KERNELS.get((key, fastmath))
     fresh = False
     if kernel is None and cache is not None:
-        kernel = _load_object(cache, object_key, options)
-        if kernel is not None:
-            _LOADED[object_key] = kernel
-        else:
+        found = _load_object(cache, object_key, options)
+        if callable(found):
+            kernel = _LOADED[object_key] = found
+        elif not found:  # no object code (a kernel that needs numba at run time): numba's cache
             numba_runtime()
             kernel = cache.load_kernel(without_comments(generated.source), key, options)
             if kernel is not None:
@@ -231,8 +235,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
             _KERNELS.pop((key, fastmath), None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
-        if cache is not None and (fresh or (compiled.from_disk and not generated.parallel)):
-            if fresh:
-                cache.store_kernel(without_comments(generated.source), key, options, kernel)
+        if fresh and cache is not None:
+            cache.store_kernel(without_comments(generated.source), key, options, kernel)
             _store_object(cache, object_key, options, kernel, tuple(types))
     return compiled
