@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import linecache
+import os
+import sys
 import threading
 from typing import Any, Callable
 
@@ -72,11 +74,10 @@ class CompiledGraph:
     """A lowered graph: call it with one array per placeholder. ``source`` is the kernel's source;
     ``key`` its structural key; ``numba_options`` what it was compiled with."""
 
-    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, kernel: Callable[..., Any] | None,
-                 fastmath: bool, from_disk: bool = False) -> None:
+    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, fastmath: bool) -> None:
         self.source = generated.source
         self.key = key
-        self.kernel = kernel
+        self.kernel: Callable[..., Any] | None = None   # set by ``use``
         self.loaded = False   # the kernel runs from cached object code: numba's wrapper, no dispatcher
         self.numba_options = numba_options(fastmath, generated.parallel)
         placeholders = graph.placeholders
@@ -89,7 +90,8 @@ class CompiledGraph:
         self.numbers = (np.asarray(generated.sizes, dtype=np.int64), np.asarray(generated.scalars, dtype=np.float64))
         self.output_arrays = generated.output_arrays
         self._local = threading.local()
-        self.from_disk = from_disk   # the kernel's machine code came from the disk cache
+        self.from_disk = False   # the kernel's machine code came from the disk cache
+        self._number_types = {i: type(self.expected[i][1].type(0).item()) for i in self.numbers_in}
 
     def use(self, kernel: Callable[..., Any], loaded: bool = False) -> None:
         """Runs ``kernel``: a numba dispatcher (or, with numba's JIT off, the plain function), or with
@@ -97,7 +99,6 @@ class CompiledGraph:
         to the type it was compiled for (a dispatcher would pick or compile an overload for it)."""
         self.kernel = kernel
         self.loaded = loaded
-        self._number_types = {i: type(self.expected[i][1].type(0).item()) for i in self.numbers_in}
 
     @property
     def parallel(self) -> bool:
@@ -119,14 +120,14 @@ class CompiledGraph:
             raise TypeError(f"the compiled graph takes {len(self.expected)} arrays ({', '.join(self.names)}), "
                             f"got {len(arrays)}")
         args = []
-        for name, a, (shape, dtype) in zip(self.names, arrays, self.expected):
+        numbers = self._number_types if self.loaded else {}  # the entry point unboxes exactly the types it
+        for name, a, (shape, dtype) in zip(self.names, arrays, self.expected):  # was compiled for
+            if numbers and len(args) in numbers:
+                args.append(numbers[len(args)](a))
+                continue
             if type(a) is not np.ndarray:  # a Python number passed at each call (fx.numbers)
-                convert = self._number_types.get(len(args))
                 if not self.loaded:
                     args.append(a)
-                    continue
-                if convert is not None:  # the entry point unboxes exactly the types it was compiled for
-                    args.append(convert(a))
                     continue
                 a = np.asarray(a)
             if a.shape != shape or (a.dtype is not dtype and a.dtype != dtype):  # ``is``: dtypes compare slowly
@@ -134,8 +135,10 @@ class CompiledGraph:
                                  f"(lower the graph traced at these shapes)")
             if not shape:
                 a = a.reshape(1)
-            elif not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
+            else:
+                flags = a.flags
+                if not (flags.c_contiguous and flags.aligned):  # the kernel was compiled for C-contiguous,
+                    a = np.array(a, order="C")                   # aligned arrays
             args.append(a)
         out = [np.empty(shape, dtype) for shape, dtype in self.output_arrays]
         try:
@@ -146,6 +149,13 @@ class CompiledGraph:
 
     def __repr__(self) -> str:
         return f"<CompiledGraph {self.key[:12]}>"
+
+
+def _jit_disabled() -> bool:
+    """Whether numba runs kernels as plain Python (``NUMBA_DISABLE_JIT``): then no machine code runs,
+    cached or not."""
+    numba = sys.modules.get("numba")
+    return bool(numba.config.DISABLE_JIT) if numba is not None else os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"
 
 
 def _argument_types(compiled: CompiledGraph) -> list[tuple[str, str, int]]:
@@ -204,12 +214,13 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
     generated = generate(graph, parallel, fastmath)
     key = code_key(generated.source)
     options = numba_options(fastmath, generated.parallel)
-    compiled = CompiledGraph(graph, generated, key, None, fastmath)
+    compiled = CompiledGraph(graph, generated, key, fastmath)
     object_key = _object_key(key, compiled)
-    kernel = _LOADED.get(object_key) or _KERNELS.get((key, fastmath))
+    plain = _jit_disabled()
+    kernel = (None if plain else _LOADED.get(object_key)) or _KERNELS.get((key, fastmath))
     fresh = False
     if kernel is None and cache is not None:
-        found = _load_object(cache, object_key, options)
+        found = False if plain else _load_object(cache, object_key, options)
         if callable(found):
             kernel = _LOADED[object_key] = found
         elif not found:  # no object code (a kernel that needs numba at run time): numba's cache

@@ -136,20 +136,20 @@ class _Exceptions:
         described = self._known(raw)
         if described is None:   # a kernel numba compiled in this process
             return self._numba_unpickle(data, size, hashed)
-        return _exception(described, ())
+        return exception_info(described, ())
 
     def _build(self, static: bytes, runtime_args: tuple) -> Any:
         described = self._known(bytes(static))
         if described is None:
             return self._numba_build(static, runtime_args)
-        return _exception(described, tuple(runtime_args))
+        return exception_info(described, tuple(runtime_args))
 
 
 def _plain(value: Any) -> Any:
     return tuple(_plain(v) for v in value) if isinstance(value, list) else value
 
 
-def _exception(described: dict[str, Any], runtime_args: tuple) -> tuple:
+def exception_info(described: dict[str, Any], runtime_args: tuple) -> tuple:
     """The ``(class, args, location)`` numba's ``numba_do_raise`` takes, from its description: each
     argument a plain value, or one of ``runtime_args`` in order (numba's dynamic exceptions)."""
     kind = getattr(builtins, described["class"], None)
@@ -292,4 +292,5 @@ def load(kernel: KernelObject, name: str) -> Callable[..., Any]:
     return runtime().load(kernel, name)
 
 
-__all__ = ["ENVIRONMENT_PREFIX", "KernelObject", "LoadFailure", "Runtime", "elf_symbols", "load", "runtime"]
+__all__ = ["ENVIRONMENT_PREFIX", "KernelObject", "LoadFailure", "Runtime", "bindable", "elf_symbols", "exception_info",
+           "helper_symbols", "load", "process_symbol", "runtime"]
