@@ -20,7 +20,7 @@ from ..source import without_comments
 from . import numpy_blas, object_loader
 from .codegen import GeneratedKernel, generate
 from .nodes import LoweringError
-from .numba_options import numba_options
+from .numba_options import numba_options, optimisation_level, optimised_at
 
 _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}   # numba dispatchers, by code key
 _LOADED: dict[str, Callable[..., Any]] = {}   # kernels run from cached object code, by object key
@@ -30,7 +30,11 @@ _ids = itertools.count()
 def code_key(source: str) -> str:
     """A hash of the generated source without its comments, and of the BLAS it links: the key a
     kernel is cached under (on disk too, where another numpy may have another BLAS)."""
-    return hashlib.sha256((without_comments(source) + numpy_blas.description()).encode()).hexdigest()
+    return _key_of(without_comments(source))
+
+
+def _key_of(code: str) -> str:
+    return hashlib.sha256((code + numpy_blas.description()).encode()).hexdigest()
 
 
 def structural_key(graph: Graph, parallel: bool | None = None, fastmath: bool = False) -> str:
@@ -212,7 +216,8 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
     ``compile.cache.DiskCache``) gives the kernel's machine code from an earlier process, verified,
     and keeps a newly compiled one."""
     generated = generate(graph, parallel, fastmath)
-    key = code_key(generated.source)
+    code = without_comments(generated.source)
+    key = _key_of(code)
     options = numba_options(fastmath, generated.parallel)
     compiled = CompiledGraph(graph, generated, key, fastmath)
     object_key = _object_key(key, compiled)
@@ -225,7 +230,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
             kernel = _LOADED[object_key] = found
         elif not found:  # no object code (a kernel that needs numba at run time): numba's cache
             numba_runtime()
-            kernel = cache.load_kernel(without_comments(generated.source), key, options)
+            kernel = cache.load_kernel(code, key, options)
             if kernel is not None:
                 _KERNELS[key, fastmath] = kernel
         compiled.from_disk = kernel is not None
@@ -241,12 +246,13 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
         types += [numba.typeof(a) for a in compiled.trailing_arguments()]
         types += [numba.typeof(np.empty(shape, dtype)) for shape, dtype in compiled.output_arrays]
         try:
-            kernel.compile(tuple(types))
+            with optimised_at(optimisation_level(code)):
+                kernel.compile(tuple(types))
         except Exception as error:  # numba's typing and lowering errors have many classes
             _KERNELS.pop((key, fastmath), None)
             raise LoweringError(f"numba could not compile the generated kernel: {str(error).splitlines()[0]}"
                                 f"\n{generated.source}") from error
         if fresh and cache is not None:
-            cache.store_kernel(without_comments(generated.source), key, options, kernel)
+            cache.store_kernel(code, key, options, kernel)
             _store_object(cache, object_key, options, kernel, tuple(types))
     return compiled
