@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import stat
 import sys
 import threading
@@ -190,11 +191,19 @@ def test_a_full_cache_evicts_the_least_recently_used_entries(stored, monkeypatch
 
 
 # ---- numba's object code, run without numba (issue 18) ------------------------------------------------
-@pytest.fixture
-def stored_object(tmp_path):
-    """A cache holding one kernel's object code (and numba's entry): its entry and object file."""
-    directory = tmp_path / "cache"
+@pytest.fixture(scope="module")
+def object_template(tmp_path_factory):
+    """A cache one lowering filled (numba's entry and the object code), compiled once for the module."""
+    directory = tmp_path_factory.mktemp("template") / "cache"
     assert not _lower(directory).from_disk
+    return directory
+
+
+@pytest.fixture
+def stored_object(object_template, tmp_path):
+    """A copy of the template cache: its folder, its object entry and object file."""
+    directory = tmp_path / "cache"
+    shutil.copytree(object_template, directory)
     return (directory, *_object_entry(directory))
 
 
