@@ -130,6 +130,7 @@ class CacheStats:
 
 stats = CacheStats()
 _SHARED: dict[tuple[str, Path], "DiskCache"] = {}
+_REFUSED: set[str] = set()   # why a cache folder was not used, as said in this process
 
 
 class Rejected(Exception):
@@ -250,7 +251,8 @@ class DiskCache:
             if reason is None:
                 reason = self.folder_problem() or (None if self.kind == "objects" else _numba_cache_elsewhere())
             self._usable = reason is None
-            if reason is not None:
+            if reason is not None and reason not in _REFUSED:  # the kinds share the folder: said once
+                _REFUSED.add(reason)
                 warnings.warn(f"jitgrad.compile: not using the disk cache: {reason}; kernels are compiled "
                               "in each process", RuntimeWarning, stacklevel=4)
         return self._usable

@@ -42,6 +42,7 @@ def _lower(directory: Path):
     """A lowering as a new process makes it: no kernel in memory, the cache read from disk."""
     clear_cache()
     cache_module._SHARED.clear()   # the object cache of the directory, checked afresh
+    cache_module._REFUSED.clear()
     for name in [n for n in sys.modules if n.startswith("jitgrad_kernel_")]:
         del sys.modules[name]
     compiled = lower(_graph(), cache=DiskCache(directory))
