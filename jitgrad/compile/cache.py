@@ -9,14 +9,23 @@ cheap and deterministic. So the cache keeps, per kernel (its source and numba op
 - ``<kind>/__pycache__/<name>.*``: numba's cache of the compiled overloads (numba's own format, which
   numba unpickles when it loads it);
 - ``<name>.json``: the entry, data only: the key (the kernel's code key, the options, the versions of
-  jitgrad, its source files and numba) and the SHA-256 of each file above.
+  jitgrad, its source files, numba, llvmlite and Python) and the SHA-256 of each file above.
+
+Beside them, kind ``objects`` keeps what a process needs to run a CPU kernel without numba (the backend's
+``object_loader.py``): ``objects/<name>.o``, numba's object code for one kernel and argument types, and
+``<name>.json``, data only: the key (the kernel's code key and options, the versions, and ``machine()``:
+the CPU's name and features, numpy's version, the ``NUMBA_*`` settings), the object's SHA-256 and what
+the loader needs (the entry point's symbol, the kernel's exception table). ``load_object`` hands out the
+object only once the entry and the object file pass the checks below; an object the backend then
+cannot load (``object_failed``) is removed like a rejected entry, and the kernel compiled. No version is
+read by importing numba: package metadata says it.
 
 The kind is ``kernels`` for the CPU backend's ``numba.njit`` kernels (entries ``jitgrad_kernel_*``) and
 ``cuda`` for the CUDA backend's generated modules (entries ``jitgrad_cuda_*``), whose ``@cuda.jit``
 kernels numba-cuda compiles at their first launch and keeps in the same ``__pycache__``
 (``<name>.<kernel>-<line>.pyXY.nbi``, an index per kernel holding an entry per signature and compute
 capability, and ``.nbc`` files): ``write_module`` stores the source before anything is compiled, and
-``record`` writes the entry, with the hashes of numba's files, after a launch compiled (again). Both
+``record`` writes the entry, with the hashes of numba's files, after a launch compiled (again). The
 kinds share one directory, its checks and its size limit.
 
 A later process generates the same source and, before anything of the entry is used, checks that:
