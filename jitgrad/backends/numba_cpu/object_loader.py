@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import functools
 import importlib.machinery
 import importlib.util
 import os
@@ -161,13 +162,21 @@ def exception_info(described: dict[str, Any], runtime_args: tuple) -> tuple:
     return kind, args, None if location is None else _plain(location)
 
 
-_PROCESS = ctypes.PyDLL(None)   # the Python C API, libc and libm: what the interpreter links
+@functools.lru_cache(maxsize=None)
+def _process() -> ctypes.PyDLL | None:
+    """The interpreter's process as a library (the Python C API, libc and libm it links), where the
+    platform has one (not Windows)."""
+    try:
+        return ctypes.PyDLL(None)
+    except (OSError, TypeError):
+        return None
 
 
 def process_symbol(name: str) -> int | None:
     """The address of ``name`` among the symbols the interpreter's process exports, or None."""
+    process = _process()
     try:
-        return ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value
+        return None if process is None else ctypes.cast(getattr(process, name), ctypes.c_void_p).value
     except AttributeError:
         return None
 
