@@ -17,7 +17,8 @@ _GOAL_HEADERS = ["workload", "goal", "measured", "status"]
 _FORM_HEADERS = ["workload", "step", "loss", "closure", "loss / step", "closure / loss", "JAX", "step / JAX",
                  "loss / JAX", "torch.compile", "loss / torch.compile"]
 _COMPILE_HEADERS = ["workload", "jitgrad first call", "JAX first call", "torch.compile first call",
-                    "jitgrad / JAX", "goal", "status", "jitgrad 2nd process: to first result (call)"]
+                    "jitgrad / JAX", "goal", "status", "jitgrad 2nd process: wall (from start; call)",
+                    "JAX 2nd process: wall (from start; call)"]
 
 
 def _status(value: float | None, limit: float) -> str:
@@ -73,6 +74,14 @@ def _time_text(entry: dict | None, field: str = "first_call") -> str:
     return "-" if value is None else format_time(value)
 
 
+def _second_text(entry: dict | None) -> str:
+    if entry is None:
+        return "-"
+    if "error" in entry:
+        return _time_text(entry)
+    return f"{_time_text(entry, 'wall')} ({_time_text(entry, 'from_start')}; {_time_text(entry)})"
+
+
 def compile_rows(timings: dict) -> list[list[str]]:
     rows = []
     keys = list(dict.fromkeys(key for key, _ in timings["first"]))
@@ -81,21 +90,20 @@ def compile_rows(timings: dict) -> list[list[str]]:
         ours, jax = _seconds(first["jitgrad_compiled"]), _seconds(first["jax"])
         value = ours / jax if ours is not None and jax is not None else None
         limit = FIRST_CALL_GOALS.get(key)
-        second = timings["second"].get(key)
-        second_text = "-" if second is None else \
-            f"{_time_text(second, 'from_start')} ({_time_text(second)})"
+        seconds = [_second_text(timings[kind].get(key)) for kind in ("second", "jax_second")]
         rows.append([key, _time_text(first["jitgrad_compiled"]), _time_text(first["jax"]),
                      _time_text(first["torch_compile"]), ratio_text(value),
                      "-" if limit is None else f"<= {limit:g}x", "-" if limit is None else _status(value, limit),
-                     second_text])
+                     *seconds])
     return rows
 
 
 def second_process_line(timings: dict) -> str:
-    worst = max((_seconds(v, "from_start") or 0.0 for v in timings["second"].values()), default=None)
-    status = _status(worst, SECOND_PROCESS_GOAL_SECONDS)
-    return (f"second process on a warm disk cache, process start to first result: at most "
-            f"{format_time(worst) if worst is not None else '-'} over the workloads (goal under "
+    ours, jax = (_seconds(timings[kind].get("W2"), "wall") for kind in ("second", "jax_second"))
+    status = _status(ours, SECOND_PROCESS_GOAL_SECONDS)
+    anchor = f", JAX's {format_time(jax)}" if jax is not None else ""
+    return (f"W2's second process on a warm disk cache, process wall time (interpreter start to exit, after "
+            f"its first result): {format_time(ours) if ours is not None else '-'}{anchor} (goal at most "
             f"{SECOND_PROCESS_GOAL_SECONDS:g} s): {status}")
 
 
@@ -135,8 +143,9 @@ def markdown_section(results: list[WorkloadResult], timings: dict | None, baseli
     if timings is not None:
         out += ["### Goals: compiling", "",
                 "First call = trace, compile and run once, in a fresh process with an empty jitgrad disk "
-                "cache; the last column is a second process on the cache the first one left: from process "
-                "start (imports included) to the first result, and the first call alone.", "",
+                "cache (and an empty JAX persistent cache); the last two columns are a second process on "
+                "the cache its first one left: the process's wall time (interpreter start to exit), from "
+                "the script's start (imports included) to the first result, and the first call alone.", "",
                 markdown_table(_COMPILE_HEADERS, compile_rows(timings)), "",
                 f"- {second_process_line(timings)}", f"- {batches_line(timings)}", ""]
     out += report.markdown_workloads(results, baseline, " (compiled run)")

@@ -248,8 +248,8 @@ GOALS = (
 )
 
 # First call (trace and compile included): jitgrad compiled at most this ratio of JAX's first call.
-FIRST_CALL_GOALS = {"W1": 2.0, "W2": 1.0, "W4": 2.0}
-SECOND_PROCESS_GOAL_SECONDS = 0.3
+FIRST_CALL_GOALS = {"W1": 2.0, "W2": 1.5, "W4": 2.0}   # jitgrad's first call / JAX's (issue 18)
+SECOND_PROCESS_GOAL_SECONDS = 0.25   # W2's second process, wall time to its first result (issue 18)
 BATCHES = (64, 100, 37)   # W2 at these batch sizes should compile its kernels once
 
 __all__ = ["BATCHES", "BY_KEY", "COMPILED_BUILDERS", "FIRST_CALL_GOALS", "GOALS", "JITGRAD_FORMS",

@@ -19,10 +19,11 @@ import numpy as np
 def plain_python_kernels() -> Iterator[None]:
     import numba
 
-    from jitgrad.backends.numba_cpu import clear_cache
+    from jitgrad.backends.numba_cpu import clear_cache, numba_runtime
     from jitgrad.backends.numba_cpu.intrinsics import exp_float32, tanh_float32
     from jitgrad.backends.numba_cpu.sampling import fill_normal, fill_randperm, fill_uniform
 
+    numba_runtime()  # the backend's numba functions, decorated while the JIT is on
     for function in (tanh_float32, exp_float32):
         function(np.float32(0.5))
         function(0.5)  # as plain Python, math.sin of a float32 is a Python float

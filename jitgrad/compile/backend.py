@@ -134,10 +134,9 @@ def get_backend(device: str = "cpu") -> Backend:
         if choice == "numba_cpu":
             raise ImportError("JITGRAD_COMPILE_BACKEND=numba_cpu but jitgrad.backends.numba_cpu has no lower()")
         return INTERPRETER
-    import numba
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None),
-                   f"numba {numba.__version__}, BLAS {module.blas.description()}")
+                   f"numba {importlib.metadata.version('numba')}, BLAS {module.blas_description()}")
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes"]

@@ -9,14 +9,23 @@ cheap and deterministic. So the cache keeps, per kernel (its source and numba op
 - ``<kind>/__pycache__/<name>.*``: numba's cache of the compiled overloads (numba's own format, which
   numba unpickles when it loads it);
 - ``<name>.json``: the entry, data only: the key (the kernel's code key, the options, the versions of
-  jitgrad, its source files and numba) and the SHA-256 of each file above.
+  jitgrad, its source files, numba, llvmlite and Python) and the SHA-256 of each file above.
+
+Beside them, kind ``objects`` keeps what a process needs to run a CPU kernel without numba (the backend's
+``object_loader.py``): ``objects/<name>.o``, numba's object code for one kernel and argument types, and
+``<name>.json``, data only: the key (the kernel's code key and options, the versions, and ``machine()``:
+the CPU's name and features, numpy's version, the ``NUMBA_*`` settings), the object's SHA-256 and what
+the loader needs (the entry point's symbol, the kernel's exception table). ``load_object`` hands out the
+object only once the entry and the object file pass the checks below; an object the backend then
+cannot load (``object_failed``) is removed like a rejected entry, and the kernel compiled. No version is
+read by importing numba: package metadata says it.
 
 The kind is ``kernels`` for the CPU backend's ``numba.njit`` kernels (entries ``jitgrad_kernel_*``) and
 ``cuda`` for the CUDA backend's generated modules (entries ``jitgrad_cuda_*``), whose ``@cuda.jit``
 kernels numba-cuda compiles at their first launch and keeps in the same ``__pycache__``
 (``<name>.<kernel>-<line>.pyXY.nbi``, an index per kernel holding an entry per signature and compute
 capability, and ``.nbc`` files): ``write_module`` stores the source before anything is compiled, and
-``record`` writes the entry, with the hashes of numba's files, after a launch compiled (again). Both
+``record`` writes the entry, with the hashes of numba's files, after a launch compiled (again). The
 kinds share one directory, its checks and its size limit.
 
 A later process generates the same source and, before anything of the entry is used, checks that:
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import stat
@@ -54,11 +64,13 @@ from pathlib import Path
 from typing import Any
 
 ENTRY_FORMAT = "jitgrad-kernel-cache-2"
+OBJECT_FORMAT = "jitgrad-object-cache-1"
 ENTRY_LIMIT = 1 << 16          # bytes: an entry is a few hundred
 SOURCE_LIMIT = 1 << 22
 MACHINE_CODE_LIMIT = 1 << 26
 DEFAULT_MAX_BYTES = 512 << 20
-KINDS = {"kernels": "jitgrad_kernel_", "cuda": "jitgrad_cuda_"}  # folder -> prefix of its entries' names
+KINDS = {"kernels": "jitgrad_kernel_", "cuda": "jitgrad_cuda_",  # folder -> prefix of its entries' names
+         "objects": "jitgrad_object_"}
 
 
 def default_directory() -> Path:
@@ -79,15 +91,31 @@ def source_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def _installed(package: str) -> str:
+    """``package``'s version from its metadata: importing numba to read it costs 0.26 s."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
 def versions() -> dict[str, str]:
     from .. import __version__
-    try:
-        import numba
-        numba_version = numba.__version__
-    except ImportError:  # pragma: no cover - numba is a dependency
-        numba_version = "none"
-    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": numba_version,
-            "python": sys.version.split()[0]}
+    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": _installed("numba"),
+            "llvmlite": _installed("llvmlite"), "python": sys.version.split()[0]}
+
+
+@functools.lru_cache(maxsize=None)
+def machine() -> dict[str, Any]:
+    """What object code is built for and depends on beyond the versions: the CPU LLVM targets (its name
+    and features, as numba reads them), numpy's version (the array layout numba's helpers read) and
+    every ``NUMBA_*`` setting (one may change the code numba emits, ``NUMBA_OPT`` or ``NUMBA_CPU_NAME``)."""
+    import llvmlite.binding as llvm
+    import numpy
+
+    return {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten(),
+            "numpy": numpy.__version__,
+            "numba_settings": sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA_"))}
 
 
 def shared_cache(kind: str = "kernels", directory: Path | None = None) -> "DiskCache":
@@ -111,6 +139,7 @@ class CacheStats:
 
 stats = CacheStats()
 _SHARED: dict[tuple[str, Path], "DiskCache"] = {}
+_REFUSED: set[str] = set()   # why a cache folder was not used, as said in this process
 
 
 class Rejected(Exception):
@@ -163,14 +192,22 @@ def _unsafe_folder(path: Path, own: bool) -> str | None:
     return None
 
 
+def _log(line: str) -> None:
+    """One line on stderr with ``JITGRAD_LOG=cache``: how the warm start went, kernel by kernel."""
+    if "cache" in os.environ.get("JITGRAD_LOG", "").split(","):
+        print(f"jitgrad.compile: cache: {line}", file=sys.stderr)
+
+
 def _max_bytes() -> int:
     return int(os.environ.get("JITGRAD_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
 
 
 def _numba_cache_elsewhere() -> str | None:
-    """Why numba would not keep machine code beside the verified sources (``NUMBA_CACHE_DIR``), or None."""
-    import numba
-    configured = os.environ.get("NUMBA_CACHE_DIR") or numba.config.CACHE_DIR
+    """Why numba would not keep machine code beside the verified sources (``NUMBA_CACHE_DIR``), or None.
+    numba's setting where numba is imported, else the variable it reads it from (numba is not imported
+    for this)."""
+    numba = sys.modules.get("numba")
+    configured = os.environ.get("NUMBA_CACHE_DIR") or (numba.config.CACHE_DIR if numba is not None else "")
     return f"NUMBA_CACHE_DIR is set ({configured}): numba would keep machine code there, unverified" \
         if configured else None
 
@@ -221,9 +258,10 @@ class DiskCache:
             except OSError as error:
                 reason = f"{self.directory} cannot be made ({error.strerror})"
             if reason is None:
-                reason = self.folder_problem() or _numba_cache_elsewhere()
+                reason = self.folder_problem() or (None if self.kind == "objects" else _numba_cache_elsewhere())
             self._usable = reason is None
-            if reason is not None:
+            if reason is not None and reason not in _REFUSED:  # the kinds share the folder: said once
+                _REFUSED.add(reason)
                 warnings.warn(f"jitgrad.compile: not using the disk cache: {reason}; kernels are compiled "
                               "in each process", RuntimeWarning, stacklevel=4)
         return self._usable
@@ -339,9 +377,15 @@ class DiskCache:
                           RuntimeWarning, stacklevel=4)
         self._remove(name)
 
+    def _entry_files(self, name: str) -> list[Path]:
+        """Every file of the entry ``name``, of any kind: its entry, and its object code or its source
+        and numba's files."""
+        if name.startswith(KINDS["objects"]):
+            return [self.directory / f"{name}.json", self.directory / "objects" / f"{name}.o"]
+        return [self.directory / f"{name}.json", self._folder_of(name) / f"{name}.py", *self._machine_code_files(name)]
+
     def _remove(self, name: str) -> None:
-        for path in (self.directory / f"{name}.json", self._folder_of(name) / f"{name}.py",
-                     *self._machine_code_files(name)):
+        for path in self._entry_files(name):
             try:
                 os.unlink(path)
             except OSError:
@@ -422,6 +466,83 @@ class DiskCache:
         if self._total > _max_bytes():
             self.evict()
 
+    # ---- object code (kind "objects") --------------------------------------------------------------------
+    def object_key(self, code_key: str, options: dict[str, Any]) -> dict[str, Any]:
+        """What an object entry must have been written for: the kernel and its options, the versions
+        and the machine (``machine()``)."""
+        key = {"format": OBJECT_FORMAT, "code": code_key, "options": sorted(options.items()), **versions(), **machine()}
+        return json.loads(json.dumps(key))
+
+    def load_object(self, code_key: str, options: dict[str, Any]) -> tuple[str, bytes | None, dict[str, Any]] | None:
+        """The entry's name, the kernel's object code and what its loader needs (``loader``, data
+        only), verified; None when nothing is stored; the name, None and {} for an entry that failed a
+        check (removed, and said): the kernel is then compiled afresh, which stores it again."""
+        if not self._ready():
+            return None
+        key = self.object_key(code_key, options)
+        name = self.name(key)
+        entry_path = self.directory / f"{name}.json"
+        if not os.path.lexists(entry_path):
+            stats.misses += 1
+            _log(f"no object code for kernel {code_key[:12]} (a first compile here, or another version or CPU)")
+            return None
+        try:
+            try:
+                entry = json.loads(read_regular(entry_path, ENTRY_LIMIT))
+            except ValueError:
+                raise Rejected(f"{entry_path.name} is not a cache entry (not JSON)") from None
+            if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("loader"), dict):
+                raise Rejected(f"{entry_path.name} was written for another kernel, version or CPU")
+            code = read_regular(self.kernels / f"{name}.o", MACHINE_CODE_LIMIT)
+            if _sha256(code) != entry.get("object"):
+                raise Rejected(f"{name}.o (object code) does not match its recorded hash")
+        except Rejected as rejected:
+            self._reject(name, str(rejected))
+            _log(f"object code for kernel {code_key[:12]} not trusted: {rejected}; compiling")
+            return name, None, {}
+        os.utime(entry_path)
+        stats.hits += 1
+        return name, code, entry["loader"]
+
+    def store_object(self, code_key: str, options: dict[str, Any], code: bytes, loader: dict[str, Any]) -> bool:
+        """Writes a kernel's object code and its entry (the key, the object's hash, ``loader``)."""
+        if not self._ready():
+            return False
+        key = self.object_key(code_key, options)
+        name = self.name(key)
+        try:
+            self._remove(name)
+            write_atomically(self.kernels / f"{name}.o", code)
+            data = json.dumps({"key": key, "object": _sha256(code), "loader": loader}, sort_keys=True).encode()
+            if len(data) > ENTRY_LIMIT:
+                raise Rejected("the entry would be over its size limit")
+            write_atomically(self.directory / f"{name}.json", data)
+        except Exception as error:  # noqa: BLE001 - an entry that cannot be written is a compile in the next process
+            self._remove(name)
+            _log(f"object code for kernel {code_key[:12]} not stored: {error}")
+            return False
+        stats.writes += 1
+        if self._total is None:
+            self.evict()
+        else:
+            self._total += len(data) + len(code)
+            if self._total > _max_bytes():
+                self.evict()
+        return True
+
+    @staticmethod
+    def log(line: str) -> None:
+        """A line for ``JITGRAD_LOG=cache`` (the backends say here which kernels they keep, and why not)."""
+        _log(line)
+
+    def object_failed(self, name: str, why: str) -> None:
+        """A verified entry whose object could not be loaded here (a symbol this process lacks...):
+        said in the log and removed, so that the kernel compiled now is stored in its place."""
+        stats.misses += 1
+        stats.rejected.append(f"{name}: {why}")
+        _log(f"object code {name} could not be loaded: {why}; compiling")
+        self._remove(name)
+
     def evict(self, max_bytes: int | None = None) -> None:
         """Removes the least recently used entries until the cache holds at most ``max_bytes``."""
         if max_bytes is None:
@@ -430,8 +551,7 @@ class DiskCache:
         total = 0
         for entry in (e for prefix in KINDS.values() for e in self.directory.glob(f"{prefix}*.json")):
             name = entry.name[:-len(".json")]
-            files = [entry, self._folder_of(name) / f"{name}.py", *self._machine_code_files(name)]
-            size = sum(p.stat().st_size for p in files if p.exists())
+            size = sum(p.stat().st_size for p in self._entry_files(name) if p.exists())
             entries.append((entry.stat().st_mtime, name, size))
             total += size
         for _, name, size in sorted(entries):
@@ -445,5 +565,5 @@ class DiskCache:
         self._total = total
 
 
-__all__ = ["KINDS", "CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular", "shared_cache",
-           "stats", "versions", "write_atomically"]
+__all__ = ["KINDS", "OBJECT_FORMAT", "CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular", "shared_cache",
+           "machine", "stats", "versions", "write_atomically"]

@@ -23,13 +23,16 @@ per process. Each value's array comes from the memory plan (``plan_memory``, tak
 outputs are allocated by the ``CompiledGraph`` at each call and filled by the kernel, intermediates
 live in per-thread workspaces it keeps between calls.
 ``cache`` (a ``jitgrad.compile.cache.DiskCache``) gives a kernel's machine code from an earlier
-process, verified first, and keeps each newly compiled one. With
+process, verified first, and keeps each newly compiled one: as object code that ``object_loader``
+runs without importing numba (``object_code.py`` says which kernels), and in numba's own cache.
+Importing this package does not import numba; compiling a kernel does (``numba_runtime``). With
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's
 lowering and how to read the generated code: docs/backends.md.
 """
-from . import blas, intrinsics, sampling  # noqa: F401 - decorated now, whatever numba.config.DISABLE_JIT says later
-from .compiler import CompiledGraph, clear_cache, lower, structural_key
+from .compiler import CompiledGraph, clear_cache, lower, numba_runtime, structural_key
 from .loop_nest import PARALLEL_ELEMENTS
 from .nodes import LoweringError
+from .numpy_blas import description as blas_description
 
-__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "clear_cache", "lower", "structural_key"]
+__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache", "lower",
+           "numba_runtime", "structural_key"]

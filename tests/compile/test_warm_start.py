@@ -1,0 +1,52 @@
+"""A second process runs the kernels a first one compiled without importing numba (issue 18): numba's
+object code from the disk cache, loaded with llvmlite alone, gives bit-identical results.
+
+One pair of fresh interpreters on one small W2-like step (an MLP's loss and gradients); the attacks on
+the cached object files are in tests/reliability/test_cache_attacks.py.
+"""
+from __future__ import annotations
+
+from helpers import last_json_line, run_python
+
+STEP = """
+import json, sys
+import numpy as np
+import jitgrad as jg
+
+F = jg.nn.functional
+rng = np.random.default_rng(0)
+def tensor(*shape, grad=False):
+    return jg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=grad)
+x, onehot = tensor(4, 6), jg.tensor(np.eye(3, dtype=np.float32)[[0, 2, 1, 2]])
+params = [tensor(6, 5, grad=True), tensor(5, grad=True), tensor(5, 5, grad=True), tensor(5, grad=True),
+          tensor(5, 3, grad=True), tensor(3, grad=True)]
+
+@jg.compile(fullgraph=True)
+def step(x, onehot, w1, b1, w2, b2, w3, b3):
+    h = (x @ w1 + b1).tanh()
+    h = (h @ w2 + b2).tanh()
+    loss = F.cross_entropy(h @ w3 + b3, onehot)
+    return loss, jg.autograd.grad(loss, [w1, b1, w2, b2, w3, b3])
+
+results = [step(x, onehot, *params)]
+numba_after_first_call = "numba" in sys.modules
+results.append(step(x, onehot, *params))          # found by its guards
+results.append(step(x[:2], onehot[:2], *params))  # new sizes: retraced, the same kernel
+values = [t.numpy().tobytes().hex() for loss, grads in results for t in (loss, *grads)]
+print(json.dumps({"values": values, "numba": numba_after_first_call, "numba_at_end": "numba" in sys.modules,
+                  "from_disk": [p.lowered.from_disk for p in step.programs]}))
+"""
+
+
+def test_a_second_process_runs_cached_object_code_without_numba(tmp_path):
+    env = {"JITGRAD_CACHE_DIR": str(tmp_path / "cache"), "JITGRAD_COMPILE_BACKEND": "numba_cpu",
+           "JITGRAD_LOG": "cache"}
+    first = last_json_line(run_python(STEP, env))
+    assert first["numba"] and first["from_disk"] == [False, False]
+    assert list((tmp_path / "cache" / "objects").glob("jitgrad_object_*.o"))
+    second_run = run_python(STEP, env)
+    second = last_json_line(second_run)
+    assert not second["numba"] and not second["numba_at_end"], second_run.stderr
+    assert second["from_disk"] == [True, False]  # the retrace's kernel is the one in memory
+    assert second["values"] == first["values"]
+    assert "could not be loaded" not in second_run.stderr and "not trusted" not in second_run.stderr
