@@ -35,6 +35,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--libraries", nargs="+", choices=keys, help="compare only these libraries")
     p.add_argument("--threads", type=int, metavar="N", help="cap every library's thread pools at N "
                    "(default: leave each library's own default)")
+    p.add_argument("--cpu-time", action="store_true", help="time with the process's CPU time, not the wall "
+                   "clock: on a loaded machine, waiting for a core counts for no library (use with --threads 1)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: jitgrad eager on the GPU "
                    "against PyTorch's CUDA eager, numpy on the CPU as the reference (benchmarks/cuda_workloads.py; "
                    "needs a GPU)")
@@ -76,7 +78,8 @@ def run_workload(workload, libs: list[str], args: argparse.Namespace):
     problems += verify.check(workload, steps, inputs)
     for p in problems:
         steps.pop(p.library, None)
-    measurements = timing.measure(steps, rounds=args.rounds, batch_seconds=args.batch_ms / 1e3)
+    measurements = timing.measure(steps, rounds=args.rounds, batch_seconds=args.batch_ms / 1e3,
+                                  cpu_time=args.cpu_time)
     return WorkloadResult(workload, workload.describe(args.quick), measurements, problems)
 
 
@@ -97,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     libs = [k for k in available if args.libraries is None or k in args.libraries or k == "numpy"]
     settings = (f"{'quick' if args.quick else 'full'} run, {args.rounds} interleaved rounds of "
                 f"~{args.batch_ms:g} ms per library, median reported; threads: "
-                + (f"capped at {args.threads}" if args.threads else "library defaults"))
+                + (f"capped at {args.threads}" if args.threads else "library defaults")
+                + ("; process CPU time" if args.cpu_time else ""))
     print(settings, "\n")
 
     wanted = {w.upper() for w in args.only} if args.only else None
