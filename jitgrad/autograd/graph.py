@@ -311,10 +311,9 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
 
 def record_node(cls: type[Node], tensors: Sequence[Any], outputs: Sequence["Tensor"]) -> tuple[Node, tuple]:
     """A node of ``cls`` for a forward call on ``tensors`` (anything not a tensor gets no edge),
-    recorded as the backward of ``outputs``; returns it with whether each input needs a gradient. It
-    is ``gradient_edge`` for each input, ``cls(edges)`` and ``set_history``, written out for the
-    calls every op makes (one or two inputs, one CPU output) because a Python frame costs as much as
-    the work in it; anything else goes through those functions."""
+    recorded as the backward of ``outputs`` (``set_history``); returns it with whether each input
+    needs a gradient. Every recorded op comes here, so the common calls (one or two inputs, each the
+    output of a node) build their edges without a loop."""
     if len(tensors) == 1:
         edges: tuple = (_edge(tensors[0]),)
         needs: tuple = (edges[0] is not None,)
@@ -325,16 +324,6 @@ def record_node(cls: type[Node], tensors: Sequence[Any], outputs: Sequence["Tens
         edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
         needs = tuple([e is not None for e in edges])
     node = cls(edges)
-    if len(outputs) == 1:
-        output = outputs[0]
-        data = output._data
-        if type(data) is np.ndarray and data.dtype.kind == "f":
-            output._requires_grad = True
-            output._grad_fn = node
-            output._output_nr = 0
-            slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
-            node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
-            return node, needs
     set_history(outputs, node)
     return node, needs
 
