@@ -79,7 +79,8 @@ def test_higher_order():
 
 
 def test_every_example_is_tested():
-    """A new example gets a test here (quickstart.py has tests/test_quickstart.py)."""
+    """A new example gets a test here (quickstart.py has tests/test_quickstart.py, train_digits_ddp.py
+    tests/distributed/test_ddp.py, under mpirun)."""
     tested = {"quickstart.py", "train_digits.py", "char_rnn.py", "physics.py", "custom_function.py",
-              "higher_order.py"}
+              "higher_order.py", "train_digits_ddp.py"}
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
