@@ -101,18 +101,21 @@ def test_batched_products_read_transposed_operands_in_place(case, plain_python):
 
 
 def _rows_program(x):
-    return x.logsumexp(1), x.softmax(1), (x.tanh() * x).sum()
+    return x.logsumexp(1), x.softmax(1), x.log_softmax(-1), (x.tanh() * x).sum()
 
 
 def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
     """Row buffers, partial sums and a two-pass reduction's first results all come from the
-    workspace: the kernel calls no ``np.empty``, serially or in parallel."""
+    workspace: the kernel calls no ``np.empty``, serially or in parallel; softmax and log_softmax
+    loop over their rows with prange when parallel."""
     x = np.random.default_rng(5).standard_normal((PARALLEL_ELEMENTS // 64 + 3, 64))
     for parallel in (True, False):
         graph, kernel = lowered(_rows_program, [x], parallel=parallel)
         body = _kernel_body(kernel.source)
         assert "np.empty" not in body
-        assert ("prange(min(" in body) == parallel
+        assert ("prange(min(" in body) == parallel   # the row reductions' chunks
+        assert body.count("_p in prange(") == (2 if parallel else 0)   # softmax's and log_softmax's rows
+        assert kernel.parallel == parallel
         assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
 
 
