@@ -6,6 +6,8 @@ bits whatever the number of threads.
 All but the last test run the generated code as plain Python (no numba compile)."""
 from __future__ import annotations
 
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -107,7 +109,8 @@ def _rows_program(x):
 def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
     """Row buffers, partial sums and a two-pass reduction's first results all come from the
     workspace: the kernel calls no ``np.empty``, serially or in parallel; softmax and log_softmax
-    loop over their rows with prange when parallel."""
+    loop over their rows with prange when parallel; a reduction's per-element map (logsumexp's exp)
+    fills the row buffer."""
     x = np.random.default_rng(5).standard_normal((PARALLEL_ELEMENTS // 64 + 3, 64))
     for parallel in (True, False):
         graph, kernel = lowered(_rows_program, [x], parallel=parallel)
@@ -116,6 +119,8 @@ def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
         assert ("prange(min(" in body) == parallel   # the row reductions' chunks
         assert body.count("_p in prange(") == (2 if parallel else 0)   # softmax's and log_softmax's rows
         assert kernel.parallel == parallel
+        # logsumexp's exp(x - max) is computed into the row buffer, in the loop that vectorizes, not in the fold
+        assert re.search(r"logsumexp_row\w* *\[i1\] = math\.exp\(", body)
         assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
 
 

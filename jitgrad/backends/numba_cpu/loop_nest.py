@@ -182,7 +182,9 @@ class LoopNest(FusedLoop):
         T = numpy_type(node_dtype(red))
         sizes = self.w.sizes_of(self.loop_shape)
         inner, depth = self.index[-1], self.rank
-        row_dtype = np.dtype(red.args[0].meta["dtype"])
+        # The row holds each element's contribution (``map``: logsumexp's exp(x - max)), computed in
+        # the row's own loop, which vectorizes, and the lanes only combine.
+        row_dtype = np.dtype(red.args[0].meta["dtype"]) if spec.map is None else node_dtype(red)
         row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
                             self.w.fresh(f"{inner}_rest"))
         if parallel:
@@ -201,16 +203,18 @@ class LoopNest(FusedLoop):
         outer += [("    " * (k + 1 + shift)) + f"for {self.index[k]} in range({sizes[k]}):" for k in range(1, depth - 1)]
         pad = "    " * (depth + shift)
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
-        body = self.body(write_outputs) + [self.w.comment(red),
-                                           f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
+        body = self.body(write_outputs)   # first: the members' values the reduction reads
+        element = Var(self.read(red.args[0], red, "self"))
+        contribution = element.name if spec.map is None else self.folded(spec.mapped(element, names))
+        body += [self.w.comment(red), f"{row}[{inner}] = {contribution}"]
         lines = [pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
         lines += [pad + f"{lane} = {self.folded(spec.initial())}" for lane in lanes]
         lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
                   pad + f"for {block} in range(0, {rest}, {LANES}):"]
-        lines += [pad + f"    {lane} = {self.folded(spec.update(Var(lane), Var(f'{row}[{block} + {k}]'), names))}"
+        lines += [pad + f"    {lane} = {self.folded(spec.joined(Var(lane), Var(f'{row}[{block} + {k}]')))}"
                   for k, lane in enumerate(lanes)]
         lines += [pad + f"for {inner} in range({rest}, {sizes[-1]}):",
-                  pad + f"    {lanes[0]} = {self.folded(spec.update(Var(lanes[0]), Var(f'{row}[{inner}]'), names))}"]
+                  pad + f"    {lanes[0]} = {self.folded(spec.joined(Var(lanes[0]), Var(f'{row}[{inner}]')))}"]
         while len(lanes) > 1:  # a balanced tree: (l0 + l1) + (l2 + l3)
             pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
             lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
