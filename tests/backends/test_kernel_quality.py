@@ -140,3 +140,13 @@ def test_row_reductions_give_the_same_bits_for_any_number_of_threads():
     for a, b in zip(one, many):
         np.testing.assert_array_equal(a, b)
     assert_close(one, interpreted(graph, [x]), dtype=np.float32)
+
+
+def test_softmax_reads_a_sliced_or_transposed_matrix_in_place(plain_python):
+    x = np.random.default_rng(7).standard_normal((6, 9))
+
+    def program(x):
+        return x[1:, ::2].softmax(-1), x.T.log_softmax(1)
+    graph, kernel = lowered(program, [x])
+    assert "ascontiguousarray" not in _kernel_body(kernel.source)
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)

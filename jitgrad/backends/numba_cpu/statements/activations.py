@@ -56,7 +56,10 @@ def _last_dim(ctx: OpContext, rows: str, log: bool) -> list[str]:
     maxima = [f"{ctx.out}_m{j}" for j in range(lanes)]
     sums = [f"{ctx.out}_s{j}" for j in range(lanes)]
     outer, inner = rows[1:-1].split(", ")[:2]
-    lines = [f"{a} = {ctx.contiguous(ctx.self)}.reshape(({outer}, {inner}))",
+    # A 2-d input is read as it is laid out (a slice or a transpose included), anything else as rows
+    # of a C-contiguous array.
+    source = ctx.self if ctx.rank(ctx.self) == 2 else f"{ctx.contiguous(ctx.self)}.reshape(({outer}, {inner}))"
+    lines = [f"{a} = {source}",
              f"{o} = {ctx.out}.reshape(({outer}, {inner}))"]
     if lanes > 1:
         lines.append(f"{rest} = {n} - {n} % {lanes}")
