@@ -111,8 +111,7 @@ def markdown_section(results: list, env: list[tuple[str, str]], settings: str, s
     import report
     out = [BEGIN, "", *report.markdown_run(env, settings, skipped)]
     if load:
-        out.insert(-1, f"Load average (1, 5, 15 min): start {load['start']}, end {load.get('end')}")
-        out.insert(-1, "")
+        out.insert(-1, f"- **load average (1, 5, 15 min)**: start {load['start']}, end {load.get('end')}")
     out += ["### Ratios (below 1: jitgrad faster)", "", report.markdown_table(RATIO_HEADERS, ratio_rows(results)),
             "", "### Goals", "", report.markdown_table(GOAL_HEADERS, goal_rows(results), left=2), "",
             "### Per workload", ""]
