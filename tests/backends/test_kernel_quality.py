@@ -15,6 +15,7 @@ import pytest
 import jitgrad as jg
 from helpers import assert_close
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS
+from jitgrad.backends.numba_cpu.loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, row_chunks
 from lowering_helpers import interpreted, lowered
 
 
@@ -116,7 +117,7 @@ def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
         graph, kernel = lowered(_rows_program, [x], parallel=parallel)
         body = _kernel_body(kernel.source)
         assert "np.empty" not in body
-        assert ("prange(min(" in body) == parallel   # the row reductions' chunks
+        assert ("in prange(chunks" in body) == parallel   # the row reductions' chunks
         assert body.count("_p in prange(") == (2 if parallel else 0)   # softmax's and log_softmax's rows
         assert kernel.parallel == parallel
         # logsumexp's exp(x - max) is computed into the row buffer, in the loop that vectorizes, not in the fold
@@ -150,3 +151,12 @@ def test_softmax_reads_a_sliced_or_transposed_matrix_in_place(plain_python):
     graph, kernel = lowered(program, [x])
     assert "ascontiguousarray" not in _kernel_body(kernel.source)
     assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+def test_wide_rows_take_fewer_row_buffers():
+    """A parallel row reduction's buffers (one per chunk of rows) stay near ROW_BUFFER_ELEMENTS for wide
+    rows and never exceed the input: 64 chunks of short rows, 8 of very wide ones, one per row below that."""
+    assert row_chunks(10_000, 16) == ROW_CHUNKS
+    assert row_chunks(100, 10_000_000) == ROW_MIN_CHUNKS
+    assert row_chunks(3, 10_000_000) == 3
+    assert row_chunks(1000, ROW_BUFFER_ELEMENTS // 20) == 20

@@ -20,7 +20,15 @@ from .scalar_functions import NUMBA_CPU, numpy_type
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
 LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
-ROW_CHUNKS = 64  # a parallel row reduction's rows are cut into at most this many chunks, a row buffer each
+# A parallel row reduction's rows are cut into chunks, a row buffer each: at most ROW_CHUNKS, fewer for wide
+# rows (buffers of about ROW_BUFFER_ELEMENTS in all), never fewer than ROW_MIN_CHUNKS (or the rows): the
+# buffers never outgrow the reduction's input.
+ROW_CHUNKS, ROW_MIN_CHUNKS, ROW_BUFFER_ELEMENTS = 64, 8, 1 << 20
+
+
+def row_chunks(rows: int, row_length: int) -> int:
+    """How many chunks ``rows`` rows of ``row_length`` elements are cut into (as the kernel computes it)."""
+    return min(rows, max(ROW_MIN_CHUNKS, min(ROW_CHUNKS, ROW_BUFFER_ELEMENTS // max(row_length, 1))))
 
 
 class LoopNest(FusedLoop):
@@ -174,7 +182,7 @@ class LoopNest(FusedLoop):
         results and combines them in order afterwards.
 
         The row buffers come from the workspace, one per chunk of rows: in parallel the rows are cut
-        into ``min(rows, ROW_CHUNKS)`` chunks, each a ``prange`` iteration with its own buffer, so a
+        into ``row_chunks`` chunks, each a ``prange`` iteration with its own buffer, so a
         call allocates nothing (a buffer per row was an allocation per row: 65,536 for a tall-skinny
         product's ``tanh(a @ b).sum()``). Every row is folded the same way whichever thread runs it,
         and the chunks depend on the number of rows only, so results do not depend on the threads."""
@@ -188,9 +196,12 @@ class LoopNest(FusedLoop):
         row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
                             self.w.fresh(f"{inner}_rest"))
         if parallel:
-            chunk, chunks = self.w.fresh("chunk"), f"min({sizes[0]}, {ROW_CHUNKS})"
+            chunk, chunks = self.w.fresh("chunk"), self.w.fresh("chunks")
+            # row_chunks, written where the workspace is sliced (its run-time sizes)
+            self.w.allocations.append(f"    {chunks} = min({sizes[0]}, max({ROW_MIN_CHUNKS}, min({ROW_CHUNKS}, "
+                                      f"{ROW_BUFFER_ELEMENTS} // max({sizes[-1]}, 1))))")
             rows = self.scratch(f"{red.name}_rows", [chunks, sizes[-1]],
-                                min(self.loop_shape[0], ROW_CHUNKS) * self.loop_shape[-1], row_dtype)
+                                row_chunks(self.loop_shape[0], self.loop_shape[-1]) * self.loop_shape[-1], row_dtype)
             outer = [f"    for {chunk} in prange({chunks}):",
                      f"        {row} = {rows}[{chunk} * {sizes[-1]}:({chunk} + 1) * {sizes[-1]}]",
                      f"        for {self.index[0]} in range({chunk} * {sizes[0]} // {chunks}, "
