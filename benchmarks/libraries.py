@@ -43,7 +43,11 @@ CUDA_LIBRARIES = (
     Library("torch_cuda", "PyTorch CUDA eager", "torch", "torch"),
     Library("torch_compile_cuda", "torch.compile on CUDA (loss)", "torch", "torch"),
 )
-BY_KEY = {lib.key: lib for lib in LIBRARIES + COMPILED_LIBRARIES + CUDA_LIBRARIES}
+# The workload suite's reference (benchmarks/suite.py): PyTorch eager on float64 copies of the inputs.
+SUITE_LIBRARIES = (
+    Library("torch_float64", "PyTorch eager float64 (reference)", "torch", "torch"),
+)
+BY_KEY = {lib.key: lib for lib in LIBRARIES + COMPILED_LIBRARIES + CUDA_LIBRARIES + SUITE_LIBRARIES}
 
 
 def label(key: str) -> str:

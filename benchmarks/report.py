@@ -104,12 +104,13 @@ def markdown_table(headers: list[str], rows: list[list[str]], left: int = 1) -> 
     return "\n".join(lines)
 
 
-def text_workload(result: WorkloadResult, baseline: str) -> str:
+def text_workload(result: WorkloadResult, baseline: str, reference: str = "numpy") -> str:
     w = result.workload
     parts = [f"{w.key} {w.title}: {result.description}"]
     for p in result.problems:
-        parts.append(f"  ERROR: {libraries.label(p.library)} failed verification against the numpy "
-                     f"reference and is not timed: {p.message}")
+        parts.append(f"  ERROR: {libraries.label(p.library)} failed verification against "
+                     f"{'the numpy reference' if reference == 'numpy' else libraries.label(reference)} "
+                     f"and is not timed: {p.message}")
     if result.measurements:
         parts.append(text_table(measurement_headers(baseline), measurement_rows(result, baseline)))
     if w.goal is not None:

@@ -42,17 +42,19 @@ def _compare(workload: Workload, got: list[np.ndarray], want: list[np.ndarray]) 
     return None
 
 
-def check(workload: Workload, timed_steps: dict[str, Step], timed_inputs: Inputs) -> list[Problem]:
-    """Compare each library with the numpy reference on the timed inputs (reusing ``timed_steps``, the
+def check(workload: Workload, timed_steps: dict[str, Step], timed_inputs: Inputs,
+          reference: str = REFERENCE) -> list[Problem]:
+    """Compare each library with the ``reference`` column (the numpy pass unless the workload set has
+    another, as the suite's float64 PyTorch one) on the timed inputs (reusing ``timed_steps``, the
     steps about to be timed, so JAX compiles once) and on the workload's extra check inputs.
     Returns one problem per library that raised or disagreed (at most one each)."""
     problems: dict[str, Problem] = {}
     for inputs in [timed_inputs, *workload.check_inputs()]:
         def step_for(lib: str) -> Step:
             return timed_steps[lib] if inputs is timed_inputs else workload.builders[lib](inputs)
-        want = _outputs(REFERENCE, step_for(REFERENCE))
+        want = _outputs(reference, step_for(reference))
         for lib in timed_steps:
-            if lib == REFERENCE or lib in problems:
+            if lib == reference or lib in problems:
                 continue
             try:
                 message = _compare(workload, _outputs(lib, step_for(lib)), want)

@@ -14,11 +14,34 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..fx.node import Node, NodeKind
 from ..ops.lowering import element_expression
-from ..ops.scalar import Expr, Var
+from ..ops.scalar import Expr, Var, cast
 from .expressions import Dialect, render
 from .nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+
+
+SMALL_POWERS = (1, 2, 3)
+
+
+def small_power(node: Node) -> int | None:
+    """The exponent of ``x ** n`` when the graph holds it as a constant 1, 2 or 3 (``x ** 2`` as the
+    user wrote it, or the backward's ``x ** (2 - 1)``) and the base is a number array: the power is
+    then written as products, ``x * x``, where ``pow`` is a call per element that LLVM neither inlines
+    nor vectorizes. ``x * x`` is the correctly rounded square, as ``pow`` and numpy's ``square`` are;
+    ``x * x * x`` may differ from ``pow`` in the last bit (PyTorch computes it so too). Only a constant
+    of the graph qualifies: the code then depends on its value, so another exponent is another
+    kernel, never this one; an exponent passed at run time (a number input) keeps ``pow``."""
+    if node.target_name != "pow" or len(node.args) != 2 or isinstance(node.args[0], (int, float)):
+        return None
+    exponent = node.args[1]
+    if isinstance(exponent, (bool, np.bool_)) or not is_scalar(exponent) or not isinstance(node.args[0], Node):
+        return None
+    if compute_dtype(node).kind not in "fiu" or float(exponent) not in SMALL_POWERS:
+        return None
+    return int(exponent)
 
 
 class FusedLoop:
@@ -71,6 +94,13 @@ class FusedLoop:
         """An elementwise node's value: its op's scalar expression over its inputs' values and its
         attributes (numbers as the variables that hold them), as source in the backend's dialect."""
         op = node.target
+        power = small_power(node)
+        if power is not None:
+            base = Var(self.read(node.args[0], node, op.inputs[0]))
+            product = cast(base)
+            for _ in range(power - 1):
+                product = product * cast(base)
+            return self.rendered(node, product, compute_dtype(node), node_dtype(node))
         inputs = [Var(self.read(value, node, name)) for name, value in zip(op.inputs, node.args)]
         attrs = {key: Var(self.read(value, node, key)) if is_scalar(value) and not isinstance(value, bool) else value
                  for key, value in node.kwargs.items()}

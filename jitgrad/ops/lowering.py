@@ -56,8 +56,12 @@ class Reduction:
 
     def update(self, acc: Expr, element: Expr, names: Mapping[str, Any]) -> Expr:
         """The accumulator after folding ``element`` into ``acc``."""
-        value = element if self.map is None else _call(self.map, (element,), names)
-        return expr(self.combine(acc, value))
+        return expr(self.combine(acc, self.mapped(element, names)))
+
+    def mapped(self, element: Expr, names: Mapping[str, Any]) -> Expr:
+        """What ``element`` contributes before it is combined (``map``, or the element itself): a
+        backend may compute it apart from the fold, in a loop of its own that vectorizes."""
+        return element if self.map is None else expr(_call(self.map, (element,), names))
 
     def joined(self, acc: Expr, partial: Expr) -> Expr:
         """Two partial results as one."""

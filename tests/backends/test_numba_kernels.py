@@ -11,7 +11,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad import fx
-from jitgrad.backends.numba_cpu import lower
+from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS, lower
 from jitgrad.fx import passes
 
 
@@ -286,3 +286,28 @@ def test_an_unrolled_loop_reads_rows_as_views_and_multiplies_them_at_once():
     got_loss, got_grad = kernel(w, xs, c)
     np.testing.assert_allclose(got_loss, expected_loss.item(), rtol=1e-12)
     np.testing.assert_allclose(got_grad, eager[0].grad.numpy(), rtol=1e-12)
+
+
+def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads():
+    """Large (row buffers in chunks, four lanes) and parallel: one thread and every thread give
+    identical results, close to eager's."""
+    import numba
+
+    x = np.random.default_rng(6).standard_normal((PARALLEL_ELEMENTS // 32 + 7, 33)).astype(np.float32)
+
+    def rows_program(x):
+        return x.logsumexp(1), x.softmax(1), (x.tanh() * x).sum()
+    kernel = lowered(rows_program, x)
+    assert kernel.parallel and "in prange(chunks" in kernel.source and "_p in prange(" in kernel.source
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = [a.copy() for a in kernel(x)]
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = [a.copy() for a in kernel(x)]
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(one, many):
+        np.testing.assert_array_equal(a, b)
+    for got, want in zip(one, rows_program(jg.tensor(x))):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)

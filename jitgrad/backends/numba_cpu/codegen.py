@@ -41,7 +41,7 @@ from ..source import product
 from ..source_writer import SourceWriter
 from .context import OpContext
 from .imports import import_lines
-from .loop_nest import LoopNest
+from .loop_nest import PARALLEL_ELEMENTS, LoopNest
 from .nodes import LoweringError, check_lowerings
 from .outlining import GLOBALS, Outliner
 from .scalar_functions import numpy_type
@@ -151,7 +151,18 @@ class _Writer(SourceWriter):
         ctx = OpContext(node, inputs, out, self.shapes, self.contiguous, self.ranks,
                         lambda array: self.index_argument(node, array),
                         lambda value: self.scalar(value, ctx.dtype, f"{node.name}_value"), self.size)
+        elements = math.prod(kernel_shape(tuple(node.meta["shape"]))) if not isinstance(node.meta["dtype"], tuple) \
+            else 0
+        ctx.parallel = self.parallel_mode is True or (self.parallel_mode is None and elements >= PARALLEL_ELEMENTS)
         return ctx
+
+    def statement(self, node: Node, out: list[str]) -> None:
+        """A statement's lines; one with a ``prange`` loop (``ctx.parallel`` allowed it) makes the kernel
+        a parallel one, as an inline fusion group's does."""
+        start = len(out)
+        super().statement(node, out)
+        if any("prange(" in line for line in out[start:]):
+            self.outliner.inline_parallel = True
 
 
 def _tuple(sizes: tuple[str, ...]) -> str:

@@ -26,6 +26,7 @@ class OpContext(SharedOpContext):
     arrays, and flat positions as kernel arguments."""
 
     scalar_type = staticmethod(numpy_type)
+    parallel = False  # whether the statement may loop over rows with prange (the kernel's mode and its size)
 
     def positions(self, shape: tuple[int, ...], index: object) -> str:
         """A kernel argument with the flat positions, in a C-ordered array of ``shape``, of the

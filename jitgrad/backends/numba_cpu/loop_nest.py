@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ...fx.node import Node
 from ...ops.lowering import Reduction
 from ...ops.scalar import Var
 from ..fused_loop import FusedLoop
-from ..nodes import node_dtype
+from ..nodes import kernel_shape, node_dtype
 from ..source import product
 from .nodes import LoweringError
 from .scalar_functions import NUMBA_CPU, numpy_type
@@ -18,6 +20,15 @@ from .scalar_functions import NUMBA_CPU, numpy_type
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
 LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
+# A parallel row reduction's rows are cut into chunks, a row buffer each: at most ROW_CHUNKS, fewer for wide
+# rows (buffers of about ROW_BUFFER_ELEMENTS in all), never fewer than ROW_MIN_CHUNKS (or the rows): the
+# buffers never outgrow the reduction's input.
+ROW_CHUNKS, ROW_MIN_CHUNKS, ROW_BUFFER_ELEMENTS = 64, 8, 1 << 20
+
+
+def row_chunks(rows: int, row_length: int) -> int:
+    """How many chunks ``rows`` rows of ``row_length`` elements are cut into (as the kernel computes it)."""
+    return min(rows, max(ROW_MIN_CHUNKS, min(ROW_CHUNKS, ROW_BUFFER_ELEMENTS // max(row_length, 1))))
 
 
 class LoopNest(FusedLoop):
@@ -97,8 +108,17 @@ class LoopNest(FusedLoop):
         if spec.first is None:
             return self.accumulate(spec, acc, None, True, parallel)
         first = self.w.fresh(f"{red.name}_first")
-        return [f"    {first} = np.empty_like({acc})", *self.accumulate(spec.first, first, None, True, parallel),
+        flat = self.scratch(f"{red.name}_first_flat", self.w.sizes_of(red.meta["shape"]) or ["1"],
+                            math.prod(kernel_shape(tuple(red.meta["shape"]))), node_dtype(red))
+        return [f"    {first} = {flat}.reshape({acc}.shape)", *self.accumulate(spec.first, first, None, True, parallel),
                 *self.accumulate(spec, acc, first, False, parallel)]
+
+    def scratch(self, hint: str, sizes: list[str], elements: int, dtype: Any) -> str:
+        """A fresh variable bound to ``product(sizes)`` elements of the kernel's workspace of ``dtype``
+        (``elements`` at the traced sizes): scratch memory that a call neither allocates nor frees."""
+        var = self.w.fresh(hint)
+        self.w.take_from_workspace(var, product(sizes), np.dtype(dtype), max(elements, 1))
+        return var
 
     def accumulate(self, spec: Reduction, acc: str, first: str | None, write_outputs: bool,
                    parallel: bool) -> list[str]:
@@ -126,10 +146,10 @@ class LoopNest(FusedLoop):
         init = f"{total} = {self.folded(spec.initial())}"
         body.append(f"{total} = {self.folded(spec.update(Var(total), Var(value), names))}")
         if kept == 0 and parallel:  # per-row partial results, combined serially
-            partial, k = self.w.fresh(f"{red.name}_partial"), self.index[0]
+            k = self.index[0]
             sizes = self.w.sizes_of(self.loop_shape)
-            lines = [f"    {partial} = np.empty({sizes[0]}, {T})", f"    for {k} in prange({sizes[0]}):",
-                     f"        {init}"]
+            partial = self.scratch(f"{red.name}_partial", [sizes[0]], self.loop_shape[0], node_dtype(red))
+            lines = [f"    for {k} in prange({sizes[0]}):", f"        {init}"]
             for d in range(1, self.rank):
                 lines.append("    " * (d + 1) + f"for {self.index[d]} in range({sizes[d]}):")
             lines += ["    " * (self.rank + 1) + b for b in body]
@@ -159,39 +179,64 @@ class LoopNest(FusedLoop):
         value in the same loop, a chain of dependent adds it may not reorder, kept it scalar: 16 ms
         instead of 4 for W3's first loop), then the fold of that row (in cache) with ``LANES``
         running values, combined at the end, as numpy's own sums do. A full reduction keeps the rows'
-        results and combines them in order afterwards."""
+        results and combines them in order afterwards.
+
+        The row buffers come from the workspace, one per chunk of rows: in parallel the rows are cut
+        into ``row_chunks`` chunks, each a ``prange`` iteration with its own buffer, so a
+        call allocates nothing (a buffer per row was an allocation per row: 65,536 for a tall-skinny
+        product's ``tanh(a @ b).sum()``). Every row is folded the same way whichever thread runs it,
+        and the chunks depend on the number of rows only, so results do not depend on the threads."""
         red = self.reduction
         T = numpy_type(node_dtype(red))
         sizes = self.w.sizes_of(self.loop_shape)
         inner, depth = self.index[-1], self.rank
-        pad = "    " * depth
+        # The row holds each element's contribution (``map``: logsumexp's exp(x - max)), computed in
+        # the row's own loop, which vectorizes, and the lanes only combine.
+        row_dtype = np.dtype(red.args[0].meta["dtype"]) if spec.map is None else node_dtype(red)
         row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
                             self.w.fresh(f"{inner}_rest"))
+        if parallel:
+            chunk, chunks = self.w.fresh("chunk"), self.w.fresh("chunks")
+            # row_chunks, written where the workspace is sliced (its run-time sizes)
+            self.w.allocations.append(f"    {chunks} = min({sizes[0]}, max({ROW_MIN_CHUNKS}, min({ROW_CHUNKS}, "
+                                      f"{ROW_BUFFER_ELEMENTS} // max({sizes[-1]}, 1))))")
+            rows = self.scratch(f"{red.name}_rows", [chunks, sizes[-1]],
+                                row_chunks(self.loop_shape[0], self.loop_shape[-1]) * self.loop_shape[-1], row_dtype)
+            outer = [f"    for {chunk} in prange({chunks}):",
+                     f"        {row} = {rows}[{chunk} * {sizes[-1]}:({chunk} + 1) * {sizes[-1]}]",
+                     f"        for {self.index[0]} in range({chunk} * {sizes[0]} // {chunks}, "
+                     f"({chunk} + 1) * {sizes[0]} // {chunks}):"]
+            shift = 1
+        else:
+            row = self.scratch(f"{red.name}_row", [sizes[-1]], self.loop_shape[-1], row_dtype)
+            outer = [f"    for {self.index[0]} in range({sizes[0]}):"]
+            shift = 0
+        outer += [("    " * (k + 1 + shift)) + f"for {self.index[k]} in range({sizes[k]}):" for k in range(1, depth - 1)]
+        pad = "    " * (depth + shift)
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
-        body = self.body(write_outputs) + [self.w.comment(red),
-                                           f"{row}[{inner}] = {self.read(red.args[0], red, 'self')}"]
-        lines = [pad + f"{row} = np.empty({sizes[-1]}, {numpy_type(red.args[0].meta['dtype'])})",
-                 pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
+        body = self.body(write_outputs)   # first: the members' values the reduction reads
+        element = Var(self.read(red.args[0], red, "self"))
+        contribution = element.name if spec.map is None else self.folded(spec.mapped(element, names))
+        body += [self.w.comment(red), f"{row}[{inner}] = {contribution}"]
+        lines = [pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
         lines += [pad + f"{lane} = {self.folded(spec.initial())}" for lane in lanes]
         lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
                   pad + f"for {block} in range(0, {rest}, {LANES}):"]
-        lines += [pad + f"    {lane} = {self.folded(spec.update(Var(lane), Var(f'{row}[{block} + {k}]'), names))}"
+        lines += [pad + f"    {lane} = {self.folded(spec.joined(Var(lane), Var(f'{row}[{block} + {k}]')))}"
                   for k, lane in enumerate(lanes)]
         lines += [pad + f"for {inner} in range({rest}, {sizes[-1]}):",
-                  pad + f"    {lanes[0]} = {self.folded(spec.update(Var(lanes[0]), Var(f'{row}[{inner}]'), names))}"]
+                  pad + f"    {lanes[0]} = {self.folded(spec.joined(Var(lanes[0]), Var(f'{row}[{inner}]')))}"]
         while len(lanes) > 1:  # a balanced tree: (l0 + l1) + (l2 + l3)
             pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
             lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
             lines += [pad + f"{v} = {self.folded(spec.joined(Var(a), Var(b)))}" for v, (a, b) in zip(lanes, pairs)]
         total = lanes[0]
-        outer = [("    " * (k + 1)) + f"for {self.index[k]} in {'prange' if k == 0 and parallel else 'range'}"
-                 f"({sizes[k]}):" for k in range(depth - 1)]
         if self.kept() == self.rank - 1:
             finished = self.folded(spec.finished(Var(total), names))
             return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
-        partial = self.w.fresh(f"{red.name}_partial")
-        return [f"    {partial} = np.empty({sizes[0]}, {T})", *outer, *lines,
-                pad + f"{partial}[{self.index[0]}] = {total}", *self.combine_rows(spec, acc, partial, names)]
+        partial = self.scratch(f"{red.name}_partial", [sizes[0]], self.loop_shape[0], node_dtype(red))
+        return [*outer, *lines, pad + f"{partial}[{self.index[0]}] = {total}",
+                *self.combine_rows(spec, acc, partial, names)]
 
     def accumulate_in_memory(self, spec: Reduction, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:

@@ -19,8 +19,9 @@ def gemm(ctx: OpContext) -> str:
 
 def batched_gemm(ctx: OpContext) -> str | list[str]:
     """``(..., n, k) @ (k, m)``: one product over the stacked rows. Anything else (batched operands,
-    broadcast batch dimensions, a 1-d operand beside a batched one): one product per matrix of the
-    result, each operand's matrix found by unravelling the result's batch index with broadcasting."""
+    broadcast batch dimensions, a 1-d operand beside a batched one): one BLAS product per matrix of the
+    result, each operand's matrix found by unravelling the result's batch index with broadcasting; a
+    transposed 3-d operand is read in place (``_stacked``)."""
     a, b = ctx.self, ctx.other
     ra, rb = ctx.rank(a), ctx.rank(b)
     if rb == 2 and ra >= 2:
@@ -32,8 +33,8 @@ def batched_gemm(ctx: OpContext) -> str | list[str]:
     batch = _broadcast_sizes(a_shape[:-2], b_shape[:-2])
     n, k, m = a_shape[-2], a_shape[-1], b_shape[-1]
     name = ctx.out
-    lines = [f"{name}_a = {ctx.contiguous(a)}.reshape(({ctx.product(a_shape[:-2])}, {n}, {k}))",
-             f"{name}_b = {ctx.contiguous(b)}.reshape(({ctx.product(b_shape[:-2])}, {k}, {m}))",
+    lines = [f"{name}_a = {_stacked(ctx, a, a_shape, n, k)}",
+             f"{name}_b = {_stacked(ctx, b, b_shape, k, m)}",
              f"{name}_c = {name}.reshape(({ctx.product(batch)}, {n}, {m}))",
              f"for {name}_i in range({ctx.product(batch)}):",
              f"    {name}_rest = {name}_i",
@@ -52,6 +53,16 @@ def batched_gemm(ctx: OpContext) -> str | list[str]:
             stride_b = f"{stride_b} * {b_shape[db]}"
     lines.append(f"    matmat({name}_a[{name}_ia], {name}_b[{name}_ib], {name}_c[{name}_i])")
     return lines
+
+
+def _stacked(ctx: OpContext, var: str, shape: tuple[str, ...], rows: str, cols: str) -> str:
+    """``var`` as a stack of (rows, cols) matrices. A 3-d operand already is one and is read in place,
+    whatever its layout (a transposed or permuted view): ``matmat`` hands each matrix to BLAS with the
+    transpose in its layout flag, or copies that one matrix when BLAS cannot read it. Other ranks are
+    reshaped, which needs a C-contiguous array."""
+    if ctx.rank(var) == 3:
+        return var
+    return f"{ctx.contiguous(var)}.reshape(({ctx.product(shape[:-2])}, {rows}, {cols}))"
 
 
 def _broadcast_sizes(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,0 +1,144 @@
+"""What the numba backend makes of the suite's patterns (issue 17), read in the generated source and
+checked against the interpreter: constant small powers as products, batched products over transposed
+operands read in place, row reductions that take their row buffers from the workspace, with the same
+bits whatever the number of threads.
+
+The generated code runs as plain Python here (no numba compile); test_numba_kernels.py checks that
+row reductions and softmax give the same bits for any number of threads, compiled."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from helpers import assert_close
+from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS
+from jitgrad.backends.numba_cpu.loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, row_chunks
+from lowering_helpers import interpreted, lowered
+
+
+def _kernel_body(source: str) -> str:
+    return source.split("def kernel(")[1]
+
+
+@pytest.mark.parametrize("exponent, products", [(2, 1), (3, 2), (1, 0)])
+def test_a_constant_small_power_is_written_as_products(exponent, products, plain_python):
+    x = np.random.default_rng(1).standard_normal((3, 5))
+
+    def program(x):
+        return (x ** exponent).sum()
+    graph, kernel = lowered(program, [x])
+    body = _kernel_body(kernel.source)
+    assert "**" not in body and "pow_exponent" not in body
+    line = next(s for s in body.splitlines() if s.strip().startswith("pow_v = "))
+    assert line.count(" * ") == products
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+@pytest.mark.parametrize("exponent", [2.5, 4, -2, 0])
+def test_other_powers_keep_pow(exponent, plain_python):
+    x = np.abs(np.random.default_rng(2).standard_normal((3, 5))) + 0.5
+
+    def program(x):
+        return (x ** exponent).sum()
+    graph, kernel = lowered(program, [x])
+    assert "**" in _kernel_body(kernel.source)
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+def test_a_changing_exponent_never_reuses_the_product_code(plain_python):
+    """The exponent as an argument (a whole step, and a forward), then a global: 2, 3, 2.5, 2, 3. Each
+    call gives eager's values and gradients: a kernel written for ``x * x`` never runs for another
+    exponent, whether the exponent becomes a run-time number or a guarded constant."""
+    x = jg.tensor(np.random.default_rng(3).uniform(0.5, 2.0, (4, 3)), requires_grad=True)
+    settings = {"p": 2}
+
+    @jg.compile(cache=False)
+    def step(x, p):
+        value = (x ** p).sum()
+        value.backward()
+        return value
+
+    @jg.compile(cache=False)
+    def forward(x, p):
+        return (x ** p).sum()
+
+    @jg.compile(cache=False)
+    def by_global(x):
+        value = (x ** settings["p"]).sum()
+        value.backward()
+        return value
+
+    for p in (2, 3, 2.5, 2, 3):
+        settings["p"] = p
+        want = (x.detach() ** p).sum().item()
+        want_grad = p * x.detach().numpy() ** (p - 1)
+        for run in (lambda: step(x, p), lambda: by_global(x)):
+            x.grad = None
+            assert run().item() == pytest.approx(want, rel=1e-12)
+            np.testing.assert_allclose(x.grad.numpy(), want_grad, rtol=1e-12)
+        with jg.no_grad():
+            assert forward(x.detach(), p).item() == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("case", ["a @ b", "a @ b.mT", "a.mT @ b", "a.mT @ b.mT"])
+def test_batched_products_read_transposed_operands_in_place(case, plain_python):
+    """3-d @ 3-d, either operand a transposed view: no contiguous copy in the kernel; forward and
+    backward (whose products take transposes of the inputs) equal the interpreter's."""
+    rng = np.random.default_rng(4)
+    a_shape = (3, 4, 5) if case.startswith("a @") else (3, 5, 4)
+    b_shape = (3, 5, 6) if not case.endswith(".mT") else (3, 6, 5)
+    arrays = [rng.standard_normal(a_shape), rng.standard_normal(b_shape)]
+
+    def program(a, b):
+        a.requires_grad_()
+        b.requires_grad_()
+        out = eval(case, {"a": a, "b": b})
+        ((out * out).sum()).backward()
+        return out, a.grad, b.grad
+    graph, kernel = lowered(program, arrays)
+    assert "ascontiguousarray" not in _kernel_body(kernel.source)
+    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)
+
+
+def _rows_program(x):
+    return x.logsumexp(1), x.softmax(1), x.log_softmax(-1), (x.tanh() * x).sum()
+
+
+def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
+    """Row buffers, partial sums and a two-pass reduction's first results all come from the
+    workspace: the kernel calls no ``np.empty``, serially or in parallel; softmax and log_softmax
+    loop over their rows with prange when parallel; a reduction's per-element map (logsumexp's exp)
+    fills the row buffer."""
+    x = np.random.default_rng(5).standard_normal((PARALLEL_ELEMENTS // 64 + 3, 64))
+    for parallel in (True, False):
+        graph, kernel = lowered(_rows_program, [x], parallel=parallel)
+        body = _kernel_body(kernel.source)
+        assert "np.empty" not in body
+        assert ("in prange(chunks" in body) == parallel   # the row reductions' chunks
+        assert body.count("_p in prange(") == (2 if parallel else 0)   # softmax's and log_softmax's rows
+        assert kernel.parallel == parallel
+        # logsumexp's exp(x - max) is computed into the row buffer, in the loop that vectorizes, not in the fold
+        assert re.search(r"logsumexp_row\w* *\[i1\] = math\.exp\(", body)
+        assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+def test_softmax_reads_a_sliced_or_transposed_matrix_in_place(plain_python):
+    x = np.random.default_rng(7).standard_normal((6, 9))
+
+    def program(x):
+        return x[1:, ::2].softmax(-1), x.T.log_softmax(1)
+    graph, kernel = lowered(program, [x])
+    assert "ascontiguousarray" not in _kernel_body(kernel.source)
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+def test_wide_rows_take_fewer_row_buffers():
+    """A parallel row reduction's buffers (one per chunk of rows) stay near ROW_BUFFER_ELEMENTS for wide
+    rows and never exceed the input: 64 chunks of short rows, 8 of very wide ones, one per row below that."""
+    assert row_chunks(10_000, 16) == ROW_CHUNKS
+    assert row_chunks(100, 10_000_000) == ROW_MIN_CHUNKS
+    assert row_chunks(3, 10_000_000) == 3
+    assert row_chunks(1000, ROW_BUFFER_ELEMENTS // 20) == 20
