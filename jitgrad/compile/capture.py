@@ -189,6 +189,13 @@ class NeedsValues(Exception):
         self.leaves, self.sources = leaves, sources
 
 
+def _needs_values(tracer: Any, number_leaves: dict, free_numbers: dict, reason: str) -> NeedsValues:
+    """The numbers the trace asked the value of (``tracer.specialized``), as the call's leaves and free
+    sources the next trace keeps constant."""
+    return NeedsValues({number_leaves[name] for name in tracer.specialized if name in number_leaves}, reason,
+                       frozenset(free_numbers[name] for name in tracer.specialized if name in free_numbers))
+
+
 def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
             dynamic: frozenset[int] = frozenset(), static: frozenset[Source] = frozenset()) -> Captured:
     """Traces ``fn(*args, **kwargs)`` (see the module docstring), twice (``_first_difference``); the
@@ -295,10 +302,12 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                 else:
                     reason = "a number is needed as a Python value"
                 if tracer.specialized:
-                    raise NeedsValues({number_leaves[name] for name in tracer.specialized if name in number_leaves},
-                                      reason, frozenset(free_numbers[name] for name in tracer.specialized
-                                                        if name in free_numbers))
-                captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
+                    raise _needs_values(tracer, number_leaves, free_numbers, reason)
+                try:
+                    captured = _finish(tracer, free, result, argument_sources, numbers)  # may run a backward's hooks
+                except Specialize as error:  # a derivative formula needs a number's value (pow's at exponent 0)
+                    tracer.specialized |= error.roots
+                    raise _needs_values(tracer, number_leaves, free_numbers, str(error)) from None
             captured.draws = _check_draws(tracer, generator_state)
             changes = side_effects.find_changes(snapshots)
             if changes and not locate_changes:

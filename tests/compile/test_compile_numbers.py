@@ -63,6 +63,25 @@ def test_a_dynamic_number_reaches_the_backward_of_a_loss():
     assert len(compiled.programs) == 2
 
 
+def test_a_number_the_backward_of_a_loss_needs_stays_a_guarded_constant():
+    """pow's derivative asks whether the exponent is 0: in a compiled loss that is the backward traced
+    with the forward, so the exponent, a run-time number after its first change, must become a
+    guarded constant there too (it raised Specialize out of the call)."""
+    def loss(x, p):
+        return (x ** p).sum()
+    compiled = jg.compile(loss, cache=False, fullgraph=True)
+    x = jg.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+    xe = jg.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+    for p in (2, 3, 2, 2.5):
+        x.grad = xe.grad = None
+        out = compiled(x, p)
+        out.backward()
+        loss(xe, p).backward()
+        assert_close(out, loss(xe.detach(), p))
+        assert_close(x.grad, xe.grad)
+    assert any("argument 'p' stays a guarded constant" in line for line in compiled.log)
+
+
 def test_numbers_inside_containers_become_dynamic_too():
     def f(x, options):
         return (x * options["scale"] + options["shift"]).sum()
