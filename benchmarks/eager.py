@@ -79,7 +79,7 @@ def run_workload(workload, libs: list[str], args: argparse.Namespace):
     for p in problems:
         steps.pop(p.library, None)
     measurements = timing.measure(steps, rounds=args.rounds, batch_seconds=args.batch_ms / 1e3,
-                                  cpu_time=args.cpu_time)
+                                  cpu_time=getattr(args, "cpu_time", False))  # run.py's, suite.py's... have none
     return WorkloadResult(workload, workload.describe(args.quick), measurements, problems)
 
 

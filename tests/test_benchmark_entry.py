@@ -26,7 +26,7 @@ FAKE_SECONDS = {"jitgrad": 4e-3, "jitgrad_compiled": 3e-3, "torch": 2e-3, "numpy
 @pytest.fixture
 def fake_clock(monkeypatch):
     """Verification runs the real steps; the timing does not (a test must not time anything)."""
-    def measure(steps, rounds, batch_seconds, warmup=3):
+    def measure(steps, rounds, batch_seconds, warmup=3, cpu_time=False):
         return {name: Measurement(FAKE_SECONDS[name], 0.01, 7, rounds) for name in steps}
     monkeypatch.setattr(timing, "measure", measure)
 

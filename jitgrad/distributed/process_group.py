@@ -143,6 +143,9 @@ def init_process_group(backend: str | None = "mpi", init_method: str | None = No
     _state["group"] = group
 
 
+ABORT_GRACE_SECONDS = 0.5  # for the launcher to forward a failing rank's traceback before the abort
+
+
 def _abort_on_exception(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
     """The exception hook of a group: the usual traceback, then the whole job aborted, so that the
     other ranks do not wait forever in a collective this rank will never call."""
@@ -153,6 +156,9 @@ def _abort_on_exception(kind: type[BaseException], error: BaseException, trace: 
         sys.stderr.write(f"jitgrad.distributed: rank {group.rank()} of {group.size()} raised {kind.__name__}; "
                          "aborting every rank of the job\n")
         sys.stderr.flush()
+        # MPI's launcher forwards a rank's output as it reads it, and stops when the abort ends the job:
+        # on a busy machine the error above could be lost, the one line that says what went wrong
+        time.sleep(ABORT_GRACE_SECONDS)
         group.comm.Abort(1)
 
 
