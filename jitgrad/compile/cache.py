@@ -565,5 +565,6 @@ class DiskCache:
         self._total = total
 
 
-__all__ = ["KINDS", "OBJECT_FORMAT", "CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular", "shared_cache",
-           "machine", "stats", "versions", "write_atomically"]
+__all__ = [
+    "KINDS", "OBJECT_FORMAT", "CacheStats", "DiskCache", "Rejected", "default_directory", "read_regular",
+    "shared_cache", "machine", "stats", "versions", "write_atomically"]

@@ -3,8 +3,9 @@
 A thin wrapper over MPI's launcher, which does the work: it starts the processes, connects them
 (each finds its rank in ``MPI.COMM_WORLD``), forwards their output, and when one of them dies or
 aborts (``jitgrad.distributed`` aborts the job on an uncaught exception) ends the others and exits
-non-zero; this wrapper then says so on stderr and exits with the same status. The launcher is the ``mpiexec`` beside this Python (where the ``mpich`` wheel installs
-it), else the first ``mpiexec`` or ``mpirun`` on ``PATH``.
+non-zero; this wrapper then says so on stderr and exits with the same status. The launcher is the
+``mpiexec`` beside this Python (where the ``mpich`` wheel installs it), else the first ``mpiexec`` or
+``mpirun`` on ``PATH``.
 """
 from __future__ import annotations
 

@@ -5,6 +5,6 @@ from .dataset import Dataset, Subset, TensorDataset, random_split
 from .distributed import DistributedSampler
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["BatchSampler", "DataLoader", "Dataset", "DistributedSampler", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
-           "TensorDataset", "default_collate", "default_convert",
-           "random_split"]
+__all__ = [
+    "BatchSampler", "DataLoader", "Dataset", "DistributedSampler", "RandomSampler", "Sampler", "SequentialSampler",
+    "Subset", "TensorDataset", "default_collate", "default_convert", "random_split"]
