@@ -32,6 +32,7 @@ from .graph import AccumulateGrad, Edge, Node, add_arrays
 _ONLY_HERE = 2
 _DONE = object()  # a node's buffer once it has run: a gradient arriving later means the order was wrong
 _DROPPED = object()  # what a leaf that is not wanted "receives"
+_BEFORE_EVERY_NODE = float("inf")  # the place of the roots' seeds in the order
 
 
 def usable(depth: int, devices_active: bool) -> bool:
@@ -87,13 +88,12 @@ def _leading_to(wanted: set, executed: list) -> list:
 
 def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list] | None:
     buffers: dict[Node, object] = {}
-    leaves: dict[AccumulateGrad, np.ndarray] = {}
+    leaves: dict[AccumulateGrad, np.ndarray | object] = {}
     heap: list = []
-    for (node, slot), seed in zip(roots, seeds):
-        if not _seed(node, slot, seed._data, buffers, leaves, heap, wanted):
-            return None
+    if not _route(roots, [seed._data for seed in seeds], _BEFORE_EVERY_NODE, buffers, leaves, heap, wanted):
+        return None
     executed = []
-    pop, push = heapq.heappop, heapq.heappush
+    pop = heapq.heappop
     while heap:
         priority, node = pop(heap)
         grads = buffers[node]
@@ -101,61 +101,48 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
         if node._pre_hooks or node._post_hooks or node._tensor_pre_hooks or node._retains_grad:
             return None
         answer = node.apply_arrays(grads)
-        if answer is None:
+        if answer is None or not _route(node._next_edges, answer, -priority, buffers, leaves, heap, wanted):
             return None
         executed.append(node)
-        sequence_nr = -priority
-        for edge, grad in zip(node._next_edges, answer):
-            if edge is None or grad is None:
-                continue
-            target, slot = edge
-            shape, dtype, _ = target._input_metadata[slot]
-            if grad.shape != shape:
-                if not expandable(shape, grad.shape):
-                    return None
-                grad = provided.sum_to(Tensor._make(grad), shape)._data
-            if grad.dtype is not dtype and grad.dtype != dtype:
-                grad = grad.astype(dtype)
-            if type(target) is AccumulateGrad:
-                old = leaves.get(target)
-                if old is None:
-                    if not _first_into_leaf(target, grad, leaves, wanted):
-                        return None
-                elif old is not _DROPPED:
-                    leaves[target] = add_arrays(old, grad)
-                continue
-            buffer = buffers.get(target)
-            if buffer is None:
-                if target._sequence_nr >= sequence_nr:
-                    return None  # not made before this node: the order is not topological (other threads)
-                buffer = buffers[target] = [None] * len(target._input_metadata)
-                push(heap, (-target._sequence_nr, target))  # equal numbers (two threads): nodes compare, TypeError
-            elif buffer is _DONE:
-                return None
-            old = buffer[slot]
-            buffer[slot] = grad if old is None else add_arrays(old, grad)
     return leaves, executed
 
 
-def _seed(node: Node, slot: int, grad: np.ndarray, buffers: dict, leaves: dict, heap: list,
-          wanted: set | None) -> bool:
-    """Hands a seed to its root node; one the engine would have to cast goes to the engine."""
-    shape, dtype, _ = node._input_metadata[slot]
-    if grad.shape != shape or grad.dtype != dtype:
-        return False
-    if type(node) is AccumulateGrad:
-        old = leaves.get(node)
-        if old is None:
-            return _first_into_leaf(node, grad, leaves, wanted)
-        if old is not _DROPPED:
-            leaves[node] = add_arrays(old, grad)
-        return True
-    buffer = buffers.get(node)
-    if buffer is None:
-        buffer = buffers[node] = [None] * len(node._input_metadata)
-        heapq.heappush(heap, (-node._sequence_nr, node))
-    old = buffer[slot]
-    buffer[slot] = grad if old is None else add_arrays(old, grad)
+def _route(edges: Sequence[Edge | None], grads: Sequence[np.ndarray | None], sequence_nr: float, buffers: dict,
+           leaves: dict, heap: list, wanted: set | None) -> bool:
+    """Hands each gradient to the slot its edge names, from a node numbered ``sequence_nr`` (the roots'
+    seeds come before every node): checked, summed back to the slot's shape and cast to its dtype as the
+    engine's ``validate_outputs`` does, added to what the slot has, and the node it reaches queued.
+    False where the engine must take over."""
+    push = heapq.heappush
+    for edge, grad in zip(edges, grads):
+        if edge is None or grad is None:
+            continue
+        target, slot = edge
+        shape, dtype, _ = target._input_metadata[slot]
+        if grad.shape != shape:
+            if not expandable(shape, grad.shape):
+                return False
+            grad = provided.sum_to(Tensor._make(grad), shape)._data
+        if grad.dtype is not dtype and grad.dtype != dtype:
+            grad = grad.astype(dtype)
+        if type(target) is AccumulateGrad:
+            old = leaves.get(target)
+            if old is None:
+                if not _first_into_leaf(target, grad, leaves, wanted):
+                    return False
+            elif old is not _DROPPED:
+                leaves[target] = add_arrays(old, grad)
+            continue
+        buffer = buffers.get(target)
+        if buffer is None:
+            if target._sequence_nr >= sequence_nr:
+                return False  # not made before this node: the order is not topological (other threads)
+            buffer = buffers[target] = [None] * len(target._input_metadata)
+            push(heap, (-target._sequence_nr, target))  # equal numbers (two threads): nodes compare, TypeError
+        elif buffer is _DONE:
+            return False
+        old = buffer[slot]
+        buffer[slot] = grad if old is None else add_arrays(old, grad)
     return True
 
 
