@@ -192,7 +192,7 @@ def main() -> None:
     libs = {"jitgrad": jitgrad, **libs}
     print(f"jitgrad from {jitgrad.__file__}")
     header = ["numpy"] + [f"{name} {'grad' if grad else 'no grad'}" for name in libs for grad in (False, True)]
-    print(f"\nper op, us (16 float64; matmul 32x32 @ 32); recording = with grad - without")
+    print("\nper op, us (16 float64; matmul 32x32 @ 32); recording = with grad - without")
     print(f"{'op':22}" + "".join(f"{h:>18}" for h in header) + "".join(f"{'record ' + n:>16}" for n in libs))
     for op, times in per_op(libs, number, rounds):
         record = [times[2 + 2 * i] - times[1 + 2 * i] for i in range(len(libs))]

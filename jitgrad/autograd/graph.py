@@ -11,7 +11,7 @@ import functools
 import itertools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -343,8 +343,8 @@ _ONE_CPU_SLOT: dict[tuple, tuple[InputMetadata]] = {}
 
 def _one_cpu_slot(shape: tuple[int, ...], dtype: np.dtype) -> tuple[InputMetadata]:
     """The input metadata of a node with one CPU output: one shared tuple per shape and dtype, since
-    every object a node allocates is one more for the garbage collector to scan while the graph lives
-    (a new tuple per node cost W1 a sixth of its collector time). Cleared when it grows large."""
+    every object a node allocates is one more for the garbage collector to scan while the graph lives.
+    Cleared when it grows large."""
     slots = _ONE_CPU_SLOT.get((shape, dtype))
     if slots is None:
         if len(_ONE_CPU_SLOT) > 4096:

@@ -140,8 +140,7 @@ class SavedTensor:
         if self._released:
             raise RuntimeError(FREED_ERROR)
         if self._counter[0] != self._version:
-            data = self._data if self._tensor is None else self._tensor._data
-            dtype, shape = self._description or (data.dtype, data.shape)
+            dtype, shape = self._description or (self.array().dtype, self.array().shape)
             owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
                      else f"an input of {node.name()}")
             raise modified_error(dtype, shape, owner, self._counter[0], self._version)

@@ -75,9 +75,8 @@ def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple
     makes it the ``grad_fn`` of its float outputs. The node keeps what the formulas of the inputs that
     need a gradient read, and nothing else, in its save plan's order (see ``OpBackward.saved``).
 
-    Every op that records runs this, so it is one frame where it can be: the common calls (one or two
-    tensors, one saved input, number, output or attribute) take paths of their own, and a Python
-    frame each costs about as much as the work inside it."""
+    Every op that records runs this: one function, since a Python frame costs about as much as the work
+    inside it."""
     if len(outputs) == 1:
         if outputs[0]._data.dtype.kind != "f":
             return
@@ -91,22 +90,8 @@ def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple
     node._plan = plan
     entries = plan.entries
     if len(entries) == 1:
-        param, source, index = entries[0]
-        if source == _INPUT and not op.variadic and not saving_hooks():
-            value = tensors[index]
-            if isinstance(value, Tensor):
-                if value._is_inference:
-                    check_savable(value)
-                counter = value._version_counter  # saved_tensor.version_of, without its frame
-                node._versions = 0 if counter is None else counter[0]
-            else:
-                node._versions = None
-            node._saved = value
-        elif source == _ATTR and param in attrs:
-            node._saved, node._versions = attrs[param], None
-        else:
-            value = node._saved = _saved_value(op, entries[0], tensors, attrs, outputs)
-            node._versions = version_of(value) if isinstance(value, Tensor) else None
+        value = node._saved = _saved_value(op, entries[0], tensors, attrs, outputs)
+        node._versions = version_of(value) if isinstance(value, Tensor) else None
     else:
         values, versions = [], []
         for entry in entries:
@@ -114,8 +99,6 @@ def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple
             values.append(value)
             versions.append(version_of(value) if isinstance(value, Tensor) else None)
         node._saved, node._versions = tuple(values), tuple(versions)
-
-
 
 
 class OpBackward(Node):

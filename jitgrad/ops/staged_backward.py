@@ -23,7 +23,7 @@ The generated source of a stage is its ``source`` attribute (``print(stage.sourc
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
