@@ -315,3 +315,15 @@ def test_grad_of_some_leaves_frees_only_the_nodes_leading_to_them(taken):
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         jg.autograd.grad(loss, [a])  # the nodes that led to a were freed
     assert taken[0] is True
+
+
+def test_a_seed_of_another_dtype_is_cast_as_the_engine_casts_it(taken, monkeypatch):
+    def grad_with_float32_seed():
+        x = jg.tensor([0.5, -1.0, 2.0], dtype=jg.float64, requires_grad=True)
+        (x.sin() * x).backward(jg.tensor([1.0, 2.0, 3.0], dtype=jg.float32))
+        return x.grad.numpy()
+    fast = grad_with_float32_seed()
+    assert taken == [True]
+    engine_only(monkeypatch)
+    expected = grad_with_float32_seed()
+    assert fast.dtype == expected.dtype == np.float64 and np.array_equal(fast, expected)
