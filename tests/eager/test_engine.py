@@ -76,6 +76,22 @@ class TestGraphStructure:
         assert b.grad_fn.topological_nr() == 2
         assert c.grad_fn.topological_nr() == 3
 
+    @pytest.mark.parametrize("build", [lambda x: x.sin(), lambda x: x * x, lambda x: x * 2.0,
+                                       lambda x: x.exp()[1:] * x[:1], lambda x: jg.stack([x, x])])
+    def test_a_recorded_node_has_every_slot_a_constructed_one_has(self, build):
+        """``record_node`` builds common nodes without ``Node.__init__``: a slot added there and
+        forgotten here would be an AttributeError far from its cause."""
+        from jitgrad.autograd.graph import Node
+        node = build(leaf(1.0, 2.0)).grad_fn
+        fresh = type(node)(node.next_edges)
+        for cls in type(node).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name == "__weakref__" or not hasattr(fresh, name):
+                    continue
+                assert hasattr(node, name), f"{node.name()} lacks {name}"
+                if cls is Node and name not in ("_sequence_nr", "_input_metadata"):
+                    assert getattr(node, name) == getattr(fresh, name), name
+
     def test_node_metadata_is_a_dict_kept_on_the_node(self):
         y = leaf(1.0).exp()
         y.grad_fn.metadata["tag"] = "mine"
