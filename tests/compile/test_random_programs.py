@@ -48,12 +48,15 @@ def run_programs(request, count: int, check, share_of_many: float = 1.0, max_ste
 
 def test_eager_fast_path_matches_the_engine(request, monkeypatch):
     """The engine's fast path over staged formulas (``autograd/fast_backward.py``) against the engine
-    itself, bit for bit, on programs drawn twice (the second call replays the first one's stages)."""
-    from jitgrad.autograd import fast_backward
+    itself, bit for bit, on programs drawn three times: the first run writes a replay program
+    (``autograd/backward_replay.py``) and the second stages, the others replay both."""
+    from jitgrad.autograd import backward_replay, fast_backward
     run = fast_backward.run
+    monkeypatch.setattr(backward_replay, "traces", lambda root, seed: True)
 
     def check(program):
-        calls = program.draw_arrays(2)
+        calls = program.draw_arrays(3)
+        backward_replay.cache.clear()
         monkeypatch.setattr(fast_backward, "run", run)
         fast = [run_eager(program, jg, arrays) for arrays in calls]
         monkeypatch.setattr(fast_backward, "run", lambda *args: None)
@@ -65,6 +68,7 @@ def test_eager_fast_path_matches_the_engine(request, monkeypatch):
                                                         np.array_equal(a, e, equal_nan=True)), \
                     f"{what} differs between the fast path and the engine:\n{a!r}\n{e!r}\n\n{program!r}"
     run_programs(request, 300, check)
+    backward_replay.cache.clear()
 
 
 @pytest.mark.skipif(torch is None, reason=TORCH_MISSING)
