@@ -90,7 +90,8 @@ def traces(root: Node, seed: np.ndarray) -> bool:
     return key_of(root, seed) in cache.tracing
 
 
-def learn(root: Node, seed: np.ndarray, executed: Sequence[Node], trace: Sequence[tuple[Node, list]] | None) -> None:
+def learn(root: Node, seed: np.ndarray, executed: Sequence[Node],
+          trace: Sequence[tuple[Node, list]] | None) -> None:
     """After a fast run the programs did not replay: writes the program of its graph from ``trace``
     (each node run, in order, with the (shape, dtype) of each gradient it returned, None where it
     returned none), or counts the graph's size towards tracing a later run."""
@@ -150,8 +151,8 @@ class _Writer:
         if len(meta) != 1 or meta[0].shape != self.seed.shape or meta[0].dtype is not self.seed.dtype:
             return None  # a seed the fast path casts or sums: rare, left to it
         self.lines.append("def replay(n0, seed):")
-        self.lines.append(f"    if type(n0) is not {self.constant(type(root))} or {self._metadata_differs('n0', root)}: "
-                          "return None")
+        root_class = self.constant(type(root))
+        self.lines.append(f"    if type(n0) is not {root_class} or {self._metadata_differs('n0', root)}: return None")
         self.slots[0, 0] = "seed"
         self.lines.append("    s = inf")
         try:
@@ -212,7 +213,8 @@ class _Writer:
                 self.found.add(number)
             variable = f"l{number}" if is_leaf else f"n{number}"
             emit(f"    a = o[{k}]; t = e[{k}]; {variable} = t[0]")
-            checks += [f"type({variable}) is not {self.constant(type(target))}", self._metadata_differs(variable, target)]
+            checks.append(f"type({variable}) is not {self.constant(type(target))}")
+            checks.append(self._metadata_differs(variable, target))
         else:
             variable = f"l{number}" if is_leaf else f"n{number}"
             emit(f"    a = o[{k}]; t = e[{k}]")

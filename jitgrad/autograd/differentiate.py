@@ -68,7 +68,7 @@ def _root_edges(outputs: tuple[Tensor, ...]) -> list[Edge]:
 
 def _input_edge(value: Tensor | GradientEdge, index: int, accumulate_grad: bool) -> Edge:
     if isinstance(value, GradientEdge):
-        return Edge(value.node, value.output_nr)
+        return value.node, value.output_nr
     edge = gradient_edge(value)
     if edge is None:
         raise RuntimeError(f"One of the differentiated Tensors (index {index}) does not require grad")

@@ -125,7 +125,7 @@ class GraphTask:
             for edge in stack.pop()._next_edges:
                 if edge is None:
                     continue
-                fn = edge.function
+                fn = edge[0]
                 dependencies[fn] = dependencies.get(fn, 0) + 1
                 if fn not in seen:
                     seen.add(fn)
@@ -135,17 +135,18 @@ class GraphTask:
         """Marks the nodes on a path from ``root`` to the ``outputs`` edges (PyTorch's ExecInfo)."""
         exec_info = self.exec_info
         for index, edge in enumerate(outputs):
-            info = exec_info.setdefault(edge.function, ExecInfo())
+            function, input_nr = edge
+            info = exec_info.setdefault(function, ExecInfo())
             if accumulate_grad:
                 info.needed = True
             else:
-                info.captures.append((edge.input_nr, index))
+                info.captures.append((input_nr, index))
         self.captured = [None] * len(outputs)
         # Iterative post-order walk: a node is needed when one of its next nodes should execute.
         visited, stack = {root}, [(root, iter(root._next_edges))]
         while stack:
             node, children = stack[-1]
-            child = next((e.function for e in children if e is not None and e.function not in visited),
+            child = next((e[0] for e in children if e is not None and e[0] not in visited),
                          None)
             if child is not None:
                 visited.add(child)
@@ -154,7 +155,7 @@ class GraphTask:
             stack.pop()
             if node in exec_info and exec_info[node].should_execute():
                 continue
-            if any(e is not None and e.function in exec_info and exec_info[e.function].should_execute()
+            if any(e is not None and e[0] in exec_info and exec_info[e[0]].should_execute()
                    for e in node._next_edges):
                 exec_info.setdefault(node, ExecInfo()).needed = True
 
@@ -485,7 +486,7 @@ def call_function(task: GraphTask, fn: Node, grads: list) -> list:
     exec_info = task.exec_info
     needed = None
     if exec_info:
-        needed = [e is not None and e.function in exec_info and exec_info[e.function].should_execute()
+        needed = [e is not None and e[0] in exec_info and exec_info[e[0]].should_execute()
                   for e in edges]
     outputs = validate_outputs(fn, edges, fn.apply(grads, needed))
     if fn._post_hooks:

@@ -23,9 +23,9 @@ class MultiHandle:
 def _will_compute(task: engine.GraphTask, tensor: Tensor) -> bool:
     """Whether the running backward will produce a gradient for ``tensor``."""
     edge = gradient_edge(tensor)
-    if edge is None or edge.function not in task.dependencies:
+    if edge is None or edge[0] not in task.dependencies:
         return False
-    info = task.exec_info.get(edge.function) if task.exec_info else None
+    info = task.exec_info.get(edge[0]) if task.exec_info else None
     return not task.exec_info or (info is not None and info.should_execute())
 
 

@@ -338,7 +338,7 @@ class CompiledFunctionBackward(Node):
                     for g, keep in zip(self._gradients, mask)]
         scale = incoming._data
         unit = scale.item() == 1
-        copy = not unit or any([e is not None and e.function.hooked() for e in self.next_edges])
+        copy = not unit or any([e is not None and e[0].hooked() for e in self.next_edges])
         result = []
         for gradient, keep in zip(self._gradients, mask):
             if gradient is None or not keep:
