@@ -12,7 +12,7 @@ import pytest
 import jitgrad as jg
 from jitgrad.autograd import backward_replay, fast_backward
 from jitgrad.autograd.graph import Node
-from test_fast_backward import GRAD_SAMPLES, assert_identical, engine_only, gradients
+from test_fast_backward import GRAD_SAMPLES, assert_identical, engine_only, gradients, observe
 
 
 @pytest.fixture
@@ -104,20 +104,11 @@ def _grads_or_none(build):
 def test_a_hook_added_after_the_program_was_written_runs(observer, replayed):
     seen = []
 
-    def step(observe: bool):
+    def step(observed: bool):
         x = jg.tensor([1.0, 2.0], requires_grad=True)
         y = x.sin()
-        if observe:
-            if observer == "tensor hook":
-                y.register_hook(lambda g: seen.append(g.numpy().copy()))
-            elif observer == "node prehook":
-                y.grad_fn.register_prehook(lambda grads: seen.append(grads))
-            elif observer == "node hook":
-                y.grad_fn.register_hook(lambda grads_in, grads_out: seen.append(grads_in))
-            elif observer == "retain_grad":
-                y.retain_grad()
-            else:
-                x.register_hook(lambda g: seen.append(g.numpy().copy()))
+        if observed:
+            observe(observer, x, y, seen)
         (y * y).sum().backward()
         return y
     step(False)

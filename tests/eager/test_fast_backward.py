@@ -125,13 +125,9 @@ def test_a_stage_replays_the_formulas_and_misses_on_other_values():
     assert stage.run([np.ones(4)], mul) is staged_backward.MISS
 
 
-@pytest.mark.parametrize("observer", ["tensor hook", "node prehook", "node hook", "retain_grad", "leaf hook",
-                                      "anomaly"])
-def test_an_observed_backward_goes_to_the_engine(observer, taken):
-    x = jg.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    seen = []
-    y = x.exp()
-    z = y * 2
+def observe(observer: str, leaf: jg.Tensor, y: jg.Tensor, seen: list) -> None:
+    """Makes the backward through ``y = f(leaf)`` observed: what each observer sees goes into ``seen``
+    (a tensor hook also multiplies the gradient by 10)."""
     if observer == "tensor hook":
         y.register_hook(lambda g: seen.append(g) or g * 10)
     elif observer == "node prehook":
@@ -141,7 +137,17 @@ def test_an_observed_backward_goes_to_the_engine(observer, taken):
     elif observer == "retain_grad":
         y.retain_grad()
     elif observer == "leaf hook":
-        x.register_hook(lambda g: seen.append(g))
+        leaf.register_hook(lambda g: seen.append(g))
+
+
+@pytest.mark.parametrize("observer", ["tensor hook", "node prehook", "node hook", "retain_grad", "leaf hook",
+                                      "anomaly"])
+def test_an_observed_backward_goes_to_the_engine(observer, taken):
+    x = jg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    seen = []
+    y = x.exp()
+    z = y * 2
+    observe(observer, x, y, seen)
     with jg.autograd.set_detect_anomaly(observer == "anomaly"):
         z.sum().backward()
     assert True not in taken
