@@ -308,62 +308,6 @@ def set_history(outputs: Sequence["Tensor"], node: Node) -> None:
     node._input_metadata = tuple(metadata) + tuple(added)
 
 
-def record_node(cls: type[Node], tensors: Sequence[Any], outputs: Sequence["Tensor"]) -> tuple[Node, tuple]:
-    """A node of ``cls`` for a forward call on ``tensors`` (anything not a tensor gets no edge),
-    recorded as the backward of ``outputs`` (``set_history``); returns it with whether each input
-    needs a gradient.
-
-    Every recorded op comes here, and at 16 elements a Python frame costs about what numpy's work
-    does, so the common call (one or two inputs, one CPU output, no anomaly mode) is one frame: its
-    edges, its node (every slot ``Node.__init__`` sets) and ``set_history``'s one-output case inline.
-    That cut recording by about 0.3 us an op (benchmarks/eager_costs.py)."""
-    if len(outputs) != 1 or len(tensors) > 2 or anomaly_mode.state.enabled:
-        return _record_node(cls, tensors, outputs)
-    output = outputs[0]
-    data = output._data
-    if type(data) is not np.ndarray or data.dtype.kind != "f":
-        return _record_node(cls, tensors, outputs)
-    a = tensors[0]
-    if isinstance(a, Tensor):
-        fn = a._grad_fn
-        first = (fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a)
-    else:
-        first = None
-    if len(tensors) == 2:
-        b = tensors[1]
-        if isinstance(b, Tensor):
-            fn = b._grad_fn
-            second = (fn, b._output_nr) if fn is not None and b._view is None else gradient_edge(b)
-        else:
-            second = None
-        edges: tuple = (first, second)
-        needs: tuple = (first is not None, second is not None)
-    else:
-        edges, needs = (first,), (first is not None,)
-    node = _new_node(cls)
-    node._next_edges = edges
-    node._sequence_nr = _sequence.next()
-    node._topological_nr = node._metadata = None
-    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
-    slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
-    node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
-    output._requires_grad = True
-    output._grad_fn = node
-    output._output_nr = 0
-    return node, needs
-
-
-def _record_node(cls: type[Node], tensors: Sequence[Any], outputs: Sequence["Tensor"]) -> tuple[Node, tuple]:
-    """``record_node`` for any call: any number of inputs and outputs, on any device, in anomaly mode."""
-    edges = tuple([gradient_edge(t) if isinstance(t, Tensor) else None for t in tensors])
-    node = cls(edges)
-    set_history(outputs, node)
-    return node, tuple([e is not None for e in edges])
-
-
-_new_node = object.__new__
-
-
 _ONE_CPU_SLOT: dict[tuple, tuple[InputMetadata]] = {}
 
 

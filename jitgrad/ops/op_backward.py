@@ -3,7 +3,8 @@
 One subclass per PyTorch node name (``MulBackward0``...), made on first use, so that
 ``type(y.grad_fn).__name__`` and the repr read as in PyTorch. It lives with the registry, not in
 autograd: it reads an ``OpDef``'s formulas and save plans, while the engine needs only the ``Node``
-interface it implements.
+interface it implements. Autograd records it (``autograd.recording.record``, in one frame) from the
+save plan made here.
 """
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..autograd.graph import Node, record_node
-from ..autograd.saved_tensor import (FREED, FREED_ERROR, SavedTensor, check_savable, check_version, saving_hooks,
-                                      version_of)
+from ..autograd.recording import SAVE_ATTR, SAVE_INPUT, SAVE_RESULT, SAVE_RESULTS, SAVE_SHAPE, SavingNode
+from ..autograd.saved_tensor import SavedTensor, check_version
 from ..device import zeros_on
 from ..tensor import Tensor
 from . import staged_backward
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from .registry import OpDef
 
 _NODE_CLASSES: dict[str, type["OpBackward"]] = {}
-
-# Where a saved formula parameter comes from (see ``save_plan``).
-_RESULT, _RESULTS, _INPUT, _SHAPE, _ATTR = range(5)
 
 
 def node_class(name: str) -> type["OpBackward"]:
@@ -36,7 +33,7 @@ def node_class(name: str) -> type["OpBackward"]:
 
 class SavePlan:
     """What nodes of one op whose inputs flagged in ``needs_grad`` want gradients save: ``entries``
-    holds, for each parameter their formulas read, its source (``_RESULT``... above) and the input's
+    holds, for each parameter their formulas read, its source (``autograd.recording.SAVE_RESULT``...) and the input's
     index; nothing else is kept alive. ``variants`` holds the staged replays of those formulas over
     arrays (``staged_backward``), shared by every such node."""
 
@@ -45,7 +42,7 @@ class SavePlan:
     def __init__(self, entries: tuple[tuple[str, int, int], ...]) -> None:
         self.entries = entries
         self.positions = {param: i for i, (param, _, _) in enumerate(entries)}
-        self.frees = any(source in (_INPUT, _RESULT, _RESULTS) for _, source, _ in entries)
+        self.frees = any(source in (SAVE_INPUT, SAVE_RESULT, SAVE_RESULTS) for _, source, _ in entries)
         self.variants: dict = {}  # the first gradient's shape -> staged_backward.Variants
 
 
@@ -58,67 +55,22 @@ def save_plan(op: "OpDef", needs_grad: tuple[bool, ...]) -> SavePlan:
             if param in ("grad", "grads") or param in plan:
                 continue
             if param == "result":
-                plan[param] = (param, _RESULT, 0)
+                plan[param] = (param, SAVE_RESULT, 0)
             elif param == "results":
-                plan[param] = (param, _RESULTS, 0)
+                plan[param] = (param, SAVE_RESULTS, 0)
             elif param in op.inputs:
-                plan[param] = (param, _INPUT, op.inputs.index(param))
+                plan[param] = (param, SAVE_INPUT, op.inputs.index(param))
             elif param.endswith("_shape") and param[:-6] in op.inputs:
-                plan[param] = (param, _SHAPE, op.inputs.index(param[:-6]))
+                plan[param] = (param, SAVE_SHAPE, op.inputs.index(param[:-6]))
             else:
-                plan[param] = (param, _ATTR, 0)
+                plan[param] = (param, SAVE_ATTR, 0)
     return SavePlan(tuple(plan.values()))
 
 
-def record(op: "OpDef", tensors: tuple, args: tuple, attrs: dict, outputs: tuple[Tensor, ...]) -> None:
-    """Creates the backward node of one call of ``op`` (a registry op whose input requires grad) and
-    makes it the ``grad_fn`` of its float outputs. The node keeps what the formulas of the inputs that
-    need a gradient read, and nothing else, in its save plan's order (see ``OpBackward.saved``).
+class OpBackward(SavingNode):
+    """The backward of one call of a registry op: made and filled by ``autograd.recording.record``."""
 
-    Every op that records runs this: one function, since a Python frame costs about as much as the work
-    inside it."""
-    if len(outputs) == 1:
-        if outputs[0]._data.dtype.kind != "f":
-            return
-    elif not any(o._data.dtype.kind == "f" for o in outputs):
-        return
-    node, needs = record_node(op.backward_class or op.node_class(args, attrs), tensors, outputs)
-    node.op = op
-    plan = op.save_plans.get(needs)
-    if plan is None:
-        plan = op.save_plans[needs] = save_plan(op, needs)
-    node._plan = plan
-    entries = plan.entries
-    if len(entries) == 1:
-        value = node._saved = _saved_value(op, entries[0], tensors, attrs, outputs)
-        node._versions = version_of(value) if isinstance(value, Tensor) else None
-    else:
-        values, versions = [], []
-        for entry in entries:
-            value = _saved_value(op, entry, tensors, attrs, outputs)
-            values.append(value)
-            versions.append(version_of(value) if isinstance(value, Tensor) else None)
-        node._saved, node._versions = tuple(values), tuple(versions)
-
-
-class OpBackward(Node):
-    """The backward of one call of a registry op: made and filled by ``record``."""
-
-    __slots__ = ("op", "_saved", "_versions", "_plan")
-
-    def saved(self) -> tuple:
-        """The saved values in the plan's order. Every object a node allocates is one more for the
-        garbage collector to scan while the graph lives, so a node keeps a lone value as it is (most
-        save one thing), a number as it is, and an input tensor as it is, with its version at the time
-        (``versions()``); ``SavedTensor`` is for outputs, lists of tensors and saved-tensor hooks. Once
-        freed, the node holds ``FREED`` instead of its values."""
-        if self._saved is FREED:
-            raise RuntimeError(FREED_ERROR)
-        return (self._saved,) if len(self._plan.entries) == 1 else self._saved
-
-    def versions(self) -> tuple:
-        """The version of each saved input tensor when it was saved (None for other values)."""
-        return (self._versions,) if len(self._plan.entries) == 1 else self._versions
+    __slots__ = ()
 
     def _arguments(self, params: tuple[str, ...], grads: list) -> list:
         args = []
@@ -132,7 +84,7 @@ class OpBackward(Node):
             else:
                 if values is None:
                     values = self.saved()
-                position = self._plan.positions[param]
+                position = self.save_plan.positions[param]
                 value = values[position]
                 if isinstance(value, SavedTensor):
                     value = value.unpack(self)
@@ -168,44 +120,3 @@ class OpBackward(Node):
         return result
 
     apply_arrays = staged_backward.apply_arrays  # its formulas, staged (one call less per node)
-
-    def release_variables(self) -> None:
-        """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as
-        a tensor) refuses a second backward from then on; one that kept only shapes and attributes
-        may run again, as in PyTorch."""
-        if self._plan.frees and self._saved is not FREED:
-            for value in self.saved():
-                for v in value if type(value) is tuple else (value,):
-                    if isinstance(v, SavedTensor):
-                        v.release()
-            self._saved = FREED
-
-
-def _saved_value(op: "OpDef", entry: tuple[str, int, int], inputs: tuple, attrs: dict,
-                 outputs: tuple[Tensor, ...]) -> Any:
-    """What a node keeps of one parameter its formulas read."""
-    param, source, index = entry
-    if source == _INPUT:
-        if op.variadic:
-            return tuple(SavedTensor(t) for t in inputs)
-        value = inputs[index]
-        if not isinstance(value, Tensor):
-            return value
-        if saving_hooks():
-            return SavedTensor(value)
-        check_savable(value)
-        return value
-    if source == _RESULT:
-        return SavedTensor(outputs[0], 0)
-    if source == _ATTR:
-        if param not in attrs:
-            raise TypeError(f"op {op.name}: a derivative formula reads {param!r}, which is neither "
-                            "an input, an attribute of this call, grad(s) nor result(s)")
-        return attrs[param]
-    if source == _SHAPE:
-        return tuple(np.shape(_data(t)) for t in inputs) if op.variadic else np.shape(_data(inputs[index]))
-    return tuple(SavedTensor(o, nr if o._data.dtype.kind == "f" else None) for nr, o in enumerate(outputs))
-
-
-def _data(value: Any) -> Any:
-    return value._data if isinstance(value, Tensor) else value

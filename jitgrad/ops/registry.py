@@ -35,7 +35,8 @@ from ..autograd.versions import mark_views
 from ..device import CPU, device_of, is_device_array, to_device
 from ..device import usage as _devices
 from ..tensor import Tensor
-from .op_backward import node_class, record
+from ..autograd.recording import record
+from .op_backward import SavePlan, node_class, save_plan
 from .public import declare_public
 
 REGISTRY: dict[str, "OpDef"] = {}
@@ -111,6 +112,12 @@ class OpDef:
     def differentiable(self) -> bool:
         return bool(self.derivatives)
 
+    def plan_for(self, needs_grad: tuple[bool, ...]) -> SavePlan:
+        """The save plan of this op's nodes when the inputs flagged in ``needs_grad`` want gradients
+        (kept in ``save_plans``, which recording reads first)."""
+        plan = self.save_plans[needs_grad] = save_plan(self, needs_grad)
+        return plan
+
     def node_class(self, args: tuple, attrs: dict) -> type:
         """The backward node class of this call (``MulBackward0``...)."""
         return self.backward_class or node_class(self.node(args, attrs))
@@ -166,7 +173,7 @@ class OpDef:
             if op.view:
                 mark_views(op, attrs, tensors[0], outputs)
             if requires_grad and op.derivatives and _modes.grad_enabled:
-                record(op, tensors, args, attrs, outputs)
+                record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, outputs)
             if _observers.observer is not None:
                 _observers.observer(op, args, attrs, outputs)
             if _dual.level is not None:
@@ -178,7 +185,7 @@ class OpDef:
         if op.view:
             mark_views(op, attrs, tensors[0], (result,))
         if requires_grad and op.derivatives and _modes.grad_enabled:
-            record(op, tensors, args, attrs, (result,))
+            record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, (result,))
         if _observers.observer is not None:
             _observers.observer(op, args, attrs, result)
         if _dual.level is not None:

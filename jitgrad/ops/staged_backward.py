@@ -89,14 +89,14 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
     if len(grads) > 1 and any(g is None for g in grads):
         grads = [g if g is not None else np.zeros(node.input_metadata(i).shape, node.input_metadata(i).dtype)
                  for i, g in enumerate(grads)]
-    by_shape = node._plan.variants
+    by_shape = node.save_plan.variants
     variants = by_shape.get(grads[0].shape)
     if variants is not None:
         for stage in variants.stages:
             out = stage.run(grads, node)
             if out is not MISS:
                 return out
-    if node._saved is FREED or not _runnable(node):
+    if node.saved_values is FREED or not _runnable(node):
         return None
     if variants is None:
         if len(by_shape) >= MAX_SHAPES:
@@ -264,7 +264,7 @@ def _refuse(*args: Any) -> None:
 
 def _generate(node: "OpBackward", grads: list) -> Stage:
     """Records ``node``'s formulas on its own values and writes the guarded replay of them."""
-    op, entries = node.op, node._plan.entries
+    op, entries = node.op, node.save_plan.entries
     recording = _Recording()
     lines = recording.lines
     grad_tensors = []
@@ -274,7 +274,7 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
         grad_tensors.append(recording.guard_array(f"g{k}", grad))
     values: dict[str, Any] = {}
     if entries:
-        lines.append("    saved, versions = node._saved, node._versions")
+        lines.append("    saved, versions = node.saved_values, node.saved_versions")
         lines.append("    if saved is FREED: return MISS")
     for position, ((param, _, _), value) in enumerate(zip(entries, node.saved())):
         index = "" if len(entries) == 1 else f"[{position}]"

@@ -79,7 +79,7 @@ class TestGraphStructure:
     @pytest.mark.parametrize("build", [lambda x: x.sin(), lambda x: x * x, lambda x: x * 2.0,
                                        lambda x: x.exp()[1:] * x[:1], lambda x: jg.stack([x, x])])
     def test_a_recorded_node_has_every_slot_a_constructed_one_has(self, build):
-        """``record_node`` builds common nodes without ``Node.__init__``: a slot added there and
+        """``autograd.recording.record`` builds common nodes without ``Node.__init__``: a slot added there and
         forgotten here would be an AttributeError far from its cause."""
         from jitgrad.autograd.graph import Node
         node = build(leaf(1.0, 2.0)).grad_fn

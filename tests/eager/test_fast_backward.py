@@ -113,7 +113,7 @@ def test_a_stage_replays_the_formulas_and_misses_on_other_values():
     loss = (x.sin() * x).sum()
     mul = loss.grad_fn.next_functions[0][0]
     loss.backward(retain_graph=True)
-    (stage,) = [s for s in mul._plan.variants[(4,)].stages
+    (stage,) = [s for s in mul.save_plan.variants[(4,)].stages
                 if s.run([np.ones(4)], mul) is not staged_backward.MISS]
     assert "def staged(grads, node)" in stage.source and "return MISS" in stage.source
     sin_x, x_values = np.sin(x.detach().numpy()), x.detach().numpy()
