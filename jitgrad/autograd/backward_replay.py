@@ -134,9 +134,10 @@ class _Writer:
         self.found = {0}  # nodes the program has a variable for (the root is its argument)
         self.slots: dict[tuple, str] = {}  # (node index or "l", slot) -> variable holding its gradient
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"AccumulateGrad": AccumulateGrad, "add": add_arrays, "sum_to": _sum_to,
-                                        "inf": float("inf")}
+        self.globals: dict[str, Any] = {"AccumulateGrad": AccumulateGrad, "add": add_arrays, "add_into": np.add,
+                                        "sum_to": _sum_to, "inf": float("inf")}
         self.names: dict[Any, str] = {}
+        self.owned: set[str] = set()  # slot variables holding a sum made here, in memory of their own
 
     def constant(self, value: Any) -> str:
         name = self.names.get(value)
@@ -230,7 +231,10 @@ class _Writer:
         if name is None:
             name = self.slots[place] = f"g{place[0]}_{place[1]}"
             emit(f"    {name} = a")
+        elif name in self.owned:  # a sum this program made: nothing else can see it, add in place
+            emit(f"    add_into({name}, a, out={name})")
         else:
+            self.owned.add(name)
             emit(f"    {name} = add({name}, a)")
 
 
