@@ -109,8 +109,10 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
     plain = not op.variadic and not _hooks.stack  # an input tensor is kept as it is, with its version
     if len(entries) == 1:
         entry = entries[0]
-        value = tensors[entry[2]] if plain and entry[1] == SAVE_INPUT else saved_value(op, entry, tensors, attrs,
-                                                                                        outputs)
+        if plain and entry[1] == SAVE_INPUT:
+            value = tensors[entry[2]]
+        else:
+            value = saved_value(op, entry, tensors, attrs, outputs)
         node.saved_values = value
         if isinstance(value, Tensor):
             if value._is_inference:
@@ -122,8 +124,10 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
         return
     values, versions = [], []
     for entry in entries:
-        value = tensors[entry[2]] if plain and entry[1] == SAVE_INPUT else saved_value(op, entry, tensors, attrs,
-                                                                                        outputs)
+        if plain and entry[1] == SAVE_INPUT:
+            value = tensors[entry[2]]
+        else:
+            value = saved_value(op, entry, tensors, attrs, outputs)
         values.append(value)
         versions.append(version_of(value) if isinstance(value, Tensor) else None)
         if isinstance(value, Tensor) and value._is_inference:
