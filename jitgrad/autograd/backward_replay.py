@@ -30,7 +30,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..tensor import Tensor
 from . import provided
 from .graph import AccumulateGrad, Node, add_arrays
 
@@ -135,7 +134,7 @@ class _Writer:
         self.slots: dict[tuple, str] = {}  # (node index or "l", slot) -> variable holding its gradient
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"AccumulateGrad": AccumulateGrad, "add": add_arrays, "add_into": np.add,
-                                        "sum_to": _sum_to, "inf": float("inf")}
+                                        "sum_to": provided.sum_to_array, "inf": float("inf")}
         self.names: dict[Any, str] = {}
         self.owned: set[str] = set()  # slot variables holding a sum made here, in memory of their own
 
@@ -237,6 +236,3 @@ class _Writer:
             self.owned.add(name)
             emit(f"    {name} = add({name}, a)")
 
-
-def _sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    return provided.sum_to(Tensor._make(grad), shape)._data

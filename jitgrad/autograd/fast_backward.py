@@ -151,7 +151,7 @@ def _route(edges: Sequence[Edge | None], grads: Sequence[np.ndarray | None], seq
         if grad.shape != shape:
             if not expandable(shape, grad.shape):
                 return False
-            grad = provided.sum_to(Tensor._make(grad), shape)._data
+            grad = provided.sum_to_array(grad, shape)
         if grad.dtype is not dtype and grad.dtype != dtype:
             grad = grad.astype(dtype)
         if type(target) is AccumulateGrad:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..tensor import Tensor
 
 
@@ -25,16 +27,20 @@ def _not_provided(*args: object, **kwargs: object) -> NoReturn:
 
 
 sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"] = _not_provided
+sum_to_array: Callable[["np.ndarray", tuple[int, ...]], "np.ndarray"] = _not_provided
 stack: Callable[[Sequence["Tensor"]], "Tensor"] = _not_provided
 note_alias: Callable[["Tensor", "Tensor"], None] = _not_provided
 observed: Callable[[], bool] = _not_provided
 
 
 def provide(*, sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"],
+            sum_to_array: Callable[["np.ndarray", tuple[int, ...]], "np.ndarray"],
             stack: Callable[[Sequence["Tensor"]], "Tensor"],
             note_alias: Callable[["Tensor", "Tensor"], None], observed: Callable[[], bool]) -> None:
-    """Called once by ``jitgrad.ops``: ``sum_to(tensor, shape)`` undoes broadcasting, ``stack(tensors)``
+    """Called once by ``jitgrad.ops``: ``sum_to(tensor, shape)`` undoes broadcasting (``sum_to_array`` on
+    an array, with the same numpy calls, for the fast path), ``stack(tensors)``
     joins tensors along a new first dimension, ``note_alias(tensor, source)`` tells observers that
     ``tensor`` now holds ``source``'s value, ``observed()`` says whether a tracer watches this thread's
     ops (then the engine's fast path, which runs no ops, stays out of its way)."""
-    globals().update(sum_to=sum_to, stack=stack, note_alias=note_alias, observed=observed)
+    globals().update(sum_to=sum_to, sum_to_array=sum_to_array, stack=stack, note_alias=note_alias,
+                     observed=observed)

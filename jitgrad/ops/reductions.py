@@ -493,7 +493,22 @@ def sum_to(tensor: Tensor, shape: tuple[int, ...]) -> Tensor:
     current = tensor._data.shape
     if current == tuple(shape):
         return tensor
-    lead = len(current) - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and current[lead + i] != 1)
+    dims = _broadcast_dims(current, shape)
     reduced = _sum(tensor, dim=dims, keepdim=True) if dims else tensor
     return reduced.reshape(tuple(shape)) if reduced._data.shape != tuple(shape) else reduced
+
+
+def sum_to_array(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``sum_to`` on an array, through the very numpy calls the ops make (so the same bits), for the
+    engine's fast path: two op calls cost more than the sum of a bias's gradient."""
+    if array.shape == tuple(shape):
+        return array
+    dims = _broadcast_dims(array.shape, shape)
+    reduced = _sum_forward(array, dims, True) if dims else array
+    return reduced.reshape(tuple(shape)) if reduced.shape != tuple(shape) else reduced
+
+
+def _broadcast_dims(current: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The dimensions of ``current`` that broadcasting ``shape`` to it added or stretched."""
+    lead = len(current) - len(shape)
+    return tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and current[lead + i] != 1)
