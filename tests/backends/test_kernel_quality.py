@@ -135,6 +135,12 @@ def test_softmax_reads_a_sliced_or_transposed_matrix_in_place(plain_python):
     assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
 
 
+def test_softmax_over_dim_0_of_a_column_is_one_row(plain_python):
+    x = np.random.default_rng(8).standard_normal((6, 1))
+    graph, kernel = lowered(lambda x: (x.softmax(0), x.log_softmax(0), x.T.softmax(1)), [x])
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
 def test_wide_rows_take_fewer_row_buffers():
     """A parallel row reduction's buffers (one per chunk of rows) stay near ROW_BUFFER_ELEMENTS for wide
     rows and never exceed the input: 64 chunks of short rows, 8 of very wide ones, one per row below that."""
