@@ -1,8 +1,9 @@
 """The numba CPU backend's code for each function of the ops' scalar vocabulary (``jitgrad.ops.scalar``).
 
 Mostly ``math``, which numba compiles to the C library. Where that is slow or wrong for a kernel, the
-backend's own functions: float32 ``exp`` and ``tanh`` call ``exp_float32`` and ``tanh_float32``
-(``intrinsics.py``: LLVM vectorizes them, where ``math``'s are one C call per element), and integer
+backend's own functions: float32 and float64 ``exp`` and ``tanh`` call ``exp_float32``, ``tanh_float64``
+and so on (``intrinsics.py``: inlined polynomials LLVM can vectorize, where ``math``'s are one C call per
+element), and integer
 ``//`` and ``%`` call ``floor_divide_int`` and ``remainder_int`` (``integer_division.py``), which raise on
 a zero divisor as eager does, where numpy's error model would give 0, and integer ``**`` calls
 ``power_int``, which gives PyTorch's values for negative exponents where numba's loops give garbage.
@@ -21,9 +22,12 @@ def numpy_type(dtype: np.dtype) -> str:
     return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
 
 
-def _float32_or(fast: str, general: str) -> FunctionSource:
-    """``fast`` for a float32 argument, ``general`` for any other."""
-    return lambda args, dtype: f"{fast if dtype == np.float32 else general}({args[0]})"
+def _own_for_floats(name: str) -> FunctionSource:
+    """The backend's ``<name>_float32`` or ``<name>_float64`` for those dtypes, ``math.<name>`` otherwise."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        own = dtype in (np.float32, np.float64)
+        return f"{name}_{np.dtype(dtype).name}({args[0]})" if own else f"math.{name}({args[0]})"
+    return source
 
 
 def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
@@ -34,8 +38,8 @@ def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
 
 
 FUNCTIONS: dict[str, FunctionSource] = {
-    "exp": _float32_or("exp_float32", "math.exp"),
-    "tanh": _float32_or("tanh_float32", "math.tanh"),
+    "exp": _own_for_floats("exp"),
+    "tanh": _own_for_floats("tanh"),
     **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf",
                                                  "isfinite")},
     "sign": call("np.sign"),
