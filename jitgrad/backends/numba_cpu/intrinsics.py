@@ -13,8 +13,10 @@ just below 1, which the clamped fit gives; from 9 on it is exactly ±1.
 ``exp_float32`` is the same for ``math.exp`` on a float32 (14 ms against 5 ms over 4M elements here;
 softmax, sigmoid and every ``exp`` of a float32 loop): ``x = k ln2 + r`` with ``|r| <= ln2 / 2`` (ln2
 in two parts, so that ``k ln2`` is exact), ``e^r`` by its Taylor polynomial of degree 7 (truncation
-below 1e-8), and ``2^k`` made from its bits. At the ends of the range ``2^k`` is not a float32, so it
-is applied in two steps: results that overflow to inf, and subnormal results, come out as numpy's.
+below 1e-8), and ``2^k`` made from its bits, as two factors ``2^(k//2) 2^(k - k//2)``, each a normal
+float32 over the whole clamped range: results that overflow to inf, and subnormal results, come out of
+the last product as numpy's, with no test of the argument but for NaN (which vectorizes better: 10-30%
+faster than testing for the ends).
 Largest error over [-110, 90]: 1e-7 relative (about one float32 unit in the last place) for normal
 results, one subnormal step below 1e-38.
 
@@ -73,26 +75,21 @@ _float32_from_bits = jit_or_plain(_float32_from_bits_jit, _float32_from_bits_pyt
 
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HIGH, _LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)   # their sum is ln 2
-_HIGHEST, _LOWEST = np.float32(88.72283935546875), np.float32(-103.97283935546875)  # inf above, 0 below
+_ABOVE_INF, _BELOW_ZERO = np.float32(89.0), np.float32(-104.0)  # exp is inf above 88.72, 0 below -103.97
 E2, E3, E4, E5, E6, E7 = (np.float32(1.0 / math.factorial(n)) for n in range(2, 8))
-_ONE, _TWO, _HALF = np.float32(1.0), np.float32(2.0), np.float32(0.5)
-_TWO_TO_MINUS_64 = np.float32(2.0 ** -64)
+_ONE, _HALF = np.float32(1.0), np.float32(0.5)
 
 
 @numba.njit(inline="always")
 def exp_float32(x: np.float32) -> np.float32:
-    c = min(max(x, _LOWEST), _HIGHEST)
+    c = min(max(x, _BELOW_ZERO), _ABOVE_INF)
     k = np.float32(math.floor(c * _LOG2E + _HALF))
     r = (c - k * _LN2_HIGH) - k * _LN2_LOW
     p = ((((((E7 * r + E6) * r + E5) * r + E4) * r + E3) * r + E2) * r + _ONE) * r + _ONE
     n = np.int32(k)
-    shift = np.int32(64) if n < -126 else (np.int32(-1) if n > 127 else np.int32(0))
-    power = _float32_from_bits((n + shift + np.int32(127)) << np.int32(23))
-    result = p * power * (_TWO_TO_MINUS_64 if n < -126 else (_TWO if n > 127 else _ONE))
-    if x > _HIGHEST:
-        result = np.float32(np.inf)
-    if x < _LOWEST:
-        result = np.float32(0.0)
+    half = n >> np.int32(1)
+    result = p * _float32_from_bits((half + np.int32(127)) << np.int32(23)) \
+        * _float32_from_bits((n - half + np.int32(127)) << np.int32(23))
     return x if x != x else result
 
 
