@@ -31,12 +31,15 @@ _ids = itertools.count()
 KEPT_OUTPUTS = 2
 
 
-def _references(held: list, i: int) -> int:
-    return sys.getrefcount(held[i])
+def _count_in_pool(held: list) -> int:
+    for array in held:
+        return sys.getrefcount(array)
+    return 0
 
 
-# What ``_references`` counts for an array that only its pool holds (the pool, the call's argument).
-_ONLY_THE_POOL = _references([object()], 0)
+# What ``sys.getrefcount(array)`` gives, for ``array`` the variable of a loop over its pool, when only
+# the pool holds it (the pool, the loop variable, the call's argument).
+_ONLY_THE_POOL = _count_in_pool([object()])
 
 
 def code_key(source: str) -> str:
@@ -141,17 +144,17 @@ class CompiledGraph:
         if pools is None:
             pools = self._local.outputs = [[] for _ in self.output_arrays]
         out = []
+        count = sys.getrefcount
         for held, (shape, dtype) in zip(pools, self.output_arrays):
-            for i in range(len(held)):
-                if _references(held, i) == _ONLY_THE_POOL:
-                    out.append(held[i])
+            for array in held:
+                if count(array) == _ONLY_THE_POOL:
                     break
             else:
                 array = np.empty(shape, dtype)
                 if len(held) == KEPT_OUTPUTS:
                     del held[0]
                 held.append(array)
-                out.append(array)
+            out.append(array)
         return out
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
