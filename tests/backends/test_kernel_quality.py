@@ -148,3 +148,15 @@ def test_wide_rows_take_fewer_row_buffers():
     assert row_chunks(100, 10_000_000) == ROW_MIN_CHUNKS
     assert row_chunks(3, 10_000_000) == 3
     assert row_chunks(1000, ROW_BUFFER_ELEMENTS // 20) == 20
+
+
+def test_float64_tanh_is_the_polynomial_only_where_the_loop_can_vectorize(plain_python):
+    """A loop calling the C library (``math.sin``) stays scalar: there ``tanh`` stays ``math.tanh``,
+    whose latency is lower than the polynomial's; a loop of its own takes ``tanh_float64``."""
+    x = np.random.default_rng(9).standard_normal((4, 5))
+    graph, kernel = lowered(lambda x: ((x.sin() * 1.01).tanh(), (x.cumsum(1).tanh() * 2.0).exp()), [x])
+    groups = _kernel_body(kernel.source).split("# fused_")
+    with_sin = [g for g in groups if "math.sin(" in g]
+    assert with_sin and all("math.tanh(" in g and "tanh_float64(" not in g for g in with_sin)
+    assert any("tanh_float64(" in g and "exp_float64(" in g for g in groups)
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
