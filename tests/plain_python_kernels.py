@@ -20,13 +20,15 @@ def plain_python_kernels() -> Iterator[None]:
     import numba
 
     from jitgrad.backends.numba_cpu import clear_cache, numba_runtime
-    from jitgrad.backends.numba_cpu.intrinsics import exp_float32, tanh_float32
+    from jitgrad.backends.numba_cpu.intrinsics import exp_float32, exp_float64, tanh_float32, tanh_float64
     from jitgrad.backends.numba_cpu.sampling import fill_normal, fill_randperm, fill_uniform
 
     numba_runtime()  # the backend's numba functions, decorated while the JIT is on
     for function in (tanh_float32, exp_float32):
         function(np.float32(0.5))
         function(0.5)  # as plain Python, math.sin of a float32 is a Python float
+    for function in (tanh_float64, exp_float64):
+        function(0.5)
     state = np.zeros(2, dtype=np.int64)
     for dtype in (np.float32, np.float64):  # the random ops' fills, for the arrays kernels give them
         fill_uniform(state, np.empty(1, dtype), 24)

@@ -6,8 +6,10 @@ On the CPU, ``jitgrad.backends.numba_cpu`` when it is there (``lower``, ``Loweri
 the caches) behaves the same with either.
 
 The contract: ``lower(graph, fastmath=..., parallel=...)`` returns a callable taking one array per
-placeholder (in ``graph.placeholders`` order) and returning the output values flattened depth-first;
-``.source`` is the code it runs. Graphs handed to a backend here always return a flat tuple of nodes.
+placeholder (in ``graph.placeholders`` order) and returning the output values flattened depth-first,
+each in memory of its own that nothing else holds (the caller makes them ``.grad``s and writes into
+them without a copy; numba_cpu hands out again only an output nobody kept); ``.source`` is the code
+it runs. Graphs handed to a backend here always return a flat tuple of nodes.
 For CUDA, ``jitgrad.backends.numba_cuda`` under the same contract, on device arrays: its callable
 returns device arrays, and also has ``.launches`` (the kernels of its last call with their grid and
 block) for ``explain``. It has no interpreter to fall back to: the eager ops are what runs a CUDA

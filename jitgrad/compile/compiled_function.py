@@ -221,7 +221,7 @@ class StepProgram:
         for index, slot in grads.items():
             tensor = inputs[index]
             tensor._grad = None if slot is None else \
-                Tensor._make(placement.copy(placement.to_device_of(tensor._data, flat[slot.index])))
+                Tensor._make(placement.to_device_of(tensor._data, flat[slot.index]))
         return value
 
 

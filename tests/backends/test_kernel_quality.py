@@ -121,7 +121,7 @@ def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
         assert body.count("_p in prange(") == (2 if parallel else 0)   # softmax's and log_softmax's rows
         assert kernel.parallel == parallel
         # logsumexp's exp(x - max) is computed into the row buffer, in the loop that vectorizes, not in the fold
-        assert re.search(r"logsumexp_row\w* *\[i1\] = math\.exp\(", body)
+        assert re.search(r"logsumexp_row\w* *\[i1\] = exp_float64\(", body)
         assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
 
 
@@ -135,6 +135,12 @@ def test_softmax_reads_a_sliced_or_transposed_matrix_in_place(plain_python):
     assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
 
 
+def test_softmax_over_dim_0_of_a_column_is_one_row(plain_python):
+    x = np.random.default_rng(8).standard_normal((6, 1))
+    graph, kernel = lowered(lambda x: (x.softmax(0), x.log_softmax(0), x.T.softmax(1)), [x])
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
 def test_wide_rows_take_fewer_row_buffers():
     """A parallel row reduction's buffers (one per chunk of rows) stay near ROW_BUFFER_ELEMENTS for wide
     rows and never exceed the input: 64 chunks of short rows, 8 of very wide ones, one per row below that."""
@@ -142,3 +148,15 @@ def test_wide_rows_take_fewer_row_buffers():
     assert row_chunks(100, 10_000_000) == ROW_MIN_CHUNKS
     assert row_chunks(3, 10_000_000) == 3
     assert row_chunks(1000, ROW_BUFFER_ELEMENTS // 20) == 20
+
+
+def test_float64_tanh_is_the_polynomial_only_where_the_loop_can_vectorize(plain_python):
+    """A loop calling the C library (``math.sin``) stays scalar: there ``tanh`` stays ``math.tanh``,
+    whose latency is lower than the polynomial's; a loop of its own takes ``tanh_float64``."""
+    x = np.random.default_rng(9).standard_normal((4, 5))
+    graph, kernel = lowered(lambda x: ((x.sin() * 1.01).tanh(), (x.cumsum(1).tanh() * 2.0).exp()), [x])
+    groups = _kernel_body(kernel.source).split("# fused_")
+    with_sin = [g for g in groups if "math.sin(" in g]
+    assert with_sin and all("math.tanh(" in g and "tanh_float64(" not in g for g in with_sin)
+    assert any("tanh_float64(" in g and "exp_float64(" in g for g in groups)
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)

@@ -132,10 +132,11 @@ def test_the_vocabulary_is_closed_and_both_tables_cover_it():
         render(scalar.exp(Var("x")), Dialect("empty", {}, str), float32, float32)
 
 
-def test_the_cpu_table_picks_its_fast_float32_functions():
+def test_the_cpu_table_picks_its_fast_float_functions():
     x = Var("x")
     assert render(scalar.exp(x), NUMBA_CPU, np.dtype(np.float32), np.dtype(np.float32)) == "exp_float32(x)"
-    assert render(scalar.exp(x), NUMBA_CPU, np.dtype(np.float64), np.dtype(np.float64)) == "math.exp(x)"
+    assert render(scalar.exp(x), NUMBA_CPU, np.dtype(np.float64), np.dtype(np.float64)) == "exp_float64(x)"
+    assert render(scalar.tanh(x), NUMBA_CPU, np.dtype(np.int64), np.dtype(np.float16)) == "math.tanh(x)"
     assert render(scalar.tanh(x), CUDA_SKETCH, np.dtype(np.float32), np.dtype(np.float32)) == "math.tanh(x)"
     assert render(1.0 / (1.0 + scalar.exp(-x)), CUDA_SKETCH, np.dtype(np.float32), np.dtype(np.float32)) == \
         "(numba.float32(1.0) / (numba.float32(1.0) + math.exp((-x))))"

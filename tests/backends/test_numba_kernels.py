@@ -66,6 +66,23 @@ def test_exp_float32_is_within_an_ulp_of_the_exact_exp_and_numpy_at_the_ends():
         np.testing.assert_array_equal(out[~normal & ~subnormal], np.exp(values[~normal & ~subnormal]))  # inf, nan
 
 
+def test_float64_exp_and_tanh_are_within_two_ulp_of_numpy():
+    from jitgrad.backends.numba_cpu.intrinsics import exp_float64, tanh_float64
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.uniform(-750.0, 712.0, 20_000), rng.standard_normal(20_000) * 1e-3,
+                             rng.standard_normal(2_000) * 1e-200, [0.0, -0.0, 22.0, -23.0, 709.78, 709.79,
+                                                                   -745.1, -745.2, np.inf, -np.inf, np.nan]])
+    with np.errstate(over="ignore"):
+        for function, exact in ((exp_float64, np.exp(values)), (tanh_float64, np.tanh(values))):
+            out = applied(function, values)
+            normal = np.isfinite(exact) & (np.abs(exact) > np.finfo(np.float64).tiny)
+            assert (np.abs(out - exact)[normal] / np.abs(exact[normal])).max() < 5e-16, function
+            tiny = np.abs(exact) <= np.finfo(np.float64).tiny
+            assert np.abs(out - exact)[tiny].max() <= 1e-323, function
+            np.testing.assert_array_equal(out[~normal & ~tiny], exact[~normal & ~tiny])  # inf, nan, +-1
+
+
 def test_float32_exp_softmax_and_sigmoid_in_kernels_match_numpy():
     x = np.random.default_rng(1).standard_normal((6, 7)).astype(np.float32) * 5
     kernel = lowered(lambda x: (x.exp(), x.sigmoid(), x.softmax(1), x.log_softmax(0)), x)

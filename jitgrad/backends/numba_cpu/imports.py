@@ -9,7 +9,8 @@ import ast
 KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
                   "jitgrad.backends.numba_cpu.integer_division": ("floor_divide_int", "remainder_int",
                                                                   "power_int"),
-                  "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "tanh_float32"),
+                  "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "exp_float64", "tanh_float32",
+                                                           "tanh_float64"),
                   "jitgrad.backends.numba_cpu.rows": ("put_row",),
                   "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_randperm", "fill_uniform")}
 

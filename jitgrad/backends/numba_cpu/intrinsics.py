@@ -13,10 +13,19 @@ just below 1, which the clamped fit gives; from 9 on it is exactly ±1.
 ``exp_float32`` is the same for ``math.exp`` on a float32 (14 ms against 5 ms over 4M elements here;
 softmax, sigmoid and every ``exp`` of a float32 loop): ``x = k ln2 + r`` with ``|r| <= ln2 / 2`` (ln2
 in two parts, so that ``k ln2`` is exact), ``e^r`` by its Taylor polynomial of degree 7 (truncation
-below 1e-8), and ``2^k`` made from its bits. At the ends of the range ``2^k`` is not a float32, so it
-is applied in two steps: results that overflow to inf, and subnormal results, come out as numpy's.
+below 1e-8), and ``2^k`` made from its bits, as two factors ``2^(k//2) 2^(k - k//2)``, each a normal
+float32 over the whole clamped range: results that overflow to inf, and subnormal results, come out of
+the last product as numpy's, with no test of the argument but for NaN (which vectorizes better: 10-30%
+faster than testing for the ends).
 Largest error over [-110, 90]: 1e-7 relative (about one float32 unit in the last place) for normal
 results, one subnormal step below 1e-38.
+
+float64 ``exp`` and ``tanh`` take the same road with a polynomial of degree 13 (truncation below 1e-16):
+``math.tanh`` of a float64 is a C call per element (K7's ``tanh(x.cumsum(1))``: 15 ns an element).
+``tanh_float64`` is ``-m / (2 + m)`` with ``m = expm1(-2|x|)``, an identity, so its error is that of
+``expm1``, computed as ``2^k q + (2^k - 1)`` from ``q = e^r - 1`` (the polynomial without its 1), which
+keeps full relative precision near 0 where ``1 - e^(-2x)`` would cancel. Both within 4e-16 relative of
+numpy's over the float64 range.
 """
 from __future__ import annotations
 
@@ -66,27 +75,103 @@ _float32_from_bits = jit_or_plain(_float32_from_bits_jit, _float32_from_bits_pyt
 
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HIGH, _LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)   # their sum is ln 2
-_HIGHEST, _LOWEST = np.float32(88.72283935546875), np.float32(-103.97283935546875)  # inf above, 0 below
+_ABOVE_INF, _BELOW_ZERO = np.float32(89.0), np.float32(-104.0)  # exp is inf above 88.72, 0 below -103.97
 E2, E3, E4, E5, E6, E7 = (np.float32(1.0 / math.factorial(n)) for n in range(2, 8))
-_ONE, _TWO, _HALF = np.float32(1.0), np.float32(2.0), np.float32(0.5)
-_TWO_TO_MINUS_64 = np.float32(2.0 ** -64)
+_ONE, _HALF = np.float32(1.0), np.float32(0.5)
 
 
 @numba.njit(inline="always")
 def exp_float32(x: np.float32) -> np.float32:
-    c = min(max(x, _LOWEST), _HIGHEST)
+    c = min(max(x, _BELOW_ZERO), _ABOVE_INF)
     k = np.float32(math.floor(c * _LOG2E + _HALF))
     r = (c - k * _LN2_HIGH) - k * _LN2_LOW
     p = ((((((E7 * r + E6) * r + E5) * r + E4) * r + E3) * r + E2) * r + _ONE) * r + _ONE
     n = np.int32(k)
-    shift = np.int32(64) if n < -126 else (np.int32(-1) if n > 127 else np.int32(0))
-    power = _float32_from_bits((n + shift + np.int32(127)) << np.int32(23))
-    result = p * power * (_TWO_TO_MINUS_64 if n < -126 else (_TWO if n > 127 else _ONE))
-    if x > _HIGHEST:
-        result = np.float32(np.inf)
-    if x < _LOWEST:
-        result = np.float32(0.0)
+    half = n >> np.int32(1)
+    result = p * _float32_from_bits((half + np.int32(127)) << np.int32(23)) \
+        * _float32_from_bits((n - half + np.int32(127)) << np.int32(23))
     return x if x != x else result
 
 
-__all__ = ["exp_float32", "tanh_float32"]
+@intrinsic
+def _float64_from_bits_jit(typingctx, bits):
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(context.cast(builder, args[0], sig.args[0], types.int64), ir.DoubleType())
+    return types.float64(bits), codegen
+
+
+@intrinsic
+def _bits_of_float64_jit(typingctx, value):
+    if not isinstance(value, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(context.cast(builder, args[0], sig.args[0], types.float64), ir.IntType(64))
+    return types.int64(value), codegen
+
+
+def _float64_from_bits_python(bits: int) -> np.float64:
+    return np.array(bits, dtype=np.int64).view(np.float64)[()]
+
+
+def _bits_of_float64_python(value: float) -> np.int64:
+    return np.array(value, dtype=np.float64).view(np.int64)[()]
+
+
+_float64_from_bits = jit_or_plain(_float64_from_bits_jit, _float64_from_bits_python)
+_bits_of_float64 = jit_or_plain(_bits_of_float64_jit, _bits_of_float64_python)
+
+_LOG2E_64 = 1.4426950408889634
+_LN2_HIGH_64, _LN2_LOW_64 = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # k * high is exact
+_HIGHEST_64, _LOWEST_64 = 709.782712893384, -745.1332191019412  # inf above, 0 below
+# Adding 1.5 * 2^52 rounds a float64 below 2^51 to an integer k and leaves k in the sum's low bits:
+# k and 2^k come from bits, with no float-to-integer conversion, which AVX2 has no vector form of.
+_ROUNDER = 6755399441055744.0
+_ROUNDER_BITS = 0x4338000000000000
+F2, F3, F4, F5, F6, F7, F8, F9, F10, F11, F12, F13 = (1.0 / math.factorial(n) for n in range(2, 14))
+_TANH_SATURATED = 22.0  # tanh is the float64 1 from here on
+
+
+@numba.njit(inline="always")
+def _exp_minus_one_reduced(r: float) -> float:
+    """``e^r - 1`` for ``|r| <= ln2 / 2``: the Taylor polynomial of degree 13 without its constant."""
+    return ((((((((((((F13 * r + F12) * r + F11) * r + F10) * r + F9) * r + F8) * r + F7) * r + F6) * r + F5)
+                 * r + F4) * r + F3) * r + F2) * r + 1.0) * r
+
+
+@numba.njit(inline="always")
+def exp_float64(x: float) -> float:
+    c = min(max(x, _LOWEST_64), _HIGHEST_64)
+    rounded = c * _LOG2E_64 + _ROUNDER
+    k = rounded - _ROUNDER
+    r = (c - k * _LN2_HIGH_64) - k * _LN2_LOW_64
+    p = _exp_minus_one_reduced(r) + 1.0
+    n = _bits_of_float64(rounded) - np.int64(_ROUNDER_BITS)
+    low = n < -1022
+    high = n > 1023
+    shift = np.int64(64) if low else (np.int64(-1) if high else np.int64(0))
+    power = _float64_from_bits((n + shift + np.int64(1023)) << np.int64(52))
+    result = p * power * (2.0 ** -64 if low else (2.0 if high else 1.0))
+    if x > _HIGHEST_64:
+        result = np.inf
+    if x < _LOWEST_64:
+        result = 0.0
+    return x if x != x else result
+
+
+@numba.njit(inline="always")
+def tanh_float64(x: float) -> float:
+    y = -2.0 * min(abs(x), _TANH_SATURATED)
+    rounded = y * _LOG2E_64 + _ROUNDER
+    k = rounded - _ROUNDER
+    r = (y - k * _LN2_HIGH_64) - k * _LN2_LOW_64
+    power = _float64_from_bits((_bits_of_float64(rounded) - np.int64(_ROUNDER_BITS) + np.int64(1023))
+                               << np.int64(52))
+    m = power * _exp_minus_one_reduced(r) + (power - 1.0)   # expm1(y)
+    return x if x != x else math.copysign(-m / (2.0 + m), x)
+
+
+__all__ = ["exp_float32", "exp_float64", "tanh_float32", "tanh_float64"]

@@ -15,7 +15,7 @@ from ..fused_loop import FusedLoop
 from ..nodes import kernel_shape, node_dtype
 from ..source import product
 from .nodes import LoweringError
-from .scalar_functions import NUMBA_CPU, numpy_type
+from .scalar_functions import NUMBA_CPU, library_calls_kept, numpy_type
 
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
@@ -96,7 +96,7 @@ class LoopNest(FusedLoop):
                 self.w.allocate(node, out)
         parallel = self.parallel_ok()
         out.append(self.w.outliner.add(self.w.fresh(self.members[0].meta.get("fusion_group", "group")),
-                                       self.loops(parallel), parallel))
+                                       library_calls_kept(self.loops(parallel)), parallel))
 
     def loops(self, parallel: bool) -> list[str]:
         """The group's loop nest (or nests: a two-pass reduction takes two)."""

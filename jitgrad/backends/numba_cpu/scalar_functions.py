@@ -1,14 +1,16 @@
 """The numba CPU backend's code for each function of the ops' scalar vocabulary (``jitgrad.ops.scalar``).
 
 Mostly ``math``, which numba compiles to the C library. Where that is slow or wrong for a kernel, the
-backend's own functions: float32 ``exp`` and ``tanh`` call ``exp_float32`` and ``tanh_float32``
-(``intrinsics.py``: LLVM vectorizes them, where ``math``'s are one C call per element), and integer
+backend's own functions: float32 and float64 ``exp`` and ``tanh`` call ``exp_float32``, ``tanh_float64``
+and so on (``intrinsics.py``: inlined polynomials LLVM can vectorize, where ``math``'s are one C call per
+element), and integer
 ``//`` and ``%`` call ``floor_divide_int`` and ``remainder_int`` (``integer_division.py``), which raise on
 a zero divisor as eager does, where numpy's error model would give 0, and integer ``**`` calls
 ``power_int``, which gives PyTorch's values for negative exponents where numba's loops give garbage.
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -21,9 +23,12 @@ def numpy_type(dtype: np.dtype) -> str:
     return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
 
 
-def _float32_or(fast: str, general: str) -> FunctionSource:
-    """``fast`` for a float32 argument, ``general`` for any other."""
-    return lambda args, dtype: f"{fast if dtype == np.float32 else general}({args[0]})"
+def _own_for_floats(name: str) -> FunctionSource:
+    """The backend's ``<name>_float32`` or ``<name>_float64`` for those dtypes, ``math.<name>`` otherwise."""
+    def source(args: Sequence[str], dtype: np.dtype) -> str:
+        own = dtype in (np.float32, np.float64)
+        return f"{name}_{np.dtype(dtype).name}({args[0]})" if own else f"math.{name}({args[0]})"
+    return source
 
 
 def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
@@ -33,9 +38,27 @@ def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
     return source
 
 
+# Calls of the C library (through numba's ``math``), which keep the loop around them scalar.
+_LIBRARY_CALL = re.compile(r"math\.(sin|cos|tan|log|log1p|expm1|erf|exp|tanh)\(")
+_OWN_FLOAT64 = re.compile(r"\b(exp|tanh)_float64\(")
+
+
+def library_calls_kept(lines: list[str]) -> list[str]:
+    """A loop nest's lines with ``math.exp``/``math.tanh`` in place of the float64 polynomials in a loop
+    body (the lines of its indentation) that also calls the C library: such a loop stays scalar, and
+    there the polynomials' latency is a loss (in a dependent chain, W1's ``tanh(sin(y) * 1.01 + 0.1)``,
+    70 ns a call against 25 ns for the C library's tanh); they pay off where LLVM vectorizes them
+    (K7: 4 ms against 38 ms)."""
+    scalar = {len(line) - len(line.lstrip()) for line in lines if _LIBRARY_CALL.search(line)}
+    if not scalar:
+        return lines
+    return [_OWN_FLOAT64.sub(r"math.\1(", line) if len(line) - len(line.lstrip()) in scalar else line
+            for line in lines]
+
+
 FUNCTIONS: dict[str, FunctionSource] = {
-    "exp": _float32_or("exp_float32", "math.exp"),
-    "tanh": _float32_or("tanh_float32", "math.tanh"),
+    "exp": _own_for_floats("exp"),
+    "tanh": _own_for_floats("tanh"),
     **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf",
                                                  "isfinite")},
     "sign": call("np.sign"),
@@ -48,4 +71,4 @@ FUNCTIONS: dict[str, FunctionSource] = {
 
 NUMBA_CPU = Dialect("numba CPU", FUNCTIONS, numpy_type)
 
-__all__ = ["FUNCTIONS", "NUMBA_CPU", "numpy_type"]
+__all__ = ["FUNCTIONS", "NUMBA_CPU", "library_calls_kept", "numpy_type"]

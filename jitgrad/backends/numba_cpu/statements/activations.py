@@ -57,8 +57,9 @@ def _last_dim(ctx: OpContext, rows: str, log: bool) -> list[str]:
     sums = [f"{ctx.out}_s{j}" for j in range(lanes)]
     outer, inner = rows[1:-1].split(", ")[:2]
     # A 2-d input is read as it is laid out (a slice or a transpose included), anything else as rows
-    # of a C-contiguous array.
-    source = ctx.self if ctx.rank(ctx.self) == 2 else f"{ctx.contiguous(ctx.self)}.reshape(({outer}, {inner}))"
+    # of a C-contiguous array (a softmax over dim 0 of an (n, 1) input is one row of n).
+    as_laid_out = ctx.rank(ctx.self) == 2 and ctx.attrs["dim"] % 2 == 1
+    source = ctx.self if as_laid_out else f"{ctx.contiguous(ctx.self)}.reshape(({outer}, {inner}))"
     lines = [f"{a} = {source}",
              f"{o} = {ctx.out}.reshape(({outer}, {inner}))"]
     if lanes > 1:

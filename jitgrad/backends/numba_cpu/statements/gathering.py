@@ -44,8 +44,12 @@ def scatter_add(ctx: OpContext) -> list[str]:
 
 
 def embedding(ctx: OpContext) -> list[str]:
+    """Each row copied by a loop of its own: numba's slice assignment ``out[i, :] = weight[t, :]`` costs
+    about 2 us a row (K5's 8192 rows of 64: 18 ms of its 21 ms step)."""
     lines, names, value, pad = _each_index(ctx, ctx.indices, "embedding", ctx.shape(ctx.weight)[0])
-    return lines + [f"{pad}{ctx.out}[{''.join(n + ', ' for n in names)}:] = {ctx.weight}[{value}, :]"]
+    column = f"{ctx.out}_j"
+    return lines + [f"{pad}for {column} in range({ctx.shape(ctx.weight)[1]}):",
+                    f"{pad}    {ctx.out}[{''.join(n + ', ' for n in names)}{column}] = {ctx.weight}[{value}, {column}]"]
 
 
 STATEMENTS = {"gather": gather, "scatter_add": scatter_add, "embedding": embedding}
