@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import stat
@@ -62,6 +61,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .packages import installed_version
 
 ENTRY_FORMAT = "jitgrad-kernel-cache-2"
 OBJECT_FORMAT = "jitgrad-object-cache-1"
@@ -91,18 +92,10 @@ def source_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def _installed(package: str) -> str:
-    """``package``'s version from its metadata: importing numba to read it costs 0.26 s."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "none"
-
-
 def versions() -> dict[str, str]:
     from .. import __version__
-    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": _installed("numba"),
-            "llvmlite": _installed("llvmlite"), "python": sys.version.split()[0]}
+    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": installed_version("numba"),
+            "llvmlite": installed_version("llvmlite"), "python": sys.version.split()[0]}
 
 
 @functools.lru_cache(maxsize=None)
