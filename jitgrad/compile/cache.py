@@ -86,11 +86,24 @@ def default_directory() -> Path:
 @functools.lru_cache(maxsize=None)
 def source_fingerprint() -> str:
     """A hash of jitgrad's own source files: a development checkout changes code without changing
-    ``__version__``, and machine code built by other code must not be trusted."""
+    ``__version__``, and machine code built by other code must not be trusted. (``os.scandir``, not
+    ``Path.rglob``: every warm process pays for this walk.)"""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    for path in sorted(_python_files(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))):
+        with open(path, "rb") as file:
+            digest.update(file.read())
     return digest.hexdigest()[:16]
+
+
+def _python_files(folder: str) -> list[str]:
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                found += _python_files(entry.path)
+            elif entry.name.endswith(".py") and entry.is_file():
+                found.append(entry.path)
+    return found
 
 
 def versions() -> dict[str, str]:

@@ -314,10 +314,10 @@ class CompiledFunction:
         with ``JITGRAD_LOG=cache`` when the reason is the function or its arguments)."""
         if self.disk_cache is None or self.check:
             return None
-        device = placement.call_device([v for v in leaves if isinstance(v, Tensor)], self.device, host_scalars=True)
-        if device != placement.CPU:
-            return None
-        backend = self._backend_for(device)
+        if self.device not in (None, placement.CPU) or \
+                any(type(v._data) is not np.ndarray for v in leaves if isinstance(v, Tensor)):
+            return None  # a CUDA call (or a call on several devices, which the trace refuses)
+        backend = self._backend_for(placement.CPU)
         if backend.from_warm_state is None:
             return None
         if self._dynamic.get(spec) or self._static.get(spec) or self._static_free:
