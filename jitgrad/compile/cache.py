@@ -555,8 +555,9 @@ class DiskCache:
 
     # ---- the warm-start index (kind "index") --------------------------------------------------------------
     def load_index(self, key: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
-        """The program an index entry describes (data only) and its arrays' bytes, verified; None
-        when there is none or it failed a check (removed, and said in the log)."""
+        """An index entry's ``program`` (sizes, data only) and its data file's bytes (what it
+        describes: JSON text and raw arrays), verified; None when there is none or it failed a check
+        (removed, and said in the log)."""
         if not self._ready():
             return None
         name = self.name(key)
@@ -572,7 +573,7 @@ class DiskCache:
         return entry["program"], data
 
     def store_index(self, key: dict[str, Any], program: dict[str, Any], data: bytes) -> bool:
-        """Writes an index entry: ``key``, ``program`` (JSON data) and the hash of ``data`` (its arrays)."""
+        """Writes an index entry: ``key``, ``program`` (small JSON data) and the hash of ``data``."""
         if not self._ready():
             return False
         try:

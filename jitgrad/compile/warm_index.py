@@ -12,7 +12,7 @@ on the call's arguments (shapes, dtypes, Python numbers, structure). The index i
 - the backend, its version and options, the ``JITGRAD_*`` settings, and the versions the disk cache
   keys everything by (jitgrad's source files, numba, llvmlite, Python).
 
-An entry holds, as JSON data and one file of raw arrays, what ``StepProgram`` needs: the output
+An entry's data file holds, as JSON text followed by raw arrays, what ``StepProgram`` needs: the output
 template, where each input comes from, the lowered kernel's description (the backend's
 ``warm_state``, whose machine code is the object code the cache keeps, loaded and verified as usual)
 and what ``explain`` shows. Only whole-step programs whose every input is an argument are indexed; a
@@ -179,21 +179,25 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
     if kernel is None:
         raise NotIndexed("the kernel runs as Python (NUMBA_DISABLE_JIT)")
     state, constants = kernel
-    table, data = _arrays(constants)
+    table, arrays = _arrays(constants)
     result, grads, writes = program.template
-    return {"template": _template(result), "grads": _slots(grads), "writes": _slots(writes),
+    text = json.dumps({"template": _template(result), "grads": _slots(grads), "writes": _slots(writes),
             "layout": {"positions": layout.positions, "grad_of": layout.grad_of, "random": layout.random,
                        "draws": layout.draws},
             "lowered": {"label": lowered.label, "source": lowered.source, "ir_before": lowered.ir_before,
                         "ir_after": lowered.ir_after, "pass_report": lowered.pass_report,
                         "fusion_groups": lowered.fusion_groups, "memory": lowered.memory,
                         "out_dtypes": [d.str for d in lowered.out_dtypes]},
-            "kernel": state, "constants": table}, data
+            "kernel": state, "constants": table}).encode()
+    return {"text_bytes": len(text)}, text + arrays  # the text can be long (W1's IR): in the hashed data file
 
 
-def restore(entry: dict[str, Any], data: bytes, backend: Backend, cache: DiskCache) -> StepProgram | None:
-    """The program an entry describes, its kernel loaded from the object code in ``cache``; None when
-    that object code is not there or not loadable (the caller traces)."""
+def restore(sizes: dict[str, Any], data: bytes, backend: Backend, cache: DiskCache) -> StepProgram | None:
+    """The program an entry describes (``sizes`` and ``data``, as ``describe`` made them), its kernel
+    loaded from the object code in ``cache``; None when that object code is not there or not loadable
+    (the caller traces)."""
+    split = int(sizes["text_bytes"])
+    entry, data = json.loads(data[:split]), data[split:]
     call = backend.from_warm_state(entry["kernel"], _read_arrays(entry["constants"], data), cache)
     if call is None:
         return None
