@@ -20,6 +20,11 @@ object only once the entry and the object file pass the checks below; an object 
 cannot load (``object_failed``) is removed like a rejected entry, and the kernel compiled. No version is
 read by importing numba: package metadata says it.
 
+Kind ``index`` keeps the warm-start index (``warm_index.py``): ``<name>.json`` holds the key (a function's
+fingerprint and a call's description, the versions) and the SHA-256 of ``index/<name>.bin``, the
+program it describes as JSON text followed by raw numeric arrays; ``load_index`` hands out both only
+once they pass the checks below, and nothing in them is executed or unpickled.
+
 The kind is ``kernels`` for the CPU backend's ``numba.njit`` kernels (entries ``jitgrad_kernel_*``) and
 ``cuda`` for the CUDA backend's generated modules (entries ``jitgrad_cuda_*``), whose ``@cuda.jit``
 kernels numba-cuda compiles at their first launch and keeps in the same ``__pycache__``

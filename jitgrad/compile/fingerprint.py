@@ -34,6 +34,7 @@ import functools
 import hashlib
 import sys
 import types
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -220,6 +221,9 @@ class _Walk:
             if not _library(value.__module__):
                 raise NotStable(f"it reads the class {value.__qualname__}, which is not jitgrad's or numpy's")
             self.add("class", *_named(value))
+        elif _library(kind.__module__) and isinstance(getattr(value, "__qualname__", None), str) \
+                and _library(getattr(value, "__module__", None)):  # numpy's array-function dispatchers
+            self.add("callable", *_named(value))
         elif kind.__module__.partition(".")[0] == "jitgrad" and isinstance(getattr(value, "name", None), str):
             self.add("jitgrad object", kind.__qualname__, value.name)  # an op (``OpDef``), a dtype
         else:
@@ -235,12 +239,25 @@ class _Walk:
         if not library and _installed_library(module):
             raise NotStable(f"it reads the module {name}, a library outside jitgrad and numpy")
         self.add("module", name)
+        lazy = "__getattr__" in module.__dict__   # numpy makes ``np.random`` on first use
         for attribute in sorted(names):
             if attribute in module.__dict__:
-                if library and attribute in PROCESS_STATE:
-                    raise NotStable(f"it reads {name}.{attribute}, which depends on the process")
-                self.add("attr", attribute)
-                self.value(module.__dict__[attribute], names)
+                value = module.__dict__[attribute]
+            elif not lazy:
+                continue
+            elif not library:
+                raise NotStable(f"it reads the module {name}, whose __getattr__ makes attributes on use")
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        value = getattr(module, attribute)
+                    except Exception:  # noqa: BLE001 - no such attribute: the name is another object's
+                        continue
+            if library and attribute in PROCESS_STATE:
+                raise NotStable(f"it reads {name}.{attribute}, which depends on the process")
+            self.add("attr", attribute)
+            self.value(value, names)
 
 
 def _installed_library(module: types.ModuleType) -> bool:

@@ -114,6 +114,16 @@ def test_what_has_no_stable_description_is_traced_and_said(cache):
     for fn, reason in [(uses_a_module, "Linear"), (reads_the_environment, "os")]:
         with pytest.raises(NotStable, match=reason):
             fingerprint(fn)
+    for body, reason in [("x * np.random.rand()", "object"), ("x * np.load('w.npy')", "numpy.load"),
+                         ("x * jg.initial_seed()", "initial_seed"), ("x * jg.distributed.get_rank()", "distributed"),
+                         ("x * hash('a')", "hash"), ("x + jg.tensor(np.ones(3))", "")]:
+        namespace = {"np": np, "jg": jg}
+        exec(f"def g(x):\n    return {body}", namespace)
+        if reason:
+            with pytest.raises(NotStable, match=reason):
+                fingerprint(namespace["g"])
+        else:
+            fingerprint(namespace["g"])  # numpy and jitgrad by name: described
     compiled = jg.compile(uses_a_module)
     bias = layer.bias.detach().numpy()
     np.testing.assert_allclose(compiled(jg.tensor(x)).item(), (x @ layer.weight.detach().numpy().T + bias).sum(),
