@@ -62,6 +62,12 @@ class NotStable(Exception):
     """What the function reads that has no description valid in another process."""
 
 
+def _builtin_exception(name: str) -> bool:
+    """Whether ``name`` is a builtin exception class (``raise ValueError(...)`` in the function)."""
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
 def _library(module: str | None) -> bool:
     return bool(module) and module.partition(".")[0] in STABLE_LIBRARIES
 
@@ -148,7 +154,7 @@ class _Walk:
             self.add("global", name)
             if value is not MISSING:
                 self.value(value, names)
-            elif name in PURE_BUILTINS and hasattr(builtins, name):
+            elif name in PURE_BUILTINS and hasattr(builtins, name) or _builtin_exception(name):
                 self.add("builtin", name, type(getattr(builtins, name)).__name__)
             elif hasattr(builtins, name):
                 raise NotStable(f"it calls the builtin {name}(), whose result may depend on the process")
@@ -161,6 +167,10 @@ class _Walk:
         for name, value in sorted((fn.__kwdefaults__ or {}).items()):
             self.add("kwdefault", name)
             self.value(value, names)
+        for name, value in sorted(vars(fn).items()):  # ``f.scale = 2`` read as ``f.scale``
+            if name not in ("__wrapped__", "__doc__"):
+                self.add("function attribute", name)
+                self.value(value, names)
 
     # ---- values -------------------------------------------------------------------------------------
     def value(self, value: Any, names: frozenset[str]) -> None:
