@@ -10,7 +10,7 @@ on the call's arguments (shapes, dtypes, Python numbers, structure). The index i
   descriptor (a tensor's shape, dtype, requires_grad, ``.grad``, hooks and device; a number's type and
   value), and which leaves are the same tensor;
 - the backend, its version and options, the ``JITGRAD_*`` settings, and the versions the disk cache
-  keys everything by (jitgrad's source files, numba, llvmlite, Python).
+  keys everything by (jitgrad's source files, numba, llvmlite, Python) and numpy's.
 
 An entry's data file holds, as JSON text followed by raw arrays, what ``StepProgram`` needs: the output
 template, where each input comes from, the lowered kernel's description (the backend's
@@ -95,7 +95,7 @@ def index_key(fn: Callable, spec: Any, leaves: list, backend: Backend, options: 
     settings = sorted((k, v) for k, v in os.environ.items() if k.startswith("JITGRAD_") and k not in _UNKEYED_SETTINGS)
     key = {"format": INDEX_FORMAT, "function": function, "call": call_description(spec, leaves),
            "backend": [backend.name, backend.version], "options": sorted(options.items()), "settings": settings,
-           **versions()}
+           "numpy": np.__version__, **versions()}  # numpy's functions are described by name
     return json.loads(json.dumps(key))  # as the entry gives it back: lists, not tuples
 
 
