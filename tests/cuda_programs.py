@@ -126,7 +126,7 @@ def workload_graphs():
     original_get_backend, original_loss_program = decorator.get_backend, decorator.loss_program
     original_cache = os.environ.get("JITGRAD_CACHE_DIR")
     decorator.get_backend = lambda device="cpu": backend.Backend("recording", recording, (backend.LoweringError,),
-                                                                 None, "0")
+                                                                 None)
     decorator.loss_program = every_variant
     try:
         with tempfile.TemporaryDirectory() as cache:

@@ -18,7 +18,6 @@ function that cannot be compiled.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
 from dataclasses import dataclass
 from types import ModuleType
@@ -31,6 +30,7 @@ from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import iter_leaves, iter_nodes
 from ..tensor import Tensor
+from .packages import installed_version
 from .placement import device_kind
 
 
@@ -44,7 +44,13 @@ class Backend:
     lower: Callable[..., Any]
     lowering_errors: tuple[type[BaseException], ...]
     structural_key: Callable[[Graph], Any] | None
-    version: str
+    version_of: Callable[[], str] = lambda: "0"   # read when asked: package metadata costs ~50 ms to import
+    warm_state: Callable[..., Any] | None = None        # the backend's half of the warm-start index
+    from_warm_state: Callable[..., Any] | None = None   # (``warm_index.py``); None: never indexed
+
+    @property
+    def version(self) -> str:
+        return self.version_of()
 
 
 class InterpretedGraph:
@@ -89,7 +95,7 @@ def interpret(graph: Graph, *, fastmath: bool = False, parallel: bool | None = N
     return InterpretedGraph.from_graph(graph)
 
 
-INTERPRETER = Backend("interpreter", interpret, (LoweringError,), None, "0")
+INTERPRETER = Backend("interpreter", interpret, (LoweringError,), None)
 
 
 def _numba_module() -> ModuleType | None:
@@ -110,12 +116,8 @@ def _cuda_module() -> ModuleType:
 def cuda_backend() -> Backend:
     module = _cuda_module()
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
-    try:
-        version = importlib.metadata.version("numba-cuda")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
     return Backend("numba_cuda", module.lower, errors, getattr(module, "structural_key", None),
-                   f"numba-cuda {version}")
+                   lambda: f"numba-cuda {installed_version('numba-cuda')}")
 
 
 def get_backend(device: str = "cpu") -> Backend:
@@ -138,7 +140,8 @@ def get_backend(device: str = "cpu") -> Backend:
         return INTERPRETER
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None),
-                   f"numba {importlib.metadata.version('numba')}, BLAS {module.blas_description()}")
+                   lambda: f"numba {installed_version('numba')}, BLAS {module.blas_description()}",
+                   getattr(module, "warm_state", None), getattr(module, "from_warm_state", None))
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes"]

@@ -20,6 +20,11 @@ object only once the entry and the object file pass the checks below; an object 
 cannot load (``object_failed``) is removed like a rejected entry, and the kernel compiled. No version is
 read by importing numba: package metadata says it.
 
+Kind ``index`` keeps the warm-start index (``warm_index.py``): ``<name>.json`` holds the key (a function's
+fingerprint and a call's description, the versions) and the SHA-256 of ``index/<name>.bin``, the
+program it describes as JSON text followed by raw numeric arrays; ``load_index`` hands out both only
+once they pass the checks below, and nothing in them is executed or unpickled.
+
 The kind is ``kernels`` for the CPU backend's ``numba.njit`` kernels (entries ``jitgrad_kernel_*``) and
 ``cuda`` for the CUDA backend's generated modules (entries ``jitgrad_cuda_*``), whose ``@cuda.jit``
 kernels numba-cuda compiles at their first launch and keeps in the same ``__pycache__``
@@ -51,7 +56,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import stat
@@ -63,6 +67,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .packages import installed_version
+
 ENTRY_FORMAT = "jitgrad-kernel-cache-2"
 OBJECT_FORMAT = "jitgrad-object-cache-1"
 ENTRY_LIMIT = 1 << 16          # bytes: an entry is a few hundred
@@ -70,7 +76,8 @@ SOURCE_LIMIT = 1 << 22
 MACHINE_CODE_LIMIT = 1 << 26
 DEFAULT_MAX_BYTES = 512 << 20
 KINDS = {"kernels": "jitgrad_kernel_", "cuda": "jitgrad_cuda_",  # folder -> prefix of its entries' names
-         "objects": "jitgrad_object_"}
+         "objects": "jitgrad_object_", "index": "jitgrad_index_"}
+DATA_FILES = {"jitgrad_object_": ("objects", ".o"), "jitgrad_index_": ("index", ".bin")}  # one file an entry
 
 
 def default_directory() -> Path:
@@ -84,25 +91,30 @@ def default_directory() -> Path:
 @functools.lru_cache(maxsize=None)
 def source_fingerprint() -> str:
     """A hash of jitgrad's own source files: a development checkout changes code without changing
-    ``__version__``, and machine code built by other code must not be trusted."""
+    ``__version__``, and machine code built by other code must not be trusted. (``os.scandir``, not
+    ``Path.rglob``: every warm process pays for this walk.)"""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    for path in sorted(_python_files(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))):
+        with open(path, "rb") as file:
+            digest.update(file.read())
     return digest.hexdigest()[:16]
 
 
-def _installed(package: str) -> str:
-    """``package``'s version from its metadata: importing numba to read it costs 0.26 s."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "none"
+def _python_files(folder: str) -> list[str]:
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                found += _python_files(entry.path)
+            elif entry.name.endswith(".py") and entry.is_file():
+                found.append(entry.path)
+    return found
 
 
 def versions() -> dict[str, str]:
     from .. import __version__
-    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": _installed("numba"),
-            "llvmlite": _installed("llvmlite"), "python": sys.version.split()[0]}
+    return {"jitgrad": __version__, "jitgrad_source": source_fingerprint(), "numba": installed_version("numba"),
+            "llvmlite": installed_version("llvmlite"), "python": sys.version.split()[0]}
 
 
 @functools.lru_cache(maxsize=None)
@@ -258,7 +270,7 @@ class DiskCache:
             except OSError as error:
                 reason = f"{self.directory} cannot be made ({error.strerror})"
             if reason is None:
-                reason = self.folder_problem() or (None if self.kind == "objects" else _numba_cache_elsewhere())
+                reason = self.folder_problem() or (None if self.kind in ("objects", "index") else _numba_cache_elsewhere())
             self._usable = reason is None
             if reason is not None and reason not in _REFUSED:  # the kinds share the folder: said once
                 _REFUSED.add(reason)
@@ -380,8 +392,9 @@ class DiskCache:
     def _entry_files(self, name: str) -> list[Path]:
         """Every file of the entry ``name``, of any kind: its entry, and its object code or its source
         and numba's files."""
-        if name.startswith(KINDS["objects"]):
-            return [self.directory / f"{name}.json", self.directory / "objects" / f"{name}.o"]
+        for prefix, (folder, suffix) in DATA_FILES.items():
+            if name.startswith(prefix):
+                return [self.directory / f"{name}.json", self.directory / folder / f"{name}{suffix}"]
         return [self.directory / f"{name}.json", self._folder_of(name) / f"{name}.py", *self._machine_code_files(name)]
 
     def _remove(self, name: str) -> None:
@@ -481,53 +494,98 @@ class DiskCache:
             return None
         key = self.object_key(code_key, options)
         name = self.name(key)
-        entry_path = self.directory / f"{name}.json"
-        if not os.path.lexists(entry_path):
+        if not os.path.lexists(self.directory / f"{name}.json"):
             stats.misses += 1
             _log(f"no object code for kernel {code_key[:12]} (a first compile here, or another version or CPU)")
             return None
         try:
-            try:
-                entry = json.loads(read_regular(entry_path, ENTRY_LIMIT))
-            except ValueError:
-                raise Rejected(f"{entry_path.name} is not a cache entry (not JSON)") from None
-            if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("loader"), dict):
-                raise Rejected(f"{entry_path.name} was written for another kernel, version or CPU")
-            code = read_regular(self.kernels / f"{name}.o", MACHINE_CODE_LIMIT)
-            if _sha256(code) != entry.get("object"):
-                raise Rejected(f"{name}.o (object code) does not match its recorded hash")
+            entry, code = self._verified_data(name, key, "object", ".o", "loader")
         except Rejected as rejected:
             self._reject(name, str(rejected))
             _log(f"object code for kernel {code_key[:12]} not trusted: {rejected}; compiling")
             return name, None, {}
+        return name, code, entry["loader"]
+
+    def _verified_data(self, name: str, key: dict[str, Any], what: str, suffix: str,
+                       field: str) -> tuple[dict[str, Any], bytes]:
+        """An entry of kind ``objects`` or ``index`` and its data file, checked: the entry a bounded
+        regular file of JSON holding exactly ``key`` and a dict under ``field``, the data file's
+        SHA-256 the one recorded under ``what``. Marks the entry recently used."""
+        entry_path = self.directory / f"{name}.json"
+        try:
+            entry = json.loads(read_regular(entry_path, ENTRY_LIMIT))
+        except ValueError:
+            raise Rejected(f"{entry_path.name} is not a cache entry (not JSON)") from None
+        if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get(field), dict):
+            raise Rejected(f"{entry_path.name} was written for another kernel, version or CPU")
+        data = read_regular(self.kernels / f"{name}{suffix}", MACHINE_CODE_LIMIT)
+        if _sha256(data) != entry.get(what):
+            raise Rejected(f"{name}{suffix} does not match its recorded hash")
         os.utime(entry_path)
         stats.hits += 1
-        return name, code, entry["loader"]
+        return entry, data
 
     def store_object(self, code_key: str, options: dict[str, Any], code: bytes, loader: dict[str, Any]) -> bool:
         """Writes a kernel's object code and its entry (the key, the object's hash, ``loader``)."""
         if not self._ready():
             return False
-        key = self.object_key(code_key, options)
+        try:
+            self._store_data(self.object_key(code_key, options), "object", ".o", code, {"loader": loader})
+        except Exception as error:  # noqa: BLE001 - an entry that cannot be written is a compile in the next process
+            _log(f"object code for kernel {code_key[:12]} not stored: {error}")
+            return False
+        return True
+
+    def _store_data(self, key: dict[str, Any], what: str, suffix: str, data: bytes, fields: dict[str, Any]) -> None:
+        """Writes ``data`` and the entry holding ``key``, its hash under ``what`` and ``fields``; on any
+        failure removes both and raises."""
         name = self.name(key)
         try:
             self._remove(name)
-            write_atomically(self.kernels / f"{name}.o", code)
-            data = json.dumps({"key": key, "object": _sha256(code), "loader": loader}, sort_keys=True).encode()
-            if len(data) > ENTRY_LIMIT:
+            write_atomically(self.kernels / f"{name}{suffix}", data)
+            entry = json.dumps({"key": key, what: _sha256(data), **fields}, sort_keys=True).encode()
+            if len(entry) > ENTRY_LIMIT:
                 raise Rejected("the entry would be over its size limit")
-            write_atomically(self.directory / f"{name}.json", data)
-        except Exception as error:  # noqa: BLE001 - an entry that cannot be written is a compile in the next process
+            write_atomically(self.directory / f"{name}.json", entry)
+        except BaseException:
             self._remove(name)
-            _log(f"object code for kernel {code_key[:12]} not stored: {error}")
-            return False
+            raise
         stats.writes += 1
         if self._total is None:
             self.evict()
         else:
-            self._total += len(data) + len(code)
+            self._total += len(entry) + len(data)
             if self._total > _max_bytes():
                 self.evict()
+
+    # ---- the warm-start index (kind "index") --------------------------------------------------------------
+    def load_index(self, key: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+        """An index entry's ``program`` (sizes, data only) and its data file's bytes (what it
+        describes: JSON text and raw arrays), verified; None when there is none or it failed a check
+        (removed, and said in the log)."""
+        if not self._ready():
+            return None
+        name = self.name(key)
+        if not os.path.lexists(self.directory / f"{name}.json"):
+            stats.misses += 1
+            return None
+        try:
+            entry, data = self._verified_data(name, key, "arrays", ".bin", "program")
+        except Rejected as rejected:
+            self._reject(name, str(rejected))
+            _log(f"warm-start index entry {name} not trusted: {rejected}; tracing")
+            return None
+        return entry["program"], data
+
+    def store_index(self, key: dict[str, Any], program: dict[str, Any], data: bytes) -> bool:
+        """Writes an index entry: ``key``, ``program`` (small JSON data) and the hash of ``data``."""
+        if not self._ready():
+            return False
+        try:
+            self._store_data(key, "arrays", ".bin", data, {"program": program})
+        except Exception as error:  # noqa: BLE001 - without the entry the next process traces
+            _log(f"warm-start index entry not stored: {error}")
+            return False
         return True
 
     @staticmethod

@@ -80,8 +80,9 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
           sources: dict[str, str], disk: Any = None, example: list[np.ndarray] | None = None) -> Lowered:
     """Passes then the backend; an op without a lowering (or any backend failure) is ``Unsupported``,
     naming the op and the user's line where the trace saw it. The lowered code runs once on copies of
-    ``example`` here, so that a backend compiling lazily (numba compiles on the first call) fails now,
-    while the call can still run eagerly, and never in the middle of a backward."""
+    ``example`` here, so that a backend compiling lazily (numba-cuda compiles at the first launch) fails
+    now, while the call can still run eagerly, and never in the middle of a backward; a kernel run from
+    loaded machine code (``loaded``: numba_cpu's object code) is not run."""
     placement.constants_on_host(graph)
     before = str(graph)
     for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
@@ -95,7 +96,8 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     try:
         compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"], cache=disk)
         example_out = None
-        if example is not None:
+        if example is not None and not getattr(compiled, "loaded", False):  # loaded machine code has nothing
+            # left to compile, so nothing that could fail later: the example call would cost a step
             example_out = list(compiled(*[placement.copy(a) if placement.is_array(a) else a for a in example]))
     except Exception as error:  # noqa: BLE001 - a backend's own traceback never reaches the user
         node = _failing_node(graph, error)

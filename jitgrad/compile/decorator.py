@@ -25,13 +25,14 @@ from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
 from ..random import default_generator
 from ..tensor import Tensor
-from . import guards, placement
+from . import guards, placement, warm_index
 from .backend import Backend, get_backend
 from .cache import DiskCache
 from .capture import Captured, EagerThisCall, GraphInput, NeedsValues, Unsupported, capture
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
 from .loss_program import LossCall, LossProgram, loss_program, replay
 from .explain import Explanation
+from .free_variables import find_free_variables
 from .pytree import call_leaf_paths, flatten
 from .sources import source_of_path
 from .templates import flatten_output, tensor_leaves, with_tuple_types
@@ -275,6 +276,10 @@ class CompiledFunction:
             self._note(f"recompiling {self.name} (recompile {self.recompiles}): guard failed: {miss.reason}"
                        f"{promoted} (called from {caller})")
         reason = None
+        warm_key = self._warm_key(spec, leaves)
+        program = None if warm_key is None else self._from_index(warm_key, leaves)
+        if program is not None:
+            return program, self._register(program, args, kwargs, leaves, spec, None)
         try:
             program = self._build_specializing(args, kwargs, leaves, spec)
         except EagerThisCall:  # an optimizer's first step: eager now, compiled from the next call
@@ -282,6 +287,17 @@ class CompiledFunction:
         except (TraceError, Unsupported) as error:
             self._fall_back(error)
             program, reason = EAGER, str(error)
+        free = self._register(program, args, kwargs, leaves, spec, reason)
+        if retrace is not None and program is not EAGER:
+            reused = all(item.reused for item in program.lowered_graphs)
+            self._note(f"{retrace}; {'kernels reused' if reused else 'the backend compiled new kernels'}")
+        if warm_key is not None and program is not EAGER:
+            self._store_index(warm_key, program, leaves)
+        return program, free
+
+    def _register(self, program: Any, args: tuple, kwargs: dict, leaves: list, spec: Any, reason: str | None) -> tuple:
+        """Files a program (or EAGER) under the call's key over every free guard now known; returns
+        the call's free values."""
         free = self._free.read(args, kwargs) or ()  # the trace may have added free guards
         key = guards.call_key(spec, leaves, free, self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC))
         if reason is not None:
@@ -290,10 +306,65 @@ class CompiledFunction:
         self._order.append(id(program))
         self._seen.append((guards.call_key(spec, leaves, free, self._free.kinds()), len(free),
                            self._labels(args, kwargs, len(free))))
-        if retrace is not None and program is not EAGER:
-            reused = all(item.reused for item in program.lowered_graphs)
-            self._note(f"{retrace}; {'kernels reused' if reused else 'the backend compiled new kernels'}")
-        return program, free
+        return free
+
+    # ---- the warm-start index (warm_index.py) ------------------------------------------------------------
+    def _warm_key(self, spec: Any, leaves: list) -> dict[str, Any] | None:
+        """The call's key in the warm-start index, or None where the index is not used for it (said
+        with ``JITGRAD_LOG=cache`` when the reason is the function or its arguments)."""
+        if self.disk_cache is None or self.check:
+            return None
+        if self.device not in (None, placement.CPU) or \
+                any(type(v._data) is not np.ndarray for v in leaves if isinstance(v, Tensor)):
+            return None  # a CUDA call (or a call on several devices, which the trace refuses)
+        backend = self._backend_for(placement.CPU)
+        if backend.from_warm_state is None:
+            return None
+        if self._dynamic.get(spec) or self._static.get(spec) or self._static_free:
+            self._index_log("not used: some of its numbers are run-time inputs or guarded constants now")
+            return None
+        try:
+            return warm_index.index_key(self.fn, spec, leaves, backend, self.options)
+        except warm_index.NotIndexed as reason:
+            self._index_log(f"not used: {reason}")
+            return None
+
+    def _from_index(self, key: dict[str, Any], leaves: list) -> Any:
+        """The program the index holds for ``key``, its in-process guards registered as a trace would
+        register them (the free-variable walk gives them without running the function), or None."""
+        found = self.disk_cache.of_kind("index").load_index(key)
+        if found is None:
+            self._index_log("no entry for this code and these arguments: tracing")
+            return None
+        walked = find_free_variables(self.fn, [])
+        if walked.unguardable or walked.tensors or walked.arrays:
+            self._index_log("not used: the function reads tensors or arrays from outside its arguments")
+            return None
+        backend = self._backend_for(placement.CPU)
+        try:
+            program = warm_index.restore(*found, backend, self.disk_cache.of_kind("objects"))
+        except (KeyError, TypeError, ValueError) as error:  # a verified entry of another layout
+            self._index_log(f"not used: the entry is malformed ({type(error).__name__}: {error})")
+            return None
+        if program is None:
+            self._index_log("not used: its kernel's object code is not in the cache: tracing")
+            return None
+        for source, kind, value in walked.guards:
+            self._free.add(source, kind, value)
+        self._index_log(f"used: {program.lowered.label} runs without tracing")
+        return program
+
+    def _store_index(self, key: dict[str, Any], program: Any, leaves: list) -> None:
+        try:
+            entry, data = warm_index.describe(program, len(leaves), program.backend)
+        except warm_index.NotIndexed as reason:
+            self._index_log(f"not stored: {reason}")
+            return
+        if self.disk_cache.of_kind("index").store_index(key, entry, data):
+            self._index_log("stored: a later process runs this call's program without tracing")
+
+    def _index_log(self, line: str) -> None:
+        DiskCache.log(f"warm-start index: {self.name}: {line}")
 
     def _build_specializing(self, args: tuple, kwargs: dict, leaves: list, spec: Any) -> Any:
         """``_build`` with the spec's run-time numbers; a number the trace needs as a Python value

@@ -229,6 +229,7 @@ class _Walker:
             if not _library(value.__module__):
                 self.found.guards.append((source, "identity", value))
                 self.function(value)
+                self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
         elif kind is types.MethodType:
             self.value(value.__func__, source.attr("__func__"), names)
             self.value(value.__self__, source.attr("__self__"), names)
@@ -310,6 +311,8 @@ def find_free_variables(fn: Callable, object_arguments: list[tuple[Source, Any]]
     walker = _Walker()
     if isinstance(fn, types.FunctionType):
         walker.function(fn)
+        # its own attributes (``f.scale = 2``, read inside as ``f.scale``): held by the function itself
+        walker._attributes(fn, vars(fn), Source("held", fn, None), code_names(fn.__code__))
     else:  # a bound method, a callable object, a functools.partial: walked from the object itself
         walker.value(fn, Source("held", fn, None), frozenset())
     names = code_names(fn.__code__) if isinstance(fn, types.FunctionType) else frozenset()

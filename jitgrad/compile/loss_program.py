@@ -154,6 +154,9 @@ class LossProgram:
         out, forward.example_out = forward.example_out, None
         if not self.wanted:
             return
+        if out is None:  # the forward runs loaded machine code, not run here: the backward is lowered alone
+            self.backward_for((True,) * len(self.wanted))
+            return
         saved = out[len(out) - self.saved_count:] if self.saved_count else []
         tangents = [placement.ones_like(out[i]) for i, d in self._differentiable_slots.items() if d]
         self.backward_for((True,) * len(self.wanted),

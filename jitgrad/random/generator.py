@@ -10,7 +10,7 @@ function take its state from the generator afresh at every call and draw exactly
 """
 from __future__ import annotations
 
-import secrets
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -20,6 +20,12 @@ import numpy as np
 from ..tensor import Tensor
 
 _SEED_MODULUS = 2 ** 64
+
+
+def _entropy() -> int:
+    """64 bits from the operating system (what ``secrets.randbits`` reads, without importing ``secrets``,
+    whose ``hmac`` and ``hashlib`` cost every ``import jitgrad`` 3 ms)."""
+    return int.from_bytes(os.urandom(8), "little")
 
 
 def _as_int64(value: int) -> np.int64:
@@ -32,7 +38,7 @@ class Generator:
     factories (``rand``, ``randn``...) draw from."""
 
     def __init__(self, seed: int | None = None) -> None:
-        self.manual_seed(secrets.randbits(64) if seed is None else seed)
+        self.manual_seed(_entropy() if seed is None else seed)
 
     def manual_seed(self, seed: int) -> "Generator":
         """Starts the stream of ``seed`` (taken modulo 2**64) from its beginning."""
@@ -42,7 +48,7 @@ class Generator:
 
     def seed(self) -> int:
         """Seeds from the operating system's entropy; returns the new seed."""
-        self.manual_seed(secrets.randbits(64))
+        self.manual_seed(_entropy())
         return self._seed
 
     def initial_seed(self) -> int:

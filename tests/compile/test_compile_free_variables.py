@@ -435,3 +435,20 @@ def test_a_global_sharing_its_name_with_an_attribute_is_not_guarded():
     assert compiled.log == [] and len(compiled.programs) == 1
     namespace["holder"].step = 3.0             # the attribute itself is guarded
     assert compiled(x).item() == 9.0
+
+
+def test_a_function_attribute_it_reads_is_guarded():
+    """``f.scale = 2`` read inside as ``f.scale`` (through the global ``f``, and through a helper's
+    global): changing it recompiles; it was not guarded, and the call returned the old value."""
+    namespace = {"jg": jg}
+    exec("def helper(x):\n    return x * helper.offset\n"
+         "def f(x):\n    return (helper(x) * f.scale).sum()\n", namespace)
+    f, helper = namespace["f"], namespace["helper"]
+    f.scale, helper.offset = 2.0, 1.0
+    compiled = jg.compile(f, cache=False)
+    x = jg.ones(3)
+    assert compiled(x).item() == 6.0
+    f.scale = 3.0
+    assert compiled(x).item() == 9.0
+    helper.offset = 2.0
+    assert compiled(x).item() == 18.0 and compiled.recompiles == 2

@@ -1,5 +1,6 @@
 """A second process runs the kernels a first one compiled without importing numba (issue 18): numba's
-object code from the disk cache, loaded with llvmlite alone, gives bit-identical results.
+object code from the disk cache, loaded with llvmlite alone, gives bit-identical results, and the
+warm-start index gives each call's program without tracing it.
 
 One pair of fresh interpreters on one small W2-like step (an MLP's loss and gradients); the attacks on
 the cached object files are in tests/reliability/test_cache_attacks.py.
@@ -47,6 +48,7 @@ def test_a_second_process_runs_cached_object_code_without_numba(tmp_path):
     second_run = run_python(STEP, env)
     second = last_json_line(second_run)
     assert not second["numba"] and not second["numba_at_end"], second_run.stderr
-    assert second["from_disk"] == [True, False]  # the retrace's kernel is the one in memory
+    assert second["from_disk"] == [True, True]  # both programs from the warm-start index: nothing traced
+    assert second_run.stderr.count("warm-start index: step: used") == 2, second_run.stderr
     assert second["values"] == first["values"]
     assert "could not be loaded" not in second_run.stderr and "not trusted" not in second_run.stderr

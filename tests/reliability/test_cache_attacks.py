@@ -312,7 +312,7 @@ def test_another_cpu_or_numba_version_is_a_miss(stored_object, capfd, monkeypatc
         real = cache_module.machine()
         monkeypatch.setattr(cache_module, "machine", lambda: {**real, "cpu": "other"})
     else:
-        monkeypatch.setattr(cache_module, "_installed", lambda package: "0.0" if package == "numba" else "1.0")
+        monkeypatch.setattr(cache_module, "installed_version", lambda package: "0.0" if package == "numba" else "1.0")
     _falls_back_with_a_log_line(directory, capfd, monkeypatch, "no object code for kernel")
 
 

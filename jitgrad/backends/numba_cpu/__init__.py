@@ -29,10 +29,10 @@ Importing this package does not import numba; compiling a kernel does (``numba_r
 ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python. How lowering works, how to add an op's
 lowering and how to read the generated code: docs/backends.md.
 """
-from .compiler import CompiledGraph, clear_cache, lower, numba_runtime, structural_key
+from .compiler import CompiledGraph, clear_cache, from_warm_state, lower, numba_runtime, structural_key, warm_state
 from .loop_nest import PARALLEL_ELEMENTS
 from .nodes import LoweringError
 from .numpy_blas import description as blas_description
 
-__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache", "lower",
-           "numba_runtime", "structural_key"]
+__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache",
+           "from_warm_state", "lower", "numba_runtime", "structural_key", "warm_state"]

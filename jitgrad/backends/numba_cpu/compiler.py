@@ -249,6 +249,50 @@ def _store_object(cache: Any, key: str, options: dict[str, Any], kernel: Any, si
     objects.store_object(key, options, found.code, {"entry": found.entry, "exceptions": found.exceptions})
 
 
+def warm_state(compiled: CompiledGraph) -> tuple[dict[str, Any], list[np.ndarray]] | None:
+    """What ``from_warm_state`` needs to run ``compiled`` in another process without its graph (the
+    warm-start index, ``jitgrad.compile.warm_index``): data and arrays; None under ``NUMBA_DISABLE_JIT``."""
+    if _jit_disabled():
+        return None
+    state = {"source": compiled.source, "key": compiled.key, "object_key": _object_key(compiled.key, compiled),
+             "options": sorted(compiled.numba_options.items()), "names": compiled.names,
+             "expected": [[list(shape), dtype.str] for shape, dtype in compiled.expected],
+             "numbers_in": compiled.numbers_in,
+             "workspaces": [[np.dtype(dtype).str, int(n)] for dtype, n in compiled.workspace_sizes],
+             "sizes": [int(n) for n in compiled.numbers[0]], "scalars": [float(x) for x in compiled.numbers[1]],
+             "outputs": [[list(shape), np.dtype(dtype).str] for shape, dtype in compiled.output_arrays]}
+    return state, list(compiled.constants)
+
+
+def from_warm_state(state: dict[str, Any], constants: list[np.ndarray], cache: Any) -> CompiledGraph | None:
+    """The ``CompiledGraph`` ``warm_state`` described, its kernel loaded from its object code in
+    ``cache`` (verified there), never compiled: None when the object code is not there or cannot be
+    loaded (the caller traces and compiles as usual)."""
+    if _jit_disabled():
+        return None
+    object_key, options = state["object_key"], dict((k, v) for k, v in state["options"])
+    kernel = _LOADED.get(object_key)
+    if kernel is None:
+        found = _load_object(cache, object_key, options)
+        if not callable(found):
+            return None
+        kernel = _LOADED[object_key] = found
+    compiled = CompiledGraph.__new__(CompiledGraph)
+    compiled.source, compiled.key, compiled.numba_options = state["source"], state["key"], options
+    compiled.names = list(state["names"])
+    compiled.expected = [(tuple(shape), np.dtype(dtype)) for shape, dtype in state["expected"]]
+    compiled.numbers_in = list(state["numbers_in"])
+    compiled.constants = tuple(constants)
+    compiled.workspace_sizes = [(np.dtype(dtype), n) for dtype, n in state["workspaces"]]
+    compiled.numbers = (np.asarray(state["sizes"], dtype=np.int64), np.asarray(state["scalars"], dtype=np.float64))
+    compiled.output_arrays = [(tuple(shape), np.dtype(dtype)) for shape, dtype in state["outputs"]]
+    compiled._local = threading.local()
+    compiled.from_disk = True
+    compiled._number_types = {i: type(compiled.expected[i][1].type(0).item()) for i in compiled.numbers_in}
+    compiled.use(kernel, loaded=True)
+    return compiled
+
+
 def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None, cache: Any = None) -> CompiledGraph:
     """Compiles ``graph`` (not modified) with numba; see the package docstring. ``cache`` (a
     ``compile.cache.DiskCache``) gives the kernel's machine code from an earlier process, verified,
