@@ -15,13 +15,14 @@ from typing import Any, Iterator
 
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
-from .node import Node, Opcode, map_nodes, tuple_item
+from .loop import Loop
+from .node import Node, Opcode, iter_nodes, map_nodes, tuple_item
 from .node_meta import meta_disagreement
 from .numbers import is_number_op
 from .printing import format_arg, format_node
 
 # Names the generated code uses for itself; no node may take them.
-RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float"})
+RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float", "run_loop"})
 
 
 class GraphError(RuntimeError):
@@ -237,6 +238,10 @@ class Graph:
                 if not isinstance(source, Node) or not isinstance(source.meta.get("shape"), tuple) \
                         or not isinstance(source.meta.get("dtype"), tuple) or not isinstance(index, int):
                     raise GraphError(f"{where}: tuple_item must read a multi-output node and an int")
+            elif isinstance(node.target, Loop):
+                problem = _loop_problem(node)
+                if problem is not None:
+                    raise GraphError(f"{where}: {problem}")
             elif is_number_op(node.target):
                 if not node.meta.get("python_number"):
                     raise GraphError(f"{where}: a number op's value must be marked python_number")
@@ -255,7 +260,12 @@ class Graph:
         """One line per node (``fx.printing.format_node``): ``%name: dtype[shape] = opcode
         target(args, kwargs)  # extra meta``."""
         params = ", ".join(f"{p.name}: {p.format_meta()}" for p in self.placeholders)
-        return "\n".join([f"graph({params}):", *(f"    {format_node(node)}" for node in self._nodes)])
+        lines = [f"graph({params}):"]
+        for node in self._nodes:
+            lines.append(f"    {format_node(node)}")
+            if isinstance(node.target, Loop):  # its body, indented under it
+                lines += [f"        {line}" for line in str(node.target.body).splitlines()]
+        return "\n".join(lines)
 
     def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs", "value")]
@@ -270,6 +280,44 @@ class Graph:
     def print_tabular(self) -> None:
         """Prints a table of opcode, name, target, args, kwargs and value type."""
         print(self.tabular())
+
+
+def _loop_problem(node: Node) -> str | None:
+    """What is wrong with a ``loop`` node (``fx.loop``): its body must lint, take one placeholder per
+    value it reads (carries, one row of each sliced array, invariants) with their metadata, return a
+    flat tuple of nodes whose carried values keep their metadata, and the node's metadata must be the
+    final carries and the kept values stacked ``count`` times."""
+    loop: Loop = node.target
+    if len(node.args) != 3 or node.kwargs or not all(isinstance(a, tuple) for a in node.args):
+        return "a loop reads (carries, sliced, invariants): three tuples"
+    carries, sliced, invariants = node.args
+    try:
+        loop.body.lint()
+    except GraphError as error:
+        return f"its body: {error}"
+    params, out = loop.body.placeholders, loop.body.output_node.args[0]
+    if len(carries) != loop.carries or len(sliced) != len(loop.slices) \
+            or len(params) != len(carries) + len(sliced) + len(invariants):
+        return "its body's placeholders do not match its carries, sliced arrays and invariants"
+    if not isinstance(out, tuple) or len(list(iter_nodes(out))) != len(out) or len(out) < loop.carries:
+        return "its body must return a flat tuple of nodes, the carries first"
+    expected = [(v.meta["shape"], v.meta["dtype"]) for v in carries]
+    expected += [(v.meta["shape"][1:], v.meta["dtype"]) for v in sliced]
+    expected += [(v.meta["shape"], v.meta["dtype"]) for v in invariants]
+    if [(p.meta["shape"], p.meta["dtype"]) for p in params] != expected:
+        return "its body's placeholders have other shapes or dtypes than the values it reads"
+    for (start, step), base in zip(loop.slices, sliced):
+        if step not in (1, -1) or not base.meta["shape"] or \
+                not all(0 <= start + step * j < base.meta["shape"][0] for j in (0, loop.count - 1)):
+            return f"slice ({start}, {step}) is not {loop.count} rows of {base.name}"
+    if any((o.meta["shape"], o.meta["dtype"]) != (p.meta["shape"], p.meta["dtype"])
+           for o, p in zip(out, params[:loop.carries])):
+        return "a carried value changes shape or dtype from one iteration to the next"
+    shapes = tuple(o.meta["shape"] for o in out[:loop.carries]) + \
+        tuple((loop.count, *o.meta["shape"]) for o in out[loop.carries:])
+    if node.meta.get("shape") != shapes or node.meta.get("dtype") != tuple(o.meta["dtype"] for o in out):
+        return "its metadata is not its final carries and its stacked values"
+    return None
 
 
 __all__ = ["Graph", "GraphError", "PassRecord", "format_arg", "tensor_meta"]
