@@ -43,6 +43,7 @@ class Backend:
     lowering_errors: tuple[type[BaseException], ...]
     structural_key: Callable[[Graph], Any] | None
     version: str
+    lowers_loops: bool = False   # lowers ``loop`` nodes (``fx.loop``): the pipeline rolls loops for it
 
 
 class InterpretedGraph:
@@ -136,7 +137,8 @@ def get_backend(device: str = "cpu") -> Backend:
         return INTERPRETER
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None),
-                   f"numba {importlib.metadata.version('numba')}, BLAS {module.blas_description()}")
+                   f"numba {importlib.metadata.version('numba')}, BLAS {module.blas_description()}",
+                   getattr(module, "LOWERS_LOOPS", False))
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes"]

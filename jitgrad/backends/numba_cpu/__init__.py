@@ -32,7 +32,9 @@ lowering and how to read the generated code: docs/backends.md.
 from .compiler import CompiledGraph, clear_cache, lower, numba_runtime, structural_key
 from .loop_nest import PARALLEL_ELEMENTS
 from .nodes import LoweringError
+
+LOWERS_LOOPS = True  # a loop node (fx.loop, rolled by roll_loops) is written as a loop: loops.py
 from .numpy_blas import description as blas_description
 
-__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache", "lower",
+__all__ = ["LOWERS_LOOPS", "PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache", "lower",
            "numba_runtime", "structural_key"]

@@ -373,20 +373,81 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
                 user.replace_input_with(value, final)
 
 
+def _row_runs(values: tuple) -> list[tuple[Node | None, int, int, Any]]:
+    """``values`` cut into runs of consecutive rows of one array, ``(base, first row, rows, value)``,
+    a value that is not a row read standing alone as ``(None, 0, 1, value)``."""
+    runs: list[tuple[Node | None, int, int, Any]] = []
+    for value in values:
+        row = _row_read(value) if isinstance(value, Node) else None
+        base = value.args[0] if row is not None else None
+        if runs and base is not None and runs[-1][0] is base and runs[-1][1] + runs[-1][2] == row:
+            runs[-1] = (base, runs[-1][1], runs[-1][2] + 1, None)
+        else:
+            runs.append((base, row or 0, 1, value))
+    return runs
+
+
+def _stacks_as_slices(graph: Graph, record: Any) -> None:
+    """A ``stack`` of consecutive rows of one array (a loop's stacked values, read back row by row by
+    what the unrolled graph stacked: ``batch_matrix_products``'s stacks of the steps' vectors)
+    becomes a ``cat`` of slices of it: no node, and no kernel line, per iteration."""
+    getitem, unsqueeze, cat = REGISTRY["getitem"], REGISTRY["unsqueeze"], REGISTRY["cat"]
+    for node in graph.nodes:
+        if node.op is not Opcode.CALL_FUNCTION or node.target_name != "stack" or node.kwargs.get("dim") != 0 \
+                or len(node.args) != 1 or not isinstance(node.args[0], tuple):
+            continue
+        runs = _row_runs(node.args[0])
+        if all(rows < 2 for _, _, rows, _ in runs):
+            continue
+        phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
+        pieces = []
+        for base, first, rows, value in runs:
+            if rows == 1:
+                value = value if value is not None else graph.call_function(
+                    getitem, (base,), {"index": (first,)}, {**call_meta(getitem, (base,), {"index": (first,)}),
+                                                            **phase}, before=node)
+                kwargs: dict[str, Any] = {"dim": 0}
+                target = unsqueeze
+                args: tuple = (value,)
+            elif first == 0 and rows == base.meta["shape"][0]:
+                pieces.append(base)
+                continue
+            else:
+                target, args, kwargs = getitem, (base,), {"index": (slice(first, first + rows, None),)}
+            pieces.append(graph.call_function(target, args, kwargs, {**call_meta(target, args, kwargs), **phase},
+                                              before=node))
+        elements = [v for v in node.args[0] if isinstance(v, Node)]
+        if len(pieces) == 1:
+            replacement = pieces[0]
+        else:
+            kwargs = {"dim": 0}
+            replacement = graph.call_function(cat, (tuple(pieces),), kwargs,
+                                              {**call_meta(cat, (tuple(pieces),), kwargs), **phase}, before=node)
+        graph.replace_node(node, replacement)
+        for value in dict.fromkeys(elements):
+            if not value.users and _row_read(value) is not None:
+                graph.erase_node(value)
+        record.changes.append(f"{node.name} -> {replacement.name}: {len(runs)} pieces")
+
+
 def roll_loops(graph: Graph) -> Graph:
-    """Rolls every loop it finds, first to last (see the module docstring)."""
+    """Rolls every loop it finds, first to last (see the module docstring), then makes stacks of a
+    loop's rows slices of its value."""
     record = graph.record_pass("roll_loops")
-    first = 0
+    first, loops = 0, 0
     while True:
         found = _find(graph, first)
         if found is None:
             break
         run, count = found
         node = _roll(graph, run)
+        loops += 1
         record.changes.append(f"{node.name}: {count} iterations of {run.period} nodes from "
                               f"{run.at(0, 0).name}")
         first = graph.position()[node] + 1
-    record.stats["loops"] = len(record.changes)
+    if loops:
+        _stacks_as_slices(graph, record)
+    record.stats["loops"] = loops
     return graph
 
 
