@@ -43,8 +43,13 @@ def _shape_tuple(sizes: tuple[str, ...]) -> str:
     return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
 
 
-def _copy(w: "_Writer", source: str, target: str, sizes: tuple[str, ...], indent: str, out: list[str]) -> None:
-    """``target[...] = source[...]`` element by element over ``sizes`` (either may be a view)."""
+def _copy(w: "_Writer", source: str, flat_target: str, sizes: tuple[str, ...], indent: str, out: list[str]) -> None:
+    """Copies ``source`` (any layout, of ``sizes``) into the flat contiguous array ``flat_target``, element by
+    element (the target reshaped once, outside the loops)."""
+    target = flat_target
+    if len(sizes) > 1:
+        target = w.fresh(f"{flat_target}_shaped")
+        out.append(f"{indent}{target} = {flat_target}.reshape({_shape_tuple(sizes)})")
     index = [w.fresh(f"c{d}") for d in range(len(sizes))]
     for depth, (i, size) in enumerate(zip(index, sizes)):
         out.append(indent + "    " * depth + f"for {i} in range({size}):")
@@ -80,7 +85,7 @@ def emit_loop(w: "_Writer", node: Node, out: list[str]) -> None:
         current.append(a)
         following.append(b)
         sizes = w.shapes[w.var[init]]
-        _copy(w, w.var[init], f"{a}.reshape({_shape_tuple(sizes)})", sizes, "    ", out)
+        _copy(w, w.var[init], a, sizes, "    ", out)
     stacks = []
     for k, result in enumerate(results[loop.carries:]):
         var, length = memory(f"{name}_stack{k}", result, count)
@@ -121,7 +126,7 @@ def emit_loop(w: "_Writer", node: Node, out: list[str]) -> None:
     for k, (result, target) in enumerate(zip(results, targets)):
         if result.meta.get("buffer") != output_buffer(k):  # a view, or a value returned twice
             sizes = w.shapes[w.var[result]]
-            _copy(w, w.var[result], f"{target}.reshape({_shape_tuple(sizes)})", sizes, "    ", inner)
+            _copy(w, w.var[result], target, sizes, "    ", inner)
     if current:
         inner.append(f"    {', '.join(current + following)} = {', '.join(following + current)}")
     out.append(f"    for {j} in range({count}):")

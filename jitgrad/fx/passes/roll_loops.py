@@ -106,12 +106,13 @@ class _Run:
         return divmod(at, self.period)
 
 
-def _arithmetic(values: list[int]) -> int | None:
-    """The step (1 or -1) of ``values`` when they go up or down one at a time, else None."""
-    step = values[1] - values[0]
-    if step not in (1, -1) or any(b - a != step for a, b in zip(values, values[1:])):
-        return None
-    return step
+def _follows(rows: list[int], row: int | None) -> bool:
+    """Whether ``row`` continues ``rows`` one at a time, up or down (as their first two set)."""
+    if row is None:
+        return False
+    if len(rows) < 2:
+        return abs(row - rows[-1]) == 1 if rows else True
+    return row - rows[-1] == rows[1] - rows[0]
 
 
 def _classify_row(run: _Run, offset: int, count: int) -> int:
@@ -124,12 +125,11 @@ def _classify_row(run: _Run, offset: int, count: int) -> int:
     rows = [_row_read(first)]
     for j in range(1, count):
         node = run.at(j, offset)
-        if node.args[0] is not base:
+        row = _row_read(node)
+        if node.args[0] is not base or not _follows(rows, row):
             return j
-        rows.append(_row_read(node))
-        if _arithmetic(rows) is None:
-            return j
-    run.rows[offset] = (base, rows[0], _arithmetic(rows) if count > 1 else 1)
+        rows.append(row)
+    run.rows[offset] = (base, rows[0], rows[1] - rows[0])
     return count
 
 
@@ -162,16 +162,16 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         run.inputs[(offset, leaf)] = ("carry", first, source)
         return count
     rows: list[int] = []
+    base = first.args[0] if _row_read(first) is not None else None
+    if base is None or run.where(base) is not None:
+        return 0
     for j in range(count):
         value = leaves[j][leaf]
         row = _row_read(value)
-        if run.where(value) is not None or row is None or value.args[0] is not first.args[0] \
-                or run.where(first.args[0]) is not None:
+        if run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
             return j
         rows.append(row)
-        if j and _arithmetic(rows) is None:
-            return j
-    run.inputs[(offset, leaf)] = ("slice", first.args[0], rows[0], _arithmetic(rows))
+    run.inputs[(offset, leaf)] = ("slice", base, rows[0], rows[1] - rows[0])
     return count
 
 
@@ -194,8 +194,11 @@ def _check(run: _Run) -> int:
     return count
 
 
-def _candidates(nodes: list[Node], first: int):
-    """(start, period, count) of each stretch of repeated signatures, from position ``first`` on."""
+def _candidates(nodes: list[Node], first: int, rejected: dict[int, int]):
+    """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
+    stretch of one period inside one rejected before (``rejected``: period -> where it ended) is not
+    offered again: the run it starts is a rotation of that one's, and checking each rotation of a
+    long run again would make the pass quadratic in the graph's length."""
     signatures = [_signature(n) for n in nodes]
     following: dict[Hashable, int] = {}
     next_same = [0] * len(nodes)
@@ -205,7 +208,7 @@ def _candidates(nodes: list[Node], first: int):
     i = first
     while i < len(nodes):
         period = next_same[i] - i
-        if next_same[i] < 0 or period > (len(nodes) - i) // MIN_ITERATIONS:
+        if next_same[i] < 0 or period > (len(nodes) - i) // MIN_ITERATIONS or i < rejected.get(period, -1):
             i += 1
             continue
         count = 1
@@ -249,18 +252,17 @@ def _fusible_across(run: _Run) -> bool:
 def _find(graph: Graph, first: int) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
-    for start, period, count in _candidates(nodes, first):
+    rejected: dict[int, int] = {}
+    for start, period, count in _candidates(nodes, first, rejected):
         run = _Run(nodes, start, period, count, position)
         count = _check(run)
         if count < MIN_ITERATIONS:
             continue
         run.count = count
-        if count != _check(run):  # classified again over the iterations that agree
-            continue
-        if not any(how[0] == "carry" for how in run.inputs.values()) or _fusible_across(run) \
-                or not _typed_alike(run):
-            continue
-        return run, count
+        if count == _check(run) and any(how[0] == "carry" for how in run.inputs.values()) \
+                and not _fusible_across(run) and _typed_alike(run):  # classified again: iterations that agree
+            return run, count
+        rejected[period] = start + count * period
     return None
 
 
@@ -332,9 +334,8 @@ def _roll(graph: Graph, run: _Run) -> Node:
     node = graph.call_function(loop, (tuple(init for init, _ in carries), tuple(b for b, _, _ in slices),
                                       tuple(invariants)), {}, meta, before=first_node)
     _hand_on(graph, run, node, loop, outside, carried_next, kept, after)
-    for i in range(run.start + count * period - 1, run.start - 1, -1):
-        if not run.nodes[i].users:
-            graph.erase_node(run.nodes[i])
+    window = run.nodes[run.start:run.start + count * period]
+    graph.erase_nodes([n for n in window if all(run.where(u) is not None for u in n.users)])
     return node
 
 
@@ -348,29 +349,29 @@ def _value_meta(node: Node, all_keys: bool = False) -> dict[str, Any]:
 def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int, list[int]],
              carried_next: list[int], kept: list[int], after: Node) -> None:
     """Makes what read the run's values after it read the loop's: a final carry, or a row of a kept
-    value's stack."""
+    value's stack. Each reader is rewired once (a stack of every step's value reads hundreds)."""
     phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
+    getitem = REGISTRY["getitem"]
+    replacement: dict[Node, Node] = {}
     for offset, readers in outside.items():
         if offset in kept:
             index = loop.carries + kept.index(offset)
             stacked = graph.call_function(tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}),
                                           before=after)
             for j in readers:
-                value = run.at(j, offset)
-                row = loop.row(j)
-                getitem = REGISTRY["getitem"]
-                read = graph.call_function(getitem, (stacked,), {"index": (row,)},
-                                           {**call_meta(getitem, (stacked,), {"index": (row,)}), **phase},
-                                           before=after)
-                for user in [u for u in value.users if run.where(u) is None]:
-                    user.replace_input_with(value, read)
+                row = {"index": (loop.row(j),)}
+                replacement[run.at(j, offset)] = graph.call_function(
+                    getitem, (stacked,), row, {**call_meta(getitem, (stacked,), row), **phase}, before=after)
         else:
             index = carried_next.index(offset)
-            final = graph.call_function(tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}),
-                                        before=after)
-            value = run.at(run.count - 1, offset)
-            for user in [u for u in value.users if run.where(u) is None]:
-                user.replace_input_with(value, final)
+            replacement[run.at(run.count - 1, offset)] = graph.call_function(
+                tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}), before=after)
+    users = dict.fromkeys(u for value in replacement for u in value.users if run.where(u) is None)
+    swap = (lambda n: replacement.get(n, n))
+    for user in users:
+        user.args = map_nodes(user.args, swap)
+        if user.kwargs:
+            user.kwargs = map_nodes(user.kwargs, swap)
 
 
 def _row_runs(values: tuple) -> list[tuple[Node | None, int, int, Any]]:
