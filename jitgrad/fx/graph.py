@@ -57,6 +57,9 @@ class Graph:
         self._names: dict[str, int] = {}
         self.constants: dict[str, Tensor] = {}
         self.history: list[PassRecord] = []
+        # what lint last found right about each call's metadata: its args and kwargs (the objects), its
+        # shape and dtype and its inputs'; while all are the same, its op's rule is not asked again
+        self._meta_checked: dict[Node, tuple] = {}
 
     # ---- reading -----------------------------------------------------------------------------------
     @property
@@ -212,6 +215,7 @@ class Graph:
             raise GraphError(f"the graph must end in exactly one output node (found {len(outputs)})")
         placeholders_done = False
         inputs = {node: node.all_input_nodes for node in self._nodes}  # each node's walked once
+        checked: dict[Node, tuple] = {}
         for node in self._nodes:
             where = f"node {node.name}"
             if node.graph is not self:
@@ -239,10 +243,17 @@ class Graph:
             self._lint_target(node)
             if node.op is not Opcode.OUTPUT and ("shape" not in node.meta or "dtype" not in node.meta):
                 raise GraphError(f"{where} has no shape/dtype metadata")
-            problem = meta_disagreement(node)
-            if problem is not None:
-                raise GraphError(f"{where} {problem}")
+            if node.op is Opcode.CALL_FUNCTION:
+                facts = (node.meta["shape"], node.meta["dtype"],
+                         tuple((i.meta.get("shape"), i.meta.get("dtype")) for i in inputs[node]))
+                known = self._meta_checked.get(node)
+                if known is None or known[0] is not node.args or known[1] is not node.kwargs or known[2] != facts:
+                    problem = meta_disagreement(node)
+                    if problem is not None:
+                        raise GraphError(f"{where} {problem}")
+                checked[node] = (node.args, node.kwargs, facts)
             seen.add(node)
+        self._meta_checked = checked
 
     def _lint_target(self, node: Node) -> None:
         where = f"node {node.name}"
