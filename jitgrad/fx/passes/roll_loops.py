@@ -194,11 +194,11 @@ def _check(run: _Run) -> int:
     return count
 
 
-def _candidates(nodes: list[Node], first: int, rejected: dict[int, int]):
+def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]]):
     """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
-    stretch of one period inside one rejected before (``rejected``: period -> where it ended) is not
-    offered again: the run it starts is a rotation of that one's, and checking each rotation of a
-    long run again would make the pass quadratic in the graph's length."""
+    stretch of one period starting inside the span of one rejected before (``rejected``: period ->
+    span) is not offered again: checking every rotation of a long run would make the pass quadratic
+    in the graph's length."""
     signatures = [_signature(n) for n in nodes]
     following: dict[Hashable, int] = {}
     next_same = [0] * len(nodes)
@@ -208,7 +208,7 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, int]):
     i = first
     while i < len(nodes):
         period = next_same[i] - i
-        if next_same[i] < 0 or period > (len(nodes) - i) // MIN_ITERATIONS or i < rejected.get(period, -1):
+        if next_same[i] < 0 or period > (len(nodes) - i) // MIN_ITERATIONS or rejected.get(period, (0, 0))[0] <= i < rejected.get(period, (0, 0))[1]:
             i += 1
             continue
         count = 1
@@ -252,17 +252,22 @@ def _fusible_across(run: _Run) -> bool:
 def _find(graph: Graph, first: int) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
-    rejected: dict[int, int] = {}
+    rejected: dict[int, tuple[int, int]] = {}
     for start, period, count in _candidates(nodes, first, rejected):
         run = _Run(nodes, start, period, count, position)
         count = _check(run)
         if count < MIN_ITERATIONS:
             continue
         run.count = count
-        if count == _check(run) and any(how[0] == "carry" for how in run.inputs.values()) \
-                and not _fusible_across(run) and _typed_alike(run):  # classified again: iterations that agree
+        if count != _check(run) or not any(how[0] == "carry" for how in run.inputs.values()) \
+                or not _typed_alike(run):  # (classified again over the iterations that agree)
+            rejected[period] = (start + 1, start + count * period)
+        elif _fusible_across(run):  # another rotation of the same steps may carry through an opaque op
+            low, high = rejected.get(period, (0, 0))
+            rejected[period] = (min(low, start + period) if low <= start < high else start + period,
+                                max(high, start + count * period))
+        else:
             return run, count
-        rejected[period] = start + count * period
     return None
 
 
