@@ -430,9 +430,7 @@ def _stacks_as_slices(graph: Graph, record: Any) -> None:
             replacement = graph.call_function(cat, (tuple(pieces),), kwargs,
                                               {**call_meta(cat, (tuple(pieces),), kwargs), **phase}, before=node)
         graph.replace_node(node, replacement)
-        for value in dict.fromkeys(elements):
-            if not value.users and _row_read(value) is not None:
-                graph.erase_node(value)
+        graph.erase_nodes([v for v in dict.fromkeys(elements) if not v.users and _row_read(v) is not None])
         record.changes.append(f"{node.name} -> {replacement.name}: {len(runs)} pieces")
 
 
