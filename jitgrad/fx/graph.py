@@ -217,43 +217,53 @@ class Graph:
         inputs = {node: node.all_input_nodes for node in self._nodes}  # each node's walked once
         checked: dict[Node, tuple] = {}
         for node in self._nodes:
-            where = f"node {node.name}"
             if node.graph is not self:
-                raise GraphError(f"{where} belongs to another graph")
+                raise GraphError(f"node {node.name} belongs to another graph")
             if not isinstance(node.op, Opcode):
-                raise GraphError(f"{where} has opcode {node.op!r}, not an Opcode")
+                raise GraphError(f"node {node.name} has opcode {node.op!r}, not an Opcode")
             if not node.name.isidentifier() or keyword.iskeyword(node.name) or node.name in names:
-                raise GraphError(f"{where}: the name is not a unique Python identifier")
+                raise GraphError(f"node {node.name}: the name is not a unique Python identifier")
             names.add(node.name)
             if node.op is Opcode.PLACEHOLDER and placeholders_done:
-                raise GraphError(f"{where}: placeholders must come before every other node")
+                raise GraphError(f"node {node.name}: placeholders must come before every other node")
             placeholders_done = placeholders_done or node.op is not Opcode.PLACEHOLDER
-            for used in inputs[node]:
-                if used not in members:
-                    raise GraphError(f"{where} reads {used.name}, which is not in the graph")
-                if used not in seen:
-                    raise GraphError(f"{where} reads {used.name} before it is defined")
-                if node not in used.users:
-                    raise GraphError(f"{where} reads {used.name} but is missing from its users")
-                if used.op is Opcode.OUTPUT:
-                    raise GraphError(f"{where} reads the output node")
+            read = inputs[node]
+            if not seen.issuperset(read):  # ``seen`` holds only members: a member defined earlier
+                self._lint_inputs(node, read, members, seen)
+            for used in read:
+                if node not in used.users or used.op is Opcode.OUTPUT:
+                    self._lint_inputs(node, read, members, seen)
             for user in node.users:
                 if user not in members or node not in inputs[user]:
-                    raise GraphError(f"{where} lists {user.name} as a user, but it does not read {node.name}")
+                    raise GraphError(f"node {node.name} lists {user.name} as a user, but it does not read {node.name}")
             self._lint_target(node)
             if node.op is not Opcode.OUTPUT and ("shape" not in node.meta or "dtype" not in node.meta):
-                raise GraphError(f"{where} has no shape/dtype metadata")
+                raise GraphError(f"node {node.name} has no shape/dtype metadata")
             if node.op is Opcode.CALL_FUNCTION:
                 facts = (node.meta["shape"], node.meta["dtype"],
-                         tuple((i.meta.get("shape"), i.meta.get("dtype")) for i in inputs[node]))
+                         tuple((i.meta.get("shape"), i.meta.get("dtype")) for i in read))
                 known = self._meta_checked.get(node)
                 if known is None or known[0] is not node.args or known[1] is not node.kwargs or known[2] != facts:
                     problem = meta_disagreement(node)
                     if problem is not None:
-                        raise GraphError(f"{where} {problem}")
+                        raise GraphError(f"node {node.name} {problem}")
                 checked[node] = (node.args, node.kwargs, facts)
             seen.add(node)
         self._meta_checked = checked
+
+    @staticmethod
+    def _lint_inputs(node: Node, read: list[Node], members: set[Node], seen: set[Node]) -> None:
+        """Names what is wrong with what ``node`` reads (``lint`` found something)."""
+        where = f"node {node.name}"
+        for used in read:
+            if used not in members:
+                raise GraphError(f"{where} reads {used.name}, which is not in the graph")
+            if used not in seen:
+                raise GraphError(f"{where} reads {used.name} before it is defined")
+            if node not in used.users:
+                raise GraphError(f"{where} reads {used.name} but is missing from its users")
+            if used.op is Opcode.OUTPUT:
+                raise GraphError(f"{where} reads the output node")
 
     def _lint_target(self, node: Node) -> None:
         where = f"node {node.name}"
