@@ -132,7 +132,7 @@ def emit_loop(w: "_Writer", node: Node, out: list[str]) -> None:
     out.append(f"    for {j} in range({count}):")
     out.extend("    " + line for line in inner)
     values = [f"{var}.reshape({_shape_tuple(w.sizes_of(r.meta['shape']))})" for var, r in zip(current, results)]
-    values += [f"{var}.reshape({_shape_tuple((count, *w.sizes_of(r.meta['shape'])))})"
+    values += [f"{var}.reshape({_shape_tuple(w.sizes_of((loop.count, *r.meta['shape'])))})"
                for (var, _), r in zip(stacks, results[loop.carries:])]
     out.append(f"    {name} = ({', '.join(values)},)")
     w.var[node] = name

@@ -238,13 +238,15 @@ def _typed_alike(run: _Run) -> bool:
 
 
 def _fusible_across(run: _Run) -> bool:
-    """Whether some carried value is made and read by elementwise work: fusion would join iterations
-    that a loop keeps apart."""
+    """Whether some carried value of more than one element is made and read by elementwise work: fusion
+    would join iterations that a loop keeps apart (a scalar, such as a loss summed over the steps,
+    costs nothing to keep apart)."""
     for key, how in run.inputs.items():
         if how[0] != "carry":
             continue
         producer, reader = run.at(0, how[2]), run.at(0, key[0])
-        if producer.kind is not NodeKind.OPAQUE and reader.kind is not NodeKind.OPAQUE:
+        if producer.kind is not NodeKind.OPAQUE and reader.kind is not NodeKind.OPAQUE \
+                and math.prod(producer.meta["shape"]) > 1:
             return True
     return False
 
