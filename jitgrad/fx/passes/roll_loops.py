@@ -226,6 +226,8 @@ def _typed_alike(run: _Run) -> bool:
     for how in run.inputs.values():
         if how[0] != "inner" and isinstance(how[1].meta["dtype"], tuple):
             return False
+        if how[0] == "carry" and how[1].meta.get("python_number"):  # a carry lives in an array
+            return False
         if how[0] == "carry" and (how[1].meta["shape"], how[1].meta["dtype"]) != \
                 (run.at(0, how[2]).meta["shape"], run.at(0, how[2]).meta["dtype"]):
             return False
