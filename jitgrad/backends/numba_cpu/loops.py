@@ -61,6 +61,7 @@ def emit_loop(w: "_Writer", node: Node, out: list[str]) -> None:
     ``for`` over the iterations with the body inside; ``w.var[node]`` is then the loop's tuple."""
     loop: Loop = node.target
     body = planned_body(loop)
+    w.taken.update(n.name for n in body.nodes)  # the body's values are variables of the kernel too
     carries, sliced, invariants = node.args
     name = w.array_name(node)
     out.append(f"    {w.comment(node)}")

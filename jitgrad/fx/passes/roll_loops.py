@@ -208,7 +208,8 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, in
     i = first
     while i < len(nodes):
         period = next_same[i] - i
-        if next_same[i] < 0 or period > (len(nodes) - i) // MIN_ITERATIONS or rejected.get(period, (0, 0))[0] <= i < rejected.get(period, (0, 0))[1]:
+        low, high = rejected.get(period, (0, 0))
+        if next_same[i] < 0 or period > (len(nodes) - i) // MIN_ITERATIONS or low <= i < high:
             i += 1
             continue
         count = 1
