@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..fx.graph import Graph
+from ..fx.loop import Loop
 from ..fx.node import Node, Opcode, tuple_item
 from ..fx.printing import format_node
 from ..ops.lowering import Intrinsic
@@ -69,11 +70,17 @@ def compute_dtype(node: Node) -> np.dtype:
     return floats[0] if floats else (node_dtype(inputs[0]) if inputs else out)
 
 
-def check_lowerings(graph: Graph, statements: Mapping[str, Any], backend: str, error: type[Exception]) -> None:
+def check_lowerings(graph: Graph, statements: Mapping[str, Any], backend: str, error: type[Exception],
+                    loops: bool = False) -> None:
     """Raises ``error`` for the first node whose op has no lowering, or names an intrinsic absent from
-    the backend's ``statements``, before anything is generated."""
+    the backend's ``statements``, before anything is generated. A ``loop`` node (``fx.loop``) has no
+    lowering of its own (its ``lower`` is None): a backend that writes loops passes ``loops=True``, and
+    its body is checked instead."""
     for node in graph.nodes:
         if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
+            continue
+        if loops and isinstance(node.target, Loop):
+            check_lowerings(node.target.body, statements, backend, error, loops)
             continue
         lowering = node.target.lower
         if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in statements:

@@ -47,6 +47,7 @@ class Backend:
     version_of: Callable[[], str] = lambda: "0"   # read when asked: package metadata costs ~50 ms to import
     warm_state: Callable[..., Any] | None = None        # the backend's half of the warm-start index
     from_warm_state: Callable[..., Any] | None = None   # (``warm_index.py``); None: never indexed
+    lowers_loops: bool = False   # lowers ``loop`` nodes (``fx.loop``): the pipeline rolls loops for it
 
     @property
     def version(self) -> str:
@@ -141,7 +142,8 @@ def get_backend(device: str = "cpu") -> Backend:
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None),
                    lambda: f"numba {installed_version('numba')}, BLAS {module.blas_description()}",
-                   getattr(module, "warm_state", None), getattr(module, "from_warm_state", None))
+                   getattr(module, "warm_state", None), getattr(module, "from_warm_state", None),
+                   getattr(module, "LOWERS_LOOPS", False))
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes"]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .graph import Graph
+from .loop import Loop
 from .node import Node, Opcode, tuple_item
 from .numbers import is_number_op
 from .printing import format_node
@@ -97,10 +98,8 @@ def _statement(node: Node, graph: Graph, pool: ConstantPool) -> str:
     return f'{node.name} = REGISTRY["{node.target.name}"]({", ".join(args)})'
 
 
-def python_source(graph: Graph) -> tuple[str, dict[str, Any]]:
-    """The module source defining ``forward`` and the ``constants`` dict it must be given."""
-    pool = ConstantPool()
-    params = [p.name for p in graph.placeholders] + ["constants=None"]
+def _body(graph: Graph, pool: ConstantPool, indent: str) -> list[str]:
+    """The statements of a function computing ``graph`` from its placeholders, ``indent`` deep."""
     body: list[str] = []
     in_no_grad = False
     for node in graph.nodes:
@@ -109,12 +108,34 @@ def python_source(graph: Graph) -> tuple[str, dict[str, Any]]:
         if node.meta.get("no_grad", False) != in_no_grad and node.op is not Opcode.OUTPUT:
             in_no_grad = not in_no_grad
             if in_no_grad:
-                body.append("    with jitgrad.no_grad():")
-        indent = "        " if in_no_grad else "    "
+                body.append(f"{indent}with jitgrad.no_grad():")
+        inner = indent + "    " if in_no_grad else indent
         if node.op is Opcode.OUTPUT:
-            body.append(f"    return {literal(node.args[0], pool, 'output')}")
+            body.append(f"{indent}return {literal(node.args[0], pool, 'output')}")
             continue
-        body.append(f"{indent}# {format_node(node)}")
-        body.append(indent + _statement(node, graph, pool))
-    source = f"{HEADER}\n\ndef forward({', '.join(params)}):\n" + "\n".join(body) + "\n"
-    return source, pool.values
+        body.append(f"{inner}# {format_node(node)}")
+        if isinstance(node.target, Loop):
+            body += _loop_statements(node, pool, inner)
+        else:
+            body.append(inner + _statement(node, graph, pool))
+    return body
+
+
+def _loop_statements(node: Node, pool: ConstantPool, indent: str) -> list[str]:
+    """A loop (``fx.loop``): its body as a nested function, run by ``run_loop``."""
+    loop: Loop = node.target
+    name = f"{node.name}_body"
+    params = ", ".join(p.name for p in loop.body.placeholders)
+    carries, sliced, invariants = (literal(a, pool, node.name) for a in node.args)
+    return [f"{indent}def {name}({params}):", *_body(loop.body, pool, indent + "    "),
+            f"{indent}{node.name} = run_loop({name}, {pool.add(node.name, loop)}, {carries}, {sliced}, {invariants})"]
+
+
+def python_source(graph: Graph) -> tuple[str, dict[str, Any]]:
+    """The module source defining ``forward`` and the ``constants`` dict it must be given."""
+    pool = ConstantPool()
+    params = [p.name for p in graph.placeholders] + ["constants=None"]
+    body = _body(graph, pool, "    ")
+    header = HEADER + ("from jitgrad.fx.loop import run_loop\n" if any(isinstance(n.target, Loop) for n in graph.nodes)
+                       else "")
+    return f"{header}\n\ndef forward({', '.join(params)}):\n" + "\n".join(body) + "\n", pool.values

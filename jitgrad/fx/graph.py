@@ -15,13 +15,14 @@ from typing import Any, Iterator
 
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
-from .node import Node, Opcode, map_nodes, tuple_item
+from .loop import Loop
+from .node import Node, Opcode, iter_nodes, map_nodes, tuple_item
 from .node_meta import meta_disagreement
 from .numbers import is_number_op
 from .printing import format_arg, format_node
 
 # Names the generated code uses for itself; no node may take them.
-RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float"})
+RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float", "run_loop"})
 
 
 class GraphError(RuntimeError):
@@ -56,6 +57,9 @@ class Graph:
         self._names: dict[str, int] = {}
         self.constants: dict[str, Tensor] = {}
         self.history: list[PassRecord] = []
+        # what lint last found right about each call's metadata: its args and kwargs (the objects), its
+        # shape and dtype and its inputs'; while all are the same, its op's rule is not asked again
+        self._meta_checked: dict[Node, tuple] = {}
 
     # ---- reading -----------------------------------------------------------------------------------
     @property
@@ -166,6 +170,20 @@ class Graph:
         if node.op is Opcode.GET_ATTR:
             del self.constants[node.target]
 
+    def erase_nodes(self, nodes: list[Node]) -> None:
+        """Erases ``nodes`` at once, each read by nobody or only by others of them: one walk of the
+        list, where erasing a long run one node at a time would walk it once per node."""
+        gone = set(nodes)
+        for node in nodes:
+            if any(user not in gone for user in node.users):
+                raise GraphError(f"cannot erase {node.name}: it is still read by "
+                                 f"{', '.join(u.name for u in node.users if u not in gone)}")
+        for node in nodes:
+            node._set_inputs((), {})
+            if node.op is Opcode.GET_ATTR:
+                del self.constants[node.target]
+        self._nodes = [n for n in self._nodes if n not in gone]
+
     def reorder(self, order: list[Node]) -> None:
         """Puts the same nodes in a new order (``topological_sort`` decides which)."""
         if set(order) != set(self._nodes) or len(order) != len(self._nodes):
@@ -197,37 +215,55 @@ class Graph:
             raise GraphError(f"the graph must end in exactly one output node (found {len(outputs)})")
         placeholders_done = False
         inputs = {node: node.all_input_nodes for node in self._nodes}  # each node's walked once
+        checked: dict[Node, tuple] = {}
         for node in self._nodes:
-            where = f"node {node.name}"
             if node.graph is not self:
-                raise GraphError(f"{where} belongs to another graph")
+                raise GraphError(f"node {node.name} belongs to another graph")
             if not isinstance(node.op, Opcode):
-                raise GraphError(f"{where} has opcode {node.op!r}, not an Opcode")
+                raise GraphError(f"node {node.name} has opcode {node.op!r}, not an Opcode")
             if not node.name.isidentifier() or keyword.iskeyword(node.name) or node.name in names:
-                raise GraphError(f"{where}: the name is not a unique Python identifier")
+                raise GraphError(f"node {node.name}: the name is not a unique Python identifier")
             names.add(node.name)
             if node.op is Opcode.PLACEHOLDER and placeholders_done:
-                raise GraphError(f"{where}: placeholders must come before every other node")
+                raise GraphError(f"node {node.name}: placeholders must come before every other node")
             placeholders_done = placeholders_done or node.op is not Opcode.PLACEHOLDER
-            for used in inputs[node]:
-                if used not in members:
-                    raise GraphError(f"{where} reads {used.name}, which is not in the graph")
-                if used not in seen:
-                    raise GraphError(f"{where} reads {used.name} before it is defined")
-                if node not in used.users:
-                    raise GraphError(f"{where} reads {used.name} but is missing from its users")
-                if used.op is Opcode.OUTPUT:
-                    raise GraphError(f"{where} reads the output node")
+            read = inputs[node]
+            if not seen.issuperset(read):  # ``seen`` holds only members: a member defined earlier
+                self._lint_inputs(node, read, members, seen)
+            for used in read:
+                if node not in used.users or used.op is Opcode.OUTPUT:
+                    self._lint_inputs(node, read, members, seen)
             for user in node.users:
                 if user not in members or node not in inputs[user]:
-                    raise GraphError(f"{where} lists {user.name} as a user, but it does not read {node.name}")
+                    raise GraphError(f"node {node.name} lists {user.name} as a user, but it does not read {node.name}")
             self._lint_target(node)
             if node.op is not Opcode.OUTPUT and ("shape" not in node.meta or "dtype" not in node.meta):
-                raise GraphError(f"{where} has no shape/dtype metadata")
-            problem = meta_disagreement(node)
-            if problem is not None:
-                raise GraphError(f"{where} {problem}")
+                raise GraphError(f"node {node.name} has no shape/dtype metadata")
+            if node.op is Opcode.CALL_FUNCTION:
+                facts = (node.meta["shape"], node.meta["dtype"],
+                         tuple((i.meta.get("shape"), i.meta.get("dtype")) for i in read))
+                known = self._meta_checked.get(node)
+                if known is None or known[0] is not node.args or known[1] is not node.kwargs or known[2] != facts:
+                    problem = meta_disagreement(node)
+                    if problem is not None:
+                        raise GraphError(f"node {node.name} {problem}")
+                checked[node] = (node.args, node.kwargs, facts)
             seen.add(node)
+        self._meta_checked = checked
+
+    @staticmethod
+    def _lint_inputs(node: Node, read: list[Node], members: set[Node], seen: set[Node]) -> None:
+        """Names what is wrong with what ``node`` reads (``lint`` found something)."""
+        where = f"node {node.name}"
+        for used in read:
+            if used not in members:
+                raise GraphError(f"{where} reads {used.name}, which is not in the graph")
+            if used not in seen:
+                raise GraphError(f"{where} reads {used.name} before it is defined")
+            if node not in used.users:
+                raise GraphError(f"{where} reads {used.name} but is missing from its users")
+            if used.op is Opcode.OUTPUT:
+                raise GraphError(f"{where} reads the output node")
 
     def _lint_target(self, node: Node) -> None:
         where = f"node {node.name}"
@@ -237,6 +273,10 @@ class Graph:
                 if not isinstance(source, Node) or not isinstance(source.meta.get("shape"), tuple) \
                         or not isinstance(source.meta.get("dtype"), tuple) or not isinstance(index, int):
                     raise GraphError(f"{where}: tuple_item must read a multi-output node and an int")
+            elif isinstance(node.target, Loop):
+                problem = _loop_problem(node)
+                if problem is not None:
+                    raise GraphError(f"{where}: {problem}")
             elif is_number_op(node.target):
                 if not node.meta.get("python_number"):
                     raise GraphError(f"{where}: a number op's value must be marked python_number")
@@ -255,7 +295,12 @@ class Graph:
         """One line per node (``fx.printing.format_node``): ``%name: dtype[shape] = opcode
         target(args, kwargs)  # extra meta``."""
         params = ", ".join(f"{p.name}: {p.format_meta()}" for p in self.placeholders)
-        return "\n".join([f"graph({params}):", *(f"    {format_node(node)}" for node in self._nodes)])
+        lines = [f"graph({params}):"]
+        for node in self._nodes:
+            lines.append(f"    {format_node(node)}")
+            if isinstance(node.target, Loop):  # its body, indented under it
+                lines += [f"        {line}" for line in str(node.target.body).splitlines()]
+        return "\n".join(lines)
 
     def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs", "value")]
@@ -270,6 +315,44 @@ class Graph:
     def print_tabular(self) -> None:
         """Prints a table of opcode, name, target, args, kwargs and value type."""
         print(self.tabular())
+
+
+def _loop_problem(node: Node) -> str | None:
+    """What is wrong with a ``loop`` node (``fx.loop``): its body must lint, take one placeholder per
+    value it reads (carries, one row of each sliced array, invariants) with their metadata, return a
+    flat tuple of nodes whose carried values keep their metadata, and the node's metadata must be the
+    final carries and the kept values stacked ``count`` times."""
+    loop: Loop = node.target
+    if len(node.args) != 3 or node.kwargs or not all(isinstance(a, tuple) for a in node.args):
+        return "a loop reads (carries, sliced, invariants): three tuples"
+    carries, sliced, invariants = node.args
+    try:
+        loop.body.lint()
+    except GraphError as error:
+        return f"its body: {error}"
+    params, out = loop.body.placeholders, loop.body.output_node.args[0]
+    if len(carries) != loop.carries or len(sliced) != len(loop.slices) \
+            or len(params) != len(carries) + len(sliced) + len(invariants):
+        return "its body's placeholders do not match its carries, sliced arrays and invariants"
+    if not isinstance(out, tuple) or len(list(iter_nodes(out))) != len(out) or len(out) < loop.carries:
+        return "its body must return a flat tuple of nodes, the carries first"
+    expected = [(v.meta["shape"], v.meta["dtype"]) for v in carries]
+    expected += [(v.meta["shape"][1:], v.meta["dtype"]) for v in sliced]
+    expected += [(v.meta["shape"], v.meta["dtype"]) for v in invariants]
+    if [(p.meta["shape"], p.meta["dtype"]) for p in params] != expected:
+        return "its body's placeholders have other shapes or dtypes than the values it reads"
+    for (start, step), base in zip(loop.slices, sliced):
+        if step not in (1, -1) or not base.meta["shape"] or \
+                not all(0 <= start + step * j < base.meta["shape"][0] for j in (0, loop.count - 1)):
+            return f"slice ({start}, {step}) is not {loop.count} rows of {base.name}"
+    if any((o.meta["shape"], o.meta["dtype"]) != (p.meta["shape"], p.meta["dtype"])
+           for o, p in zip(out, params[:loop.carries])):
+        return "a carried value changes shape or dtype from one iteration to the next"
+    shapes = tuple(o.meta["shape"] for o in out[:loop.carries]) + \
+        tuple((loop.count, *o.meta["shape"]) for o in out[loop.carries:])
+    if node.meta.get("shape") != shapes or node.meta.get("dtype") != tuple(o.meta["dtype"] for o in out):
+        return "its metadata is not its final carries and its stacked values"
+    return None
 
 
 __all__ = ["Graph", "GraphError", "PassRecord", "format_arg", "tensor_meta"]

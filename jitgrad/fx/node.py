@@ -120,7 +120,7 @@ class Node:
     ``"output"`` for the output. ``meta`` holds ``shape`` and ``dtype`` (tuples of them for a
     multi-output op) and whatever passes add (``fusion_group``, ``buffer``...)."""
 
-    __slots__ = ("graph", "name", "op", "target", "_args", "_kwargs", "users", "meta")
+    __slots__ = ("graph", "name", "op", "target", "_args", "_kwargs", "_inputs", "users", "meta")
 
     def __init__(self, graph: "Graph", name: str, op: Opcode, target: Any, args: tuple,
                  kwargs: dict, meta: dict | None = None) -> None:
@@ -130,6 +130,7 @@ class Node:
         self.target = target
         self._args: tuple = ()
         self._kwargs: dict = {}
+        self._inputs: tuple[Node, ...] = ()
         self.users: dict[Node, None] = {}  # an ordered set
         self.meta: dict[str, Any] = dict(meta or {})
         self._set_inputs(tuple(args), dict(kwargs))
@@ -153,18 +154,20 @@ class Node:
 
     @property
     def all_input_nodes(self) -> list["Node"]:
-        """The distinct nodes this one reads, in the order they first appear."""
-        nodes: list[Node] = []
-        _collect_leaves(self._args, Node, nodes)
-        if self._kwargs:
-            _collect_leaves(self._kwargs, Node, nodes)
-        return list(dict.fromkeys(nodes))
+        """The distinct nodes this one reads, in the order they first appear (found once, when the
+        inputs are set: passes and ``lint`` ask for them of every node, again and again)."""
+        return list(self._inputs)
 
     def _set_inputs(self, args: tuple, kwargs: dict) -> None:
-        for old in self.all_input_nodes:
+        for old in self._inputs:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
-        for new in self.all_input_nodes:
+        nodes: list[Node] = []
+        _collect_leaves(args, Node, nodes)
+        if kwargs:
+            _collect_leaves(kwargs, Node, nodes)
+        self._inputs = tuple(dict.fromkeys(nodes))
+        for new in self._inputs:
             new.users[self] = None
 
     def replace_input_with(self, old: "Node", new: "Node") -> None:

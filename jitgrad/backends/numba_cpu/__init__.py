@@ -34,5 +34,7 @@ from .loop_nest import PARALLEL_ELEMENTS
 from .nodes import LoweringError
 from .numpy_blas import description as blas_description
 
-__all__ = ["PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache",
+LOWERS_LOOPS = True  # a loop node (fx.loop, rolled by roll_loops) is written as a loop: loops.py
+
+__all__ = ["LOWERS_LOOPS", "PARALLEL_ELEMENTS", "CompiledGraph", "LoweringError", "blas_description", "clear_cache",
            "from_warm_state", "lower", "numba_runtime", "structural_key", "warm_state"]

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
+from ...fx.loop import Loop
 from ...fx.node import Node, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
@@ -42,6 +43,7 @@ from ..source_writer import SourceWriter
 from .context import OpContext
 from .imports import import_lines
 from .loop_nest import PARALLEL_ELEMENTS, LoopNest
+from .loops import emit_loop
 from .nodes import LoweringError, check_lowerings
 from .outlining import GLOBALS, Outliner
 from .scalar_functions import numpy_type
@@ -83,6 +85,7 @@ class _Writer(SourceWriter):
         self.outliner = Outliner(fastmath)
         self.lines: list[str] = []
         self.workspaces: dict[str, int] = {}            # dtype name -> elements, at the traced sizes
+        self.buffer_prefix = ""                         # a loop body's buffers: apart from the kernel's
 
     # ---- numbers, buffers, statements -------------------------------------------------------------
     def scalar(self, value: Any, dtype: np.dtype, hint: str) -> str:
@@ -110,7 +113,7 @@ class _Writer(SourceWriter):
     def allocate(self, node: Node, out: list[str]) -> None:
         """Binds ``node``'s array to its buffer in the memory plan (allocated once, at the top, on
         first use)."""
-        buffer = node.meta["buffer"]
+        buffer = self.buffer_prefix + node.meta["buffer"]
         if buffer not in self.allocated:
             var = self.fresh(f"_{buffer}" if buffer in self.output_params else buffer)
             count, dtype = product(self.sizes_of(node.meta["shape"])), node_dtype(node)
@@ -160,6 +163,9 @@ class _Writer(SourceWriter):
         """A statement's lines; one with a ``prange`` loop (``ctx.parallel`` allowed it) makes the kernel
         a parallel one, as an inline fusion group's does."""
         start = len(out)
+        if isinstance(node.target, Loop):
+            emit_loop(self, node, out)
+            return
         super().statement(node, out)
         if any("prange(" in line for line in out[start:]):
             self.outliner.inline_parallel = True

@@ -77,19 +77,21 @@ class Outliner:
         functions: dict[str, str] = {}
         out: list[str] = []
         for line in body:
-            if not line.startswith(_MARK):
+            mark = line.lstrip(" ")
+            if not mark.startswith(_MARK):
                 out.append(line)
                 continue
-            name, lines, parallel, form, params = self._groups[int(line[len(_MARK):])]
+            pad = line[:len(line) - len(mark)]  # a group inside a loop's body is indented further
+            name, lines, parallel, form, params = self._groups[int(mark[len(_MARK):])]
             if counts[form] == 1:
-                out += lines
+                out += [pad + group_line for group_line in lines]
                 self.inline_parallel |= parallel
                 continue
             if form not in functions:
                 functions[form] = name
                 self.definitions += [decorator(self.fastmath, parallel),
                                      f"def {name}({', '.join(params)}):", *lines, "", ""]
-            out.append(f"    {functions[form]}({', '.join(params)})")
+            out.append(f"{pad}    {functions[form]}({', '.join(params)})")
         return out
 
 

@@ -36,6 +36,7 @@ def _key(value: Any) -> Hashable:
 def eliminate_common_subexpressions(graph: Graph) -> Graph:
     record = graph.record_pass("eliminate_common_subexpressions")
     seen: dict[Hashable, Node] = {}
+    duplicates: list[Node] = []
     for node in graph.nodes:
         if node.op is Opcode.GET_ATTR:
             key: Hashable = ("constant", _key(graph.constants[node.target]._data))
@@ -45,6 +46,8 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
             continue
         first = seen.setdefault(key, node)
         if first is not node:
-            graph.replace_node(node, first)
+            node.replace_all_uses_with(first)
+            duplicates.append(node)
             record.changes.append(f"{node.name} -> {first.name}")
+    graph.erase_nodes(duplicates)  # at once: erasing one by one walks the node list each time
     return graph

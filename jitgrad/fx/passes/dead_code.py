@@ -13,8 +13,10 @@ from ..node import Opcode
 
 def eliminate_dead_code(graph: Graph) -> Graph:
     record = graph.record_pass("eliminate_dead_code")
-    for node in reversed(graph.nodes):
-        if node.op in (Opcode.CALL_FUNCTION, Opcode.GET_ATTR) and not node.users:
-            graph.erase_node(node)
+    dead: set = set()
+    for node in reversed(graph.nodes):  # readers first: a node whose readers all go, goes too
+        if node.op in (Opcode.CALL_FUNCTION, Opcode.GET_ATTR) and all(user in dead for user in node.users):
+            dead.add(node)
             record.changes.append(f"removed {node.name}")
+    graph.erase_nodes([n for n in graph.nodes if n in dead])  # at once: one walk of the node list
     return graph

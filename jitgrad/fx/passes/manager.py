@@ -20,6 +20,7 @@ from .dead_code import eliminate_dead_code
 from .fusion import group_fusions
 from .memory import plan_memory
 from .rematerialize import rematerialize
+from .roll_loops import roll_loops
 from .simplify import simplify_algebra
 from .topological_sort import topological_sort
 
@@ -31,6 +32,11 @@ DEFAULT_PIPELINE: tuple[Pass, ...] = (
     topological_sort, fold_constants, batch_matrix_products, simplify_algebra,
     eliminate_common_subexpressions, eliminate_dead_code, group_fusions, rematerialize, plan_memory,
 )
+
+# For a backend that lowers ``loop`` nodes (``Backend.lowers_loops``): loops rolled once the graph is
+# simplified and before fusion, which then works inside each loop's body.
+LOOP_PIPELINE: tuple[Pass, ...] = (*DEFAULT_PIPELINE[:DEFAULT_PIPELINE.index(eliminate_dead_code) + 1], roll_loops,
+                                   *DEFAULT_PIPELINE[DEFAULT_PIPELINE.index(eliminate_dead_code) + 1:])
 
 
 @dataclass

@@ -1,0 +1,182 @@
+"""``roll_loops`` the FX way (a traced program, the pass, the loops it made, the same outputs through the
+interpreter and the printed Python), the cases it must leave unrolled, and the numba CPU backend's
+loops: values against eager and PyTorch, and a kernel whose source does not grow with the steps."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad import fx
+from jitgrad.backends.nodes import check_lowerings
+from jitgrad.fx import GraphModule
+from jitgrad.fx.loop import Loop
+from jitgrad.fx.passes import LOOP_PIPELINE, PassManager, roll_loops
+from jitgrad.fx.passes.roll_loops import MIN_ITERATIONS
+
+BEFORE_ROLLING = LOOP_PIPELINE[:LOOP_PIPELINE.index(roll_loops)]
+
+
+def rnn(steps, scales=None):
+    """W4's step: h = tanh(wh @ h + wx @ x_t) over ``steps``, then the gradients of both matrices;
+    ``scales[t]`` multiplies step t's recurrent term when given (a step that differs from the others)."""
+    def program(wh, wx, xs):
+        h = jg.zeros(wh.shape[0], dtype=wh.dtype)
+        for t in range(steps):
+            recurrent = wh @ h if scales is None else (wh @ h) * scales[t]
+            h = jg.tanh(recurrent + wx @ xs[t])
+        loss = (h * h).sum()
+        return loss, jg.autograd.grad(loss, [wh, wx])
+    return program
+
+
+def rnn_inputs(steps, hidden=3, features=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return (jg.tensor(0.5 * rng.standard_normal((hidden, hidden)), requires_grad=True),
+            jg.tensor(0.5 * rng.standard_normal((hidden, features)), requires_grad=True),
+            jg.tensor(rng.standard_normal((steps, features))))
+
+
+def arrays(result):
+    if isinstance(result, (tuple, list)):
+        return [a for r in result for a in arrays(r)]
+    return [result.detach().numpy()]
+
+
+def assert_close(a, b):
+    for x, y in zip(arrays(a), arrays(b), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+def rolled(fn, *inputs):
+    """The traced graph through the passes before rolling, then ``roll_loops``; its loops."""
+    graph = PassManager(BEFORE_ROLLING).run(fx.trace(fn, *inputs).graph)
+    before = fx.Interpreter(graph).run(*inputs)
+    assert roll_loops(graph) is graph
+    graph.lint()
+    return graph, before, [n for n in graph.nodes if isinstance(n.target, Loop)]
+
+
+@pytest.mark.parametrize("steps", [MIN_ITERATIONS + 2, 9, 16])
+def test_an_rnn_rolls_into_a_forward_and_a_backward_loop_with_the_same_values(steps):
+    inputs = rnn_inputs(steps)
+    graph, before, loops = rolled(rnn(steps), *inputs)
+    assert len(loops) == 2
+    forward, backward = (loop.target for loop in loops)
+    assert not forward.reverse and backward.reverse              # the backward walks the steps back
+    assert forward.carries == backward.carries == 1
+    assert forward.count >= steps - 2 and backward.count >= steps - 2
+    assert len(graph) < 40                                       # nothing left per step
+    eager = rnn(steps)(*inputs)
+    assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert_close(fx.Interpreter(graph).run(*inputs), eager)
+    module = GraphModule(graph)                                  # the printed Python runs the loops too
+    assert "def loop_body(" in module.code and "run_loop(loop_body" in module.code
+    assert_close(module.forward(*inputs, constants=module.constants), eager)
+    assert "graph(" in str(graph).split("call_function loop(")[1]   # the listing shows each body
+
+
+def test_a_step_with_another_constant_is_not_rolled_into_the_others():
+    steps = 12
+    scales = [0.5] * steps
+    scales[6] = 2.0                        # step 6 differs: no loop spans it
+    inputs = rnn_inputs(steps)
+    graph, before, loops = rolled(rnn(steps, scales), *inputs)
+    assert loops
+    for loop in loops:
+        assert loop.target.count <= 6
+    assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert_close(fx.Interpreter(graph).run(*inputs), rnn(steps, scales)(*inputs))
+
+
+def test_steps_that_all_differ_or_run_too_few_times_stay_unrolled():
+    steps = 8
+    inputs = rnn_inputs(steps)
+    _, _, loops = rolled(rnn(steps, [0.5 + t for t in range(steps)]), *inputs)   # a constant per step
+    assert not loops
+    few = MIN_ITERATIONS - 1
+    _, _, loops = rolled(rnn(few), *rnn_inputs(few))
+    assert not loops
+
+
+def test_a_step_with_another_op_or_shape_ends_the_loop():
+    def program(w, xs):
+        h = jg.zeros(w.shape[0], dtype=w.dtype)
+        for t in range(10):
+            h = (w @ h + xs[t]).tanh() if t != 5 else (w @ h + xs[t]).sigmoid()
+        return h.sum()
+    w, xs = jg.tensor(np.eye(3) * 0.5), jg.tensor(np.ones((10, 3)))
+    graph, before, loops = rolled(program, w, xs)
+    assert all(loop.target.count < 6 for loop in loops)
+    assert_close(fx.Interpreter(graph).run(w, xs), before)
+
+    def widening(w, xs):                    # the carried value grows at one step: no loop spans it
+        h = jg.zeros(3, dtype=w.dtype)
+        for t in range(10):
+            h = (w @ h[:3] + xs[t]).tanh()
+            if t == 4:
+                h = jg.cat([h, h])
+        return h.sum()
+    graph, before, loops = rolled(widening, w, xs)
+    assert all(loop.target.count <= 5 for loop in loops)
+    assert_close(fx.Interpreter(graph).run(w, xs), before)
+
+
+def test_an_elementwise_chain_and_independent_steps_stay_unrolled():
+    def chain(x):                           # W1: one fused loop over x beats a loop per step
+        for _ in range(10):
+            x = (x.sin() * 1.01 + 0.1).tanh() * x
+        return x.sum()
+    _, _, loops = rolled(chain, jg.tensor(np.linspace(0, 1, 5)))
+    assert not loops
+
+    def independent(w, xs):                 # nothing carried from step to step
+        return [(w @ xs[t]).tanh() for t in range(8)]
+    _, _, loops = rolled(independent, jg.tensor(np.eye(3)), jg.tensor(np.ones((8, 3))))
+    assert not loops
+
+
+# ---- the numba CPU backend -----------------------------------------------------------------------------
+numba_cpu = pytest.importorskip("jitgrad.backends.numba_cpu")
+
+
+def test_a_backend_that_does_not_lower_loops_says_so():
+    inputs = rnn_inputs(6)
+    graph, _, loops = rolled(rnn(6), *inputs)
+    assert loops
+    from jitgrad.backends.numba_cpu.statements import STATEMENTS
+    with pytest.raises(RuntimeError, match="no lowering for op 'loop'"):   # so it falls back
+        check_lowerings(graph, STATEMENTS, "other", RuntimeError)
+    check_lowerings(loops[0].target.body, STATEMENTS, "other", RuntimeError)   # its body's ops have some
+    check_lowerings(graph, STATEMENTS, "numba CPU", RuntimeError, loops=True)
+
+
+def kernel_source(steps):
+    """The numba kernel's source for the RNN at ``steps`` (generated, not compiled)."""
+    from jitgrad.backends.numba_cpu.codegen import generate
+    graph = PassManager(LOOP_PIPELINE).run(fx.trace(rnn(steps), *rnn_inputs(steps)).graph)
+    return generate(graph).source
+
+
+def test_the_kernel_does_not_grow_with_the_number_of_steps():
+    source = kernel_source(8)
+    assert len(source.splitlines()) == len(kernel_source(20).splitlines())   # no line per step
+    assert source.count("for loop_j in range(") == 1 and source.count("for loop_2_j in range(") == 1
+
+
+def test_compiled_rnn_loops_give_eager_and_pytorch_values():
+    steps = 7
+    inputs = rnn_inputs(steps, hidden=4, features=3, seed=1)
+    compiled = jg.compile(rnn(steps), fullgraph=True)
+    out = compiled(*inputs)
+    assert_close(out, rnn(steps)(*inputs))
+    assert "for loop_j in range(" in compiled.explain(*inputs).source
+    torch = pytest.importorskip("torch")
+    wh, wx, xs = (torch.tensor(t.detach().numpy(), requires_grad=t.requires_grad) for t in inputs)
+    h = torch.zeros(4, dtype=torch.float64)
+    for t in range(steps):
+        h = torch.tanh(wh @ h + wx @ xs[t])
+    loss = (h * h).sum()
+    expected = [loss.detach().numpy(), *(g.numpy() for g in torch.autograd.grad(loss, [wh, wx]))]
+    for got, want in zip(arrays(out), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
