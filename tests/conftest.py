@@ -3,11 +3,16 @@ top of ``tests``, so that pytest knows them however it is started (``python -m p
 or folder)."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
+
+# Compiles in the suite check the graph after every pass (jitgrad.compile checks it once, at the end),
+# so that a pass that breaks a graph is the one named.
+os.environ.setdefault("JITGRAD_LINT_PASSES", "1")
 
 # Every test folder imports the shared modules of ``tests/`` (helpers, op_samples, plain_python_kernels)
 # and the benchmarks' workloads by their plain names.

@@ -87,7 +87,8 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     before = str(graph)
     for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
         node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node
-    manager = PassManager(LOOP_PIPELINE if backend.lowers_loops else DEFAULT_PIPELINE)
+    manager = PassManager(LOOP_PIPELINE if backend.lowers_loops else DEFAULT_PIPELINE,
+                          lint=os.environ.get("JITGRAD_LINT_PASSES") == "1")
     graph = manager.run(graph)
     records = {r.name: r for r in graph.history}
     fusion = records.get("group_fusions")

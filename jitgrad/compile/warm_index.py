@@ -40,7 +40,7 @@ from .fingerprint import NotStable, fingerprint
 from .templates import Slot, TupleOf
 
 INDEX_FORMAT = "jitgrad-warm-index-1"
-_UNKEYED_SETTINGS = frozenset({"JITGRAD_LOG", "JITGRAD_CACHE_DIR", "JITGRAD_CACHE_MAX_BYTES"})
+_UNKEYED_SETTINGS = frozenset({"JITGRAD_LOG", "JITGRAD_CACHE_DIR", "JITGRAD_CACHE_MAX_BYTES", "JITGRAD_LINT_PASSES"})
 _PLAIN = (int, float, bool, str, type(None))
 
 

@@ -466,6 +466,27 @@ def test_pass_manager_runs_the_pipeline_and_logs_graphs(monkeypatch, capsys):
     assert "fold_constants" in manager.report()
 
 
+@pytest.mark.parametrize("each", [True, False])
+def test_a_pass_that_breaks_the_graph_is_caught_after_it_or_at_the_end(each):
+    """``lint=True`` checks after every pass (the suite's setting, naming the pass); ``lint=False``, as
+    ``jitgrad.compile`` runs, once after the last: a broken graph never reaches a backend either way."""
+    calls = []
+
+    def breaks(graph):
+        nodes = list(graph.nodes)
+        graph.reorder([nodes[-1], *nodes[:-1]])  # the output first: lint refuses it
+        return graph
+
+    def counts(graph):
+        calls.append("after")
+        return graph
+    x = jg.randn(3, requires_grad=True)
+    gm = fx.trace(lambda x: x.exp(), x)
+    with pytest.raises(GraphError):
+        PassManager([breaks, counts], lint=each).run(gm.graph)
+    assert calls == ([] if each else ["after"])
+
+
 def test_every_pass_on_traced_backward_graphs_keeps_values():
     x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
     programs = [lambda x, w: (x * w).softmax(1).log(), lambda x, w: (x - w).pow(2).mean(0).sqrt(),

@@ -1,4 +1,5 @@
-"""``PassManager``: runs a list of passes, timing each, counting nodes, linting after each.
+"""``PassManager``: runs a list of passes, timing each, counting nodes, linting after each (or, for a
+compile that a user waits for, once at the end: ``lint=False``).
 
 With ``JITGRAD_LOG=graph`` in the environment (a comma-separated list) the graph is printed to stderr
 before and after every pass, the way to see what a pipeline does to one program.
@@ -53,7 +54,12 @@ def _logs_graph() -> bool:
 
 
 class PassManager:
-    """``PassManager(passes).run(graph)``; ``runs`` holds one ``PassRun`` per pass of the last run."""
+    """``PassManager(passes).run(graph)``; ``runs`` holds one ``PassRun`` per pass of the last run.
+
+    ``lint``: check the graph after every pass, which names the pass that broke it. Without it the
+    graph is checked once, after the last pass: ``jitgrad.compile`` does so unless
+    ``JITGRAD_LINT_PASSES=1`` (the test suite sets it), since linting after each of W4's passes was half
+    of their time, and the passes' share of a first call grows with the program."""
 
     def __init__(self, passes: Sequence[Pass] = DEFAULT_PIPELINE, lint: bool = True) -> None:
         self.passes = list(passes)
@@ -78,6 +84,8 @@ class PassManager:
                         seconds * 1e3)
             if show:
                 print(f"--- after {name} ---\n{graph}", file=sys.stderr)
+        if not self.lint:
+            graph.lint()
         return graph
 
     def report(self) -> str:
