@@ -83,6 +83,8 @@ class KernelWriter:
         self.buffers: dict[str, str] = {}               # buffer -> its pointer
         self.output_pointers: dict[str, str] = {}       # output buffer -> the output argument's pointer
         self.pointers: dict[int, str] = {}
+        self.groups: dict[str, tuple[str, int]] = {}   # a group function's code -> its name, its calls
+        self.group_texts: dict[str, str] = {}
 
     # ---- arguments, sizes and numbers --------------------------------------------------------------
     def argument(self, position: int, hint: str) -> str:
@@ -168,6 +170,31 @@ class KernelWriter:
     def comment(self, node: Node) -> str:
         return kernel_comment(node, self.size)
 
+    def group_function(self, w: FunctionWriter, parameters: list[tuple[str, str]]) -> str:
+        """The name of the function ``w`` wrote (a fusion group's loops), one per distinct code:
+        a loop written before under other node names is called again, not written again."""
+        for name, text in w.declarations.items():
+            self.fn.declare(name, text)
+        header = "define internal void @GROUP(" + ", ".join(f"{t} noundef {p}" for p, t in parameters) + ")"
+        text = w.define(header + " {")
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(";"))
+        name, calls = self.groups.get(code, (f"group_{len(self.groups)}", 0))
+        self.groups[code] = (name, calls + 1) if calls else (name, 1)
+        if not calls:
+            self.group_texts[name] = text
+        return name
+
+    def group_definitions(self) -> list[str]:
+        """Each group function's text; one called more than once is never inlined (the kernel's size
+        stays a call per use), one called once is LLVM's to inline."""
+        out = []
+        for name, calls in self.groups.values():
+            text = self.group_texts[name].replace("@GROUP(", f"@{name}(", 1)
+            if calls > 1:
+                text = text.replace(") {", ") noinline {", 1)
+            out.append(text)
+        return out
+
     # ---- statements --------------------------------------------------------------------------------
     def statement(self, node: Node) -> None:
         self.fn.comment(self.comment(node))
@@ -228,7 +255,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     w.emit("call void @Py_IncRef(ptr @_Py_NoneStruct)")
     w.emit("ret ptr @_Py_NoneStruct")
     function = w.define(f"define ptr @{ENTRY}(ptr %self, ptr %args) {{")
-    ir = "\n\n".join([*w.declarations.values(), _PYTHON_API, function]) + "\n"
+    ir = "\n\n".join([*w.declarations.values(), _PYTHON_API, *k.group_definitions(), function]) + "\n"
     workspaces = [(np.dtype(name), max(used, 1)) for name, (_, used) in k.workspaces.items()]
     return GeneratedKernel(ir, [c.target for c in constants], workspaces, k.sizes, k.scalars,
                            [(tuple(n.meta["shape"]), node_dtype(n)) for n in outputs])

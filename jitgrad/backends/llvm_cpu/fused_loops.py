@@ -1,5 +1,8 @@
 """One fusion group as one loop nest, as the numba CPU backend's ``LoopNest`` writes it (its docstring
-and ``backends/fused_loop.py`` say why each shape is chosen), in LLVM IR: elementwise members as
+and ``backends/fused_loop.py`` say why each shape is chosen), in LLVM IR, in a function of its own
+(``group_<n>``) that the kernel calls with the pointers, sizes and numbers the loop reads: groups
+that are the same loop (each step of an unrolled RNN) share one function, so the kernel's IR, and
+LLVM's time on it, grows by a call per step, not by a loop. Inside: elementwise members as
 scalars at the loop index, stores of the values the memory plan keeps, and the group's reduction
 accumulated in the same loop, in the same order as numba's kernels fold it:
 
@@ -25,6 +28,7 @@ from ..fused_loop import small_power
 from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
 from .arrays import ArrayView, load, store
 from .expressions import ExpressionWriter, Value, convert
+from .function_writer import FunctionWriter
 
 # numba_cpu.PARALLEL_ELEMENTS, which this package must not import (it would import numba_cpu's codegen)
 PARALLEL_ELEMENTS = 1 << 16
@@ -35,39 +39,59 @@ class NotCovered(NotImplementedError):
 
 
 class FusedLoops:
-    """A fusion group's loops, written through the kernel writer ``k`` (``codegen.KernelWriter``)."""
+    """A fusion group's loops, written into a function of its own (``w``) for the kernel writer ``k``
+    (``codegen.KernelWriter``): every value of the kernel the loop reads (``parameter``) becomes an
+    argument of that function."""
 
     def __init__(self, k: Any, members: list[Node]) -> None:
         self.k = k
-        self.w = k.fn
+        self.w = FunctionWriter(k.fn.fastmath)
         self.members = members
         last = members[-1]
         self.reduction = last if last.kind is NodeKind.REDUCTION else None
         loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
         self.loop_shape = kernel_shape(tuple(loop))
         self.rank = len(self.loop_shape)
-        self.sizes = k.sizes_of(self.loop_shape)
+        self.parameters: dict[str, tuple[str, str]] = {}   # the kernel's value -> (parameter, type)
+        self.sizes = [self.parameter(s, "i64") for s in k.sizes_of(self.loop_shape)]
         self.values: dict[str, Value] = {}
         self.scalar_of: dict[Node, Value] = {}
         self.index: list[str] = []
 
+    # ---- the kernel's values, as the function's parameters -----------------------------------------
+    def parameter(self, name: str, llvm_type: str) -> str:
+        """The parameter standing for the kernel's value ``name`` (a constant stays itself)."""
+        if not name.startswith("%"):
+            return name
+        if name not in self.parameters:
+            self.parameters[name] = (f"%a{len(self.parameters)}", llvm_type)
+        return self.parameters[name][0]
+
+    def view(self, node: Node) -> ArrayView:
+        view = self.k.views[node]
+        return ArrayView(self.parameter(view.pointer, "ptr"), view.dtype,
+                         tuple(self.parameter(s, "i64") for s in view.sizes),
+                         tuple(self.parameter(s, "i64") for s in view.strides), view.contiguous)
+
+    def outer(self, value: Value) -> Value:
+        return Value(self.parameter(value.name, value.type), value.dtype)
+
     # ---- reading values at the loop index ----------------------------------------------------------
     def element(self, node: Node) -> Value:
-        view = self.k.views[node]
         shape = kernel_shape(tuple(node.meta["shape"]))
         offset = self.rank - len(shape)
         index = ["0" if s == 1 else self.index[offset + d] for d, s in enumerate(shape)]
-        return load(self.w, view, index, node.name)
+        return load(self.w, self.view(node), index, "x")
 
     def read(self, value: Any, node: Node, name: str) -> Value:
         if isinstance(value, Node):
             if value in self.scalar_of:
                 return self.scalar_of[value]
             if is_python_number(value):
-                return self.k.number(value, compute_dtype(node))
+                return self.outer(self.k.number(value, compute_dtype(node)))
             return self.element(value)
         if is_scalar(value):
-            return self.k.scalar(value, compute_dtype(node))
+            return self.outer(self.k.scalar(value, compute_dtype(node)))
         raise NotCovered(f"argument {value!r} of IR node {ir_line(node)}")
 
     def variable(self, value: Value) -> Var:
@@ -106,7 +130,7 @@ class FusedLoops:
             self.w.comment(self.k.comment(node))
             value = self.scalar_of[node] = self.expression(node)
             if "buffer" in node.meta:
-                store(self.w, self.k.views[node], self.output_index(node), value)
+                store(self.w, self.view(node), self.output_index(node), value)
 
     def output_index(self, node: Node) -> list[str]:
         shape = kernel_shape(tuple(node.meta["shape"]))
@@ -115,8 +139,8 @@ class FusedLoops:
 
     # ---- the group -----------------------------------------------------------------------------------
     def emit(self) -> None:
+        """Writes the group's function and its call into the kernel."""
         names = ", ".join(n.name for n in self.members)
-        self.w.comment(f"{self.members[0].meta.get('fusion_group', 'group')}: {names}")
         large = math.prod(self.loop_shape) >= PARALLEL_ELEMENTS
         if self.k.parallel_mode is True or (self.k.parallel_mode is None and large):
             raise NotCovered(f"a parallel loop (fusion group of {names}, {math.prod(self.loop_shape)} elements)")
@@ -125,11 +149,16 @@ class FusedLoops:
                 self.k.allocate(node)
         if self.reduction is None:
             self.nest(0, self.body)
-            return
-        spec = self.reduction.target.lower
-        if spec.first is not None:
-            raise NotCovered(f"a two-pass reduction (IR node {ir_line(self.reduction)})")
-        self.accumulate(spec)
+        else:
+            spec = self.reduction.target.lower
+            if spec.first is not None:
+                raise NotCovered(f"a two-pass reduction (IR node {ir_line(self.reduction)})")
+            self.accumulate(spec)
+        self.w.emit("ret void")
+        arguments = ", ".join(f"{t} {outer}" for outer, (_, t) in self.parameters.items())
+        function = self.k.group_function(self.w, [(name, t) for name, t in self.parameters.values()])
+        self.k.fn.comment(f"{self.members[0].meta.get('fusion_group', 'group')}: {names}")
+        self.k.fn.emit(f"call void @{function}({arguments})")
 
     def nest(self, depth: int, inner: Any, at: dict[int, Any] | None = None) -> None:
         """The loops from ``depth`` in, ``inner()`` inside; ``at[d]`` runs before (as ``(before,
@@ -165,10 +194,11 @@ class FusedLoops:
     def accumulate(self, spec: Any) -> None:
         red = self.reduction
         dtype = node_dtype(red)
-        view = self.k.views[red]
+        view = self.view(red)
         reduced = self.reduced_dims()
         shape = red.args[0].meta["shape"]
-        count = self.w.product([self.k.size(shape[d]) for d in sorted(reduced)]) if shape else "1"
+        count = self.w.product([self.parameter(self.k.size(shape[d]), "i64") for d in sorted(reduced)]) \
+            if shape else "1"
         names: dict[str, Any] = {key: v for key, v in red.kwargs.items() if key not in ("dim", "keepdim")}
         names["count"] = self.variable(convert(self.w, Value(count, np.dtype(np.int64)), dtype))
         kept = self.rank - len(reduced)
@@ -186,7 +216,7 @@ class FusedLoops:
         if kept == self.rank:
             raise NotCovered(f"a reduction over no dimension (IR node {ir_line(red)})")
         if reduced == set(range(kept, self.rank)):   # the inner dimensions: a running value in a register
-            total = self.w.slot(slot_type, f"{red.name}.total")
+            total = self.w.slot(slot_type, "total")
 
             def start() -> None:
                 self.w.store(slot_type, self.written(red, spec.initial(), dtype, dtype).name, total)

@@ -32,10 +32,11 @@ def part(s: Statement, dim: int, start: str, size: str | None) -> ArrayView:
     ``start``, the dimension dropped)."""
     out = s.out
     pointer = s.w.element_pointer(out.dtype, out.pointer, s.w.mul(start, out.strides[dim]), "part")
+    contiguous = out.contiguous and dim == 0   # a row, or rows, of a C-contiguous array
     if size is None:
         return ArrayView(pointer, out.dtype, out.sizes[:dim] + out.sizes[dim + 1:],
-                         out.strides[:dim] + out.strides[dim + 1:], False)
-    return ArrayView(pointer, out.dtype, out.sizes[:dim] + (size,) + out.sizes[dim + 1:], out.strides, False)
+                         out.strides[:dim] + out.strides[dim + 1:], contiguous)
+    return ArrayView(pointer, out.dtype, out.sizes[:dim] + (size,) + out.sizes[dim + 1:], out.strides, contiguous)
 
 
 def stack(s: Statement) -> None:
