@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
-from ...fx.node import Node, Opcode, tuple_item
+from ...fx.node import Node, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
 from ...ops.lowering import Intrinsic
@@ -59,8 +59,8 @@ def check_coverage(graph: Graph) -> None:
     for node in graph.nodes:
         if node.op is not Opcode.CALL_FUNCTION:
             continue
-        if node.target is tuple_item or isinstance(node.meta.get("dtype"), tuple):
-            raise NotCovered(f"op {node.target_name!r} returns several tensors (IR node {ir_line(node)})")
+        if node.target is tuple_item:
+            continue
         lowering = node.target.lower
         if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in STATEMENTS:
             raise NotCovered(f"op {node.target_name!r} (IR node {ir_line(node)})")
@@ -149,23 +149,44 @@ class KernelWriter:
         return self.number_values[key]
 
     # ---- memory ----------------------------------------------------------------------------------------
+    def workspace(self, dtype: np.dtype, elements: int, hint: str) -> str:
+        """A pointer to the next ``elements`` of ``dtype``'s workspace (their offset an entry of ``sizes``):
+        memory a call neither allocates nor frees."""
+        if dtype.name not in self.workspaces:
+            self.workspaces[dtype.name] = (self.argument(self.arguments, f"workspace.{dtype.name}"), 0)
+            self.arguments += 1
+        base, used = self.workspaces[dtype.name]
+        offset = "0" if used == 0 else self.slot_value(used, f"{hint}.offset")
+        self.workspaces[dtype.name] = (base, used + max(elements, 1))
+        with self.fn.at_top():
+            return self.fn.element_pointer(dtype, base, offset, hint)
+
     def allocate(self, node: Node) -> None:
         """Binds ``node`` to its buffer of the memory plan: the caller's output array, or the next
-        elements of its dtype's workspace (their offset an entry of ``sizes``)."""
+        elements of its dtype's workspace."""
         buffer, dtype = node.meta["buffer"], node_dtype(node)
         if buffer not in self.buffers:
             if buffer in self.output_pointers:
                 self.buffers[buffer] = self.output_pointers[buffer]
             else:
-                if dtype.name not in self.workspaces:
-                    self.workspaces[dtype.name] = (self.argument(self.arguments, f"workspace.{dtype.name}"), 0)
-                    self.arguments += 1
-                base, used = self.workspaces[dtype.name]
-                offset = "0" if used == 0 else self.slot_value(used, f"{buffer}.offset")
-                self.workspaces[dtype.name] = (base, used + math.prod(kernel_shape(tuple(node.meta["shape"]))))
-                with self.fn.at_top():
-                    self.buffers[buffer] = self.fn.element_pointer(dtype, base, offset, buffer)
+                self.buffers[buffer] = self.workspace(dtype, math.prod(kernel_shape(tuple(node.meta["shape"]))),
+                                                      buffer)
         self.views[node] = contiguous_view(self.fn, self.buffers[buffer], dtype, self.sizes_of(node.meta["shape"]))
+
+    def scratch(self, node: Node) -> ArrayView:
+        """Workspace memory shaped like ``node``, for a value no node holds (a first pass's result)."""
+        dtype = node_dtype(node)
+        pointer = self.workspace(dtype, math.prod(kernel_shape(tuple(node.meta["shape"]))), f"{node.name}.first")
+        return contiguous_view(self.fn, pointer, dtype, self.sizes_of(node.meta["shape"]))
+
+    def bind(self, node: Node, view: ArrayView) -> None:
+        """``node``'s array is ``view``; or, where the plan gave the node memory of its own, a copy of it
+        there (the plan may reuse the viewed memory after this)."""
+        if "buffer" in node.meta:
+            self.allocate(node)
+            copy(self.fn, view, self.views[node], f"{node.name}.")
+        else:
+            self.views[node] = view
 
     def comment(self, node: Node) -> str:
         return kernel_comment(node, self.size)
@@ -198,24 +219,33 @@ class KernelWriter:
     # ---- statements --------------------------------------------------------------------------------
     def statement(self, node: Node) -> None:
         self.fn.comment(self.comment(node))
+        if node.target is tuple_item:   # an item of a multi-output view (``split``)
+            source, index = node.args
+            views = self.views[source]
+            if not isinstance(views, list):
+                raise NotCovered(f"an item of op {source.target_name!r} (IR node {ir_line(node)})")
+            self.bind(node, views[index])
+            return
         op = node.target
         if any(is_python_number(v) for v in node.all_input_nodes):
             raise NotCovered(f"a Python number passed at each call reaches op {node.target_name!r}")
         inputs = [[self.views[v] for v in node.args[0]]] if op.variadic else \
             [self.views[v] if isinstance(v, Node) else v for v in node.args]
         out = None
-        if "buffer" in node.meta:
+        multi = isinstance(node.meta["dtype"], tuple)
+        if "buffer" in node.meta and not multi:
             self.allocate(node)
             out = self.views[node]
         try:
             result = STATEMENTS[op.lower.name](Statement(self, node, inputs, out), **op.lower.params)
         except NotImplementedError as error:
             raise NotCovered(f"op {node.target_name!r}: {error} (IR node {ir_line(node)})") from None
-        if isinstance(result, ArrayView):
-            if out is not None:   # a view the plan gave memory of its own: a copy
-                copy(self.fn, result, out, f"{node.name}.")
-            else:
-                self.views[node] = result
+        if multi:
+            if not isinstance(result, list):
+                raise NotCovered(f"op {node.target_name!r} returns several tensors (IR node {ir_line(node)})")
+            self.views[node] = result
+        elif isinstance(result, ArrayView):
+            self.bind(node, result)
         elif out is None:
             raise NotCovered(f"op {node.target_name!r} has no memory in the plan (IR node {ir_line(node)})")
 
@@ -225,7 +255,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     if not is_planned(graph):
         raise NotCovered("the graph has not been through the pass pipeline (plan_memory)")
     check_coverage(graph)
-    outputs = list(graph.output_node.args[0])
+    outputs = list(iter_nodes(graph.output_node.args[0]))
     placeholders = graph.placeholders
     constants = [n for n in graph.nodes if n.op is Opcode.GET_ATTR]
     fixed = 2 + len(outputs) + len(placeholders) + len(constants)

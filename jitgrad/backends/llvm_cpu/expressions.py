@@ -82,8 +82,12 @@ def promoted(w: FunctionWriter, a: Value, b: Value) -> tuple[Value, Value]:
 
 
 def arithmetic(w: FunctionWriter, fn: str, a: Value, b: Value) -> Value:
-    if BOOL in (a.dtype, b.dtype) and fn != "truediv":
-        raise NotImplementedError(f"arithmetic ({fn}) on a bool operand")
+    if a.dtype == BOOL and b.dtype == BOOL:   # Python's bools add as integers
+        a, b = convert(w, a, np.dtype(np.int64)), convert(w, b, np.dtype(np.int64))
+    elif a.dtype == BOOL:
+        a = convert(w, a, b.dtype)
+    elif b.dtype == BOOL:
+        b = convert(w, b, a.dtype)
     if fn == "truediv" and a.dtype.kind != "f" and b.dtype.kind != "f":
         a, b = convert(w, a, np.dtype(np.float64)), convert(w, b, np.dtype(np.float64))
     a, b = promoted(w, a, b)

@@ -65,8 +65,9 @@ class FunctionWriter:
 
     # ---- names and lines ---------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        """A new SSA name (``%hint``, ``%hint.1``...)."""
-        hint = re.sub(r"[^A-Za-z0-9_.]", "_", hint) or "v"
+        """A new SSA name (``%hint``, ``%hint.1``...; a hint's own dots become underscores, so that no
+        hint can be another's numbered name)."""
+        hint = re.sub(r"[^A-Za-z0-9_]", "_", hint) or "v"
         count = self._taken.get(hint, 0)
         self._taken[hint] = count + 1
         return f"%{hint}" if count == 0 else f"%{hint}.{count}"

@@ -10,9 +10,10 @@ accumulated in the same loop, in the same order as numba's kernels fold it:
   register, initialised where the kept dimensions' loops are and finished after the inner ones;
 - any other accumulates in its output, initialised before the loop and finished after.
 
-Not here (the graph goes to numba): a group numba would run in parallel (``parallel=True``, or one
-of at least ``PARALLEL_ELEMENTS`` elements, whose row reductions numba also folds in lanes) and a
-two-pass reduction (``var``, ``std``, ``logsumexp``).
+A two-pass reduction (``var``, ``std``, ``logsumexp``) folds twice, the first pass's result in scratch
+memory of the workspace. Not here (the graph goes to numba): a group numba would run in parallel
+(``parallel=True``, or one of at least ``PARALLEL_ELEMENTS`` elements, whose row reductions numba
+also folds in lanes).
 """
 from __future__ import annotations
 
@@ -121,15 +122,16 @@ class FusedLoops:
                  for key, v in node.kwargs.items()}
         return self.written(node, element_expression(op.lower, inputs, attrs), compute, result)
 
-    def body(self) -> None:
-        """Each elementwise member at the loop index, stored where the memory plan keeps it."""
+    def body(self, write: bool = True) -> None:
+        """Each elementwise member at the loop index, stored where the memory plan keeps it (when
+        ``write``: a second pass over the loop computes them again without storing)."""
         self.scalar_of = {}
         for node in self.members:
             if node is self.reduction:
                 break
             self.w.comment(self.k.comment(node))
             value = self.scalar_of[node] = self.expression(node)
-            if "buffer" in node.meta:
+            if write and "buffer" in node.meta:
                 store(self.w, self.view(node), self.output_index(node), value)
 
     def output_index(self, node: Node) -> list[str]:
@@ -151,9 +153,16 @@ class FusedLoops:
             self.nest(0, self.body)
         else:
             spec = self.reduction.target.lower
-            if spec.first is not None:
-                raise NotCovered(f"a two-pass reduction (IR node {ir_line(self.reduction)})")
-            self.accumulate(spec)
+            view = self.view(self.reduction)
+            if spec.first is None:
+                self.accumulate(spec, view, None, True)
+            else:  # the first pass's result in scratch memory of the workspace
+                scratch = self.k.scratch(self.reduction)
+                first = ArrayView(self.parameter(scratch.pointer, "ptr"), scratch.dtype,
+                                  tuple(self.parameter(v, "i64") for v in scratch.sizes),
+                                  tuple(self.parameter(v, "i64") for v in scratch.strides), True)
+                self.accumulate(spec.first, first, None, True)
+                self.accumulate(spec, view, first, False)
         self.w.emit("ret void")
         arguments = ", ".join(f"{t} {outer}" for outer, (_, t) in self.parameters.items())
         function = self.k.group_function(self.w, [(name, t) for name, t in self.parameters.values()])
@@ -191,10 +200,12 @@ class FusedLoops:
             index = [self.index[d] for d in range(self.rank) if d not in reduced]
         return index or ["0"]
 
-    def accumulate(self, spec: Any) -> None:
+    def accumulate(self, spec: Any, view: ArrayView, first: ArrayView | None, write: bool) -> None:
+        """One pass folding the reduction's input into ``view``; a second pass reads the first's result
+        as ``first`` (a variance's mean). A reduction over the inner dimensions keeps its running value
+        in a register; any other accumulates in ``view`` itself."""
         red = self.reduction
         dtype = node_dtype(red)
-        view = self.view(red)
         reduced = self.reduced_dims()
         shape = red.args[0].meta["shape"]
         count = self.w.product([self.parameter(self.k.size(shape[d]), "i64") for d in sorted(reduced)]) \
@@ -203,10 +214,15 @@ class FusedLoops:
         names["count"] = self.variable(convert(self.w, Value(count, np.dtype(np.int64)), dtype))
         kept = self.rank - len(reduced)
 
+        def read_first(index: list[str], whole: ArrayView | None = None) -> None:
+            if first is not None:
+                names["first"] = self.variable(load(self.w, whole or first, index, "first"))
+
         def fold(acc: Value) -> Value:
-            self.body()
+            self.body(write)
             self.w.comment(self.k.comment(red))
             element = self.variable(self.read(red.args[0], red, "self"))
+            read_first(self.reduction_index())
             return self.written(red, spec.update(self.variable(acc), element, names), dtype, dtype)
 
         def finished(acc: Value) -> Value:
@@ -227,6 +243,7 @@ class FusedLoops:
 
             def finish() -> None:
                 acc = Value(self.w.load(slot_type, total, "acc"), dtype)
+                read_first(self.reduction_index())
                 store(self.w, view, self.reduction_index(), finished(acc))
 
             self.nest(0, step, {kept: (start, finish)})
@@ -246,6 +263,8 @@ class FusedLoops:
         self.nest(0, update)
         if spec.finish is not None:
             with self.w.loop(flat, "f") as j:
+                if first is not None:
+                    read_first([j], ArrayView(first.pointer, first.dtype, (flat,), ("1",), True))
                 store(self.w, whole, [j], finished(load(self.w, whole, [j], "acc")))
 
 

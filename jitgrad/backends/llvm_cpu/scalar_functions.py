@@ -53,8 +53,7 @@ def _tanh_float32() -> str:
               "  %ax = call float @llvm.fabs.f32(float %x)",
               f"  %saturated = fcmp oge float %ax, {_c(f32.TANH_SATURATED)}",
               "  %one = call float @llvm.copysign.f32(float 1.0, float %x)",
-              "  %result = select i1 %saturated, float %one, float %r", "  ret float %result", "}",
-              "declare float @llvm.fabs.f32(float)", "declare float @llvm.copysign.f32(float, float)"]
+              "  %result = select i1 %saturated, float %one, float %r", "  ret float %result", "}"]
     return "\n".join(lines)
 
 
@@ -84,8 +83,11 @@ def _exp_float32() -> str:
               f"  %small = fcmp olt float %x, {_c(f32.EXP_LOWEST)}",
               "  %v2 = select i1 %small, float 0.0, float %v1",
               "  %nan = fcmp une float %x, %x", "  %result = select i1 %nan, float %x, float %v2",
-              "  ret float %result", "}", "declare float @llvm.floor.f32(float)"]
+              "  ret float %result", "}"]
     return "\n".join(lines)
+
+
+_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float", "llvm.floor.f32": "float"}
 
 
 def _float_argument(w: FunctionWriter, value: Value) -> Value:
@@ -124,6 +126,8 @@ def _float32_or(own: str, definition: Callable[[], str], general: FunctionCode) 
         if dtype != FLOAT32:
             return general(w, args, dtype)
         x = convert(w, args[0], FLOAT32)
+        for symbol, arguments in _NEEDED.items():   # what the two definitions call
+            w.declare(symbol, f"declare float @{symbol}({arguments})")
         w.declare(own, definition())
         return Value(w.assign("call", f"call float @{own}(float {x.name})"), FLOAT32)
     return code

@@ -54,5 +54,19 @@ def concatenate(s: Statement) -> None:
         offset = s.w.add(offset, view.sizes[dim])
 
 
+
+
+def split(s: Statement) -> list[ArrayView]:
+    """Views of consecutive slices along ``dim``."""
+    view, dim, start, pieces = s.inputs[0], s.attrs["dim"], "0", []
+    for size in s.attrs["sizes"]:
+        length = s.k.size(size)
+        pointer = s.w.element_pointer(view.dtype, view.pointer, s.w.mul(start, view.strides[dim]), "piece")
+        pieces.append(ArrayView(pointer, view.dtype, view.sizes[:dim] + (length,) + view.sizes[dim + 1:],
+                                view.strides, view.contiguous and dim == 0))
+        start = s.w.add(start, length)
+    return pieces
+
+
 STATEMENTS = {"reshape": reshape, "permute": permute, "transpose": transpose, "stack": stack,
-              "concatenate": concatenate}
+              "concatenate": concatenate, "split": split}
