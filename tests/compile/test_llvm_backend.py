@@ -1,0 +1,131 @@
+"""jitgrad.compile on the CPU goes through the LLVM generator (llvm_cpu) when it covers a graph, and to
+numba otherwise, saying which op sent it there; llvm_cpu's object code goes into the disk cache, and
+neither a first nor a second process of a covered function imports numba (issue 18)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.compile import get_backend
+from helpers import assert_close, last_json_line, run_python
+from plain_python_kernels import plain_python_kernels
+
+STEP = """
+import json, sys
+import numpy as np
+import jitgrad as jg
+
+F = jg.nn.functional
+rng = np.random.default_rng(0)
+def tensor(*shape, grad=False):
+    return jg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=grad)
+x, onehot = tensor(4, 6), jg.tensor(np.eye(3, dtype=np.float32)[[0, 2, 1, 2]])
+params = [tensor(6, 5, grad=True), tensor(5, grad=True), tensor(5, 5, grad=True), tensor(5, grad=True),
+          tensor(5, 3, grad=True), tensor(3, grad=True)]
+
+def loss_of(x, onehot, w1, b1, w2, b2, w3, b3):
+    h = (x @ w1 + b1).tanh()
+    h = (h @ w2 + b2).tanh()
+    return F.cross_entropy(h @ w3 + b3, onehot)
+
+@jg.compile(fullgraph=True)
+def step(x, onehot, *weights):
+    loss = loss_of(x, onehot, *weights)
+    return loss, jg.autograd.grad(loss, list(weights))
+
+results = [step(x, onehot, *params)]
+numba_after_first_call = "numba" in sys.modules
+results.append(step(x[:2], onehot[:2], *params))  # new sizes: retraced, the same kernel
+eager = loss_of(x, onehot, *params)
+eager_grads = jg.autograd.grad(eager, params)
+error = max(float(np.abs(a.detach().numpy() - b.numpy()).max()) for a, b in zip((eager, *eager_grads),
+                                                                       (results[0][0], *results[0][1])))
+values = [t.numpy().tobytes().hex() for loss, grads in results for t in (loss, *grads)]
+print(json.dumps({"values": values, "numba": numba_after_first_call, "numba_at_end": "numba" in sys.modules,
+                  "from_disk": [p.lowered.from_disk for p in step.programs],
+                  "sources": [p.lowered.source[:40] for p in step.programs], "error": error}))
+"""
+
+
+def test_a_covered_step_never_imports_numba_and_warm_starts_from_its_object_code(tmp_path):
+    env = {"JITGRAD_CACHE_DIR": str(tmp_path / "cache"), "JITGRAD_LOG": "cache,backend"}
+    env.pop("JITGRAD_COMPILE_BACKEND", None)
+    first_run = run_python(STEP, {**env, "JITGRAD_COMPILE_BACKEND": ""})
+    first = last_json_line(first_run)
+    assert not first["numba_at_end"], first_run.stderr
+    assert "does not cover" not in first_run.stderr
+    assert first["error"] < 1e-5 and first["from_disk"] == [False, False]
+    assert list((tmp_path / "cache" / "objects").glob("jitgrad_object_*.o"))
+    second_run = run_python(STEP, {**env, "JITGRAD_COMPILE_BACKEND": ""})
+    second = last_json_line(second_run)
+    assert not second["numba_at_end"], second_run.stderr
+    assert second["from_disk"] == [True, False]   # the retrace's kernel is the one in memory
+    assert second["values"] == first["values"]
+    assert "could not be loaded" not in second_run.stderr and "not trusted" not in second_run.stderr
+
+
+def test_the_default_cpu_backend_tries_llvm_then_numba(monkeypatch):
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "")
+    assert get_backend("cpu").name == "llvm_cpu+numba_cpu"
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
+    assert get_backend("cpu").name == "numba_cpu"
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    assert get_backend("cpu").name == "llvm_cpu"
+
+
+def test_an_op_the_generator_does_not_cover_goes_to_numba_with_a_log_line(monkeypatch, capsys):
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "")
+    monkeypatch.setenv("JITGRAD_LOG", "backend")
+    x = jg.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4))
+
+    @jg.compile(fullgraph=True)
+    def running(x):
+        return (x.cumsum(1) * 2.0).tanh()
+
+    with plain_python_kernels():   # numba's kernel as plain Python: no numba compile in this test
+        result = running(x)
+    assert_close(result.numpy(), np.tanh(np.cumsum(x.numpy(), axis=1) * 2.0))
+    stderr = capsys.readouterr().err
+    assert "llvm_cpu does not cover op 'cumsum'" in stderr and "numba_cpu compiles the graph" in stderr
+    assert "def kernel(" in running.programs[0].lowered.source   # numba's kernel, not LLVM IR
+
+
+def test_llvm_cpu_alone_runs_an_uncovered_function_eagerly(monkeypatch):
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    x = jg.tensor(np.arange(6.0).reshape(2, 3))
+
+    @jg.compile
+    def running(x):
+        return x.cumsum(1)
+
+    with pytest.warns(jg.compile.CompileWarning if hasattr(jg.compile, "CompileWarning") else Warning):
+        result = running(x)
+    assert_close(result.numpy(), np.cumsum(x.numpy(), axis=1))
+
+
+@pytest.mark.parametrize("backend", ["llvm_cpu", "numba_cpu"])
+def test_both_backends_agree_on_a_chain_of_elementwise_ops_and_a_reduction(monkeypatch, backend):
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", backend)
+    x = jg.tensor(np.linspace(-2.0, 2.0, 20, dtype=np.float32).reshape(4, 5), requires_grad=True)
+
+    @jg.compile(fullgraph=True)
+    def step(x):
+        loss = (jg.sin(x) * 1.5 + x.exp().mean(1, keepdim=True)).tanh().var()
+        return loss, jg.autograd.grad(loss, [x])
+
+    with (plain_python_kernels() if backend == "numba_cpu" else _nothing()):
+        loss, (grad,) = step(x)
+    eager = (jg.sin(x) * 1.5 + x.exp().mean(1, keepdim=True)).tanh().var()
+    eager_grad, = jg.autograd.grad(eager, [x])
+    assert_close(loss.numpy(), eager.detach().numpy())
+    assert_close(grad.numpy(), eager_grad.numpy())
+    assert ("jitgrad_kernel" in step.programs[0].lowered.source) == (backend == "llvm_cpu")
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
