@@ -3,9 +3,10 @@
 On the CPU, by default, ``jitgrad.backends.llvm_cpu`` (LLVM IR written directly, compiled with
 llvmlite in a tenth of numba's time) for each graph it covers, and ``jitgrad.backends.numba_cpu`` for
 any other (the op that sent it there is said with ``JITGRAD_LOG=backend``); either alone with
-``JITGRAD_COMPILE_BACKEND=llvm_cpu`` or ``numba_cpu``. Without numba, ``INTERPRETER``, which runs the graph's generated Python (``GraphModule.code``, what
-``fx.Interpreter`` computes) on the eager ops behind the same interface, so that everything above the backend (tracing, guards, the backward node, write-back,
-the caches) behaves the same with either.
+``JITGRAD_COMPILE_BACKEND=llvm_cpu`` or ``numba_cpu``. Without numba, ``INTERPRETER``, which runs the
+graph's generated Python (``GraphModule.code``, what ``fx.Interpreter`` computes) on the eager ops
+behind the same interface, so that everything above the backend (tracing, guards, the backward node,
+write-back, the caches) behaves the same with either.
 
 The contract: ``lower(graph, fastmath=..., parallel=...)`` returns a callable taking one array per
 placeholder (in ``graph.placeholders`` order) and returning the output values flattened depth-first;

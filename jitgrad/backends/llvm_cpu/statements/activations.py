@@ -4,20 +4,20 @@ into the output, their sum, then the output scaled or overwritten with ``x - max
 dimension, or a large (parallel) one, goes to numba."""
 from __future__ import annotations
 
+import math
+
 from ....ops.scalar import Var, exp, log
 from ..arrays import load, store
-from ..expressions import ExpressionWriter, Value, arithmetic, select, compare
+from ..expressions import ExpressionWriter, Value, arithmetic, compare, select
 from ..function_writer import literal, value_type
+from ..fused_loops import PARALLEL_ELEMENTS
 from .context import Statement
-
-PARALLEL_ELEMENTS = 1 << 16
 
 
 def softmax(s: Statement, log_of: bool = False) -> None:
     shape, dim = s.input_shape(), s.attrs["dim"]
     if not shape or dim % len(shape) != len(shape) - 1:
         raise NotImplementedError("a softmax over another dimension than the last")
-    import math
     if s.k.parallel_mode is True or (s.k.parallel_mode is None and math.prod(shape) >= PARALLEL_ELEMENTS):
         raise NotImplementedError("a parallel softmax")
     x, out, w, dtype = s.inputs[0], s.out, s.w, s.dtype
