@@ -11,7 +11,7 @@ import pytest
 from jitgrad.backends.llvm_cpu.arrays import contiguous_view, load, store
 from jitgrad.backends.llvm_cpu.expressions import ExpressionWriter
 from jitgrad.backends.llvm_cpu.function_writer import FunctionWriter
-from jitgrad.backends.llvm_cpu.machine_code import compile_ir, target_machine
+from jitgrad.backends.llvm_cpu.machine_code import compile_ir, new_target_machine
 from jitgrad.ops import scalar
 from jitgrad.ops.scalar import Var
 
@@ -35,7 +35,7 @@ def compiled(expression, dtype, result_dtype=None, arity=2):
         store(w, out, [i], value)
     w.emit("ret void")
     text = w.define("define void @f(ptr %a, ptr %b, ptr %out, i64 %n) {")
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(compile_ir("\n".join([*w.declarations.values(), text]))))
     engine.finalize_object()
     _ENGINES.append(engine)

@@ -131,3 +131,34 @@ def test_a_chain_of_elementwise_ops_and_two_pass_reductions_equals_eager(monkeyp
     assert_close(loss.numpy(), eager.detach().numpy())
     assert_close(grad.numpy(), eager_grad.numpy())
     assert "jitgrad_kernel" in step.programs[0].lowered.source
+
+
+def test_llvm_object_code_in_the_disk_cache_is_verified_before_it_is_loaded(tmp_path, capsys, monkeypatch):
+    """A stored object is loaded by a later lowering (from_disk); one altered on disk fails its
+    checksum, is said in the log and compiled afresh, with the right result."""
+    from jitgrad import fx
+    from jitgrad.backends import llvm_cpu
+    from jitgrad.compile.cache import DiskCache
+    from jitgrad.fx import passes
+
+    monkeypatch.setenv("JITGRAD_LOG", "cache")
+    x = np.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    graph = passes.PassManager().run(fx.trace(lambda t: (t.sin() * 3.0).sum(1), jg.tensor(x)).graph)
+    cache = DiskCache(tmp_path / "cache")
+    first = llvm_cpu.lower(graph, cache=cache)
+    objects = list((tmp_path / "cache" / "objects").glob("jitgrad_object_*.o"))
+    assert len(objects) == 1 and not first.from_disk
+    llvm_cpu.clear_cache()
+    again = llvm_cpu.lower(graph, cache=cache)
+    assert again.from_disk
+    assert_close(again(x)[0], (np.sin(x) * 3.0).sum(1))
+    code = bytearray(objects[0].read_bytes())
+    code[len(code) // 2] ^= 0xFF
+    objects[0].write_bytes(bytes(code))
+    llvm_cpu.clear_cache()
+    capsys.readouterr()
+    with pytest.warns(RuntimeWarning, match="does not match its recorded hash"):
+        rebuilt = llvm_cpu.lower(graph, cache=cache)
+    assert not rebuilt.from_disk and "does not match its recorded hash" in capsys.readouterr().err
+    assert_close(first(x)[0], (np.sin(x) * 3.0).sum(1))   # a kernel forgotten by the process still runs
+    assert_close(rebuilt(x)[0], (np.sin(x) * 3.0).sum(1))

@@ -54,6 +54,7 @@ class CompiledGraph:
         self.key = key
         self.from_disk = False
         self.kernel: Any = None
+        self.loaded: loader.LoadedKernel | None = None   # holds the engine the kernel's code lives in
         placeholders = graph.placeholders
         self.names = [p.name for p in placeholders]
         self.expected = [(tuple(p.meta["shape"]), np.dtype(p.meta["dtype"])) for p in placeholders]
@@ -139,7 +140,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
             if cache is not None:
                 cache.of_kind("objects").store_object(key, options(fastmath), code, {"entry": "llvm_cpu"})
         _KERNELS[key] = kernel
-    compiled.kernel = kernel.function
+    compiled.loaded, compiled.kernel = kernel, kernel.function
     return compiled
 
 

@@ -84,7 +84,7 @@ def load(code: bytes) -> LoadedKernel:
     """Loads ``code`` (an object ``machine_code.compile_ir`` made, here or in an earlier process)."""
     import llvmlite.binding as llvm
 
-    from .machine_code import target_machine
+    from .machine_code import new_target_machine
 
     why = check_layout()
     if why is not None:
@@ -94,7 +94,7 @@ def load(code: bytes) -> LoadedKernel:
         raise LoadFailure(f"the object does not define {ENTRY}")
     with _LOCK:
         _bind(undefined)
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         engine.finalize_object()
         address = engine.get_function_address(ENTRY)

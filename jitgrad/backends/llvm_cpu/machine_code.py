@@ -15,8 +15,9 @@ from typing import Any
 OPT_LEVEL = 3
 
 
-@functools.lru_cache(maxsize=None)
-def target_machine() -> Any:
+def new_target_machine() -> Any:
+    """A target machine for the host CPU. An execution engine takes ownership of the one it is given
+    (and frees it with itself), so each engine gets a new one (``loader.py``)."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
@@ -24,6 +25,12 @@ def target_machine() -> Any:
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
                                         opt=OPT_LEVEL, reloc="pic", codemodel="jitdefault")
+
+
+@functools.lru_cache(maxsize=None)
+def target_machine() -> Any:
+    """The process's target machine for compiling (never handed to an execution engine)."""
+    return new_target_machine()
 
 
 def compile_ir(ir: str) -> bytes:
@@ -44,4 +51,4 @@ def compile_ir(ir: str) -> bytes:
     return machine.emit_object(module)
 
 
-__all__ = ["OPT_LEVEL", "compile_ir", "target_machine"]
+__all__ = ["OPT_LEVEL", "compile_ir", "new_target_machine", "target_machine"]
