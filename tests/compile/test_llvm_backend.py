@@ -162,3 +162,19 @@ def test_llvm_object_code_in_the_disk_cache_is_verified_before_it_is_loaded(tmp_
     assert not rebuilt.from_disk and "does not match its recorded hash" in capsys.readouterr().err
     assert_close(first(x)[0], (np.sin(x) * 3.0).sum(1))   # a kernel forgotten by the process still runs
     assert_close(rebuilt(x)[0], (np.sin(x) * 3.0).sum(1))
+
+
+def test_a_target_outside_the_classes_raises_index_error_from_the_kernel():
+    """The kernel raises as numba's does (its GIL taken back, the error set) and stays usable."""
+    from jitgrad import fx
+    from jitgrad.backends import llvm_cpu
+    from jitgrad.fx import passes
+
+    scores = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(4, 3)
+    good = np.array([0, 2, 1, 2])
+    loss = lambda s, t: jg.nn.functional.cross_entropy(s, t)  # noqa: E731
+    graph = passes.PassManager().run(fx.trace(loss, jg.tensor(scores), jg.tensor(good)).graph)
+    kernel = llvm_cpu.lower(graph)
+    with pytest.raises(IndexError, match="out of bounds for the number of classes"):
+        kernel(scores, np.array([0, 3, 1, 2]))
+    assert_close(kernel(scores, good)[0], loss(jg.tensor(scores), jg.tensor(good)).numpy())

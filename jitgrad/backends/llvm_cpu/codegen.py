@@ -39,7 +39,8 @@ TUPLE_ITEMS = tuple.__basicsize__   # where a tuple's items start (CPython)
 ARRAY_DATA = 16                     # where a numpy array's data pointer is (PyArrayObject_fields.data)
 ENTRY = "jitgrad_kernel"
 _PYTHON_API = ("declare ptr @PyEval_SaveThread()\ndeclare void @PyEval_RestoreThread(ptr)\n"
-               "declare void @Py_IncRef(ptr)\n@_Py_NoneStruct = external global i8")
+               "declare void @Py_IncRef(ptr)\ndeclare void @PyErr_SetString(ptr, ptr)\n"
+               "@_Py_NoneStruct = external global i8")
 
 
 @dataclass
@@ -85,6 +86,8 @@ class KernelWriter:
         self.pointers: dict[int, str] = {}
         self.groups: dict[str, tuple[str, int]] = {}   # a group function's code -> its name, its calls
         self.group_texts: dict[str, str] = {}
+        self.messages: list[str] = []                  # the error messages' constants
+        self.gil = "%gil"                               # the thread state the GIL is taken back with
 
     # ---- arguments, sizes and numbers --------------------------------------------------------------
     def argument(self, position: int, hint: str) -> str:
@@ -191,6 +194,21 @@ class KernelWriter:
     def comment(self, node: Node) -> str:
         return kernel_comment(node, self.size)
 
+    def raise_error(self, exception: str, message: str) -> None:
+        """Ends the call here with Python's ``exception`` (``IndexError``) and ``message``: the GIL taken
+        back, the error set, NULL returned (what a C function of the Python API does to raise)."""
+        w = self.fn
+        text = message.encode() + b"\0"
+        name = f"@message.{len(self.messages)}"
+        self.messages.append(f"{name} = private unnamed_addr constant [{len(text)} x i8] c\""
+                             + "".join(f"\\{b:02X}" for b in text) + '"')
+        w.declare(f"PyExc_{exception}", f"@PyExc_{exception} = external global ptr")
+        w.emit(f"call void @PyEval_RestoreThread(ptr {self.gil})")
+        kind = w.load("ptr", f"@PyExc_{exception}", "exception")
+        w.emit(f"call void @PyErr_SetString(ptr {kind}, ptr {name})")
+        w.emit("ret ptr null")
+        w.label(w.fresh("after_raise"))   # a block no branch reaches, for what follows
+
     def group_function(self, w: FunctionWriter, parameters: list[tuple[str, str]]) -> str:
         """The name of the function ``w`` wrote (a fusion group's loops), one per distinct code:
         a loop written before under other node names is called again, not written again."""
@@ -269,7 +287,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
             k.views[node] = ArrayView(pointer, node_dtype(node), ("1",), ("1",), True)
         else:
             k.views[node] = contiguous_view(w, pointer, node_dtype(node), k.sizes_of(node.meta["shape"]))
-    gil = w.assign("gil", "call ptr @PyEval_SaveThread()")
+    k.gil = gil = w.assign("gil", "call ptr @PyEval_SaveThread()")
     for members in units(graph):
         if not members[0].kind.in_loop:
             k.statement(members[0])
@@ -285,7 +303,7 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     w.emit("call void @Py_IncRef(ptr @_Py_NoneStruct)")
     w.emit("ret ptr @_Py_NoneStruct")
     function = w.define(f"define ptr @{ENTRY}(ptr %self, ptr %args) {{")
-    ir = "\n\n".join([*w.declarations.values(), _PYTHON_API, *k.group_definitions(), function]) + "\n"
+    ir = "\n\n".join([*w.declarations.values(), _PYTHON_API, *k.messages, *k.group_definitions(), function]) + "\n"
     workspaces = [(np.dtype(name), max(used, 1)) for name, (_, used) in k.workspaces.items()]
     return GeneratedKernel(ir, [c.target for c in constants], workspaces, k.sizes, k.scalars,
                            [(tuple(n.meta["shape"]), node_dtype(n)) for n in outputs])

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, indexing, linalg, shape
+from . import activations, indexing, linalg, losses, shape
 from .context import Statement
 
 StatementCode = Callable[[Statement], "object"]
 
-STATEMENTS: dict[str, StatementCode] = {name: code for module in (activations, indexing, linalg, shape)
+STATEMENTS: dict[str, StatementCode] = {name: code for module in (activations, indexing, linalg, losses, shape)
                                         for name, code in module.STATEMENTS.items()}
 
 __all__ = ["STATEMENTS", "Statement", "StatementCode"]
