@@ -65,12 +65,12 @@ def store(w: FunctionWriter, view: ArrayView, index: list[str], value: Value) ->
 
 
 def copy(w: FunctionWriter, source: ArrayView, target: ArrayView, hint: str = "c") -> None:
-    """``target[...] = source`` (same sizes): one ``memcpy`` where both are C-contiguous (a row of a
+    """``target[...] = source`` (same sizes): one ``memmove`` where both are C-contiguous (a row of a
     stack), else element by element."""
     if source.contiguous and target.contiguous and source.rank == target.rank:
         size = w.mul(w.product(target.sizes), str(np.dtype(source.dtype).itemsize))
-        w.declare("llvm.memcpy.p0.p0.i64", "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
-        w.emit(f"call void @llvm.memcpy.p0.p0.i64(ptr {target.pointer}, ptr {source.pointer}, i64 {size}, i1 false)")
+        w.declare("llvm.memmove.p0.p0.i64", "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)")
+        w.emit(f"call void @llvm.memmove.p0.p0.i64(ptr {target.pointer}, ptr {source.pointer}, i64 {size}, i1 false)")
         return
 
     def nest(depth: int, index: list[str]) -> None:
