@@ -96,6 +96,14 @@ def gemv(s: Statement) -> None:
     _call_when_terms(s, k, n, symbol, arguments)
 
 
+def dot(s: Statement) -> None:
+    """``out[0] = a (k) . b (k)``, as a one-row ``gemv`` (numba's ``np.dot`` calls BLAS's own dot: the
+    same products, summed in BLAS's order either way)."""
+    a, b = s.inputs
+    row = ArrayView(a.pointer, a.dtype, ("1", a.sizes[0]), (a.sizes[0], a.strides[0]), a.contiguous)
+    gemv(Statement(s.k, s.node, [row, b], s.out))
+
+
 def batched_gemm(s: Statement) -> None:
     """``(..., n, k) @ (k, m)`` of a C-contiguous left operand: one product over the stacked rows;
     any other batched product goes to numba."""
@@ -109,4 +117,4 @@ def batched_gemm(s: Statement) -> None:
     gemm(Statement(s.k, s.node, [left, b], out))
 
 
-STATEMENTS = {"gemm": gemm, "gemv": gemv, "batched_gemm": batched_gemm}
+STATEMENTS = {"dot": dot, "gemm": gemm, "gemv": gemv, "batched_gemm": batched_gemm}
