@@ -178,3 +178,18 @@ def test_a_target_outside_the_classes_raises_index_error_from_the_kernel():
     with pytest.raises(IndexError, match="out of bounds for the number of classes"):
         kernel(scores, np.array([0, 3, 1, 2]))
     assert_close(kernel(scores, good)[0], loss(jg.tensor(scores), jg.tensor(good)).numpy())
+
+
+def test_fastmath_marks_every_float_instruction_and_stays_close():
+    """numba's ``fastmath=True`` is LLVM's ``fast`` flags; without it no float instruction has any."""
+    from jitgrad import fx
+    from jitgrad.backends import llvm_cpu
+    from jitgrad.fx import passes
+
+    x = np.linspace(-2.0, 2.0, 12).reshape(3, 4)
+    graph = passes.PassManager().run(fx.trace(lambda t: (t.exp() / (1.0 + t * t)).sum(1), jg.tensor(x)).graph)
+    fast, exact = llvm_cpu.lower(graph, fastmath=True), llvm_cpu.lower(graph)
+    assert "fdiv fast" in fast.source and " fast " not in exact.source
+    expected = (np.exp(x) / (1.0 + x * x)).sum(1)
+    assert_close(fast(x)[0], expected)
+    assert_close(exact(x)[0], expected)
