@@ -77,9 +77,11 @@ def first_call(workload_key: str, lib: str) -> dict[str, float]:
 
 
 def batch_sizes() -> dict[str, object]:
-    """(child) W2 compiled at each batch size in turn: kernels numba compiled, traces and recompiles."""
+    """(child) W2 compiled at each batch size in turn: kernels compiled (by numba or by the LLVM
+    generator), traces and recompiles."""
     import compiled_workloads
     import workloads
+    from jitgrad.backends.llvm_cpu import compiler as llvm_compiler
     from jitgrad.backends.numba_cpu import compiler
     kernels, seconds = [], []
     inputs = workloads.w2_inputs(False)
@@ -88,7 +90,7 @@ def batch_sizes() -> dict[str, object]:
         start = time.perf_counter()
         compiled_workloads.BY_KEY["W2"].builders["jitgrad_compiled"](rows)()
         seconds.append(time.perf_counter() - start)
-        kernels.append(len(compiler._KERNELS))
+        kernels.append(len(compiler._KERNELS) + len(llvm_compiler._KERNELS))
     return {"batches": list(compiled_workloads.BATCHES), "kernels": kernels, "seconds": seconds}
 
 

@@ -115,7 +115,7 @@ def batches_line(timings: dict) -> str:
     once = all(k == kernels[0] for k in kernels)
     calls = ", ".join(f"{b}: {format_time(s)}" for b, s in zip(batches["batches"], batches["seconds"]))
     return (f"W2 (cross-entropy with mean) compiled at batch {', then '.join(map(str, BATCHES))}: "
-            f"numba kernels in memory after each {kernels} -> "
+            f"kernels in memory after each {kernels} -> "
             f"{'compiled once: met' if once else 'compiled again: NOT MET'} (first call at each size: {calls})")
 
 

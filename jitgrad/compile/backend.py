@@ -1,9 +1,12 @@
 """The backend a compiled function lowers its graphs with, one per device.
 
-On the CPU, ``jitgrad.backends.numba_cpu`` when it is there (``lower``, ``LoweringError``,
-``structural_key``); otherwise ``INTERPRETER``, which runs the graph's generated Python (``GraphModule.code``, what
-``fx.Interpreter`` computes) on the eager ops behind the same interface, so that everything above the backend (tracing, guards, the backward node, write-back,
-the caches) behaves the same with either.
+On the CPU, by default, ``jitgrad.backends.llvm_cpu`` (LLVM IR written directly, compiled with
+llvmlite in a tenth of numba's time) for each graph it covers, and ``jitgrad.backends.numba_cpu`` for
+any other (the op that sent it there is said with ``JITGRAD_LOG=backend``); either alone with
+``JITGRAD_COMPILE_BACKEND=llvm_cpu`` or ``numba_cpu``. Without numba, ``INTERPRETER``, which runs the
+graph's generated Python (``GraphModule.code``, what ``fx.Interpreter`` computes) on the eager ops
+behind the same interface, so that everything above the backend (tracing, guards, the backward node,
+write-back, the caches) behaves the same with either.
 
 The contract: ``lower(graph, fastmath=..., parallel=...)`` returns a callable taking one array per
 placeholder (in ``graph.placeholders`` order) and returning the output values flattened depth-first,
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
@@ -106,6 +110,34 @@ def _numba_module() -> ModuleType | None:
         return None
 
 
+def _llvm_module() -> ModuleType | None:
+    try:
+        return importlib.import_module("jitgrad.backends.llvm_cpu")
+    except ImportError:
+        return None
+
+
+def _log_backend(line: str) -> None:
+    if "backend" in os.environ.get("JITGRAD_LOG", "").split(","):
+        print(f"jitgrad.compile: {line}", file=sys.stderr)
+
+
+def llvm_then_numba(llvm: ModuleType, numba: ModuleType) -> Callable[..., Any]:
+    """The default CPU lowering: the LLVM generator where it covers the graph, numba otherwise. A
+    failure of the generator itself (LLVM refusing its IR) also goes to numba: a slower first call,
+    never a wrong or missing result; the log says which."""
+    def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None, cache: Any = None) -> Any:
+        try:
+            return llvm.lower(graph, fastmath=fastmath, parallel=parallel, cache=cache)
+        except llvm.NotCovered as why:
+            _log_backend(f"llvm_cpu does not cover {why}; numba_cpu compiles the graph")
+        except Exception as error:  # noqa: BLE001 - any failure of the generator: numba compiles instead
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            _log_backend(f"llvm_cpu failed ({type(error).__name__}: {first}); numba_cpu compiles the graph")
+        return numba.lower(graph, fastmath=fastmath, parallel=parallel, cache=cache)
+    return lower
+
+
 def _cuda_module() -> ModuleType:
     """The CUDA backend; it imports numba.cuda, so only a function that runs on CUDA loads it."""
     try:
@@ -122,28 +154,41 @@ def cuda_backend() -> Backend:
 
 
 def get_backend(device: str = "cpu") -> Backend:
-    """numba on the CPU when the lowering exists, else the interpreter (same results, no speed-up).
-    ``JITGRAD_COMPILE_BACKEND=interpreter`` picks the interpreter anyway (to tell a backend problem
-    from a tracing one, and for tests of what lies above the backend). ``"cuda"`` (any index) is the
-    numba_cuda backend."""
+    """On the CPU the LLVM generator, falling back to numba graph by graph, when both are there;
+    numba alone without llvm_cpu; else the interpreter (same results, no speed-up).
+    ``JITGRAD_COMPILE_BACKEND`` picks one: ``interpreter`` (to tell a backend problem from a tracing
+    one, and for tests of what lies above the backend), ``numba_cpu`` (numba's kernels, as tests of
+    them need) or ``llvm_cpu`` (the generator alone: a graph it does not cover runs eagerly).
+    ``"cuda"`` (any index) is the numba_cuda backend."""
     kind = device_kind(device)
     if kind == "cuda":
         return cuda_backend()
     if kind != "cpu":
         raise ValueError(f"jitgrad.compile: device {str(device)!r} is not supported ('cpu' or 'cuda')")
     choice = os.environ.get("JITGRAD_COMPILE_BACKEND", "")
-    if choice not in ("", "interpreter", "numba_cpu"):
-        raise ValueError(f"JITGRAD_COMPILE_BACKEND={choice!r}: expected 'interpreter' or 'numba_cpu'")
+    if choice not in ("", "interpreter", "numba_cpu", "llvm_cpu"):
+        raise ValueError(f"JITGRAD_COMPILE_BACKEND={choice!r}: expected 'interpreter', 'numba_cpu' or 'llvm_cpu'")
+    llvm = _llvm_module() if choice in ("", "llvm_cpu") else None
+    if choice == "llvm_cpu":
+        if llvm is None:
+            raise ImportError("JITGRAD_COMPILE_BACKEND=llvm_cpu but jitgrad.backends.llvm_cpu cannot be imported")
+        return Backend("llvm_cpu", llvm.lower, (llvm.NotCovered, LoweringError), llvm.structural_key,
+                       lambda: f"llvmlite {installed_version('llvmlite')}")
     module = _numba_module() if choice != "interpreter" else None
     if module is None or not hasattr(module, "lower"):
         if choice == "numba_cpu":
             raise ImportError("JITGRAD_COMPILE_BACKEND=numba_cpu but jitgrad.backends.numba_cpu has no lower()")
         return INTERPRETER
     errors = (getattr(module, "LoweringError", LoweringError), LoweringError)
-    return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None),
-                   lambda: f"numba {installed_version('numba')}, BLAS {module.blas_description()}",
+    def numba_version() -> str:
+        return f"numba {installed_version('numba')}, BLAS {module.blas_description()}"
+    if choice == "" and llvm is not None:
+        return Backend("llvm_cpu+numba_cpu", llvm_then_numba(llvm, module), errors, None,
+                       lambda: f"llvmlite {installed_version('llvmlite')}, {numba_version()}")
+    return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba_version,
                    getattr(module, "warm_state", None), getattr(module, "from_warm_state", None),
                    getattr(module, "LOWERS_LOOPS", False))
 
 
-__all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes"]
+__all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes",
+           "llvm_then_numba"]

@@ -6,7 +6,8 @@ per element here, where numpy's SIMD ``tanh`` takes 0.4 ns. ``tanh_float32`` is 
 within 4e-7 relative error of the exact tanh everywhere, a few float32 units in the last place,
 against 1e-7 for numpy's. float64 keeps ``math.tanh``: the tolerance there is 1e-10.
 
-The coefficients were fitted for this module: tanh(x) / x as P(x²) / Q(x²) on [0, 7.9], relative
+The coefficients (``backends/float32_functions.py``, shared with the LLVM backend) were fitted for this
+module: tanh(x) / x as P(x²) / Q(x²) on [0, 7.9], relative
 error minimised by iteratively reweighted least squares. Between 7.9 and 9 float32 tanh is the float
 just below 1, which the clamped fit gives; from 9 on it is exactly ±1.
 
@@ -37,14 +38,13 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ..float32_functions import (EXP_LN2_HIGH, EXP_LN2_LOW, EXP_LOG2E, EXP_TAYLOR, TANH_CLAMP, TANH_P, TANH_Q,
+                                 TANH_SATURATED)
 from .numba_options import jit_or_plain
 
-_CLAMP = np.float32(7.9)
-_SATURATED = np.float32(9.0)  # float32 tanh is exactly ±1 from here on
-P0, P1, P2, P3, P4, P5 = (np.float32(c) for c in (
-    0.9999999958761561, 0.1303357264150883, 0.0030455348233914678, 1.0458912477515056e-05,
-    -1.663753357023232e-08, 2.917208211867827e-11))
-Q0, Q1, Q2, Q3 = (np.float32(c) for c in (1.0, 0.4636690271984399, 0.02426859491804502, 0.0002456682371101262))
+_CLAMP, _SATURATED = TANH_CLAMP, TANH_SATURATED
+P0, P1, P2, P3, P4, P5 = TANH_P
+Q0, Q1, Q2, Q3 = TANH_Q
 
 
 @numba.njit(inline="always")
@@ -73,10 +73,9 @@ def _float32_from_bits_python(bits: int) -> np.float32:
 # Chosen when ``exp_float32`` itself is (compiled or plain), at import.
 _float32_from_bits = jit_or_plain(_float32_from_bits_jit, _float32_from_bits_python)
 
-_LOG2E = np.float32(1.4426950408889634)
-_LN2_HIGH, _LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)   # their sum is ln 2
+_LOG2E, _LN2_HIGH, _LN2_LOW = EXP_LOG2E, EXP_LN2_HIGH, EXP_LN2_LOW   # the two parts' sum is ln 2
 _ABOVE_INF, _BELOW_ZERO = np.float32(89.0), np.float32(-104.0)  # exp is inf above 88.72, 0 below -103.97
-E2, E3, E4, E5, E6, E7 = (np.float32(1.0 / math.factorial(n)) for n in range(2, 8))
+E2, E3, E4, E5, E6, E7 = EXP_TAYLOR
 _ONE, _HALF = np.float32(1.0), np.float32(0.5)
 
 

@@ -1,0 +1,23 @@
+"""The LLVM CPU backend: lowers a ``jitgrad.fx.Graph`` (after the same pass pipeline as numba_cpu:
+fusion, memory plan) straight to LLVM IR, compiled with llvmlite, without numba's Python front end
+(typing and lowering: most of a first call's time). One kernel per graph, called from Python as a
+builtin function.
+
+Interface (the numba CPU backend's, ``jitgrad.backends.numba_cpu``)::
+
+    from jitgrad.backends.llvm_cpu import lower, NotCovered, structural_key
+    compiled = lower(graph, *, fastmath=False, parallel=None, cache=None)
+    compiled(*arrays) -> list[np.ndarray]       # one array per placeholder; the outputs, flattened
+    compiled.source -> str                      # the LLVM IR
+
+It covers elementwise ops (their scalar expressions, ``jitgrad.ops.scalar``, written as IR by
+``expressions.py``/``scalar_functions.py``), one-pass reductions in fusion groups, and the statement
+intrinsics in ``statements/`` (matrix products on numpy's CBLAS, views, stack and concatenate,
+softmax); ``lower`` raises ``NotCovered`` (a ``LoweringError``-like ``NotImplementedError``) naming
+the op or use it does not cover, before compiling anything: ``jitgrad.compile`` then gives the graph
+to numba_cpu. Object code goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
+"""
+from .compiler import CompiledGraph, clear_cache, lower, structural_key
+from .fused_loops import NotCovered
+
+__all__ = ["CompiledGraph", "NotCovered", "clear_cache", "lower", "structural_key"]

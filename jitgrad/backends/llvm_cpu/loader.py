@@ -1,0 +1,111 @@
+"""Object code -> a Python callable, with llvmlite and ctypes alone (numba is never imported).
+
+Every symbol the object leaves undefined (read from its ELF symbol table) is bound before LLVM's JIT
+sees it (an unresolved symbol would abort the process): numpy's CBLAS routines under the names
+``numba_cpu/numpy_blas.py`` registers, and the C library, libm and Python C API functions of this
+process. The entry point, ``PyObject *jitgrad_kernel(PyObject *self, PyObject *args)``, becomes a
+builtin function through ``PyCFunction_NewEx`` with a ``PyMethodDef`` this module keeps alive with
+the engine holding the code. The kernel reads its arguments' data pointers at fixed offsets
+(``codegen.TUPLE_ITEMS``, ``codegen.ARRAY_DATA``); ``check_layout`` confirms them in this interpreter,
+and where they do not hold the backend is not used.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from ..numba_cpu.object_loader import elf_symbols, process_symbol
+from .codegen import ARRAY_DATA, ENTRY, TUPLE_ITEMS
+
+METH_VARARGS = 1
+
+
+class LoadFailure(Exception):
+    """The object cannot run here: the graph is compiled again (or by numba), and the log says why."""
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+@functools.lru_cache(maxsize=None)
+def check_layout() -> str | None:
+    """None where a tuple's items and an array's data pointer are where the kernels read them; else
+    why not (another interpreter build)."""
+    probe = np.arange(3.0)
+    items = (probe,)
+    if ctypes.c_void_p.from_address(id(items) + TUPLE_ITEMS).value != id(probe):
+        return "a tuple's items are not where the kernels read them"
+    if ctypes.c_void_p.from_address(id(probe) + ARRAY_DATA).value != probe.ctypes.data:
+        return "a numpy array's data pointer is not where the kernels read it"
+    return None
+
+
+_BOUND: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def _bind(names: set[str]) -> None:
+    """Binds each of ``names`` to this process's symbol (LoadFailure for one it lacks)."""
+    import llvmlite.binding as llvm
+
+    from ..numba_cpu import numpy_blas  # noqa: F401 - registers the CBLAS names kernels call
+
+    missing = []
+    for name in sorted(names - _BOUND - {"_GLOBAL_OFFSET_TABLE_"}):   # the JIT's linker provides that one
+        if name.startswith("jitgrad_numpy_cblas_") and llvm.address_of_symbol(name):
+            _BOUND.add(name)
+            continue
+        address = process_symbol(name)
+        if address is None:
+            missing.append(name)
+            continue
+        llvm.add_symbol(name, address)
+        _BOUND.add(name)
+    if missing:
+        raise LoadFailure(f"symbols this process does not have: {', '.join(missing[:5])}")
+
+
+class LoadedKernel:
+    """The engine holding a kernel's code and the builtin function that calls it."""
+
+    def __init__(self, engine: Any, method: _MethodDef, function: Callable[..., Any]) -> None:
+        self.engine = engine
+        self.method = method
+        self.function = function
+
+
+def load(code: bytes) -> LoadedKernel:
+    """Loads ``code`` (an object ``machine_code.compile_ir`` made, here or in an earlier process)."""
+    import llvmlite.binding as llvm
+
+    from .machine_code import new_target_machine
+
+    why = check_layout()
+    if why is not None:
+        raise LoadFailure(why)
+    undefined, defined = elf_symbols(code)
+    if ENTRY not in defined:
+        raise LoadFailure(f"the object does not define {ENTRY}")
+    with _LOCK:
+        _bind(undefined)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+        address = engine.get_function_address(ENTRY)
+    if not address:
+        raise LoadFailure("the entry point has no address after loading")
+    method = _MethodDef(b"jitgrad_kernel", address, METH_VARARGS, None)
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    function = new(ctypes.addressof(method), None, None)
+    return LoadedKernel(engine, method, function)
+
+
+__all__ = ["LoadFailure", "LoadedKernel", "check_layout", "load"]
