@@ -138,6 +138,20 @@ def llvm_then_numba(llvm: ModuleType, numba: ModuleType) -> Callable[..., Any]:
     return lower
 
 
+def warm_states_of_either(llvm: ModuleType, numba: ModuleType) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The warm-start index's two functions for the default CPU lowering: a kernel is described, and
+    rebuilt from its description, by the backend that made it (an LLVM kernel's description says so)."""
+    def warm_state(compiled: Any) -> Any:
+        if isinstance(compiled, llvm.CompiledGraph):
+            return llvm.warm_state(compiled)
+        return numba.warm_state(compiled)
+
+    def from_warm_state(state: dict[str, Any], constants: list, cache: Any) -> Any:
+        module = llvm if state.get("backend") == "llvm_cpu" else numba
+        return module.from_warm_state(state, constants, cache)
+    return warm_state, from_warm_state
+
+
 def _cuda_module() -> ModuleType:
     """The CUDA backend; it imports numba.cuda, so only a function that runs on CUDA loads it."""
     try:
@@ -173,7 +187,7 @@ def get_backend(device: str = "cpu") -> Backend:
         if llvm is None:
             raise ImportError("JITGRAD_COMPILE_BACKEND=llvm_cpu but jitgrad.backends.llvm_cpu cannot be imported")
         return Backend("llvm_cpu", llvm.lower, (llvm.NotCovered, LoweringError), llvm.structural_key,
-                       lambda: f"llvmlite {installed_version('llvmlite')}")
+                       lambda: f"llvmlite {installed_version('llvmlite')}", llvm.warm_state, llvm.from_warm_state)
     module = _numba_module() if choice != "interpreter" else None
     if module is None or not hasattr(module, "lower"):
         if choice == "numba_cpu":
@@ -184,11 +198,12 @@ def get_backend(device: str = "cpu") -> Backend:
         return f"numba {installed_version('numba')}, BLAS {module.blas_description()}"
     if choice == "" and llvm is not None:
         return Backend("llvm_cpu+numba_cpu", llvm_then_numba(llvm, module), errors, None,
-                       lambda: f"llvmlite {installed_version('llvmlite')}, {numba_version()}")
+                       lambda: f"llvmlite {installed_version('llvmlite')}, {numba_version()}",
+                       *warm_states_of_either(llvm, module))
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba_version,
                    getattr(module, "warm_state", None), getattr(module, "from_warm_state", None),
                    getattr(module, "LOWERS_LOOPS", False))
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes",
-           "llvm_then_numba"]
+           "llvm_then_numba", "warm_states_of_either"]

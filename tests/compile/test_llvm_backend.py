@@ -61,7 +61,8 @@ def test_a_covered_step_never_imports_numba_and_warm_starts_from_its_object_code
     second_run = run_python(STEP, {**env, "JITGRAD_COMPILE_BACKEND": ""})
     second = last_json_line(second_run)
     assert not second["numba_at_end"], second_run.stderr
-    assert second["from_disk"] == [True, False]   # the retrace's kernel is the one in memory
+    assert second["from_disk"] == [True, True]   # both programs from the warm-start index, untraced
+    assert second_run.stderr.count("runs without tracing") == 2, second_run.stderr
     assert second["values"] == first["values"]
     assert "could not be loaded" not in second_run.stderr and "not trusted" not in second_run.stderr
 

@@ -17,7 +17,7 @@ softmax); ``lower`` raises ``NotCovered`` (a ``LoweringError``-like ``NotImpleme
 the op or use it does not cover, before compiling anything: ``jitgrad.compile`` then gives the graph
 to numba_cpu. Object code goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
 """
-from .compiler import CompiledGraph, clear_cache, lower, structural_key
+from .compiler import CompiledGraph, clear_cache, from_warm_state, lower, structural_key, warm_state
 from .fused_loops import NotCovered
 
-__all__ = ["CompiledGraph", "NotCovered", "clear_cache", "lower", "structural_key"]
+__all__ = ["CompiledGraph", "NotCovered", "clear_cache", "from_warm_state", "lower", "structural_key", "warm_state"]

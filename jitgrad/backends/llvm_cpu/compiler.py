@@ -16,6 +16,7 @@ import numpy as np
 
 from ...fx.graph import Graph
 from ..numba_cpu import numpy_blas
+from ..output_pool import output_arrays
 from . import loader
 from .codegen import GeneratedKernel, generate
 from .fused_loops import NotCovered
@@ -49,9 +50,10 @@ class CompiledGraph:
     """A lowered graph: call it with one array per placeholder. ``source`` is the kernel's LLVM IR;
     ``key`` its code key; ``from_disk`` whether its object code came from the disk cache."""
 
-    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str) -> None:
+    def __init__(self, graph: Graph, generated: GeneratedKernel, key: str, fastmath: bool) -> None:
         self.source = generated.ir
         self.key = key
+        self.fastmath = fastmath
         self.from_disk = False
         self.kernel: Any = None
         self.loaded: loader.LoadedKernel | None = None   # holds the engine the kernel's code lives in
@@ -97,12 +99,51 @@ class CompiledGraph:
             if not (flags.c_contiguous and flags.aligned):   # the kernel reads C-contiguous, aligned arrays
                 a = np.array(a, order="C")
             args.append(a)
-        out = [np.empty(shape, dtype) for shape, dtype in self.output_arrays]
+        out = output_arrays(self._local, self.output_arrays)
         self.kernel(*self.leading, *out, *args, *self.constants, *self.workspaces())
         return out
 
     def __repr__(self) -> str:
         return f"<llvm_cpu CompiledGraph {self.key[:12]}>"
+
+
+def warm_state(compiled: CompiledGraph) -> tuple[dict[str, Any], list[np.ndarray]] | None:
+    """What ``from_warm_state`` needs to run ``compiled`` in another process without its graph (the
+    warm-start index, ``jitgrad.compile.warm_index``): plain data, and the constants' arrays."""
+    state = {"backend": "llvm_cpu", "source": compiled.source, "key": compiled.key, "fastmath": compiled.fastmath,
+             "names": compiled.names, "expected": [[list(shape), dtype.str] for shape, dtype in compiled.expected],
+             "numbers_in": sorted(compiled.numbers_in),
+             "workspaces": [[np.dtype(dtype).str, int(n)] for dtype, n in compiled.workspace_sizes],
+             "sizes": [int(n) for n in compiled.leading[0]], "scalars": [float(x) for x in compiled.leading[1]],
+             "outputs": [[list(shape), np.dtype(dtype).str] for shape, dtype in compiled.output_arrays]}
+    return state, list(compiled.constants)
+
+
+def from_warm_state(state: dict[str, Any], constants: list[np.ndarray], cache: Any) -> CompiledGraph | None:
+    """The ``CompiledGraph`` ``warm_state`` described, its kernel from this process or from its object
+    code in ``cache`` (verified there), never compiled: None when neither has it (the caller traces
+    and compiles as usual)."""
+    key, fastmath = state["key"], bool(state["fastmath"])
+    with _LOCK:
+        kernel = _KERNELS.get(key)
+        from_disk = kernel is None
+        if kernel is None and cache is not None:
+            kernel = _from_disk(cache, key, fastmath)
+        if kernel is None:
+            return None
+        _KERNELS[key] = kernel
+    compiled = CompiledGraph.__new__(CompiledGraph)
+    compiled.source, compiled.key, compiled.fastmath, compiled.from_disk = state["source"], key, fastmath, from_disk
+    compiled.names = list(state["names"])
+    compiled.expected = [(tuple(shape), np.dtype(dtype)) for shape, dtype in state["expected"]]
+    compiled.numbers_in = set(state["numbers_in"])
+    compiled.constants = tuple(constants)
+    compiled.workspace_sizes = [(np.dtype(dtype), int(n)) for dtype, n in state["workspaces"]]
+    compiled.leading = (np.asarray(state["sizes"], dtype=np.int64), np.asarray(state["scalars"], dtype=np.float64))
+    compiled.output_arrays = [(tuple(shape), np.dtype(dtype)) for shape, dtype in state["outputs"]]
+    compiled._local = threading.local()
+    compiled.loaded, compiled.kernel = kernel, kernel.function
+    return compiled
 
 
 def _from_disk(cache: Any, key: str, fastmath: bool) -> loader.LoadedKernel | None:
@@ -128,7 +169,7 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
         raise NotCovered(why)
     generated = generate(graph, parallel, fastmath)
     key = code_key(generated.ir)
-    compiled = CompiledGraph(graph, generated, key)
+    compiled = CompiledGraph(graph, generated, key, fastmath)
     with _LOCK:
         kernel = _KERNELS.get(key)
         if kernel is None and cache is not None:
@@ -144,4 +185,5 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
     return compiled
 
 
-__all__ = ["CompiledGraph", "clear_cache", "code_key", "lower", "options", "structural_key"]
+__all__ = ["CompiledGraph", "clear_cache", "code_key", "from_warm_state", "lower", "options", "structural_key",
+           "warm_state"]

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...fx.graph import Graph
+from ..output_pool import output_arrays
 from ..source import without_comments
 from . import numpy_blas, object_loader
 from .codegen import GeneratedKernel, generate
@@ -25,22 +26,6 @@ from .numba_options import numba_options, optimisation_level, optimised_at
 _KERNELS: dict[tuple[str, bool], Callable[..., Any]] = {}   # numba dispatchers, by code key
 _LOADED: dict[str, Callable[..., Any]] = {}   # kernels run from cached object code, by object key
 _ids = itertools.count()
-
-# How many arrays per output a thread keeps for its later calls: two, so that a step whose new
-# gradient replaces the one it read (accumulation, an update written back) alternates between them.
-KEPT_OUTPUTS = 2
-
-
-def _count_in_pool(held: list) -> int:
-    for array in held:
-        return sys.getrefcount(array)
-    return 0
-
-
-# What ``sys.getrefcount(array)`` gives, for ``array`` the variable of a loop over its pool, when only
-# the pool holds it (the pool, the loop variable, the call's argument).
-_ONLY_THE_POOL = _count_in_pool([object()])
-
 
 def code_key(source: str) -> str:
     """A hash of the generated source without its comments, and of the BLAS it links: the key a
@@ -134,29 +119,6 @@ class CompiledGraph:
             arrays = self._local.trailing = (*self.constants, *workspaces, *self.numbers)
         return arrays
 
-    def output_buffers(self) -> list[np.ndarray]:
-        """One array per output for this call: one an earlier call on this thread returned, when its
-        reference count shows that nothing holds it but the pool (no tensor, view, ``.grad``, argument
-        of this call or array sharing its memory: a numpy view or ``torch.from_numpy`` holds a
-        reference to it), else a new one, kept for later calls in place of the oldest. So a steady
-        state allocates nothing, and an output the caller kept is never written again."""
-        pools = getattr(self._local, "outputs", None)
-        if pools is None:
-            pools = self._local.outputs = [[] for _ in self.output_arrays]
-        out = []
-        count = sys.getrefcount
-        for held, (shape, dtype) in zip(pools, self.output_arrays):
-            for array in held:
-                if count(array) == _ONLY_THE_POOL:
-                    break
-            else:
-                array = np.empty(shape, dtype)
-                if len(held) == KEPT_OUTPUTS:
-                    del held[0]
-                held.append(array)
-            out.append(array)
-        return out
-
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         if len(arrays) != len(self.expected):
             raise TypeError(f"the compiled graph takes {len(self.expected)} arrays ({', '.join(self.names)}), "
@@ -182,7 +144,7 @@ class CompiledGraph:
                 if not (flags.c_contiguous and flags.aligned):  # the kernel was compiled for C-contiguous,
                     a = np.array(a, order="C")                   # aligned arrays
             args.append(a)
-        out = self.output_buffers()
+        out = output_arrays(self._local, self.output_arrays)
         try:
             self.kernel(*args, *self.trailing_arguments(), *out)
         except ZeroDivisionError:  # an integer division (integer_division.py): eager's error
