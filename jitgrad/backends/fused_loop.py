@@ -44,6 +44,15 @@ def small_power(node: Node) -> int | None:
     return int(exponent)
 
 
+def group_loop(members: list[Node]) -> tuple[Node | None, tuple[int, ...]]:
+    """A fusion group's reduction (its last member, when that reduces) and the shape its loop runs
+    over: the reduction's input shape, or the last member's (both CPU code generators ask)."""
+    last = members[-1]
+    reduction = last if last.kind is NodeKind.REDUCTION else None
+    loop = reduction.args[0].meta["shape"] if reduction is not None else last.meta["shape"]
+    return reduction, kernel_shape(tuple(loop))
+
+
 class FusedLoop:
     """One fusion group's loop state and the scalar source of its members.
 
@@ -57,10 +66,7 @@ class FusedLoop:
     def __init__(self, writer: Any, members: list[Node]) -> None:
         self.w = writer
         self.members = members
-        last = members[-1]
-        self.reduction = last if last.kind is NodeKind.REDUCTION else None
-        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
-        self.loop_shape = kernel_shape(tuple(loop))
+        self.reduction, self.loop_shape = group_loop(members)
         self.rank = len(self.loop_shape)
         self.index = self.index_names()
         self.scalar_var: dict[Node, str] = {}

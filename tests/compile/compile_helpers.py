@@ -19,3 +19,20 @@ def w1_step(x):
     loss = workloads.w1_loss(jg)(x)
     loss.backward()
     return loss, (x.grad,)
+
+
+# The head of a script run in a fresh process (tests of warm starts and of what a process imports): a
+# small MLP's data and parameters, the same in every process.
+MLP_SCRIPT = """
+import json, sys
+import numpy as np
+import jitgrad as jg
+
+F = jg.nn.functional
+rng = np.random.default_rng(0)
+def tensor(*shape, grad=False):
+    return jg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=grad)
+x, onehot = tensor(4, 6), jg.tensor(np.eye(3, dtype=np.float32)[[0, 2, 1, 2]])
+params = [tensor(6, 5, grad=True), tensor(5, grad=True), tensor(5, 5, grad=True), tensor(5, grad=True),
+          tensor(5, 3, grad=True), tensor(3, grad=True)]
+"""

@@ -10,20 +10,10 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.compile import get_backend
+from compile_helpers import MLP_SCRIPT
 from helpers import assert_close, last_json_line, run_python
 
-STEP = """
-import json, sys
-import numpy as np
-import jitgrad as jg
-
-F = jg.nn.functional
-rng = np.random.default_rng(0)
-def tensor(*shape, grad=False):
-    return jg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=grad)
-x, onehot = tensor(4, 6), jg.tensor(np.eye(3, dtype=np.float32)[[0, 2, 1, 2]])
-params = [tensor(6, 5, grad=True), tensor(5, grad=True), tensor(5, 5, grad=True), tensor(5, grad=True),
-          tensor(5, 3, grad=True), tensor(3, grad=True)]
+STEP = MLP_SCRIPT + """
 
 def loss_of(x, onehot, w1, b1, w2, b2, w3, b3):
     h = (x @ w1 + b1).tanh()

@@ -7,20 +7,10 @@ the cached object files are in tests/reliability/test_cache_attacks.py.
 """
 from __future__ import annotations
 
+from compile_helpers import MLP_SCRIPT
 from helpers import last_json_line, run_python
 
-STEP = """
-import json, sys
-import numpy as np
-import jitgrad as jg
-
-F = jg.nn.functional
-rng = np.random.default_rng(0)
-def tensor(*shape, grad=False):
-    return jg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=grad)
-x, onehot = tensor(4, 6), jg.tensor(np.eye(3, dtype=np.float32)[[0, 2, 1, 2]])
-params = [tensor(6, 5, grad=True), tensor(5, grad=True), tensor(5, 5, grad=True), tensor(5, grad=True),
-          tensor(5, 3, grad=True), tensor(3, grad=True)]
+STEP = MLP_SCRIPT + """
 
 @jg.compile(fullgraph=True)
 def step(x, onehot, w1, b1, w2, b2, w3, b3):

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ...fx.node import Node, NodeKind
+from ...fx.node import Node
 from ...ops.lowering import element_expression
 from ...ops.scalar import Var, cast
-from ..fused_loop import small_power
+from ..fused_loop import group_loop, small_power
 from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
 from .arrays import ArrayView, load, store
 from .expressions import ExpressionWriter, Value, convert
@@ -48,10 +48,7 @@ class FusedLoops:
         self.k = k
         self.w = FunctionWriter(k.fn.fastmath)
         self.members = members
-        last = members[-1]
-        self.reduction = last if last.kind is NodeKind.REDUCTION else None
-        loop = self.reduction.args[0].meta["shape"] if self.reduction else last.meta["shape"]
-        self.loop_shape = kernel_shape(tuple(loop))
+        self.reduction, self.loop_shape = group_loop(members)
         self.rank = len(self.loop_shape)
         self.parameters: dict[str, tuple[str, str]] = {}   # the kernel's value -> (parameter, type)
         self.sizes = [self.parameter(s, "i64") for s in k.sizes_of(self.loop_shape)]
