@@ -33,6 +33,7 @@ from ..autograd import grad_mode
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import iter_leaves, iter_nodes
+from ..fx.passes import DEFAULT_PIPELINE, LONG_LOOP_PIPELINE, LOOP_PIPELINE
 from ..tensor import Tensor
 from .packages import installed_version
 from .placement import device_kind
@@ -51,7 +52,7 @@ class Backend:
     version_of: Callable[[], str] = lambda: "0"   # read when asked: package metadata costs ~50 ms to import
     warm_state: Callable[..., Any] | None = None        # the backend's half of the warm-start index
     from_warm_state: Callable[..., Any] | None = None   # (``warm_index.py``); None: never indexed
-    lowers_loops: bool = False   # lowers ``loop`` nodes (``fx.loop``): the pipeline rolls loops for it
+    passes: tuple = DEFAULT_PIPELINE   # the pass pipeline its graphs go through (loops rolled where it lowers them)
 
     @property
     def version(self) -> str:
@@ -199,10 +200,11 @@ def get_backend(device: str = "cpu") -> Backend:
     if choice == "" and llvm is not None:
         return Backend("llvm_cpu+numba_cpu", llvm_then_numba(llvm, module), errors, None,
                        lambda: f"llvmlite {installed_version('llvmlite')}, {numba_version()}",
-                       *warm_states_of_either(llvm, module))
+                       *warm_states_of_either(llvm, module),
+                       LONG_LOOP_PIPELINE if getattr(module, "LOWERS_LOOPS", False) else DEFAULT_PIPELINE)
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba_version,
                    getattr(module, "warm_state", None), getattr(module, "from_warm_state", None),
-                   getattr(module, "LOWERS_LOOPS", False))
+                   LOOP_PIPELINE if getattr(module, "LOWERS_LOOPS", False) else DEFAULT_PIPELINE)
 
 
 __all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes",

@@ -19,7 +19,7 @@ import numpy as np
 from ..autograd.versions import increment_version
 from ..fx.graph import Graph
 from ..fx.node import Node, Opcode
-from ..fx.passes import DEFAULT_PIPELINE, LOOP_PIPELINE, PassManager
+from ..fx.passes import PassManager
 from ..fx.passes.hoist_numbers import NumberPrelude
 from ..random import default_generator
 from ..tensor import Tensor
@@ -87,7 +87,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     before = str(graph)
     for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
         node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node
-    manager = PassManager(LOOP_PIPELINE if backend.lowers_loops else DEFAULT_PIPELINE,
+    manager = PassManager(backend.passes,
                           lint=os.environ.get("JITGRAD_LINT_PASSES") == "1")
     graph = manager.run(graph)
     records = {r.name: r for r in graph.history}

@@ -181,3 +181,27 @@ def test_compiled_rnn_loops_give_eager_and_pytorch_values(monkeypatch):
     expected = [loss.detach().numpy(), *(g.numpy() for g in torch.autograd.grad(loss, [wh, wx]))]
     for got, want in zip(arrays(out), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_the_default_cpu_lowering_rolls_only_long_loops_and_gives_them_to_numba(monkeypatch):
+    """``roll_long_loops`` leaves a loop shorter than ``LONG_LOOP`` unrolled (the LLVM generator compiles
+    it fast) and rolls a longer one; the default lowering hands the rolled graph to numba, since the
+    generator has no ``loop`` node."""
+    import importlib
+    from types import SimpleNamespace
+
+    from jitgrad.backends import llvm_cpu
+    from jitgrad.compile.backend import interpret, llvm_then_numba
+    from jitgrad.fx.passes import LONG_LOOP_PIPELINE, roll_long_loops
+
+    steps = 6
+    graph = PassManager(BEFORE_ROLLING).run(fx.trace(rnn(steps), *rnn_inputs(steps)).graph)
+    roll_long_loops(graph)
+    assert not any(isinstance(n.target, Loop) for n in graph.nodes)
+    monkeypatch.setattr(importlib.import_module("jitgrad.fx.passes.roll_loops"), "LONG_LOOP", steps - 1)
+    graph = PassManager(LONG_LOOP_PIPELINE).run(fx.trace(rnn(steps), *rnn_inputs(steps)).graph)
+    assert any(isinstance(n.target, Loop) for n in graph.nodes)
+    handed = []
+    numba = SimpleNamespace(lower=lambda g, **options: handed.append(g) or interpret(g))
+    llvm_then_numba(llvm_cpu, numba)(graph)
+    assert handed == [graph]
