@@ -10,6 +10,10 @@ each node's ``apply_arrays`` (staged formulas, ``jitgrad.ops.staged_backward``) 
 points to a node made earlier. Gradients for a slot are summed in the order the engine sums them, so
 the results are the engine's, bit for bit.
 
+A graph that comes back every step (a training loop) is run instead by a program written for its
+shape (``backward_replay``), which checks the graph as it goes and hands over to the loop here at the
+first difference.
+
 It is all or nothing: gradients for the leaves collect apart and are written to ``.grad`` only once
 every node has run. Whatever it does not handle — a node without ``apply_arrays``, a hook found on the
 way, a saved value that was freed or modified, an edge against the order, a gradient of the wrong
