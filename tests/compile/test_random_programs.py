@@ -3,7 +3,8 @@ forms (``differential.py``): PyTorch in float64 is the reference for eager, eage
 
 A CI run draws a few hundred programs: most for eager against PyTorch alone (no compiling, cheap), a
 few hundred compiled on the interpreter backend and through the numba backend's code generator run
-as plain Python, and a handful through real numba compiles. ``--many`` (10,000, or ``--many=N``)
+as plain Python, a few dozen through the LLVM generator (the default CPU lowering) and a handful
+through real numba compiles. ``--many`` (10,000, or ``--many=N``)
 draws that many per test instead, and a hundredth of it for numba:
 
     python -m pytest tests/compile/test_random_programs.py --many
@@ -14,12 +15,12 @@ eager.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 
 import numpy as np
 
 import jitgrad as jg
-from differential import check_against_torch, check_program, run_eager
+from differential import Disagreement, check_against_torch, check_program, run_eager
 from plain_python_kernels import plain_python_kernels
 from random_programs import programs
 
@@ -86,6 +87,21 @@ def test_compiled_through_the_numba_code_generator_matches_eager(request, monkey
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
     with plain_python_kernels():
         run_programs(request, 150, lambda program: check_program(program, "numba_cpu", torch))
+
+
+def test_compiled_by_the_llvm_generator_matches_eager(request, monkeypatch):
+    """The LLVM generator, the default CPU lowering, alone: its compiles take a tenth of numba's, so more
+    programs than numba's test. A program with an op it does not cover is drawn again (in the default
+    lowering numba compiles it, and the test above covers numba)."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+
+    def check(program):
+        try:
+            check_program(program, "llvm_cpu", torch)
+        except Disagreement as error:
+            assume("no lowering" not in str(error))
+            raise
+    run_programs(request, 25, check, share_of_many=0.1, max_steps=4)
 
 
 def test_compiled_by_numba_matches_eager(request, monkeypatch):
