@@ -92,15 +92,16 @@ def _leading_to(wanted: set, executed: list) -> list:
 
 def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list] | None:
     trace = None
-    if len(roots) == 1 and roots[0][1] == 0:
-        root, seed = roots[0][0], seeds[0]._data
+    one_root = len(roots) == 1 and roots[0][1] == 0  # what replay programs are written for
+    if one_root:
+        root, first_seed = roots[0][0], seeds[0]._data
         try:
-            replayed = backward_replay.replay(root, seed)
+            replayed = backward_replay.replay(root, first_seed)
         except Exception:  # a graph its checks let through but its code does not fit: the loop below
             replayed = None
         if replayed is not None:
             return _replayed(*replayed, wanted)
-        if backward_replay.traces(root, seed):
+        if backward_replay.traces(root, first_seed):
             trace = []
     buffers: dict[Node, object] = {}
     leaves: dict[AccumulateGrad, np.ndarray | object] = {}
@@ -121,8 +122,8 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
         executed.append(node)
         if trace is not None:
             trace.append((node, [None if a is None else (a.shape, a.dtype) for a in answer]))
-    if len(roots) == 1 and roots[0][1] == 0:
-        backward_replay.learn(root, seed, executed, trace)
+    if one_root:
+        backward_replay.learn(root, first_seed, executed, trace)
     return leaves, executed
 
 

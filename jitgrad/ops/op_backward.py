@@ -8,9 +8,7 @@ save plan made here.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from ..autograd.recording import SAVE_ATTR, SAVE_INPUT, SAVE_RESULT, SAVE_RESULTS, SAVE_SHAPE, SavingNode
 from ..autograd.saved_tensor import SavedTensor, check_version

@@ -187,7 +187,6 @@ class LoopNest(FusedLoop):
         product's ``tanh(a @ b).sum()``). Every row is folded the same way whichever thread runs it,
         and the chunks depend on the number of rows only, so results do not depend on the threads."""
         red = self.reduction
-        T = numpy_type(node_dtype(red))
         sizes = self.w.sizes_of(self.loop_shape)
         inner, depth = self.index[-1], self.rank
         # The row holds each element's contribution (``map``: logsumexp's exp(x - max)), computed in
