@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 from typing import Any, Callable, TypeVar
+
+from ..thread_settings import ThreadSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _ModeState(threading.local):
-    def __init__(self) -> None:
-        self.grad_enabled = True
-        self.inference = False
+class _ModeState(ThreadSettings):
+    grad_enabled = True
+    inference = False
 
 
 state = _ModeState()

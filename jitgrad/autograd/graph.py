@@ -46,7 +46,7 @@ class InputMetadata(NamedTuple):
 
 class _SequenceCounter(threading.local):
     def __init__(self) -> None:
-        self.next = itertools.count().__next__
+        self.counter = itertools.count()
 
 
 _sequence = _SequenceCounter()
@@ -63,7 +63,7 @@ class Node:
         """Every op that records a node makes one, so only what the engine reads is set here; the
         topological number is computed when asked for (it never changes: edges are fixed at creation)."""
         self._next_edges = next_edges if type(next_edges) is tuple else tuple(next_edges)
-        self._sequence_nr = _sequence.next() if sequence_nr is None else sequence_nr
+        self._sequence_nr = next(_sequence.counter) if sequence_nr is None else sequence_nr
         self._topological_nr = None
         self._input_metadata: Sequence[InputMetadata] = ()
         self._metadata = None

@@ -89,7 +89,7 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
                 edges, needs = (first,), (first is not None,)
             node = _new_node(cls)
             node._next_edges = edges
-            node._sequence_nr = _sequence.next()
+            node._sequence_nr = next(_sequence.counter)
             node._topological_nr = node._metadata = None
             node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
             slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
@@ -132,6 +132,98 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
         versions.append(version_of(value) if isinstance(value, Tensor) else None)
         if isinstance(value, Tensor) and value._is_inference:
             check_savable(value)
+    node.saved_values, node.saved_versions = tuple(values), tuple(versions)
+
+
+def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: Tensor) -> None:
+    """``record`` of a call on one tensor ``a`` that requires grad, whose output is a float array on the
+    CPU, made while every thread setting is at its default (so no saved-tensor hooks): what
+    ``jitgrad.ops``' callers of one-input ops hand here. Unrolled because at 16 elements W1's forward
+    is mostly this and the op's dispatch."""
+    if anomaly_mode.state.enabled:
+        record(cls, op, (a,), attrs, (output,))
+        return
+    fn = a._grad_fn
+    node = _new_node(cls)
+    node._next_edges = ((fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a),)
+    _describe_output(node, output)
+    node.op = op
+    plan = node.save_plan = op.save_plans.get(_ONE_NEEDED) or op.plan_for(_ONE_NEEDED)
+    _save(node, op, plan.entries, (a,), attrs, output)
+
+
+def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, output: Tensor) -> None:
+    """``record_one`` of a call on two inputs, at least one of them a tensor that requires grad; either
+    may be a number."""
+    if anomaly_mode.state.enabled:
+        record(cls, op, (a, b), attrs, (output,))
+        return
+    if isinstance(a, Tensor):
+        fn = a._grad_fn
+        first = (fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a)
+    else:
+        first = None
+    if isinstance(b, Tensor):
+        fn = b._grad_fn
+        second = (fn, b._output_nr) if fn is not None and b._view is None else gradient_edge(b)
+    else:
+        second = None
+    node = _new_node(cls)
+    node._next_edges = (first, second)
+    _describe_output(node, output)
+    node.op = op
+    needs = (first is not None, second is not None)
+    plan = node.save_plan = op.save_plans.get(needs) or op.plan_for(needs)
+    _save(node, op, plan.entries, (a, b), attrs, output)
+
+
+_ONE_NEEDED = (True,)
+
+
+def _describe_output(node: SavingNode, output: Tensor) -> None:
+    """The slots of a new node of one float CPU output, and the output's history."""
+    node._sequence_nr = next(_sequence.counter)
+    node._topological_nr = node._metadata = None
+    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
+    data = output._data
+    key = (data.shape, data.dtype)
+    slots = _ONE_CPU_SLOT.get(key)
+    node._input_metadata = slots if slots is not None else _one_cpu_slot(*key)
+    output._requires_grad = True
+    output._grad_fn = node
+
+
+def _save(node: SavingNode, op: Any, entries: tuple, tensors: tuple, attrs: dict, output: Tensor) -> None:
+    """What ``record`` saves, for a call with no saved-tensor hooks and one output."""
+    if len(entries) == 1:
+        entry = entries[0]
+        source = entry[1]
+        if source == SAVE_INPUT:
+            value = tensors[entry[2]]
+        elif source == SAVE_RESULT:
+            node.saved_values, node.saved_versions = SavedTensor.of_new_output(output, 0), None
+            return
+        else:
+            value = saved_value(op, entry, tensors, attrs, (output,))
+        node.saved_values = value
+        if isinstance(value, Tensor):
+            if value._is_inference:
+                check_savable(value)
+            counter = value._version_counter
+            node.saved_versions = 0 if counter is None else counter[0]
+        else:
+            node.saved_versions = None
+        return
+    values, versions = [], []
+    for entry in entries:
+        value = tensors[entry[2]] if entry[1] == SAVE_INPUT else saved_value(op, entry, tensors, attrs, (output,))
+        values.append(value)
+        if isinstance(value, Tensor):
+            if value._is_inference:
+                check_savable(value)
+            versions.append(version_of(value))
+        else:
+            versions.append(None)
     node.saved_values, node.saved_versions = tuple(values), tuple(versions)
 
 

@@ -7,13 +7,13 @@ cycle never forms and a graph is freed by reference counting alone; unpacking re
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..device import to_device, to_host
 from ..tensor import Tensor
+from ..thread_settings import ThreadSettings
 from . import forward_ad
 from .versions import version_counter
 
@@ -28,12 +28,12 @@ FREED_ERROR = (
 FREED = object()  # what a backward node holds in place of its saved values once they were freed
 
 
-class _HookStack(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[tuple[Callable[[Tensor], Any], Callable[[Any], Tensor]]] = []
+class _HookStack(ThreadSettings):
+    stack: tuple[tuple[Callable[[Tensor], Any], Callable[[Any], Tensor]], ...] = ()
 
 
 _hooks = _HookStack()
+_new = object.__new__
 
 
 class saved_tensors_hooks:
@@ -44,11 +44,11 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self) -> "saved_tensors_hooks":
-        _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        _hooks.stack = _hooks.stack + ((self.pack_hook, self.unpack_hook),)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _hooks.stack.pop()
+        _hooks.stack = _hooks.stack[:-1]
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -127,6 +127,20 @@ class SavedTensor:
             self._tensor, self._data = tensor, None
         else:
             self._tensor, self._data = None, tensor._data
+
+    @classmethod
+    def of_new_output(cls, tensor: Tensor, output_nr: int) -> "SavedTensor":
+        """``SavedTensor(tensor, output_nr)`` for an output its op has just made, with no saved-tensor
+        hooks in any thread (``thread_settings.all_default``): what a node of ``tanh`` or ``exp`` saves
+        on every call, without the checks a fresh output passes."""
+        saved = _new(cls)
+        counter = saved._counter = version_counter(tensor)
+        saved._version = counter[0]
+        saved._released = False
+        saved._output_nr = output_nr
+        saved._tensor = saved._unpack_hook = saved._description = None
+        saved._data = tensor._data
+        return saved
 
     def readable(self) -> bool:
         """Whether ``array()`` may stand for ``unpack``: not freed, not packed by hooks, not modified."""

@@ -58,8 +58,13 @@ def _binary(fn, floating: bool = False):
             return fn if _same_type(a, b) and np.result_type(a, b).kind == "f" else None
     else:
         def forward(a, b):
-            if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype is not b.dtype:
-                a, b = _promote(a, b)
+            if type(a) is np.ndarray:  # the calls of a training step: arrays of one dtype, a float and a number
+                if type(b) is np.ndarray:
+                    if a.dtype is b.dtype:
+                        return fn(a, b)
+                elif type(b) is float and a.dtype.kind == "f":
+                    return fn(a, b)
+            a, b = _promote(a, b)
             return fn(a, b)
 
         def specialize(a, b):

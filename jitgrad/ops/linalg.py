@@ -9,6 +9,7 @@ from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from .lowering import intrinsic
 from .meta_rules import TensorMeta
+from .op_callers import caller
 from .public import public
 from .registry import defop
 
@@ -105,6 +106,10 @@ _matmul = defop("matmul", ("self", "other"), _matmul_forward, "MatmulBackward0",
                 self=_matmul_self_grad,
                 other=_matmul_other_grad,
                 jvp=_product_jvp(lambda a, b: _matmul(a, b)))
+
+
+# ``matmul`` picks one of these on every ``@``: their callers, not the ops' general dispatch (``op_callers``).
+_dot, _mv, _mm, _matmul = (caller(op) for op in (_dot, _mv, _mm, _matmul))
 
 
 @public("function", "method")

@@ -15,7 +15,9 @@ from . import inplace
 from ..device import CPU, as_device, device
 from .arithmetic import to_dtype
 from .device_copy import to as copy_to
+from .op_callers import caller
 from .public import public_names
+from .registry import OpDef
 from .shape import shape_arg
 
 
@@ -134,7 +136,7 @@ def _attach() -> None:
         "__getitem__": ops.getitem,
     }
     for name, fn in operators.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, caller(fn) if isinstance(fn, OpDef) else fn)
     Tensor.clip_ = inplace.clamp_
     Tensor.__iadd__, Tensor.__isub__ = inplace.add_, inplace.sub_
     Tensor.__imul__, Tensor.__itruediv__, Tensor.__ipow__ = inplace.mul_, inplace.div_, inplace.pow_

@@ -22,7 +22,6 @@ gradient at the broadcast shape it computes; the engine sums it back to the inpu
 from __future__ import annotations
 
 import inspect
-import threading
 from contextlib import contextmanager
 from types import MethodType
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from ..autograd.versions import mark_views
 from ..device import CPU, device_of, is_device_array, to_device
 from ..device import usage as _devices
 from ..tensor import Tensor
+from ..thread_settings import ThreadSettings
 from ..autograd.recording import record
 from .op_backward import SavePlan, node_class, save_plan
 from .public import declare_public
@@ -162,35 +162,7 @@ class OpDef:
                 out = op.forward(*values, **attrs)
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(op, tensors, attrs, error) from error
-
-        # made in inference mode, or a view of what was: an inference tensor
-        inference = _modes.inference or op.view and getattr(tensors[0], "_is_inference", False)
-        if type(out) is tuple:
-            outputs = tuple(Tensor._make(o if type(o) is np.ndarray else _as_array(o)) for o in out)
-            if inference:
-                for o in outputs:
-                    o._is_inference = True
-            if op.view:
-                mark_views(op, attrs, tensors[0], outputs)
-            if requires_grad and op.derivatives and _modes.grad_enabled:
-                record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, outputs)
-            if _observers.observer is not None:
-                _observers.observer(op, args, attrs, outputs)
-            if _dual.level is not None:
-                forward_ad.propagate(op, args, attrs, outputs)
-            return outputs
-        result = Tensor._make(out if type(out) is np.ndarray else _as_array(out))
-        if inference:
-            result._is_inference = True
-        if op.view:
-            mark_views(op, attrs, tensors[0], (result,))
-        if requires_grad and op.derivatives and _modes.grad_enabled:
-            record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, (result,))
-        if _observers.observer is not None:
-            _observers.observer(op, args, attrs, result)
-        if _dual.level is not None:
-            forward_ad.propagate(op, args, attrs, (result,))
-        return result
+        return finish_call(op, args, tensors, attrs, out, requires_grad)
 
     def __get__(self, instance: Any, owner: type) -> Any:
         """An op stored on ``Tensor`` binds like a method: ``Tensor.__mul__ = mul`` needs no wrapper."""
@@ -198,6 +170,40 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, requires_grad: bool) -> Any:
+    """The rest of a call of ``op`` once its forward returned ``out``: its output tensors, their views,
+    its node, and what the observers are told (``OpDef.__call__``, and ``op_callers`` for what is not
+    a single array)."""
+    # made in inference mode, or a view of what was: an inference tensor
+    inference = _modes.inference or op.view and getattr(tensors[0], "_is_inference", False)
+    if type(out) is tuple:
+        outputs = tuple(Tensor._make(o if type(o) is np.ndarray else _as_array(o)) for o in out)
+        if inference:
+            for o in outputs:
+                o._is_inference = True
+        if op.view:
+            mark_views(op, attrs, tensors[0], outputs)
+        if requires_grad and op.derivatives and _modes.grad_enabled:
+            record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, outputs)
+        if _observers.observer is not None:
+            _observers.observer(op, args, attrs, outputs)
+        if _dual.level is not None:
+            forward_ad.propagate(op, args, attrs, outputs)
+        return outputs
+    result = Tensor._make(out if type(out) is np.ndarray else _as_array(out))
+    if inference:
+        result._is_inference = True
+    if op.view:
+        mark_views(op, attrs, tensors[0], (result,))
+    if requires_grad and op.derivatives and _modes.grad_enabled:
+        record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, (result,))
+    if _observers.observer is not None:
+        _observers.observer(op, args, attrs, result)
+    if _dual.level is not None:
+        forward_ad.propagate(op, args, attrs, (result,))
+    return result
 
 
 def register(op: OpDef) -> OpDef:
@@ -219,11 +225,12 @@ def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: A
     op = register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
                         kind, recompute, meta, crosses_devices))
     if public:
-        declare_public(name, op, public)
+        from .op_callers import caller  # built on this module: the op's users call a caller when it has one
+        declare_public(name, caller(op), public)
     return op
 
 
-class _Observers(threading.local):
+class _Observers(ThreadSettings):
     observer: Callable[[OpDef, tuple, dict, Any], None] | None = None
     alias: Callable[[Tensor, Tensor], None] | None = None
     created: Callable[[Tensor, Any], None] | None = None
