@@ -103,6 +103,20 @@ def test_batched_products_read_transposed_operands_in_place(case, plain_python):
     assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)
 
 
+@pytest.mark.parametrize("batch", [(3, 1), (1, 3), (1, 1)])
+def test_a_4d_product_with_one_real_batch_dimension_reads_its_transpose_in_place(batch, plain_python):
+    """conv2d's backward multiplies by its columns transposed as (N, 1, L, K): with every batch
+    dimension 1 but one, the operand is a 3-d stack once the others are indexed at 0, read in place."""
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(batch + (4, 5)), rng.standard_normal(batch + (6, 5))]
+
+    def program(a, b):
+        return a @ b.mT
+    graph, kernel = lowered(program, arrays)
+    assert "ascontiguousarray" not in _kernel_body(kernel.source)
+    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)
+
+
 def _rows_program(x):
     return x.logsumexp(1), x.softmax(1), x.log_softmax(-1), (x.tanh() * x).sum()
 
