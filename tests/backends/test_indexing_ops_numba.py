@@ -40,28 +40,3 @@ def test_an_index_outside_its_dimension_raises_from_the_kernel(op):
     with pytest.raises(IndexError if op == "embedding" else RuntimeError, match=op):  # PyTorch's types
         kernel(x, np.array([[0, 5], [1, 0]]))
 
-
-def test_embeddings_backward_kernel_adds_rows_as_scatter_add_and_raises_on_a_bad_index():
-    """``embedding_dense_backward`` adds whole rows, each index read once: every element must get the
-    sums, in the order, of ``np.add.at`` over the index expanded to every column (what the backward
-    was before it had an op of its own), bit for bit in float32, where many rows repeat; none into the
-    padding row; and an index outside the table raises from the kernel as eagerly."""
-    rng = np.random.default_rng(3)
-    index = rng.integers(0, 5, (3, 40))
-    grad = (rng.standard_normal((3, 40, 4)) * 10.0 ** rng.integers(-4, 5, (3, 40, 1))).astype(np.float32)
-
-    def program(g, i):
-        w = jg.zeros(5, 4, dtype=jg.float32, requires_grad=True)
-        whole = jg.autograd.grad(F.embedding(i, w), w, g)[0]
-        return whole, jg.autograd.grad(F.embedding(i, w, padding_idx=2), w, g)[0]
-    kernel = _lowered(program, jg.tensor(grad), jg.tensor(index))
-    want = np.zeros((5, 4), np.float32)
-    np.add.at(want, (np.broadcast_to(index[..., None], grad.shape), np.arange(4)), grad)
-    whole, padded = kernel(grad, index)
-    np.testing.assert_array_equal(whole, want)
-    np.testing.assert_array_equal(padded, np.where(np.arange(5)[:, None] == 2, 0, want))
-    for got, eager in zip((whole, padded), program(jg.tensor(grad), jg.tensor(index)), strict=True):
-        np.testing.assert_array_equal(got, eager.numpy())
-    index[1, 7] = 5
-    with pytest.raises(IndexError, match="embedding_dense_backward"):
-        kernel(grad, index)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+import jitgrad.nn.functional as F
 from helpers import assert_close
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS
 from jitgrad.backends.numba_cpu.loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, row_chunks
@@ -174,3 +175,32 @@ def test_float64_tanh_is_the_polynomial_only_where_the_loop_can_vectorize(plain_
     assert with_sin and all("math.tanh(" in g and "tanh_float64(" not in g for g in with_sin)
     assert any("tanh_float64(" in g and "exp_float64(" in g for g in groups)
     assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+def test_embeddings_backward_adds_rows_as_scatter_add_did_and_raises_on_a_bad_index(plain_python):
+    """``embedding_dense_backward`` adds whole rows, each index read once (no index expanded to every
+    element, no ``scatter_add``): every element must get the sums, in the order, of ``np.add.at`` over
+    the index expanded to every column (what the backward was before it had an op of its own), bit
+    for bit in float32, where many rows repeat; none into the padding row; and an index outside the
+    table raises from the kernel as eagerly."""
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 5, (3, 40))
+    grad = (rng.standard_normal((3, 40, 4)) * 10.0 ** rng.integers(-4, 5, (3, 40, 1))).astype(np.float32)
+
+    def program(g, i):
+        w = jg.zeros(5, 4, dtype=jg.float32, requires_grad=True)
+        whole = jg.autograd.grad(F.embedding(i, w), w, g)[0]
+        return whole, jg.autograd.grad(F.embedding(i, w, padding_idx=2), w, g)[0]
+    graph, kernel = lowered(program, [grad, index])
+    body = _kernel_body(kernel.source)
+    assert "embedding_dense_backward" in body and "scatter_add" not in body and "expand" not in body
+    want = np.zeros((5, 4), np.float32)
+    np.add.at(want, (np.broadcast_to(index[..., None], grad.shape), np.arange(4)), grad)
+    whole, padded = kernel(grad, index)
+    np.testing.assert_array_equal(whole, want)
+    np.testing.assert_array_equal(padded, np.where(np.arange(5)[:, None] == 2, 0, want))
+    for got, eager in zip((whole, padded), program(jg.tensor(grad), jg.tensor(index)), strict=True):
+        np.testing.assert_array_equal(got, eager.numpy())
+    index[1, 7] = 5
+    with pytest.raises(IndexError, match="embedding_dense_backward"):
+        kernel(grad, index)
