@@ -226,6 +226,20 @@ def _grad_of_gather(dim, index):
     return jitgrad_fn, torch_fn
 
 
+def _grad_of_embedding(padding_idx):
+    """The gradient of ``embedding(TOKENS, w)`` with respect to w, as a function of the incoming
+    gradient g, built with create_graph: the public way to call ``embedding_dense_backward``."""
+    def jitgrad_fn(g):
+        w = jg.zeros(4, 3, dtype=jg.float64, requires_grad=True)
+        return jg.autograd.grad(F.embedding(jg.tensor(TOKENS), w, padding_idx), w, g, create_graph=True)[0]
+
+    def torch_fn(g):
+        w = torch.zeros(4, 3, dtype=torch.float64, requires_grad=True)
+        out = torch.nn.functional.embedding(_t(TOKENS), w, padding_idx)
+        return torch.autograd.grad(out, w, g, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
 def _special_values(shape_unused=None):
     def draw(rng, shape):
         return SPECIAL.copy()
@@ -575,6 +589,7 @@ SAMPLES: list[Sample] = [
     Sample("embedding", "padding", lambda w: F.embedding(jg.tensor(TOKENS), w, padding_idx=-1),
            lambda w: torch.nn.functional.embedding(_t(TOKENS), w, padding_idx=-1), ((4, 2),), grad=False,
            numpy_fn=lambda w: w[TOKENS]),  # the padding row's gradient is zero on purpose: no finite differences
+    Sample("embedding_dense_backward", "padding", *_grad_of_embedding(1), ((2, 3, 3),)),
     Sample("cumsum", "dim1", lambda x: x.cumsum(1), SAME, ((3, 4),)),
     Sample("cumsum", "function-dim0", lambda x: jg.cumsum(x, 0), lambda x: torch.cumsum(x, 0), ((3, 2, 2),)),
     Sample("cumsum", "0d", lambda x: x.cumsum(-1), SAME, ((),)),

@@ -1,11 +1,13 @@
-"""Indexing by an integer tensor: ``gather``, ``scatter_add`` and ``embedding``.
+"""Indexing by an integer tensor: ``gather``, ``scatter_add``, ``embedding`` and its backward.
 
 Unlike ``x[index]`` (``indexing.py``), whose index is an attribute read when tracing, these take their
 indices as an input of the op, an integer tensor: a compiled model takes a new batch of token ids or
 labels as an argument, and its kernel reads them at run time. Every gradient is a scatter-add of the
-incoming gradient (``scatter_add``, an op of its own whose gradient is ``gather`` again), so gradients of
-any order need nothing more. Indices outside the indexed dimension are PyTorch's errors eagerly; the
-CPU kernels raise the same way, the CUDA ones cannot raise and read or add nothing there.
+incoming gradient (``scatter_add``, an op of its own whose gradient is ``gather`` again; for
+``embedding``, ``embedding_dense_backward``, which adds whole rows and whose gradient is ``embedding``
+again), so gradients of any order need nothing more. Indices outside the indexed dimension are
+PyTorch's errors eagerly; the CPU kernels raise the same way, the CUDA ones cannot raise and read or
+add nothing there.
 """
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import numpy as np
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from .lowering import intrinsic
-from .meta_rules import TensorMeta
+from .meta_rules import TensorMeta, given
 from .arithmetic import ne, where
 from .public import public
 from .registry import defop
-from .shape import expand, reshape, unsqueeze
+from .shape import unsqueeze
 
 
 def _coordinates(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
@@ -106,38 +108,70 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return input + _scatter_add(src, index, dim=dim, shape=tuple(input.shape))
 
 
-def _embedding_forward(weight: np.ndarray, indices: np.ndarray, padding_idx: int | None) -> np.ndarray:
+def _check_indices_dtype(indices: np.ndarray) -> None:
     if indices.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                        f"Long, Int; but got {indices.dtype} instead (while checking arguments for embedding)")
+                           f"Long, Int; but got {indices.dtype} instead (while checking arguments for embedding)")
+
+
+def _check_indices_range(indices: np.ndarray, rows: int) -> None:
+    if ((indices < 0) | (indices >= rows)).any():
+        raise IndexError("index out of range in self")
+
+
+def _embedding_forward(weight: np.ndarray, indices: np.ndarray, padding_idx: int | None) -> np.ndarray:
+    _check_indices_dtype(indices)
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got shape {list(weight.shape)}")
     if weight.shape[0] == 0 and indices.size:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    if ((indices < 0) | (indices >= weight.shape[0])).any():
-        raise IndexError("index out of range in self")
+    _check_indices_range(indices, weight.shape[0])
     return weight[indices]
 
 
-def _embedding_grad(grad: Tensor, indices: Tensor, weight_shape: tuple[int, int], padding_idx: int | None) -> Tensor:
-    """Each row of the gradient added into the weight's row its index names, none into ``padding_idx``'s:
-    a ``scatter_add`` along dimension 0 of the flattened indices, one per column."""
-    rows, columns = int(np.prod(indices.shape)), weight_shape[1]
-    flat = reshape(indices, (rows,))
-    grad = reshape(grad, (rows, columns))
+def _embedding_backward_forward(grad: np.ndarray, indices: np.ndarray, shape: tuple[int, int],
+                                padding_idx: int | None) -> np.ndarray:
+    """Zeros of the weight's ``shape``, each row of ``grad`` added into the row its index names (none
+    into ``padding_idx``'s): row after row in the indices' order, so each element sums in the order
+    of a ``scatter_add`` over the index expanded to every column, on every backend."""
+    _check_indices_dtype(indices)
+    _check_indices_range(indices, shape[0])
+    rows = grad.reshape(indices.size, shape[1])
+    flat = indices.reshape(indices.size)
     if padding_idx is not None:
-        grad = where(unsqueeze(ne(flat, padding_idx), 1), grad, 0.0)
-    return _scatter_add(grad, expand(unsqueeze(flat, 1), (rows, columns)), dim=0, shape=tuple(weight_shape))
+        kept = flat != padding_idx
+        rows, flat = rows[kept], flat[kept]
+    out = np.zeros(shape, grad.dtype)
+    # one flat position per element: numpy's 1-d ``add.at`` is about 3x faster than adding rows
+    positions = (flat[:, None] * shape[1] + np.arange(shape[1])).reshape(-1)
+    np.add.at(out.reshape(-1), positions, rows.reshape(-1))
+    return out
 
 
 def _embedding_meta(weight, indices, padding_idx):
     return TensorMeta(tuple(indices.shape) + tuple(weight.shape[1:]), weight.dtype)
 
 
+def _embedding_backward_grad(grad: Tensor, indices: Tensor, padding_idx: int | None) -> Tensor:
+    """The rows of ``grad`` at the indices: zeros where the index is ``padding_idx``, whose row got nothing."""
+    rows = _embedding(grad, indices, padding_idx=padding_idx)
+    return rows if padding_idx is None else where(unsqueeze(ne(indices, padding_idx), -1), rows, 0.0)
+
+
 _embedding = defop("embedding", ("weight", "indices"), _embedding_forward, "EmbeddingBackward0",
                    meta=_embedding_meta, lower=intrinsic("embedding"),
-                   weight=_embedding_grad,
+                   weight=lambda grad, indices, weight_shape, padding_idx: _embedding_dense_backward(
+                       grad, indices, shape=tuple(weight_shape), padding_idx=padding_idx),
                    jvp=lambda weight_t, indices, padding_idx: _embedding(weight_t, indices, padding_idx=padding_idx))
+
+# embedding's backward: one row added per index, where a ``scatter_add`` would read an index expanded
+# to every element of the rows (8 bytes read and a bounds check per element, PyTorch's op of this name)
+_embedding_dense_backward = defop("embedding_dense_backward", ("grad", "indices"), _embedding_backward_forward,
+                                  "EmbeddingDenseBackwardBackward0", meta=given("shape", 0),
+                                  lower=intrinsic("embedding_dense_backward"),
+                                  grad=_embedding_backward_grad,
+                                  jvp=lambda grad_t, indices, shape, padding_idx: _embedding_dense_backward(
+                                      grad_t, indices, shape=shape, padding_idx=padding_idx))
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:

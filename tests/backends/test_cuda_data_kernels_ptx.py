@@ -42,7 +42,8 @@ ENTRIES = [(f"{module.__name__.rsplit('.', 1)[1]}.{name}[{k}]", pyfunc, argument
 def test_every_module_lists_kernels_it_launches():
     assert {name for name, _, _ in copy.KERNELS} == {"strided_copy", "strided_truth", "strided_fill"}
     assert {name for name, _, _ in indexing.KERNELS} == {"gather", "scatter_sum", "put", "put_number"}
-    assert {name for name, _, _ in gathering.KERNELS} == {"gather_along", "scatter_add_along", "embedding_rows"}
+    assert {name for name, _, _ in gathering.KERNELS} == {"gather_along", "scatter_add_along", "embedding_rows",
+                                                      "embedding_backward_rows"}
     assert {name for name, _, _ in sorting.KERNELS} == {"rank_select", "running_sum"}
     assert sampling.KERNELS == []  # the draw runs on the host (kernels/sampling.py says why)
     assert strided.KERNELS == []  # views only; listed because statements call its indexed_view

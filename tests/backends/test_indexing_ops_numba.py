@@ -39,3 +39,4 @@ def test_an_index_outside_its_dimension_raises_from_the_kernel(op):
     kernel = _lowered(program, jg.tensor(x), jg.tensor(good))
     with pytest.raises(IndexError if op == "embedding" else RuntimeError, match=op):  # PyTorch's types
         kernel(x, np.array([[0, 5], [1, 0]]))
+

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+import jitgrad.nn.functional as F
 from helpers import assert_close
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS
 from jitgrad.backends.numba_cpu.loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, row_chunks
@@ -103,6 +104,20 @@ def test_batched_products_read_transposed_operands_in_place(case, plain_python):
     assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)
 
 
+@pytest.mark.parametrize("batch", [(3, 1), (1, 3), (1, 1)])
+def test_a_4d_product_with_one_real_batch_dimension_reads_its_transpose_in_place(batch, plain_python):
+    """conv2d's backward multiplies by its columns transposed as (N, 1, L, K): with every batch
+    dimension 1 but one, the operand is a 3-d stack once the others are indexed at 0, read in place."""
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(batch + (4, 5)), rng.standard_normal(batch + (6, 5))]
+
+    def program(a, b):
+        return a @ b.mT
+    graph, kernel = lowered(program, arrays)
+    assert "ascontiguousarray" not in _kernel_body(kernel.source)
+    assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=np.float64)
+
+
 def _rows_program(x):
     return x.logsumexp(1), x.softmax(1), x.log_softmax(-1), (x.tanh() * x).sum()
 
@@ -160,3 +175,32 @@ def test_float64_tanh_is_the_polynomial_only_where_the_loop_can_vectorize(plain_
     assert with_sin and all("math.tanh(" in g and "tanh_float64(" not in g for g in with_sin)
     assert any("tanh_float64(" in g and "exp_float64(" in g for g in groups)
     assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
+def test_embeddings_backward_adds_rows_as_scatter_add_did_and_raises_on_a_bad_index(plain_python):
+    """``embedding_dense_backward`` adds whole rows, each index read once (no index expanded to every
+    element, no ``scatter_add``): every element must get the sums, in the order, of ``np.add.at`` over
+    the index expanded to every column (what the backward was before it had an op of its own), bit
+    for bit in float32, where many rows repeat; none into the padding row; and an index outside the
+    table raises from the kernel as eagerly."""
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 5, (3, 40))
+    grad = (rng.standard_normal((3, 40, 4)) * 10.0 ** rng.integers(-4, 5, (3, 40, 1))).astype(np.float32)
+
+    def program(g, i):
+        w = jg.zeros(5, 4, dtype=jg.float32, requires_grad=True)
+        whole = jg.autograd.grad(F.embedding(i, w), w, g)[0]
+        return whole, jg.autograd.grad(F.embedding(i, w, padding_idx=2), w, g)[0]
+    graph, kernel = lowered(program, [grad, index])
+    body = _kernel_body(kernel.source)
+    assert "embedding_dense_backward" in body and "scatter_add" not in body and "expand" not in body
+    want = np.zeros((5, 4), np.float32)
+    np.add.at(want, (np.broadcast_to(index[..., None], grad.shape), np.arange(4)), grad)
+    whole, padded = kernel(grad, index)
+    np.testing.assert_array_equal(whole, want)
+    np.testing.assert_array_equal(padded, np.where(np.arange(5)[:, None] == 2, 0, want))
+    for got, eager in zip((whole, padded), program(jg.tensor(grad), jg.tensor(index)), strict=True):
+        np.testing.assert_array_equal(got, eager.numpy())
+    index[1, 7] = 5
+    with pytest.raises(IndexError, match="embedding_dense_backward"):
+        kernel(grad, index)

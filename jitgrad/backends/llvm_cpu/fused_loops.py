@@ -10,6 +10,11 @@ accumulated in the same loop, in the same order as numba's kernels fold it:
   register, initialised where the kept dimensions' loops are and finished after the inner ones;
 - any other accumulates in its output, initialised before the loop and finished after.
 
+A group whose every array is C-contiguous and of the loop's whole shape (or a single element), and
+whose reduction, if any, folds everything, runs as one flat loop over all its elements: the same
+elements in the same order, without an inner loop as short as a row (K1's rows of 3 left LLVM
+nothing to vectorize).
+
 A two-pass reduction (``var``, ``std``, ``logsumexp``) folds twice, the first pass's result in scratch
 memory of the workspace. Not here (the graph goes to numba): a group numba would run in parallel
 (``parallel=True``, or one of at least ``PARALLEL_ELEMENTS`` elements, whose row reductions numba
@@ -55,6 +60,7 @@ class FusedLoops:
         self.values: dict[str, Value] = {}
         self.scalar_of: dict[Node, Value] = {}
         self.index: list[str] = []
+        self.flat = False   # one loop over every element (``flatten``)
 
     # ---- the kernel's values, as the function's parameters -----------------------------------------
     def parameter(self, name: str, llvm_type: str) -> str:
@@ -76,10 +82,17 @@ class FusedLoops:
 
     # ---- reading values at the loop index ----------------------------------------------------------
     def element(self, node: Node) -> Value:
+        return load(self.w, *self.at(node), "x")
+
+    def at(self, node: Node) -> tuple[ArrayView, list[str]]:
+        """The array of ``node`` and the index of its element at the loop index (broadcast
+        dimensions at 0); in a flat loop, a whole array is read as one run of elements."""
         shape = kernel_shape(tuple(node.meta["shape"]))
+        view = self.view(node)
+        if self.flat and any(s != 1 for s in shape):
+            return ArrayView(view.pointer, view.dtype, (self.sizes[0],), ("1",), True), [self.index[0]]
         offset = self.rank - len(shape)
-        index = ["0" if s == 1 else self.index[offset + d] for d, s in enumerate(shape)]
-        return load(self.w, self.view(node), index, "x")
+        return view, ["0" if s == 1 else self.index[offset + d] for d, s in enumerate(shape)]
 
     def read(self, value: Any, node: Node, name: str) -> Value:
         if isinstance(value, Node):
@@ -129,12 +142,33 @@ class FusedLoops:
             self.w.comment(self.k.comment(node))
             value = self.scalar_of[node] = self.expression(node)
             if write and "buffer" in node.meta:
-                store(self.w, self.view(node), self.output_index(node), value)
+                store(self.w, *self.at(node), value)
 
-    def output_index(self, node: Node) -> list[str]:
-        shape = kernel_shape(tuple(node.meta["shape"]))
-        offset = self.rank - len(shape)
-        return ["0" if s == 1 else self.index[offset + d] for d, s in enumerate(shape)]
+    def flatten(self) -> None:
+        """One loop over all the elements, where that reads and writes the same elements in the same
+        order as the nest: every array the group reads or stores C-contiguous and of the loop's
+        shape (or one element), and its reduction, if any, over everything."""
+        if self.rank < 2:
+            return
+        whole = self.loop_shape
+        if self.reduction is not None:
+            dims = self.reduction.kwargs.get("dim")
+            if dims is not None and set(dims) != set(range(len(self.reduction.args[0].meta["shape"]))):
+                return
+        for node in self.members:
+            if node is self.reduction:
+                continue
+            if kernel_shape(tuple(node.meta["shape"])) != whole or (
+                    "buffer" in node.meta and not self.k.views[node].contiguous):
+                return
+            for value in node.args:
+                if not isinstance(value, Node) or value in self.members or is_python_number(value):
+                    continue
+                shape = kernel_shape(tuple(value.meta["shape"]))
+                if any(s != 1 for s in shape) and (shape != whole or not self.k.views[value].contiguous):
+                    return
+        self.flat, self.rank = True, 1
+        self.sizes = [self.w.product(self.sizes)]
 
     # ---- the group -----------------------------------------------------------------------------------
     def emit(self) -> None:
@@ -146,6 +180,7 @@ class FusedLoops:
         for node in self.members:
             if "buffer" in node.meta:
                 self.k.allocate(node)
+        self.flatten()
         if self.reduction is None:
             self.nest(0, self.body)
         else:
@@ -184,7 +219,7 @@ class FusedLoops:
 
     def reduced_dims(self) -> set[int]:
         dims = self.reduction.kwargs.get("dim")
-        if dims is None or len(self.reduction.args[0].meta["shape"]) == 0:
+        if dims is None or self.flat or len(self.reduction.args[0].meta["shape"]) == 0:
             return set(range(self.rank))
         return set(dims)
 
@@ -205,8 +240,8 @@ class FusedLoops:
         dtype = node_dtype(red)
         reduced = self.reduced_dims()
         shape = red.args[0].meta["shape"]
-        count = self.w.product([self.parameter(self.k.size(shape[d]), "i64") for d in sorted(reduced)]) \
-            if shape else "1"
+        counted = range(len(shape)) if self.flat else sorted(reduced)
+        count = self.w.product([self.parameter(self.k.size(shape[d]), "i64") for d in counted]) if shape else "1"
         names: dict[str, Any] = {key: v for key, v in red.kwargs.items() if key not in ("dim", "keepdim")}
         names["count"] = self.variable(convert(self.w, Value(count, np.dtype(np.int64)), dtype))
         kept = self.rank - len(reduced)

@@ -36,8 +36,12 @@ def indexed(s: Statement, view: ArrayView, index: tuple, shape: tuple[int, ...],
 
 
 def _leading(items: tuple) -> bool:
-    """Integers first, then whole dimensions: ``x[t]`` of a contiguous array is contiguous."""
+    """Integers first, then at most one slice of step 1, then whole dimensions: ``x[t]`` and ``x[1:]``
+    of a contiguous array are contiguous (a run of whole rows), which lets ``index_scatter`` copy
+    into ``x[1:]`` with one ``memmove`` and a fused loop read it as one flat run."""
     count = next((n for n, i in enumerate(items) if not isinstance(i, (int, np.integer))), len(items))
+    if count < len(items) and items[count] != slice(None) and items[count].step in (None, 1):
+        count += 1
     return all(i == slice(None) for i in items[count:])
 
 

@@ -58,10 +58,16 @@ def batched_gemm(ctx: OpContext) -> str | list[str]:
 def _stacked(ctx: OpContext, var: str, shape: tuple[str, ...], rows: str, cols: str) -> str:
     """``var`` as a stack of (rows, cols) matrices. A 3-d operand already is one and is read in place,
     whatever its layout (a transposed or permuted view): ``matmat`` hands each matrix to BLAS with the
-    transpose in its layout flag, or copies that one matrix when BLAS cannot read it. Other ranks are
-    reshaped, which needs a C-contiguous array."""
-    if ctx.rank(var) == 3:
+    transpose in its layout flag, or copies that one matrix when BLAS cannot read it. So is a higher
+    rank one whose batch dimensions are all 1 but one (conv2d's backward: (N, 1, k, m) transposed), by
+    indexing the others at 0. Other ranks are reshaped, which needs a C-contiguous array."""
+    rank = ctx.rank(var)
+    if rank == 3:
         return var
+    batch = ctx.shape(var)[:-2]
+    if rank > 3 and sum(size != "1" for size in batch) <= 1 and not ctx.is_contiguous(var):
+        kept = next((d for d, size in enumerate(batch) if size != "1"), 0)
+        return f"{var}[{', '.join(':' if d == kept else '0' for d in range(len(batch)))}]"
     return f"{ctx.contiguous(var)}.reshape(({ctx.product(shape[:-2])}, {rows}, {cols}))"
 
 

@@ -1,4 +1,4 @@
-"""``gather``, ``scatter_add`` and ``embedding``, whose indices are a device array read at run time
+"""``gather``, ``scatter_add``, ``embedding`` and its backward, whose indices are a device array read at run time
 (``indexing.py``'s gathers and scatters take positions computed when lowering, from an index that is
 an attribute of the op; these cannot).
 
@@ -6,7 +6,8 @@ Operands are made C-contiguous and flat first (``copy.reshaped``: a view when th
 kernel reads a dimension ``dim`` as (outer, n, inner) with plain arithmetic. ``scatter_add`` stays
 deterministic without atomics: a thread owns one destination and adds, in the index's order, every
 source whose index names it (as ``np.add.at`` does eagerly), at the cost of reading the index's
-dimension once per destination. A kernel cannot raise: an index outside its dimension reads or adds
+dimension once per destination (``embedding_dense_backward`` likewise, a destination being an element
+of a row it sums, and the indices read whole). A kernel cannot raise: an index outside its dimension reads or adds
 nothing (the eager op and the CPU kernel raise PyTorch's ``IndexError``).
 """
 from __future__ import annotations
@@ -58,6 +59,20 @@ def embedding_rows(out, weight, indices, count, rows, columns):
             out[e] = weight[t * columns + e % columns]
         else:
             out[e] = 0
+
+
+@cuda.jit
+def embedding_backward_rows(out, grad, indices, count, n_indices, columns, padding_idx):
+    """``out[t, c]`` = the sum, in order, of ``grad[i, c]`` over the ``i`` with ``indices[i] == t``;
+    zero for ``t == padding_idx`` (-1 when there is none)."""
+    for e in range(cuda.grid(1), count, cuda.gridsize(1)):
+        t = e // columns
+        c = e % columns
+        out[e] = 0
+        if t != padding_idx:
+            for i in range(n_indices):
+                if indices[i] == t:
+                    out[e] += grad[i * columns + c]
 
 
 def _flat(array: Any, stream: Any) -> Any:
@@ -119,6 +134,17 @@ def embedding(weight: Any, indices: Any, out: Any, stream: Any = 0) -> None:
            _flat(indices, stream), count, rows, columns)
 
 
+def embedding_dense_backward(grad: Any, indices: Any, out: Any, padding_idx: int | None, stream: Any = 0) -> None:
+    """``out`` (rows, columns) = zeros with each row of ``grad`` (the indices' shape and a row's) added
+    into the row its index names, none into ``padding_idx``'s."""
+    count = int(out.size)
+    if count == 0:
+        return
+    columns = int(out.shape[1])
+    launch(embedding_backward_rows, blocks_for(count), THREADS, stream, out.reshape(count), _flat(grad, stream),
+           _flat(indices, stream), count, int(indices.size), columns, -1 if padding_idx is None else padding_idx)
+
+
 _INDEX, _N = memory_type(np.int64), types.int64
 DTYPES = ("float32", "float64", "int64")
 KERNELS = ([("gather_along", gather_along.py_func, (memory_type(d), memory_type(d), _INDEX, _N, _N, _N, _N))
@@ -126,8 +152,10 @@ KERNELS = ([("gather_along", gather_along.py_func, (memory_type(d), memory_type(
            + [("scatter_add_along", scatter_add_along.py_func,
                (memory_type(d), memory_type(d), _INDEX, _N, _N, _N, _N)) for d in DTYPES]
            + [("embedding_rows", embedding_rows.py_func, (memory_type(d), memory_type(d), _INDEX, _N, _N, _N))
-              for d in DTYPES])
+              for d in DTYPES]
+           + [("embedding_backward_rows", embedding_backward_rows.py_func,
+               (memory_type(d), memory_type(d), _INDEX, _N, _N, _N, _N)) for d in DTYPES])
 """Each kernel with the argument types it is compiled with: flat operands of each listed dtype and
 int64 indices (an int32 index compiles its own specialization when met)."""
 
-__all__ = ["KERNELS", "embedding", "gather", "scatter_add"]
+__all__ = ["KERNELS", "embedding", "embedding_dense_backward", "gather", "scatter_add"]

@@ -1,4 +1,4 @@
-"""``gather``, ``scatter_add`` and ``embedding`` on the CUDA backend (``kernels/gathering.py``): the
+"""``gather``, ``scatter_add``, ``embedding`` and its backward on the CUDA backend (``kernels/gathering.py``): the
 indices are a device array the kernels read at run time."""
 from __future__ import annotations
 
@@ -22,4 +22,10 @@ def embedding(ctx: OpContext) -> str:
     return f"{ctx.library('kernels.gathering', 'embedding')}({ctx.weight}, {ctx.indices}, {ctx.out}, {ctx.stream})"
 
 
-STATEMENTS = {"gather": gather, "scatter_add": scatter_add, "embedding": embedding}
+def embedding_dense_backward(ctx: OpContext) -> str:
+    return (f"{ctx.library('kernels.gathering', 'embedding_dense_backward')}({ctx.grad}, {ctx.indices}, {ctx.out}, "
+            f"{ctx.attrs['padding_idx']!r}, {ctx.stream})")
+
+
+STATEMENTS = {"gather": gather, "scatter_add": scatter_add, "embedding": embedding,
+              "embedding_dense_backward": embedding_dense_backward}
