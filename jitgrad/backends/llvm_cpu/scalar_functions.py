@@ -57,6 +57,15 @@ def _tanh_float32() -> str:
     return "\n".join(lines)
 
 
+def _fused_horner(result: str, coefficients: Sequence[float], x: str, lines: list[str]) -> str:
+    """``_horner`` with each step one ``llvm.fma`` (rounded once), as numba's ``exp_float32`` does."""
+    value = _c(coefficients[-1])
+    for k, c in enumerate(reversed(coefficients[:-1])):
+        lines.append(f"  %{result}{k} = call float @llvm.fma.f32(float {value}, float {x}, float {_c(c)})")
+        value = f"%{result}{k}"
+    return value
+
+
 def _exp_float32() -> str:
     e2, e3, e4, e5, e6, e7 = f32.EXP_TAYLOR
     lines = ["define internal float @jitgrad_exp_float32(float %x) alwaysinline {",
@@ -64,13 +73,12 @@ def _exp_float32() -> str:
              f"  %a = select i1 %low, float {_c(f32.EXP_BELOW_ZERO)}, float %x",
              f"  %high = fcmp olt float {_c(f32.EXP_ABOVE_INF)}, %a",
              f"  %c = select i1 %high, float {_c(f32.EXP_ABOVE_INF)}, float %a",
-             f"  %scaled = fmul float %c, {_c(f32.EXP_LOG2E)}",
-             f"  %rounded = fadd float %scaled, {_c(f32.EXP_ROUNDER)}",
+             f"  %rounded = call float @llvm.fma.f32(float %c, float {_c(f32.EXP_LOG2E)}, float {_c(f32.EXP_ROUNDER)})",
              "  %bits = bitcast float %rounded to i32", f"  %n = sub i32 %bits, {f32.EXP_ROUNDER_BITS}",
              "  %k = sitofp i32 %n to float",
-             f"  %kh = fmul float %k, {_c(f32.EXP_LN2_HIGH)}", "  %rh = fsub float %c, %kh",
-             f"  %kl = fmul float %k, {_c(f32.EXP_LN2_LOW)}", "  %r = fsub float %rh, %kl"]
-    p = _horner("p", (1.0, 1.0, e2, e3, e4, e5, e6, e7), "%r", lines)
+             f"  %rh = call float @llvm.fma.f32(float %k, float {_c(-f32.EXP_LN2_HIGH)}, float %c)",
+             f"  %r = call float @llvm.fma.f32(float %k, float {_c(-f32.EXP_LN2_LOW)}, float %rh)"]
+    p = _fused_horner("p", (1.0, 1.0, e2, e3, e4, e5, e6, e7), "%r", lines)
     lines += ["  %half = ashr i32 %n, 1", "  %rest = sub i32 %n, %half",
               "  %biased1 = add i32 %half, 127", "  %bits1 = shl i32 %biased1, 23",
               "  %factor1 = bitcast i32 %bits1 to float",
@@ -82,7 +90,7 @@ def _exp_float32() -> str:
     return "\n".join(lines)
 
 
-_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float"}
+_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float", "llvm.fma.f32": "float, float, float"}
 
 
 def _float_argument(w: FunctionWriter, value: Value) -> Value:
