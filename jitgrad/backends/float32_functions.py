@@ -16,9 +16,15 @@ TANH_Q = tuple(np.float32(c) for c in (1.0, 0.4636690271984399, 0.02426859491804
 
 EXP_LOG2E = np.float32(1.4426950408889634)
 EXP_LN2_HIGH, EXP_LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)   # their sum is ln 2
-EXP_HIGHEST, EXP_LOWEST = np.float32(88.72283935546875), np.float32(-103.97283935546875)  # inf above, 0 below
+# exp's argument is clamped to [EXP_BELOW_ZERO, EXP_ABOVE_INF], where exp is 0 below and inf above (its
+# ends, -103.97 and 88.72, with room): 2^k then stays in two normal float32 factors.
+EXP_ABOVE_INF, EXP_BELOW_ZERO = np.float32(89.0), np.float32(-104.0)
+# Adding 1.5 * 2^23 rounds a float32 of magnitude below 2^22 to an integer k (to even at ties) and leaves
+# k in the sum's low bits: k and 2^k come from bits, with no float-to-integer conversion (numba's
+# ``math.floor`` gives an int64, and AVX-512 converts to int64 a half vector at a time).
+EXP_ROUNDER = np.float32(12582912.0)
+EXP_ROUNDER_BITS = 0x4B400000
 EXP_TAYLOR = tuple(np.float32(1.0 / math.factorial(n)) for n in range(2, 8))   # 1/2! ... 1/7!
-TWO_TO_MINUS_64 = np.float32(2.0 ** -64)
 
-__all__ = ["EXP_HIGHEST", "EXP_LN2_HIGH", "EXP_LN2_LOW", "EXP_LOG2E", "EXP_LOWEST", "EXP_TAYLOR", "TANH_CLAMP",
-           "TANH_P", "TANH_Q", "TANH_SATURATED", "TWO_TO_MINUS_64"]
+__all__ = ["EXP_ABOVE_INF", "EXP_BELOW_ZERO", "EXP_LN2_HIGH", "EXP_LN2_LOW", "EXP_LOG2E", "EXP_ROUNDER",
+           "EXP_ROUNDER_BITS", "EXP_TAYLOR", "TANH_CLAMP", "TANH_P", "TANH_Q", "TANH_SATURATED"]

@@ -133,6 +133,9 @@ def test_row_reductions_allocate_nothing_in_the_kernel(plain_python):
         body = _kernel_body(kernel.source)
         assert "np.empty" not in body
         assert ("in prange(chunks" in body) == parallel   # the row reductions' chunks
+        # logsumexp's two passes (max, then the exps' sum) share one loop over the rows: the second reads
+        # the row the first just read, in cache (with the full sum's, two chunked loops in all, not three)
+        assert body.count("in prange(chunks") == (2 if parallel else 0)
         assert body.count("_p in prange(") == (2 if parallel else 0)   # softmax's and log_softmax's rows
         assert kernel.parallel == parallel
         # logsumexp's exp(x - max) is computed into the row buffer, in the loop that vectorizes, not in the fold

@@ -39,8 +39,11 @@ def test_large_reductions_equal_the_interpreter(name, plain_python):
 def test_nan_reaches_the_result_from_any_lane(plain_python):
     with_nan = VALUES.copy()
     with_nan[3, 5], with_nan[7, COLUMNS - 1] = np.nan, np.nan   # in a lane, and in the remainder
-    graph, kernel = lowered(lambda x: (x.amax(1), x.amin(1), x.sum(1)), [with_nan])
+    with_nan[9, 2] = np.inf   # logsumexp's shift skips NaN (its exps bring it back) but not inf
+    graph, kernel = lowered(lambda x: (x.amax(1), x.amin(1), x.sum(1), x.logsumexp(1)), [with_nan])
     results = list(kernel(with_nan))
     for got in results:
         assert np.isnan(got[3]) and np.isnan(got[7]) and not np.isnan(np.delete(got, [3, 7])).any()
+    assert results[3][9] == np.inf
     assert_close(results, interpreted(graph, [with_nan]), dtype=np.float64)
+

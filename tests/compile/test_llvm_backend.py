@@ -124,6 +124,24 @@ def test_a_chain_of_elementwise_ops_and_two_pass_reductions_equals_eager(monkeyp
     assert "jitgrad_kernel" in step.programs[0].lowered.source
 
 
+def test_logsumexp_rows_with_nan_and_infinities_are_torchs(monkeypatch):
+    """The generator folds logsumexp's shift with NaN skipped (the row's exps bring it back), as numba's
+    kernels do: a NaN row is NaN, a row with +inf is inf, a row of -inf is -inf (PyTorch's values), the
+    others eager's."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    x = np.random.default_rng(3).standard_normal((5, 6))
+    x[0, 1], x[1, 2], x[2, :], x[3, 0], x[3, 4] = np.nan, np.inf, -np.inf, np.inf, np.nan
+
+    @jg.compile(fullgraph=True)
+    def rows(x):
+        return x.logsumexp(1)
+
+    got = rows(jg.tensor(x)).numpy()
+    np.testing.assert_allclose(got, jg.tensor(x).logsumexp(1).numpy(), rtol=1e-12)
+    assert np.isnan(got[[0, 3]]).all() and got[1] == np.inf and got[2] == -np.inf
+    assert "jitgrad_kernel" in rows.programs[0].lowered.source
+
+
 def test_llvm_object_code_in_the_disk_cache_is_verified_before_it_is_loaded(tmp_path, capsys, monkeypatch):
     """A stored object is loaded by a later lowering (from_disk); one altered on disk fails its
     checksum, is said in the log and compiled afresh, with the right result."""

@@ -57,37 +57,40 @@ def _tanh_float32() -> str:
     return "\n".join(lines)
 
 
+def _fused_horner(result: str, coefficients: Sequence[float], x: str, lines: list[str]) -> str:
+    """``_horner`` with each step one ``llvm.fma`` (rounded once), as numba's ``exp_float32`` does."""
+    value = _c(coefficients[-1])
+    for k, c in enumerate(reversed(coefficients[:-1])):
+        lines.append(f"  %{result}{k} = call float @llvm.fma.f32(float {value}, float {x}, float {_c(c)})")
+        value = f"%{result}{k}"
+    return value
+
+
 def _exp_float32() -> str:
     e2, e3, e4, e5, e6, e7 = f32.EXP_TAYLOR
     lines = ["define internal float @jitgrad_exp_float32(float %x) alwaysinline {",
-             f"  %low = fcmp olt float %x, {_c(f32.EXP_LOWEST)}",
-             f"  %a = select i1 %low, float {_c(f32.EXP_LOWEST)}, float %x",
-             f"  %high = fcmp olt float {_c(f32.EXP_HIGHEST)}, %a",
-             f"  %c = select i1 %high, float {_c(f32.EXP_HIGHEST)}, float %a",
-             f"  %scaled = fmul float %c, {_c(f32.EXP_LOG2E)}",
-             "  %half = fadd float %scaled, 0x3FE0000000000000",
-             "  %k = call float @llvm.floor.f32(float %half)",
-             f"  %kh = fmul float %k, {_c(f32.EXP_LN2_HIGH)}", "  %rh = fsub float %c, %kh",
-             f"  %kl = fmul float %k, {_c(f32.EXP_LN2_LOW)}", "  %r = fsub float %rh, %kl"]
-    p = _horner("p", (1.0, 1.0, e2, e3, e4, e5, e6, e7), "%r", lines)
-    lines += ["  %n = fptosi float %k to i32",
-              "  %under = icmp slt i32 %n, -126", "  %over = icmp sgt i32 %n, 127",
-              "  %shift1 = select i1 %over, i32 -1, i32 0", "  %shift = select i1 %under, i32 64, i32 %shift1",
-              "  %biased0 = add i32 %n, %shift", "  %biased = add i32 %biased0, 127", "  %bits = shl i32 %biased, 23",
-              "  %power = bitcast i32 %bits to float",
-              "  %factor1 = select i1 %over, float 2.0, float 1.0",
-              f"  %factor = select i1 %under, float {_c(f32.TWO_TO_MINUS_64)}, float %factor1",
-              f"  %pp = fmul float {p}, %power", "  %v = fmul float %pp, %factor",
-              f"  %big = fcmp ogt float %x, {_c(f32.EXP_HIGHEST)}",
-              "  %v1 = select i1 %big, float 0x7FF0000000000000, float %v",
-              f"  %small = fcmp olt float %x, {_c(f32.EXP_LOWEST)}",
-              "  %v2 = select i1 %small, float 0.0, float %v1",
-              "  %nan = fcmp une float %x, %x", "  %result = select i1 %nan, float %x, float %v2",
+             f"  %low = fcmp olt float %x, {_c(f32.EXP_BELOW_ZERO)}",
+             f"  %a = select i1 %low, float {_c(f32.EXP_BELOW_ZERO)}, float %x",
+             f"  %high = fcmp olt float {_c(f32.EXP_ABOVE_INF)}, %a",
+             f"  %c = select i1 %high, float {_c(f32.EXP_ABOVE_INF)}, float %a",
+             f"  %rounded = call float @llvm.fma.f32(float %c, float {_c(f32.EXP_LOG2E)}, float {_c(f32.EXP_ROUNDER)})",
+             "  %bits = bitcast float %rounded to i32", f"  %n = sub i32 %bits, {f32.EXP_ROUNDER_BITS}",
+             "  %k = sitofp i32 %n to float",
+             f"  %rh = call float @llvm.fma.f32(float %k, float {_c(-f32.EXP_LN2_HIGH)}, float %c)",
+             f"  %r = call float @llvm.fma.f32(float %k, float {_c(-f32.EXP_LN2_LOW)}, float %rh)"]
+    p = _fused_horner("p", (1.0, 1.0, e2, e3, e4, e5, e6, e7), "%r", lines)
+    lines += ["  %half = ashr i32 %n, 1", "  %rest = sub i32 %n, %half",
+              "  %biased1 = add i32 %half, 127", "  %bits1 = shl i32 %biased1, 23",
+              "  %factor1 = bitcast i32 %bits1 to float",
+              "  %biased2 = add i32 %rest, 127", "  %bits2 = shl i32 %biased2, 23",
+              "  %factor2 = bitcast i32 %bits2 to float",
+              f"  %pp = fmul float {p}, %factor1", "  %v = fmul float %pp, %factor2",
+              "  %nan = fcmp une float %x, %x", "  %result = select i1 %nan, float %x, float %v",
               "  ret float %result", "}"]
     return "\n".join(lines)
 
 
-_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float", "llvm.floor.f32": "float"}
+_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float", "llvm.fma.f32": "float, float, float"}
 
 
 def _float_argument(w: FunctionWriter, value: Value) -> Value:

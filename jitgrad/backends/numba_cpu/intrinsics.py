@@ -17,7 +17,13 @@ in two parts, so that ``k ln2`` is exact), ``e^r`` by its Taylor polynomial of d
 below 1e-8), and ``2^k`` made from its bits, as two factors ``2^(k//2) 2^(k - k//2)``, each a normal
 float32 over the whole clamped range: results that overflow to inf, and subnormal results, come out of
 the last product as numpy's, with no test of the argument but for NaN (which vectorizes better: 10-30%
-faster than testing for the ends).
+faster than testing for the ends). ``k`` is ``x log2 e`` rounded by adding ``1.5 * 2^23``, whose sum
+holds ``k`` in its low bits (``float32_functions.EXP_ROUNDER``): no float-to-integer conversion, which
+numba's ``math.floor`` (an int64) made two half-vector conversions each way; and every multiply-add of
+the reduction and the polynomial is one ``llvm.fma`` (rounded once: the same bits on any CPU; one
+without FMA instructions calls the C library's ``fmaf``, slowly). 0.77 -> 0.32 ns an element in cache,
+numpy's own ``exp`` 0.50 (the LLVM generator's copy, ``llvm_cpu/scalar_functions.py``, gives the same
+bits).
 Largest error over [-110, 90]: 1e-7 relative (about one float32 unit in the last place) for normal
 results, one subnormal step below 1e-38.
 
@@ -38,7 +44,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ..float32_functions import (EXP_LN2_HIGH, EXP_LN2_LOW, EXP_LOG2E, EXP_TAYLOR, TANH_CLAMP, TANH_P, TANH_Q,
+from ..float32_functions import (EXP_ABOVE_INF, EXP_BELOW_ZERO, EXP_LN2_HIGH, EXP_LN2_LOW, EXP_LOG2E, EXP_ROUNDER,
+                                 EXP_ROUNDER_BITS, EXP_TAYLOR, TANH_CLAMP, TANH_P, TANH_Q,
                                  TANH_SATURATED)
 from .numba_options import jit_or_plain
 
@@ -73,19 +80,60 @@ def _float32_from_bits_python(bits: int) -> np.float32:
 # Chosen when ``exp_float32`` itself is (compiled or plain), at import.
 _float32_from_bits = jit_or_plain(_float32_from_bits_jit, _float32_from_bits_python)
 
+
+@intrinsic
+def _bits_of_float32_jit(typingctx, value):
+    if not isinstance(value, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(context.cast(builder, args[0], sig.args[0], types.float32), ir.IntType(32))
+    return types.int32(value), codegen
+
+
+def _bits_of_float32_python(value: float) -> np.int32:
+    return np.array(value, dtype=np.float32).view(np.int32)[()]
+
+
+@intrinsic
+def _fma_float32_jit(typingctx, a, b, c):
+    if not all(isinstance(v, types.Float) for v in (a, b, c)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        values = [context.cast(builder, v, t, types.float32) for v, t in zip(args, sig.args)]
+        f32 = ir.FloatType()
+        fma = builder.module.declare_intrinsic("llvm.fma", [f32], ir.FunctionType(f32, [f32, f32, f32]))
+        return builder.call(fma, values)
+    return types.float32(a, b, c), codegen
+
+
+def _fma_float32_python(a: float, b: float, c: float) -> np.float32:
+    """``a * b + c`` rounded once, for float32 arguments: their product is exact in float64 (plain
+    Python, for reading kernels; its sum can round twice, a float32 unit at most, where LLVM's cannot)."""
+    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
+_bits_of_float32 = jit_or_plain(_bits_of_float32_jit, _bits_of_float32_python)
+_fma = jit_or_plain(_fma_float32_jit, _fma_float32_python)
+
 _LOG2E, _LN2_HIGH, _LN2_LOW = EXP_LOG2E, EXP_LN2_HIGH, EXP_LN2_LOW   # the two parts' sum is ln 2
-_ABOVE_INF, _BELOW_ZERO = np.float32(89.0), np.float32(-104.0)  # exp is inf above 88.72, 0 below -103.97
+_MINUS_LN2_HIGH, _MINUS_LN2_LOW = -EXP_LN2_HIGH, -EXP_LN2_LOW
+_ABOVE_INF, _BELOW_ZERO = EXP_ABOVE_INF, EXP_BELOW_ZERO   # exp is inf above 88.72, 0 below -103.97
+_ROUNDER_32, _ROUNDER_32_BITS = EXP_ROUNDER, np.int32(EXP_ROUNDER_BITS)
 E2, E3, E4, E5, E6, E7 = EXP_TAYLOR
-_ONE, _HALF = np.float32(1.0), np.float32(0.5)
+_ONE = np.float32(1.0)
 
 
 @numba.njit(inline="always")
 def exp_float32(x: np.float32) -> np.float32:
-    c = min(max(x, _BELOW_ZERO), _ABOVE_INF)
-    k = np.float32(math.floor(c * _LOG2E + _HALF))
-    r = (c - k * _LN2_HIGH) - k * _LN2_LOW
-    p = ((((((E7 * r + E6) * r + E5) * r + E4) * r + E3) * r + E2) * r + _ONE) * r + _ONE
-    n = np.int32(k)
+    c = np.float32(min(max(x, _BELOW_ZERO), _ABOVE_INF))
+    # k = round(c log2 e), read from the sum's bits: ``rounded - _ROUNDER_32`` would be folded to
+    # ``c * _LOG2E`` by fastmath's reassociation, a bit cast cannot be
+    n = np.int32(_bits_of_float32(_fma(c, _LOG2E, _ROUNDER_32)) - _ROUNDER_32_BITS)   # numba's sum: int64
+    k = np.float32(n)
+    r = _fma(k, _MINUS_LN2_LOW, _fma(k, _MINUS_LN2_HIGH, c))
+    p = _fma(_fma(_fma(_fma(_fma(_fma(_fma(E7, r, E6), r, E5), r, E4), r, E3), r, E2), r, _ONE), r, _ONE)
     half = n >> np.int32(1)
     result = p * _float32_from_bits((half + np.int32(127)) << np.int32(23)) \
         * _float32_from_bits((n - half + np.int32(127)) << np.int32(23))

@@ -110,7 +110,13 @@ class LoopNest(FusedLoop):
         first = self.w.fresh(f"{red.name}_first")
         flat = self.scratch(f"{red.name}_first_flat", self.w.sizes_of(red.meta["shape"]) or ["1"],
                             math.prod(kernel_shape(tuple(red.meta["shape"]))), node_dtype(red))
-        return [f"    {first} = {flat}.reshape({acc}.shape)", *self.accumulate(spec.first, first, None, True, parallel),
+        head = f"    {first} = {flat}.reshape({acc}.shape)"
+        if self.in_lanes() and self.kept() == self.rank - 1:
+            # both passes in one loop over the rows: the second reads the row the first just read, in cache
+            outer, (row, row_1), pad = self.lane_rows(parallel, [self.row_dtype(spec.first), self.row_dtype(spec)])
+            return [head, *outer, *self.lane_fold(spec.first, first, True, self.names(None), row, pad),
+                    *self.lane_fold(spec, acc, False, self.names(first), row_1, pad)]
+        return [head, *self.accumulate(spec.first, first, None, True, parallel),
                 *self.accumulate(spec, acc, first, False, parallel)]
 
     def scratch(self, hint: str, sizes: list[str], elements: int, dtype: Any) -> str:
@@ -127,15 +133,10 @@ class LoopNest(FusedLoop):
         value in a local (a register: no load and store per element, and no aliasing for LLVM to
         fear); any other accumulates in ``acc`` itself."""
         red = self.reduction
-        T = numpy_type(node_dtype(red))
         index = self.output_index(red)
-        names: dict[str, Any] = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
-        names["count"] = Var(f"{T}({self.count(red)})")
-        if first:
-            names["first"] = Var(f"{first}[{index}]")
+        names = self.names(first)
         kept = self.kept()
-        if kept is not None and self.rank >= 2 and (kept == self.rank - 1 or (kept == 0 and self.rank == 2)) \
-                and self.large():
+        if self.in_lanes():
             return self.accumulate_in_lanes(spec, acc, write_outputs, names, parallel)
         body = self.body(write_outputs)
         body.append(self.w.comment(red))
@@ -158,6 +159,23 @@ class LoopNest(FusedLoop):
         lines = self.loop_lines(body, parallel)
         lines.insert(kept, "    " * (kept + 1) + init)
         return lines + ["    " * (kept + 1) + f"{acc}[{index}] = {self.folded(spec.finished(Var(total), names))}"]
+
+    def names(self, first: str | None) -> dict[str, Any]:
+        """What the reduction's expressions read by name: its attributes, ``count``, and ``first`` (the
+        first pass's result at the row) in a second pass."""
+        red = self.reduction
+        names: dict[str, Any] = {k: v for k, v in red.kwargs.items() if k not in ("dim", "keepdim")}
+        names["count"] = Var(f"{numpy_type(node_dtype(red))}({self.count(red)})")
+        if first:
+            names["first"] = Var(f"{first}[{self.output_index(red)}]")
+        return names
+
+    def in_lanes(self) -> bool:
+        """Whether the reduction is folded a row at a time in ``LANES`` running values: a large loop
+        reducing its rows (or all of a 2-d loop)."""
+        kept = self.kept()
+        return kept is not None and self.rank >= 2 and (kept == self.rank - 1 or (kept == 0 and self.rank == 2)) \
+            and self.large()
 
     def combine_rows(self, spec: Reduction, acc: str, partial: str, names: dict[str, Any]) -> list[str]:
         """A full reduction's last lines: the rows' partial results in ``partial`` joined in order
@@ -186,32 +204,52 @@ class LoopNest(FusedLoop):
         call allocates nothing (a buffer per row was an allocation per row: 65,536 for a tall-skinny
         product's ``tanh(a @ b).sum()``). Every row is folded the same way whichever thread runs it,
         and the chunks depend on the number of rows only, so results do not depend on the threads."""
+        outer, (row,), pad = self.lane_rows(parallel, [self.row_dtype(spec)])
+        return outer + self.lane_fold(spec, acc, write_outputs, names, row, pad)
+
+    def row_dtype(self, spec: Reduction) -> np.dtype:
+        """The row buffer's dtype: each element's contribution (``map``: logsumexp's exp(x - max)) is
+        computed in the row's own loop, which vectorizes, and the lanes only combine."""
+        red = self.reduction
+        return np.dtype(red.args[0].meta["dtype"]) if spec.map is None else node_dtype(red)
+
+    def lane_rows(self, parallel: bool, dtypes: list[np.dtype]) -> tuple[list[str], list[str], str]:
+        """The loops over the rows (in parallel, over chunks of rows), a row buffer of each of ``dtypes``
+        bound for the current row: the lines, the buffers' names and the indentation inside."""
         red = self.reduction
         sizes = self.w.sizes_of(self.loop_shape)
-        inner, depth = self.index[-1], self.rank
-        # The row holds each element's contribution (``map``: logsumexp's exp(x - max)), computed in
-        # the row's own loop, which vectorizes, and the lanes only combine.
-        row_dtype = np.dtype(red.args[0].meta["dtype"]) if spec.map is None else node_dtype(red)
-        row, block, rest = (self.w.fresh(f"{red.name}_row"), self.w.fresh(f"{inner}_block"),
-                            self.w.fresh(f"{inner}_rest"))
+        depth = self.rank
+        rows = [self.w.fresh(f"{red.name}_row") for _ in dtypes]
         if parallel:
             chunk, chunks = self.w.fresh("chunk"), self.w.fresh("chunks")
             # row_chunks, written where the workspace is sliced (its run-time sizes)
             self.w.allocations.append(f"    {chunks} = min({sizes[0]}, max({ROW_MIN_CHUNKS}, min({ROW_CHUNKS}, "
                                       f"{ROW_BUFFER_ELEMENTS} // max({sizes[-1]}, 1))))")
-            rows = self.scratch(f"{red.name}_rows", [chunks, sizes[-1]],
-                                row_chunks(self.loop_shape[0], self.loop_shape[-1]) * self.loop_shape[-1], row_dtype)
-            outer = [f"    for {chunk} in prange({chunks}):",
-                     f"        {row} = {rows}[{chunk} * {sizes[-1]}:({chunk} + 1) * {sizes[-1]}]",
-                     f"        for {self.index[0]} in range({chunk} * {sizes[0]} // {chunks}, "
-                     f"({chunk} + 1) * {sizes[0]} // {chunks}):"]
+            outer = [f"    for {chunk} in prange({chunks}):"]
+            for row, dtype in zip(rows, dtypes):
+                buffers = self.scratch(f"{red.name}_rows", [chunks, sizes[-1]],
+                                       row_chunks(self.loop_shape[0], self.loop_shape[-1]) * self.loop_shape[-1], dtype)
+                outer.append(f"        {row} = {buffers}[{chunk} * {sizes[-1]}:({chunk} + 1) * {sizes[-1]}]")
+            outer.append(f"        for {self.index[0]} in range({chunk} * {sizes[0]} // {chunks}, "
+                         f"({chunk} + 1) * {sizes[0]} // {chunks}):")
             shift = 1
         else:
-            row = self.scratch(f"{red.name}_row", [sizes[-1]], self.loop_shape[-1], row_dtype)
+            for k, dtype in enumerate(dtypes):
+                rows[k] = self.scratch(f"{red.name}_row", [sizes[-1]], self.loop_shape[-1], dtype)
             outer = [f"    for {self.index[0]} in range({sizes[0]}):"]
             shift = 0
-        outer += [("    " * (k + 1 + shift)) + f"for {self.index[k]} in range({sizes[k]}):" for k in range(1, depth - 1)]
-        pad = "    " * (depth + shift)
+        outer += [("    " * (k + 1 + shift)) + f"for {self.index[k]} in range({sizes[k]}):"
+                  for k in range(1, depth - 1)]
+        return outer, rows, "    " * (depth + shift)
+
+    def lane_fold(self, spec: Reduction, acc: str, write_outputs: bool, names: dict[str, Any], row: str,
+                  pad: str) -> list[str]:
+        """One row of ``accumulate_in_lanes`` (indented by ``pad``): the members and the contributions
+        written into ``row``, its fold in lanes, and the result stored (or kept for ``combine_rows``)."""
+        red = self.reduction
+        sizes = self.w.sizes_of(self.loop_shape)
+        inner = self.index[-1]
+        block, rest = self.w.fresh(f"{inner}_block"), self.w.fresh(f"{inner}_rest")
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         body = self.body(write_outputs)   # first: the members' values the reduction reads
         element = Var(self.read(red.args[0], red, "self"))
@@ -232,10 +270,9 @@ class LoopNest(FusedLoop):
         total = lanes[0]
         if self.kept() == self.rank - 1:
             finished = self.folded(spec.finished(Var(total), names))
-            return outer + lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
+            return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
         partial = self.scratch(f"{red.name}_partial", [sizes[0]], self.loop_shape[0], node_dtype(red))
-        return [*outer, *lines, pad + f"{partial}[{self.index[0]}] = {total}",
-                *self.combine_rows(spec, acc, partial, names)]
+        return [*lines, pad + f"{partial}[{self.index[0]}] = {total}", *self.combine_rows(spec, acc, partial, names)]
 
     def accumulate_in_memory(self, spec: Reduction, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:
