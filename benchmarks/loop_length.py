@@ -56,6 +56,7 @@ def child(steps: int, calls: int) -> dict:
     seconds: dict[str, float] = {}
     _timed(import_module("jitgrad.compile.decorator"), "capture", "trace", seconds)
     _timed(import_module("jitgrad.fx.passes.manager").PassManager, "run", "passes", seconds)
+    _timed(import_module("jitgrad.backends.llvm_cpu"), "lower", "lowering", seconds)
     _timed(import_module("jitgrad.backends.numba_cpu"), "lower", "lowering", seconds)
     inputs = workloads.w4_inputs(False)
     step = compiled_workloads.BY_KEY["W4"].builders["jitgrad_compiled"](inputs)

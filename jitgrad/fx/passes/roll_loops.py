@@ -43,7 +43,6 @@ from ..node import Node, NodeKind, Opcode, iter_nodes, map_nodes, tuple_item
 from ..node_meta import call_meta
 
 MIN_ITERATIONS = 4
-LONG_LOOP = 100  # roll_long_loops' least iterations
 
 
 def _structure(value: Any) -> Hashable:
@@ -440,10 +439,10 @@ def _stacks_as_slices(graph: Graph, record: Any) -> None:
         record.changes.append(f"{node.name} -> {replacement.name}: {len(runs)} pieces")
 
 
-def roll_loops(graph: Graph, least: int = MIN_ITERATIONS, name: str = "roll_loops") -> Graph:
+def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
     """Rolls every loop of at least ``least`` iterations it finds, first to last (see the module
     docstring), then makes stacks of a loop's rows slices of its value."""
-    record = graph.record_pass(name)
+    record = graph.record_pass("roll_loops")
     first, loops = 0, 0
     while True:
         found = _find(graph, first, least)
@@ -461,13 +460,4 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS, name: str = "roll_loop
     return graph
 
 
-def roll_long_loops(graph: Graph) -> Graph:
-    """``roll_loops`` for loops of at least ``LONG_LOOP`` iterations: the default CPU lowering's pass.
-    The LLVM generator compiles an unrolled loop in about 0.2 s plus 20 ms an iteration (W4: 0.4 s at
-    50 steps, 11.7 s at 500) and has no loop node; numba compiles a rolled one in 2-3.5 s whatever
-    its length. So shorter loops stay unrolled, for the generator, and longer ones are rolled, for
-    numba (the generator hands a graph with a loop node on)."""
-    return roll_loops(graph, LONG_LOOP, "roll_long_loops")
-
-
-__all__ = ["LONG_LOOP", "MIN_ITERATIONS", "roll_long_loops", "roll_loops"]
+__all__ = ["MIN_ITERATIONS", "roll_loops"]
