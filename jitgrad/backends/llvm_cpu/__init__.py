@@ -15,7 +15,8 @@ It covers elementwise ops (their scalar expressions, ``jitgrad.ops.scalar``, wri
 intrinsics in ``statements/`` (matrix products on numpy's CBLAS, views, stack and concatenate,
 softmax), and ``loop`` nodes (a rolled RNN, ``loops.py``) whose bodies it covers; ``lower`` raises
 ``NotCovered`` (a ``LoweringError``-like ``NotImplementedError``) naming the op or use it does not
-cover, before compiling anything: ``jitgrad.compile`` then gives the graph to numba_cpu. Object code goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
+cover, before compiling anything: ``jitgrad.compile`` then gives the graph to numba_cpu. Object code
+goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
 """
 from .compiler import CompiledGraph, clear_cache, from_warm_state, lower, structural_key, warm_state
 from .fused_loops import NotCovered
