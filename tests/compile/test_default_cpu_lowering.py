@@ -35,6 +35,9 @@ def test_a_rolled_loop_warm_starts_from_the_llvm_kernels_object_code(cache):
         loss, grads = step(jg.tensor(wh, requires_grad=True), jg.tensor(wx, requires_grad=True), jg.tensor(xs))
         return step, [loss.numpy(), *(g.numpy() for g in grads)]
 
+    # compiled afresh, so that its object code goes into this test's cache: a kernel of the same code
+    # that an earlier test compiled would be reused from memory and not written to this cache
+    llvm_cpu.clear_cache()
     step, first = run_rnn()
     assert "_j_head:" in step.programs[0].lowered.source and "stored" in cache()
     llvm_cpu.clear_cache()   # the kernel must come from the disk, as in a new process
