@@ -6,7 +6,7 @@ step time.
     python benchmarks/loop_length.py --steps 50 200 500 --rounds 3
 
 Each measurement is a fresh process with an empty jitgrad disk cache: the first call of the whole-step
-form (``jitgrad_compiled``: trace, passes, code generation, numba's compile and the first run), split
+form (``jitgrad_compiled``: trace, passes, code generation, the backend's compile and the first run), split
 into its parts, then the best of several rounds of step times. Step counts are measured in turn in
 every round (side by side, under the same load), and the table gives each one's best first call and
 step time, and their ratios to the first step count's. Exits 1 only when a child fails, never because
@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling mo
 
 GOAL = 1.5   # issue 18: first call at the longest step count / at the first, at most this
 PARTS = ("trace", "passes", "lowering")  # trace: both traces of a capture; lowering: code generation and
-                                        # numba's compile
+                                        # the compile, by the LLVM generator (or numba, where it refuses)
 
 
 def _timed(owner, name: str, part: str, seconds: dict[str, float]) -> None:
@@ -56,6 +56,7 @@ def child(steps: int, calls: int) -> dict:
     seconds: dict[str, float] = {}
     _timed(import_module("jitgrad.compile.decorator"), "capture", "trace", seconds)
     _timed(import_module("jitgrad.fx.passes.manager").PassManager, "run", "passes", seconds)
+    _timed(import_module("jitgrad.backends.llvm_cpu"), "lower", "lowering", seconds)
     _timed(import_module("jitgrad.backends.numba_cpu"), "lower", "lowering", seconds)
     inputs = workloads.w4_inputs(False)
     step = compiled_workloads.BY_KEY["W4"].builders["jitgrad_compiled"](inputs)

@@ -33,7 +33,7 @@ from ..autograd import grad_mode
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import iter_leaves, iter_nodes
-from ..fx.passes import DEFAULT_PIPELINE, LONG_LOOP_PIPELINE, LOOP_PIPELINE
+from ..fx.passes import DEFAULT_PIPELINE, LOOP_PIPELINE
 from ..tensor import Tensor
 from .packages import installed_version
 from .placement import device_kind
@@ -188,7 +188,8 @@ def get_backend(device: str = "cpu") -> Backend:
         if llvm is None:
             raise ImportError("JITGRAD_COMPILE_BACKEND=llvm_cpu but jitgrad.backends.llvm_cpu cannot be imported")
         return Backend("llvm_cpu", llvm.lower, (llvm.NotCovered, LoweringError), llvm.structural_key,
-                       lambda: f"llvmlite {installed_version('llvmlite')}", llvm.warm_state, llvm.from_warm_state)
+                       lambda: f"llvmlite {installed_version('llvmlite')}", llvm.warm_state, llvm.from_warm_state,
+                       LOOP_PIPELINE)
     module = _numba_module() if choice != "interpreter" else None
     if module is None or not hasattr(module, "lower"):
         if choice == "numba_cpu":
@@ -200,8 +201,7 @@ def get_backend(device: str = "cpu") -> Backend:
     if choice == "" and llvm is not None:
         return Backend("llvm_cpu+numba_cpu", llvm_then_numba(llvm, module), errors, None,
                        lambda: f"llvmlite {installed_version('llvmlite')}, {numba_version()}",
-                       *warm_states_of_either(llvm, module),
-                       LONG_LOOP_PIPELINE if getattr(module, "LOWERS_LOOPS", False) else DEFAULT_PIPELINE)
+                       *warm_states_of_either(llvm, module), LOOP_PIPELINE)
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba_version,
                    getattr(module, "warm_state", None), getattr(module, "from_warm_state", None),
                    LOOP_PIPELINE if getattr(module, "LOWERS_LOOPS", False) else DEFAULT_PIPELINE)

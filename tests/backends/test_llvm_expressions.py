@@ -108,3 +108,29 @@ def test_float32_exp_is_within_a_unit_in_the_last_place():
     np.testing.assert_allclose(got[normal], expected[normal], rtol=2e-7)
     assert (got[expected > np.finfo(np.float32).max] == np.inf).all()
     assert np.isnan(got[np.isnan(x)]).all() and (got[x < -104] == 0).all()
+
+
+@pytest.mark.parametrize("name", ["tanh", "exp"])
+def test_float64_tanh_and_exp_are_numba_backends_functions_bit_for_bit(name):
+    from jitgrad.backends.numba_cpu import intrinsics
+
+    x = np.concatenate([SPECIAL, [-750.0, -745.2, -744.0, 709.0, 709.8, 710.0, 21.9, 22.5, -30.0],
+                        np.linspace(-40, 40, 1601)])
+    got = compiled(getattr(scalar, name)(A), np.float64, arity=1)(x)
+    own = getattr(intrinsics, f"{name}_float64")
+    np.testing.assert_array_equal(got, np.array([own(v) for v in x]))
+
+
+def test_float64_tanh_in_a_loop_that_calls_the_c_library_is_the_librarys_as_in_numba():
+    """numba_cpu's ``library_calls_kept``: a loop body calling the C library (``sin``) keeps float64
+    ``tanh`` a library call too; a loop of its own takes the polynomial. The LLVM kernel follows."""
+    import jitgrad as jg
+    from jitgrad import fx
+    from jitgrad.backends.llvm_cpu.codegen import generate
+    from jitgrad.fx.passes import DEFAULT_PIPELINE, PassManager
+
+    x = jg.tensor(np.linspace(-1.0, 1.0, 6))
+    with_sin = generate(PassManager(DEFAULT_PIPELINE).run(fx.trace(lambda x: x.sin().tanh() * 2.0, x).graph)).ir
+    alone = generate(PassManager(DEFAULT_PIPELINE).run(fx.trace(lambda x: x.tanh() * 2.0, x).graph)).ir
+    assert "call double @tanh(" in with_sin and "call double @jitgrad_tanh_float64(" not in with_sin
+    assert "call double @jitgrad_tanh_float64(" in alone and "@tanh(" not in alone

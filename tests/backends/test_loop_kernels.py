@@ -1,6 +1,8 @@
-"""Rolled loops (``roll_loops``) in numba kernels run as plain Python: the shapes of carries and kept values
-that W4 does not have (a scalar loss summed over the steps, a batch of hidden states, two carries, a
-kept value per step), against eager. tests/fx/test_roll_loops.py compiles W4's shape for real."""
+"""Rolled loops (``roll_loops``) in numba kernels run as plain Python, and in the LLVM generator's kernels
+(compiled for real: a fraction of a second each): the shapes of carries and kept values that W4 does not
+have (a scalar loss summed over the steps, a batch of hidden states, two carries, a kept value per
+step), against eager, and the LLVM kernel against the same graph unrolled, bit for bit.
+tests/fx/test_roll_loops.py compiles W4's shape for real."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +12,7 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.backends.numba_cpu import lower
 from jitgrad.fx.loop import Loop
-from jitgrad.fx.passes import LOOP_PIPELINE, PassManager
+from jitgrad.fx.passes import DEFAULT_PIPELINE, LOOP_PIPELINE, PassManager
 
 pytestmark = pytest.mark.usefixtures("plain_python")
 STEPS = 6
@@ -73,4 +75,26 @@ def test_rolled_loops_in_a_kernel_equal_eager(program):
     want = flat(program(*args))
     assert len(got) == len(want)
     for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g).reshape(np.shape(w)), w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("program", [summed_losses, batched, two_states], ids=lambda p: p.__name__)
+def test_rolled_loops_in_an_llvm_kernel_equal_the_unrolled_kernel_and_eager(program):
+    """The LLVM generator writes each loop node once, as a counted loop (one loop head per loop node),
+    with the same bits as the unrolled graph's kernel: same float functions, same order."""
+    llvm_cpu = pytest.importorskip("jitgrad.backends.llvm_cpu")
+    args = inputs(program)
+    arrays = [a.detach().numpy() for a in args]
+    graph = PassManager(LOOP_PIPELINE).run(fx.trace(program, *args).graph)
+    loops = [n for n in graph.nodes if isinstance(n.target, Loop)]
+    assert loops
+    kernel = llvm_cpu.lower(graph)
+    for loop in loops:
+        assert kernel.source.count(f"\n{loop.name}_j_head:") == 1
+    got = kernel(*arrays)
+    unrolled = llvm_cpu.lower(PassManager(DEFAULT_PIPELINE).run(fx.trace(program, *args).graph))(*arrays)
+    want = flat(program(*args))
+    assert len(got) == len(unrolled) == len(want)
+    for g, u, w in zip(got, unrolled, want):
+        np.testing.assert_array_equal(g, u)
         np.testing.assert_allclose(np.asarray(g).reshape(np.shape(w)), w, rtol=1e-10, atol=1e-12)

@@ -1,5 +1,5 @@
 """``roll_loops`` the FX way (a traced program, the pass, the loops it made, the same outputs through the
-interpreter and the printed Python), the cases it must leave unrolled, and the numba CPU backend's
+interpreter and the printed Python), the cases it must leave unrolled, and the CPU backends'
 loops: values against eager and PyTorch, and a kernel whose source does not grow with the steps."""
 from __future__ import annotations
 
@@ -183,25 +183,30 @@ def test_compiled_rnn_loops_give_eager_and_pytorch_values(monkeypatch):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
-def test_the_default_cpu_lowering_rolls_only_long_loops_and_gives_them_to_numba(monkeypatch):
-    """``roll_long_loops`` leaves a loop shorter than ``LONG_LOOP`` unrolled (the LLVM generator compiles
-    it fast) and rolls a longer one; the default lowering hands the rolled graph to numba, since the
-    generator has no ``loop`` node."""
-    import importlib
-    from types import SimpleNamespace
-
+def test_the_default_cpu_lowering_rolls_every_loop_and_the_llvm_generator_compiles_it(monkeypatch, capsys):
+    """The default lowering runs ``LOOP_PIPELINE`` and the LLVM generator lowers the loop nodes itself
+    (no numba): its kernel is the same code at 8 and at 20 steps (the trip count is a run-time size),
+    and gives eager's values and the unrolled graph's bits."""
     from jitgrad.backends import llvm_cpu
-    from jitgrad.compile.backend import interpret, llvm_then_numba
-    from jitgrad.fx.passes import LONG_LOOP_PIPELINE, roll_long_loops
+    from jitgrad.compile import get_backend
+    from jitgrad.fx.passes import DEFAULT_PIPELINE
 
-    steps = 6
-    graph = PassManager(BEFORE_ROLLING).run(fx.trace(rnn(steps), *rnn_inputs(steps)).graph)
-    roll_long_loops(graph)
-    assert not any(isinstance(n.target, Loop) for n in graph.nodes)
-    monkeypatch.setattr(importlib.import_module("jitgrad.fx.passes.roll_loops"), "LONG_LOOP", steps - 1)
-    graph = PassManager(LONG_LOOP_PIPELINE).run(fx.trace(rnn(steps), *rnn_inputs(steps)).graph)
-    assert any(isinstance(n.target, Loop) for n in graph.nodes)
-    handed = []
-    numba = SimpleNamespace(lower=lambda g, **options: handed.append(g) or interpret(g))
-    llvm_then_numba(llvm_cpu, numba)(graph)
-    assert handed == [graph]
+    monkeypatch.delenv("JITGRAD_COMPILE_BACKEND", raising=False)
+    assert get_backend().passes == LOOP_PIPELINE
+    keys = []
+    for steps in (8, 20):
+        graph = PassManager(LOOP_PIPELINE).run(fx.trace(rnn(steps), *rnn_inputs(steps)).graph)
+        assert sum(isinstance(n.target, Loop) for n in graph.nodes) == 2
+        keys.append(llvm_cpu.structural_key(graph))
+    assert keys[0] == keys[1]
+    monkeypatch.setenv("JITGRAD_LOG", "backend")
+    steps = 7
+    inputs = rnn_inputs(steps, hidden=4, features=3, seed=2)
+    compiled = jg.compile(rnn(steps), fullgraph=True)
+    out = compiled(*inputs)
+    assert "does not cover" not in capsys.readouterr().err
+    assert "_j_head:" in compiled.explain(*inputs).source            # the kernel's IR, with its loop
+    assert_close(out, rnn(steps)(*inputs))
+    unrolled = llvm_cpu.lower(PassManager(DEFAULT_PIPELINE).run(fx.trace(rnn(steps), *inputs).graph))
+    for got, want in zip(arrays(out), unrolled(*(a.detach().numpy() for a in inputs)), strict=True):
+        np.testing.assert_array_equal(got, np.asarray(want).reshape(got.shape))

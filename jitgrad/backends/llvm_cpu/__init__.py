@@ -13,9 +13,10 @@ Interface (the numba CPU backend's, ``jitgrad.backends.numba_cpu``)::
 It covers elementwise ops (their scalar expressions, ``jitgrad.ops.scalar``, written as IR by
 ``expressions.py``/``scalar_functions.py``), one-pass reductions in fusion groups, and the statement
 intrinsics in ``statements/`` (matrix products on numpy's CBLAS, views, stack and concatenate,
-softmax); ``lower`` raises ``NotCovered`` (a ``LoweringError``-like ``NotImplementedError``) naming
-the op or use it does not cover, before compiling anything: ``jitgrad.compile`` then gives the graph
-to numba_cpu. Object code goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
+softmax), and ``loop`` nodes (a rolled RNN, ``loops.py``) whose bodies it covers; ``lower`` raises
+``NotCovered`` (a ``LoweringError``-like ``NotImplementedError``) naming the op or use it does not
+cover, before compiling anything: ``jitgrad.compile`` then gives the graph to numba_cpu. Object code
+goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
 """
 from .compiler import CompiledGraph, clear_cache, from_warm_state, lower, structural_key, warm_state
 from .fused_loops import NotCovered

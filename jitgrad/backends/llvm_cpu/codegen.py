@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...fx.graph import Graph
+from ...fx.loop import Loop
 from ...fx.node import Node, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
@@ -33,6 +34,7 @@ from .arrays import ArrayView, contiguous_view, copy
 from .expressions import Value, convert
 from .function_writer import FunctionWriter, memory_type
 from .fused_loops import FusedLoops, NotCovered
+from .loops import emit_loop
 from .statements import STATEMENTS, Statement
 
 TUPLE_ITEMS = tuple.__basicsize__   # where a tuple's items start (CPython)
@@ -62,6 +64,9 @@ def check_coverage(graph: Graph) -> None:
             continue
         if node.target is tuple_item:
             continue
+        if isinstance(node.target, Loop):   # written as a loop (loops.py): its body's ops are what it needs
+            check_coverage(node.target.body)
+            continue
         lowering = node.target.lower
         if lowering is None or isinstance(lowering, Intrinsic) and lowering.name not in STATEMENTS:
             raise NotCovered(f"op {node.target_name!r} (IR node {ir_line(node)})")
@@ -82,6 +87,7 @@ class KernelWriter:
         self.arguments = fixed_arguments                # tuple items before the workspaces
         self.workspaces: dict[str, tuple[str, int]] = {}   # dtype name -> (pointer, elements so far)
         self.buffers: dict[str, str] = {}               # buffer -> its pointer
+        self.buffer_prefix = ""                         # a loop body's buffers: apart from the kernel's
         self.output_pointers: dict[str, str] = {}       # output buffer -> the output argument's pointer
         self.pointers: dict[int, str] = {}
         self.groups: dict[str, tuple[str, int]] = {}   # a group function's code -> its name, its calls
@@ -167,7 +173,7 @@ class KernelWriter:
     def allocate(self, node: Node) -> None:
         """Binds ``node`` to its buffer of the memory plan: the caller's output array, or the next
         elements of its dtype's workspace."""
-        buffer, dtype = node.meta["buffer"], node_dtype(node)
+        buffer, dtype = self.buffer_prefix + node.meta["buffer"], node_dtype(node)
         if buffer not in self.buffers:
             if buffer in self.output_pointers:
                 self.buffers[buffer] = self.output_pointers[buffer]
@@ -236,6 +242,9 @@ class KernelWriter:
 
     # ---- statements --------------------------------------------------------------------------------
     def statement(self, node: Node) -> None:
+        if isinstance(node.target, Loop):
+            emit_loop(self, node)
+            return
         self.fn.comment(self.comment(node))
         if node.target is tuple_item:   # an item of a multi-output view (``split``)
             source, index = node.args

@@ -35,6 +35,7 @@ from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_
 from .arrays import ArrayView, load, store
 from .expressions import ExpressionWriter, Value, convert
 from .function_writer import FunctionWriter
+from .scalar_functions import library_calls_kept
 
 # numba_cpu.PARALLEL_ELEMENTS, which this package must not import (it would import numba_cpu's codegen)
 PARALLEL_ELEMENTS = 1 << 16
@@ -61,6 +62,7 @@ class FusedLoops:
         self.scalar_of: dict[Node, Value] = {}
         self.index: list[str] = []
         self.flat = False   # one loop over every element (``flatten``)
+        self.innermost: list[int] = []   # the positions of the lines written inside the innermost loop
 
     # ---- the kernel's values, as the function's parameters -----------------------------------------
     def parameter(self, name: str, llvm_type: str) -> str:
@@ -195,6 +197,8 @@ class FusedLoops:
                                   tuple(self.parameter(v, "i64") for v in scratch.strides), True)
                 self.accumulate(spec.first, first, None, True)
                 self.accumulate(spec, view, first, False)
+        inner = set(self.innermost)
+        library_calls_kept(self.w, [self.innermost, [i for i in range(len(self.w.lines)) if i not in inner]])
         self.w.emit("ret void")
         arguments = ", ".join(f"{t} {outer}" for outer, (_, t) in self.parameters.items())
         function = self.k.group_function(self.w, [(name, t) for name, t in self.parameters.values()])
@@ -205,7 +209,9 @@ class FusedLoops:
         """The loops from ``depth`` in, ``inner()`` inside; ``at[d]`` runs before (as ``(before,
         after)``) and after the loop of dimension ``d``."""
         if depth == self.rank:
+            start = len(self.w.lines)
             inner()
+            self.innermost.extend(range(start, len(self.w.lines)))
             return
         before, after = (at or {}).get(depth, (None, None))
         if before:

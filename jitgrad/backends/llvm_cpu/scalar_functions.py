@@ -2,11 +2,15 @@
 chosen as the numba CPU backend's (``numba_cpu/scalar_functions.py``) is, so that both compute the
 same values:
 
-- float32 ``exp`` and ``tanh`` are the same rational and polynomial approximations as numba's
-  ``exp_float32`` and ``tanh_float32``, from the same constants (``backends/float32_functions.py``),
-  written here as IR functions LLVM inlines and vectorizes;
-- ``sqrt``, ``log``, ``sin``, ``cos`` and float64 ``exp`` are LLVM's intrinsics, and ``tanh``,
-  ``tan``, ``log1p``, ``expm1`` and ``erf`` the C library's, as numba lowers ``math``'s;
+- float32 and float64 ``exp`` and ``tanh`` are the same approximations as numba's ``exp_float32``,
+  ``tanh_float32``, ``exp_float64`` and ``tanh_float64``, from the same constants
+  (``backends/float32_functions.py``, ``backends/float64_functions.py``), written here as IR
+  functions LLVM inlines and vectorizes; in a loop body that also calls the C library, float64
+  ``exp`` and ``tanh`` are the library's, as numba_cpu's ``library_calls_kept`` makes them
+  (``library_calls_kept`` here);
+- ``sqrt``, ``log``, ``sin``, ``cos`` (and ``exp`` of another dtype) are LLVM's intrinsics, and
+  ``tan``, ``log1p``, ``expm1``, ``erf`` (and ``tanh`` of another dtype) the C library's, as numba
+  lowers ``math``'s;
 - ``max``/``min`` are Python's (``max(a, b)`` is ``b if b > a else a``), as numba compiles them.
 
 Integer ``//``, ``%`` and ``**`` and float ``//`` and ``%`` are not here: a graph using them goes to
@@ -14,11 +18,13 @@ numba (its helpers raise ZeroDivisionError as eager does).
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .. import float32_functions as f32
+from .. import float64_functions as f64
 from .expressions import BOOL, Value, compare, convert, negate, select
 from .function_writer import FunctionWriter, float_literal, literal, value_type
 
@@ -30,14 +36,75 @@ def _c(value: float) -> str:
     return float_literal(float(value), FLOAT32)
 
 
-def _horner(result: str, coefficients: Sequence[float], x: str, lines: list[str]) -> str:
-    """``((c[-1] * x + c[-2]) * x + ...) + c[0]`` in float32, as numba's intrinsics compute it."""
-    value = _c(coefficients[-1])
+def _d(value: float) -> str:
+    return float_literal(float(value), FLOAT64)
+
+
+def _horner(result: str, coefficients: Sequence[float], x: str, lines: list[str], dtype: np.dtype = FLOAT32) -> str:
+    """``((c[-1] * x + c[-2]) * x + ...) + c[0]`` in ``dtype``, as numba's intrinsics compute it."""
+    kind, constant = ("float", _c) if dtype == FLOAT32 else ("double", _d)
+    value = constant(coefficients[-1])
     for k, c in enumerate(reversed(coefficients[:-1])):
-        lines.append(f"  %{result}{k}m = fmul float {value}, {x}")
-        lines.append(f"  %{result}{k} = fadd float %{result}{k}m, {_c(c)}")
+        lines.append(f"  %{result}{k}m = fmul {kind} {value}, {x}")
+        lines.append(f"  %{result}{k} = fadd {kind} %{result}{k}m, {constant(c)}")
         value = f"%{result}{k}"
     return value
+
+
+def _reduced_float64(value: str, lines: list[str]) -> str:
+    """The lines computing ``2^k`` and ``e^r - 1`` (numba's ``_exp_minus_one_reduced``) for ``value``
+    as numba's float64 ``exp`` and ``tanh`` split it; returns the name of ``e^r - 1``. Defines
+    ``%rounded`` (``value * log2(e)`` plus the rounder, whose low bits hold ``k``)."""
+    lines += [f"  %scaled = fmul double {value}, {_d(f64.LOG2E)}",
+              f"  %rounded = fadd double %scaled, {_d(f64.ROUNDER)}",
+              f"  %k = fsub double %rounded, {_d(f64.ROUNDER)}",
+              f"  %kh = fmul double %k, {_d(f64.LN2_HIGH)}", f"  %rh = fsub double {value}, %kh",
+              f"  %kl = fmul double %k, {_d(f64.LN2_LOW)}", "  %r = fsub double %rh, %kl"]
+    polynomial = _horner("e", (1.0, *f64.TAYLOR), "%r", lines, FLOAT64)
+    lines += [f"  %em1 = fmul double {polynomial}, %r", "  %bits = bitcast double %rounded to i64",
+              f"  %n = sub i64 %bits, {f64.ROUNDER_BITS}"]
+    return "%em1"
+
+
+def _tanh_float64() -> str:
+    lines = ["define internal double @jitgrad_tanh_float64(double %x) alwaysinline {",
+             "  %ax = call double @llvm.fabs.f64(double %x)",
+             f"  %below = fcmp olt double %ax, {_d(f64.TANH_SATURATED)}",
+             f"  %c = select i1 %below, double %ax, double {_d(f64.TANH_SATURATED)}",
+             "  %y = fmul double -2.0, %c"]
+    em1 = _reduced_float64("%y", lines)
+    lines += ["  %biased = add i64 %n, 1023", "  %powerbits = shl i64 %biased, 52",
+              "  %power = bitcast i64 %powerbits to double",
+              f"  %pe = fmul double %power, {em1}", "  %pm1 = fsub double %power, 1.0", "  %m = fadd double %pe, %pm1",
+              "  %minus = fneg double %m", "  %den = fadd double 2.0, %m", "  %q = fdiv double %minus, %den",
+              "  %t = call double @llvm.copysign.f64(double %q, double %x)",
+              "  %nan = fcmp une double %x, %x", "  %result = select i1 %nan, double %x, double %t",
+              "  ret double %result", "}"]
+    return "\n".join(lines)
+
+
+def _exp_float64() -> str:
+    lines = ["define internal double @jitgrad_exp_float64(double %x) alwaysinline {",
+             f"  %above = fcmp ogt double %x, {_d(f64.LOWEST)}",
+             f"  %a = select i1 %above, double %x, double {_d(f64.LOWEST)}",
+             f"  %below = fcmp olt double %a, {_d(f64.HIGHEST)}",
+             f"  %c = select i1 %below, double %a, double {_d(f64.HIGHEST)}"]
+    em1 = _reduced_float64("%c", lines)
+    lines += [f"  %p = fadd double {em1}, 1.0",
+              "  %low = icmp slt i64 %n, -1022", "  %high = icmp sgt i64 %n, 1023",
+              "  %shift1 = select i1 %high, i64 -1, i64 0", "  %shift = select i1 %low, i64 64, i64 %shift1",
+              "  %shifted = add i64 %n, %shift", "  %biased = add i64 %shifted, 1023",
+              "  %powerbits = shl i64 %biased, 52", "  %power = bitcast i64 %powerbits to double",
+              "  %factor1 = select i1 %high, double 2.0, double 1.0",
+              f"  %factor = select i1 %low, double {_d(2.0 ** -64)}, double %factor1",
+              "  %pp = fmul double %p, %power", "  %v = fmul double %pp, %factor",
+              f"  %big = fcmp ogt double %x, {_d(f64.HIGHEST)}",
+              "  %v1 = select i1 %big, double 0x7FF0000000000000, double %v",
+              f"  %small = fcmp olt double %x, {_d(f64.LOWEST)}",
+              "  %v2 = select i1 %small, double 0.0, double %v1",
+              "  %nan = fcmp une double %x, %x", "  %result = select i1 %nan, double %x, double %v2",
+              "  ret double %result", "}"]
+    return "\n".join(lines)
 
 
 def _tanh_float32() -> str:
@@ -90,7 +157,8 @@ def _exp_float32() -> str:
     return "\n".join(lines)
 
 
-_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float", "llvm.fma.f32": "float, float, float"}
+_NEEDED = {"llvm.fabs.f32": "float", "llvm.copysign.f32": "float, float", "llvm.fma.f32": "float, float, float",
+           "llvm.fabs.f64": "double", "llvm.copysign.f64": "double, double"}
 
 
 def _float_argument(w: FunctionWriter, value: Value) -> Value:
@@ -123,17 +191,40 @@ def c_library(name: str) -> FunctionCode:
     return code
 
 
-def _float32_or(own: str, definition: Callable[[], str], general: FunctionCode) -> FunctionCode:
-    """The backend's own float32 function where the compute dtype is float32, ``general`` otherwise."""
+def _own_for_floats(name: str, definitions: dict[np.dtype, Callable[[], str]], general: FunctionCode) -> FunctionCode:
+    """The backend's own ``jitgrad_<name>_<dtype>`` where the compute dtype is float32 or float64,
+    ``general`` otherwise."""
     def code(w: FunctionWriter, args: Sequence[Value], dtype: np.dtype) -> Value:
-        if dtype != FLOAT32:
+        if dtype not in definitions:
             return general(w, args, dtype)
-        x = convert(w, args[0], FLOAT32)
-        for symbol, arguments in _NEEDED.items():   # what the two definitions call
-            w.declare(symbol, f"declare float @{symbol}({arguments})")
-        w.declare(own, definition())
-        return Value(w.assign("call", f"call float @{own}(float {x.name})"), FLOAT32)
+        x = convert(w, args[0], dtype)
+        for symbol, arguments in _NEEDED.items():   # what the definitions call
+            w.declare(symbol, f"declare {arguments.split(',')[0]} @{symbol}({arguments})")
+        own = f"jitgrad_{name}_{np.dtype(dtype).name}"
+        w.declare(own, definitions[dtype]())
+        return Value(w.assign("call", f"call {x.type} @{own}({x.type} {x.name})"), x.dtype)
     return code
+
+
+# What numba_cpu's ``library_calls_kept`` looks for (``math.<name>(`` of these), as this backend writes
+# them; and the own float64 functions with the library's function of the same type in their place.
+_LIBRARY_CALL = re.compile(r"@(llvm\.(sin|cos|log|exp)\.f(32|64)|(tan|tanh|log1p|expm1|erf)f?)\(")
+_LIBRARY_FLOAT64 = {"jitgrad_exp_float64": "llvm.exp.f64", "jitgrad_tanh_float64": "tanh"}
+
+
+def library_calls_kept(w: FunctionWriter, regions: list[list[int]]) -> None:
+    """In each region of ``w``'s lines (the positions of one loop depth's lines) that calls the C
+    library, float64 ``exp`` and ``tanh`` call the library's too: such a loop stays scalar, where the
+    polynomials' latency is a loss. numba_cpu's ``library_calls_kept`` does the same to a loop nest's
+    source, a line's indentation its depth; doing it here keeps the two backends' bits equal."""
+    for region in regions:
+        if not any(_LIBRARY_CALL.search(w.lines[i]) for i in region):
+            continue
+        for i in region:
+            for own, library in _LIBRARY_FLOAT64.items():
+                if f"@{own}(" in w.lines[i]:
+                    w.lines[i] = w.lines[i].replace(f"@{own}(", f"@{library}(")
+                    w.declare(library, f"declare double @{library}(double)")
 
 
 def _abs(w: FunctionWriter, args: Sequence[Value], dtype: np.dtype) -> Value:
@@ -203,8 +294,8 @@ def _not_here(name: str) -> FunctionCode:
 
 
 FUNCTIONS: dict[str, FunctionCode] = {
-    "exp": _float32_or("jitgrad_exp_float32", _exp_float32, intrinsic("exp")),
-    "tanh": _float32_or("jitgrad_tanh_float32", _tanh_float32, c_library("tanh")),
+    "exp": _own_for_floats("exp", {FLOAT32: _exp_float32, FLOAT64: _exp_float64}, intrinsic("exp")),
+    "tanh": _own_for_floats("tanh", {FLOAT32: _tanh_float32, FLOAT64: _tanh_float64}, c_library("tanh")),
     **{name: intrinsic(name) for name in ("log", "sqrt", "sin", "cos")},
     **{name: c_library(name) for name in ("log1p", "expm1", "tan", "erf")},
     "isfinite": _isfinite, "sign": _sign, "abs": _abs,
@@ -213,4 +304,4 @@ FUNCTIONS: dict[str, FunctionCode] = {
     "lowest": _extreme(True), "highest": _extreme(False),
 }
 
-__all__ = ["FUNCTIONS", "c_library", "intrinsic", "value_type"]
+__all__ = ["FUNCTIONS", "c_library", "intrinsic", "library_calls_kept", "value_type"]

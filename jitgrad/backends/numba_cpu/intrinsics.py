@@ -44,6 +44,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from .. import float64_functions as f64
 from ..float32_functions import (EXP_ABOVE_INF, EXP_BELOW_ZERO, EXP_LN2_HIGH, EXP_LN2_LOW, EXP_LOG2E, EXP_ROUNDER,
                                  EXP_ROUNDER_BITS, EXP_TAYLOR, TANH_CLAMP, TANH_P, TANH_Q,
                                  TANH_SATURATED)
@@ -171,15 +172,11 @@ def _bits_of_float64_python(value: float) -> np.int64:
 _float64_from_bits = jit_or_plain(_float64_from_bits_jit, _float64_from_bits_python)
 _bits_of_float64 = jit_or_plain(_bits_of_float64_jit, _bits_of_float64_python)
 
-_LOG2E_64 = 1.4426950408889634
-_LN2_HIGH_64, _LN2_LOW_64 = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # k * high is exact
-_HIGHEST_64, _LOWEST_64 = 709.782712893384, -745.1332191019412  # inf above, 0 below
-# Adding 1.5 * 2^52 rounds a float64 below 2^51 to an integer k and leaves k in the sum's low bits:
-# k and 2^k come from bits, with no float-to-integer conversion, which AVX2 has no vector form of.
-_ROUNDER = 6755399441055744.0
-_ROUNDER_BITS = 0x4338000000000000
-F2, F3, F4, F5, F6, F7, F8, F9, F10, F11, F12, F13 = (1.0 / math.factorial(n) for n in range(2, 14))
-_TANH_SATURATED = 22.0  # tanh is the float64 1 from here on
+_LOG2E_64, _LN2_HIGH_64, _LN2_LOW_64 = f64.LOG2E, f64.LN2_HIGH, f64.LN2_LOW
+_HIGHEST_64, _LOWEST_64 = f64.HIGHEST, f64.LOWEST
+_ROUNDER, _ROUNDER_BITS = f64.ROUNDER, f64.ROUNDER_BITS   # (float64_functions.py says how they round)
+F2, F3, F4, F5, F6, F7, F8, F9, F10, F11, F12, F13 = f64.TAYLOR
+_TANH_SATURATED = f64.TANH_SATURATED
 
 
 @numba.njit(inline="always")

@@ -1,6 +1,6 @@
 """A ``loop`` node (``fx.loop``, made by ``roll_loops``) as a ``for`` loop in the kernel.
 
-The body graph goes through fusion and the memory plan of its own (``BODY_PASSES``) and is written
+The body graph goes through fusion and the memory plan of its own (``loop_body.BODY_PASSES``) and is written
 once, inside the loop, by the kernel's own writer: its fusion groups are loop nests or shared
 functions as anywhere else, its buffers are slices of the kernel's workspaces (apart from the outer
 graph's, as the loop's own memory is), so the kernel's code, and numba's compile time, no longer grow
@@ -16,28 +16,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...fx.graph import Graph
 from ...fx.loop import Loop
 from ...fx.node import Node
-from ...fx.passes import PassManager, group_fusions, plan_memory, rematerialize
-from ...fx.passes.memory import is_planned, output_buffer
+from ...fx.passes.memory import output_buffer
 from ...fx.passes.schedule import units
+from ..loop_body import planned_body
 from ..nodes import kernel_shape, node_dtype
 from ..source import product
 from .loop_nest import LoopNest
 
 if TYPE_CHECKING:
     from .codegen import _Writer
-
-BODY_PASSES = (group_fusions, rematerialize, plan_memory)
-
-
-def planned_body(loop: Loop) -> Graph:
-    """The loop's body after fusion and its memory plan (planned once: lowering twice reuses it)."""
-    if not is_planned(loop.body):
-        PassManager(BODY_PASSES).run(loop.body)
-    return loop.body
-
 
 def _shape_tuple(sizes: tuple[str, ...]) -> str:
     return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
@@ -150,4 +139,4 @@ def _bind_flat(w: "_Writer", param: Node, var: str, out: list[str]) -> None:
     w.bind(param, name, True)
 
 
-__all__ = ["BODY_PASSES", "emit_loop", "planned_body"]
+__all__ = ["emit_loop"]

@@ -21,7 +21,7 @@ from .dead_code import eliminate_dead_code
 from .fusion import group_fusions
 from .memory import plan_memory
 from .rematerialize import rematerialize
-from .roll_loops import roll_long_loops, roll_loops
+from .roll_loops import roll_loops
 from .simplify import simplify_algebra
 from .topological_sort import topological_sort
 
@@ -38,8 +38,6 @@ DEFAULT_PIPELINE: tuple[Pass, ...] = (
 # simplified and before fusion, which then works inside each loop's body.
 LOOP_PIPELINE: tuple[Pass, ...] = (*DEFAULT_PIPELINE[:DEFAULT_PIPELINE.index(eliminate_dead_code) + 1], roll_loops,
                                    *DEFAULT_PIPELINE[DEFAULT_PIPELINE.index(eliminate_dead_code) + 1:])
-# For the default CPU lowering (the LLVM generator, numba behind it): only long loops rolled (for numba).
-LONG_LOOP_PIPELINE: tuple[Pass, ...] = tuple(roll_long_loops if p is roll_loops else p for p in LOOP_PIPELINE)
 
 
 @dataclass

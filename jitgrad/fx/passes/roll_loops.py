@@ -43,7 +43,6 @@ from ..node import Node, NodeKind, Opcode, iter_nodes, map_nodes, tuple_item
 from ..node_meta import call_meta
 
 MIN_ITERATIONS = 4
-LONG_LOOP = 100  # roll_long_loops' least iterations
 
 
 def _structure(value: Any) -> Hashable:
@@ -195,12 +194,14 @@ def _check(run: _Run) -> int:
     return count
 
 
-def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int):
+def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int,
+                known: dict[Node, Hashable]):
     """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
     stretch of one period starting inside the span of one rejected before (``rejected``: period ->
     span) is not offered again: checking every rotation of a long run would make the pass quadratic
-    in the graph's length."""
-    signatures = [_signature(n) for n in nodes]
+    in the graph's length. ``known`` keeps each node's signature from one search to the next (rolling
+    a loop rewires its readers, which leaves their signatures as they were)."""
+    signatures = [known[n] if n in known else known.setdefault(n, _signature(n)) for n in nodes]
     following: dict[Hashable, int] = {}
     next_same = [0] * len(nodes)
     for i in range(len(nodes) - 1, -1, -1):
@@ -255,11 +256,11 @@ def _fusible_across(run: _Run) -> bool:
     return False
 
 
-def _find(graph: Graph, first: int, least: int) -> tuple[_Run, int] | None:
+def _find(graph: Graph, first: int, least: int, known: dict[Node, Hashable]) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
     rejected: dict[int, tuple[int, int]] = {}
-    for start, period, count in _candidates(nodes, first, rejected, least):
+    for start, period, count in _candidates(nodes, first, rejected, least, known):
         run = _Run(nodes, start, period, count, position)
         count = _check(run)
         if count < least:
@@ -360,23 +361,38 @@ def _value_meta(node: Node, all_keys: bool = False) -> dict[str, Any]:
 def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int, list[int]],
              carried_next: list[int], kept: list[int], after: Node) -> None:
     """Makes what read the run's values after it read the loop's: a final carry, or a row of a kept
-    value's stack. Each reader is rewired once (a stack of every step's value reads hundreds)."""
+    value's stack. Each reader is rewired once (a stack of every step's value reads hundreds), and the
+    new nodes are put before ``after`` in one reordering (an insertion each would walk the node list
+    once per row)."""
     phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
     getitem = REGISTRY["getitem"]
     replacement: dict[Node, Node] = {}
+    added: list[Node] = []
+
+    def add(target: Any, args: tuple, kwargs: dict, meta: dict) -> Node:
+        added.append(graph.call_function(target, args, kwargs, meta))
+        return added[-1]
+
     for offset, readers in outside.items():
         if offset in kept:
             index = loop.carries + kept.index(offset)
-            stacked = graph.call_function(tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}),
-                                          before=after)
+            stacked = add(tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}))
             for j in readers:
                 row = {"index": (loop.row(j),)}
-                replacement[run.at(j, offset)] = graph.call_function(
-                    getitem, (stacked,), row, {**call_meta(getitem, (stacked,), row), **phase}, before=after)
+                replacement[run.at(j, offset)] = add(getitem, (stacked,), row,
+                                                     {**call_meta(getitem, (stacked,), row), **phase})
         else:
             index = carried_next.index(offset)
-            replacement[run.at(run.count - 1, offset)] = graph.call_function(
-                tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}), before=after)
+            replacement[run.at(run.count - 1, offset)] = add(tuple_item, (node, index), {},
+                                                             call_meta(tuple_item, (node, index), {}))
+    new = set(added)
+    order: list[Node] = []
+    for existing in graph.nodes:
+        if existing is after:
+            order.extend(added)
+        if existing not in new:
+            order.append(existing)
+    graph.reorder(order)
     users = dict.fromkeys(u for value in replacement for u in value.users if run.where(u) is None)
     swap = (lambda n: replacement.get(n, n))
     for user in users:
@@ -440,13 +456,14 @@ def _stacks_as_slices(graph: Graph, record: Any) -> None:
         record.changes.append(f"{node.name} -> {replacement.name}: {len(runs)} pieces")
 
 
-def roll_loops(graph: Graph, least: int = MIN_ITERATIONS, name: str = "roll_loops") -> Graph:
+def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
     """Rolls every loop of at least ``least`` iterations it finds, first to last (see the module
     docstring), then makes stacks of a loop's rows slices of its value."""
-    record = graph.record_pass(name)
+    record = graph.record_pass("roll_loops")
     first, loops = 0, 0
+    known: dict[Node, Hashable] = {}
     while True:
-        found = _find(graph, first, least)
+        found = _find(graph, first, least, known)
         if found is None:
             break
         run, count = found
@@ -461,13 +478,4 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS, name: str = "roll_loop
     return graph
 
 
-def roll_long_loops(graph: Graph) -> Graph:
-    """``roll_loops`` for loops of at least ``LONG_LOOP`` iterations: the default CPU lowering's pass.
-    The LLVM generator compiles an unrolled loop in about 0.2 s plus 20 ms an iteration (W4: 0.4 s at
-    50 steps, 11.7 s at 500) and has no loop node; numba compiles a rolled one in 2-3.5 s whatever
-    its length. So shorter loops stay unrolled, for the generator, and longer ones are rolled, for
-    numba (the generator hands a graph with a loop node on)."""
-    return roll_loops(graph, LONG_LOOP, "roll_long_loops")
-
-
-__all__ = ["LONG_LOOP", "MIN_ITERATIONS", "roll_long_loops", "roll_loops"]
+__all__ = ["MIN_ITERATIONS", "roll_loops"]
