@@ -81,7 +81,7 @@ def batch_sizes() -> dict[str, object]:
     generator), traces and recompiles."""
     import compiled_workloads
     import workloads
-    from jitgrad.backends.llvm_cpu import compiler as llvm_compiler
+    from jitgrad.backends.llvm_cpu import compiled_graph as llvm_kernels
     from jitgrad.backends.numba_cpu import compiler
     kernels, seconds = [], []
     inputs = workloads.w2_inputs(False)
@@ -90,7 +90,7 @@ def batch_sizes() -> dict[str, object]:
         start = time.perf_counter()
         compiled_workloads.BY_KEY["W2"].builders["jitgrad_compiled"](rows)()
         seconds.append(time.perf_counter() - start)
-        kernels.append(len(compiler._KERNELS) + len(llvm_compiler._KERNELS))
+        kernels.append(len(compiler._KERNELS) + len(llvm_kernels.KERNELS))
     return {"batches": list(compiled_workloads.BATCHES), "kernels": kernels, "seconds": seconds}
 
 

@@ -190,7 +190,7 @@ def get_backend(device: str = "cpu") -> Backend:
         return Backend("llvm_cpu", llvm.lower, (llvm.NotCovered, LoweringError), llvm.structural_key,
                        lambda: f"llvmlite {installed_version('llvmlite')}", llvm.warm_state, llvm.from_warm_state)
     module = _numba_module() if choice != "interpreter" else None
-    if module is None or not hasattr(module, "lower"):
+    if module is None or "lower" not in getattr(module, "__all__", ()):  # not hasattr: that would import the compiler
         if choice == "numba_cpu":
             raise ImportError("JITGRAD_COMPILE_BACKEND=numba_cpu but jitgrad.backends.numba_cpu has no lower()")
         return INTERPRETER
