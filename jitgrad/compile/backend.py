@@ -191,7 +191,7 @@ def get_backend(device: str = "cpu") -> Backend:
                        lambda: f"llvmlite {installed_version('llvmlite')}", llvm.warm_state, llvm.from_warm_state,
                        LOOP_PIPELINE)
     module = _numba_module() if choice != "interpreter" else None
-    if module is None or not hasattr(module, "lower"):
+    if module is None or "lower" not in getattr(module, "__all__", ()):  # not hasattr: that would import the compiler
         if choice == "numba_cpu":
             raise ImportError("JITGRAD_COMPILE_BACKEND=numba_cpu but jitgrad.backends.numba_cpu has no lower()")
         return INTERPRETER

@@ -28,13 +28,15 @@ def step(x, onehot, *weights):
 results = [step(x, onehot, *params)]
 numba_after_first_call = "numba" in sys.modules
 results.append(step(x[:2], onehot[:2], *params))  # new sizes: retraced, the same kernel
+generator = sorted(m for m in ("jitgrad.backends.llvm_cpu.codegen", "jitgrad.backends.llvm_cpu.compiler",
+                               "jitgrad.backends.numba_cpu.compiler") if m in sys.modules)
 eager = loss_of(x, onehot, *params)
 eager_grads = jg.autograd.grad(eager, params)
 error = max(float(np.abs(a.detach().numpy() - b.numpy()).max()) for a, b in zip((eager, *eager_grads),
                                                                        (results[0][0], *results[0][1])))
 values = [t.numpy().tobytes().hex() for loss, grads in results for t in (loss, *grads)]
 print(json.dumps({"values": values, "numba": numba_after_first_call, "numba_at_end": "numba" in sys.modules,
-                  "from_disk": [p.lowered.from_disk for p in step.programs],
+                  "generator": generator, "from_disk": [p.lowered.from_disk for p in step.programs],
                   "sources": [p.lowered.source[:40] for p in step.programs], "error": error}))
 """
 
@@ -52,6 +54,8 @@ def test_a_covered_step_never_imports_numba_and_warm_starts_from_its_object_code
     second = last_json_line(second_run)
     assert not second["numba_at_end"], second_run.stderr
     assert second["from_disk"] == [True, True]   # both programs from the warm-start index, untraced
+    assert "jitgrad.backends.llvm_cpu.codegen" in first["generator"]
+    assert second["generator"] == [], second["generator"]   # a warm process imports no code generator
     assert second_run.stderr.count("runs without tracing") == 2, second_run.stderr
     assert second["values"] == first["values"]
     assert "could not be loaded" not in second_run.stderr and "not trusted" not in second_run.stderr

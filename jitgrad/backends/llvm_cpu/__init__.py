@@ -18,7 +18,22 @@ softmax), and ``loop`` nodes (a rolled RNN, ``loops.py``) whose bodies it covers
 cover, before compiling anything: ``jitgrad.compile`` then gives the graph to numba_cpu. Object code
 goes into the disk cache's ``objects`` kind. docs/backends.md describes it.
 """
-from .compiler import CompiledGraph, clear_cache, from_warm_state, lower, structural_key, warm_state
-from .fused_loops import NotCovered
+import importlib
+from typing import Any
+
+from .compiled_graph import CompiledGraph, clear_cache, from_warm_state, warm_state
+
+# The code generator (compiler, codegen, statements/...) is imported when a graph is lowered, not by a
+# warm process, which needs ``from_warm_state`` alone (docs/compile.md, "The warm start").
+_WHERE = {"lower": "compiler", "structural_key": "compiler", "NotCovered": "fused_loops"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["CompiledGraph", "NotCovered", "clear_cache", "from_warm_state", "lower", "structural_key", "warm_state"]

@@ -34,12 +34,10 @@ from .arrays import ArrayView, contiguous_view, copy
 from .expressions import Value, convert
 from .function_writer import FunctionWriter, memory_type
 from .fused_loops import FusedLoops, NotCovered
+from .loader import ARRAY_DATA, ENTRY, TUPLE_ITEMS
 from .loops import emit_loop
 from .statements import STATEMENTS, Statement
 
-TUPLE_ITEMS = tuple.__basicsize__   # where a tuple's items start (CPython)
-ARRAY_DATA = 16                     # where a numpy array's data pointer is (PyArrayObject_fields.data)
-ENTRY = "jitgrad_kernel"
 _PYTHON_API = ("declare ptr @PyEval_SaveThread()\ndeclare void @PyEval_RestoreThread(ptr)\n"
                "declare void @Py_IncRef(ptr)\ndeclare void @PyErr_SetString(ptr, ptr)\n"
                "@_Py_NoneStruct = external global i8")

@@ -6,8 +6,9 @@ sees it (an unresolved symbol would abort the process): numpy's CBLAS routines u
 process. The entry point, ``PyObject *jitgrad_kernel(PyObject *self, PyObject *args)``, becomes a
 builtin function through ``PyCFunction_NewEx`` with a ``PyMethodDef`` this module keeps alive with
 the engine holding the code. The kernel reads its arguments' data pointers at fixed offsets
-(``codegen.TUPLE_ITEMS``, ``codegen.ARRAY_DATA``); ``check_layout`` confirms them in this interpreter,
-and where they do not hold the backend is not used.
+(``TUPLE_ITEMS``, ``ARRAY_DATA``, which ``codegen.py`` writes into the IR); ``check_layout`` confirms
+them in this interpreter, and where they do not hold the backend is not used. A warm process imports
+this module and not the code generator.
 """
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..numba_cpu.object_loader import elf_symbols, process_symbol
-from .codegen import ARRAY_DATA, ENTRY, TUPLE_ITEMS
 
+TUPLE_ITEMS = tuple.__basicsize__   # where a tuple's items start (CPython)
+ARRAY_DATA = 16                     # where a numpy array's data pointer is (PyArrayObject_fields.data)
+ENTRY = "jitgrad_kernel"            # the kernel's entry point
 METH_VARARGS = 1
 
 
@@ -108,4 +111,4 @@ def load(code: bytes) -> LoadedKernel:
     return LoadedKernel(engine, method, function)
 
 
-__all__ = ["LoadFailure", "LoadedKernel", "check_layout", "load"]
+__all__ = ["ARRAY_DATA", "ENTRY", "TUPLE_ITEMS", "LoadFailure", "LoadedKernel", "check_layout", "load"]

@@ -1,15 +1,12 @@
-"""The numba CPU backend's lowering error, and its check that every op of a graph has a lowering here
-(what a backend needs to know of an IR node is in ``backends/nodes.py``, shared with numba_cuda)."""
+"""The numba CPU backend's check that every op of a graph has a lowering here, raising its
+``LoweringError`` (``errors.py``); what a backend needs to know of an IR node is in
+``backends/nodes.py``, shared with numba_cuda."""
 from __future__ import annotations
 
 from ...fx.graph import Graph
 from ..nodes import check_lowerings as check_backend_lowerings
+from .errors import LoweringError
 from .statements import STATEMENTS
-
-
-class LoweringError(RuntimeError):
-    """An op, or a use of one, that the numba CPU backend cannot lower. Raised by ``lower()``, before any
-    compiling, naming the op and the IR node."""
 
 
 def check_lowerings(graph: Graph) -> None:

@@ -6,7 +6,6 @@ before and after every pass, the way to see what a pipeline does to one program.
 """
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
@@ -24,8 +23,6 @@ from .rematerialize import rematerialize
 from .roll_loops import roll_loops
 from .simplify import simplify_algebra
 from .topological_sort import topological_sort
-
-logger = logging.getLogger("jitgrad.fx")
 
 Pass = Callable[[Graph], Graph]
 
@@ -47,6 +44,15 @@ class PassRun:
     nodes_after: int
     seconds: float
     changes: int
+
+
+def _log_run(run: PassRun) -> None:
+    """Each pass's run on the ``jitgrad.fx`` logger, at INFO. ``logging`` is imported here, at the first
+    pass of a process, not with jitgrad: a warm process runs no pass (3 ms of its start)."""
+    import logging
+
+    logging.getLogger("jitgrad.fx").info("%s: %d -> %d nodes, %d changes, %.2f ms", run.name, run.nodes_before,
+                                         run.nodes_after, run.changes, run.seconds * 1e3)
 
 
 def _logs_graph() -> bool:
@@ -80,8 +86,7 @@ class PassManager:
                 graph.lint()
             changes = len(graph.history[-1].changes) if graph.history else 0
             self.runs.append(PassRun(name, before, len(graph), seconds, changes))
-            logger.info("%s: %d -> %d nodes, %d changes, %.2f ms", name, before, len(graph), changes,
-                        seconds * 1e3)
+            _log_run(self.runs[-1])
             if show:
                 print(f"--- after {name} ---\n{graph}", file=sys.stderr)
         if not self.lint:
