@@ -89,14 +89,7 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
                 edges, needs = (first,), (first is not None,)
             node = _new_node(cls)
             node._next_edges = edges
-            node._sequence_nr = next(_sequence.counter)
-            node._topological_nr = node._metadata = None
-            node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
-            slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
-            node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
-            output._requires_grad = True
-            output._grad_fn = node
-            output._output_nr = 0
+            _describe_output(node, output)
         else:
             node, needs = _general_node(cls, tensors, outputs)
     elif not any(o._data.dtype.kind == "f" for o in outputs):
@@ -105,34 +98,7 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
         node, needs = _general_node(cls, tensors, outputs)
     node.op = op
     plan = node.save_plan = op.save_plans.get(needs) or op.plan_for(needs)
-    entries = plan.entries
-    plain = not op.variadic and not _hooks.stack  # an input tensor is kept as it is, with its version
-    if len(entries) == 1:
-        entry = entries[0]
-        if plain and entry[1] == SAVE_INPUT:
-            value = tensors[entry[2]]
-        else:
-            value = saved_value(op, entry, tensors, attrs, outputs)
-        node.saved_values = value
-        if isinstance(value, Tensor):
-            if value._is_inference:
-                check_savable(value)
-            counter = value._version_counter
-            node.saved_versions = 0 if counter is None else counter[0]
-        else:
-            node.saved_versions = None
-        return
-    values, versions = [], []
-    for entry in entries:
-        if plain and entry[1] == SAVE_INPUT:
-            value = tensors[entry[2]]
-        else:
-            value = saved_value(op, entry, tensors, attrs, outputs)
-        values.append(value)
-        versions.append(version_of(value) if isinstance(value, Tensor) else None)
-        if isinstance(value, Tensor) and value._is_inference:
-            check_savable(value)
-    node.saved_values, node.saved_versions = tuple(values), tuple(versions)
+    _save(node, op, plan.entries, tensors, attrs, outputs, not op.variadic and not _hooks.stack)
 
 
 def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: Tensor) -> None:
@@ -149,7 +115,7 @@ def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: T
     _describe_output(node, output)
     node.op = op
     plan = node.save_plan = op.save_plans.get(_ONE_NEEDED) or op.plan_for(_ONE_NEEDED)
-    _save(node, op, plan.entries, (a,), attrs, output)
+    _save(node, op, plan.entries, (a,), attrs, (output,))
 
 
 def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, output: Tensor) -> None:
@@ -174,7 +140,7 @@ def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, outp
     node.op = op
     needs = (first is not None, second is not None)
     plan = node.save_plan = op.save_plans.get(needs) or op.plan_for(needs)
-    _save(node, op, plan.entries, (a, b), attrs, output)
+    _save(node, op, plan.entries, (a, b), attrs, (output,))
 
 
 _ONE_NEEDED = (True,)
@@ -193,18 +159,21 @@ def _describe_output(node: SavingNode, output: Tensor) -> None:
     output._grad_fn = node
 
 
-def _save(node: SavingNode, op: Any, entries: tuple, tensors: tuple, attrs: dict, output: Tensor) -> None:
-    """What ``record`` saves, for a call with no saved-tensor hooks and one output."""
+def _save(node: SavingNode, op: Any, entries: tuple, tensors: Sequence[Any], attrs: dict,
+          outputs: Sequence[Tensor], plain: bool = True) -> None:
+    """Keeps what the formulas of ``node`` read. ``plain`` when no saved-tensor hook is set and the op
+    is not variadic: an input tensor is then kept as it is, with its version as a number, and an
+    output its op has just made needs none of ``SavedTensor``'s checks."""
     if len(entries) == 1:
         entry = entries[0]
         source = entry[1]
-        if source == SAVE_INPUT:
+        if plain and source == SAVE_INPUT:
             value = tensors[entry[2]]
-        elif source == SAVE_RESULT:
-            node.saved_values, node.saved_versions = SavedTensor.of_new_output(output, 0), None
+        elif plain and source == SAVE_RESULT and not outputs[0]._is_inference:
+            node.saved_values, node.saved_versions = SavedTensor.of_new_output(outputs[0], 0), None
             return
         else:
-            value = saved_value(op, entry, tensors, attrs, (output,))
+            value = saved_value(op, entry, tensors, attrs, outputs)
         node.saved_values = value
         if isinstance(value, Tensor):
             if value._is_inference:
@@ -216,7 +185,10 @@ def _save(node: SavingNode, op: Any, entries: tuple, tensors: tuple, attrs: dict
         return
     values, versions = [], []
     for entry in entries:
-        value = tensors[entry[2]] if entry[1] == SAVE_INPUT else saved_value(op, entry, tensors, attrs, (output,))
+        if plain and entry[1] == SAVE_INPUT:
+            value = tensors[entry[2]]
+        else:
+            value = saved_value(op, entry, tensors, attrs, outputs)
         values.append(value)
         if isinstance(value, Tensor):
             if value._is_inference:

@@ -220,8 +220,9 @@ def defop(name: str, inputs: Sequence[str], forward: Callable[..., Any], node: A
           public: tuple[str, ...] = (), crosses_devices: bool = False, **derivatives: Callable[..., Any]) -> OpDef:
     """Declares and registers an op; keyword arguments are the per-input derivative formulas. A
     ``view`` op's outputs may share their first input's memory (and then its version counter).
-    ``public`` makes the op itself public under its name, as a ``"function"``, a ``"method"`` or both
-    (``jitgrad/ops/public.py``); an op reached through a wrapper leaves it empty."""
+    ``public`` makes the op public under its name (its caller, ``op_callers``, where it has one), as
+    a ``"function"``, a ``"method"`` or both (``jitgrad/ops/public.py``); an op reached through a
+    wrapper leaves it empty."""
     op = register(OpDef(name, tuple(inputs), forward, derivatives, node, variadic, explain, jvp, view, lower,
                         kind, recompute, meta, crosses_devices))
     if public:
