@@ -84,9 +84,11 @@ def _leading_to(wanted: set, executed: list) -> list:
     those for ``autograd.grad`` (the others keep their saved values for a later backward). Oldest first,
     every node's next nodes are judged before it."""
     leading = set(wanted)
-    for node in reversed(executed):
-        if any(edge is not None and edge[0] in leading for edge in node._next_edges):
-            leading.add(node)
+    for node in reversed(executed):  # a loop, not any() over a generator: W4 runs this for 200 nodes a step
+        for edge in node._next_edges:
+            if edge is not None and edge[0] in leading:
+                leading.add(node)
+                break
     return [node for node in executed if node in leading]
 
 
