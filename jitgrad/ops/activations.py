@@ -12,6 +12,7 @@ from .arithmetic import where
 from .lowering import intrinsic
 from .math_functions import floating_forward
 from .meta_rules import elementwise, floating, unchanged
+from .op_callers import caller
 from .public import public
 from .registry import defop
 from .special import erf_ufunc
@@ -109,6 +110,9 @@ _log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_for
                         meta=elementwise(floating), lower=intrinsic("log_softmax"),
                         self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True),
                         jvp=lambda self_t, result, dim: self_t - (result.exp() * self_t).sum(dim, keepdim=True))
+
+# ``softmax`` and ``log_softmax`` (a cross-entropy's first op) call these: their callers, not the general dispatch.
+_softmax, _log_softmax = caller(_softmax), caller(_log_softmax)
 
 
 @public("function")

@@ -18,6 +18,7 @@ from .device_copy import to
 from . import scalar
 from .lowering import Reduction, intrinsic
 from .meta_rules import accumulated, boolean, indices, reduction, unchanged
+from .op_callers import caller
 from .public import public
 from .registry import defop
 from .scalar import HIGHEST, LOWEST
@@ -315,6 +316,8 @@ _mean = defop("mean", ("self",), _mean_forward, _named_by_dim("MeanBackward0", "
               self=lambda grad, self_shape, dim, keepdim:
                   _sum_grad(grad, self_shape, dim, keepdim) / _count(self_shape, dim),
               jvp=lambda self_t, dim, keepdim: _mean(self_t, dim=dim, keepdim=keepdim))
+# ``sum`` and ``mean`` call these on every reduction: their callers (``op_callers``), not the general dispatch.
+_sum, _mean = caller(_sum), caller(_mean)
 _var = defop("var", ("self",), _floating_only("var", np.var), "VarBackward0",
              meta=reduction(unchanged), kind="reduction", lower=_VAR,
              self=_var_grad,
