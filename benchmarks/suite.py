@@ -10,7 +10,7 @@ reductions over wide rows, batched and transposed matmuls, gathers, cumsum, broa
 small parameters. Each column is verified against PyTorch eager in float64 before it is timed, then the
 columns of a workload are timed side by side in interleaved rounds (timing.py), as the other scripts
 do. Writes ``benchmarks/results/suite-<date>.json`` (summary.py's format) and, with matplotlib, its
-chart. Exits 1 if a column computed a wrong result, never because it was slow.
+chart; a quick run or one of some workloads writes ``suite-<date>-quick-K2-K3.json`` and so on. Exits 1 if a column computed a wrong result, never because it was slow.
 """
 from __future__ import annotations
 
@@ -124,6 +124,13 @@ def markdown_section(results: list, env: list[tuple[str, str]], settings: str, s
     return "\n".join(out) + "\n"
 
 
+def run_name(args: argparse.Namespace, day: datetime.date) -> str:
+    """The results' file name: ``suite-<date>`` for a full run; a quick run or one of some workloads is
+    named for what it ran, so that it never replaces the day's full run that docs/benchmarks.md charts."""
+    parts = [f"suite-{day.isoformat()}", *(["quick"] if args.quick else []), *(args.only or [])]
+    return "-".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads:
@@ -165,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                                           "batch_ms": args.batch_ms, "threads": args.threads or "library defaults",
                                           "command": " ".join(["python benchmarks/suite.py", *(argv or sys.argv[1:])])},
                            skipped, load)
-    stem = os.path.join(args.out_dir, f"suite-{datetime.date.today().isoformat()}")
+    stem = os.path.join(args.out_dir, run_name(args, datetime.date.today()))
     summary.write(stem + ".json", doc)
     print(f"\nwrote {stem}.json")
     if chart.available():

@@ -45,3 +45,14 @@ def test_a_wrong_column_is_reported_and_not_timed(monkeypatch, tmp_path, capsys)
     assert suite.main(["--quick", "--only", "K1", "--libraries", "jitgrad", "--rounds", "1",
                        "--out-dir", str(tmp_path)]) == 1
     assert "jitgrad eager failed verification against PyTorch eager float64 (reference)" in capsys.readouterr().out
+
+
+def test_a_partial_run_never_replaces_the_days_full_results():
+    """A run of some workloads, or a quick one, is named for what it ran (it once overwrote the full run)."""
+    import datetime
+    day = datetime.date(2026, 11, 27)
+    def named(*argv):
+        return suite.run_name(suite.parse_args(list(argv)), day)
+    assert named() == "suite-2026-11-27"
+    assert named("--only", "k2", "K10") == "suite-2026-11-27-K2-K10"
+    assert named("--quick") == "suite-2026-11-27-quick"
