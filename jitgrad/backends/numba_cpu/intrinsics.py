@@ -4,7 +4,7 @@ numba turns ``math.tanh`` on a float32 into a call to the C library, one element
 per element here, where numpy's SIMD ``tanh`` takes 0.4 ns. ``tanh_float32`` is a rational function
 (multiplies, adds, one divide, a clamp) that LLVM can vectorize once it is inlined into a loop; it is
 within 4e-7 relative error of the exact tanh everywhere, a few float32 units in the last place,
-against 1e-7 for numpy's. float64 keeps ``math.tanh``: the tolerance there is 1e-10.
+against 1e-7 for numpy's. float64 has its own (below).
 
 The coefficients (``backends/float32_functions.py``, shared with the LLVM backend) were fitted for this
 module: tanh(x) / x as P(x²) / Q(x²) on [0, 7.9], relative
