@@ -64,34 +64,19 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
     not a tensor gets no edge); only float outputs take it as their ``grad_fn``, and a call with none
     records nothing. ``op.save_plans`` maps which inputs need a gradient to the save plan (made by
     ``op.plan_for`` when missing)."""
-    if len(outputs) == 1 and len(tensors) <= 2 and not anomaly_mode.state.enabled:
+    if len(outputs) == 1 and 1 <= len(tensors) <= 2 and not anomaly_mode.state.enabled:
         output = outputs[0]
         data = output._data
         if data.dtype.kind != "f":
             return
         if type(data) is np.ndarray:
-            a = tensors[0]
-            if isinstance(a, Tensor):
-                fn = a._grad_fn
-                first = (fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a)
-            else:
-                first = None
+            plain = not op.variadic and not _hooks.stack
             if len(tensors) == 2:
-                b = tensors[1]
-                if isinstance(b, Tensor):
-                    fn = b._grad_fn
-                    second = (fn, b._output_nr) if fn is not None and b._view is None else gradient_edge(b)
-                else:
-                    second = None
-                edges: tuple = (first, second)
-                needs: tuple = (first is not None, second is not None)
+                record_two(cls, op, tensors[0], tensors[1], attrs, output, plain)
             else:
-                edges, needs = (first,), (first is not None,)
-            node = _new_node(cls)
-            node._next_edges = edges
-            _describe_output(node, output)
-        else:
-            node, needs = _general_node(cls, tensors, outputs)
+                record_one(cls, op, tensors[0], attrs, output, plain)
+            return
+        node, needs = _general_node(cls, tensors, outputs)
     elif not any(o._data.dtype.kind == "f" for o in outputs):
         return
     else:
@@ -101,11 +86,11 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
     _save(node, op, plan.entries, tensors, attrs, outputs, not op.variadic and not _hooks.stack)
 
 
-def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: Tensor) -> None:
+def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: Tensor, plain: bool = True) -> None:
     """``record`` of a call on one tensor ``a`` that requires grad, whose output is a float array on the
-    CPU, made while every thread setting is at its default (so no saved-tensor hooks): what
-    ``jitgrad.ops``' callers of one-input ops hand here. Unrolled because at 16 elements W1's forward
-    is mostly this and the op's dispatch."""
+    CPU: what ``jitgrad.ops``' callers of one-input ops hand here, with every thread setting at its
+    default (so ``plain``: no saved-tensor hooks, see ``_save``), and ``record`` itself. Unrolled
+    because at 16 elements W1's forward is mostly this and the op's dispatch."""
     if anomaly_mode.state.enabled:
         record(cls, op, (a,), attrs, (output,))
         return
@@ -115,10 +100,11 @@ def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: T
     _describe_output(node, output)
     node.op = op
     plan = node.save_plan = op.save_plans.get(_ONE_NEEDED) or op.plan_for(_ONE_NEEDED)
-    _save(node, op, plan.entries, (a,), attrs, (output,))
+    _save(node, op, plan.entries, (a,), attrs, (output,), plain)
 
 
-def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, output: Tensor) -> None:
+def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, output: Tensor,
+               plain: bool = True) -> None:
     """``record_one`` of a call on two inputs, at least one of them a tensor that requires grad; either
     may be a number."""
     if anomaly_mode.state.enabled:
@@ -140,7 +126,7 @@ def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, outp
     node.op = op
     needs = (first is not None, second is not None)
     plan = node.save_plan = op.save_plans.get(needs) or op.plan_for(needs)
-    _save(node, op, plan.entries, (a, b), attrs, (output,))
+    _save(node, op, plan.entries, (a, b), attrs, (output,), plain)
 
 
 _ONE_NEEDED = (True,)
