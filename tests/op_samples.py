@@ -574,7 +574,7 @@ SAMPLES: list[Sample] = [
            numpy_fn=_sampled("normal", (2, 5), np.float64)[1]),
     Sample("normal", "float32", _sampled("normal", (7,), np.float32)[0], None, ((2,),), generator_states(),
            numpy_fn=_sampled("normal", (7,), np.float32)[1]),
-    Sample("sum", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
+    Sample("neg", "cross_entropy-probs", lambda x, p: F.cross_entropy(x, p.softmax(-1), reduction="sum"),
            lambda x, p: torch.nn.functional.cross_entropy(x, p.softmax(-1), reduction="sum"), ((3, 4), (3, 4))),
     # ---- integer indexing, sorting, cumsum, masked_fill, isnan/isinf (group: opsindex) -------------
     Sample("gather", "dim1", lambda x: jg.gather(x, 1, jg.tensor(GATHER_INDEX)),

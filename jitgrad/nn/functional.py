@@ -236,8 +236,13 @@ def _cross_entropy_of_probabilities(log_probs: Tensor, target: Tensor, weight: T
         target = target * (1.0 - label_smoothing) + label_smoothing / classes
     if weight is not None:
         target = target * weight.reshape((classes,) + (1,) * (log_probs.dim() - class_dim - 1))
-    losses = -sum(log_probs * target, dim=class_dim)
-    return _reduce(losses, reduction, "cross_entropy")
+    products = log_probs * target
+    count = log_probs.numel() // classes
+    if reduction == "mean" and count:  # PyTorch's -(input * target).sum() / N: a node fewer than mean(-sum(dim))
+        return -sum(products) / count
+    if reduction == "sum":
+        return -sum(products)
+    return _reduce(-sum(products, dim=class_dim), reduction, "cross_entropy")
 
 
 def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:

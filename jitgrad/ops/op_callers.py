@@ -46,7 +46,9 @@ def _one_input(op: OpDef) -> Callable[..., Any]:
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(op, (a,), attrs, error) from error
         if type(out) is not np.ndarray:
-            return finish_call(op, (a,), (a,), attrs, out, a._requires_grad)
+            if not isinstance(out, np.generic):
+                return finish_call(op, (a,), (a,), attrs, out, a._requires_grad)
+            out = np.asarray(out)  # a full reduction's numpy scalar, as a 0-d tensor's storage
         t = _new(Tensor)
         t._data = out
         t._requires_grad = False
@@ -81,7 +83,9 @@ def _two_inputs(op: OpDef) -> Callable[..., Any]:
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(op, (a, b), attrs, error) from error
         if type(out) is not np.ndarray:
-            return finish_call(op, (a, b), (a, b), attrs, out, requires_grad)
+            if not isinstance(out, np.generic):
+                return finish_call(op, (a, b), (a, b), attrs, out, requires_grad)
+            out = np.asarray(out)
         t = _new(Tensor)
         t._data = out
         t._requires_grad = False

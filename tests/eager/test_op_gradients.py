@@ -226,7 +226,6 @@ KNOWN_NODE_NAME_DIFFERENCES = {
     # nn.functional composes registry ops where PyTorch has fused kernels.
     "add-linear": ("AddBackward0", "AddmmBackward0"),
     "mean-mse_loss": ("MeanBackward0", "MseLossBackward0"),
-    "sum-cross_entropy-probs": ("SumBackward0", "NegBackward0"),  # jitgrad negates before summing
     # max pooling's double backward: one gather op in jitgrad, a gather and a view in PyTorch.
     "max_pool2d_gather-second-order": ("MaxPool2DGatherBackward0", "ViewBackward0"),
 }
