@@ -13,7 +13,7 @@ from jitgrad.fx.joint import is_backward
 from jitgrad.fx.passes.schedule import units
 from jitgrad.fx.passes import (PassManager, batch_matrix_products, eliminate_common_subexpressions,
                                eliminate_dead_code, fold_constants, group_fusions, partition_joint, plan_memory,
-                               rematerialize, simplify_algebra, topological_sort)
+                               rematerialize, share_convolution_columns, simplify_algebra, topological_sort)
 from jitgrad.ops.registry import REGISTRY
 
 rematerialize_module = importlib.import_module("jitgrad.fx.passes.rematerialize")  # the package exports the pass
@@ -250,6 +250,50 @@ def test_batch_matrix_products_adds_what_else_the_sum_holds():
     run_pass(batch_matrix_products, g, a, b, c)
     run_pass(eliminate_dead_code, g, a, b, c)
     assert names(g).count("mm") == 1 and names(g).count("add") == 1 and names(g).count("stack") == 2
+
+
+# ---- share_convolution_columns ------------------------------------------------------------------------
+
+def conv_step(**attrs):
+    def program(x, w, b):
+        y = jg.nn.functional.conv2d(x, w, b, **attrs)
+        return jg.autograd.grad(jg.tanh(y).sum(), [x, w, b])
+    return program
+
+
+def conv_inputs(channels=4, kernel=(3, 2)):
+    return (jg.randn(2, channels, 7, 6, dtype=jg.float64, requires_grad=True),
+            jg.randn(6, channels // 2, *kernel, dtype=jg.float64, requires_grad=True),
+            jg.randn(6, dtype=jg.float64, requires_grad=True))
+
+
+def test_the_weight_gradient_reads_the_forward_columns():
+    inputs = conv_inputs()
+    program = conv_step(stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)
+    g = fx.trace(program, *inputs).graph
+    assert names(g).count("convolution") == 1 and names(g).count("im2col") == 1
+    record = run_pass(share_convolution_columns, g, *inputs)   # same values as the convolution's
+    run_pass(eliminate_dead_code, g, *inputs)
+    assert "convolution" not in names(g) and names(g).count("im2col") == 1
+    columns = next(n for n in g.nodes if n.target_name == "im2col")
+    assert "phase" not in columns.meta                          # gathered in the forward
+    assert any(user.meta.get("phase") == "backward" for user in columns.users)
+    assert len(record.changes) == 1
+
+
+def test_a_convolution_without_a_weight_gradient_or_of_one_dimension_is_left_alone():
+    x, w, b = conv_inputs()
+
+    def input_gradient_only(x, w, b):
+        return jg.autograd.grad(jg.nn.functional.conv2d(x, w.detach(), b, groups=2).sum(), [x])
+    g = fx.trace(input_gradient_only, x, w, b).graph
+    assert not run_pass(share_convolution_columns, g, x, w, b).changed
+
+    def one_dimensional(x, w):
+        return jg.autograd.grad(jg.nn.functional.conv1d(x, w, padding=1).sum(), [w])
+    x1, w1 = jg.randn(2, 3, 8, requires_grad=True), jg.randn(4, 3, 3, requires_grad=True)
+    g = fx.trace(one_dimensional, x1, w1).graph
+    assert not run_pass(share_convolution_columns, g, x1, w1).changed
 
 
 # ---- group_fusions ------------------------------------------------------------------------------------

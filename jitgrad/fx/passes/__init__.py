@@ -3,6 +3,7 @@ changed in ``graph.history`` (``partition_joint`` splits a graph, so it returns 
 from .batch_products import batch_matrix_products
 from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
+from .convolution_columns import share_convolution_columns
 from .dead_code import eliminate_dead_code
 from .fusion import group_fusions
 from .manager import DEFAULT_PIPELINE, LOOP_PIPELINE, PassManager, PassRun
@@ -16,4 +17,4 @@ from .topological_sort import topological_order, topological_sort
 __all__ = ["DEFAULT_PIPELINE", "LOOP_PIPELINE", "Partition", "PassManager", "PassRun", "batch_matrix_products",
            "eliminate_common_subexpressions",
            "eliminate_dead_code", "fold_constants", "group_fusions", "partition_joint", "plan_memory",
-           "rematerialize", "roll_loops", "simplify_algebra", "topological_order", "topological_sort"]
+           "rematerialize", "roll_loops", "share_convolution_columns", "simplify_algebra", "topological_order", "topological_sort"]

@@ -24,7 +24,7 @@ from .topological_sort import topological_order
 MIN_PRODUCTS = 4
 
 
-def _call(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node) -> Node:
+def call_like(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node) -> Node:
     """A new node placed before ``before``, in the phase (forward, backward, grad mode) of ``like``,
     its shape and dtype from the op's rule."""
     phase = {k: like.meta[k] for k in ("phase", "no_grad") if k in like.meta}
@@ -33,7 +33,7 @@ def _call(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: 
 
 
 def _stacked(graph: Graph, values: list[Node], like: Node, before: Node) -> Node:
-    return _call(graph, "stack", (tuple(values),), {"dim": 0}, like, before)
+    return call_like(graph, "stack", (tuple(values),), {"dim": 0}, like, before)
 
 
 # ---- mv(W, v_t) for many independent v_t -----------------------------------------------------------
@@ -73,10 +73,10 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
             continue
         first, matrix = members[0], members[0].args[0]
         stacked = _stacked(graph, [p.args[1] for p in members], first, first)
-        transposed = _call(graph, "permute", (matrix,), {"dims": (1, 0)}, first, first)
-        product = _call(graph, "mm", (stacked, transposed), {}, first, first)
+        transposed = call_like(graph, "permute", (matrix,), {"dims": (1, 0)}, first, first)
+        product = call_like(graph, "mm", (stacked, transposed), {}, first, first)
         for i, member in enumerate(members):
-            graph.replace_node(member, _call(graph, "getitem", (product,), {"index": (i,)}, member, member))
+            graph.replace_node(member, call_like(graph, "getitem", (product,), {"index": (i,)}, member, member))
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
         batched = True
     if batched:  # the stack was put before the first product, ahead of the later products' vectors
@@ -129,10 +129,10 @@ def _sum_outer_products(graph: Graph, record: PassRecord) -> None:
             pairs = [p for _, p in sorted(zip(rows, pairs), key=lambda item: item[0][1])]
         left = _stacked(graph, [a for a, _ in pairs], root, root)
         right = _stacked(graph, [b for _, b in pairs], root, root)
-        transposed = _call(graph, "permute", (left,), {"dims": (1, 0)}, root, root)
-        total = _call(graph, "mm", (transposed, right), {}, root, root)
+        transposed = call_like(graph, "permute", (left,), {"dims": (1, 0)}, root, root)
+        total = call_like(graph, "mm", (transposed, right), {}, root, root)
         for term in (t for t in terms if factors[t] is None):
-            total = _call(graph, "add", (total, term), {}, root, root)
+            total = call_like(graph, "add", (total, term), {}, root, root)
         graph.replace_node(root, total)
         record.changes.append(f"{root.name}: {len(pairs)} outer products -> {total.name}")
 

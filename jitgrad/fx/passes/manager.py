@@ -16,6 +16,7 @@ from ..graph import Graph
 from .batch_products import batch_matrix_products
 from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
+from .convolution_columns import share_convolution_columns
 from .dead_code import eliminate_dead_code
 from .fusion import group_fusions
 from .memory import plan_memory
@@ -27,7 +28,7 @@ from .topological_sort import topological_sort
 Pass = Callable[[Graph], Graph]
 
 DEFAULT_PIPELINE: tuple[Pass, ...] = (
-    topological_sort, fold_constants, batch_matrix_products, simplify_algebra,
+    topological_sort, fold_constants, batch_matrix_products, share_convolution_columns, simplify_algebra,
     eliminate_common_subexpressions, eliminate_dead_code, group_fusions, rematerialize, plan_memory,
 )
 
