@@ -204,6 +204,21 @@ def _grad_of_nll_loss(reduction, classes=CLASSES, **options):
     return jitgrad_fn, torch_fn
 
 
+def _grad_of(function: str, dim: int):
+    """The gradient of ``jitgrad.function(x, dim)`` with respect to x for an incoming gradient g, as a
+    function of (g, x), built with create_graph: the public way to call ``softmax_backward`` and
+    ``log_softmax_backward``. The gradient is taken at a leaf of zeros added to x, so that x itself
+    need not require grad and its tangent (forward mode) reaches the result."""
+    def jitgrad_fn(g, x):
+        at = jg.zeros(x.shape, dtype=x.dtype, requires_grad=True)
+        return jg.autograd.grad(getattr(jg, function)(x + at, dim), at, g, create_graph=True)[0]
+
+    def torch_fn(g, x):
+        at = torch.zeros(x.shape, dtype=x.dtype, requires_grad=True)
+        return torch.autograd.grad(getattr(torch, function)(x + at, dim), at, g, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
 # Constants of the integer-indexing ops' samples (gather, scatter_add, embedding, sort/topk).
 GATHER_INDEX = np.array([[0, 2], [1, 1], [3, 0]])
 GATHER_ROWS = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])
@@ -407,6 +422,8 @@ SAMPLES: list[Sample] = [
     Sample("log_softmax", "dim-1", lambda x: F.log_softmax(x, dim=-1),
            lambda x: torch.log_softmax(x, dim=-1), ((3, 4),)),
     Sample("log_softmax", "method-dim0", lambda x: x.log_softmax(0), SAME, ((2, 3, 2),)),
+    Sample("softmax_backward", "dim1", *_grad_of("softmax", 1), ((3, 4), (3, 4))),
+    Sample("log_softmax_backward", "dim0", *_grad_of("log_softmax", 0), ((2, 3, 2), (2, 3, 2))),
     # a 0-d tensor takes dim 0 or -1, as in PyTorch: softmax over its one element
     Sample("softmax", "0d-dim0", lambda x: x.softmax(0), SAME, ((),)),
     Sample("log_softmax", "0d-dim-1", lambda x: F.log_softmax(x, -1), lambda x: torch.log_softmax(x, -1),
