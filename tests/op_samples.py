@@ -17,6 +17,7 @@ import numpy as np
 
 import jitgrad as jg
 import jitgrad.nn.functional as F
+from jitgrad.ops.losses import cross_entropy_backward
 from jitgrad.ops.registry import REGISTRY
 
 try:  # PyTorch is an optional oracle: its callables are only called by the tests that import it
@@ -217,6 +218,23 @@ def _grad_of(function: str, dim: int):
         at = torch.zeros(x.shape, dtype=x.dtype, requires_grad=True)
         return torch.autograd.grad(getattr(torch, function)(x + at, dim), at, g, create_graph=True)[0]
     return jitgrad_fn, torch_fn
+
+
+def _cross_entropy_backward(reduction, classes=CLASSES):
+    """``cross_entropy_backward`` called directly (a pass makes it from ``log_softmax_backward`` of
+    ``nll_loss_backward``: no public call reaches it), with its reference in numpy: the one-hot gradient
+    of nll_loss, then log_softmax's backward of it."""
+    def jitgrad_fn(g, y):
+        return cross_entropy_backward(g, jg.tensor(classes), y, reduction=reduction, ignore_index=-100)
+
+    def numpy_fn(g, y):
+        kept = classes != -100
+        scale = 1.0 if reduction != "mean" else 1.0 / np.count_nonzero(kept)
+        values = -g * scale if reduction == "none" else np.full(len(classes), -g * scale)
+        dense = np.zeros_like(y)
+        dense[np.flatnonzero(kept), classes[kept]] = values[kept]
+        return dense - np.exp(y) * dense.sum(axis=1, keepdims=True)
+    return jitgrad_fn, numpy_fn
 
 
 # Constants of the integer-indexing ops' samples (gather, scatter_add, embedding, sort/topk).
@@ -582,6 +600,8 @@ SAMPLES: list[Sample] = [
            lambda x: torch.nn.functional.nll_loss(x, torch.tensor(1)), ((4,),)),
     Sample("nll_loss_backward", "mean", *_grad_of_nll_loss("mean"), ((),)),
     Sample("nll_loss_backward", "none", *_grad_of_nll_loss("none"), ((3,),)),
+    Sample("cross_entropy_backward", "mean", _cross_entropy_backward("mean")[0], None, ((), (3, 4)),
+           numpy_fn=_cross_entropy_backward("mean")[1]),
     # ---- random ops: no PyTorch equivalent (their bits are jitgrad's own) --------------------------
     Sample("uniform", "float64", _sampled("uniform", (3, 4), np.float64)[0], None, ((2,),), generator_states(),
            numpy_fn=_sampled("uniform", (3, 4), np.float64)[1]),
@@ -629,6 +649,8 @@ SAMPLES: list[Sample] = [
                                                                       reduction="sum"),
            lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), ignore_index=0, reduction="sum"), ((3, 4),)),
     Sample("nll_loss_backward", "mean-ignored", *_grad_of_nll_loss("mean", IGNORED), ((),)),
+    Sample("cross_entropy_backward", "none-ignored", _cross_entropy_backward("none", IGNORED)[0], None,
+           ((3,), (3, 4)), numpy_fn=_cross_entropy_backward("none", IGNORED)[1]),
     Sample("isnan", "special", lambda x: x.isnan(), SAME, ((2, 4),), _special_values(), numpy_fn=np.isnan),
     Sample("isinf", "special", lambda x: jg.isinf(x), lambda x: torch.isinf(x), ((2, 4),), _special_values(),
            numpy_fn=np.isinf),
