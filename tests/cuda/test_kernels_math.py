@@ -105,7 +105,7 @@ def test_products_are_deterministic():
     assert np.array_equal(results[0], results[1])
 
 
-# ---- softmax, log_softmax and their backwards ----------------------------------------------------------------------------
+# ---- softmax, log_softmax and their backwards ----------------------------------------------------
 def _softmax(x, dim):
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)

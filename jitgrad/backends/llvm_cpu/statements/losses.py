@@ -100,7 +100,8 @@ def cross_entropy_backward(s: Statement) -> None:
     """Row i: ``0 - exp(y) * v`` everywhere, then ``v - exp(y) * v`` at the target, v the row's value
     (0 where the target is ignored), as numba's loop writes it."""
     target, y, out, w, dtype = s.inputs[1], s.inputs[2], s.out, s.w, s.dtype
-    if s.k.parallel_mode is True or (s.k.parallel_mode is None and math.prod(s.node.meta["shape"]) >= PARALLEL_ELEMENTS):
+    large = math.prod(s.node.meta["shape"]) >= PARALLEL_ELEMENTS
+    if s.k.parallel_mode is True or (s.k.parallel_mode is None and large):
         raise NotImplementedError("a parallel cross_entropy_backward")
     n, classes = out.sizes
     value = _row_value(s, n, classes)

@@ -6,8 +6,9 @@ The forward picks ``-log_probs[i, target[i]]`` per row; a reduced loss then sums
 (``block_reduce.block_sum``, a fixed order: the same total every run). The backward writes every
 element of the (N, C) gradient once, a thread per element (zero, or the row's gradient at its target),
 so it needs no separate zero fill and no atomics; ``cross_entropy_backward`` (log_softmax's backward of
-that gradient) writes each element from the row's target and the log-probabilities the same way. A target outside the classes cannot raise in a kernel:
-it picks nothing and adds NaN, so the loss shows it (the eager op checks targets before this runs).
+that gradient) writes each element from the row's target and the log-probabilities the same way. A
+target outside the classes cannot raise in a kernel: it picks nothing and adds NaN, so the loss shows
+it (the eager op checks targets before this runs).
 """
 from __future__ import annotations
 
