@@ -17,6 +17,7 @@ import numpy as np
 
 import jitgrad as jg
 import jitgrad.nn.functional as F
+from jitgrad.ops.losses import cross_entropy_backward
 from jitgrad.ops.registry import REGISTRY
 
 try:  # PyTorch is an optional oracle: its callables are only called by the tests that import it
@@ -202,6 +203,38 @@ def _grad_of_nll_loss(reduction, classes=CLASSES, **options):
         loss = torch.nn.functional.nll_loss(x, _t(classes), reduction=reduction, **options)
         return torch.autograd.grad(loss, x, g, create_graph=True)[0]
     return jitgrad_fn, torch_fn
+
+
+def _grad_of(function: str, dim: int):
+    """The gradient of ``jitgrad.function(x, dim)`` with respect to x for an incoming gradient g, as a
+    function of (g, x), built with create_graph: the public way to call ``softmax_backward`` and
+    ``log_softmax_backward``. The gradient is taken at a leaf of zeros added to x, so that x itself
+    need not require grad and its tangent (forward mode) reaches the result."""
+    def jitgrad_fn(g, x):
+        at = jg.zeros(x.shape, dtype=x.dtype, requires_grad=True)
+        return jg.autograd.grad(getattr(jg, function)(x + at, dim), at, g, create_graph=True)[0]
+
+    def torch_fn(g, x):
+        at = torch.zeros(x.shape, dtype=x.dtype, requires_grad=True)
+        return torch.autograd.grad(getattr(torch, function)(x + at, dim), at, g, create_graph=True)[0]
+    return jitgrad_fn, torch_fn
+
+
+def _cross_entropy_backward(reduction, classes=CLASSES):
+    """``cross_entropy_backward`` called directly (a pass makes it from ``log_softmax_backward`` of
+    ``nll_loss_backward``: no public call reaches it), with its reference in numpy: the one-hot gradient
+    of nll_loss, then log_softmax's backward of it."""
+    def jitgrad_fn(g, y):
+        return cross_entropy_backward(g, jg.tensor(classes), y, reduction=reduction, ignore_index=-100)
+
+    def numpy_fn(g, y):
+        kept = classes != -100
+        scale = 1.0 if reduction != "mean" else 1.0 / np.count_nonzero(kept)
+        values = -g * scale if reduction == "none" else np.full(len(classes), -g * scale)
+        dense = np.zeros_like(y)
+        dense[np.flatnonzero(kept), classes[kept]] = values[kept]
+        return dense - np.exp(y) * dense.sum(axis=1, keepdims=True)
+    return jitgrad_fn, numpy_fn
 
 
 # Constants of the integer-indexing ops' samples (gather, scatter_add, embedding, sort/topk).
@@ -407,6 +440,8 @@ SAMPLES: list[Sample] = [
     Sample("log_softmax", "dim-1", lambda x: F.log_softmax(x, dim=-1),
            lambda x: torch.log_softmax(x, dim=-1), ((3, 4),)),
     Sample("log_softmax", "method-dim0", lambda x: x.log_softmax(0), SAME, ((2, 3, 2),)),
+    Sample("softmax_backward", "dim1", *_grad_of("softmax", 1), ((3, 4), (3, 4))),
+    Sample("log_softmax_backward", "dim0", *_grad_of("log_softmax", 0), ((2, 3, 2), (2, 3, 2))),
     # a 0-d tensor takes dim 0 or -1, as in PyTorch: softmax over its one element
     Sample("softmax", "0d-dim0", lambda x: x.softmax(0), SAME, ((),)),
     Sample("log_softmax", "0d-dim-1", lambda x: F.log_softmax(x, -1), lambda x: torch.log_softmax(x, -1),
@@ -565,6 +600,8 @@ SAMPLES: list[Sample] = [
            lambda x: torch.nn.functional.nll_loss(x, torch.tensor(1)), ((4,),)),
     Sample("nll_loss_backward", "mean", *_grad_of_nll_loss("mean"), ((),)),
     Sample("nll_loss_backward", "none", *_grad_of_nll_loss("none"), ((3,),)),
+    Sample("cross_entropy_backward", "mean", _cross_entropy_backward("mean")[0], None, ((), (3, 4)),
+           numpy_fn=_cross_entropy_backward("mean")[1]),
     # ---- random ops: no PyTorch equivalent (their bits are jitgrad's own) --------------------------
     Sample("uniform", "float64", _sampled("uniform", (3, 4), np.float64)[0], None, ((2,),), generator_states(),
            numpy_fn=_sampled("uniform", (3, 4), np.float64)[1]),
@@ -612,6 +649,8 @@ SAMPLES: list[Sample] = [
                                                                       reduction="sum"),
            lambda x: torch.nn.functional.nll_loss(x, _t(CLASSES), ignore_index=0, reduction="sum"), ((3, 4),)),
     Sample("nll_loss_backward", "mean-ignored", *_grad_of_nll_loss("mean", IGNORED), ((),)),
+    Sample("cross_entropy_backward", "none-ignored", _cross_entropy_backward("none", IGNORED)[0], None,
+           ((3,), (3, 4)), numpy_fn=_cross_entropy_backward("none", IGNORED)[1]),
     Sample("isnan", "special", lambda x: x.isnan(), SAME, ((2, 4),), _special_values(), numpy_fn=np.isnan),
     Sample("isinf", "special", lambda x: jg.isinf(x), lambda x: torch.isinf(x), ((2, 4),), _special_values(),
            numpy_fn=np.isinf),

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..autograd.forward_ad import tangent_sum
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import scalar
@@ -100,16 +101,61 @@ _softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
                   jvp=lambda self_t, self, beta, threshold:
                       where(self * beta > threshold, self_t, self_t * (self * beta).sigmoid()))
 
-# softmax's Jacobian is symmetric, so its JVP is its backward formula; log_softmax's is not.
+
+def _softmax_backward_forward(grad_output, output, dim):
+    dtype = np.result_type(grad_output, output)
+    total = (grad_output * output).sum(axis=_axis(output, dim), keepdims=True)
+    return (output * (grad_output - total)).astype(dtype, copy=False)
+
+
+def _log_softmax_backward_forward(grad_output, output, dim):
+    dtype = np.result_type(grad_output, output)
+    total = grad_output.sum(axis=_axis(output, dim), keepdims=True)
+    return (grad_output - np.exp(output) * total).astype(dtype, copy=False)
+
+
+def _softmax_backward_in_output(c, grad_output, output, dim, transposed):
+    """The derivative of ``y * (g - sum(g * y))`` in y applied to ``c``: ``c * (g - sum(g * y))`` less
+    ``g * sum(c * y)`` (its VJP, ``transposed``) or ``y * sum(g * c)`` (its JVP)."""
+    rest = grad_output * (c * output).sum(dim, keepdim=True) if transposed else \
+        output * (grad_output * c).sum(dim, keepdim=True)
+    return c * (grad_output - (grad_output * output).sum(dim, keepdim=True)) - rest
+
+
+# softmax's Jacobian is symmetric, so its JVP is its backward formula; log_softmax's is not. Their
+# backwards are ops of their own, as PyTorch's ``_softmax_backward_data`` and
+# ``_log_softmax_backward_data``: a kernel runs each as one loop over the rows that sums a row and
+# writes its gradient while the row is in cache, where the formula as four ops is a row reduction and
+# an elementwise loop, each over the whole array.
 _softmax = defop("softmax", ("self",), floating_forward(_softmax_forward), "SoftmaxBackward0",
                 meta=elementwise(floating), lower=intrinsic("softmax"),
-                self=lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True)),
-                jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)))
+                self=lambda grad, result, dim: _softmax_backward(grad, result, dim=dim),
+                jvp=lambda self_t, result, dim: _softmax_backward(self_t, result, dim=dim))
 
 _log_softmax = defop("log_softmax", ("self",), floating_forward(_log_softmax_forward), "LogSoftmaxBackward0",
                         meta=elementwise(floating), lower=intrinsic("log_softmax"),
-                        self=lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True),
+                        self=lambda grad, result, dim: _log_softmax_backward(grad, result, dim=dim),
                         jvp=lambda self_t, result, dim: self_t - (result.exp() * self_t).sum(dim, keepdim=True))
+
+# y * (g - sum(g * y)) is linear in g, with softmax's symmetric Jacobian: its derivative in g is itself.
+_softmax_backward = defop(
+    "softmax_backward", ("grad_output", "output"), _softmax_backward_forward, "SoftmaxBackwardDataBackward0",
+    meta=elementwise(floating), lower=intrinsic("softmax_backward"),
+    grad_output=lambda grad, output, dim: _softmax_backward(grad, output, dim=dim),
+    output=lambda grad, grad_output, output, dim: _softmax_backward_in_output(grad, grad_output, output, dim, True),
+    jvp=lambda grad_output_t, output_t, grad_output, output, dim: tangent_sum(
+        None if grad_output_t is None else _softmax_backward(grad_output_t, output, dim=dim),
+        None if output_t is None else _softmax_backward_in_output(output_t, grad_output, output, dim, False)))
+
+# g - exp(y) * sum(g): in g, c - sum(c * exp(y)); in y, -c * exp(y) * sum(g).
+_log_softmax_backward = defop(
+    "log_softmax_backward", ("grad_output", "output"), _log_softmax_backward_forward,
+    "LogSoftmaxBackwardDataBackward0", meta=elementwise(floating), lower=intrinsic("log_softmax_backward"),
+    grad_output=lambda grad, output, dim: grad - (grad * output.exp()).sum(dim, keepdim=True),
+    output=lambda grad, grad_output, output, dim: -grad * output.exp() * grad_output.sum(dim, keepdim=True),
+    jvp=lambda grad_output_t, output_t, grad_output, output, dim: tangent_sum(
+        None if grad_output_t is None else _log_softmax_backward(grad_output_t, output, dim=dim),
+        None if output_t is None else -output_t * output.exp() * grad_output.sum(dim, keepdim=True)))
 
 # ``softmax`` and ``log_softmax`` (a cross-entropy's first op) call these: their callers, not the general dispatch.
 _softmax, _log_softmax = caller(_softmax), caller(_log_softmax)

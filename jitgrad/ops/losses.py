@@ -6,6 +6,10 @@ argument like any other tensor; reading them as numbers to index with would make
 part of the traced program. Its gradient, ``nll_loss_backward``, is an op of its own (as in PyTorch),
 linear in the incoming gradient, and its own gradient is ``nll_loss`` again: gradients of any order.
 
+``cross_entropy_backward`` is the gradient of a cross-entropy's logits in one op: ``log_softmax_backward``
+of ``nll_loss_backward``, which ``simplify_algebra`` puts in their place in a traced program, so that a
+kernel writes each row's gradient from the targets without making the one-hot gradient and summing it.
+
 A target equal to ``ignore_index`` (PyTorch's -100 by default, any value) adds nothing and has no
 gradient, and "mean" divides by the number of targets not ignored (0 / 0, NaN, when all are), as in
 PyTorch; only the other targets must be classes.
@@ -77,9 +81,22 @@ def _nll_backward_forward(grad: np.ndarray, target: np.ndarray, shape: tuple[int
     return out
 
 
+def _cross_entropy_backward_forward(grad: np.ndarray, target: np.ndarray, output: np.ndarray, reduction: str,
+                                    ignore_index: int = -100) -> np.ndarray:
+    """``log_softmax_backward(nll_loss_backward(grad, target), output, dim=1)``, computed as written:
+    the same values as the two ops, which a compiled program compares with eager."""
+    dense = _nll_backward_forward(grad, target, output.shape, reduction, ignore_index)
+    return (dense - np.exp(output) * dense.sum(axis=1, keepdims=True)).astype(output.dtype, copy=False)
+
+
 def _nll_meta(self, target, reduction, ignore_index=-100):
     """A loss per row for ``reduction="none"``, else one: of the log-probabilities' dtype."""
     return TensorMeta(self.shape[:1] if reduction == "none" else (), self.dtype)
+
+
+def _output_meta(grad, target, output, reduction, ignore_index=-100):
+    """The log-probabilities' shape and dtype."""
+    return TensorMeta(tuple(output.shape), output.dtype)
 
 
 _nll_loss = defop("nll_loss", ("self", "target"), _nll_forward, "NllLossBackward0", meta=_nll_meta,
@@ -96,6 +113,12 @@ _nll_loss_backward = defop("nll_loss_backward", ("grad", "target"), _nll_backwar
                                grad, target, reduction=reduction, ignore_index=ignore_index),
                            jvp=lambda grad_t, target, shape, reduction, ignore_index: _nll_loss_backward(
                                grad_t, target, shape=shape, reduction=reduction, ignore_index=ignore_index))
+
+
+# Made by a pass after tracing (``fx/passes/simplify.py``), never recorded: no derivatives.
+cross_entropy_backward = defop("cross_entropy_backward", ("grad", "target", "output"),
+                               _cross_entropy_backward_forward, meta=_output_meta,
+                               lower=intrinsic("cross_entropy_backward"))
 
 
 def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean", ignore_index: int = -100) -> Tensor:

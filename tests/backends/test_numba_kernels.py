@@ -13,6 +13,7 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS, lower
 from jitgrad.fx import passes
+from jitgrad.ops.registry import REGISTRY
 
 
 def lowered(fn, *arrays, parallel=None):
@@ -314,24 +315,34 @@ def test_an_unrolled_loop_reads_rows_as_views_and_multiplies_them_at_once():
 
 def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads():
     """Large (row buffers in chunks, four lanes) and parallel: one thread and every thread give
-    identical results, close to eager's."""
+    identical results, close to eager's; softmax's backward (rows with prange, four lanes) and a
+    cross-entropy's gradient included (log_softmax's backward is softmax's loop with another formula)."""
     import numba
 
-    x = np.random.default_rng(6).standard_normal((PARALLEL_ELEMENTS // 32 + 7, 33)).astype(np.float32)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((PARALLEL_ELEMENTS // 32 + 7, 33)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    targets = rng.integers(0, x.shape[1], x.shape[0])
+    targets[3] = -100
+    scale = np.array(0.5, np.float32)
 
-    def rows_program(x):
-        return x.logsumexp(1), x.softmax(1), (x.tanh() * x).sum()
-    kernel = lowered(rows_program, x)
+    def rows_program(x, g, targets, scale):
+        softmax = x.softmax(1)
+        return (x.logsumexp(1), softmax, (x.tanh() * x).sum(), REGISTRY["softmax_backward"](g, softmax, dim=1),
+                REGISTRY["cross_entropy_backward"](scale, targets, softmax, reduction="mean", ignore_index=-100))
+    arrays = (x, g, targets, scale)
+    kernel = lowered(rows_program, *arrays)
     assert kernel.parallel and "in prange(chunks" in kernel.source and "_p in prange(" in kernel.source
+    assert "cross_entropy_backward_i in prange(" in kernel.source
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = [a.copy() for a in kernel(x)]
+        one = [a.copy() for a in kernel(*arrays)]
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        many = [a.copy() for a in kernel(x)]
+        many = [a.copy() for a in kernel(*arrays)]
     finally:
         numba.set_num_threads(before)
     for a, b in zip(one, many):
         np.testing.assert_array_equal(a, b)
-    for got, want in zip(one, rows_program(jg.tensor(x))):
+    for got, want in zip(one, rows_program(*(jg.tensor(a) for a in arrays))):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)

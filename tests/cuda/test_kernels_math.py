@@ -105,7 +105,7 @@ def test_products_are_deterministic():
     assert np.array_equal(results[0], results[1])
 
 
-# ---- softmax, log_softmax ----------------------------------------------------------------------------
+# ---- softmax, log_softmax and their backwards ----------------------------------------------------
 def _softmax(x, dim):
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)
@@ -139,6 +139,25 @@ def test_softmax_of_a_row_with_infinities():
     with np.errstate(invalid="ignore"):
         expected = _softmax(x, 1)
     np.testing.assert_allclose(out.copy_to_host(), expected)  # the second row is NaN, as in numpy
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, dim, layouts", [((3, 40), 1, ("contiguous", "strided")),
+                                                 ((5, 3), 0, ("transposed", "contiguous")),
+                                                 ((2, 5, 3), 1, ("strided", "transposed"))])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward(dtype, shape, dim, layouts, log):
+    """The gradient of (log_)softmax for its output y and the output's gradient g, each in its own
+    layout, against the formula in float64."""
+    x, g = _random(shape, dtype, 16), _random(shape, dtype, 17)
+    y = _softmax(x.astype(np.float64), dim)
+    y = (np.log(y) if log else y).astype(dtype)
+    out = cuda.device_array(shape, dtype)
+    rows.softmax_backward(_layout(g, layouts[0]), _layout(y, layouts[1]), out, dim, STREAM, log=log)
+    g64, y64 = g.astype(np.float64), y.astype(np.float64)
+    expected = (g64 - np.exp(y64) * g64.sum(dim, keepdims=True) if log
+                else y64 * (g64 - (g64 * y64).sum(dim, keepdims=True)))
+    _close(out, expected, dtype)
 
 
 # ---- argmax, argmin ----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+import jitgrad.nn.functional as F
 from jitgrad import fx
 from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
 from jitgrad.fx.joint import is_backward
@@ -173,6 +174,9 @@ def test_fold_constants_leaves_broadcasts_that_would_grow_a_constant():
     (lambda x: x.transpose(0, 1).transpose(0, 1).exp(), ["exp"]),
     (lambda x: x.permute(1, 0).permute(1, 0), []),
     (lambda x: x.expand(3, 4), []),
+    (lambda x: x * jg.ones(1, 1).expand(3, 4), []),                      # a whole step's loss gradient
+    (lambda x: jg.ones(12).reshape(3, 4) * x, []),
+    (lambda x: x * jg.full((1, 1), 2.0).expand(3, 4), ["expand", "mul"]),
     (lambda x: x * jg.ones(2, 3, 4), ["mul"]),                           # broadcasts: keeps the op
     (lambda x: x.long() * 1.0, ["to_dtype", "mul"]),                     # promotes: keeps the op
     (lambda x: jg.stack([x[0], x[1], x[2]]), []),                        # every row in order: x
@@ -186,6 +190,26 @@ def test_simplify_algebra(fn, remaining):
     run_pass(eliminate_dead_code, g, X)
     assert names(g) == remaining
     assert record.changed == (remaining != names(fx.trace(fn, X).graph))
+
+
+def _cross_entropy_gradient(reduction, dim=1):
+    def program(x, targets):
+        loss = F.nll_loss(x.log_softmax(dim), targets, reduction=reduction)
+        return jg.autograd.grad(loss.sum(), [x])
+    return program
+
+
+@pytest.mark.parametrize("reduction, dim, fused", [("mean", 1, True), ("sum", 1, True), ("none", 1, True),
+                                                   ("mean", 0, False)])
+def test_simplify_algebra_writes_a_cross_entropy_gradient_as_one_op(reduction, dim, fused):
+    """log_softmax's backward of nll_loss's becomes cross_entropy_backward (an ignored target included),
+    with the same values; not for a log_softmax over the batch."""
+    x, targets = jg.randn(4, 5, dtype=jg.float64, requires_grad=True), jg.tensor([2, -100, 0, 4])
+    g = fx.trace(_cross_entropy_gradient(reduction, dim), x, targets).graph
+    run_pass(simplify_algebra, g, x, targets)
+    run_pass(eliminate_dead_code, g, x, targets)
+    backward = {"cross_entropy_backward", "nll_loss_backward", "log_softmax_backward"} & set(names(g))
+    assert backward == ({"cross_entropy_backward"} if fused else {"nll_loss_backward", "log_softmax_backward"})
 
 
 # ---- batch_matrix_products ----------------------------------------------------------------------------

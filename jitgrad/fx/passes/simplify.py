@@ -1,9 +1,12 @@
 """``simplify_algebra``: rewrites that make a value cheaper without changing it.
 
-``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (the backward adds zero gradients for outputs nobody used),
+``x * 1``, ``x / 1``, ``x + 0``, ``x - 0`` (the backward adds zero gradients for outputs nobody used;
+the constant may be expanded or reshaped, as a whole step's gradient of its loss is),
 a reshape of a reshape, a transpose undone by the same transpose, a permute of a permute, reshapes,
 permutes and expands that keep the shape, and a stack of every row of an array, in order (an unrolled
-loop's ``x[t]`` put back together, see ``batch_matrix_products``). A rewrite to an existing value
+loop's ``x[t]`` put back together, see ``batch_matrix_products``); a cross-entropy's gradient,
+``log_softmax_backward`` of ``nll_loss_backward``, as the one op ``cross_entropy_backward`` (the same
+arithmetic on each element, without the one-hot array between them). A rewrite to an existing value
 happens only when that value already has the node's shape and dtype (``int_tensor * 1.0`` is a float:
 it stays). Nodes left unread are removed by ``eliminate_dead_code``.
 """
@@ -13,12 +16,22 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...ops.registry import REGISTRY
 from ..graph import Graph
 from ..node import Node, Opcode, is_call
+from ..node_meta import call_meta
+
+
+# Ops whose result holds only their input's values: a constant seen through them is still full of its value.
+_SAME_VALUES = ("expand", "reshape")
 
 
 def _equals(graph: Graph, value: Any, scalar: float) -> bool:
-    """Whether ``value`` is the Python number ``scalar`` or a constant tensor full of it."""
+    """Whether ``value`` is the Python number ``scalar`` or a constant tensor full of it, also seen
+    through an ``expand`` or a ``reshape`` (a whole step's backward starts from the loss's gradient, a
+    constant one expanded to the shape of what it multiplies: ``x * expand(1)`` is ``x``)."""
+    while isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name in _SAME_VALUES:
+        value = value.args[0]
     if isinstance(value, Node):
         return value.op is Opcode.GET_ATTR and bool(np.all(graph.constants[value.target]._data == scalar))
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == scalar
@@ -97,6 +110,25 @@ def _stack(graph: Graph, node: Node) -> Node | None:
     return source if whole and same_value_type(node, source) else None
 
 
+def _log_softmax_backward(graph: Graph, node: Node) -> Node | None:
+    """``log_softmax_backward(nll_loss_backward(g, target), y, dim=1)``, a cross-entropy's gradient, is
+    ``cross_entropy_backward(g, target, y)``: one op that writes each row's gradient from its target,
+    where the two would write the one-hot gradient, then read it back to sum its rows. Only where every
+    value has the result's dtype (the fused kernel computes in it)."""
+    dense, output = node.args
+    if not is_call(dense, "nll_loss_backward") or node.kwargs["dim"] % 2 != 1 or len(node.meta["shape"]) != 2:
+        return None
+    grad, target = dense.args
+    if not (isinstance(grad, Node) and grad.meta.get("dtype") == output.meta["dtype"] == node.meta["dtype"]
+            and dense.meta["dtype"] == node.meta["dtype"] and dense.meta["shape"] == node.meta["shape"]):
+        return None
+    fused = REGISTRY["cross_entropy_backward"]
+    kwargs = {k: dense.kwargs[k] for k in ("reduction", "ignore_index") if k in dense.kwargs}
+    phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
+    return graph.call_function(fused, (grad, target, output), kwargs,
+                               {**call_meta(fused, (grad, target, output), kwargs), **phase}, before=node)
+
+
 def _same_shape(graph: Graph, node: Node) -> Node | None:
     (source,) = node.args
     return source if same_value_type(node, source) else None
@@ -112,6 +144,7 @@ RULES: dict[str, Callable[[Graph, Node], Node | None]] = {
     "permute": _permute,
     "expand": _same_shape,
     "stack": _stack,
+    "log_softmax_backward": _log_softmax_backward,
 }
 
 

@@ -1,15 +1,19 @@
-"""``nll_loss`` and its backward, as the numba CPU backend writes them (``numba_cpu/statements/losses.py``):
+"""``nll_loss``, its backward and ``cross_entropy_backward``, as the numba CPU backend writes them
+(``numba_cpu/statements/losses.py``):
 a loop over the rows and their target classes, a target equal to ``ignore_index`` skipped (no loss, no
 gradient, not counted by "mean"), any other checked against the classes (``IndexError``, as numba's
 kernel raises: outside them it would read or write outside the array)."""
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
+from ....ops.scalar import Var, exp
 from ..arrays import load, store
-from ..expressions import Value, arithmetic, convert, negate
+from ..expressions import ExpressionWriter, Value, arithmetic, compare, convert, negate, select
+from ..fused_loops import PARALLEL_ELEMENTS
 from ..function_writer import literal, memory_type, value_type
 from .context import Statement
 
@@ -69,20 +73,52 @@ def nll_loss(s: Statement) -> None:
     store(w, out, ["0"], result)
 
 
-def nll_loss_backward(s: Statement) -> None:
-    grad, out, w, dtype = s.inputs[0], s.out, s.w, s.dtype
-    n, classes = out.sizes
-    with w.loop(w.product(out.sizes), "zero") as j:
-        w.store(memory_type(dtype), literal(0, dtype), w.element_pointer(dtype, out.pointer, j))
+def _row_value(s: Statement, n: str, classes: str) -> Callable[[str], Value]:
+    """The gradient at row i's target, ``-grad[i]`` for "none", else one value for every row:
+    ``-grad``, divided by the number of targets kept for "mean" (counted here, bounds checked)."""
+    grad, w, dtype = s.inputs[0], s.w, s.dtype
     if s.attrs["reduction"] == "none":
-        _each_target(s, n, classes, lambda i, t: store(w, out, [i, t], negate(w, load(w, grad, [i], "g"))))
-        return
+        return lambda i: negate(w, load(w, grad, [i], "g"))
     value = negate(w, load(w, grad, ["0"], "g"))
     if s.attrs["reduction"] == "mean":
         count = _counter(s)
         _each_target(s, n, classes, lambda i, t: _increment(s, count))
         value = arithmetic(w, "truediv", value, convert(w, Value(w.load("i64", count, "count"), INT64), dtype))
-    _each_target(s, n, classes, lambda i, t: store(w, out, [i, t], value))
+    return lambda i: value
 
 
-STATEMENTS = {"nll_loss": nll_loss, "nll_loss_backward": nll_loss_backward}
+def nll_loss_backward(s: Statement) -> None:
+    out, w, dtype = s.out, s.w, s.dtype
+    n, classes = out.sizes
+    with w.loop(w.product(out.sizes), "zero") as j:
+        w.store(memory_type(dtype), literal(0, dtype), w.element_pointer(dtype, out.pointer, j))
+    value = _row_value(s, n, classes)
+    _each_target(s, n, classes, lambda i, t: store(w, out, [i, t], value(i)))
+
+
+def cross_entropy_backward(s: Statement) -> None:
+    """Row i: ``0 - exp(y) * v`` everywhere, then ``v - exp(y) * v`` at the target, v the row's value
+    (0 where the target is ignored), as numba's loop writes it."""
+    target, y, out, w, dtype = s.inputs[1], s.inputs[2], s.out, s.w, s.dtype
+    large = math.prod(s.node.meta["shape"]) >= PARALLEL_ELEMENTS
+    if s.k.parallel_mode is True or (s.k.parallel_mode is None and large):
+        raise NotImplementedError("a parallel cross_entropy_backward")
+    n, classes = out.sizes
+    value = _row_value(s, n, classes)
+    zero = Value(literal(0, dtype), dtype)
+    ignore = Value(str(int(s.attrs.get("ignore_index", -100))), INT64)
+
+    def minus_exp_times(first: Value, i: str, k: str, row: Value) -> Value:
+        e = ExpressionWriter(w, {"y": load(w, y, [i, k], "y")}).write(exp(Var("y")), dtype, dtype)
+        return arithmetic(w, "sub", first, arithmetic(w, "mul", e, row))
+
+    with w.loop(n, "row") as i:
+        kept = compare(w, "ne", convert(w, load(w, target, [i], "target"), INT64), ignore)
+        row = select(w, kept, value(i), zero)
+        with w.loop(classes, "k") as k:
+            store(w, out, [i, k], minus_exp_times(zero, i, k, row))
+    _each_target(s, n, classes, lambda i, t: store(w, out, [i, t], minus_exp_times(value(i), i, t, value(i))))
+
+
+STATEMENTS = {"nll_loss": nll_loss, "nll_loss_backward": nll_loss_backward,
+              "cross_entropy_backward": cross_entropy_backward}

@@ -1,4 +1,4 @@
-"""``softmax`` and ``log_softmax``: a loop of their own over the rows along ``dim``."""
+"""``softmax`` and ``log_softmax`` and their backwards: a loop of their own over the rows along ``dim``."""
 from __future__ import annotations
 
 from ....ops.scalar import Var, exp
@@ -108,4 +108,62 @@ def log_softmax(ctx: OpContext) -> list[str]:
     return softmax(ctx, log=True)
 
 
-STATEMENTS = {"softmax": softmax, "log_softmax": log_softmax}
+def softmax_backward(ctx: OpContext, log: bool = False) -> list[str]:
+    """``y * (g - sum(g * y))`` (softmax) or ``g - exp(y) * sum(g)`` (log_softmax) for the output y
+    and its gradient g, one row at a time: the row's sum, then its gradient, written while the row is
+    still in cache. Over the last dimension of a large one the rows run in parallel and the sum keeps
+    ``LANES`` running values joined as ``(s0 + s1) + (s2 + s3)``, the same order whatever thread runs
+    a row (a small one keeps one)."""
+    node, dim = ctx.node, ctx.attrs["dim"]
+    if any(a.meta["shape"] != node.meta["shape"] for a in node.args[:2]):
+        raise NotImplementedError("a softmax backward whose gradient and output differ in shape")
+    T, g, y = ctx.T, ctx.grad_output, ctx.output
+    rows = ctx.rows(dim)
+    last = rows.endswith(", 1)")
+    lanes = LANES if ctx.parallel and last else 1
+    gs, ys, o, p, q, k, b, rest, total = (f"{ctx.out}_{s}" for s in ("g", "y", "o", "p", "q", "k", "b", "rest",
+                                                                      "total"))
+    sums = [f"{ctx.out}_s{j}" for j in range(lanes)]
+    if last:
+        outer, inner = rows[1:-1].split(", ")[:2]
+        as_laid_out = ctx.rank() == 2 and dim % 2 == 1  # a 2-d array is read in place, whatever its strides
+
+        def view(var: str) -> str:
+            return var if as_laid_out else f"{ctx.contiguous(var)}.reshape(({outer}, {inner}))"
+        lines = [f"{gs} = {view(g)}", f"{ys} = {view(y)}", f"{o} = {ctx.out}.reshape(({outer}, {inner}))",
+                 f"for {p} in {'prange' if ctx.parallel else 'range'}({o}.shape[0]):"]
+        at, indent, n = (lambda i: f"{p}, {i}"), "    ", f"{o}.shape[1]"
+    else:
+        lines = [f"{gs} = {ctx.contiguous(g)}.reshape({rows})", f"{ys} = {ctx.contiguous(y)}.reshape({rows})",
+                 f"{o} = {ctx.out}.reshape({rows})",
+                 f"for {p} in range({o}.shape[0]):", f"    for {q} in range({o}.shape[2]):"]
+        at, indent, n = (lambda i: f"{p}, {i}, {q}"), "        ", f"{o}.shape[1]"
+
+    def term(i: str) -> str:
+        return f"{gs}[{at(i)}]" if log else f"{gs}[{at(i)}] * {ys}[{at(i)}]"
+
+    lines += [f"{indent}{s} = {T}(0.0)" for s in sums]
+    if lanes > 1:
+        lines += [f"{indent}{rest} = {n} - {n} % {lanes}",
+                  f"{indent}for {b} in range(0, {rest}, {lanes}):",
+                  *(f"{indent}    {s} += {term(f'{b} + {j}')}" for j, s in enumerate(sums))]
+    lines += [f"{indent}for {k} in range({rest if lanes > 1 else 0}, {n}):", f"{indent}    {sums[0]} += {term(k)}"]
+    while len(sums) > 1:
+        pairs = list(zip(sums[::2], sums[1::2]))
+        lines += [f"{indent}{x} += {z}" for x, z in pairs]
+        sums = [x for x, _ in pairs]
+    if log:
+        e = render(exp(Var(f"{ys}[{at(k)}]")), NUMBA_CPU, ctx.dtype, ctx.dtype)
+        value = f"{gs}[{at(k)}] - {e} * {total}"
+    else:
+        value = f"{ys}[{at(k)}] * ({gs}[{at(k)}] - {total})"
+    return lines + [f"{indent}{total} = {sums[0]}", f"{indent}for {k} in range({n}):",
+                    f"{indent}    {o}[{at(k)}] = {value}"]
+
+
+def log_softmax_backward(ctx: OpContext) -> list[str]:
+    return softmax_backward(ctx, log=True)
+
+
+STATEMENTS = {"softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
+              "log_softmax_backward": log_softmax_backward}

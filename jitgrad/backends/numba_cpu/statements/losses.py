@@ -1,8 +1,12 @@
 """``nll_loss`` and its backward: a loop over the rows and their target classes, a target equal to
-``ignore_index`` skipped (no loss, no gradient, not counted by "mean")."""
+``ignore_index`` skipped (no loss, no gradient, not counted by "mean"); ``cross_entropy_backward``, a
+loop over the rows writing each from its target."""
 from __future__ import annotations
 
+from ....ops.scalar import Var, exp
+from ...expressions import render
 from ..context import OpContext
+from ..scalar_functions import NUMBA_CPU
 
 
 def _each_target(ctx: OpContext, n: str, classes: str) -> tuple[str, str, str, list[str]]:
@@ -35,20 +39,46 @@ def nll_loss(ctx: OpContext) -> list[str]:
             f"{ctx.out}[0] = {finish}"]
 
 
+def _row_value(ctx: OpContext, n: str, kept: str, t: str, i: str) -> tuple[str, list[str]]:
+    """The gradient at a row's target (an expression of the row ``i``), and the lines computing what it
+    needs: ``-grad[i]`` for "none", else one value for every row, ``-grad / count`` for "mean"."""
+    if ctx.attrs["reduction"] == "none":
+        return f"-{ctx.grad}[{i}]", []
+    value = f"{ctx.out}_value"
+    if ctx.attrs["reduction"] == "mean":
+        count, counting = _count(ctx, n, kept, t, i)
+        return value, [*counting, f"{value} = -{ctx.grad}[0] / {ctx.T}({count})"]
+    return value, [f"{value} = -{ctx.grad}[0]"]
+
+
 def nll_loss_backward(ctx: OpContext) -> list[str]:
     n, classes = ctx.shape()
     i, t, kept, loop = _each_target(ctx, n, classes)
-    lines = [f"{ctx.out}[...] = 0"]
-    if ctx.attrs["reduction"] == "none":
-        value = f"-{ctx.grad}[{i}]"
-    else:  # one value for every row
-        value = f"{ctx.out}_value"
-        if ctx.attrs["reduction"] == "mean":
-            count, counting = _count(ctx, n, kept, t, i)
-            lines += [*counting, f"{value} = -{ctx.grad}[0] / {ctx.T}({count})"]
-        else:
-            lines.append(f"{value} = -{ctx.grad}[0]")
-    return lines + loop + [f"    if {kept}:", f"        {ctx.out}[{i}, {t}] = {value}"]
+    value, lines = _row_value(ctx, n, kept, t, i)
+    return [f"{ctx.out}[...] = 0", *lines, *loop, f"    if {kept}:", f"        {ctx.out}[{i}, {t}] = {value}"]
 
 
-STATEMENTS = {"nll_loss": nll_loss, "nll_loss_backward": nll_loss_backward}
+def cross_entropy_backward(ctx: OpContext) -> list[str]:
+    """Row i of ``g - exp(y) * sum(g)`` for the one-hot g of ``nll_loss_backward``: its sum ``s`` is the
+    row's value (0 for an ignored target), every element ``0 - exp(y) * s`` and the target's ``value -
+    exp(y) * s``, the arithmetic of the two ops. The targets are checked in a loop of their own first
+    (a loop over rows in parallel must not raise); a large one then runs its rows with ``prange``."""
+    n, classes = ctx.shape()
+    i, t, kept, loop = _each_target(ctx, n, classes)
+    value, lines = _row_value(ctx, n, kept, t, i)
+    y, o, k, s, T = ctx.output, ctx.out, f"{ctx.out}_k", f"{ctx.out}_s", ctx.T
+
+    def e(j: str) -> str:
+        return render(exp(Var(f"{y}[{i}, {j}]")), NUMBA_CPU, ctx.dtype, ctx.dtype)
+    return [*lines, *loop,
+            f"for {i} in {'prange' if ctx.parallel else 'range'}({n}):",
+            f"    {t} = {ctx.target}[{i}]",
+            f"    {s} = {value} if {kept} else {T}(0)",
+            f"    for {k} in range({classes}):",
+            f"        {o}[{i}, {k}] = {T}(0) - {e(k)} * {s}",
+            f"    if {kept}:",
+            f"        {o}[{i}, {t}] = {value} - {e(t)} * {s}"]
+
+
+STATEMENTS = {"nll_loss": nll_loss, "nll_loss_backward": nll_loss_backward,
+              "cross_entropy_backward": cross_entropy_backward}

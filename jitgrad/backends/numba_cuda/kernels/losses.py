@@ -5,8 +5,10 @@ gradient and is not counted by "mean".
 The forward picks ``-log_probs[i, target[i]]`` per row; a reduced loss then sums the picks in one block
 (``block_reduce.block_sum``, a fixed order: the same total every run). The backward writes every
 element of the (N, C) gradient once, a thread per element (zero, or the row's gradient at its target),
-so it needs no separate zero fill and no atomics. A target outside the classes cannot raise in a kernel:
-it picks nothing and adds NaN, so the loss shows it (the eager op checks targets before this runs).
+so it needs no separate zero fill and no atomics; ``cross_entropy_backward`` (log_softmax's backward of
+that gradient) writes each element from the row's target and the log-probabilities the same way. A
+target outside the classes cannot raise in a kernel: it picks nothing and adds NaN, so the loss shows
+it (the eager op checks targets before this runs).
 """
 from __future__ import annotations
 
@@ -75,6 +77,31 @@ def _backward_kernel(dtype: np.dtype) -> tuple[Any, Any]:
 
 
 @functools.cache
+def _cross_entropy_backward_kernel(dtype: np.dtype) -> tuple[Any, Any]:
+    """(python function, compiled kernel) writing ``g - exp(y) * sum(g)`` for the one-hot gradient g of
+    ``nll_loss``, a thread per element: ``v - exp(y) * v`` at a row's target, ``0 - exp(y) * v``
+    elsewhere, v the row's value (0 where its target is ignored)."""
+    zero = dtype.type(0)
+
+    def cross_entropy_backward_elements(grad, grad_step, target, target_step, y, y_row, y_class, out, row_step,
+                                        class_step, n, classes, reduce, ignore, count):
+        for e in range(cuda.grid(1), n * classes, cuda.gridsize(1)):
+            i, c = e // classes, e % classes
+            t = target[i * target_step]
+            value = zero
+            if t != ignore:
+                if reduce == 0:
+                    value = -grad[i * grad_step]
+                elif reduce == 2:
+                    value = -grad[0] / count[0]
+                else:
+                    value = -grad[0]
+            first = value if t == c else zero
+            out[i * row_step + c * class_step] = first - math.exp(y[i * y_row + c * y_class]) * value
+    return cross_entropy_backward_elements, cuda.jit(cross_entropy_backward_elements)
+
+
+@functools.cache
 def _count_kernel(dtype: np.dtype) -> tuple[Any, Any]:
     """(python function, compiled kernel) counting, in one block, the targets not ignored, as ``dtype``
     into ``count[0]``: the divisor of the "mean" backward, on the device (no copy to the host)."""
@@ -135,6 +162,28 @@ def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: 
            ignore_index, count)
 
 
+def cross_entropy_backward(grad: Any, target: Any, y: Any, out: Any, reduction: str, stream: Any,
+                           ignore_index: int = -100) -> None:
+    """``out`` (N, C) = ``log_softmax_backward(nll_loss_backward(grad, target), y, dim=1)`` for the
+    log-probabilities ``y`` (N, C) of ``out``'s dtype, written once per element."""
+    reduce = _reduce_code(reduction)
+    n, classes = out.shape
+    if n * classes == 0:
+        return
+    row_step, class_step = steps(out)
+    y_row, y_class = steps(y)
+    grad_step = steps(grad)[0] if grad.ndim else 0
+    dtype = np.dtype(out.dtype)
+    count = cuda.device_array(1, dtype, stream=stream)
+    if reduce == 2:
+        launch(_count_kernel(dtype)[1], 1, THREADS, stream, span(target), steps(target)[0], n, ignore_index, count)
+    _, kernel = _cross_entropy_backward_kernel(dtype)
+    blocks = min(-(-(n * classes) // THREADS), MAX_BLOCKS)
+    launch(kernel, blocks, THREADS, stream,
+           span(grad), grad_step, span(target), steps(target)[0], span(y), y_row, y_class, span(out), row_step,
+           class_step, n, classes, reduce, ignore_index, count)
+
+
 def _kernel_types(dtype: str) -> tuple[Any, Any, Any]:
     """What a launch passes, as numba types: spans of ``dtype`` and of int64 targets, and numbers."""
     return types.Array(from_dtype(np.dtype(dtype)), 1, "C"), types.Array(types.int64, 1, "C"), types.int64
@@ -155,8 +204,17 @@ def _count_types(dtype: str) -> tuple[Any, ...]:
     return (index, number, number, number, array)
 
 
+def _cross_entropy_backward_types(dtype: str) -> tuple[Any, ...]:
+    array, index, number = _kernel_types(dtype)
+    return (array, number, index, number, array, number, number, array, number, number, number, number, number,
+            number, array)
+
+
 # (name, python function, argument types) of every kernel here, for ``numba.cuda.compile_ptx``.
 KERNELS = [entry for dtype in ("float32", "float64") for entry in (
     ("nll_rows", _loss_kernel(np.dtype(dtype))[0], _loss_types(dtype)),
     ("nll_backward_elements", _backward_kernel(np.dtype(dtype))[0], _backward_types(dtype)),
     ("kept_count", _count_kernel(np.dtype(dtype))[0], _count_types(dtype)))]
+# The fused gradient differs from nll_backward_elements by its exp: float32 only (each compile costs the tests ~0.7 s).
+KERNELS.append(("cross_entropy_backward_elements", _cross_entropy_backward_kernel(np.dtype("float32"))[0],
+                _cross_entropy_backward_types("float32")))

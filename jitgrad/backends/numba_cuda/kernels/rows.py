@@ -1,5 +1,5 @@
-"""Kernels over the rows along one dimension: ``softmax``, ``log_softmax``, ``argmax`` and ``argmin``
-(with or without the best values, for ``max(dim)``/``min(dim)``).
+"""Kernels over the rows along one dimension: ``softmax``, ``log_softmax`` and their backwards,
+``argmax`` and ``argmin`` (with or without the best values, for ``max(dim)``/``min(dim)``).
 
 A row is the set of elements that differ only in the index along ``dim``; a block takes one row at a
 time (grid-stride over the rows), its threads fold a strided part of the row into registers and
@@ -70,6 +70,33 @@ def _softmax_kernel(dtype: np.dtype) -> tuple[Any, Any]:
     return softmax_rows, cuda.jit(softmax_rows)
 
 
+@functools.cache
+def _softmax_backward_kernel(dtype: np.dtype) -> tuple[Any, Any]:
+    """(python function, compiled kernel) of softmax's backward over ``dtype``'s rows, ``y * (g -
+    sum(g * y))``; ``log`` picks log_softmax's, ``g - exp(y) * sum(g)``. ``g`` and ``y`` share one
+    layout (``row_offsets`` of the pair), ``out`` has its own."""
+    scalar = dtype.type
+    zero = scalar(0)
+
+    def softmax_backward_rows(g, y, g_rows, g_step, y_rows, y_step, out, out_rows, out_step, sizes, rows, n,
+                              log):
+        partials = cuda.shared.array(WARPS, dtype)
+        row = cuda.blockIdx.x
+        while row < rows:
+            g_at, y_at = row_offsets(row, sizes, g_rows, y_rows)
+            out_at, _ = row_offsets(row, sizes, out_rows, out_rows)
+            total = zero
+            for k in range(cuda.threadIdx.x, n, THREADS):
+                term = g[g_at + k * g_step]
+                total += term if log else term * y[y_at + k * y_step]
+            total = block_sum(total, partials)
+            for k in range(cuda.threadIdx.x, n, THREADS):
+                gk, yk = g[g_at + k * g_step], y[y_at + k * y_step]
+                out[out_at + k * out_step] = gk - math.exp(yk) * total if log else yk * (gk - total)
+            row += cuda.gridDim.x
+    return softmax_backward_rows, cuda.jit(softmax_backward_rows)
+
+
 # Keys the shuffles can carry: other dtypes are compared as a wider type holding them exactly.
 _KEY_TYPES = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.bool_): np.dtype(np.int32),
               np.dtype(np.uint8): np.dtype(np.int32), np.dtype(np.int8): np.dtype(np.int32),
@@ -134,6 +161,26 @@ def log_softmax(x: Any, out: Any, dim: int, stream: Any) -> None:
     softmax(x, out, dim, stream, log=True)
 
 
+def softmax_backward(g: Any, y: Any, out: Any, dim: int, stream: Any, log: bool = False) -> None:
+    """``out[...] = y * (g - sum(g * y, dim))`` (``g - exp(y) * sum(g, dim)`` with ``log``): the gradient
+    of softmax (log_softmax) for its output ``y`` and that output's gradient ``g``, device arrays of one
+    shape and dtype (the statement refuses others), any strides."""
+    sizes, g_rows, n, g_step = _rows(g, dim)
+    _, y_rows, _, y_step = _rows(y, dim)
+    _, out_rows, _, out_step = _rows(out, dim)
+    rows = int(np.prod(sizes))
+    if rows == 0 or n == 0:
+        return
+    _, kernel = _softmax_backward_kernel(np.dtype(out.dtype))
+    launch(kernel, min(rows, MAX_BLOCKS), THREADS, stream,
+           span(g), span(y), at_least_one(g_rows, 0), g_step, at_least_one(y_rows, 0), y_step,
+           span(out), at_least_one(out_rows, 0), out_step, at_least_one(sizes, 1), rows, n, log)
+
+
+def log_softmax_backward(g: Any, y: Any, out: Any, dim: int, stream: Any) -> None:
+    softmax_backward(g, y, out, dim, stream, log=True)
+
+
 def select(x: Any, dim: int, indices: Any, values: Any | None, stream: Any, largest: bool) -> None:
     """``indices[...]`` = the index along ``dim`` of each row's first largest (or smallest) element of
     ``x``, and with ``values`` that element: ``indices`` and ``values`` have the shape of ``x`` without
@@ -194,6 +241,11 @@ def _softmax_types(dtype: np.dtype, rank: int) -> tuple[Any, ...]:
     return (array, shape, number, array, shape, number, shape, number, number, types.boolean)
 
 
+def _softmax_backward_types(dtype: np.dtype, rank: int) -> tuple[Any, ...]:
+    array, shape, number = _kernel_types(dtype, rank)
+    return (array, array, shape, number, shape, number, array, shape, number, shape, number, number, types.boolean)
+
+
 def _select_types(dtype: np.dtype, rank: int, values: bool) -> tuple[Any, ...]:
     """With ``values`` (max/min(dim)) the values array has the input's dtype; without, the launch passes
     the int64 indices in its place."""
@@ -209,3 +261,6 @@ KERNELS = [entry for dtype in map(np.dtype, ("float32", "float64")) for rank in 
     ("softmax_rows", _softmax_kernel(dtype)[0], _softmax_types(dtype, rank)),
     ("select_rows", _select_kernel(dtype)[0], _select_types(dtype, rank, True)),
     ("select_rows", _select_kernel(dtype)[0], _select_types(dtype, rank, False)))]
+# softmax's backward reads rows as softmax does: its rows of 2-d inputs only (each compile costs the tests ~0.7 s).
+KERNELS += [("softmax_backward_rows", _softmax_backward_kernel(dtype)[0], _softmax_backward_types(dtype, 1))
+            for dtype in map(np.dtype, ("float32", "float64"))]
