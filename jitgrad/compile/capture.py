@@ -30,6 +30,7 @@ from ..autograd import engine, grad_mode
 from ..fx.graph import Graph
 from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
+from ..fx.printing import print_alike
 from ..fx.numbers import Specialize, SymbolicNumber
 from ..fx.tracer import TraceError, Tracer, user_line
 from ..random import default_generator
@@ -227,13 +228,15 @@ def _first_difference(first: Captured, second: Captured) -> str | None:
     arguments, closure, globals and the objects reached from them; a value it gets from a call into a
     library (a random number, the time, ``next(counter)``) is seen by none, and would be baked into
     the graph as a constant, silently. Such a value shows as a difference between two traces, so every
-    capture traces twice (a few milliseconds, against the seconds of a compile)."""
-    first_lines, second_lines = str(first.graph).splitlines(), str(second.graph).splitlines()
-    for a, b in zip(first_lines, second_lines):
-        if a != b:
-            return f"{a.strip()!r} against {b.strip()!r}"
-    if len(first_lines) != len(second_lines):
-        return f"{len(first_lines)} lines against {len(second_lines)}"
+    capture traces twice. The graphs are compared as they print, node by node without printing them
+    (``print_alike``), and as text only where that cannot tell."""
+    if len(first.graph) != len(second.graph) or not all(map(print_alike, first.graph.nodes, second.graph.nodes)):
+        first_lines, second_lines = str(first.graph).splitlines(), str(second.graph).splitlines()
+        for a, b in zip(first_lines, second_lines):
+            if a != b:
+                return f"{a.strip()!r} against {b.strip()!r}"
+        if len(first_lines) != len(second_lines):
+            return f"{len(first_lines)} lines against {len(second_lines)}"
     from .placement import host  # placement raises this module's Unsupported: imported here, not at the top
     for name, value in first.graph.constants.items():
         other = second.graph.constants.get(name)
