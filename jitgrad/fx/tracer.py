@@ -52,7 +52,7 @@ from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
-from .node_meta import call_meta
+from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -178,6 +178,7 @@ class Tracer:
         self.specialized: set[str] = set()  # number inputs some code needed as Python values
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
+        self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -366,8 +367,14 @@ class Tracer:
         """A call node whose ``shape`` and ``dtype`` come from its op's rule (``node_meta``), checked
         against ``value``, what the real op returned: a rule that disagrees would make every pass
         and backend after the trace wrong, so the trace stops instead (``jitgrad.compile`` then runs
-        the function eagerly)."""
-        meta = call_meta(target, args, kwargs)
+        the function eagerly). The rule is asked once per ``call_meta_key``: an unrolled loop makes the
+        same call at every step, and each answer is still checked against the value."""
+        key = call_meta_key(target, args, kwargs)
+        meta = self._metas.get(key) if key is not None else None
+        if meta is None:
+            meta = call_meta(target, args, kwargs)
+            if key is not None:
+                self._metas[key] = meta
         if meta != tensor_meta(value):
             raise TraceError(f"the shape and dtype rule of op {target.name} gives {meta} for "
                              f"{format_arg(args)}, but the op returned {tensor_meta(value)}")
