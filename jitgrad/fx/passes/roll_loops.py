@@ -46,7 +46,21 @@ MIN_ITERATIONS = 4
 
 
 def _structure(value: Any) -> Hashable:
-    """A hashable stand-in for an argument, with every node the same: what two steps must share."""
+    """A hashable stand-in for an argument, with every node the same: what two steps must share. The
+    common kinds are told by their exact type first (the pass asks for every node of a long trace)."""
+    kind = type(value)
+    if kind is Node:
+        return "node"
+    if kind is tuple:
+        return ("tuple", tuple([_structure(v) for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(k, _structure(v)) for k, v in value.items()]))
+    if kind is int or kind is str or kind is bool:
+        return (kind.__name__, value)
+    return _other_structure(value)
+
+
+def _other_structure(value: Any) -> Hashable:
     if isinstance(value, Node):
         return "node"
     if isinstance(value, (tuple, list)):
@@ -64,9 +78,11 @@ def _structure(value: Any) -> Hashable:
 
 def _row_read(node: Node) -> int | None:
     """``t`` when ``node`` is ``x[t]`` (``getitem`` of one non-negative int), else None."""
-    if node.op is not Opcode.CALL_FUNCTION or node.target_name != "getitem" or set(node.kwargs) != {"index"}:
+    kwargs = node.kwargs
+    if node.op is not Opcode.CALL_FUNCTION or node.target_name != "getitem" or len(kwargs) != 1 \
+            or "index" not in kwargs:
         return None
-    index = node.kwargs["index"]
+    index = kwargs["index"]
     if isinstance(index, tuple) and len(index) == 1 and type(index[0]) is int and index[0] >= 0:
         return index[0]
     return None
@@ -75,10 +91,12 @@ def _row_read(node: Node) -> int | None:
 def _signature(node: Node) -> Hashable:
     if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
         return ("unique", id(node))
-    meta = tuple(node.meta.get(k) if not isinstance(node.meta.get(k), np.dtype) else node.meta[k].str
-                 for k in ("shape", "dtype", "phase", "no_grad", "python_number"))
-    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if _row_read(node) is not None else node.kwargs
-    return (id(node.target), _structure(node.args), _structure(kwargs), repr(meta), _row_read(node) is None)
+    values = node.meta
+    meta = tuple(v.str if isinstance(v, np.dtype) else v for v in (values.get("shape"), values.get("dtype"),
+                 values.get("phase"), values.get("no_grad"), values.get("python_number")))
+    row = _row_read(node)
+    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
+    return (id(node.target), _structure(node.args), _structure(kwargs), repr(meta), row is None)
 
 
 @dataclass
