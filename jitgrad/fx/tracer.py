@@ -73,14 +73,28 @@ _ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
 
 
 def user_line() -> str | None:
-    """``file:line: code`` of the innermost frame outside the jitgrad package."""
-    frame = sys._getframe(1)
-    while frame is not None and _in_package(frame.f_code.co_filename):
+    """``file:line: code`` of the innermost frame outside the jitgrad package (asked for every traced
+    op: the text is kept per file and line, as ``linecache`` keeps the file's lines)."""
+    frame, known = sys._getframe(1), _ABSOLUTE_IN_PACKAGE
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        inside = known.get(filename)
+        if not (_in_package(filename) if inside is None else inside):
+            break
         frame = frame.f_back
     if frame is None:
         return None
-    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {code}"
+    where = (frame.f_code.co_filename, frame.f_lineno)
+    text = _USER_LINES.get(where)
+    if text is None:
+        if len(_USER_LINES) > 65536:
+            _USER_LINES.clear()
+        code = linecache.getline(*where).strip()
+        text = _USER_LINES[where] = f"{where[0]}:{where[1]}: {code}"
+    return text
+
+
+_USER_LINES: dict[tuple[str, int], str] = {}
 
 
 class TraceError(RuntimeError):
