@@ -74,7 +74,7 @@ _ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
 
 def user_line() -> str | None:
     """``file:line: code`` of the innermost frame outside the jitgrad package (asked for every traced
-    op: the text is kept per file and line, as ``linecache`` keeps the file's lines)."""
+    op: the text is kept per code object and line)."""
     frame, known = sys._getframe(1), _ABSOLUTE_IN_PACKAGE
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -84,17 +84,17 @@ def user_line() -> str | None:
         frame = frame.f_back
     if frame is None:
         return None
-    where = (frame.f_code.co_filename, frame.f_lineno)
+    where = (frame.f_code, frame.f_lineno)  # a module reloaded after an edit has new code objects
     text = _USER_LINES.get(where)
     if text is None:
         if len(_USER_LINES) > 65536:
             _USER_LINES.clear()
-        code = linecache.getline(*where).strip()
-        text = _USER_LINES[where] = f"{where[0]}:{where[1]}: {code}"
+        filename, line = frame.f_code.co_filename, frame.f_lineno
+        text = _USER_LINES[where] = f"{filename}:{line}: {linecache.getline(filename, line).strip()}"
     return text
 
 
-_USER_LINES: dict[tuple[str, int], str] = {}
+_USER_LINES: dict[tuple[Any, int], str] = {}
 
 
 class TraceError(RuntimeError):
