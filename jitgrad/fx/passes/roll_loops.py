@@ -212,15 +212,35 @@ def _check(run: _Run) -> int:
     return count
 
 
+class _Signatures:
+    """Each node's signature as a small int, the same for equal signatures. Kept from one search to
+    the next (rolling a loop rewires its readers, which leaves their signatures as they were), and
+    compared as ints: a search hashes every node's signature and compares stretches of hundreds of
+    them, where a signature is a nested tuple whose hash Python does not keep."""
+
+    def __init__(self) -> None:
+        self._of: dict[Node, int] = {}         # holds the nodes, so an ``id`` in a signature stays unique
+        self._numbers: dict[Hashable, int] = {}
+
+    def of(self, nodes: list[Node]) -> list[int]:
+        known, numbers = self._of, self._numbers
+        found = []
+        for node in nodes:
+            number = known.get(node)
+            if number is None:
+                number = known[node] = numbers.setdefault(_signature(node), len(numbers))
+            found.append(number)
+        return found
+
+
 def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int,
-                known: dict[Node, Hashable]):
+                known: _Signatures):
     """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
     stretch of one period starting inside the span of one rejected before (``rejected``: period ->
     span) is not offered again: checking every rotation of a long run would make the pass quadratic
-    in the graph's length. ``known`` keeps each node's signature from one search to the next (rolling
-    a loop rewires its readers, which leaves their signatures as they were)."""
-    signatures = [known[n] if n in known else known.setdefault(n, _signature(n)) for n in nodes]
-    following: dict[Hashable, int] = {}
+    in the graph's length."""
+    signatures = known.of(nodes)
+    following: dict[int, int] = {}
     next_same = [0] * len(nodes)
     for i in range(len(nodes) - 1, -1, -1):
         next_same[i] = following.get(signatures[i], -1)
@@ -274,7 +294,7 @@ def _fusible_across(run: _Run) -> bool:
     return False
 
 
-def _find(graph: Graph, first: int, least: int, known: dict[Node, Hashable]) -> tuple[_Run, int] | None:
+def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
     rejected: dict[int, tuple[int, int]] = {}
@@ -479,7 +499,7 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
     docstring), then makes stacks of a loop's rows slices of its value."""
     record = graph.record_pass("roll_loops")
     first, loops = 0, 0
-    known: dict[Node, Hashable] = {}
+    known = _Signatures()
     while True:
         found = _find(graph, first, least, known)
         if found is None:
