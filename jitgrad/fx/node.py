@@ -114,7 +114,10 @@ _DTYPE_TEXTS: dict[tuple[type, Any], str] = {}
 
 def _dtype_text(dtype: Any) -> str:
     """``f"{dtype}"``, kept per dtype: numpy spells a dtype in Python code, and a listing of a long trace
-    spells one per node."""
+    spells one per node. A structured dtype is spelled afresh (two can be equal and print apart:
+    ``align=True``)."""
+    if getattr(dtype, "names", None) is not None or getattr(dtype, "metadata", None):
+        return f"{dtype}"
     key = (type(dtype), dtype)
     try:
         return _DTYPE_TEXTS[key]

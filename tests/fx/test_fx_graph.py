@@ -253,3 +253,13 @@ def test_print_alike_tells_apart_node_names():
     call = renamed.call_function(REGISTRY["mul"], (x, 2), {}, meta((3,)))
     assert call.name != "mul"
     assert not fx.printing.print_alike(_one_call(2).nodes[1], call)
+
+
+def test_a_listing_spells_each_dtype_as_numpy_does():
+    """Dtypes' text is kept per dtype; two equal dtypes that numpy prints apart stay apart."""
+    aligned, packed = np.dtype([("a", "f8")], align=True), np.dtype([("a", "f8")])
+    assert aligned == packed and str(aligned) != str(packed)
+    for dtype in (aligned, packed, np.dtype("float32"), np.dtype(">f8")):
+        g = Graph()
+        g.placeholder("x", {"shape": (2,), "dtype": dtype})
+        assert g.nodes[0].format_meta() == f"{dtype}[2]"
