@@ -30,6 +30,7 @@ from ..autograd import engine, grad_mode
 from ..fx.graph import Graph
 from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
+from ..fx.printing import print_alike
 from ..fx.numbers import Specialize, SymbolicNumber
 from ..fx.tracer import TraceError, Tracer, user_line
 from ..random import default_generator
@@ -205,7 +206,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
     Python state outside the function is undone and traced again under a line tracer, to name the
     line that made each change."""
     captured = _capture_once(fn, args, kwargs, parameter_names, dynamic, static)
-    difference = _first_difference(captured, _capture_once(fn, args, kwargs, parameter_names, dynamic, static))
+    again = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, lines=False)
+    difference = _first_difference(captured, again)
     if difference is not None:
         raise Unsupported("two traces of one call gave different graphs (" + difference + "): the function "
                           "reads a value that changes from call to call where no guard can see it (random."
@@ -215,11 +217,13 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
 
 
 def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
-                  dynamic: frozenset[int], static: frozenset[Source]) -> Captured:
+                  dynamic: frozenset[int], static: frozenset[Source], lines: bool = True) -> Captured:
+    """One trace; ``lines``: note the user's line of every node (``Captured.sources``, for messages),
+    which the trace that is only compared with the first does without (a stack walk per op)."""
     try:
-        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=False)
+        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=False, lines=lines)
     except _ChangedState:
-        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=True)
+        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=True, lines=lines)
 
 
 def _first_difference(first: Captured, second: Captured) -> str | None:
@@ -227,13 +231,15 @@ def _first_difference(first: Captured, second: Captured) -> str | None:
     arguments, closure, globals and the objects reached from them; a value it gets from a call into a
     library (a random number, the time, ``next(counter)``) is seen by none, and would be baked into
     the graph as a constant, silently. Such a value shows as a difference between two traces, so every
-    capture traces twice (a few milliseconds, against the seconds of a compile)."""
-    first_lines, second_lines = str(first.graph).splitlines(), str(second.graph).splitlines()
-    for a, b in zip(first_lines, second_lines):
-        if a != b:
-            return f"{a.strip()!r} against {b.strip()!r}"
-    if len(first_lines) != len(second_lines):
-        return f"{len(first_lines)} lines against {len(second_lines)}"
+    capture traces twice. The graphs are compared as they print, node by node without printing them
+    (``print_alike``), and as text only where that cannot tell."""
+    if len(first.graph) != len(second.graph) or not all(map(print_alike, first.graph.nodes, second.graph.nodes)):
+        first_lines, second_lines = str(first.graph).splitlines(), str(second.graph).splitlines()
+        for a, b in zip(first_lines, second_lines):
+            if a != b:
+                return f"{a.strip()!r} against {b.strip()!r}"
+        if len(first_lines) != len(second_lines):
+            return f"{len(first_lines)} lines against {len(second_lines)}"
     from .placement import host  # placement raises this module's Unsupported: imported here, not at the top
     for name, value in first.graph.constants.items():
         other = second.graph.constants.get(name)
@@ -250,14 +256,14 @@ class _ChangedState(Exception):
 
 
 def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str], dynamic: frozenset[int],
-             static: frozenset[Source], locate_changes: bool) -> Captured:
+             static: frozenset[Source], locate_changes: bool, lines: bool = True) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
     free.guards = [(s, "value" if kind == "number" and s in static else kind, v) for s, kind, v in free.guards]
     if free.unguardable:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.unguardable}")
-    tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=True,
+    tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=lines,
                     draws_as_input=True)
     generator_state = default_generator.peek()
     argument_sources: dict[int, list[Source]] = {}

@@ -8,6 +8,7 @@ every invariant standing.
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -47,6 +48,18 @@ def tensor_meta(value: Any) -> dict[str, Any]:
     if isinstance(value, tuple):
         return {"shape": tuple(v._data.shape for v in value), "dtype": tuple(v._data.dtype for v in value)}
     return {"shape": tuple(value._data.shape), "dtype": value._data.dtype}
+
+
+@functools.lru_cache(maxsize=4096)
+def _identifier(hint: str) -> str:
+    """``hint`` made a Python identifier no generated code uses for itself: asked for every node a trace
+    or a pass makes, with a few hints (op names) again and again."""
+    base = re.sub(r"\W", "_", hint) or "v"
+    if base[0].isdigit():
+        base = "_" + base
+    if keyword.iskeyword(base) or base in RESERVED_NAMES:
+        base += "_"
+    return base
 
 
 class Graph:
@@ -95,11 +108,7 @@ class Graph:
     # ---- building ----------------------------------------------------------------------------------
     def unique_name(self, hint: str) -> str:
         """A fresh identifier based on ``hint`` (``mul``, ``mul_1``...)."""
-        base = re.sub(r"\W", "_", hint) or "v"
-        if base[0].isdigit():
-            base = "_" + base
-        if keyword.iskeyword(base) or base in RESERVED_NAMES:
-            base += "_"
+        base = _identifier(hint)
         name, count = base, self._names.get(base, 0)
         while name in self._names:
             count += 1

@@ -109,6 +109,25 @@ def iter_nodes(value: Any) -> Iterator["Node"]:
     return iter_leaves(value, Node)
 
 
+_DTYPE_TEXTS: dict[tuple[type, Any], str] = {}
+
+
+def _dtype_text(dtype: Any) -> str:
+    """``f"{dtype}"``, kept per dtype: numpy spells a dtype in Python code, and a listing of a long trace
+    spells one per node. A structured dtype is spelled afresh (two can be equal and print apart:
+    ``align=True``)."""
+    if getattr(dtype, "names", None) is not None or getattr(dtype, "metadata", None):
+        return f"{dtype}"
+    key = (type(dtype), dtype)
+    try:
+        return _DTYPE_TEXTS[key]
+    except KeyError:
+        text = _DTYPE_TEXTS[key] = f"{dtype}"
+        return text
+    except TypeError:  # unhashable
+        return f"{dtype}"
+
+
 def is_call(value: Any, op: str) -> bool:
     """Whether ``value`` (an argument: a node or a plain value) is a call of the registry op ``op``."""
     return isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name == op
@@ -210,8 +229,8 @@ class Node:
         if shape is None or dtype is None:
             return ""
         if isinstance(dtype, tuple):
-            return "(" + ", ".join(f"{d}[{', '.join(map(size, s))}]" for d, s in zip(dtype, shape)) + ")"
-        return f"{dtype}[{', '.join(map(size, shape))}]"
+            return "(" + ", ".join(f"{_dtype_text(d)}[{', '.join(map(size, s))}]" for d, s in zip(dtype, shape)) + ")"
+        return f"{_dtype_text(dtype)}[{', '.join(map(size, shape))}]"
 
     def __repr__(self) -> str:
         return self.name

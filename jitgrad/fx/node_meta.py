@@ -7,10 +7,12 @@ checks that every call node still has it, so a pass that rewires a node into ano
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Hashable
 
 import numpy as np
 
+from .. import dtypes
 from ..ops.meta_rules import TensorMeta, meta_of
 from ..ops.registry import OpDef
 from .node import Node, Opcode, map_nodes, tuple_item
@@ -37,6 +39,43 @@ def call_meta(target: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     return {"shape": tuple(out.shape), "dtype": np.dtype(out.dtype)}
 
 
+class _NoKey(Exception):
+    """An argument ``call_meta_key`` cannot stand for by a hashable value of its own."""
+
+
+# Plain values a rule may read that stand for themselves in a key, with their type (1, 1.0 and True
+# promote differently).
+_KEYED_AS_THEMSELVES = frozenset({int, bool, str, type(None), type(Ellipsis), np.dtype})
+
+
+def _key(value: Any) -> Hashable:
+    kind = type(value)
+    if kind is Node:  # what ``_operand`` gives the rule of it
+        meta = value.meta
+        return (Node, meta["shape"], meta["dtype"], bool(meta.get("python_number")))
+    if kind is tuple or kind is list:
+        return (kind, tuple(map(_key, value)))
+    if kind in _KEYED_AS_THEMSELVES:
+        return (kind, value)
+    if kind is float:  # 0.0 and -0.0 apart, as nothing promises a rule treats them alike
+        return (float, value, math.copysign(1.0, value))
+    if kind is slice:
+        return (slice, _key(value.start), _key(value.stop), _key(value.step))
+    raise _NoKey
+
+
+def call_meta_key(target: Any, args: tuple, kwargs: dict) -> Hashable | None:
+    """A key equal for two calls to which ``call_meta`` gives the same answer (it reads the same
+    metadata, attributes and default dtype), or None where an argument has none. The tracer asks
+    the rule once per key: an unrolled loop repeats each call of its body at every step."""
+    try:
+        key = (target, _key(args), tuple((k, _key(v)) for k, v in kwargs.items()), dtypes.get_default_dtype())
+        hash(key)
+    except (_NoKey, KeyError, TypeError):
+        return None
+    return key
+
+
 def meta_disagreement(node: Node) -> str | None:
     """What is wrong with a call node's metadata (its op's rule gives other values), or None."""
     if node.op is not Opcode.CALL_FUNCTION or not (node.target is tuple_item or isinstance(node.target, OpDef)):
@@ -46,4 +85,4 @@ def meta_disagreement(node: Node) -> str | None:
     return None if expected == actual else f"has {actual}, but its op's rule gives {expected}"
 
 
-__all__ = ["call_meta", "meta_disagreement"]
+__all__ = ["call_meta", "call_meta_key", "meta_disagreement"]

@@ -52,7 +52,7 @@ from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
-from .node_meta import call_meta
+from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,14 +73,28 @@ _ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
 
 
 def user_line() -> str | None:
-    """``file:line: code`` of the innermost frame outside the jitgrad package."""
-    frame = sys._getframe(1)
-    while frame is not None and _in_package(frame.f_code.co_filename):
+    """``file:line: code`` of the innermost frame outside the jitgrad package (asked for every traced
+    op: the text is kept per code object and line)."""
+    frame, known = sys._getframe(1), _ABSOLUTE_IN_PACKAGE
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        inside = known.get(filename)
+        if not (_in_package(filename) if inside is None else inside):
+            break
         frame = frame.f_back
     if frame is None:
         return None
-    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}: {code}"
+    where = (frame.f_code, frame.f_lineno)  # a module reloaded after an edit has new code objects
+    text = _USER_LINES.get(where)
+    if text is None:
+        if len(_USER_LINES) > 65536:
+            _USER_LINES.clear()
+        filename, line = frame.f_code.co_filename, frame.f_lineno
+        text = _USER_LINES[where] = f"{filename}:{line}: {linecache.getline(filename, line).strip()}"
+    return text
+
+
+_USER_LINES: dict[tuple[Any, int], str] = {}
 
 
 class TraceError(RuntimeError):
@@ -178,6 +192,7 @@ class Tracer:
         self.specialized: set[str] = set()  # number inputs some code needed as Python values
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
+        self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -366,8 +381,14 @@ class Tracer:
         """A call node whose ``shape`` and ``dtype`` come from its op's rule (``node_meta``), checked
         against ``value``, what the real op returned: a rule that disagrees would make every pass
         and backend after the trace wrong, so the trace stops instead (``jitgrad.compile`` then runs
-        the function eagerly)."""
-        meta = call_meta(target, args, kwargs)
+        the function eagerly). The rule is asked once per ``call_meta_key``: an unrolled loop makes the
+        same call at every step, and each answer is still checked against the value."""
+        key = call_meta_key(target, args, kwargs)
+        meta = self._metas.get(key) if key is not None else None
+        if meta is None:
+            meta = call_meta(target, args, kwargs)
+            if key is not None:
+                self._metas[key] = meta
         if meta != tensor_meta(value):
             raise TraceError(f"the shape and dtype rule of op {target.name} gives {meta} for "
                              f"{format_arg(args)}, but the op returned {tensor_meta(value)}")

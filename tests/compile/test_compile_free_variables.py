@@ -262,7 +262,21 @@ UNSEEN_CHANGES = [  # values from calls into libraries, which no guard sees
     ("random.random", lambda: lambda x: (x * random.random()).sum()),
     ("np.random", lambda: lambda x: (x * jg.tensor(np.random.rand(4, 3))).sum()),
     ("a counter", lambda: (lambda counter: lambda x: (x * next(counter)).sum())(itertools.count())),
+    ("at every step of a loop", lambda: _every_step(lambda: random.random())),
+    ("at one step of a loop", lambda: _every_step(lambda: 0.5, (lambda counter: lambda: next(counter) % 2)(
+        itertools.count()))),
 ]
+
+
+def _every_step(scale, step_of=lambda: 3):
+    """A loop of 8 steps, as a trace unrolls it (and ``roll_loops`` rolls it), scaled by ``scale()``,
+    read once before the loop, and at step ``step_of()`` by 2 more."""
+    def f(x):
+        h, factor, special = x[0], scale(), step_of()
+        for t in range(8):
+            h = (h * factor + x[t % 4]).tanh() * (2.0 if t == special else 1.0)
+        return h.sum()
+    return f
 
 
 @pytest.mark.parametrize("make", [c[1] for c in UNSEEN_CHANGES], ids=[c[0] for c in UNSEEN_CHANGES])

@@ -210,3 +210,56 @@ def test_multi_output_ops_go_through_tuple_item():
 def test_interpreter_checks_the_argument_count():
     with pytest.raises(TypeError, match="takes 2 arguments"):
         Interpreter(small_graph()).run(X)
+
+
+def _one_call(value, kwargs=None, node_meta=None) -> Graph:
+    """x * value (or with ``kwargs``): two graphs that differ in nothing else."""
+    g = Graph()
+    x = g.placeholder("x", meta((3,)))
+    g.output(g.call_function(REGISTRY["mul"], (x, value), kwargs or {}, {**meta((3,)), **(node_meta or {})}))
+    return g
+
+
+@pytest.mark.parametrize("first, second", [
+    (2.0, 2.0), (1, 1), (0.0, -0.0), (1, True), (1, 1.0), (float("nan"), float("nan")), ((1, 2), [1, 2]),
+    ((1, slice(0, 2)), (1, slice(0, 3))), ("a", "b"), (np.dtype("float32"), np.dtype("float64")),
+], ids=lambda v: repr(v))
+def test_print_alike_is_never_true_where_the_text_differs(first, second):
+    """The two traces of a capture are compared with ``print_alike`` before their text: it may answer
+    'not certain' where the lines agree (a float), never 'alike' where they differ."""
+    a, b = _one_call(first).nodes[1], _one_call(second).nodes[1]
+    text_equal = fx.printing.format_node(a) == fx.printing.format_node(b)
+    if fx.printing.print_alike(a, b):
+        assert text_equal
+    if type(first) in (int, str, tuple) and type(first) is type(second) and first == second:
+        assert fx.printing.print_alike(a, b)  # the common case is decided without the text
+
+
+def test_print_alike_tells_apart_names_kwargs_and_meta():
+    base = _one_call(2, {"k": (1, 2)}, {"phase": "backward"})
+    others = [_one_call(3, {"k": (1, 2)}, {"phase": "backward"}), _one_call(2, {"k": (1, 3)}, {"phase": "backward"}),
+              _one_call(2, {"j": (1, 2)}, {"phase": "backward"}), _one_call(2, {"k": (1, 2)}),
+              _one_call(2, {"k": (1, 2)}, {"phase": "forward"}), _one_call(2, {"k": (1, 2)}, {"shape": (4,)})]
+    assert all(map(fx.printing.print_alike, base.nodes, _one_call(2, {"k": (1, 2)}, {"phase": "backward"}).nodes))
+    for other in others:
+        assert not all(map(fx.printing.print_alike, base.nodes, other.nodes))
+        assert str(base) != str(other)
+
+
+def test_print_alike_tells_apart_node_names():
+    renamed = Graph()
+    x = renamed.placeholder("x", meta((3,)))
+    renamed.get_attr(jg.tensor([1.0]), "mul")   # takes the name the call would have had
+    call = renamed.call_function(REGISTRY["mul"], (x, 2), {}, meta((3,)))
+    assert call.name != "mul"
+    assert not fx.printing.print_alike(_one_call(2).nodes[1], call)
+
+
+def test_a_listing_spells_each_dtype_as_numpy_does():
+    """Dtypes' text is kept per dtype; two equal dtypes that numpy prints apart stay apart."""
+    aligned, packed = np.dtype([("a", "f8")], align=True), np.dtype([("a", "f8")])
+    assert aligned == packed and str(aligned) != str(packed)
+    for dtype in (aligned, packed, np.dtype("float32"), np.dtype(">f8")):
+        g = Graph()
+        g.placeholder("x", {"shape": (2,), "dtype": dtype})
+        assert g.nodes[0].format_meta() == f"{dtype}[2]"

@@ -215,3 +215,25 @@ def test_random_programs_trace_to_eager_values_and_gradients(steps):
     assert_same(gm(*traced_inputs), program(*eager_inputs))
     for got, want in zip(traced_inputs, eager_inputs):
         assert_same(got.grad, want.grad)
+
+
+def test_a_rule_is_asked_once_per_distinct_call(monkeypatch):
+    """The tracer keeps its ops' shape rules' answers by what they read (``call_meta_key``): an
+    unrolled loop asks once, and calls that differ in a dtype, a shape or the type of a Python number
+    (promotion reads it) are asked apart; an answer reused wrongly would fail the trace's check
+    against the value."""
+    from jitgrad.fx import tracer as tracer_module
+    asked = []
+    real = tracer_module.call_meta
+    monkeypatch.setattr(tracer_module, "call_meta", lambda target, *rest: asked.append(target.name) or
+                        real(target, *rest))
+
+    def f(x, y, n):
+        for _ in range(6):
+            x = x * 2
+        return x, y * 2, y * 2.0, n * 2, n * 2.0, n[:2] * 2, n * True
+    module = fx.trace(f, jg.randn(3), jg.randn(3, dtype=jg.float64), jg.tensor([1, 2, 3]))
+    assert asked.count("mul") == 7
+    outputs = module(jg.randn(3), jg.randn(3, dtype=jg.float64), jg.tensor([1, 2, 3]))
+    assert [o.dtype for o in outputs] == [jg.float32, jg.float64, jg.float64, jg.int64, jg.float32, jg.int64,
+                                          jg.int64]

@@ -49,17 +49,23 @@ def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
             mask |= upstream[source]
         upstream[node] = mask
     groups: dict[tuple, list[list]] = {}
+    every: dict[tuple, int] = {}  # per key, the bits of all its groups' products
     for product in products:
         matrix, vector = product.args
         key = (matrix, product.meta.get("phase"), product.meta.get("no_grad", False))
         candidates = groups.setdefault(key, [])
-        for group in candidates:
-            if not upstream[vector] & group[1]:
-                group[0].append(product)
-                group[1] |= bit[product]
-                break
+        depends = upstream[vector]
+        if depends & every.get(key, 0) == every.get(key, 0):  # on a product of every group (a chain,
+            candidates.append([[product], bit[product]])       # an RNN's hidden state): a new group at once
         else:
-            candidates.append([[product], bit[product]])
+            for group in candidates:
+                if not depends & group[1]:
+                    group[0].append(product)
+                    group[1] |= bit[product]
+                    break
+            else:
+                candidates.append([[product], bit[product]])
+        every[key] = every.get(key, 0) | bit[product]
     return [members for candidates in groups.values() for members, _ in candidates]
 
 

@@ -17,11 +17,25 @@ from ..node import Node, Opcode
 
 
 def _key(value: Any) -> Hashable:
-    """A hashable stand-in for an argument: nodes by identity, arrays by content."""
+    """A hashable stand-in for an argument: nodes by identity, arrays by content. The common kinds are
+    told by their exact type first (the pass asks for every argument of a long trace)."""
+    kind = type(value)
+    if kind is Node:
+        return ("node", id(value))
+    if kind is tuple:
+        return ("tuple", tuple([_key(v) for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(k, _key(v)) for k, v in value.items()]))
+    if kind is int or kind is str or kind is bool:
+        return (kind.__name__, value)
+    return _other_key(value)
+
+
+def _other_key(value: Any) -> Hashable:
     if isinstance(value, Node):
         return ("node", id(value))
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_key(v) for v in value))
+        return (type(value).__name__, tuple([_key(v) for v in value]))
     if isinstance(value, dict):
         return ("dict", tuple((k, _key(v)) for k, v in value.items()))
     if isinstance(value, np.ndarray):

@@ -46,7 +46,21 @@ MIN_ITERATIONS = 4
 
 
 def _structure(value: Any) -> Hashable:
-    """A hashable stand-in for an argument, with every node the same: what two steps must share."""
+    """A hashable stand-in for an argument, with every node the same: what two steps must share. The
+    common kinds are told by their exact type first (the pass asks for every node of a long trace)."""
+    kind = type(value)
+    if kind is Node:
+        return "node"
+    if kind is tuple:
+        return ("tuple", tuple([_structure(v) for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(k, _structure(v)) for k, v in value.items()]))
+    if kind is int or kind is str or kind is bool:
+        return (kind.__name__, value)
+    return _other_structure(value)
+
+
+def _other_structure(value: Any) -> Hashable:
     if isinstance(value, Node):
         return "node"
     if isinstance(value, (tuple, list)):
@@ -64,9 +78,11 @@ def _structure(value: Any) -> Hashable:
 
 def _row_read(node: Node) -> int | None:
     """``t`` when ``node`` is ``x[t]`` (``getitem`` of one non-negative int), else None."""
-    if node.op is not Opcode.CALL_FUNCTION or node.target_name != "getitem" or set(node.kwargs) != {"index"}:
+    kwargs = node.kwargs
+    if node.op is not Opcode.CALL_FUNCTION or node.target_name != "getitem" or len(kwargs) != 1 \
+            or "index" not in kwargs:
         return None
-    index = node.kwargs["index"]
+    index = kwargs["index"]
     if isinstance(index, tuple) and len(index) == 1 and type(index[0]) is int and index[0] >= 0:
         return index[0]
     return None
@@ -75,10 +91,12 @@ def _row_read(node: Node) -> int | None:
 def _signature(node: Node) -> Hashable:
     if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
         return ("unique", id(node))
-    meta = tuple(node.meta.get(k) if not isinstance(node.meta.get(k), np.dtype) else node.meta[k].str
-                 for k in ("shape", "dtype", "phase", "no_grad", "python_number"))
-    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if _row_read(node) is not None else node.kwargs
-    return (id(node.target), _structure(node.args), _structure(kwargs), repr(meta), _row_read(node) is None)
+    values = node.meta
+    meta = tuple(v.str if isinstance(v, np.dtype) else v for v in (values.get("shape"), values.get("dtype"),
+                 values.get("phase"), values.get("no_grad"), values.get("python_number")))
+    row = _row_read(node)
+    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
+    return (id(node.target), _structure(node.args), _structure(kwargs), repr(meta), row is None)
 
 
 @dataclass
@@ -194,15 +212,35 @@ def _check(run: _Run) -> int:
     return count
 
 
+class _Signatures:
+    """Each node's signature as a small int, the same for equal signatures. Kept from one search to
+    the next (rolling a loop rewires its readers, which leaves their signatures as they were), and
+    compared as ints: a search hashes every node's signature and compares stretches of hundreds of
+    them, where a signature is a nested tuple whose hash Python does not keep."""
+
+    def __init__(self) -> None:
+        self._of: dict[Node, int] = {}         # holds the nodes, so an ``id`` in a signature stays unique
+        self._numbers: dict[Hashable, int] = {}
+
+    def of(self, nodes: list[Node]) -> list[int]:
+        known, numbers = self._of, self._numbers
+        found = []
+        for node in nodes:
+            number = known.get(node)
+            if number is None:
+                number = known[node] = numbers.setdefault(_signature(node), len(numbers))
+            found.append(number)
+        return found
+
+
 def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int,
-                known: dict[Node, Hashable]):
+                known: _Signatures):
     """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
     stretch of one period starting inside the span of one rejected before (``rejected``: period ->
     span) is not offered again: checking every rotation of a long run would make the pass quadratic
-    in the graph's length. ``known`` keeps each node's signature from one search to the next (rolling
-    a loop rewires its readers, which leaves their signatures as they were)."""
-    signatures = [known[n] if n in known else known.setdefault(n, _signature(n)) for n in nodes]
-    following: dict[Hashable, int] = {}
+    in the graph's length."""
+    signatures = known.of(nodes)
+    following: dict[int, int] = {}
     next_same = [0] * len(nodes)
     for i in range(len(nodes) - 1, -1, -1):
         next_same[i] = following.get(signatures[i], -1)
@@ -256,7 +294,7 @@ def _fusible_across(run: _Run) -> bool:
     return False
 
 
-def _find(graph: Graph, first: int, least: int, known: dict[Node, Hashable]) -> tuple[_Run, int] | None:
+def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
     rejected: dict[int, tuple[int, int]] = {}
@@ -461,7 +499,7 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
     docstring), then makes stacks of a loop's rows slices of its value."""
     record = graph.record_pass("roll_loops")
     first, loops = 0, 0
-    known: dict[Node, Hashable] = {}
+    known = _Signatures()
     while True:
         found = _find(graph, first, least, known)
         if found is None:

@@ -22,11 +22,25 @@ def _find_cycle(remaining: set[Node]) -> list[Node]:
     return path[path.index(node):]
 
 
+def _in_order(nodes: tuple[Node, ...], position: dict[Node, int]) -> bool:
+    """Whether every node comes after the nodes it reads and the output is last, where the stable
+    order keeps every node in place."""
+    for i, node in enumerate(nodes):
+        if node.op is Opcode.OUTPUT and i != len(nodes) - 1:
+            return False
+        for source in node.all_input_nodes:
+            if position.get(source, -1) >= i:
+                return False
+    return True
+
+
 def topological_order(graph: Graph) -> list[Node]:
     """The graph's nodes in the stable order described above (a pass that inserts a node before
     values it reads puts the graph in order with ``graph.reorder(topological_order(graph))``)."""
     nodes = graph.nodes
     position = {n: i for i, n in enumerate(nodes)}
+    if _in_order(nodes, position):  # a fresh trace is: the order is then the graph's own
+        return list(nodes)
     waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
     ready = [(position[n], n.name) for n in nodes if waiting[n] == 0 and n.op is not Opcode.OUTPUT]
     heapq.heapify(ready)
