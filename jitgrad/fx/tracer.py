@@ -161,6 +161,13 @@ class RandomDraws:
     count: int = 0
 
 
+def _agrees(meta: dict[str, Any], value: Any) -> bool:
+    """Whether ``meta`` is ``tensor_meta(value)``, for one tensor without building that dict."""
+    if type(value) is tuple:
+        return meta == tensor_meta(value)
+    return meta["shape"] == value._data.shape and meta["dtype"] == value._data.dtype
+
+
 class Tracer:
     """Builds one graph from the ops observed while a function runs."""
 
@@ -389,7 +396,7 @@ class Tracer:
             meta = call_meta(target, args, kwargs)
             if key is not None:
                 self._metas[key] = meta
-        if meta != tensor_meta(value):
+        if not _agrees(meta, value):
             raise TraceError(f"the shape and dtype rule of op {target.name} gives {meta} for "
                              f"{format_arg(args)}, but the op returned {tensor_meta(value)}")
         return self.graph.call_function(target, args, kwargs, {**meta, **self._phase()})
@@ -400,7 +407,8 @@ class Tracer:
         for value in attrs.values():
             if isinstance(value, SymbolicNumber):
                 self.specialize(value, f"an attribute of {op.name}")
-        node = self.call(op, self.as_arg(tuple(args)), dict(attrs), output)
+        node = self.call(op, tuple([self.node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
+                         dict(attrs), output)
         if self.record_lines:
             line = user_line()
             if line is not None:

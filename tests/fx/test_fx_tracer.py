@@ -124,6 +124,9 @@ def test_node_metadata_comes_from_the_ops_rules_and_a_wrong_rule_stops_the_trace
     monkeypatch.setattr(REGISTRY["exp"], "meta", lambda self: TensorMeta(self.shape, np.dtype(np.float64)))
     with pytest.raises(fx.TraceError, match="rule of op exp gives .*float64.* but the op returned .*float32"):
         fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
+    monkeypatch.setattr(REGISTRY["exp"], "meta", lambda self: TensorMeta(self.shape[::-1], self.dtype))
+    with pytest.raises(fx.TraceError, match=r"rule of op exp gives .*\(3, 2\).* but the op returned .*\(2, 3\)"):
+        fx.trace(lambda x: (x.exp() * 2).sum(1), jg.randn(2, 3))
 
 
 def test_an_in_place_write_casts_to_the_written_tensors_dtype_in_the_graph_too():
