@@ -23,9 +23,17 @@ view = ops.reshape
 
 __version__ = "0.1.0"
 
-from . import fx  # noqa: E402 - graph mode builds on everything above
-from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; the package stays importable as jitgrad.compile
-from . import optim, utils  # noqa: E402 - optimizers refuse to be traced, which needs fx
+from .compile import compile  # noqa: E402,A001 - the decorator; the package stays importable as jitgrad.compile
+from . import optim, utils  # noqa: E402 - optimizers refuse to be traced (jitgrad.compile's EagerThisCall)
 from .serialization import load, save  # noqa: E402
 from . import cuda  # noqa: E402 - imports no numba until CUDA is used
 from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cuda
+
+
+def __getattr__(name: str) -> object:
+    """``jitgrad.fx`` (graph mode) is imported on first use: a process that runs compiled functions
+    from the warm-start index never traces, and never loads it (docs/compile.md)."""
+    if name == "fx":
+        import importlib
+        return importlib.import_module(".fx", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
