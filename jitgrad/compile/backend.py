@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -39,18 +38,26 @@ class LoweringError(RuntimeError):
     """An op (or a use of one) the backend has no lowering for."""
 
 
-@dataclass
+def _no_version() -> str:
+    return "0"
+
+
 class Backend:
-    name: str
-    lower: Callable[..., Any]
-    lowering_errors: tuple[type[BaseException], ...]
-    structural_key: Callable[[Graph], Any] | None
-    version_of: Callable[[], str] = lambda: "0"   # read when asked: package metadata costs ~50 ms to import
-    warm_state: Callable[..., Any] | None = None        # the backend's half of the warm-start index
-    from_warm_state: Callable[..., Any] | None = None   # (``warm_index.py``); None: never indexed
-    # The pass pipeline its graphs go through, by name (``jitgrad.fx.passes.PIPELINES``: "loops" rolls
-    # loops, for a backend that lowers them): named, not held, so that picking a backend imports no pass.
-    pipeline: str = "default"
+    """A backend as ``jitgrad.compile`` uses it: ``lower`` and the errors that mean "no lowering";
+    ``structural_key`` says whether a graph equal up to sizes was lowered before; ``version_of`` is read
+    when asked (package metadata costs ~50 ms to import); ``warm_state`` and ``from_warm_state`` are the
+    backend's half of the warm-start index (``warm_index.py``; None: never indexed); ``pipeline`` names
+    the pass pipeline its graphs go through (``jitgrad.fx.passes.PIPELINES``: "loops" rolls loops, for a
+    backend that lowers them): named, not held, so that picking a backend imports no pass. A plain class
+    (as ``compiled_function.py`` says why): a warm process makes one before its first result."""
+
+    def __init__(self, name: str, lower: Callable[..., Any], lowering_errors: tuple[type[BaseException], ...],
+                 structural_key: Callable[[Graph], Any] | None, version_of: Callable[[], str] = _no_version,
+                 warm_state: Callable[..., Any] | None = None, from_warm_state: Callable[..., Any] | None = None,
+                 pipeline: str = "default") -> None:
+        self.name, self.lower, self.lowering_errors, self.structural_key = name, lower, lowering_errors, structural_key
+        self.version_of, self.warm_state, self.from_warm_state = version_of, warm_state, from_warm_state
+        self.pipeline = pipeline
 
     @property
     def version(self) -> str:

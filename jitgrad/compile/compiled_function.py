@@ -6,12 +6,13 @@ adds the Python numbers computed from them. ``StepProgram`` runs a step and writ
 in-place updates back into the caller's tensors; a loss's program is in ``loss_program.py``. A program
 runs on one device, and its outputs are that device's arrays: what is done with them goes through
 ``placement.py``. Nothing here imports ``jitgrad.fx``: a warm process runs programs from the warm-start
-index through this module and never loads the tracing half.
+index through this module and never loads the tracing half. The classes are plain classes, not
+dataclasses: making a dataclass at import costs about 3 M instructions (its methods are generated and
+compiled), and a warm process imports this module before its first result.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -31,22 +32,19 @@ def logs(topic: str) -> bool:
     return topic in os.environ.get("JITGRAD_LOG", "").split(",")
 
 
-@dataclass
 class Lowered:
-    """One graph after passes and lowering, with what ``explain`` reports about it."""
+    """One graph after passes and lowering, with what ``explain`` reports about it. ``reused``: the
+    backend had kernels for a graph equal up to sizes (in this process); ``from_disk``: loaded from the
+    disk cache instead of lowered; ``example_out``: what the example call returned (used once, to warm
+    up the backward)."""
 
-    label: str
-    call: Callable[..., tuple]
-    source: str
-    ir_before: str
-    ir_after: str
-    pass_report: str
-    fusion_groups: list[str]
-    memory: dict[str, Any]
-    out_dtypes: list[np.dtype]
-    reused: bool = False      # the backend had kernels for a graph equal up to sizes (in this process)
-    from_disk: bool = False   # loaded from the disk cache instead of lowered
-    example_out: list | None = None  # what the example call returned (used once, to warm up the backward)
+    def __init__(self, label: str, call: Callable[..., tuple], source: str, ir_before: str, ir_after: str,
+                 pass_report: str, fusion_groups: list[str], memory: dict[str, Any], out_dtypes: list[np.dtype],
+                 reused: bool = False, from_disk: bool = False, example_out: list | None = None) -> None:
+        self.label, self.call, self.source = label, call, source
+        self.ir_before, self.ir_after, self.pass_report = ir_before, ir_after, pass_report
+        self.fusion_groups, self.memory, self.out_dtypes = fusion_groups, memory, out_dtypes
+        self.reused, self.from_disk, self.example_out = reused, from_disk, example_out
 
 
 def as_tensor(index: int, array: np.ndarray) -> Tensor:
@@ -54,7 +52,6 @@ def as_tensor(index: int, array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
-@dataclass
 class InputLayout:
     """Where a call finds each graph input among ``values`` (its argument leaves, then the free
     variables the compiled function reads, ``decorator.py``): a position, or for the ``.grad`` of an
@@ -62,12 +59,9 @@ class InputLayout:
     the generator's state at the start of the call, when the function draws random numbers (``draws``
     elements per call)."""
 
-    positions: list[int | None]
-    grad_of: list[int | None]
-    random: int | None = None
-    draws: int = 0
-
-    def __post_init__(self) -> None:
+    def __init__(self, positions: list[int | None], grad_of: list[int | None], random: int | None = None,
+                 draws: int = 0) -> None:
+        self.positions, self.grad_of, self.random, self.draws = positions, grad_of, random, draws
         self._grads = [(i, owner) for i, owner in enumerate(self.grad_of) if owner is not None]
 
     def take_state(self) -> np.ndarray | None:
@@ -90,14 +84,14 @@ def arrays_of(inputs: list) -> list[np.ndarray]:
     return [v._data if isinstance(v, Tensor) else v for v in inputs]
 
 
-@dataclass
 class NumberInputs:
     """The Python numbers a lowered graph reads beyond its inputs: what ``hoist_numbers`` took out
     of it (``lr * 0.5``), computed at each call from the run-time numbers among the inputs. ``prelude``
-    is None for a program that has none, so that making one needs no ``jitgrad.fx``."""
+    is None for a program that has none, so that making one needs no ``jitgrad.fx``; ``positions`` are
+    the inputs the prelude reads, by index."""
 
-    prelude: NumberPrelude | None
-    positions: list[int]   # the inputs the prelude reads, by index
+    def __init__(self, prelude: NumberPrelude | None, positions: list[int]) -> None:
+        self.prelude, self.positions = prelude, positions
 
     def extend(self, inputs: list) -> list:
         if not self.prelude:
@@ -124,16 +118,18 @@ def run_lowered(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
 
 
 # ---- a whole step -------------------------------------------------------------------------------------
-@dataclass
 class StepProgram:
-    lowered: Lowered
-    template: Any               # (result, {input: slot|None}, {input: slot}), inputs by index
-    layout: InputLayout
-    numbers: NumberInputs = field(default_factory=no_numbers)
-    backend: Backend | None = None   # what lowered it (explain names it)
-    kind: str = "step"
+    """A whole step: ``template`` is ``(result, {input: slot|None}, {input: slot})``, inputs by index
+    (the result's template, the ``.grad`` each input gets, the new value each input is written with);
+    ``backend`` is what lowered it (``explain`` names it)."""
 
-    def __post_init__(self) -> None:
+    kind = "step"
+
+    def __init__(self, lowered: Lowered, template: Any, layout: InputLayout, numbers: NumberInputs | None = None,
+                 backend: Backend | None = None) -> None:
+        self.lowered, self.template, self.layout = lowered, template, layout
+        self.numbers = no_numbers() if numbers is None else numbers
+        self.backend = backend
         self._fill_result = template_filler(self.template[0])
 
     @property
