@@ -23,9 +23,23 @@ view = ops.reshape
 
 __version__ = "0.1.0"
 
-from . import fx  # noqa: E402 - graph mode builds on everything above
-from .compile import compile  # noqa: E402,A001 - the decorator builds on fx; the package stays importable as jitgrad.compile
-from . import optim, utils  # noqa: E402 - optimizers refuse to be traced, which needs fx
-from .serialization import load, save  # noqa: E402
+from .compile import compile  # noqa: E402,A001 - the decorator; the package stays importable as jitgrad.compile
 from . import cuda  # noqa: E402 - imports no numba until CUDA is used
 from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cuda
+
+
+# Imported on first use, so that a process that runs compiled functions from the warm-start index loads
+# only what it runs (docs/compile.md): graph mode, which it never traces with, and training's optimizers,
+# data loading and save/load, which a script names after its imports.
+_ON_FIRST_USE = {"fx": ".fx", "optim": ".optim", "utils": ".utils", "load": ".serialization",
+                 "save": ".serialization"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _ON_FIRST_USE:
+        import importlib
+        module = importlib.import_module(_ON_FIRST_USE[name], __name__)
+        value = module if module.__name__ == f"{__name__}.{name}" else getattr(module, name)
+        globals()[name] = value  # found directly from now on
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -110,6 +110,7 @@ def workload_graphs():
 
     decorator = importlib.import_module("jitgrad.compile.decorator")
     backend = importlib.import_module("jitgrad.compile.backend")
+    losses = importlib.import_module("jitgrad.compile.loss_program")  # the decorator imports it at a trace
     import compiled_workloads
 
     found, label = [], [""]
@@ -123,11 +124,11 @@ def workload_graphs():
         program.lower_all()
         return program
 
-    original_get_backend, original_loss_program = decorator.get_backend, decorator.loss_program
+    original_get_backend, original_loss_program = decorator.get_backend, losses.loss_program
     original_cache = os.environ.get("JITGRAD_CACHE_DIR")
     decorator.get_backend = lambda device="cpu": backend.Backend("recording", recording, (backend.LoweringError,),
                                                                  None)
-    decorator.loss_program = every_variant
+    losses.loss_program = every_variant
     try:
         with tempfile.TemporaryDirectory() as cache:
             os.environ["JITGRAD_CACHE_DIR"] = cache  # nothing is read back from disk instead of lowered
@@ -137,7 +138,7 @@ def workload_graphs():
                     label[0] = f"{workload.key}-{form}"
                     workload.builders[form](inputs)()
     finally:
-        decorator.get_backend, decorator.loss_program = original_get_backend, original_loss_program
+        decorator.get_backend, losses.loss_program = original_get_backend, original_loss_program
         if original_cache is None:
             os.environ.pop("JITGRAD_CACHE_DIR", None)
         else:

@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jitgrad"
 # Bottom up; a module belongs to the layer of the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.device", "jitgrad.dtypes", "jitgrad.shapes", "jitgrad.hooks", "jitgrad.formatting", "jitgrad.shared_arrays",
-     "jitgrad.thread_settings",
+     "jitgrad.thread_settings", "jitgrad.signatures",
      "jitgrad.tensor"),
     ("jitgrad.random",),   # Philox bits and the generator's state; ops' sampling entries draw through it
     ("jitgrad.autograd",),

@@ -23,81 +23,52 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
-from ..autograd import grad_mode
-from ..fx.graph import Graph
-from ..fx.graph_module import GraphModule
-from ..fx.node import iter_leaves, iter_nodes
-from ..fx.passes import DEFAULT_PIPELINE, LOOP_PIPELINE
-from ..tensor import Tensor
 from .packages import installed_version
 from .placement import device_kind
+
+if TYPE_CHECKING:
+    from ..fx.graph import Graph
+    from .interpreted_graph import InterpretedGraph
 
 
 class LoweringError(RuntimeError):
     """An op (or a use of one) the backend has no lowering for."""
 
 
-@dataclass
+def _no_version() -> str:
+    return "0"
+
+
 class Backend:
-    name: str
-    lower: Callable[..., Any]
-    lowering_errors: tuple[type[BaseException], ...]
-    structural_key: Callable[[Graph], Any] | None
-    version_of: Callable[[], str] = lambda: "0"   # read when asked: package metadata costs ~50 ms to import
-    warm_state: Callable[..., Any] | None = None        # the backend's half of the warm-start index
-    from_warm_state: Callable[..., Any] | None = None   # (``warm_index.py``); None: never indexed
-    passes: tuple = DEFAULT_PIPELINE   # the pass pipeline its graphs go through (loops rolled where it lowers them)
+    """A backend as ``jitgrad.compile`` uses it: ``lower`` and the errors that mean "no lowering";
+    ``structural_key`` says whether a graph equal up to sizes was lowered before; ``version_of`` is read
+    when asked (package metadata costs ~50 ms to import); ``warm_state`` and ``from_warm_state`` are the
+    backend's half of the warm-start index (``warm_index.py``; None: never indexed); ``pipeline`` names
+    the pass pipeline its graphs go through (``jitgrad.fx.passes.PIPELINES``: "loops" rolls loops, for a
+    backend that lowers them): named, not held, so that picking a backend imports no pass. A plain class
+    (as ``compiled_function.py`` says why): a warm process makes one before its first result."""
+
+    def __init__(self, name: str, lower: Callable[..., Any], lowering_errors: tuple[type[BaseException], ...],
+                 structural_key: Callable[[Graph], Any] | None, version_of: Callable[[], str] = _no_version,
+                 warm_state: Callable[..., Any] | None = None, from_warm_state: Callable[..., Any] | None = None,
+                 pipeline: str = "default") -> None:
+        self.name, self.lower, self.lowering_errors, self.structural_key = name, lower, lowering_errors, structural_key
+        self.version_of, self.warm_state, self.from_warm_state = version_of, warm_state, from_warm_state
+        self.pipeline = pipeline
 
     @property
     def version(self) -> str:
         return self.version_of()
 
 
-class InterpretedGraph:
-    """The fallback "compiled" graph: the graph's generated Python source (``GraphModule.code``) run on
-    the eager ops."""
-
-    def __init__(self, source: str, constants: dict[str, Any]) -> None:
-        self.source = source
-        self.constants = constants
-        namespace: dict[str, Any] = {}
-        exec(compile(source, "<jitgrad.compile interpreted graph>", "exec"), namespace)
-        self._forward = namespace["forward"]
-
-    @classmethod
-    def from_graph(cls, graph: Graph) -> "InterpretedGraph":
-        module = GraphModule(graph)
-        return cls(module.code, module.constants)
-
-    def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The outputs, each its own memory: the graph may return an argument itself (``x * 1.0``
-        simplified to ``x``), a constant, a view of either or one output twice, and the caller writes
-        into what it gets (``.grad`` accumulates in place), as the numba backend's outputs allow."""
-        with grad_mode.no_grad():  # a Python number (fx.numbers) is passed as it is, as eager would get it
-            out = self._forward(*(Tensor._make(a) if type(a) is np.ndarray else a for a in arrays),
-                                constants=self.constants)
-        owned = [*(a for a in arrays if type(a) is np.ndarray),
-                 *(c._data for c in self.constants.values() if isinstance(c, Tensor))]
-        results = []
-        for value in iter_leaves(out):
-            value = value._data if isinstance(value, Tensor) else value
-            if isinstance(value, np.ndarray):
-                if any(np.shares_memory(value, other) for other in owned):
-                    value = value.copy()
-                owned.append(value)
-            results.append(value)
-        return tuple(results)
-
-
 def interpret(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
               cache: Any = None) -> InterpretedGraph:
-    """The interpreter compiles nothing, so it has nothing for the disk cache (``cache`` is unused)."""
+    """The interpreter compiles nothing, so it has nothing for the disk cache (``cache`` is unused).
+    ``InterpretedGraph`` (``interpreted_graph.py``) needs ``jitgrad.fx``: imported with the first graph."""
+    from .interpreted_graph import InterpretedGraph
     return InterpretedGraph.from_graph(graph)
 
 
@@ -189,7 +160,7 @@ def get_backend(device: str = "cpu") -> Backend:
             raise ImportError("JITGRAD_COMPILE_BACKEND=llvm_cpu but jitgrad.backends.llvm_cpu cannot be imported")
         return Backend("llvm_cpu", llvm.lower, (llvm.NotCovered, LoweringError), llvm.structural_key,
                        lambda: f"llvmlite {installed_version('llvmlite')}", llvm.warm_state, llvm.from_warm_state,
-                       LOOP_PIPELINE)
+                       "loops")
     module = _numba_module() if choice != "interpreter" else None
     if module is None or "lower" not in getattr(module, "__all__", ()):  # not hasattr: that would import the compiler
         if choice == "numba_cpu":
@@ -201,11 +172,11 @@ def get_backend(device: str = "cpu") -> Backend:
     if choice == "" and llvm is not None:
         return Backend("llvm_cpu+numba_cpu", llvm_then_numba(llvm, module), errors, None,
                        lambda: f"llvmlite {installed_version('llvmlite')}, {numba_version()}",
-                       *warm_states_of_either(llvm, module), LOOP_PIPELINE)
+                       *warm_states_of_either(llvm, module), "loops")
     return Backend("numba_cpu", module.lower, errors, getattr(module, "structural_key", None), numba_version,
                    getattr(module, "warm_state", None), getattr(module, "from_warm_state", None),
-                   LOOP_PIPELINE if getattr(module, "LOWERS_LOOPS", False) else DEFAULT_PIPELINE)
+                   "loops" if getattr(module, "LOWERS_LOOPS", False) else "default")
 
 
-__all__ = ["Backend", "INTERPRETER", "InterpretedGraph", "LoweringError", "cuda_backend", "get_backend", "iter_nodes",
-           "llvm_then_numba", "warm_states_of_either"]
+__all__ = ["Backend", "INTERPRETER", "LoweringError", "cuda_backend", "get_backend", "interpret", "llvm_then_numba",
+           "warm_states_of_either"]

@@ -63,7 +63,6 @@ import sys
 import tempfile
 import types
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -140,13 +139,13 @@ def shared_cache(kind: str = "kernels", directory: Path | None = None) -> "DiskC
     return cache
 
 
-@dataclass
 class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    writes: int = 0
-    evictions: int = 0
-    rejected: list[str] = field(default_factory=list)  # why an existing entry was not trusted
+    """This process's counts of cache hits, misses, writes and evictions; ``rejected`` says why each
+    existing entry that was not trusted was not (a plain class: a warm process imports this module)."""
+
+    def __init__(self) -> None:
+        self.hits = self.misses = self.writes = self.evictions = 0
+        self.rejected: list[str] = []
 
 
 stats = CacheStats()

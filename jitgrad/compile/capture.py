@@ -37,26 +37,11 @@ from ..random import default_generator
 from ..tensor import Tensor
 from . import side_effects
 from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
+from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
 from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types
-
-
-class Unsupported(Exception):
-    """Something this call does that a compiled function cannot reproduce exactly; ``op`` and ``where``
-    name it when known. The decorator turns it into eager execution, or an error with fullgraph."""
-
-    def __init__(self, reason: str, op: str | None = None, where: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.op, self.where = reason, op, where
-
-    def __str__(self) -> str:
-        parts = [self.reason]
-        if self.op and self.op not in self.reason:
-            parts.append(f"op: {self.op}")
-        if self.where and self.where not in self.reason:
-            parts.append(f"at {self.where}")
-        return "; ".join(parts)
+from .unsupported import Unsupported
 
 
 @dataclass
@@ -240,7 +225,6 @@ def _first_difference(first: Captured, second: Captured) -> str | None:
                 return f"{a.strip()!r} against {b.strip()!r}"
         if len(first_lines) != len(second_lines):
             return f"{len(first_lines)} lines against {len(second_lines)}"
-    from .placement import host  # placement raises this module's Unsupported: imported here, not at the top
     for name, value in first.graph.constants.items():
         other = second.graph.constants.get(name)
         if other is None or not np.array_equal(host(value._data), host(other._data),

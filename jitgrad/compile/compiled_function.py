@@ -1,126 +1,50 @@
 """What a compiled function runs: lowered graphs, where a call finds their inputs, and a whole step.
 
-``lower`` takes a captured graph through the pass pipeline and the backend, keeping what ``explain``
-shows (the IR before and after, fusion groups, the memory plan, the source). ``InputLayout`` finds a
-program's inputs among a call's values and ``NumberInputs`` adds the Python numbers computed from them.
-``StepProgram`` runs a step and writes its ``.grad``s and in-place updates back into the caller's
-tensors; a loss's program is in ``loss_program.py``. A program runs on one device, and its outputs are
-that device's arrays: what is done with them goes through ``placement.py``.
+``Lowered`` is one graph after the passes and the backend (``lowering.py`` makes it), with what
+``explain`` shows. ``InputLayout`` finds a program's inputs among a call's values and ``NumberInputs``
+adds the Python numbers computed from them. ``StepProgram`` runs a step and writes its ``.grad``s and
+in-place updates back into the caller's tensors; a loss's program is in ``loss_program.py``. A program
+runs on one device, and its outputs are that device's arrays: what is done with them goes through
+``placement.py``. Nothing here imports ``jitgrad.fx``: a warm process runs programs from the warm-start
+index through this module and never loads the tracing half. The classes are plain classes, not
+dataclasses: making a dataclass at import costs about 3 M instructions (its methods are generated and
+compiled), and a warm process imports this module before its first result.
 """
 from __future__ import annotations
 
 import os
-import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..autograd.versions import increment_version
-from ..fx.graph import Graph
-from ..fx.node import Node, Opcode
-from ..fx.passes import PassManager
-from ..fx.passes.hoist_numbers import NumberPrelude
 from ..random import default_generator
 from ..tensor import Tensor
 from . import placement
 from .backend import Backend
-from .capture import Unsupported
-from .templates import template_filler
+from .result_template import template_filler
+
+if TYPE_CHECKING:
+    from ..fx.passes.hoist_numbers import NumberPrelude
 
 
 def logs(topic: str) -> bool:
     return topic in os.environ.get("JITGRAD_LOG", "").split(",")
 
 
-@dataclass
 class Lowered:
-    """One graph after passes and lowering, with what ``explain`` reports about it."""
+    """One graph after passes and lowering, with what ``explain`` reports about it. ``reused``: the
+    backend had kernels for a graph equal up to sizes (in this process); ``from_disk``: loaded from the
+    disk cache instead of lowered; ``example_out``: what the example call returned (used once, to warm
+    up the backward)."""
 
-    label: str
-    call: Callable[..., tuple]
-    source: str
-    ir_before: str
-    ir_after: str
-    pass_report: str
-    fusion_groups: list[str]
-    memory: dict[str, Any]
-    out_dtypes: list[np.dtype]
-    reused: bool = False      # the backend had kernels for a graph equal up to sizes (in this process)
-    from_disk: bool = False   # loaded from the disk cache instead of lowered
-    example_out: list | None = None  # what the example call returned (used once, to warm up the backward)
-
-
-# Structural keys of the graphs lowered so far: a backend that caches kernels by structure (numba's
-# does, by generated source) reuses them for a graph equal up to sizes, so lowering it is cheap.
-_SEEN_KEYS: set[Any] = set()
-
-
-def _failing_node(graph: Graph, error: BaseException) -> Node | None:
-    node = getattr(error, "node", None)
-    if isinstance(node, Node):
-        return node
-    text = str(error)
-    for candidate in graph.nodes:
-        if candidate.op is Opcode.CALL_FUNCTION and (candidate.name in text or candidate.target_name in text):
-            return candidate
-    return None
-
-
-def _structural_key(compiled: Any, graph: Graph, backend: Backend, options: dict[str, Any]) -> tuple | None:
-    """What says whether this process lowered an equal graph up to sizes before: the compiled
-    object's own key when it has one (generating the code again just to hash it costs a lowering)."""
-    code = getattr(compiled, "key", None)
-    if code is None and backend.structural_key is not None:
-        code = backend.structural_key(graph)
-    return None if code is None else (backend.name, code, options["fastmath"], options["parallel"])
-
-
-def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
-          sources: dict[str, str], disk: Any = None, example: list[np.ndarray] | None = None) -> Lowered:
-    """Passes then the backend; an op without a lowering (or any backend failure) is ``Unsupported``,
-    naming the op and the user's line where the trace saw it. The lowered code runs once on copies of
-    ``example`` here, so that a backend compiling lazily (numba-cuda compiles at the first launch) fails
-    now, while the call can still run eagerly, and never in the middle of a backward; a kernel run from
-    loaded machine code (``loaded``: numba_cpu's object code) is not run."""
-    placement.constants_on_host(graph)
-    before = str(graph)
-    for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
-        node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node
-    manager = PassManager(backend.passes,
-                          lint=os.environ.get("JITGRAD_LINT_PASSES") == "1")
-    graph = manager.run(graph)
-    records = {r.name: r for r in graph.history}
-    fusion = records.get("group_fusions")
-    memory = records.get("plan_memory")
-    out_dtypes = [np.dtype(n.meta["dtype"]) for n in graph.output_node.args[0]]
-    try:
-        compiled = backend.lower(graph, fastmath=options["fastmath"], parallel=options["parallel"], cache=disk)
-        example_out = None
-        if example is not None and not getattr(compiled, "loaded", False):  # loaded machine code has nothing
-            # left to compile, so nothing that could fail later: the example call would cost a step
-            example_out = list(compiled(*[placement.copy(a) if placement.is_array(a) else a for a in example]))
-    except Exception as error:  # noqa: BLE001 - a backend's own traceback never reaches the user
-        node = _failing_node(graph, error)
-        op = node.target_name if node is not None else None
-        where = sources.get(node.name) if node is not None else None
-        kind = "no lowering" if isinstance(error, backend.lowering_errors) else \
-            f"the {backend.name} backend failed ({type(error).__name__})"
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise Unsupported(f"{kind}: {first_line}", op, where) from None
-    key = _structural_key(compiled, graph, backend, options)
-    reused = key is not None and key in _SEEN_KEYS
-    if key is not None:
-        _SEEN_KEYS.add(key)
-    source = getattr(compiled, "source", "")
-    from_disk = bool(getattr(compiled, "from_disk", False))
-    if logs("output_code") and not reused and not from_disk:
-        print(f"--- jitgrad.compile: generated code for {label} ({backend.name}) ---\n{source}", file=sys.stderr)
-    lowered = Lowered(label, compiled, source, before, str(graph), manager.report(),
-                      list(fusion.changes) if fusion else [], dict(memory.stats) if memory else {}, out_dtypes,
-                      reused, from_disk)
-    lowered.example_out = example_out
-    return lowered
+    def __init__(self, label: str, call: Callable[..., tuple], source: str, ir_before: str, ir_after: str,
+                 pass_report: str, fusion_groups: list[str], memory: dict[str, Any], out_dtypes: list[np.dtype],
+                 reused: bool = False, from_disk: bool = False, example_out: list | None = None) -> None:
+        self.label, self.call, self.source = label, call, source
+        self.ir_before, self.ir_after, self.pass_report = ir_before, ir_after, pass_report
+        self.fusion_groups, self.memory, self.out_dtypes = fusion_groups, memory, out_dtypes
+        self.reused, self.from_disk, self.example_out = reused, from_disk, example_out
 
 
 def as_tensor(index: int, array: np.ndarray) -> Tensor:
@@ -128,7 +52,6 @@ def as_tensor(index: int, array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
-@dataclass
 class InputLayout:
     """Where a call finds each graph input among ``values`` (its argument leaves, then the free
     variables the compiled function reads, ``decorator.py``): a position, or for the ``.grad`` of an
@@ -136,12 +59,9 @@ class InputLayout:
     the generator's state at the start of the call, when the function draws random numbers (``draws``
     elements per call)."""
 
-    positions: list[int | None]
-    grad_of: list[int | None]
-    random: int | None = None
-    draws: int = 0
-
-    def __post_init__(self) -> None:
+    def __init__(self, positions: list[int | None], grad_of: list[int | None], random: int | None = None,
+                 draws: int = 0) -> None:
+        self.positions, self.grad_of, self.random, self.draws = positions, grad_of, random, draws
         self._grads = [(i, owner) for i, owner in enumerate(self.grad_of) if owner is not None]
 
     def take_state(self) -> np.ndarray | None:
@@ -164,13 +84,14 @@ def arrays_of(inputs: list) -> list[np.ndarray]:
     return [v._data if isinstance(v, Tensor) else v for v in inputs]
 
 
-@dataclass
 class NumberInputs:
     """The Python numbers a lowered graph reads beyond its inputs: what ``hoist_numbers`` took out
-    of it (``lr * 0.5``), computed at each call from the run-time numbers among the inputs."""
+    of it (``lr * 0.5``), computed at each call from the run-time numbers among the inputs. ``prelude``
+    is None for a program that has none, so that making one needs no ``jitgrad.fx``; ``positions`` are
+    the inputs the prelude reads, by index."""
 
-    prelude: NumberPrelude
-    positions: list[int]   # the inputs the prelude reads, by index
+    def __init__(self, prelude: NumberPrelude | None, positions: list[int]) -> None:
+        self.prelude, self.positions = prelude, positions
 
     def extend(self, inputs: list) -> list:
         if not self.prelude:
@@ -179,7 +100,7 @@ class NumberInputs:
 
 
 def no_numbers() -> NumberInputs:
-    return NumberInputs(NumberPrelude(), [])
+    return NumberInputs(None, [])
 
 
 def _output_array(value: Any, dtype: np.dtype) -> Any:
@@ -197,16 +118,18 @@ def run_lowered(lowered: Lowered, arrays: list[np.ndarray]) -> list[np.ndarray]:
 
 
 # ---- a whole step -------------------------------------------------------------------------------------
-@dataclass
 class StepProgram:
-    lowered: Lowered
-    template: Any               # (result, {input: slot|None}, {input: slot}), inputs by index
-    layout: InputLayout
-    numbers: NumberInputs = field(default_factory=no_numbers)
-    backend: Backend | None = None   # what lowered it (explain names it)
-    kind: str = "step"
+    """A whole step: ``template`` is ``(result, {input: slot|None}, {input: slot})``, inputs by index
+    (the result's template, the ``.grad`` each input gets, the new value each input is written with);
+    ``backend`` is what lowered it (``explain`` names it)."""
 
-    def __post_init__(self) -> None:
+    kind = "step"
+
+    def __init__(self, lowered: Lowered, template: Any, layout: InputLayout, numbers: NumberInputs | None = None,
+                 backend: Backend | None = None) -> None:
+        self.lowered, self.template, self.layout = lowered, template, layout
+        self.numbers = no_numbers() if numbers is None else numbers
+        self.backend = backend
         self._fill_result = template_filler(self.template[0])
 
     @property
@@ -228,5 +151,5 @@ class StepProgram:
         return value
 
 
-__all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "Unsupported", "arrays_of", "as_tensor", "logs",
-           "lower", "no_numbers", "run_lowered"]
+__all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "arrays_of", "as_tensor", "logs", "no_numbers",
+           "run_lowered"]

@@ -1,41 +1,47 @@
 """``jitgrad.compile``: a decorator that traces a function on its first call and runs compiled graphs.
 
-Per call: the guard key (``guards.py``) and the exact shapes pick a program; a miss traces and lowers
-one (``capture.py``, ``compiled_function.py``) with the backend of the inputs' device (or of
-``device=``): the key holds each tensor's device, so CPU and CUDA calls never share a program. What
-cannot be compiled exactly (an op without a lowering, a tensor's value read as a Python value, hooks
-inside) runs eagerly after one warning, or
-raises ``CompileError`` with ``fullgraph=True``. Anomaly mode always runs eagerly: its reports name
-eager nodes. Called while another function is being traced (a compiled function inside a compiled
-function, or under ``fx.trace``), it runs its Python so that its ops join the outer graph. After ``MAX_RECOMPILES`` recompiles the function runs eagerly for keys it has not seen.
+Per call: the guard key (``guards.py``) and the exact shapes pick a program; a miss looks the call up
+in the warm-start index (``warm_index.py``), else traces and lowers one (``capture.py``,
+``lowering.py``) with the backend of the inputs' device (or of ``device=``): the key holds each
+tensor's device, so CPU and CUDA calls never share a program. What cannot be compiled exactly (an op
+without a lowering, a tensor's value read as a Python value, hooks inside) runs eagerly after one
+warning, or raises ``CompileError`` with ``fullgraph=True``. Anomaly mode always runs eagerly: its
+reports name eager nodes. Called while another function is being traced (a compiled function inside
+a compiled function, or under ``fx.trace``), it runs its Python so that its ops join the outer graph.
+After ``MAX_RECOMPILES`` recompiles the function runs eagerly for keys it has not seen.
+
+The tracing half (``capture``, ``lowering``, ``loss_program``, ``templates`` and ``jitgrad.fx`` under
+them) is imported where a call first needs it, inside the methods that trace, check or describe a
+miss: a process whose calls all come from the warm-start index never loads it (issue 18; the test in
+tests/compile/test_llvm_backend.py lists what such a process must not import).
 """
 from __future__ import annotations
 
 import functools
 import sys
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..autograd import anomaly_mode
 from ..autograd.differentiate import grad as autograd_grad
-from ..fx.passes.hoist_numbers import hoist_numbers
-from ..fx.tracer import TraceError, parameter_names
 from ..ops.registry import observed
 from ..random import default_generator
+from ..signatures import positional_names
 from ..tensor import Tensor
 from . import guards, placement, warm_index
 from .backend import Backend, get_backend
 from .cache import DiskCache
-from .capture import Captured, EagerThisCall, GraphInput, NeedsValues, Unsupported, capture
-from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, lower
-from .loss_program import LossCall, LossProgram, loss_program, replay
+from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs
 from .explain import Explanation
 from .free_variables import find_free_variables
 from .pytree import call_leaf_paths, flatten
-from .sources import source_of_path
-from .templates import flatten_output, tensor_leaves, with_tuple_types
+from .sources import Source, source_of_path
+
+if TYPE_CHECKING:
+    from .capture import Captured, GraphInput
+    from .loss_program import LossProgram
 
 MAX_RECOMPILES = 8
 EAGER = "eager"
@@ -130,7 +136,9 @@ class CompiledFunction:
         self.disk_cache = DiskCache() if cache else None
         self._free = guards.FreeGuards()
         self._tables: dict[int, dict[tuple, Any]] = {}  # programs, by how many free guards their key has
-        self._seen: list[tuple[tuple, int, list[str]]] = []  # every key traced: key, free guards, labels
+        # Every key traced: the key, its free guards, its leaves' sources and its number of arguments
+        # (what its labels are made of, when a miss is described).
+        self._seen: list[tuple[tuple, int, list[Source], int]] = []
         self._order: list[int] = []  # ids of the programs, in the order they were built
         self._dynamic: dict[Any, frozenset[int]] = {}  # per argument spec: key positions of run-time numbers
         self._static: dict[Any, set[int]] = {}         # ... and of numbers the function needs by value
@@ -169,6 +177,8 @@ class CompiledFunction:
                   state: np.ndarray | None) -> Any:
         if not self.check:
             return program.run(inputs)
+        from .loss_program import replay
+        from .templates import tensor_leaves
         tensors = [t for t in inputs if isinstance(t, Tensor)]
         snapshot = _Snapshot(tensors)
         expected = replay(self.fn, args, kwargs, state)
@@ -184,9 +194,11 @@ class CompiledFunction:
 
     def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict,
                   state: np.ndarray | None) -> Any:
-        call = LossCall(self.fn, args, kwargs, inputs, program.saved_inputs, state)
-        if not self.check:
+        call = program.new_call(self.fn, args, kwargs, inputs, state)  # a loss program comes from a trace:
+        if not self.check:                                              # its module is imported by then
             return program.run(inputs, call)
+        from .loss_program import replay
+        from .templates import tensor_leaves
         expected = replay(self.fn, args, kwargs, state)  # a loss writes nothing: eager runs on the inputs themselves
 
         def check(grads, result, mask):
@@ -207,12 +219,14 @@ class CompiledFunction:
     def _names(self, count: int) -> list[str]:
         names = self._names_by_count.get(count)
         if names is None:
-            names = self._names_by_count[count] = parameter_names(self.fn, count)
+            names = self._names_by_count[count] = positional_names(self.fn, count)
         return names
 
-    def _labels(self, args: tuple, kwargs: dict, free_count: int) -> list[str]:
-        leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
-        return guards.labels(leaf_sources, self._free.entries[:free_count], self._names(len(args)))
+    def _labels(self, leaf_sources: list[Source], arg_count: int, free_count: int) -> list[str]:
+        return guards.labels(leaf_sources, self._free.entries[:free_count], self._names(arg_count))
+
+    def _call_labels(self, args: tuple, kwargs: dict, free_count: int) -> list[str]:
+        return self._labels([source_of_path(p) for p in call_leaf_paths(args, kwargs)], len(args), free_count)
 
     def _find(self, spec: Any, leaves: list, free: tuple) -> tuple[tuple, Any]:
         """The key of this call over every free guard, and a program traced for it before (under a
@@ -236,8 +250,9 @@ class CompiledFunction:
 
         def new_key(count: int) -> tuple:
             return guards.call_key(spec, leaves, free[:count], kinds)
-        old, count, labels = min(reversed(self._seen), key=lambda e: guards.distance(e[0], new_key(e[1]), ignore))
-        return guards.describe_miss(old, new_key(count), labels, ignore)
+        old, count, leaf_sources, arg_count = min(reversed(self._seen),
+                                                  key=lambda e: guards.distance(e[0], new_key(e[1]), ignore))
+        return guards.describe_miss(old, new_key(count), self._labels(leaf_sources, arg_count, count), ignore)
 
     def _promote(self, spec: Any, leaves: list, miss: guards.Miss, args: tuple, kwargs: dict) -> str:
         """When only Python-number arguments changed, they become run-time inputs ("automatic
@@ -247,7 +262,7 @@ class CompiledFunction:
         if not promoted or not promoted <= set(arguments) or promoted & self._static.get(spec, set()):
             return ""
         self._dynamic[spec] = self._dynamic.get(spec, NO_DYNAMIC) | promoted
-        labels = self._labels(args, kwargs, 0)
+        labels = self._call_labels(args, kwargs, 0)
         return "; made dynamic (a run-time input from now on): " + ", ".join(labels[p] for p in sorted(promoted))
 
     def _program_for(self, args: tuple, kwargs: dict, leaves: list, spec: Any, caller: str) -> tuple[Any, tuple]:
@@ -280,6 +295,7 @@ class CompiledFunction:
         program = None if warm_key is None else self._from_index(warm_key, leaves)
         if program is not None:
             return program, self._register(program, args, kwargs, leaves, spec, None)
+        from .capture import EagerThisCall, TraceError, Unsupported
         try:
             program = self._build_specializing(args, kwargs, leaves, spec)
         except EagerThisCall:  # an optimizer's first step: eager now, compiled from the next call
@@ -305,7 +321,7 @@ class CompiledFunction:
         self._tables.setdefault(len(free), {})[key] = program
         self._order.append(id(program))
         self._seen.append((guards.call_key(spec, leaves, free, self._free.kinds()), len(free),
-                           self._labels(args, kwargs, len(free))))
+                           [source_of_path(p) for p in call_leaf_paths(args, kwargs)], len(args)))
         return free
 
     # ---- the warm-start index (warm_index.py) ------------------------------------------------------------
@@ -369,6 +385,7 @@ class CompiledFunction:
     def _build_specializing(self, args: tuple, kwargs: dict, leaves: list, spec: Any) -> Any:
         """``_build`` with the spec's run-time numbers; a number the trace needs as a Python value
         stays a guarded constant from then on (said in the log), and the trace runs again."""
+        from .capture import NeedsValues
         while True:
             dynamic = self._dynamic.get(spec, NO_DYNAMIC)
             try:
@@ -378,7 +395,7 @@ class CompiledFunction:
                 self._static.setdefault(spec, set()).update(positions)
                 self._dynamic[spec] = dynamic - positions
                 self._static_free |= needed.sources
-                labels = self._labels(args, kwargs, 0)
+                labels = self._call_labels(args, kwargs, 0)
                 names = [labels[p] for p in sorted(positions)] + sorted(s.describe() for s in needed.sources)
                 self._note(f"{self.name}: {', '.join(names)} stays a guarded constant: {needed}")
 
@@ -405,6 +422,11 @@ class CompiledFunction:
         return InputLayout(positions, [inp.grad_of for inp in captured.inputs], random, captured.draws)
 
     def _build(self, args: tuple, kwargs: dict, leaves: list, dynamic: frozenset[int]) -> Any:
+        from ..fx.passes.hoist_numbers import hoist_numbers
+        from .capture import Unsupported, capture
+        from .loss_program import loss_program
+        from .lowering import lower
+        from .templates import flatten_output, with_tuple_types
         captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)

@@ -10,7 +10,6 @@ with their grid and block (``program.launches``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 
@@ -33,13 +32,13 @@ def _dims(size: Any) -> tuple[int, ...]:
     return tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
 
 
-@dataclass
 class Explanation:
-    name: str
-    backend: str
-    program: Any
-    fallback_reason: str | None
-    log: list[str]
+    """What ``explain`` returns: the function's name, the backend's, the program (or ``"eager"``), why
+    the call runs eagerly when it does, and the (re)compile log; ``str()`` is the report."""
+
+    def __init__(self, name: str, backend: str, program: Any, fallback_reason: str | None, log: list[str]) -> None:
+        self.name, self.backend, self.program = name, backend, program
+        self.fallback_reason, self.log = fallback_reason, log
 
     @property
     def lowered(self) -> list:

@@ -30,7 +30,6 @@ import dis
 import functools
 import sys
 import types
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -93,26 +92,30 @@ def global_names(code: types.CodeType) -> frozenset[str]:
     return frozenset(names)
 
 
-@dataclass
 class Snapshot:
     """A mutable place and what it held when the trace began: a cell's contents, a global's value, a
-    list's items, a dict's items, an object's attributes."""
+    list's items, a dict's items, an object's attributes. ``kind`` is "cell", "global", "list", "dict"
+    or "object"; ``holder`` the cell, the globals dict, the list, the dict or the object; ``key`` the
+    global's name, None otherwise. (Plain classes here: a warm process imports this module, and a
+    dataclass costs about 3 M instructions to make; see ``compiled_function.py``.)"""
 
-    source: Source
-    kind: str           # "cell", "global", "list", "dict", "object"
-    holder: Any         # the cell, the globals dict, the list, the dict, the object
-    key: Any            # the global's name; None otherwise
-    before: Any
+    def __init__(self, source: Source, kind: str, holder: Any, key: Any, before: Any) -> None:
+        self.source, self.kind, self.holder, self.key, self.before = source, kind, holder, key, before
 
 
-@dataclass
 class FreeVariables:
-    tensors: dict[int, list[Source]] = field(default_factory=dict)
-    arrays: dict[int, list[Source]] = field(default_factory=dict)
-    guards: list[tuple[Source, str, Any]] = field(default_factory=list)   # (source, kind, value then)
-    snapshots: list[Snapshot] = field(default_factory=list)
-    unguardable: str | None = None     # why what the function reads cannot be guarded (too many values...)
-    objects: dict[int, Any] = field(default_factory=dict)  # the tensors and arrays above, by id: kept alive
+    """What a function can reach: the tensors and arrays (by id, with every source each was found at),
+    the guards ``(source, kind, value then)``, the snapshots of mutable places, why what it reads cannot
+    be guarded (``unguardable``: too many values...), and ``objects``, the tensors and arrays above by
+    id, kept alive."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[int, list[Source]] = {}
+        self.arrays: dict[int, list[Source]] = {}
+        self.guards: list[tuple[Source, str, Any]] = []
+        self.snapshots: list[Snapshot] = []
+        self.unguardable: str | None = None
+        self.objects: dict[int, Any] = {}
 
     def sources_of(self, value: Any) -> list[Source] | None:
         table = self.tensors if isinstance(value, Tensor) else self.arrays

@@ -17,7 +17,6 @@ structural changed (a *recompile*).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -133,15 +132,14 @@ def labels(leaf_sources: Sequence[Source], free_entries: Sequence[tuple[Source, 
             + [s.describe(parameter_names) for s, _ in free_entries] + ["which inputs are the same tensor"])
 
 
-@dataclass
 class Miss:
     """Why a call's key matched no program: ``reason`` for the log, ``retrace`` when only sizes,
     ``.grad``s, hooks or aliasing changed (the same kernels serve), ``numbers`` the key positions of
-    Python numbers that changed value and nothing else."""
+    Python numbers that changed value and nothing else. (A plain class: a warm process imports this
+    module, and making a dataclass costs about 3 M instructions.)"""
 
-    reason: str
-    retrace: bool
-    numbers: list[int]
+    def __init__(self, reason: str, retrace: bool, numbers: list[int]) -> None:
+        self.reason, self.retrace, self.numbers = reason, retrace, numbers
 
 
 def _dtype_name(dtype: Any) -> str:

@@ -40,10 +40,11 @@ from ..random import default_generator
 from ..tensor import Tensor
 from . import placement
 from .backend import Backend
-from .capture import Captured, Unsupported
-from .compiled_function import (InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, lower, no_numbers,
-                                run_lowered)
+from .capture import Captured
+from .compiled_function import InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, no_numbers, run_lowered
+from .lowering import lower
 from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves, with_tuple_types
+from .unsupported import Unsupported
 
 
 class LossCall:
@@ -202,6 +203,12 @@ class LossProgram:
             if inputs[i]._requires_grad:
                 return True
         return False
+
+    def new_call(self, fn: Callable, args: tuple, kwargs: dict, inputs: list,
+                 random_state: np.ndarray | None) -> LossCall:
+        """The ``LossCall`` a call of this program hands its backward node (made here, so that the
+        decorator's module, which a warm process imports, never imports this one)."""
+        return LossCall(fn, args, kwargs, inputs, self.saved_inputs, random_state)
 
     def run(self, inputs: list, call: LossCall, check: Any = None) -> Any:
         extended = self.numbers.extend(inputs) if self.numbers.prelude else inputs

@@ -18,7 +18,7 @@ from ..autograd import grad_mode
 from ..ops.arithmetic import clone, to_dtype
 from ..ops.inplace import copy_
 from ..tensor import Tensor
-from .capture import Unsupported
+from .unsupported import Unsupported
 
 CPU = "cpu"
 _NOT_ARRAYS = (int, float, bool, np.generic, type(None))

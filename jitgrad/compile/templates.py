@@ -1,21 +1,19 @@
 """Output templates: a compiled graph returns a flat tuple of arrays; a template rebuilds the value
 the function returned around them (tuples, lists, dicts, named tuples, and the Python values that
 were constants of the trace).
+
+Made here from a traced graph's output; what a call rebuilds its result with (``Slot``, ``TupleOf``,
+``template_filler``) is in ``result_template.py``, which a warm process imports without this module
+and ``jitgrad.fx``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..fx.graph import Graph
 from ..fx.node import Node, iter_leaves
 from ..tensor import Tensor
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Position ``index`` in the flat tuple a lowered graph returns."""
-    index: int
+from .result_template import Slot, TupleOf, template_filler
 
 
 def make_template(value: Any, leaves: list[Node]) -> Any:
@@ -30,16 +28,6 @@ def make_template(value: Any, leaves: list[Node]) -> Any:
     if isinstance(value, dict):
         return {k: make_template(v, leaves) for k, v in value.items()}
     return value
-
-
-class TupleOf(tuple):
-    """A tuple of a subclass in a template (``max(dim)``'s ``(values, indices)``, a named tuple): the
-    IR holds plain tuples, so the type is put back here and the result rebuilt as ``kind(*items)``."""
-
-    def __new__(cls, kind: type, items: tuple) -> "TupleOf":
-        template = super().__new__(cls, items)
-        template.kind = kind
-        return template
 
 
 def tuple_types(value: Any) -> Any:
@@ -67,35 +55,6 @@ def with_tuple_types(template: Any, types: Any) -> Any:
         return {k: with_tuple_types(t, types.get(k)) for k, t in template.items()}
     rebuilt = [with_tuple_types(t, i) for t, i in zip(template, types)]
     return tuple(rebuilt) if isinstance(template, tuple) else rebuilt
-
-
-def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, Any], Any]], Any]:
-    """A function ``fill(values, wrap)``: the template with slot ``i`` replaced by ``wrap(i, values[i])``.
-
-    Written once per template as one Python expression (``(wrap(0, values[0]), [wrap(1, values[1])])``):
-    every call of a compiled function rebuilds its result, and walking the template on each call cost
-    2 us for W4's three outputs, a third of what a call spends in Python."""
-    constants: list[Any] = []
-
-    def constant(value: Any) -> str:
-        constants.append(value)
-        return f"c{len(constants) - 1}"
-
-    def expression(part: Any) -> str:
-        kind = type(part)
-        if kind is Slot:
-            return f"wrap({part.index}, values[{part.index}])"
-        if kind is tuple:
-            return "(" + "".join(f"{expression(v)}, " for v in part) + ")"
-        if kind is list:
-            return "[" + ", ".join(expression(v) for v in part) + "]"
-        if kind is TupleOf:
-            return f"{constant(part.kind)}(" + ", ".join(expression(v) for v in part) + ")"
-        if kind is dict:
-            return "{" + ", ".join(f"{constant(k)}: {expression(v)}" for k, v in part.items()) + "}"
-        return constant(part)
-    source = f"lambda values, wrap: {expression(template)}"
-    return eval(source, {f"c{i}": value for i, value in enumerate(constants)})  # noqa: S307 - our own source
 
 
 def flatten_output(graph: Graph) -> Any:

@@ -37,7 +37,7 @@ from .backend import Backend
 from .cache import DiskCache, versions
 from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
-from .templates import Slot, TupleOf
+from .result_template import Slot, TupleOf
 
 INDEX_FORMAT = "jitgrad-warm-index-1"
 _UNKEYED_SETTINGS = frozenset({"JITGRAD_LOG", "JITGRAD_CACHE_DIR", "JITGRAD_CACHE_MAX_BYTES", "JITGRAD_LINT_PASSES"})

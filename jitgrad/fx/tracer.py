@@ -31,7 +31,6 @@ is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
-import inspect
 import linecache
 import os
 import sys
@@ -47,6 +46,7 @@ from ..autograd.graph import grad_accumulator
 from ..device import copy_array
 from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
+from ..signatures import positional_names
 from ..tensor import Tensor
 from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, format_arg, tensor_meta
@@ -536,22 +536,12 @@ class Tracer:
             self.give_back()
 
 
-def parameter_names(fn: Callable, count: int) -> list[str]:
-    """Names for the placeholders: ``fn``'s parameter names where it has them, else ``arg<i>``."""
-    try:
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    return [params[i].name if i < len(params) else f"arg{i}" for i in range(count)]
-
-
 def start_trace(fn: Callable, example_args: tuple) -> tuple[Tracer, list[Any]]:
     """A tracer with one placeholder per tensor argument; other arguments are passed through as they
     are, so the graph is specialised to them and takes only the tensors."""
     tracer = Tracer()
     call_args = [tracer.placeholder(name, arg) if isinstance(arg, Tensor) else arg
-                 for name, arg in zip(parameter_names(fn, len(example_args)), example_args)]
+                 for name, arg in zip(positional_names(fn, len(example_args)), example_args)]
     return tracer, call_args
 
 

@@ -21,7 +21,6 @@ gradient at the broadcast shape it computes; the engine sums it back to the inpu
 """
 from __future__ import annotations
 
-import inspect
 from contextlib import contextmanager
 from types import MethodType
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..autograd import forward_ad, grad_mode
 from ..autograd.versions import mark_views
 from ..device import CPU, device_of, is_device_array, to_device
 from ..device import usage as _devices
+from ..signatures import parameter_names
 from ..tensor import Tensor
 from ..thread_settings import ThreadSettings
 from ..autograd.recording import record
@@ -102,8 +102,8 @@ class OpDef:
         for input_name, formula in self.derivatives.items():
             if input_name not in self.inputs:
                 raise ValueError(f"op {self.name}: derivative for unknown input {input_name!r}")
-            self.reads[input_name] = tuple(inspect.signature(formula).parameters)
-        self.jvp_reads = tuple(inspect.signature(self.jvp).parameters) if self.jvp else ()
+            self.reads[input_name] = parameter_names(formula)
+        self.jvp_reads = parameter_names(self.jvp) if self.jvp else ()
         if self.derivatives and not self.node:
             raise ValueError(f"op {self.name}: a differentiable op needs a backward node name")
         self.backward_class = node_class(self.node) if isinstance(self.node, str) and self.node else None

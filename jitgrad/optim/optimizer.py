@@ -22,7 +22,6 @@ import warnings
 from typing import Any, Callable, Iterable
 
 from ..autograd import enable_grad, no_grad
-from ..compile import EagerThisCall
 from ..ops.registry import observed
 from ..tensor import Tensor
 from .state import ParamGroup, ParamState
@@ -94,6 +93,7 @@ class Optimizer:
         compiles the next one, which reads it as inputs."""
         if observed() and any(self._makes_state(param, group) for group in self.param_groups
                               for param in group["params"] if param.grad is not None):
+            from ..compile.capture import EagerThisCall  # a trace is running: capture is imported already
             raise EagerThisCall(f"the first {type(self).__name__}.step() makes the optimizer's state, which a "
                                 "compiled call would not make again")
         loss = None

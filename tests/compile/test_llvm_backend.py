@@ -1,6 +1,7 @@
 """jitgrad.compile on the CPU goes through the LLVM generator (llvm_cpu) when it covers a graph, and to
 numba otherwise, saying which op sent it there; llvm_cpu's object code goes into the disk cache, and
-neither a first nor a second process of a covered function imports numba (issue 18)."""
+neither a first nor a second process of a covered function imports numba, and a second one (its calls
+from the warm-start index) imports neither a code generator nor ``jitgrad.fx`` (issue 18)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -30,13 +31,17 @@ numba_after_first_call = "numba" in sys.modules
 results.append(step(x[:2], onehot[:2], *params))  # new sizes: retraced, the same kernel
 generator = sorted(m for m in ("jitgrad.backends.llvm_cpu.codegen", "jitgrad.backends.llvm_cpu.compiler",
                                "jitgrad.backends.numba_cpu.compiler") if m in sys.modules)
+tracing = sorted(m for m in sys.modules if m == "jitgrad.fx" or m.startswith("jitgrad.fx.") or m in (
+    "jitgrad.compile.capture", "jitgrad.compile.lowering", "jitgrad.compile.loss_program",
+    "jitgrad.compile.templates", "jitgrad.compile.side_effects", "jitgrad.compile.interpreted_graph"))
 eager = loss_of(x, onehot, *params)
 eager_grads = jg.autograd.grad(eager, params)
 error = max(float(np.abs(a.detach().numpy() - b.numpy()).max()) for a, b in zip((eager, *eager_grads),
                                                                        (results[0][0], *results[0][1])))
 values = [t.numpy().tobytes().hex() for loss, grads in results for t in (loss, *grads)]
 print(json.dumps({"values": values, "numba": numba_after_first_call, "numba_at_end": "numba" in sys.modules,
-                  "generator": generator, "from_disk": [p.lowered.from_disk for p in step.programs],
+                  "generator": generator, "tracing": tracing,
+                  "from_disk": [p.lowered.from_disk for p in step.programs],
                   "sources": [p.lowered.source[:40] for p in step.programs], "error": error}))
 """
 
@@ -56,6 +61,8 @@ def test_a_covered_step_never_imports_numba_and_warm_starts_from_its_object_code
     assert second["from_disk"] == [True, True]   # both programs from the warm-start index, untraced
     assert "jitgrad.backends.llvm_cpu.codegen" in first["generator"]
     assert second["generator"] == [], second["generator"]   # a warm process imports no code generator
+    assert "jitgrad.fx.tracer" in first["tracing"] and "jitgrad.compile.capture" in first["tracing"]
+    assert second["tracing"] == [], second["tracing"]   # nor graph mode, nor jitgrad.compile's tracing half
     assert second_run.stderr.count("runs without tracing") == 2, second_run.stderr
     assert second["values"] == first["values"]
     assert "could not be loaded" not in second_run.stderr and "not trusted" not in second_run.stderr

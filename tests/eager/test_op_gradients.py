@@ -384,3 +384,15 @@ def test_random_graphs_match_finite_differences(program):
     for i, (g, e) in enumerate(zip(grads, expected)):
         assert g is None or tuple(g.shape) == shapes[i]
         assert_close(None if g is None else g.numpy(), e, rtol=1e-5, atol=1e-6, what=f"{steps} input {i}")
+
+
+def test_every_formula_reads_its_parameters_in_signature_order():
+    """``OpDef.reads`` and ``jvp_reads`` are read off the formulas' code objects at import (the cheap
+    path of ``jitgrad.signatures.parameter_names``); formulas are called positionally with them, so they must be
+    exactly what ``inspect.signature`` gives, in its order."""
+    import inspect
+    for op in REGISTRY.values():
+        for name, formula in op.derivatives.items():
+            assert op.reads[name] == tuple(inspect.signature(formula).parameters), (op.name, name)
+        if op.jvp is not None:
+            assert op.jvp_reads == tuple(inspect.signature(op.jvp).parameters), op.name

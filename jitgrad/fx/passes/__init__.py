@@ -6,7 +6,7 @@ from .constant_folding import fold_constants
 from .convolution_columns import share_convolution_columns
 from .dead_code import eliminate_dead_code
 from .fusion import group_fusions
-from .manager import DEFAULT_PIPELINE, LOOP_PIPELINE, PassManager, PassRun
+from .manager import DEFAULT_PIPELINE, LOOP_PIPELINE, PIPELINES, PassManager, PassRun
 from .memory import plan_memory
 from .partition import Partition, partition_joint
 from .rematerialize import rematerialize
@@ -14,7 +14,7 @@ from .roll_loops import roll_loops
 from .simplify import simplify_algebra
 from .topological_sort import topological_order, topological_sort
 
-__all__ = ["DEFAULT_PIPELINE", "LOOP_PIPELINE", "Partition", "PassManager", "PassRun", "batch_matrix_products",
-           "eliminate_common_subexpressions",
-           "eliminate_dead_code", "fold_constants", "group_fusions", "partition_joint", "plan_memory",
-           "rematerialize", "roll_loops", "share_convolution_columns", "simplify_algebra", "topological_order", "topological_sort"]
+__all__ = ["DEFAULT_PIPELINE", "LOOP_PIPELINE", "PIPELINES", "Partition", "PassManager", "PassRun",
+           "batch_matrix_products", "eliminate_common_subexpressions", "eliminate_dead_code", "fold_constants",
+           "group_fusions", "partition_joint", "plan_memory", "rematerialize", "roll_loops",
+           "share_convolution_columns", "simplify_algebra", "topological_order", "topological_sort"]

@@ -32,10 +32,14 @@ DEFAULT_PIPELINE: tuple[Pass, ...] = (
     eliminate_common_subexpressions, eliminate_dead_code, group_fusions, rematerialize, plan_memory,
 )
 
-# For a backend that lowers ``loop`` nodes (``Backend.passes``): loops rolled once the graph is
-# simplified and before fusion, which then works inside each loop's body.
+# For a backend that lowers ``loop`` nodes: loops rolled once the graph is simplified and before
+# fusion, which then works inside each loop's body.
 LOOP_PIPELINE: tuple[Pass, ...] = (*DEFAULT_PIPELINE[:DEFAULT_PIPELINE.index(eliminate_dead_code) + 1], roll_loops,
                                    *DEFAULT_PIPELINE[DEFAULT_PIPELINE.index(eliminate_dead_code) + 1:])
+
+# The pipelines by name: a backend names its own (``Backend.pipeline`` in jitgrad.compile), so that
+# choosing a backend imports no pass; the passes are imported when a graph is lowered.
+PIPELINES: dict[str, tuple[Pass, ...]] = {"default": DEFAULT_PIPELINE, "loops": LOOP_PIPELINE}
 
 
 @dataclass
