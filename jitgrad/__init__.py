@@ -43,3 +43,8 @@ def __getattr__(name: str) -> object:
         globals()[name] = value  # found directly from now on
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names with those imported on first use, as ``dir(torch)`` lists ``torch.optim``."""
+    return sorted(set(globals()) | set(_ON_FIRST_USE))

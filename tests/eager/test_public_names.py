@@ -44,3 +44,11 @@ def test_a_name_is_declared_public_once():
             public("method")(cube_example)
     finally:
         del PUBLIC["cube_example"]
+
+
+def test_the_names_imported_on_first_use_are_listed_and_found():
+    listed = dir(jg)
+    for name in ("fx", "optim", "utils", "save", "load"):
+        assert name in listed
+        assert getattr(jg, name) is not None
+    assert jg.optim.SGD is not None and callable(jg.save)
