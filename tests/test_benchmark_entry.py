@@ -122,3 +122,12 @@ def test_training_steps_agree_with_the_hand_written_reference(workload):
     inputs = workload.make_inputs(True)
     steps = {lib: workload.builders[lib](inputs) for lib in libs}
     assert verify.check(workload, steps, inputs) == []
+
+
+def test_loop_length_times_calls_that_exist():
+    """benchmarks/loop_length.py wraps these functions to split a first call into parts: a function
+    moved or renamed must fail here, not in a benchmark run."""
+    import loop_length
+    for module, attribute, _ in loop_length.TIMED_CALLS:
+        owner, name = loop_length.timed_owner(module, attribute)
+        assert callable(getattr(owner, name)), f"{module}.{attribute}"
