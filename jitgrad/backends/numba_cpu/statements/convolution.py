@@ -47,7 +47,7 @@ def _gather_columns(ctx: OpContext, image: str, columns: str, image_shape: tuple
     if padding[0]:
         lines += [f"                    if {v['y']} < 0 or {v['y']} >= {h}:",
                   f"                        {columns}[{v['n']}, {v['row']}, {v['at']}:{v['at']} + {ow}] = 0",
-                  f"                        continue"]
+                  "                        continue"]
     return lines + [" " * 20 + line for line in inner]
 
 
