@@ -31,7 +31,7 @@ from ..device import CPU, copy_array, current_stream, device, device_of, set_cur
 from ..device import usage as _devices
 from ..tensor import Tensor
 from . import anomaly_mode, fast_backward, grad_mode, provided
-from .graph import AccumulateGrad, Edge, GraphRoot, Node, gradient_edge
+from .graph import AccumulateGrad, Edge, GraphRoot, Node
 
 
 class InputBuffer:

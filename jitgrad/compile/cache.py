@@ -58,14 +58,13 @@ import functools
 import hashlib
 import json
 import os
-import stat
 import sys
-import tempfile
 import types
 import warnings
 from pathlib import Path
 from typing import Any
 
+from .cache_files import Rejected, read_regular, sha256_hex, unsafe_folder, write_atomically
 from .packages import installed_version
 
 ENTRY_FORMAT = "jitgrad-kernel-cache-2"
@@ -153,56 +152,6 @@ _SHARED: dict[tuple[str, Path], "DiskCache"] = {}
 _REFUSED: set[str] = set()   # why a cache folder was not used, as said in this process
 
 
-class Rejected(Exception):
-    """An entry, or a file of it, that fails a check."""
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, opened without
-    following a symlink and without blocking (a FIFO would wait for a writer forever)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        descriptor = os.open(path, flags)
-    except OSError as error:
-        raise Rejected(f"{path.name} cannot be opened as a regular file ({error.strerror})") from None
-    with os.fdopen(descriptor, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Rejected(f"{path.name} is not a regular file")
-        if info.st_size > limit:
-            raise Rejected(f"{path.name} is {info.st_size} bytes, over the limit of {limit}")
-        data = file.read(limit + 1)
-    if len(data) > limit:
-        raise Rejected(f"{path.name} grew past the limit of {limit} bytes while read")
-    return data
-
-
-def _unsafe_folder(path: Path, own: bool) -> str | None:
-    """Why ``path`` may not hold (``own``: or lead to) the cache, or None."""
-    try:
-        info = os.lstat(path)
-    except OSError as error:
-        return f"{path} cannot be read ({error.strerror})"
-    if not stat.S_ISDIR(info.st_mode):
-        return f"{path} is not a directory" + (" (a symlink)" if stat.S_ISLNK(info.st_mode) else "")
-    uid = os.getuid() if hasattr(os, "getuid") else info.st_uid
-    if own:
-        if info.st_uid != uid:
-            return f"{path} is not owned by you"
-        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return f"{path} is writable by other users"
-        return None
-    if info.st_uid not in (uid, 0):
-        return f"{path} (above the cache) is owned by another user"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
-        return f"{path} (above the cache) is writable by other users"
-    return None
-
-
 def _log(line: str) -> None:
     """One line on stderr with ``JITGRAD_LOG=cache``: how the warm start went, kernel by kernel."""
     if "cache" in os.environ.get("JITGRAD_LOG", "").split(","):
@@ -221,23 +170,6 @@ def _numba_cache_elsewhere() -> str | None:
     configured = os.environ.get("NUMBA_CACHE_DIR") or (numba.config.CACHE_DIR if numba is not None else "")
     return f"NUMBA_CACHE_DIR is set ({configured}): numba would keep machine code there, unverified" \
         if configured else None
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` through a temporary file renamed into place; the temporary file is
-    removed if anything fails, so a failed write leaves nothing behind."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".jitgrad-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
 
 
 class DiskCache:
@@ -281,10 +213,10 @@ class DiskCache:
         directory = self.directory.absolute()
         for folder, own in ((directory, True), (self.kernels.absolute(), True),
                             *((parent, False) for parent in directory.parents)):
-            reason = _unsafe_folder(folder, own)
+            reason = unsafe_folder(folder, own)
             if reason is not None:
                 return reason
-        return _unsafe_folder(self.machine_code, True) if os.path.lexists(self.machine_code) else None
+        return unsafe_folder(self.machine_code, True) if os.path.lexists(self.machine_code) else None
 
     # ---- names and keys ---------------------------------------------------------------------------------
     @staticmethod
@@ -294,7 +226,7 @@ class DiskCache:
         return json.loads(json.dumps(key))
 
     def name(self, key: dict[str, Any]) -> str:
-        return KINDS[self.kind] + _sha256(json.dumps(key, sort_keys=True).encode())[:24]
+        return KINDS[self.kind] + sha256_hex(json.dumps(key, sort_keys=True).encode())[:24]
 
     def _folder_of(self, name: str) -> Path:
         """The kind's folder of an entry (eviction removes entries of every kind)."""
@@ -355,14 +287,14 @@ class DiskCache:
             raise Rejected(f"{entry_path.name} was written for another kernel or version")
         expected = source.encode()
         kernel_path = self.kernels / f"{name}.py"
-        if read_regular(kernel_path, SOURCE_LIMIT) != expected or entry.get("source") != _sha256(expected):
+        if read_regular(kernel_path, SOURCE_LIMIT) != expected or entry.get("source") != sha256_hex(expected):
             raise Rejected(f"{kernel_path.name} is not the source generated for this kernel")
         recorded = entry.get("machine_code")
         present = {p.name for p in self._machine_code_files(name)}
         if not isinstance(recorded, dict) or set(recorded) != present:
             raise Rejected(f"numba's files for {name} are not those recorded")
         for file_name, digest in recorded.items():
-            if _sha256(read_regular(self.machine_code / file_name, MACHINE_CODE_LIMIT)) != digest:
+            if sha256_hex(read_regular(self.machine_code / file_name, MACHINE_CODE_LIMIT)) != digest:
                 raise Rejected(f"{file_name} (numba's machine code) does not match its recorded hash")
         return self._module(name, kernel_path, expected)
 
@@ -465,8 +397,8 @@ class DiskCache:
         return True
 
     def _write_entry(self, name: str, key: dict[str, Any], source: bytes) -> None:
-        machine_code = {p.name: _sha256(read_regular(p, MACHINE_CODE_LIMIT)) for p in self._machine_code_files(name)}
-        entry = {"key": key, "source": _sha256(source), "machine_code": machine_code}
+        machine_code = {p.name: sha256_hex(read_regular(p, MACHINE_CODE_LIMIT)) for p in self._machine_code_files(name)}
+        entry = {"key": key, "source": sha256_hex(source), "machine_code": machine_code}
         data = json.dumps(entry, sort_keys=True).encode()
         write_atomically(self.directory / f"{name}.json", data)
         stats.writes += 1
@@ -518,7 +450,7 @@ class DiskCache:
         if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get(field), dict):
             raise Rejected(f"{entry_path.name} was written for another kernel, version or CPU")
         data = read_regular(self.kernels / f"{name}{suffix}", MACHINE_CODE_LIMIT)
-        if _sha256(data) != entry.get(what):
+        if sha256_hex(data) != entry.get(what):
             raise Rejected(f"{name}{suffix} does not match its recorded hash")
         os.utime(entry_path)
         stats.hits += 1
@@ -542,7 +474,7 @@ class DiskCache:
         try:
             self._remove(name)
             write_atomically(self.kernels / f"{name}{suffix}", data)
-            entry = json.dumps({"key": key, what: _sha256(data), **fields}, sort_keys=True).encode()
+            entry = json.dumps({"key": key, what: sha256_hex(data), **fields}, sort_keys=True).encode()
             if len(entry) > ENTRY_LIMIT:
                 raise Rejected("the entry would be over its size limit")
             write_atomically(self.directory / f"{name}.json", entry)
