@@ -43,7 +43,8 @@ from .backend import Backend
 from .capture import Captured
 from .compiled_function import InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, no_numbers, run_lowered
 from .lowering import lower
-from .templates import Slot, flatten_output, slots, template_filler, tensor_leaves, with_tuple_types
+from .result_template import Slot, template_filler
+from .templates import flatten_output, slots, tensor_leaves, with_tuple_types
 from .unsupported import Unsupported
 
 
@@ -87,7 +88,7 @@ class FusedGradients:
     one gradient (or nothing) per wanted input; ``grads`` maps each wanted input to its slot."""
 
     lowered: Lowered
-    grads: tuple    # per wanted input: a templates.Slot, or None where it gets no gradient
+    grads: tuple    # per wanted input: a result_template.Slot, or None where it gets no gradient
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any
 from ..fx.graph import Graph
 from ..fx.node import Node, iter_leaves
 from ..tensor import Tensor
-from .result_template import Slot, TupleOf, template_filler
+from .result_template import Slot, TupleOf
 
 
 def make_template(value: Any, leaves: list[Node]) -> Any:
@@ -74,5 +74,4 @@ def tensor_leaves(value: Any) -> list[Tensor]:
     return list(iter_leaves(value, Tensor))
 
 
-__all__ = ["Slot", "TupleOf", "flatten_output", "make_template", "slots", "template_filler", "tensor_leaves",
-           "tuple_types", "with_tuple_types"]
+__all__ = ["flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types", "with_tuple_types"]

@@ -66,7 +66,7 @@ def test_template_filler_rebuilds_every_kind_of_container():
     by index, tuples (empty and of one), lists, dicts, named tuples and constants as they were."""
     from collections import namedtuple
 
-    from jitgrad.compile.templates import Slot, TupleOf, template_filler
+    from jitgrad.compile.result_template import Slot, TupleOf, template_filler
     Pair = namedtuple("Pair", "left right")
     constant = object()
     template = (Slot(2), [Slot(0), (), (Slot(1),)], {"a": Slot(0), 3: None}, TupleOf(Pair, (Slot(1), constant)), 7)
