@@ -29,8 +29,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from .numba_options import jit_or_plain
-from .numpy_blas import BLAS, Blas, description, find_blas as _find_blas  # noqa: F401 - this module's names
+from .numpy_blas import BLAS, Blas, description, find_blas as _find_blas, register_with_llvm  # noqa: F401
 
+register_with_llvm()   # numba's JIT links the names ``_emit_cblas`` calls
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 def _emit_cblas(context: Any, builder: Any, routine: str, dtype: Any, operands: list[tuple[str, Any]]) -> None:

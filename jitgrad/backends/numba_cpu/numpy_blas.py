@@ -1,10 +1,12 @@
-"""numpy's own CBLAS, found without numba: its ``cblas_?gemm``/``cblas_?gemv`` symbols in numpy's extension
-module, registered with LLVM under fixed names (``jitgrad_numpy_cblas_<routine>_<dtype>_i<bits>``).
+"""numpy's own CBLAS, found without numba or llvmlite: its ``cblas_?gemm``/``cblas_?gemv`` symbols in
+numpy's extension module, under fixed names (``jitgrad_numpy_cblas_<routine>_<dtype>_i<bits>``).
 
-Kernels compiled by numba name these symbols (``blas.py`` writes the calls); a kernel whose object code
-a later process loads with llvmlite alone (``object_loader.py``) needs the same names bound to the same
-routines, and the cache key needs ``description()``; neither may import numba, so the search lives
-here. ``JITGRAD_KERNEL_BLAS=numba`` (or a numpy without CBLAS symbols) leaves ``BLAS`` None: kernels then
+Kernels name these symbols (numba's through ``blas.py``, the LLVM generator's through
+``llvm_cpu/statements/linalg.py``); a process that links such code with LLVM registers the names with
+``register_with_llvm``, and one that loads cached object code by itself (``llvm_cpu/elf_loader.py``)
+binds them from ``BLAS.addresses``. The cache key needs ``description()``. A warm process may import
+neither numba nor llvmlite (0.03 s and 0.01 s at exit for llvmlite's library alone), so the search lives
+here and imports neither. ``JITGRAD_KERNEL_BLAS=numba`` (or a numpy without CBLAS symbols) leaves ``BLAS`` None: kernels then
 use numba's ``np.dot``.
 """
 from __future__ import annotations
@@ -14,7 +16,6 @@ import importlib
 import os
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
 import numpy as np
 
 # (symbol pattern, bits of the BLAS integer): numpy's wheels (OpenBLAS, ILP64 with a suffix), macOS
@@ -29,7 +30,8 @@ class Blas:
     """numpy's CBLAS as the kernels link it: ``description`` goes into cache keys, so machine code built
     against one BLAS is never loaded where another is."""
     integer_bits: int
-    symbols: dict[str, str]   # routine and dtype (``gemm_float64``) -> name registered with LLVM
+    symbols: dict[str, str]   # routine and dtype (``gemm_float64``) -> the name kernels call it by
+    addresses: dict[str, int]  # that name -> the routine's address in numpy's library
     description: str
 
 
@@ -57,20 +59,27 @@ def find_blas() -> Blas | None:
                 break
             addresses[f"{routine}_{dtype}"] = ctypes.cast(function, ctypes.c_void_p).value
         if len(addresses) == len(wanted):
-            symbols = {}
-            for key, address in addresses.items():
-                symbols[key] = f"jitgrad_numpy_cblas_{key}_i{bits}"
-                llvm.add_symbol(symbols[key], address)
+            symbols = {key: f"jitgrad_numpy_cblas_{key}_i{bits}" for key in addresses}
             names = pattern.format("?{" + ",".join(_ROUTINES) + "}")
-            return Blas(bits, symbols, f"{names} (i{bits}) from numpy {np.__version__}")
+            return Blas(bits, symbols, {symbols[key]: address for key, address in addresses.items()},
+                        f"{names} (i{bits}) from numpy {np.__version__}")
     return None
 
 
 BLAS = find_blas()
 
 
+def register_with_llvm() -> None:
+    """Makes LLVM's linker resolve the names kernels call (numba's JIT, an MCJIT engine); idempotent."""
+    if BLAS is not None:
+        import llvmlite.binding as llvm
+
+        for name, address in BLAS.addresses.items():
+            llvm.add_symbol(name, address)
+
+
 def description() -> str:
     return BLAS.description if BLAS is not None else "numba np.dot"
 
 
-__all__ = ["BLAS", "Blas", "description", "find_blas"]
+__all__ = ["BLAS", "Blas", "description", "find_blas", "register_with_llvm"]

@@ -190,9 +190,7 @@ def helper_symbols() -> dict[str, int]:
     the two exception helpers are the loader's own (bound by ``Runtime``)."""
     global _HELPERS
     if _HELPERS is None:
-        import llvmlite.binding as llvm
-
-        from . import numpy_blas  # registers the BLAS symbols kernels name
+        from . import numpy_blas
 
         symbols: dict[str, int] = {}
         helperlib, dynfunc, nrt = (_extension(_EXTENSIONS[k]) for k in ("helperlib", "dynfunc", "nrt"))
@@ -207,8 +205,7 @@ def helper_symbols() -> dict[str, int]:
         for value in vars(builtins).values():
             if isinstance(value, type) and issubclass(value, BaseException):
                 symbols[f"PyExc_{value.__name__}"] = id(value)
-        for name in (numpy_blas.BLAS.symbols.values() if numpy_blas.BLAS is not None else ()):
-            symbols[name] = llvm.address_of_symbol(name)
+        symbols.update(numpy_blas.BLAS.addresses if numpy_blas.BLAS is not None else {})
         _HELPERS = symbols
     return _HELPERS
 
