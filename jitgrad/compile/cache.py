@@ -14,7 +14,7 @@ cheap and deterministic. So the cache keeps, per kernel (its source and numba op
 Beside them, kind ``objects`` keeps what a process needs to run a CPU kernel without numba (the backend's
 ``object_loader.py``): ``objects/<name>.o``, numba's object code for one kernel and argument types, and
 ``<name>.json``, data only: the key (the kernel's code key and options, the versions, and ``machine()``:
-the CPU's name and features, numpy's version, the ``NUMBA_*`` settings), the object's SHA-256 and what
+the CPU (``backends/host_cpu.py``), numpy's version, the ``NUMBA_*`` settings), the object's SHA-256 and what
 the loader needs (the entry point's symbol, the kernel's exception table). ``load_object`` hands out the
 object only once the entry and the object file pass the checks below; an object the backend then
 cannot load (``object_failed``) is removed like a rejected entry, and the kernel compiled. No version is
@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from .cache_files import Rejected, read_regular, sha256_hex, unsafe_folder, write_atomically
+from ..backends.host_cpu import host_cpu
 from .packages import installed_version
 
 ENTRY_FORMAT = "jitgrad-kernel-cache-2"
@@ -117,14 +118,13 @@ def versions() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=None)
 def machine() -> dict[str, Any]:
-    """What object code is built for and depends on beyond the versions: the CPU LLVM targets (its name
-    and features, as numba reads them), numpy's version (the array layout numba's helpers read) and
-    every ``NUMBA_*`` setting (one may change the code numba emits, ``NUMBA_OPT`` or ``NUMBA_CPU_NAME``)."""
-    import llvmlite.binding as llvm
+    """What object code is built for and depends on beyond the versions: the CPU it targets
+    (``backends/host_cpu.py``: a digest of what CPUID reports on x86-64, else LLVM's name and features),
+    numpy's version (the array layout numba's helpers read) and every ``NUMBA_*`` setting (one may
+    change the code numba emits, ``NUMBA_OPT`` or ``NUMBA_CPU_NAME``)."""
     import numpy
 
-    return {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten(),
-            "numpy": numpy.__version__,
+    return {**host_cpu(), "numpy": numpy.__version__,
             "numba_settings": sorted((k, v) for k, v in os.environ.items() if k.startswith("NUMBA_"))}
 
 

@@ -1,7 +1,7 @@
 """jitgrad.compile on the CPU goes through the LLVM generator (llvm_cpu) when it covers a graph, and to
 numba otherwise, saying which op sent it there; llvm_cpu's object code goes into the disk cache, and
 neither a first nor a second process of a covered function imports numba, and a second one (its calls
-from the warm-start index) imports neither a code generator nor ``jitgrad.fx`` (issue 18)."""
+from the warm-start index) imports neither a code generator, ``jitgrad.fx`` nor llvmlite (issue 18)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+from jitgrad.backends.llvm_cpu import elf_loader
 from jitgrad.compile import get_backend
 from compile_helpers import MLP_SCRIPT
 from helpers import assert_close, last_json_line, run_python
@@ -40,7 +41,7 @@ error = max(float(np.abs(a.detach().numpy() - b.numpy()).max()) for a, b in zip(
                                                                        (results[0][0], *results[0][1])))
 values = [t.numpy().tobytes().hex() for loss, grads in results for t in (loss, *grads)]
 print(json.dumps({"values": values, "numba": numba_after_first_call, "numba_at_end": "numba" in sys.modules,
-                  "generator": generator, "tracing": tracing,
+                  "llvmlite_at_end": "llvmlite" in sys.modules, "generator": generator, "tracing": tracing,
                   "from_disk": [p.lowered.from_disk for p in step.programs],
                   "sources": [p.lowered.source[:40] for p in step.programs], "error": error}))
 """
@@ -61,6 +62,8 @@ def test_a_covered_step_never_imports_numba_and_warm_starts_from_its_object_code
     assert second["from_disk"] == [True, True]   # both programs from the warm-start index, untraced
     assert "jitgrad.backends.llvm_cpu.codegen" in first["generator"]
     assert second["generator"] == [], second["generator"]   # a warm process imports no code generator
+    if elf_loader.supported():   # nor LLVM: elf_loader links the objects, host_cpu reads the CPU
+        assert not second["llvmlite_at_end"]
     assert "jitgrad.fx.tracer" in first["tracing"] and "jitgrad.compile.capture" in first["tracing"]
     assert second["tracing"] == [], second["tracing"]   # nor graph mode, nor jitgrad.compile's tracing half
     assert second_run.stderr.count("runs without tracing") == 2, second_run.stderr

@@ -153,10 +153,13 @@ def load_from_disk(cache: Any, key: str, fastmath: bool) -> loader.LoadedKernel 
     if code is None:
         return None
     try:
-        return loader.load(code)
+        kernel = loader.load(code)
     except Exception as error:  # noqa: BLE001 - LoadFailure, LLVM refusing the object: compile it afresh
         objects.object_failed(name, str(error) or type(error).__name__)
         return None
+    if kernel.note:
+        objects.log(f"{name}: {kernel.note}")
+    return kernel
 
 
 __all__ = ["KERNELS", "LOCK", "CompiledGraph", "clear_cache", "code_key", "from_warm_state", "load_from_disk",

@@ -1,9 +1,11 @@
-"""Object code -> a Python callable, with llvmlite and ctypes alone (numba is never imported).
+"""Object code -> a Python callable, with ctypes alone where ``elf_loader`` links it (x86-64 Linux), else
+with llvmlite's JIT (numba is never imported).
 
-Every symbol the object leaves undefined (read from its ELF symbol table) is bound before LLVM's JIT
-sees it (an unresolved symbol would abort the process): numpy's CBLAS routines under the names
-``numba_cpu/numpy_blas.py`` registers, and the C library, libm and Python C API functions of this
-process. The entry point, ``PyObject *jitgrad_kernel(PyObject *self, PyObject *args)``, becomes a
+Every symbol the object leaves undefined (read from its ELF symbol table) is bound before the code is
+linked (an unresolved symbol would abort LLVM's JIT): numpy's CBLAS routines under the names
+``numba_cpu/numpy_blas.py`` gives them, and the C library, libm and Python C API functions of this
+process. An object ``elf_loader`` refuses is loaded through llvmlite; ``LoadedKernel.note`` says why
+(the backend puts it in the ``JITGRAD_LOG=cache`` log). The entry point, ``PyObject *jitgrad_kernel(PyObject *self, PyObject *args)``, becomes a
 builtin function through ``PyCFunction_NewEx`` with a ``PyMethodDef`` this module keeps alive with
 the engine holding the code. The kernel reads its arguments' data pointers at fixed offsets
 (``TUPLE_ITEMS``, ``ARRAY_DATA``, which ``codegen.py`` writes into the IR); ``check_layout`` confirms
@@ -19,7 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..numba_cpu import numpy_blas
 from ..numba_cpu.object_loader import elf_symbols, process_symbol
+from . import elf_loader
 
 TUPLE_ITEMS = tuple.__basicsize__   # where a tuple's items start (CPython)
 ARRAY_DATA = 16                     # where a numpy array's data pointer is (PyArrayObject_fields.data)
@@ -53,18 +57,21 @@ _BOUND: set[str] = set()
 _LOCK = threading.Lock()
 
 
-def _bind(names: set[str]) -> None:
-    """Binds each of ``names`` to this process's symbol (LoadFailure for one it lacks)."""
-    import llvmlite.binding as llvm
+def resolve(name: str) -> int | None:
+    """The address a kernel's undefined symbol ``name`` is bound to in this process, or None."""
+    blas = numpy_blas.BLAS
+    if blas is not None and name in blas.addresses:
+        return blas.addresses[name]
+    return process_symbol(name)
 
-    from ..numba_cpu import numpy_blas  # noqa: F401 - registers the CBLAS names kernels call
+
+def _bind(names: set[str]) -> None:
+    """Binds each of ``names`` for LLVM's JIT (LoadFailure for one this process lacks)."""
+    import llvmlite.binding as llvm
 
     missing = []
     for name in sorted(names - _BOUND - {"_GLOBAL_OFFSET_TABLE_"}):   # the JIT's linker provides that one
-        if name.startswith("jitgrad_numpy_cblas_") and llvm.address_of_symbol(name):
-            _BOUND.add(name)
-            continue
-        address = process_symbol(name)
+        address = resolve(name)
         if address is None:
             missing.append(name)
             continue
@@ -75,32 +82,50 @@ def _bind(names: set[str]) -> None:
 
 
 class LoadedKernel:
-    """The engine holding a kernel's code and the builtin function that calls it."""
+    """What holds a kernel's code (an ``elf_loader.MappedCode`` or llvmlite's engine) and the builtin
+    function that calls it."""
 
-    def __init__(self, engine: Any, method: _MethodDef, function: Callable[..., Any]) -> None:
+    def __init__(self, engine: Any, method: _MethodDef, function: Callable[..., Any], note: str | None = None) -> None:
         self.engine = engine
         self.method = method
         self.function = function
+        self.note = note   # why ``elf_loader`` did not link it, where it was tried and refused
 
 
-def load(code: bytes) -> LoadedKernel:
-    """Loads ``code`` (an object ``machine_code.compile_ir`` made, here or in an earlier process)."""
+def _link_with_llvm(code: bytes, undefined: set[str]) -> tuple[Any, int]:
     import llvmlite.binding as llvm
 
     from .machine_code import new_target_machine
 
+    with _LOCK:
+        _bind(undefined)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+        return engine, engine.get_function_address(ENTRY)
+
+
+def load(code: bytes, linker: str = "auto") -> LoadedKernel:
+    """Loads ``code`` (an object ``machine_code.compile_ir`` made, here or in an earlier process).
+    ``linker``: ``"auto"`` (``elf_loader`` where it is supported, else, or where it refuses the object,
+    llvmlite's JIT), ``"elf"`` or ``"llvm"`` (one of them only: tests compare the two)."""
     why = check_layout()
     if why is not None:
         raise LoadFailure(why)
     undefined, defined = elf_symbols(code)
     if ENTRY not in defined:
         raise LoadFailure(f"the object does not define {ENTRY}")
-    with _LOCK:
-        _bind(undefined)
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
-        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
-        engine.finalize_object()
-        address = engine.get_function_address(ENTRY)
+    engine, note = None, None
+    if linker == "elf" or (linker == "auto" and elf_loader.supported()):
+        try:
+            engine = elf_loader.link(code, resolve)
+            address = engine.symbols.get(ENTRY, 0)
+        except elf_loader.ElfLoadError as error:
+            if linker == "elf":
+                raise LoadFailure(str(error)) from None
+            note = f"object code linked by LLVM's JIT, not by jitgrad's loader: {error}"
+    if engine is None:
+        engine, address = _link_with_llvm(code, undefined)
     if not address:
         raise LoadFailure("the entry point has no address after loading")
     method = _MethodDef(b"jitgrad_kernel", address, METH_VARARGS, None)
@@ -108,7 +133,7 @@ def load(code: bytes) -> LoadedKernel:
     new.restype = ctypes.py_object
     new.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     function = new(ctypes.addressof(method), None, None)
-    return LoadedKernel(engine, method, function)
+    return LoadedKernel(engine, method, function, note)
 
 
-__all__ = ["ARRAY_DATA", "ENTRY", "TUPLE_ITEMS", "LoadFailure", "LoadedKernel", "check_layout", "load"]
+__all__ = ["ARRAY_DATA", "ENTRY", "TUPLE_ITEMS", "LoadFailure", "LoadedKernel", "check_layout", "load", "resolve"]

@@ -1,11 +1,11 @@
 """LLVM IR text -> an optimised object file for this CPU, through llvmlite alone.
 
-The target machine is the host's CPU and features (what numba targets too, and what the disk cache's
-``machine()`` keys object code on); the optimisation pipeline is LLVM's own at ``OPT_LEVEL`` with the
-loop and SLP vectorizers on, as numba runs it by default. Floating-point instructions carry no
-fast-math flags unless the kernel was generated with ``fastmath`` (``function_writer.float_flags``),
-so without it LLVM neither reassociates nor contracts: the same arithmetic as numba's kernels with
-``fastmath=False``.
+The target machine is the host's CPU and features (what numba targets too; the disk cache's
+``machine()`` keys object code on the CPUID they come from, ``backends/host_cpu.py``); the
+optimisation pipeline is LLVM's own at ``OPT_LEVEL`` with the loop and SLP vectorizers on, as numba
+runs it by default. Floating-point instructions carry no fast-math flags unless the kernel was
+generated with ``fastmath`` (``function_writer.float_flags``), so without it LLVM neither
+reassociates nor contracts: the same arithmetic as numba's kernels with ``fastmath=False``.
 """
 from __future__ import annotations
 
