@@ -2,7 +2,7 @@
 
 Object code targets the host's CPU (LLVM's name and features for it) and must never run on one that
 lacks an instruction it uses. Asking LLVM means loading llvmlite's library, about 30 ms of a warm
-process that otherwise never needs it (``llvm_cpu/elf_loader.py`` links the cached code). LLVM derives
+process that otherwise never needs it (``backends/elf_loader.py`` links the cached code). LLVM derives
 both from the CPUID instruction (and XGETBV, which says which register states the OS saves), so on
 x86-64 the key is a digest of what those report for the leaves LLVM reads, run here through a few
 bytes of machine code: the same processor gives the same digest, and any processor LLVM could tell
@@ -33,7 +33,7 @@ _OSXSAVE = 1 << 27      # leaf 1's ECX: XGETBV is available
 
 
 def _cpuid_reader() -> tuple[Callable[[int, int], tuple[int, ...]], Callable[[int], int], list]:
-    from .llvm_cpu.elf_loader import map_machine_code
+    from .elf_loader import map_machine_code
 
     cpuid_code, xgetbv_code = map_machine_code(_CPUID), map_machine_code(_XGETBV)
     cpuid_function = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p)(cpuid_code.address)
@@ -71,7 +71,7 @@ def _from_llvm() -> dict[str, str]:
 @functools.lru_cache(maxsize=None)
 def host_cpu() -> dict[str, str]:
     """``{"cpu": ..., "features": ...}`` for the disk cache's keys (see the module docstring)."""
-    from .llvm_cpu import elf_loader
+    from . import elf_loader
 
     if elf_loader.supported():
         try:

@@ -10,8 +10,8 @@ import pytest
 
 import jitgrad as jg
 from jitgrad import fx
-from jitgrad.backends import host_cpu, llvm_cpu
-from jitgrad.backends.llvm_cpu import elf_loader, loader
+from jitgrad.backends import elf_loader, host_cpu, llvm_cpu
+from jitgrad.backends.llvm_cpu import loader
 from jitgrad.backends.llvm_cpu.machine_code import compile_ir
 from jitgrad.fx import passes
 

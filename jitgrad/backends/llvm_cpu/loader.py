@@ -23,7 +23,7 @@ import numpy as np
 
 from ..numba_cpu import numpy_blas
 from ..numba_cpu.object_loader import elf_symbols, process_symbol
-from . import elf_loader
+from .. import elf_loader
 
 TUPLE_ITEMS = tuple.__basicsize__   # where a tuple's items start (CPython)
 ARRAY_DATA = 16                     # where a numpy array's data pointer is (PyArrayObject_fields.data)

@@ -192,7 +192,8 @@ def _load_object(cache: Any, key: str, options: dict[str, Any]) -> Callable[...,
         entry, exceptions = loader["entry"], loader["exceptions"]
         if not isinstance(entry, str) or not isinstance(exceptions, list):
             raise object_loader.LoadFailure("the entry's loader data is malformed")
-        return object_loader.load(object_loader.KernelObject(code, entry, exceptions), name)
+        return object_loader.load(object_loader.KernelObject(code, entry, exceptions), name,
+                                  lambda line: objects.log(f"{name}: {line}"))
     except Exception as error:  # noqa: BLE001 - LoadFailure, malformed loader data, LLVM refusing the object:
         objects.object_failed(name, str(error) or type(error).__name__)  # any of them compiles the kernel
         return True

@@ -3,7 +3,7 @@ numpy's extension module, under fixed names (``jitgrad_numpy_cblas_<routine>_<dt
 
 Kernels name these symbols (numba's through ``blas.py``, the LLVM generator's through
 ``llvm_cpu/statements/linalg.py``); a process that links such code with LLVM registers the names with
-``register_with_llvm``, and one that loads cached object code by itself (``llvm_cpu/elf_loader.py``)
+``register_with_llvm``, and one that loads cached object code by itself (``backends/elf_loader.py``)
 binds them from ``BLAS.addresses``. The cache key needs ``description()``. A warm process may import
 neither numba nor llvmlite (0.03 s and 0.01 s at exit for llvmlite's library alone), so the search lives
 here and imports neither. ``JITGRAD_KERNEL_BLAS=numba`` (or a numpy without CBLAS symbols) leaves ``BLAS`` None: kernels then

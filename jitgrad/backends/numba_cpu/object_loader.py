@@ -1,5 +1,7 @@
-"""Runs numba's object code for a kernel with llvmlite alone: a process whose kernels all come from the
-disk cache never imports numba (0.26 s) nor initialises numba's target (0.34 s).
+"""Runs numba's object code for a kernel without numba: a process whose kernels all come from the disk
+cache never imports numba (0.26 s) nor initialises numba's target (0.34 s), and on x86-64 Linux, where
+``backends/elf_loader.py`` links the object, never loads llvmlite either (elsewhere, or for an object
+that loader refuses, LLVM's JIT links it, as for llvm_cpu's objects).
 
 What numba compiled for a kernel is an ELF object whose code names symbols it does not define:
 
@@ -15,7 +17,7 @@ What numba compiled for a kernel is an ELF object whose code names symbols it do
   this process.
 
 Every symbol the object leaves undefined (read from the object's own symbol table) must resolve before
-the object is handed to LLVM, whose JIT aborts the process on a symbol it cannot find. Any problem
+the object is linked (LLVM's JIT aborts the process on a symbol it cannot find). Any problem
 raises ``LoadFailure`` and the caller compiles instead. The callable made is numba's own CPython wrapper
 around the kernel (``_dynfunc.make_function``, as numba's dispatcher holds it), called with exactly the
 arrays the kernel was compiled for: ``CompiledGraph`` checks each argument's shape and dtype.
@@ -34,6 +36,8 @@ import threading
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from .. import elf_loader
 
 ENVIRONMENT_PREFIX = "_ZN08NumbaEnv"   # numba's name for the global holding a function's environment
 _EXTENSIONS = {"helperlib": ("numba", "_helperlib"), "dynfunc": ("numba", "_dynfunc"),
@@ -217,67 +221,86 @@ def bindable(name: str) -> bool:
 
 
 class Runtime:
-    """The process's loader: numba's helpers bound once, an MCJIT engine per loaded object."""
+    """The process's loader: numba's helpers found once; each object linked by ``elf_loader`` where it
+    links it (x86-64 Linux: llvmlite is never loaded), else by an MCJIT engine of its own."""
 
     def __init__(self) -> None:
-        import llvmlite.binding as llvm
-
-        self.llvm = llvm
         helperlib, self.dynfunc, nrt = (_extension(_EXTENSIONS[k]) for k in ("helperlib", "dynfunc", "nrt"))
         nrt.memsys_use_cpython_allocator()   # what numba's runtime sets, before any kernel allocates
         self.symbols = dict(helper_symbols())
         self.exceptions = _Exceptions(helperlib)
         self.symbols["numba_unpickle"] = ctypes.cast(self.exceptions.unpickle, ctypes.c_void_p).value
         self.symbols["numba_runtime_build_excinfo_struct"] = ctypes.cast(self.exceptions.build, ctypes.c_void_p).value
-        for name, address in self.symbols.items():
-            llvm.add_symbol(name, address)
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        self.target = llvm.Target.from_triple(llvm.get_process_triple())
         self.lock = threading.Lock()
+        self._llvm: tuple[Any, Any] | None = None   # llvmlite's binding and the host target, once MCJIT is used
 
     def resolve(self, name: str) -> bool:
-        """Whether ``name`` has an address for LLVM, binding it from the process if need be."""
+        """Whether ``name`` has an address here, binding it from the process if need be."""
         if name in self.symbols:
             return True
         address = process_symbol(name)
         if address is None:
             return False
         self.symbols[name] = address
-        self.llvm.add_symbol(name, address)
+        if self._llvm is not None:
+            self._llvm[0].add_symbol(name, address)
         return True
 
-    def load(self, kernel: KernelObject, name: str) -> Callable[..., Any]:
-        """A Python callable running ``kernel``'s entry point (``LoadFailure`` where it cannot run)."""
+    def _mcjit(self) -> tuple[Any, Any]:
+        if self._llvm is None:
+            import llvmlite.binding as llvm
+
+            for name, address in self.symbols.items():
+                llvm.add_symbol(name, address)
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            self._llvm = llvm, llvm.Target.from_triple(llvm.get_process_triple())
+        return self._llvm
+
+    def _link(self, code: bytes, say: Callable[[str], None] | None) -> tuple[Any, Callable[[str], int]]:
+        """What holds ``code`` once linked, and the address of each symbol it defines."""
+        if elf_loader.supported():
+            try:
+                mapped = elf_loader.link(code, self.symbols.get)
+                return mapped, lambda symbol: mapped.symbols.get(symbol, 0)
+            except elf_loader.ElfLoadError as error:
+                if say is not None:
+                    say(f"object code linked by LLVM's JIT, not by jitgrad's loader: {error}")
+        llvm, target = self._mcjit()
+        for symbol in ("numba_unpickle", "numba_runtime_build_excinfo_struct"):  # ours, even where numba
+            llvm.add_symbol(symbol, self.symbols[symbol])                        # bound its own since
+        # an engine per object: objects numba compiled in different processes may define the same names
+        # (numba numbers functions per process), and a shared engine would bind one's calls to the other's code
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.create_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+        return engine, engine.get_global_value_address
+
+    def load(self, kernel: KernelObject, name: str, say: Callable[[str], None] | None = None) -> Callable[..., Any]:
+        """A Python callable running ``kernel``'s entry point (``LoadFailure`` where it cannot run);
+        ``say`` gets a line when the object is linked by MCJIT because ``elf_loader`` refused it."""
         undefined, defined = elf_symbols(kernel.code)
         if kernel.entry not in defined:
             raise LoadFailure(f"the object does not define its entry point {kernel.entry[:60]}...")
-        missing = sorted(s for s in undefined if not self.resolve(s))
+        missing = sorted(s for s in undefined - {"_GLOBAL_OFFSET_TABLE_"} if not self.resolve(s))
         if missing:
             raise LoadFailure(f"symbols this process does not have: {', '.join(missing[:5])}")
         with self.lock:
             self.exceptions.add(kernel.exceptions)
-            for symbol in ("numba_unpickle", "numba_runtime_build_excinfo_struct"):  # ours, even where numba
-                self.llvm.add_symbol(symbol, self.symbols[symbol])                   # bound its own since
-            # an engine per object: objects numba compiled in different processes may define the same
-            # names (numba numbers functions per process), and a shared engine would bind one's calls
-            # to the other's code
-            engine = self.llvm.create_mcjit_compiler(self.llvm.parse_assembly(""), self.target.create_target_machine())
-            engine.add_object_file(self.llvm.ObjectFileRef.from_data(kernel.code))
-            engine.finalize_object()
+            holder, address_of = self._link(kernel.code, say)
             environment = self.dynfunc.Environment(globals={"__name__": name})
-            addresses = [engine.get_global_value_address(s) for s in defined if s.startswith(ENVIRONMENT_PREFIX)]
+            addresses = [address_of(s) for s in defined if s.startswith(ENVIRONMENT_PREFIX)]
             if not all(addresses):
                 raise LoadFailure("an environment of the object has no address after loading")
             for address in addresses:
                 ctypes.c_void_p.from_address(address).value = id(environment)
-            entry = engine.get_function_address(kernel.entry)
+            entry = address_of(kernel.entry)
         if not entry:
             raise LoadFailure("the entry point has no address after loading")
         module = types.ModuleType(name)
         # what numba's dispatcher does with a compiled overload: keep the environment alive with the function
         return self.dynfunc.make_function(module, "kernel", f"jitgrad kernel {name} (cached object code)", entry,
-                                          environment, (engine, environment))
+                                          environment, (holder, environment))
 
 
 _RUNTIME: Runtime | None = None
@@ -293,9 +316,9 @@ def runtime() -> Runtime:
         return _RUNTIME
 
 
-def load(kernel: KernelObject, name: str) -> Callable[..., Any]:
+def load(kernel: KernelObject, name: str, say: Callable[[str], None] | None = None) -> Callable[..., Any]:
     """``kernel``'s entry point as a Python callable (see the module docstring)."""
-    return runtime().load(kernel, name)
+    return runtime().load(kernel, name, say)
 
 
 __all__ = ["ENVIRONMENT_PREFIX", "KernelObject", "LoadFailure", "Runtime", "bindable", "elf_symbols", "exception_info",

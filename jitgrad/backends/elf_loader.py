@@ -3,11 +3,12 @@
 Why not LLVM's own JIT linker: a warm process that loads the disk cache's object code through llvmlite
 pays for loading LLVM's library (about 30 ms of its 0.2-0.3 s) and for LLVM's teardown at exit (about
 10 ms), to link an object of one code section, a few constant sections and a hundred relocations.
-This module does that linking itself, for the objects ``machine_code.compile_ir`` makes on x86-64
-Linux: the sections the program needs are copied into one anonymous mapping, every relocation is
-applied by the psABI's formula, symbols the object leaves undefined are bound through a ``resolve``
-function the caller gives, and the code's pages are made read-and-execute (never writable and
-executable at once). ``.eh_frame`` is not loaded (no unwinding passes through a kernel; LLVM's JIT
+This module does that linking itself, for the objects ``llvm_cpu/machine_code.py`` makes on x86-64
+Linux, and for numba's (``numba_cpu/object_loader.py``): the sections the program needs are copied
+into one anonymous mapping, with zeroed room for common symbols (numba's environment pointers); every
+relocation is applied by the psABI's formula; symbols the object leaves undefined are bound through a
+``resolve`` function the caller gives; and the code's pages are made read-and-execute (never writable
+and executable at once). ``.eh_frame`` is not loaded (no unwinding passes through a kernel; LLVM's JIT
 registers it only for debuggers).
 
 Anything outside that (another machine or ELF class, a relocation type or section kind not listed
@@ -28,7 +29,7 @@ from typing import Callable
 _EM_X86_64, _ET_REL = 62, 1
 _SHF_WRITE, _SHF_ALLOC = 0x1, 0x2
 _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_X86_64_UNWIND = 2, 4, 8, 0x70000001
-_SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS = 0, 0xFF00, 0xFFF1
+_SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_COMMON = 0, 0xFF00, 0xFFF1, 0xFFF2
 _STT_SECTION = 3
 _GOT_SYMBOL = "_GLOBAL_OFFSET_TABLE_"
 
@@ -161,19 +162,19 @@ def _loaded(section: _Section) -> bool:
     return bool(section.flags & _SHF_ALLOC) and section.kind != _SHT_X86_64_UNWIND and section.name != ".eh_frame"
 
 
-def _symbols(code: bytes, sections: list[_Section]) -> list[tuple[str, int, int, int]]:
-    """The symbol table: (name, section index, value, type) per entry, the null entry included."""
+def _symbols(code: bytes, sections: list[_Section]) -> list[tuple[str, int, int, int, int]]:
+    """The symbol table: (name, section index, value, type, size) per entry, the null entry included."""
     tables = [s for s in sections if s.kind == _SHT_SYMTAB]
     if len(tables) != 1 or tables[0].entry_size != 24 or tables[0].link >= len(sections):
         raise ElfLoadError("the object has no single symbol table")
     table, names = tables[0], sections[tables[0].link]
     symbols = []
-    for name_at, info, _, index, value, _ in struct.iter_unpack("<IBBHQQ", code[table.offset:table.offset + table.size]):
+    for name_at, info, _, index, value, size in struct.iter_unpack("<IBBHQQ", code[table.offset:table.offset + table.size]):
         start = names.offset + name_at
         end = code.find(b"\0", start, names.offset + names.size)
         if end < 0:
             raise ElfLoadError("a symbol's name lies outside the string table")
-        symbols.append((code[start:end].decode("ascii", "replace"), index, value, info & 0xF))
+        symbols.append((code[start:end].decode("ascii", "replace"), index, value, info & 0xF, size))
     return symbols
 
 
@@ -218,6 +219,14 @@ def link(code: bytes, resolve: Callable[[str], int | None]) -> MappedCode:
                 end = (end + align - 1) & ~(align - 1)
                 layout.append((section, end))
                 end += section.size
+    commons = {}   # symbol index -> its offset: common symbols (numba's environments) get zeroed room here
+    for i, (name, index, value, _, symbol_size) in enumerate(symbols):
+        if index == _SHN_COMMON:
+            align = max(value, 1)   # a common symbol's value is its alignment
+            if align & (align - 1) or symbol_size > 1 << 20:
+                raise ElfLoadError(f"common symbol {name} has alignment {align} and size {symbol_size}")
+            commons[i] = end = (end + align - 1) & ~(align - 1)
+            end += symbol_size
     base, size = _map(end)
     mapped = MappedCode(base, size, {})
     memory = memoryview((ctypes.c_char * size).from_address(base)).cast("B")
@@ -228,13 +237,15 @@ def link(code: bytes, resolve: Callable[[str], int | None]) -> MappedCode:
     got = base + got_at
 
     addresses = []
-    for name, index, value, kind in symbols:
+    for i, (name, index, value, kind, _) in enumerate(symbols):
         if index == _SHN_UNDEF:
             address = got if name == _GOT_SYMBOL else (resolve(name) if name else 0)
             if address is None:
                 raise ElfLoadError(f"symbol {name} is not in this process")
         elif index == _SHN_ABS:
             address = value
+        elif index == _SHN_COMMON:
+            address = base + commons[i]
         elif index >= _SHN_LORESERVE or index >= len(sections):
             raise ElfLoadError(f"symbol {name} is in special section {index:#x}")
         elif not _loaded(sections[index]):
@@ -264,7 +275,7 @@ def link(code: bytes, resolve: Callable[[str], int | None]) -> MappedCode:
         struct.pack_into("<Q" if width == 8 else ("<i" if signed else "<I"), memory, place - base, value)
     memory.release()
     _protect(mapped, protected)
-    mapped.symbols = {name: address for (name, index, _, kind), address in zip(symbols, addresses)
+    mapped.symbols = {name: address for (name, index, _, kind, _), address in zip(symbols, addresses)
                       if name and index != _SHN_UNDEF and address is not None and kind != _STT_SECTION}
     return mapped
 
