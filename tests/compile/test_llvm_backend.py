@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from jitgrad.backends.llvm_cpu import elf_loader
+from jitgrad.backends import elf_loader
 from jitgrad.compile import get_backend
 from compile_helpers import MLP_SCRIPT
 from helpers import assert_close, last_json_line, run_python
