@@ -135,8 +135,7 @@ def test_an_mlp_step_at_batch_64_then_100_then_37_compiles_its_kernels_once():
 
 
 NUMBA_SCRIPT = """
-import json, time
-start = time.perf_counter()
+import json
 import jitgrad as jg
 from jitgrad.compile import cache
 
@@ -151,8 +150,7 @@ out.backward()
 program = loss.programs[0]
 kernels = [lowered.call.kernel for lowered in program.lowered_graphs]
 print(json.dumps({"hits": cache.stats.hits, "writes": cache.stats.writes, "grad": w.grad.tolist(),
-                  "kernels": len(kernels), "numba_cache_hits": sum(sum(k.stats.cache_hits.values()) for k in kernels),
-                  "seconds": time.perf_counter() - start}))
+                  "kernels": len(kernels), "numba_cache_hits": sum(sum(k.stats.cache_hits.values()) for k in kernels)}))
 """
 
 
@@ -168,7 +166,6 @@ def test_a_second_process_gets_numba_machine_code_from_the_disk_cache(tmp_path):
     assert first["writes"] == 2 * kernels and first["numba_cache_hits"] == 0  # numba's entry and the object
     assert second["hits"] == kernels and second["numba_cache_hits"] == kernels, second
     assert second["grad"] == first["grad"]
-    assert second["seconds"] < first["seconds"]
 
 
 PLAIN_PYTHON_SCRIPT = """
