@@ -329,6 +329,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
         default_generator.set_state(generator_state)
+        tracer.release()
     return captured
 
 

@@ -352,6 +352,17 @@ class Tracer:
         """The placeholder of a borrowed tensor, None while it has not been used."""
         return self._placeholders.get(id(tensor))
 
+    def release(self) -> None:
+        """Lets go of every value the trace kept alive to keep ids unique (its tensors, their nodes by
+        id), once nothing will be traced or looked up any more. The hooks that record gradients hold
+        the tracer and the tracer holds them, so without this the trace's tens of thousands of tensors
+        live until the cycle collector finds that loop (0.08 s of CPU after W4's 500-step compile);
+        released, they go as soon as the caller drops them."""
+        self._alive.clear()
+        self._nodes.clear()
+        self._by_array.clear()
+        self._view_versions.clear()
+
     def give_back(self) -> None:
         """Returns every borrowed tensor to the state it had before the trace."""
         for loan in self.loans.values():
