@@ -20,6 +20,7 @@ for the caller to compare their values as it compares a full trace's.
 """
 from __future__ import annotations
 
+from operator import is_
 from typing import Any, Iterator
 
 from ..tensor import Tensor
@@ -142,13 +143,14 @@ class CheckedGraph(Graph):
 
     def match_call(self, target: Any, args: tuple, kwargs: dict, value: Any, phase: dict[str, Any]) -> Node:
         """``Tracer.call``'s check: a call of ``target`` that returned ``value``, made where ``phase``
-        holds (``phase``, ``no_grad``). Its node would hold its rule's shape and dtype, which a full
-        trace checks against ``value``, then ``phase``: the reference's must be those."""
+        holds (``Tracer._phase``: ``phase`` and ``no_grad``, nothing else). Its node would hold its
+        rule's shape and dtype, which a full trace checks against ``value``, then ``phase``: the
+        reference's must be those."""
         expected, name = self._call(target, args, None)
         if self._call_alike(expected, name, target, args, kwargs):
             held = expected.meta
-            if len(held) == 2 + len(phase) and all(held.get(k) == v for k, v in phase.items()) \
-                    and agrees(held, value):
+            if len(held) == 2 + len(phase) and held.get("phase") == phase.get("phase") \
+                    and held.get("no_grad") == phase.get("no_grad") and agrees(held, value):
                 return self._matched(expected)
         return self._by_text(expected, Opcode.CALL_FUNCTION, name, target, args, kwargs,
                              {**tensor_meta(value), **phase})
@@ -160,9 +162,15 @@ class CheckedGraph(Graph):
 
     @staticmethod
     def _call_alike(expected: Node | None, name: str, target: Any, args: tuple, kwargs: dict) -> bool:
-        return expected is not None and expected.op is Opcode.CALL_FUNCTION and expected.name == name \
-            and expected.target is target and args_alike(tuple(args), expected.args) \
-            and args_alike(kwargs, expected.kwargs)
+        """The quick comparison of a call: arguments that are the reference's own objects (its nodes,
+        constants of the traced code) print as they do, whatever they are; others by ``args_alike``."""
+        if expected is None or expected.op is not Opcode.CALL_FUNCTION or expected.name != name \
+                or expected.target is not target:
+            return False
+        held, held_kwargs = expected.args, expected.kwargs
+        if not (len(args) == len(held) and all(map(is_, args, held)) or args_alike(tuple(args), held)):
+            return False
+        return (not kwargs and not held_kwargs) or args_alike(kwargs, held_kwargs)
 
     def output(self, value: Any) -> Node:
         expected, name = self._next(Opcode.OUTPUT, "output")
