@@ -92,11 +92,13 @@ def _signature(node: Node) -> Hashable:
     if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
         return ("unique", id(node))
     values = node.meta
-    meta = tuple(v.str if isinstance(v, np.dtype) else v for v in (values.get("shape"), values.get("dtype"),
-                 values.get("phase"), values.get("no_grad"), values.get("python_number")))
+    dtype = values.get("dtype")
+    dtype = dtype.str if isinstance(dtype, np.dtype) else tuple(d.str for d in dtype) if type(dtype) is tuple \
+        else dtype
+    meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
     row = _row_read(node)
     kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
-    return (id(node.target), _structure(node.args), _structure(kwargs), repr(meta), row is None)
+    return (id(node.target), _structure(node.args), _structure(kwargs), meta, row is None)
 
 
 @dataclass
