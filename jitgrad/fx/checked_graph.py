@@ -37,7 +37,9 @@ class NotAlike(Exception):
 
 class CheckedGraph(Graph):
     """Stands for the graph of a trace of the call that made ``reference`` (see the module docstring).
-    Reading it gives the nodes matched so far; ``alike`` says whether every node was matched."""
+    Reading it (``nodes``, ``placeholders``, ``len``) gives the nodes matched so far; ``alike`` says
+    whether every node was matched. It answers what a tracer and ``jitgrad.compile``'s capture ask of a
+    graph, no more: it is not for passes, printing or ``lint``."""
 
     def __init__(self, reference: Graph) -> None:
         super().__init__()
