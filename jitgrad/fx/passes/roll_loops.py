@@ -302,19 +302,20 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
     rejected: dict[int, tuple[int, int]] = {}
     for start, period, count in _candidates(nodes, first, rejected, least, known):
         run = _Run(nodes, start, period, count, position)
-        count = _check(run)
-        if count < least:
+        agreeing = _check(run)
+        if agreeing < least:
             continue
-        run.count = count
-        if count != _check(run) or not any(how[0] == "carry" for how in run.inputs.values()) \
-                or not _typed_alike(run):  # (classified again over the iterations that agree)
-            rejected[period] = (start + 1, start + count * period)
+        run.count = agreeing
+        # fewer than all agree: classified again over those (all agree: as the check left it)
+        changed = agreeing != count and agreeing != _check(run)
+        if changed or not any(how[0] == "carry" for how in run.inputs.values()) or not _typed_alike(run):
+            rejected[period] = (start + 1, start + agreeing * period)
         elif _fusible_across(run):  # another rotation of the same steps may carry through an opaque op
             low, high = rejected.get(period, (0, 0))
             rejected[period] = (min(low, start + period) if low <= start < high else start + period,
-                                max(high, start + count * period))
+                                max(high, start + agreeing * period))
         else:
-            return run, count
+            return run, agreeing
     return None
 
 
