@@ -267,8 +267,7 @@ def test_a_released_tracer_lets_its_tensors_go_without_the_cycle_collector():
                 tracer.release()
             del tracer
             alive = sum(r() is not None for r in traced)
-            assert (alive == 0) if release else alive > 1
-            gc.collect()
+            assert (alive == 0) if release else alive > 1  # (the unreleased one waits for a collection)
     finally:
         if was:
             gc.enable()
