@@ -12,7 +12,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .loop import Loop
 from .node import Node, Opcode
 
 # Text for a plain value inside args or kwargs, or None for the default (``repr``).
