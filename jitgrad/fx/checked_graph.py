@@ -99,8 +99,10 @@ class CheckedGraph(Graph):
         reference's line. Alike, the reference's node stands for it; otherwise the difference is kept
         and raised, as the two traces' texts would show it."""
         asked = Node(self, name, opcode, target, args, kwargs, meta)
-        line = format_node(asked)
-        asked.args, asked.kwargs = (), {}  # no longer among its inputs' users (the reference's nodes)
+        try:
+            line = format_node(asked)
+        finally:
+            asked.args, asked.kwargs = (), {}  # no longer among its inputs' users (the reference's nodes)
         if expected is not None and expected.op is opcode and format_node(expected) == line:
             return self._matched(expected)
         self.difference = f"{format_node(expected)!r} against {line!r}" if expected is not None else \
