@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..autograd import engine, grad_mode
+from ..fx.checked_graph import CheckedGraph, NotAlike
 from ..fx.graph import Graph
 from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
-from ..fx.printing import print_alike
 from ..fx.numbers import Specialize, SymbolicNumber
 from ..fx.tracer import TraceError, Tracer, user_line
 from ..random import default_generator
@@ -189,10 +189,16 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
     (``fx.numbers``), and so do the free run-time numbers the walk finds (an optimizer's ``lr``) but
     for those at the sources in ``static``, which earlier traces needed by value. A trace that changes
     Python state outside the function is undone and traced again under a line tracer, to name the
-    line that made each change."""
+    line that made each change. The second trace is checked against the first as it runs
+    (``fx.checked_graph``), node by node."""
     captured = _capture_once(fn, args, kwargs, parameter_names, dynamic, static)
-    again = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, lines=False)
-    difference = _first_difference(captured, again)
+    try:
+        again = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, lines=False,
+                              reference=captured.graph)
+    except NotAlike as differs:
+        difference: str | None = str(differs)
+    else:
+        difference = _first_difference(captured, again)
     if difference is not None:
         raise Unsupported("two traces of one call gave different graphs (" + difference + "): the function "
                           "reads a value that changes from call to call where no guard can see it (random."
@@ -202,13 +208,31 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
 
 
 def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
-                  dynamic: frozenset[int], static: frozenset[Source], lines: bool = True) -> Captured:
+                  dynamic: frozenset[int], static: frozenset[Source], lines: bool = True,
+                  reference: Graph | None = None) -> Captured:
     """One trace; ``lines``: note the user's line of every node (``Captured.sources``, for messages),
-    which the trace that is only compared with the first does without (a stack walk per op)."""
+    which the trace that is only compared with the first does without (a stack walk per op).
+    ``reference``: the first trace's graph, which this trace is checked against as it runs (its graph
+    is a ``CheckedGraph``); ``NotAlike`` where a node prints otherwise, also when the trace failed
+    after one did (the traced code may have caught the ``NotAlike``)."""
+    def attempt(locate_changes: bool) -> Captured:
+        graph = CheckedGraph(reference) if reference is not None else None
+        try:
+            captured = _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes, lines, graph)
+        except NotAlike:
+            raise
+        except Exception as error:
+            if graph is not None and graph.difference is not None:
+                raise NotAlike(graph.difference) from error
+            raise
+        if graph is not None and not graph.alike:
+            raise NotAlike(graph.difference or f"{len(reference)} nodes against {len(graph)}")
+        return captured
+
     try:
-        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=False, lines=lines)
+        return attempt(locate_changes=False)
     except _ChangedState:
-        return _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes=True, lines=lines)
+        return attempt(locate_changes=True)
 
 
 def _first_difference(first: Captured, second: Captured) -> str | None:
@@ -216,15 +240,9 @@ def _first_difference(first: Captured, second: Captured) -> str | None:
     arguments, closure, globals and the objects reached from them; a value it gets from a call into a
     library (a random number, the time, ``next(counter)``) is seen by none, and would be baked into
     the graph as a constant, silently. Such a value shows as a difference between two traces, so every
-    capture traces twice. The graphs are compared as they print, node by node without printing them
-    (``print_alike``), and as text only where that cannot tell."""
-    if len(first.graph) != len(second.graph) or not all(map(print_alike, first.graph.nodes, second.graph.nodes)):
-        first_lines, second_lines = str(first.graph).splitlines(), str(second.graph).splitlines()
-        for a, b in zip(first_lines, second_lines):
-            if a != b:
-                return f"{a.strip()!r} against {b.strip()!r}"
-        if len(first_lines) != len(second_lines):
-            return f"{len(first_lines)} lines against {len(second_lines)}"
+    capture traces twice. The graphs are compared as they print, node by node while the second trace
+    runs (``fx.checked_graph``: it raises ``NotAlike`` at the first difference); what is left to
+    compare after it are the constants' values and the random draws."""
     for name, value in first.graph.constants.items():
         other = second.graph.constants.get(name)
         if other is None or not np.array_equal(host(value._data), host(other._data),
@@ -240,7 +258,8 @@ class _ChangedState(Exception):
 
 
 def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str], dynamic: frozenset[int],
-             static: frozenset[Source], locate_changes: bool, lines: bool = True) -> Captured:
+             static: frozenset[Source], locate_changes: bool, lines: bool = True,
+             graph: Graph | None = None) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
@@ -248,7 +267,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     if free.unguardable:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.unguardable}")
     tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=lines,
-                    draws_as_input=True)
+                    draws_as_input=True, graph=graph)
     generator_state = default_generator.peek()
     argument_sources: dict[int, list[Source]] = {}
     numbers: dict[Node, tuple[Source, Any]] = {}   # number placeholder -> (its leaf's source, value)
@@ -310,6 +329,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
         default_generator.set_state(generator_state)
+        tracer.release()
     return captured
 
 

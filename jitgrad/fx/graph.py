@@ -133,11 +133,14 @@ class Graph:
         self._nodes.insert(len(self.placeholders), node)
         return node
 
-    def get_attr(self, value: Tensor, name: str = "_tensor_constant", before: Node | None = None) -> Node:
-        """A constant: the graph keeps ``value`` under the node's name."""
+    def get_attr(self, value: Tensor, name: str = "_tensor_constant", before: Node | None = None,
+                 meta: dict[str, Any] | None = None) -> Node:
+        """A constant: the graph keeps ``value`` under the node's name; ``meta`` adds to its shape and
+        dtype (a trace's phase)."""
         key = self.unique_name(name)
         self.constants[key] = value
-        return self._insert(Node(self, key, Opcode.GET_ATTR, key, (), {}, tensor_meta(value)), before)
+        node_meta = tensor_meta(value) if meta is None else {**tensor_meta(value), **meta}
+        return self._insert(Node(self, key, Opcode.GET_ATTR, key, (), {}, node_meta), before)
 
     def call_function(self, target: OpDef | Any, args: tuple, kwargs: dict | None = None,
                       meta: dict[str, Any] | None = None, before: Node | None = None,

@@ -12,7 +12,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .loop import Loop
 from .node import Node, Opcode
 
 # Text for a plain value inside args or kwargs, or None for the default (``repr``).
@@ -69,7 +68,7 @@ def format_node(node: Node, *, size: Callable[[int], str] = str, leaf: Leaf | No
 _EQUAL_MEANS_SAME_TEXT = frozenset({int, bool, str, type(None)})
 
 
-def _args_alike(a: Any, b: Any) -> bool:
+def args_alike(a: Any, b: Any) -> bool:
     """Whether ``format_arg(a) == format_arg(b)`` is certain, found without formatting either."""
     kind = type(a)
     if kind is not type(b):
@@ -79,13 +78,13 @@ def _args_alike(a: Any, b: Any) -> bool:
     if kind is Node:
         return a.name == b.name
     if kind is tuple or kind is list:
-        return len(a) == len(b) and all(map(_args_alike, a, b))
+        return len(a) == len(b) and all(map(args_alike, a, b))
     if kind is dict:
-        return list(map(str, a)) == list(map(str, b)) and all(map(_args_alike, a.values(), b.values()))
+        return list(map(str, a)) == list(map(str, b)) and all(map(args_alike, a.values(), b.values()))
     return format_arg(a) == format_arg(b)
 
 
-def _meta_alike(a: Any, b: Any) -> bool:
+def meta_alike(a: Any, b: Any) -> bool:
     """Whether one metadata value prints alike in two nodes (``format_meta`` and the notes format it)."""
     if a is b:
         return True
@@ -94,25 +93,8 @@ def _meta_alike(a: Any, b: Any) -> bool:
     if type(a) in _EQUAL_MEANS_SAME_TEXT:
         return a == b
     if type(a) is tuple:
-        return len(a) == len(b) and all(map(_meta_alike, a, b))
+        return len(a) == len(b) and all(map(meta_alike, a, b))
     return f"{a}" == f"{b}"
 
 
-def print_alike(a: Node, b: Node) -> bool:
-    """Whether ``format_node(a) == format_node(b)`` is certain, found without formatting them: a capture
-    compares two traces of one call line by line (``jitgrad.compile``), and formatting W4's 8,000 nodes
-    twice took longer than its passes. Stricter than the text: False means *not certain* (a float, a
-    loop), and the caller compares the text."""
-    if a.op is not b.op or a.name != b.name or isinstance(a.target, Loop):
-        return False
-    if a.op is Opcode.OUTPUT:
-        return _args_alike(a.args[0], b.args[0])
-    if a.target is not b.target and not (type(a.target) is str and a.target == b.target):
-        return False
-    if a.op is Opcode.CALL_FUNCTION and not (_args_alike(a.args, b.args) and _args_alike(a.kwargs, b.kwargs)):
-        return False
-    meta_a, meta_b = a.meta, b.meta
-    return list(meta_a) == list(meta_b) and all(_meta_alike(meta_a[k], meta_b[k]) for k in meta_a)
-
-
-__all__ = ["Leaf", "format_arg", "format_node", "print_alike"]
+__all__ = ["Leaf", "args_alike", "format_arg", "format_node", "meta_alike"]

@@ -291,6 +291,43 @@ def test_a_value_no_guard_sees_changing_runs_eagerly_with_the_reason(make):
     assert not f.programs
 
 
+def test_a_difference_the_function_catches_still_runs_it_eagerly():
+    """The second trace is checked as it runs: a difference raises inside the function, which may catch
+    it; the check keeps it and the capture still refuses the graph."""
+    def f(x):
+        total = x.sum()
+        try:
+            x * random.random()
+        except Exception:  # noqa: BLE001 - what a careless function does
+            pass
+        return total
+    g = jg.compile(f, cache=False)
+    with pytest.warns(CompileWarning, match="two traces of one call gave different graphs"):
+        g(inputs())
+    assert not g.programs
+
+
+def test_the_second_trace_builds_no_node(monkeypatch):
+    """Each node the second trace asks for is the first trace's, once checked (fx.checked_graph)."""
+    import importlib
+    from jitgrad.fx.node import Node
+    capture_module = importlib.import_module("jitgrad.compile.capture")
+    made, init = [], Node.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        init(self, *args, **kwargs)
+    monkeypatch.setattr(Node, "__init__", counted)
+    w = jg.randn(3, requires_grad=True)
+
+    def step(x):
+        loss = (x * w).tanh().sum() * 0.5
+        loss.backward()
+        return loss
+    captured = capture_module.capture(step, (jg.ones(3),), {}, ["x"])
+    assert len(made) == len(captured.graph) > 10
+
+
 def helper(x):
     return x * 2.0
 

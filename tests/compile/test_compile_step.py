@@ -114,3 +114,25 @@ def test_a_forward_value_the_backward_recomputes_is_computed_once():
     program = f.programs[0]
     graph = program.lowered.ir_after if not isinstance(program.lowered, list) else program.lowered[0].ir_after
     assert graph.count("= call_function mean(") == 1, graph
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_cycle_collector_is_off_while_a_call_compiles_and_as_it_was_after(monkeypatch, enabled):
+    """A long trace made the collector's full passes a fifth of W4's 500-step compile (decorator.py)."""
+    import gc
+    import importlib
+    capture_module = importlib.import_module("jitgrad.compile.capture")
+    seen, capture = [], capture_module.capture
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return capture(*args, **kwargs)
+    monkeypatch.setattr(capture_module, "capture", watched)
+    f = jg.compile(lambda x: (x * 2.0).sum(), cache=False)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        f(jg.ones(3))
+        assert seen == [False] and gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -8,7 +8,9 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.backends.nodes import ir_line
 from jitgrad.fx import Graph, GraphError, GraphModule, Interpreter, NodeKind, Opcode, tuple_item
+from jitgrad.fx.checked_graph import CheckedGraph, NotAlike
 from jitgrad.fx.codegen import LITERAL_ELEMENTS
+from jitgrad.fx.printing import format_node
 from jitgrad.ops.registry import REGISTRY
 
 
@@ -212,47 +214,80 @@ def test_interpreter_checks_the_argument_count():
         Interpreter(small_graph()).run(X)
 
 
-def _one_call(value, kwargs=None, node_meta=None) -> Graph:
-    """x * value (or with ``kwargs``): two graphs that differ in nothing else."""
-    g = Graph()
+def _one_call(value, kwargs=None, node_meta=None, g=None) -> Graph:
+    """x * value (or with ``kwargs``): two graphs that differ in nothing else; built into ``g`` when
+    given (a ``CheckedGraph``, which matches each node against its reference)."""
+    g = Graph() if g is None else g
     x = g.placeholder("x", meta((3,)))
     g.output(g.call_function(REGISTRY["mul"], (x, value), kwargs or {}, {**meta((3,)), **(node_meta or {})}))
     return g
 
 
+def _checked(reference: Graph, *call) -> CheckedGraph:
+    """``_one_call(*call)`` made into a graph checked against ``reference``, as a second trace is."""
+    checked = CheckedGraph(reference)
+    try:
+        _one_call(*call, g=checked)
+    except NotAlike:
+        assert checked.difference is not None
+    return checked
+
+
 @pytest.mark.parametrize("first, second", [
     (2.0, 2.0), (1, 1), (0.0, -0.0), (1, True), (1, 1.0), (float("nan"), float("nan")), ((1, 2), [1, 2]),
     ((1, slice(0, 2)), (1, slice(0, 3))), ("a", "b"), (np.dtype("float32"), np.dtype("float64")),
+    (jg.float32, jg.float32), (slice(0, 2), slice(0, 2)),
 ], ids=lambda v: repr(v))
-def test_print_alike_is_never_true_where_the_text_differs(first, second):
-    """The two traces of a capture are compared with ``print_alike`` before their text: it may answer
-    'not certain' where the lines agree (a float), never 'alike' where they differ."""
-    a, b = _one_call(first).nodes[1], _one_call(second).nodes[1]
-    text_equal = fx.printing.format_node(a) == fx.printing.format_node(b)
-    if fx.printing.print_alike(a, b):
-        assert text_equal
-    if type(first) in (int, str, tuple) and type(first) is type(second) and first == second:
-        assert fx.printing.print_alike(a, b)  # the common case is decided without the text
+def test_a_checked_trace_is_alike_exactly_where_the_text_is(first, second):
+    """A capture's second trace is checked against the first as it runs (``fx.checked_graph``): quick
+    comparisons where they can tell, the node's text where they cannot; never 'alike' where the lines
+    differ, and never 'different' where they agree (that would run a function eagerly for nothing)."""
+    reference = _one_call(first)
+    checked = _checked(reference, second)
+    assert checked.alike == (str(reference) == str(_one_call(second)))
+    if not checked.alike:
+        assert checked.difference == f"{format_node(reference.nodes[1])!r} against " \
+                                     f"{format_node(_one_call(second).nodes[1])!r}"
+    else:
+        assert checked.nodes == reference.nodes   # the first trace's own nodes stand for the second's
 
 
-def test_print_alike_tells_apart_names_kwargs_and_meta():
+def test_a_checked_trace_tells_apart_names_kwargs_and_meta():
     base = _one_call(2, {"k": (1, 2)}, {"phase": "backward"})
-    others = [_one_call(3, {"k": (1, 2)}, {"phase": "backward"}), _one_call(2, {"k": (1, 3)}, {"phase": "backward"}),
-              _one_call(2, {"j": (1, 2)}, {"phase": "backward"}), _one_call(2, {"k": (1, 2)}),
-              _one_call(2, {"k": (1, 2)}, {"phase": "forward"}), _one_call(2, {"k": (1, 2)}, {"shape": (4,)})]
-    assert all(map(fx.printing.print_alike, base.nodes, _one_call(2, {"k": (1, 2)}, {"phase": "backward"}).nodes))
+    others = [(3, {"k": (1, 2)}, {"phase": "backward"}), (2, {"k": (1, 3)}, {"phase": "backward"}),
+              (2, {"j": (1, 2)}, {"phase": "backward"}), (2, {"k": (1, 2)}),
+              (2, {"k": (1, 2)}, {"phase": "forward"}), (2, {"k": (1, 2)}, {"shape": (4,)})]
+    assert _checked(base, 2, {"k": (1, 2)}, {"phase": "backward"}).alike
     for other in others:
-        assert not all(map(fx.printing.print_alike, base.nodes, other.nodes))
-        assert str(base) != str(other)
+        assert not _checked(base, *other).alike
+        assert str(base) != str(_one_call(*other))
 
 
-def test_print_alike_tells_apart_node_names():
+def test_a_checked_trace_tells_apart_node_names_and_keeps_its_first_difference():
     renamed = Graph()
     x = renamed.placeholder("x", meta((3,)))
     renamed.get_attr(jg.tensor([1.0]), "mul")   # takes the name the call would have had
-    call = renamed.call_function(REGISTRY["mul"], (x, 2), {}, meta((3,)))
-    assert call.name != "mul"
-    assert not fx.printing.print_alike(_one_call(2).nodes[1], call)
+    renamed.output(renamed.call_function(REGISTRY["mul"], (x, 2), {}, meta((3,))))
+    checked = CheckedGraph(renamed)
+    y = checked.placeholder("x", meta((3,)))
+    with pytest.raises(NotAlike, match="get_attr mul"):
+        checked.call_function(REGISTRY["mul"], (y, 2), {}, meta((3,)))
+    with pytest.raises(NotAlike, match="get_attr mul"):   # traced code that caught it cannot go on
+        checked.get_attr(jg.tensor([1.0]), "mul")
+    assert not checked.alike and checked.difference.startswith("'%mul: float32[1] = get_attr mul'")
+
+
+def test_a_checked_call_compares_the_first_traces_metadata_with_the_value_returned():
+    reference = _one_call(2)
+    value = jg.ones(3)                          # float32[3], as the reference's mul
+    checked = CheckedGraph(reference)
+    x = checked.placeholder("x", meta((3,)))
+    assert checked.match_call(REGISTRY["mul"], (x, 2), {}, value, {}) is reference.nodes[1]
+    for other, phase in ((jg.ones(3, dtype=jg.float64), {}), (jg.ones(4), {}), (value, {"phase": "backward"})):
+        checked = CheckedGraph(reference)
+        x = checked.placeholder("x", meta((3,)))
+        with pytest.raises(NotAlike):
+            checked.match_call(REGISTRY["mul"], (x, 2), {}, other, phase)
 
 
 def test_a_listing_spells_each_dtype_as_numpy_does():

@@ -140,6 +140,17 @@ def test_cse_merges_equal_calls_and_equal_constants_but_not_different_attributes
     assert record.changes == ["sum_1 -> sum", "_tensor_constant_1 -> _tensor_constant", "mul_1 -> mul"]
 
 
+def test_cse_rewrites_a_reader_of_many_duplicates_once_and_keys_chains_through_them():
+    def f(x):
+        rows = [x.sum(0).exp() for _ in range(5)]   # sum and exp repeated: exp's copies read sum's copies
+        return jg.stack(rows) * x.sum(0)
+    g = fx.trace(f, X).graph
+    record = run_pass(eliminate_common_subexpressions, g, X)
+    stack = next(n for n in g.nodes if n.op is Opcode.CALL_FUNCTION and n.target_name == "stack")
+    assert [a.name for a in stack.args[0]] == ["exp"] * 5 and names(g).count("sum") == 1
+    assert len(record.changes) == 9   # 5 sums (4 in the rows, 1 after) and 4 exps merged
+
+
 def test_cse_keeps_zero_and_negative_zero_apart():
     g = fx.trace(lambda x: (1.0 / (x * 0.0), 1.0 / (x * -0.0)), X).graph
     run_pass(eliminate_common_subexpressions, g, X)

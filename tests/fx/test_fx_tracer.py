@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import jitgrad as jg
 from jitgrad import fx
 from jitgrad.fx.joint import is_backward
+from jitgrad.fx.tracer import Tracer
 from jitgrad.ops.registry import observing
 from helpers import leaves
 from op_samples import SAMPLES
@@ -240,3 +241,33 @@ def test_a_rule_is_asked_once_per_distinct_call(monkeypatch):
     outputs = module(jg.randn(3), jg.randn(3, dtype=jg.float64), jg.tensor([1, 2, 3]))
     assert [o.dtype for o in outputs] == [jg.float32, jg.float64, jg.float64, jg.int64, jg.float32, jg.int64,
                                           jg.int64]
+
+
+def test_a_released_tracer_lets_its_tensors_go_without_the_cycle_collector():
+    """The hooks recording ``.grad`` hold the tracer, which holds them and every traced tensor: a cycle
+    only the collector could free (``Tracer.release``, called by ``jitgrad.compile`` after a trace)."""
+    import gc
+    import weakref
+    w = jg.randn(3, requires_grad=True)
+
+    def f(x):
+        (x * w).tanh().sum().backward()
+        return w.grad
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for release in (False, True):
+            tracer = Tracer(capture_writes=True)
+            with tracer.running():
+                tracer.lift("w", w)
+                f(jg.ones(3))
+            traced = [weakref.ref(t) for t, _ in tracer.traced_values() if t is not w]
+            if release:
+                tracer.release()
+            del tracer
+            alive = sum(r() is not None for r in traced)
+            assert (alive == 0) if release else alive > 1  # (the unreleased one waits for a collection)
+    finally:
+        if was:
+            gc.enable()

@@ -24,9 +24,9 @@ from .topological_sort import topological_order
 MIN_PRODUCTS = 4
 
 
-def call_like(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node) -> Node:
-    """A new node placed before ``before``, in the phase (forward, backward, grad mode) of ``like``,
-    its shape and dtype from the op's rule."""
+def call_like(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node | None) -> Node:
+    """A new node placed before ``before`` (last when None), in the phase (forward, backward, grad
+    mode) of ``like``, its shape and dtype from the op's rule."""
     phase = {k: like.meta[k] for k in ("phase", "no_grad") if k in like.meta}
     return graph.call_function(REGISTRY[op], args, kwargs, {**call_meta(REGISTRY[op], args, kwargs), **phase},
                                before=before)
@@ -73,7 +73,7 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
     products = [n for n in graph.nodes if is_call(n, "mv")]
     if len(products) < MIN_PRODUCTS:
         return
-    batched = False
+    rows: dict[Node, Node] = {}  # each batched product -> its row of the batch's product
     for members in _independent_groups(graph, products):
         if len(members) < MIN_PRODUCTS:
             continue
@@ -82,10 +82,16 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         transposed = call_like(graph, "permute", (matrix,), {"dims": (1, 0)}, first, first)
         product = call_like(graph, "mm", (stacked, transposed), {}, first, first)
         for i, member in enumerate(members):
-            graph.replace_node(member, call_like(graph, "getitem", (product,), {"index": (i,)}, member, member))
+            rows[member] = call_like(graph, "getitem", (product,), {"index": (i,)}, member, None)
+            member.replace_all_uses_with(rows[member])
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
-        batched = True
-    if batched:  # the stack was put before the first product, ahead of the later products' vectors
+    if rows:  # each row where its product was (one reordering, not an insertion and an erasure each,
+        # which walked the node list twice per product), then in order: the stack was put before the
+        # first product, ahead of the later products' vectors
+        added = set(rows.values())
+        order = [rows.get(n, n) for n in graph.nodes if n not in added]
+        graph.erase_nodes(list(rows))
+        graph.reorder(order)
         graph.reorder(topological_order(graph))
 
 

@@ -13,7 +13,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from ..graph import Graph
-from ..node import Node, Opcode
+from ..node import Node, Opcode, map_nodes
 
 
 def _key(value: Any) -> Hashable:
@@ -48,20 +48,32 @@ def _other_key(value: Any) -> Hashable:
 
 
 def eliminate_common_subexpressions(graph: Graph) -> Graph:
+    """Each duplicate's readers read the first node instead. A reader is rewritten once, after the walk,
+    whatever number of its inputs were duplicates: a ``stack`` of an unrolled loop's 500 steps reads
+    500 of them, and rewriting it per duplicate rebuilt its arguments 500 times. While walking, a
+    node's key reads its inputs through ``kept`` (a duplicate stands for the node it duplicates), so
+    that it is keyed as it will read."""
     record = graph.record_pass("eliminate_common_subexpressions")
     seen: dict[Hashable, Node] = {}
-    duplicates: list[Node] = []
+    kept: dict[Node, Node] = {}  # duplicate -> the node its readers read instead
     for node in graph.nodes:
         if node.op is Opcode.GET_ATTR:
             key: Hashable = ("constant", _key(graph.constants[node.target]._data))
         elif node.op is Opcode.CALL_FUNCTION:
-            key = (id(node.target), _key(node.args), _key(node.kwargs), node.meta.get("no_grad", False))
+            reads = map_nodes((node.args, node.kwargs), lambda n: kept.get(n, n)) if kept and \
+                any(n in kept for n in node.all_input_nodes) else (node.args, node.kwargs)
+            key = (id(node.target), _key(reads[0]), _key(reads[1]), node.meta.get("no_grad", False))
         else:
             continue
         first = seen.setdefault(key, node)
         if first is not node:
-            node.replace_all_uses_with(first)
-            duplicates.append(node)
+            kept[node] = first
             record.changes.append(f"{node.name} -> {first.name}")
-    graph.erase_nodes(duplicates)  # at once: erasing one by one walks the node list each time
+    readers = dict.fromkeys(user for duplicate in kept for user in duplicate.users if user not in kept)
+    swap = (lambda n: kept.get(n, n))
+    for reader in readers:
+        reader.args = map_nodes(reader.args, swap)
+        if reader.kwargs:
+            reader.kwargs = map_nodes(reader.kwargs, swap)
+    graph.erase_nodes(list(kept))  # at once: erasing one by one walks the node list each time
     return graph

@@ -92,11 +92,13 @@ def _signature(node: Node) -> Hashable:
     if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
         return ("unique", id(node))
     values = node.meta
-    meta = tuple(v.str if isinstance(v, np.dtype) else v for v in (values.get("shape"), values.get("dtype"),
-                 values.get("phase"), values.get("no_grad"), values.get("python_number")))
+    dtype = values.get("dtype")
+    dtype = dtype.str if isinstance(dtype, np.dtype) else tuple(d.str for d in dtype) if type(dtype) is tuple \
+        else dtype
+    meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
     row = _row_read(node)
     kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
-    return (id(node.target), _structure(node.args), _structure(kwargs), repr(meta), row is None)
+    return (id(node.target), _structure(node.args), _structure(kwargs), meta, row is None)
 
 
 @dataclass
@@ -300,19 +302,20 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
     rejected: dict[int, tuple[int, int]] = {}
     for start, period, count in _candidates(nodes, first, rejected, least, known):
         run = _Run(nodes, start, period, count, position)
-        count = _check(run)
-        if count < least:
+        agreeing = _check(run)
+        if agreeing < least:
             continue
-        run.count = count
-        if count != _check(run) or not any(how[0] == "carry" for how in run.inputs.values()) \
-                or not _typed_alike(run):  # (classified again over the iterations that agree)
-            rejected[period] = (start + 1, start + count * period)
+        run.count = agreeing
+        # fewer than all agree: classified again over those (all agree: as the check left it)
+        changed = agreeing != count and agreeing != _check(run)
+        if changed or not any(how[0] == "carry" for how in run.inputs.values()) or not _typed_alike(run):
+            rejected[period] = (start + 1, start + agreeing * period)
         elif _fusible_across(run):  # another rotation of the same steps may carry through an opaque op
             low, high = rejected.get(period, (0, 0))
             rejected[period] = (min(low, start + period) if low <= start < high else start + period,
-                                max(high, start + count * period))
+                                max(high, start + agreeing * period))
         else:
-            return run, count
+            return run, agreeing
     return None
 
 
