@@ -39,13 +39,16 @@ MAX_SIGHTINGS = 1024
 
 
 class Program:
-    """A generated replay: ``run(root, seed)`` returns ``(leaves, grads, executed)`` or None."""
+    """A generated replay: ``run(root, seed)`` returns ``(leaves, grads, executed)`` or None.
+    ``complete`` when every edge of the traced graph carried a gradient (so each node run has a path
+    to a leaf reached: ``fast_backward`` needs no walk to know which nodes to free)."""
 
-    __slots__ = ("run", "source")
+    __slots__ = ("run", "source", "complete")
 
-    def __init__(self, run: Callable[..., Any], source: str) -> None:
+    def __init__(self, run: Callable[..., Any], source: str, complete: bool) -> None:
         self.run = run
         self.source = source
+        self.complete = complete
 
 
 class _Cache:
@@ -74,13 +77,14 @@ def key_of(root: Node, seed: np.ndarray) -> tuple:
     return type(root), seed.shape, seed.dtype
 
 
-def replay(root: Node, seed: np.ndarray) -> tuple[list, list, list] | None:
+def replay(root: Node, seed: np.ndarray) -> tuple[list, list, list, bool] | None:
     """Runs the program written for a graph of this shape: the leaves reached, the gradient each
-    received (in the order of ``leaves``) and the nodes run, oldest last; None when no program fits."""
+    received (in the order of ``leaves``), the nodes run, oldest last, and the program's ``complete``;
+    None when no program fits."""
     for program in cache.programs.get(key_of(root, seed), ()):
         done = program.run(root, seed)
         if done is not None and len(set(done[0])) == len(done[0]):  # one leaf where it saw two: not its graph
-            return done
+            return (*done, program.complete)
     return None
 
 
@@ -137,6 +141,7 @@ class _Writer:
                                         "sum_to": provided.sum_to_array, "inf": float("inf")}
         self.names: dict[Any, str] = {}
         self.owned: set[str] = set()  # slot variables holding a sum made here, in memory of their own
+        self.complete = True  # no edge without a gradient so far
 
     def constant(self, value: Any) -> str:
         name = self.names.get(value)
@@ -167,7 +172,7 @@ class _Writer:
         source = "\n".join(self.lines) + "\n"
         namespace = dict(self.globals)
         exec(compile(source, "<backward replay>", "exec"), namespace)  # noqa: S102 - our own generated code
-        return Program(namespace["replay"], source)
+        return Program(namespace["replay"], source, self.complete)
 
     def _metadata_differs(self, variable: str, node: Node) -> str:
         """The test that a node's gradient slots expect other shapes, dtypes or devices than in the
@@ -191,6 +196,7 @@ class _Writer:
             if edge is None:
                 emit(f"    if e[{k}] is not None: return None")
             elif got is None:
+                self.complete = False
                 emit(f"    if o[{k}] is not None: return None")
             else:
                 self._route(k, edge, got)

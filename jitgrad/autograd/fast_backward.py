@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from ..tensor import Tensor
-from . import anomaly_mode, backward_replay, forward_ad, grad_mode, provided
+from . import anomaly_mode, backward_replay, forward_ad, provided
 from .graph import AccumulateGrad, Edge, Node, add_arrays
 
 # sys.getrefcount of an array held by one local variable (and by getrefcount's own argument)
@@ -53,28 +53,29 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
     which also takes every ``inputs`` that is not a leaf."""
     wanted = None
     if inputs:
-        if any(type(edge[0]) is not AccumulateGrad for edge in inputs):
-            return None
-        wanted = {edge[0] for edge in inputs}
-    previous = grad_mode.state.grad_enabled
-    grad_mode.state.grad_enabled = False
+        wanted = set()
+        for edge in inputs:  # a loop, not any() and a set comprehension: autograd.grad pays this every call
+            if type(edge[0]) is not AccumulateGrad:
+                return None
+            wanted.add(edge[0])
     try:
         done = _run(roots, seeds, wanted)
     except Exception:  # the engine runs it again and reports the error with its context
         return None
-    finally:
-        grad_mode.state.grad_enabled = previous
     if done is None:
         return None
-    leaves, executed = done
+    leaves, executed, all_lead = done
     if accumulate:
         _commit(leaves)
         captured = []
     else:
-        captured = [None if leaves.get(edge[0], _DROPPED) is _DROPPED else Tensor._make(leaves[edge[0]])
-                    for edge in inputs]
+        make = Tensor._make
+        captured = []
+        for edge in inputs:
+            grad = leaves.get(edge[0], _DROPPED)
+            captured.append(None if grad is _DROPPED else make(grad))
     if not keep_graph:
-        for node in executed if wanted is None else _leading_to(wanted, executed):
+        for node in executed if wanted is None or all_lead else _leading_to(wanted, executed):
             node.release_variables()
     return captured
 
@@ -92,7 +93,9 @@ def _leading_to(wanted: set, executed: list) -> list:
     return [node for node in executed if node in leading]
 
 
-def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list] | None:
+def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list, bool] | None:
+    """The leaves' gradients, the nodes run (newest first) and whether each of those has a path to a
+    leaf of ``wanted`` (then ``run`` frees them all without ``_leading_to``'s walk), or None."""
     trace = None
     one_root = len(roots) == 1 and roots[0][1] == 0  # what replay programs are written for
     if one_root:
@@ -126,21 +129,26 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
             trace.append((node, [None if a is None else (a.shape, a.dtype) for a in answer]))
     if one_root:
         backward_replay.learn(root, first_seed, executed, trace)
-    return leaves, executed
+    return leaves, executed, False
 
 
-def _replayed(reached: list, grads: list, executed: list, wanted: set | None) -> tuple[dict, list] | None:
+def _replayed(reached: list, grads: list, executed: list, complete: bool,
+              wanted: set | None) -> tuple[dict, list, bool] | None:
     """What ``_run`` returns, from a replay (``backward_replay``): leaves outside ``wanted`` dropped as
-    ``_first_into_leaf`` drops them; None for a leaf with hooks, as there."""
+    ``_first_into_leaf`` drops them; None for a leaf with hooks, as there. When the program saw every
+    edge carry a gradient (``complete``), each node it ran has a path to a leaf it reached, so with
+    every such leaf wanted, every node leads to one."""
     leaves: dict = {}
+    all_lead = complete
     for leaf, grad in zip(reached, grads):
         if wanted is not None and leaf not in wanted:
             leaves[leaf] = _DROPPED
+            all_lead = False
         elif leaf.hooked():
             return None
         else:
             leaves[leaf] = grad
-    return leaves, executed
+    return leaves, executed, all_lead
 
 
 def _route(edges: Sequence[Edge | None], grads: Sequence[np.ndarray | None], sequence_nr: float, buffers: dict,

@@ -51,12 +51,17 @@ class SavingNode(Node):
         """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as
         a tensor) refuses a second backward from then on; one that kept only shapes and attributes
         may run again, as in PyTorch."""
-        if self.save_plan.frees and self.saved_values is not FREED:
-            for value in self.saved():
-                for v in value if type(value) is tuple else (value,):
+        values = self.saved_values
+        if values is FREED or not self.save_plan.frees:
+            return
+        self.saved_values = FREED
+        for value in (values,) if len(self.save_plan.entries) == 1 else values:
+            if type(value) is SavedTensor:
+                value.release()
+            elif type(value) is tuple:
+                for v in value:
                     if isinstance(v, SavedTensor):
                         v.release()
-            self.saved_values = FREED
 
 
 def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, outputs: Sequence[Tensor]) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..autograd.grad_mode import no_grad
 from ..autograd.saved_tensor import FREED, SavedTensor, version_of
 from ..tensor import Tensor
 from . import registry
@@ -105,7 +106,8 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
     if len(variants.stages) + variants.unstaged >= MAX_STAGES:
         return _on_tensors(node, grads)
     try:
-        stage = _generate(node, grads)
+        with no_grad():
+            stage = _generate(node, grads)
     except _Unstageable:
         variants.unstaged += 1
         return _on_tensors(node, grads)
@@ -115,8 +117,11 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
 
 
 def _on_tensors(node: "OpBackward", grads: list) -> list | None:
-    """The node's formulas on tensors, as the engine runs them: for what no stage can replay."""
-    outputs = node.apply([Tensor._make(g) for g in grads], None)
+    """The node's formulas on tensors, as the engine runs them: for what no stage can replay. Grad
+    mode is off, as in the engine without ``create_graph`` (the fast path leaves it as it finds it:
+    a stage, which runs no ops, needs no switch, which costs a thread setting's bookkeeping twice)."""
+    with no_grad():
+        outputs = node.apply([Tensor._make(g) for g in grads], None)
     arrays = []
     for g in outputs:
         if g is not None and not isinstance(g, Tensor):
