@@ -44,6 +44,10 @@ class InputMetadata(NamedTuple):
     device: device = CPU
 
 
+# What a node's ``array_formula`` answers for a node or gradients it does not fit.
+FORMULA_MISS = object()
+
+
 class _SequenceCounter(threading.local):
     def __init__(self) -> None:
         self.counter = itertools.count()
@@ -177,6 +181,13 @@ class Node:
         """``apply`` over arrays, for the engine's fast path (``fast_backward``): the gradients for the
         next edges. None: this node runs only in the engine (a custom Function's backward may run
         anything, hooks and backward included)."""
+        return None
+
+    def array_formula(self, grads: list[np.ndarray]) -> Callable[[list, "Node"], Any] | None:
+        """The function ``apply_arrays(grads)`` has just run for this node, as ``f(grads, node)``, for a
+        program that runs graphs like this one again (``backward_replay``): on any node it answers what
+        ``apply_arrays`` would, or ``FORMULA_MISS`` where it does not fit that node or those gradients.
+        None where there is no such function."""
         return None
 
     def release_variables(self) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
+from ..autograd.graph import FORMULA_MISS
 from ..autograd.saved_tensor import FREED, SavedTensor, version_of
 from ..tensor import Tensor
 from . import registry
@@ -35,7 +36,7 @@ from . import registry
 if TYPE_CHECKING:
     from .op_backward import OpBackward
 
-MISS = object()  # a stage's answer when a guard fails
+MISS = FORMULA_MISS  # a stage's answer when a guard fails (a node's array_formula answers the same)
 MAX_STAGES = 8  # variants per plan and shape: a loop whose scalar changes every step must not grow memory
 MAX_SHAPES = 256  # shapes per plan kept staged; past that the plan starts afresh
 
@@ -107,13 +108,26 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
         return _on_tensors(node, grads)
     try:
         with no_grad():
-            stage = _generate(node, grads)
+            stage = _generate(node, grads, variants)
     except _Unstageable:
         variants.unstaged += 1
         return _on_tensors(node, grads)
     variants.stages.append(stage)
     out = stage.run(grads, node)
     return _on_tensors(node, grads) if out is MISS else out
+
+
+def formula_for(node: "OpBackward", grads: list) -> Any:
+    """The stage that answers ``apply_arrays(node, grads)`` now (``Node.array_formula``): its guards,
+    including the one on the node's save plan, make it answer ``MISS`` for any node it does not fit.
+    Called once per node when a replay program is written, so it may run the stages again."""
+    if len(grads) != node.num_inputs() or any(g is None for g in grads):
+        return None
+    variants = node.save_plan.variants.get(grads[0].shape)
+    for stage in variants.stages if variants is not None else ():
+        if stage.run(grads, node) is not MISS:
+            return stage.run
+    return None
 
 
 def _on_tensors(node: "OpBackward", grads: list) -> list | None:
@@ -267,8 +281,10 @@ def _refuse(*args: Any) -> None:
     raise _Unstageable("a formula made a tensor outside the ops or wrote in place")
 
 
-def _generate(node: "OpBackward", grads: list) -> Stage:
-    """Records ``node``'s formulas on its own values and writes the guarded replay of them."""
+def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
+    """Records ``node``'s formulas on its own values and writes the guarded replay of them, one of
+    ``variants``. Its first guard holds while the node's save plan keeps ``variants`` for these
+    gradients, so that a stage called directly (``formula_for``) is dropped with them."""
     op, entries = node.op, node.save_plan.entries
     recording = _Recording()
     lines = recording.lines
@@ -278,6 +294,9 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
         lines.append(f"    g{k} = grads[{k}]")
         grad_tensors.append(recording.guard_array(f"g{k}", grad))
     values: dict[str, Any] = {}
+    plan = recording.constant(node.save_plan)
+    lines.append(f"    if node.save_plan is not {plan} or {plan}.variants.get({recording.constant(grads[0].shape)}) "
+                 f"is not {recording.constant(variants)}: return MISS")
     if entries:
         lines.append("    saved, versions = node.saved_values, node.saved_versions")
         lines.append("    if saved is FREED: return MISS")
