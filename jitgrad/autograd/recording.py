@@ -16,7 +16,7 @@ node allocates is one more for the garbage collector to scan while the graph liv
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -94,18 +94,29 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
 def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: Tensor, plain: bool = True) -> None:
     """``record`` of a call on one tensor ``a`` that requires grad, whose output is a float array on the
     CPU: what ``jitgrad.ops``' callers of one-input ops hand here, with every thread setting at its
-    default (so ``plain``: no saved-tensor hooks, see ``_save``), and ``record`` itself. Unrolled
-    because at 16 elements W1's forward is mostly this and the op's dispatch."""
+    default (so ``plain``: no saved-tensor hooks, see ``_save``), and ``record`` itself. Unrolled,
+    down to the node's slots and the output's history, because at 16 elements W1's forward is mostly
+    this and the op's dispatch; what the node keeps, its save plan's saver keeps (``_saver``)."""
     if anomaly_mode.state.enabled:
         record(cls, op, (a,), attrs, (output,))
         return
     fn = a._grad_fn
     node = _new_node(cls)
     node._next_edges = ((fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a),)
-    _describe_output(node, output)
+    node._sequence_nr = next(_sequence.counter)
+    node._topological_nr = node._metadata = None
+    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
+    data = output._data
+    slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
+    node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
+    output._requires_grad = True
+    output._grad_fn = node
     node.op = op
     plan = node.save_plan = op.save_plans.get(_ONE_NEEDED) or op.plan_for(_ONE_NEEDED)
-    _save(node, op, plan.entries, (a,), attrs, (output,), plain)
+    if plain:
+        (plan.saver or _saver(plan))(node, op, a, None, attrs, output)
+    else:
+        _save(node, op, plan.entries, (a,), attrs, (output,), False)
 
 
 def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, output: Tensor,
@@ -127,27 +138,69 @@ def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, outp
         second = None
     node = _new_node(cls)
     node._next_edges = (first, second)
-    _describe_output(node, output)
+    node._sequence_nr = next(_sequence.counter)
+    node._topological_nr = node._metadata = None
+    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
+    data = output._data
+    slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
+    node._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
+    output._requires_grad = True
+    output._grad_fn = node
     node.op = op
     needs = (first is not None, second is not None)
     plan = node.save_plan = op.save_plans.get(needs) or op.plan_for(needs)
-    _save(node, op, plan.entries, (a, b), attrs, (output,), plain)
+    if plain:
+        (plan.saver or _saver(plan))(node, op, a, b, attrs, output)
+    else:
+        _save(node, op, plan.entries, (a, b), attrs, (output,), False)
 
 
 _ONE_NEEDED = (True,)
 
 
-def _describe_output(node: SavingNode, output: Tensor) -> None:
-    """The slots of a new node of one float CPU output, and the output's history."""
-    node._sequence_nr = next(_sequence.counter)
-    node._topological_nr = node._metadata = None
-    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
-    data = output._data
-    key = (data.shape, data.dtype)
-    slots = _ONE_CPU_SLOT.get(key)
-    node._input_metadata = slots if slots is not None else _one_cpu_slot(*key)
-    output._requires_grad = True
-    output._grad_fn = node
+def _saver(plan: Any) -> Callable[..., None]:
+    """What ``_save`` does with ``plain`` for a call of one or two inputs, written out for ``plan``'s
+    entries: ``saver(node, op, a, b, attrs, output)`` (``b`` None for one input), kept as
+    ``plan.saver``. ``_save`` decides on every call what the plan decides once: through it a node of
+    W2's matmul saved its two inputs in 110 bytecodes, through this in 30."""
+    lines = ["def saver(node, op, a, b, attrs, output):"]
+    namespace: dict[str, Any] = {"Tensor": Tensor, "check_savable": check_savable, "shape_of": np.shape,
+                                 "of_new_output": SavedTensor.of_new_output, "saved_value": saved_value,
+                                 "general": _save, "entries": plan.entries}
+    if any(source == SAVE_RESULT for _, source, _ in plan.entries):  # as _save: no shortcut for these
+        lines.append("    if output._is_inference: return general(node, op, entries, (a, b), attrs, (output,))")
+    for k, entry in enumerate(plan.entries):
+        param, source, index = entry
+        namespace[f"E{k}"] = entry
+        value, version = f"v{k}", f"r{k}"
+        if source == SAVE_RESULT:
+            lines.append(f"    {value} = of_new_output(output, 0); {version} = None")
+            continue
+        if source == SAVE_SHAPE:
+            x = "ab"[index]
+            lines.append(f"    {value} = {x}._data.shape if isinstance({x}, Tensor) else shape_of({x})")
+            lines.append(f"    {version} = None")
+            continue
+        if source == SAVE_INPUT:
+            lines.append(f"    {value} = {'ab'[index]}")
+        elif source == SAVE_ATTR:
+            lines.append(f"    {value} = attrs[{param!r}] if {param!r} in attrs else "
+                         f"saved_value(op, E{k}, (a, b), attrs, (output,))")
+        else:
+            lines.append(f"    {value} = saved_value(op, E{k}, (a, b), attrs, (output,))")
+        lines.append(f"    if isinstance({value}, Tensor):")
+        lines.append(f"        if {value}._is_inference: check_savable({value})")
+        lines.append(f"        c = {value}._version_counter; {version} = 0 if c is None else c[0]")
+        lines.append(f"    else: {version} = None")
+    if len(plan.entries) == 1:
+        lines.append("    node.saved_values, node.saved_versions = v0, r0")
+    else:
+        values = "".join(f"v{k}, " for k in range(len(plan.entries)))
+        versions = "".join(f"r{k}, " for k in range(len(plan.entries)))
+        lines.append(f"    node.saved_values, node.saved_versions = ({values}), ({versions})")
+    exec(compile("\n".join(lines) + "\n", f"<saver of {plan.entries}>", "exec"), namespace)  # noqa: S102
+    plan.saver = namespace["saver"]
+    return plan.saver
 
 
 def _save(node: SavingNode, op: Any, entries: tuple, tensors: Sequence[Any], attrs: dict,
