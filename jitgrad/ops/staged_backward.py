@@ -149,7 +149,7 @@ class _Recording:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "version_of": version_of, "ndarray": np.ndarray,
+        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "ndarray": np.ndarray,
                                         "asarray": np.asarray, "same": _same}
         self.names: dict[int, str] = {}  # id of a tensor the formulas see -> its variable
         self.alive: list[Any] = []  # keeps those tensors alive, so their ids stay theirs
@@ -176,7 +176,11 @@ class _Recording:
         if not _guardable(value):
             raise _Unstageable(f"cannot guard a {type(value).__name__}")
         constant = self.constant(value)
-        if isinstance(value, (tuple, list, slice)) or isinstance(value, float) and value == 0:
+        if type(value) is tuple and all(type(v) is int for v in value):  # a shape or dims: types, then values
+            types = self.constant(tuple(int for _ in value))
+            self.lines.append(f"    if type({variable}) is not tuple or tuple(map(type, {variable})) != {types} "
+                              f"or {variable} != {constant}: return MISS")
+        elif isinstance(value, (tuple, list, slice)) or isinstance(value, float) and value == 0:
             self.lines.append(f"    if not same({variable}, {constant}): return MISS")
         else:
             kind = self.constant(type(value))
@@ -248,7 +252,8 @@ def _read_saved(recording: _Recording, variable: str, value: Any, version: str) 
     if isinstance(value, (Tensor, SavedTensor, tuple)) or _is_number(value):  # a number or a tensor
         lines.append(f"    if type({variable}) is not {recording.constant(type(value))}: return MISS")
     if isinstance(value, Tensor):
-        lines.append(f"    if version_of({variable}) != {version}: return MISS")
+        lines.append(f"    c = {variable}._version_counter")  # version_of, in the stage's frame
+        lines.append(f"    if (0 if c is None else c[0]) != {version}: return MISS")
         lines.append(f"    {variable} = {variable}._data")
         return recording.guard_array(variable, value._data)
     if isinstance(value, SavedTensor):
