@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import heapq
 import sys
+from itertools import repeat
+from operator import itemgetter
 from typing import Sequence
 
 import numpy as np
@@ -37,6 +39,8 @@ _ONLY_HERE = 2
 _DONE = object()  # a node's buffer once it has run: a gradient arriving later means the order was wrong
 _DROPPED = object()  # what a leaf that is not wanted "receives"
 _BEFORE_EVERY_NODE = float("inf")  # the place of the roots' seeds in the order
+_ONLY_LEAVES = {AccumulateGrad}
+_node_of = itemgetter(0)  # an edge's node
 
 
 def usable(depth: int, devices_active: bool) -> bool:
@@ -53,11 +57,9 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
     which also takes every ``inputs`` that is not a leaf."""
     wanted = None
     if inputs:
-        wanted = set()
-        for edge in inputs:  # a loop, not any() and a set comprehension: autograd.grad pays this every call
-            if type(edge[0]) is not AccumulateGrad:
-                return None
-            wanted.add(edge[0])
+        wanted = set(map(_node_of, inputs))  # in C: autograd.grad pays this on every call
+        if set(map(type, wanted)) != _ONLY_LEAVES:
+            return None
     try:
         done = _run(roots, seeds, wanted)
     except Exception:  # the engine runs it again and reports the error with its context
@@ -70,10 +72,8 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
         captured = []
     else:
         make = Tensor._make
-        captured = []
-        for edge in inputs:
-            grad = leaves.get(edge[0], _DROPPED)
-            captured.append(None if grad is _DROPPED else make(grad))
+        captured = [None if grad is _DROPPED else make(grad)
+                    for grad in map(leaves.get, map(_node_of, inputs), repeat(_DROPPED))]
     if not keep_graph:
         for node in executed if wanted is None or all_lead else _leading_to(wanted, executed):
             node.release_variables()
@@ -144,7 +144,8 @@ def _replayed(reached: list, grads: list, executed: list, complete: bool,
         if wanted is not None and leaf not in wanted:
             leaves[leaf] = _DROPPED
             all_lead = False
-        elif leaf.hooked():
+        elif leaf._pre_hooks or leaf._post_hooks or leaf._tensor_pre_hooks or leaf._retains_grad \
+                or leaf.variable._hooks or leaf.variable._post_accumulate_grad_hooks:  # leaf.hooked(), inline
             return None
         else:
             leaves[leaf] = grad
