@@ -1,6 +1,8 @@
 """``backward`` and ``grad``: check what the user asked for, then hand it to the engine."""
 from __future__ import annotations
 
+from itertools import repeat
+from operator import is_
 from typing import Sequence, Union
 
 import numpy as np
@@ -125,6 +127,8 @@ def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
     keep_graph = create_graph if retain_graph is None else retain_graph
     captured = engine.execute(roots, grads, keep_graph, create_graph, accumulate_grad=False,
                               outputs=input_edges)
+    if not any(map(is_, captured, repeat(None))):  # every input reached (compared by identity, in C)
+        return tuple(captured)
     results = []
     for i, (value, grad) in enumerate(zip(wanted, captured)):
         if grad is None:
