@@ -177,9 +177,8 @@ class _Writer:
 
     def _metadata_differs(self, variable: str, node: Node) -> str:
         """The test that a node's gradient slots expect other shapes, dtypes or devices than in the
-        traced graph (one-output nodes share their metadata tuple: identity is the common answer)."""
-        if type(node) is AccumulateGrad:
-            return f"{variable}._input_metadata[0] != {self.constant(node._input_metadata[0])}"
+        traced graph (one-output nodes and CPU leaves share their metadata tuple: identity is the
+        common answer)."""
         meta = self.constant(tuple(node._input_metadata))
         return f"{variable}._input_metadata is not {meta} and {variable}._input_metadata != {meta}"
 
