@@ -35,11 +35,10 @@ class SavePlan:
     index; nothing else is kept alive. ``variants`` holds the staged replays of those formulas over
     arrays (``staged_backward``), shared by every such node."""
 
-    __slots__ = ("entries", "positions", "frees", "variants", "saver")
+    __slots__ = ("entries", "positions", "frees", "variants")
 
     def __init__(self, entries: tuple[tuple[str, int, int], ...]) -> None:
         self.entries = entries
-        self.saver = None  # written by autograd.recording on first use: the plan's saving, unrolled
         self.positions = {param: i for i, (param, _, _) in enumerate(entries)}
         self.frees = any(source in (SAVE_INPUT, SAVE_RESULT, SAVE_RESULTS) for _, source, _ in entries)
         self.variants: dict = {}  # the first gradient's shape -> staged_backward.Variants
