@@ -51,18 +51,10 @@ class SavingNode(Node):
     def release_variables(self) -> None:
         """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as
         a tensor) refuses a second backward from then on; one that kept only shapes and attributes
-        may run again, as in PyTorch."""
-        values = self.saved_values
-        if values is FREED or not self.save_plan.frees:
-            return
-        self.saved_values = FREED
-        for value in (values,) if len(self.save_plan.entries) == 1 else values:
-            if type(value) is SavedTensor:
-                value.release()
-            elif type(value) is tuple:
-                for v in value:
-                    if isinstance(v, SavedTensor):
-                        v.release()
+        may run again, as in PyTorch. The node is the only holder of its ``SavedTensor``s (nothing
+        hands them out), so dropping them frees their arrays: a training step frees every node."""
+        if self.save_plan.frees:
+            self.saved_values = FREED
 
 
 def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, outputs: Sequence[Tensor]) -> None:
