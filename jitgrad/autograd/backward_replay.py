@@ -196,7 +196,8 @@ class _Writer:
         if formula is None:
             emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
         else:
-            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {self.constant(formula)}(x, {n})")
+            call = f"{self.constant(formula)}(x, {n})"
+            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {call}")
             emit(f"    if o is MISS: o = {n}.apply_arrays(x)")
         for k, (edge, got) in enumerate(zip(edges, returned)):
             if edge is None:

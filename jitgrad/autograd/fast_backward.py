@@ -126,7 +126,8 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
             return None
         executed.append(node)
         if trace is not None:
-            trace.append((node, [None if a is None else (a.shape, a.dtype) for a in answer], node.array_formula(grads)))
+            shapes = [None if a is None else (a.shape, a.dtype) for a in answer]
+            trace.append((node, shapes, node.array_formula(grads)))
     if one_root:
         backward_replay.learn(root, first_seed, executed, trace)
     return leaves, executed, False

@@ -118,8 +118,8 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
 
 
 def formula_for(node: "OpBackward", grads: list) -> Any:
-    """The stage that answers ``apply_arrays(node, grads)`` now (``Node.array_formula``): its guards,
-    including the one on the node's save plan, make it answer ``MISS`` for any node it does not fit.
+    """The ``run`` of the stage that answers ``apply_arrays(node, grads)`` now (``Node.array_formula``):
+    its guards, the node's save plan among them, make it answer ``MISS`` for any node it does not fit.
     Called once per node when a replay program is written, so it may run the stages again."""
     if len(grads) != node.num_inputs() or any(g is None for g in grads):
         return None
