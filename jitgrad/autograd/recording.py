@@ -145,7 +145,9 @@ def _write_recorder(cls: type[SavingNode], op: Any, inputs: int) -> Callable[...
         lines += _saving_lines(plan, f"P{number}", tensors, indent, namespace)
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<recorder of {op.name} ({cls.__name__})>", "exec"), namespace)  # noqa: S102
-    return namespace["recorder"]
+    written = namespace["recorder"]
+    written.source = source  # what runs, for a reader (as a stage's and a replay program's ``source``)
+    return written
 
 
 def _saving_lines(plan: Any, plan_name: str, tensors: str, indent: str, namespace: dict) -> list[str]:
