@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import provided
-from .graph import AccumulateGrad, Node, add_arrays
+from .graph import FORMULA_MISS, AccumulateGrad, Node, add_arrays
 
 MAX_NODES = 4096  # a larger graph is left to the fast path: its program would take long to compile
 MAX_PROGRAMS_PER_KEY = 4  # graphs of one root kind and seed tried in turn; a new one replaces the oldest
@@ -39,13 +39,16 @@ MAX_SIGHTINGS = 1024
 
 
 class Program:
-    """A generated replay: ``run(root, seed)`` returns ``(leaves, grads, executed)`` or None."""
+    """A generated replay: ``run(root, seed)`` returns ``(leaves, grads, executed)`` or None.
+    ``complete`` when every edge of the traced graph carried a gradient (so each node run has a path
+    to a leaf reached: ``fast_backward`` needs no walk to know which nodes to free)."""
 
-    __slots__ = ("run", "source")
+    __slots__ = ("run", "source", "complete")
 
-    def __init__(self, run: Callable[..., Any], source: str) -> None:
+    def __init__(self, run: Callable[..., Any], source: str, complete: bool) -> None:
         self.run = run
         self.source = source
+        self.complete = complete
 
 
 class _Cache:
@@ -74,13 +77,14 @@ def key_of(root: Node, seed: np.ndarray) -> tuple:
     return type(root), seed.shape, seed.dtype
 
 
-def replay(root: Node, seed: np.ndarray) -> tuple[list, list, list] | None:
+def replay(root: Node, seed: np.ndarray) -> tuple[list, list, list, bool] | None:
     """Runs the program written for a graph of this shape: the leaves reached, the gradient each
-    received (in the order of ``leaves``) and the nodes run, oldest last; None when no program fits."""
+    received (in the order of ``leaves``), the nodes run, oldest last, and the program's ``complete``;
+    None when no program fits."""
     for program in cache.programs.get(key_of(root, seed), ()):
         done = program.run(root, seed)
         if done is not None and len(set(done[0])) == len(done[0]):  # one leaf where it saw two: not its graph
-            return done
+            return (*done, program.complete)
     return None
 
 
@@ -90,10 +94,10 @@ def traces(root: Node, seed: np.ndarray) -> bool:
 
 
 def learn(root: Node, seed: np.ndarray, executed: Sequence[Node],
-          trace: Sequence[tuple[Node, list]] | None) -> None:
+          trace: Sequence[tuple[Node, list, Any]] | None) -> None:
     """After a fast run the programs did not replay: writes the program of its graph from ``trace``
     (each node run, in order, with the (shape, dtype) of each gradient it returned, None where it
-    returned none), or counts the graph's size towards tracing a later run."""
+    returned none, and its ``array_formula``), or counts the graph's size towards tracing a later run."""
     key = key_of(root, seed)
     if trace is None:
         size = (key, len(executed))
@@ -125,18 +129,20 @@ class _Writer:
     None where it answered arrays) raises, and the engine runs the backward, as the fast path would
     have sent it there too."""
 
-    def __init__(self, trace: Sequence[tuple[Node, list]], seed: np.ndarray) -> None:
+    def __init__(self, trace: Sequence[tuple[Node, list, Any]], seed: np.ndarray) -> None:
         self.trace = trace
         self.seed = seed
-        self.index = {node: i for i, (node, _) in enumerate(trace)}
+        self.index = {node: i for i, (node, _, _) in enumerate(trace)}
         self.leaves: dict[AccumulateGrad, int] = {}
         self.found = {0}  # nodes the program has a variable for (the root is its argument)
         self.slots: dict[tuple, str] = {}  # (node index or "l", slot) -> variable holding its gradient
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"AccumulateGrad": AccumulateGrad, "add": add_arrays, "add_into": np.add,
-                                        "sum_to": provided.sum_to_array, "inf": float("inf")}
+                                        "sum_to": provided.sum_to_array, "inf": float("inf"),
+                                        "MISS": FORMULA_MISS}
         self.names: dict[Any, str] = {}
         self.owned: set[str] = set()  # slot variables holding a sum made here, in memory of their own
+        self.complete = True  # no edge without a gradient so far
 
     def constant(self, value: Any) -> str:
         name = self.names.get(value)
@@ -156,8 +162,8 @@ class _Writer:
         self.slots[0, 0] = "seed"
         self.lines.append("    s = inf")
         try:
-            for i, (node, returned) in enumerate(self.trace):
-                self._node(i, node, returned)
+            for i, (node, returned, formula) in enumerate(self.trace):
+                self._node(i, node, returned, formula)
         except _Unwritable:
             return None
         leaves = ", ".join(f"l{m}" for m in range(len(self.leaves)))
@@ -167,17 +173,18 @@ class _Writer:
         source = "\n".join(self.lines) + "\n"
         namespace = dict(self.globals)
         exec(compile(source, "<backward replay>", "exec"), namespace)  # noqa: S102 - our own generated code
-        return Program(namespace["replay"], source)
+        return Program(namespace["replay"], source, self.complete)
 
     def _metadata_differs(self, variable: str, node: Node) -> str:
         """The test that a node's gradient slots expect other shapes, dtypes or devices than in the
-        traced graph (one-output nodes share their metadata tuple: identity is the common answer)."""
-        if type(node) is AccumulateGrad:
-            return f"{variable}._input_metadata[0] != {self.constant(node._input_metadata[0])}"
+        traced graph (one-output nodes and CPU leaves share their metadata tuple: identity is the
+        common answer)."""
         meta = self.constant(tuple(node._input_metadata))
         return f"{variable}._input_metadata is not {meta} and {variable}._input_metadata != {meta}"
 
-    def _node(self, i: int, node: Node, returned: list) -> None:
+    def _node(self, i: int, node: Node, returned: list, formula: Any) -> None:
+        """A node's lines: its checks, its formula (the one it ran, called directly, with
+        ``apply_arrays`` where that answers ``MISS``) and the routing of what it returns."""
         emit = self.lines.append
         edges = node._next_edges
         if i not in self.found or len(returned) != len(edges):
@@ -186,11 +193,17 @@ class _Writer:
         emit(f"    if {n}._sequence_nr >= s or {n}._pre_hooks or {n}._post_hooks or {n}._tensor_pre_hooks "
              f"or {n}._retains_grad or len({n}._next_edges) != {len(edges)}: return None")
         grads = ", ".join(self.slots.get((i, s), "None") for s in range(len(node._input_metadata)))
-        emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
+        if formula is None:
+            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
+        else:
+            call = f"{self.constant(formula)}(x, {n})"
+            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {call}")
+            emit(f"    if o is MISS: o = {n}.apply_arrays(x)")
         for k, (edge, got) in enumerate(zip(edges, returned)):
             if edge is None:
                 emit(f"    if e[{k}] is not None: return None")
             elif got is None:
+                self.complete = False
                 emit(f"    if o[{k}] is not None: return None")
             else:
                 self._route(k, edge, got)

@@ -1,6 +1,8 @@
 """``backward`` and ``grad``: check what the user asked for, then hand it to the engine."""
 from __future__ import annotations
 
+from itertools import repeat
+from operator import is_
 from typing import Sequence, Union
 
 import numpy as np
@@ -116,10 +118,17 @@ def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
         allow_unused = materialize_grads
     grads = _make_grads(outs, _as_tuple(grad_outputs))
     roots = _root_edges(outs)
-    input_edges = [_input_edge(t, i, False) for i, t in enumerate(wanted)]
+    input_edges = []
+    for i, t in enumerate(wanted):  # the parameters of a training step: leaves whose AccumulateGrad is alive
+        leaf = isinstance(t, Tensor) and t._grad_fn is None and t._view is None and t._requires_grad
+        ref = t._grad_accumulator if leaf else None
+        node = ref() if ref is not None else None
+        input_edges.append((node, 0) if node is not None else _input_edge(t, i, False))
     keep_graph = create_graph if retain_graph is None else retain_graph
     captured = engine.execute(roots, grads, keep_graph, create_graph, accumulate_grad=False,
                               outputs=input_edges)
+    if not any(map(is_, captured, repeat(None))):  # every input reached (compared by identity, in C)
+        return tuple(captured)
     results = []
     for i, (value, grad) in enumerate(zip(wanted, captured)):
         if grad is None:

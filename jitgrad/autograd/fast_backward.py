@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import heapq
 import sys
+from itertools import repeat
+from operator import itemgetter
 from typing import Sequence
 
 import numpy as np
 
 from ..tensor import Tensor
-from . import anomaly_mode, backward_replay, forward_ad, grad_mode, provided
+from . import anomaly_mode, backward_replay, forward_ad, provided
 from .graph import AccumulateGrad, Edge, Node, add_arrays
 
 # sys.getrefcount of an array held by one local variable (and by getrefcount's own argument)
@@ -37,6 +39,8 @@ _ONLY_HERE = 2
 _DONE = object()  # a node's buffer once it has run: a gradient arriving later means the order was wrong
 _DROPPED = object()  # what a leaf that is not wanted "receives"
 _BEFORE_EVERY_NODE = float("inf")  # the place of the roots' seeds in the order
+_ONLY_LEAVES = {AccumulateGrad}
+_node_of = itemgetter(0)  # an edge's node
 
 
 def usable(depth: int, devices_active: bool) -> bool:
@@ -53,28 +57,25 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
     which also takes every ``inputs`` that is not a leaf."""
     wanted = None
     if inputs:
-        if any(type(edge[0]) is not AccumulateGrad for edge in inputs):
+        wanted = set(map(_node_of, inputs))  # in C: autograd.grad pays this on every call
+        if set(map(type, wanted)) != _ONLY_LEAVES:
             return None
-        wanted = {edge[0] for edge in inputs}
-    previous = grad_mode.state.grad_enabled
-    grad_mode.state.grad_enabled = False
     try:
         done = _run(roots, seeds, wanted)
     except Exception:  # the engine runs it again and reports the error with its context
         return None
-    finally:
-        grad_mode.state.grad_enabled = previous
     if done is None:
         return None
-    leaves, executed = done
+    leaves, executed, all_lead = done
     if accumulate:
         _commit(leaves)
         captured = []
     else:
-        captured = [None if leaves.get(edge[0], _DROPPED) is _DROPPED else Tensor._make(leaves[edge[0]])
-                    for edge in inputs]
+        make = Tensor._make
+        captured = [None if grad is _DROPPED else make(grad)
+                    for grad in map(leaves.get, map(_node_of, inputs), repeat(_DROPPED))]
     if not keep_graph:
-        for node in executed if wanted is None else _leading_to(wanted, executed):
+        for node in executed if wanted is None or all_lead else _leading_to(wanted, executed):
             node.release_variables()
     return captured
 
@@ -92,7 +93,9 @@ def _leading_to(wanted: set, executed: list) -> list:
     return [node for node in executed if node in leading]
 
 
-def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list] | None:
+def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> tuple[dict, list, bool] | None:
+    """The leaves' gradients, the nodes run (newest first) and whether each of those has a path to a
+    leaf of ``wanted`` (then ``run`` frees them all without ``_leading_to``'s walk), or None."""
     trace = None
     one_root = len(roots) == 1 and roots[0][1] == 0  # what replay programs are written for
     if one_root:
@@ -123,24 +126,31 @@ def _run(roots: Sequence[Edge], seeds: Sequence[Tensor], wanted: set | None) -> 
             return None
         executed.append(node)
         if trace is not None:
-            trace.append((node, [None if a is None else (a.shape, a.dtype) for a in answer]))
+            shapes = [None if a is None else (a.shape, a.dtype) for a in answer]
+            trace.append((node, shapes, node.array_formula(grads)))
     if one_root:
         backward_replay.learn(root, first_seed, executed, trace)
-    return leaves, executed
+    return leaves, executed, False
 
 
-def _replayed(reached: list, grads: list, executed: list, wanted: set | None) -> tuple[dict, list] | None:
+def _replayed(reached: list, grads: list, executed: list, complete: bool,
+              wanted: set | None) -> tuple[dict, list, bool] | None:
     """What ``_run`` returns, from a replay (``backward_replay``): leaves outside ``wanted`` dropped as
-    ``_first_into_leaf`` drops them; None for a leaf with hooks, as there."""
+    ``_first_into_leaf`` drops them; None for a leaf with hooks, as there. When the program saw every
+    edge carry a gradient (``complete``), each node it ran has a path to a leaf it reached, so with
+    every such leaf wanted, every node leads to one."""
     leaves: dict = {}
+    all_lead = complete
     for leaf, grad in zip(reached, grads):
         if wanted is not None and leaf not in wanted:
             leaves[leaf] = _DROPPED
-        elif leaf.hooked():
+            all_lead = False
+        elif leaf._pre_hooks or leaf._post_hooks or leaf._tensor_pre_hooks or leaf._retains_grad \
+                or leaf.variable._hooks or leaf.variable._post_accumulate_grad_hooks:  # leaf.hooked(), inline
             return None
         else:
             leaves[leaf] = grad
-    return leaves, executed
+    return leaves, executed, all_lead
 
 
 def _route(edges: Sequence[Edge | None], grads: Sequence[np.ndarray | None], sequence_nr: float, buffers: dict,

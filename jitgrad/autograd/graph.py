@@ -44,6 +44,10 @@ class InputMetadata(NamedTuple):
     device: device = CPU
 
 
+# What a node's ``array_formula`` answers for a node or gradients it does not fit.
+FORMULA_MISS = object()
+
+
 class _SequenceCounter(threading.local):
     def __init__(self) -> None:
         self.counter = itertools.count()
@@ -179,6 +183,13 @@ class Node:
         anything, hooks and backward included)."""
         return None
 
+    def array_formula(self, grads: list[np.ndarray]) -> Callable[[list, "Node"], Any] | None:
+        """The function ``apply_arrays(grads)`` has just run for this node, as ``f(grads, node)``, for a
+        program that runs graphs like this one again (``backward_replay``): on any node it answers what
+        ``apply_arrays`` would, or ``FORMULA_MISS`` where it does not fit that node or those gradients.
+        None where there is no such function."""
+        return None
+
     def release_variables(self) -> None:
         """Frees what the node saved for backward (called after a backward without retain_graph)."""
 
@@ -203,18 +214,31 @@ class AccumulateGrad(Node):
     __slots__ = ("variable", "_lock")
 
     def __init__(self, variable: "Tensor") -> None:
-        super().__init__((), sequence_nr=MAX_SEQUENCE_NR)
+        """``Node.__init__`` written out: a leaf's AccumulateGrad lives as long as a graph using the leaf,
+        so a training loop makes one per parameter every step (as PyTorch does). A CPU leaf shares
+        its slot's metadata with the nodes of its shape (``_one_cpu_slot``)."""
+        self._next_edges = ()
+        self._sequence_nr = MAX_SEQUENCE_NR
+        self._topological_nr = self._metadata = None
+        self._pre_hooks = self._post_hooks = self._tensor_pre_hooks = self._retains_grad = None
         self.variable = variable
         self._lock = threading.Lock()
         data = variable._data
-        self._input_metadata = [new_input_metadata((data.shape, data.dtype, _device_of(data)))]
+        if type(data) is np.ndarray:
+            slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
+            self._input_metadata = slots if slots is not None else _one_cpu_slot(data.shape, data.dtype)
+        else:
+            self._input_metadata = (new_input_metadata((data.shape, data.dtype, device_of(data))),)
+        if anomaly_mode.state.enabled:
+            anomaly_mode.record_creation(self.metadata)
 
     def _tensor_hooks(self, slot: int) -> dict | None:
         return self.variable._hooks
 
     def hooked(self) -> bool:
         variable = self.variable
-        return Node.hooked(self) or bool(variable._hooks) or bool(variable._post_accumulate_grad_hooks)
+        return bool(self._pre_hooks or self._post_hooks or self._tensor_pre_hooks or self._retains_grad
+                    or variable._hooks or variable._post_accumulate_grad_hooks)
 
     def apply(self, grads, needed):
         grad = grads[0]

@@ -3,9 +3,10 @@ its edges, what its derivative formulas will read, and the history of the output
 
 Every op call that requires grad comes through ``record``, and at 16 elements a training step's ops
 cost less in numpy than their recording does, so the common call (one or two inputs, one float output
-on the CPU) is made in this one frame: edges, every slot of the node, the saved values and the
-output's history. Spread over a record function in the op layer, a node maker here and a function
-per saved value, it cost W1's forward (126 nodes) about 20 us a step more, 4% (measured side by side).
+on the CPU) is made in one frame written for its op and node class (``recorder``): edges, every slot
+of the node, the saved values and the output's history. Spread over a record function in the op
+layer, a node maker here and a function per saved value, it cost W1's forward (126 nodes) about
+20 us a step more, 4% (measured side by side).
 
 What a node saves is its op's *save plan* for the inputs that need a gradient (the op layer makes it,
 ``jitgrad.ops.op_backward.save_plan``): for each parameter the formulas read, where it comes from.
@@ -16,7 +17,7 @@ node allocates is one more for the garbage collector to scan while the graph liv
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -50,12 +51,9 @@ class SavingNode(Node):
     def release_variables(self) -> None:
         """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as
         a tensor) refuses a second backward from then on; one that kept only shapes and attributes
-        may run again, as in PyTorch."""
-        if self.save_plan.frees and self.saved_values is not FREED:
-            for value in self.saved():
-                for v in value if type(value) is tuple else (value,):
-                    if isinstance(v, SavedTensor):
-                        v.release()
+        may run again, as in PyTorch. The node is the only holder of its ``SavedTensor``s (nothing
+        hands them out), so dropping them frees their arrays: a training step frees every node."""
+        if self.save_plan.frees:
             self.saved_values = FREED
 
 
@@ -69,12 +67,8 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
         data = output._data
         if data.dtype.kind != "f":
             return
-        if type(data) is np.ndarray:
-            plain = not op.variadic and not _hooks.stack
-            if len(tensors) == 2:
-                record_two(cls, op, tensors[0], tensors[1], attrs, output, plain)
-            else:
-                record_one(cls, op, tensors[0], attrs, output, plain)
+        if type(data) is np.ndarray and not op.variadic and not _hooks.stack:
+            recorder(cls, op, len(tensors))(*tensors, attrs, output)
             return
         node, needs = _general_node(cls, tensors, outputs)
     elif not any(o._data.dtype.kind == "f" for o in outputs):
@@ -86,63 +80,114 @@ def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, 
     _save(node, op, plan.entries, tensors, attrs, outputs, not op.variadic and not _hooks.stack)
 
 
-def record_one(cls: type[SavingNode], op: Any, a: Tensor, attrs: dict, output: Tensor, plain: bool = True) -> None:
-    """``record`` of a call on one tensor ``a`` that requires grad, whose output is a float array on the
-    CPU: what ``jitgrad.ops``' callers of one-input ops hand here, with every thread setting at its
-    default (so ``plain``: no saved-tensor hooks, see ``_save``), and ``record`` itself. Unrolled
-    because at 16 elements W1's forward is mostly this and the op's dispatch."""
-    if anomaly_mode.state.enabled:
-        record(cls, op, (a,), attrs, (output,))
-        return
-    fn = a._grad_fn
-    node = _new_node(cls)
-    node._next_edges = ((fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a),)
-    _describe_output(node, output)
-    node.op = op
-    plan = node.save_plan = op.save_plans.get(_ONE_NEEDED) or op.plan_for(_ONE_NEEDED)
-    _save(node, op, plan.entries, (a,), attrs, (output,), plain)
+def recorder(cls: type[SavingNode], op: Any, inputs: int) -> Callable[..., None]:
+    """The recorder of calls of ``op`` on ``inputs`` (1 or 2) inputs whose nodes are of ``cls``, the
+    record of what ``jitgrad.ops``' op callers hand here: a call whose output is one float array on
+    the CPU, with every thread setting at its default (so no saved-tensor hooks) and at least one
+    input a tensor that requires grad. ``recorder(a, attrs, output)`` for one input,
+    ``recorder(a, b, attrs, output)`` for two (either may be a number).
+
+    Written once per node class and op (``_write_recorder``): its edges, every slot of the node, the
+    output's history and the saving of each save plan (one per inputs needing a gradient) in one
+    frame, with nothing decided per call that the op decides once. At W2's sizes an op's recording
+    was as much Python as its numpy work; spread over a recorder, a save plan lookup and a saver it
+    cost W2's 13 ops about 700 bytecodes a step more."""
+    key = (cls, op, inputs)
+    written = _RECORDERS.get(key)
+    if written is None:
+        written = _RECORDERS[key] = _write_recorder(cls, op, inputs)
+    return written
 
 
-def record_two(cls: type[SavingNode], op: Any, a: Any, b: Any, attrs: dict, output: Tensor,
-               plain: bool = True) -> None:
-    """``record_one`` of a call on two inputs, at least one of them a tensor that requires grad; either
-    may be a number."""
-    if anomaly_mode.state.enabled:
-        record(cls, op, (a, b), attrs, (output,))
-        return
-    if isinstance(a, Tensor):
-        fn = a._grad_fn
-        first = (fn, a._output_nr) if fn is not None and a._view is None else gradient_edge(a)
-    else:
-        first = None
-    if isinstance(b, Tensor):
-        fn = b._grad_fn
-        second = (fn, b._output_nr) if fn is not None and b._view is None else gradient_edge(b)
-    else:
-        second = None
-    node = _new_node(cls)
-    node._next_edges = (first, second)
-    _describe_output(node, output)
-    node.op = op
-    needs = (first is not None, second is not None)
-    plan = node.save_plan = op.save_plans.get(needs) or op.plan_for(needs)
-    _save(node, op, plan.entries, (a, b), attrs, (output,), plain)
-
-
+_RECORDERS: dict[tuple, Callable[..., None]] = {}
 _ONE_NEEDED = (True,)
 
 
-def _describe_output(node: SavingNode, output: Tensor) -> None:
-    """The slots of a new node of one float CPU output, and the output's history."""
-    node._sequence_nr = next(_sequence.counter)
-    node._topological_nr = node._metadata = None
-    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None
-    data = output._data
-    key = (data.shape, data.dtype)
-    slots = _ONE_CPU_SLOT.get(key)
-    node._input_metadata = slots if slots is not None else _one_cpu_slot(*key)
-    output._requires_grad = True
-    output._grad_fn = node
+def _write_recorder(cls: type[SavingNode], op: Any, inputs: int) -> Callable[..., None]:
+    names = ("a",) if inputs == 1 else ("a", "b")
+    tensors = f"({', '.join(names)},)"
+    namespace: dict[str, Any] = {
+        "cls": cls, "op": op, "record": record, "anomaly": anomaly_mode.state, "Tensor": Tensor, "new": _new_node,
+        "gradient_edge": gradient_edge, "sequence": _sequence, "one_cpu": _ONE_CPU_SLOT, "one_cpu_slot": _one_cpu_slot,
+        "check_savable": check_savable, "shape_of": np.shape, "of_new_output": SavedTensor.of_new_output,
+        "saved_value": saved_value, "general_save": _save}
+    lines = [f"def recorder({', '.join(names)}, attrs, output):",
+             f"    if anomaly.enabled: return record(cls, op, {tensors}, attrs, (output,))"]
+    for name, edge in zip(names, ("first", "second")):
+        lines += [f"    if isinstance({name}, Tensor):",
+                  f"        fn = {name}._grad_fn",
+                  f"        {edge} = (fn, {name}._output_nr) if fn is not None and {name}._view is None "
+                  f"else gradient_edge({name})",
+                  f"    else: {edge} = None"]
+    lines += ["    node = new(cls)",
+              "    node._next_edges = (first, second)" if inputs == 2 else "    node._next_edges = (first,)",
+              "    node._sequence_nr = next(sequence.counter)",
+              "    node._topological_nr = node._metadata = None",
+              "    node._pre_hooks = node._post_hooks = node._tensor_pre_hooks = node._retains_grad = None",
+              "    data = output._data",
+              "    slots = one_cpu.get((data.shape, data.dtype))",
+              "    node._input_metadata = slots if slots is not None else one_cpu_slot(data.shape, data.dtype)",
+              "    output._requires_grad = True",
+              "    output._grad_fn = node",
+              "    node.op = op"]
+    if inputs == 1:
+        branches = [("", _ONE_NEEDED)]
+    else:
+        branches = [("if first is not None and second is not None:", (True, True)),
+                    ("elif first is not None:", (True, False)), ("elif second is not None:", (False, True)),
+                    ("else:", (False, False))]
+    for number, (test, needs) in enumerate(branches):
+        indent = "    " if not test else "        "
+        if test:
+            lines.append(f"    {test}")
+        plan = namespace[f"P{number}"] = op.save_plans.get(needs) or op.plan_for(needs)
+        lines.append(f"{indent}node.save_plan = P{number}")
+        lines += _saving_lines(plan, f"P{number}", tensors, indent, namespace)
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<recorder of {op.name} ({cls.__name__})>", "exec"), namespace)  # noqa: S102
+    written = namespace["recorder"]
+    written.source = source  # what runs, for a reader (as a stage's and a replay program's ``source``)
+    return written
+
+
+def _saving_lines(plan: Any, plan_name: str, tensors: str, indent: str, namespace: dict) -> list[str]:
+    """What ``_save`` does with ``plain`` for ``plan``'s entries, as lines of a recorder: the plan
+    decides once per entry what ``_save`` decides on every call (a node of W2's matmul saved its two
+    inputs in 110 bytecodes through ``_save``, in 30 through these)."""
+    lines = []
+    entries = plan.entries
+    if any(source == SAVE_RESULT for _, source, _ in entries):  # as _save: no shortcut for these
+        lines.append(f"if output._is_inference: return general_save(node, op, {plan_name}.entries, {tensors}, "
+                     "attrs, (output,))")
+    for k, entry in enumerate(entries):
+        param, source, index = entry
+        namespace[f"{plan_name}_E{k}"] = entry
+        value, version = f"v{k}", f"r{k}"
+        x = "ab"[index] if source in (SAVE_INPUT, SAVE_SHAPE) else None
+        if source == SAVE_RESULT:
+            lines.append(f"{value} = of_new_output(output, 0); {version} = None")
+            continue
+        if source == SAVE_SHAPE:
+            lines.append(f"{value} = {x}._data.shape if isinstance({x}, Tensor) else shape_of({x}); {version} = None")
+            continue
+        if source == SAVE_INPUT:
+            lines.append(f"{value} = {x}")
+        elif source == SAVE_ATTR:
+            lines.append(f"{value} = attrs[{param!r}] if {param!r} in attrs else "
+                         f"saved_value(op, {plan_name}_E{k}, {tensors}, attrs, (output,))")
+        else:
+            lines.append(f"{value} = saved_value(op, {plan_name}_E{k}, {tensors}, attrs, (output,))")
+        lines += [f"if isinstance({value}, Tensor):",
+                  f"    if {value}._is_inference: check_savable({value})",
+                  f"    c = {value}._version_counter; {version} = 0 if c is None else c[0]",
+                  f"else: {version} = None"]
+    if len(entries) == 1:
+        lines.append("node.saved_values, node.saved_versions = v0, r0")
+    else:
+        values = "".join(f"v{k}, " for k in range(len(entries)))
+        versions = "".join(f"r{k}, " for k in range(len(entries)))
+        lines.append(f"node.saved_values, node.saved_versions = ({values}), ({versions})")
+    return [indent + line for line in lines]
 
 
 def _save(node: SavingNode, op: Any, entries: tuple, tensors: Sequence[Any], attrs: dict,

@@ -48,6 +48,10 @@ def _matmul_forward(a, b):
     return np.matmul(a, b)
 
 
+# for operands of one dtype (which a staged replay's guards fix) the forward is np.matmul itself
+_matmul_forward.specialize = lambda a, b: np.matmul if a.dtype == b.dtype else None
+
+
 def _matmul_meta(self, other):
     """numpy's matmul: a vector operand is a row (left) or a column (right) whose dimension is then
     dropped; the batch dimensions broadcast. Both operands have one dtype (the forward checks)."""
@@ -119,14 +123,14 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")
     a, b = input._data.ndim, other._data.ndim
+    if a == 2 == b:
+        return _mm(input, other)
     if a == 0 or b == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D")
     if a == 1 and b == 1:
         return _dot(input, other)
     if a == 2 and b == 1:
         return _mv(input, other)
-    if a == 2 and b == 2:
-        return _mm(input, other)
     return _matmul(input, other)
 
 

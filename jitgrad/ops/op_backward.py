@@ -118,3 +118,4 @@ class OpBackward(SavingNode):
         return result
 
     apply_arrays = staged_backward.apply_arrays  # its formulas, staged (one call less per node)
+    array_formula = staged_backward.formula_for

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd.recording import record_one, record_two
+from ..autograd.recording import recorder
 from ..device import usage as _devices
 from ..tensor import Tensor
 from ..thread_settings import departures as _departures
@@ -38,7 +38,10 @@ def caller(op: OpDef) -> Callable[..., Any]:
 
 
 def _one_input(op: OpDef) -> Callable[..., Any]:
+    fixed = None  # the recorder of op.backward_class, fetched on the first call that records
+
     def call(a, *rest, **attrs):
+        nonlocal fixed
         if rest or _departures.count or _devices.active or _dual.level is not None or not isinstance(a, Tensor):
             return OpDef.__call__(op, a, *rest, **attrs)
         try:
@@ -57,13 +60,21 @@ def _one_input(op: OpDef) -> Callable[..., Any]:
         t._output_nr = 0
         t._retains_grad = t._is_inference = False
         if a._requires_grad and op.derivatives and out.dtype.kind == "f":
-            record_one(op.backward_class or op.node_class((a,), attrs), op, a, attrs, t)
+            if op.backward_class is None:
+                recorder(op.node_class((a,), attrs), op, 1)(a, attrs, t)
+            else:
+                if fixed is None:
+                    fixed = recorder(op.backward_class, op, 1)
+                fixed(a, attrs, t)
         return t
     return call
 
 
 def _two_inputs(op: OpDef) -> Callable[..., Any]:
+    fixed = None  # the recorder of op.backward_class, fetched on the first call that records
+
     def call(a, b=_ABSENT, *rest, **attrs):
+        nonlocal fixed
         if rest or b is _ABSENT or _departures.count or _devices.active or _dual.level is not None:
             return OpDef.__call__(op, a, *rest, **attrs) if b is _ABSENT else OpDef.__call__(op, a, b, *rest, **attrs)
         if isinstance(a, Tensor):
@@ -94,7 +105,12 @@ def _two_inputs(op: OpDef) -> Callable[..., Any]:
         t._output_nr = 0
         t._retains_grad = t._is_inference = False
         if requires_grad and op.derivatives and out.dtype.kind == "f":
-            record_two(op.backward_class or op.node_class((a, b), attrs), op, a, b, attrs, t)
+            if op.backward_class is None:
+                recorder(op.node_class((a, b), attrs), op, 2)(a, b, attrs, t)
+            else:
+                if fixed is None:
+                    fixed = recorder(op.backward_class, op, 2)
+                fixed(a, b, attrs, t)
         return t
     return call
 

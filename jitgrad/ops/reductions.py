@@ -507,11 +507,21 @@ def sum_to(tensor: Tensor, shape: tuple[int, ...]) -> Tensor:
 def sum_to_array(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """``sum_to`` on an array, through the very numpy calls the ops make (so the same bits), for the
     engine's fast path: two op calls cost more than the sum of a bias's gradient."""
-    if array.shape == tuple(shape):
+    shape = tuple(shape)
+    if array.shape == shape:
         return array
-    dims = _broadcast_dims(array.shape, shape)
+    key = (array.shape, shape)
+    dims = _SUMMED_DIMS.get(key)
+    if dims is None:
+        if len(_SUMMED_DIMS) > 4096:
+            _SUMMED_DIMS.clear()
+        dims = _SUMMED_DIMS[key] = _broadcast_dims(array.shape, shape)
     reduced = _sum_forward(array, dims, True) if dims else array
-    return reduced.reshape(tuple(shape)) if reduced.shape != tuple(shape) else reduced
+    return reduced.reshape(shape) if reduced.shape != shape else reduced
+
+
+# The dimensions sum_to_array sums, by (shape, target): a bias's gradient asks the same every step.
+_SUMMED_DIMS: dict[tuple, tuple[int, ...]] = {}
 
 
 def _broadcast_dims(current: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..autograd.grad_mode import no_grad
+from ..autograd.graph import FORMULA_MISS
 from ..autograd.saved_tensor import FREED, SavedTensor, version_of
 from ..tensor import Tensor
 from . import registry
@@ -34,7 +36,7 @@ from . import registry
 if TYPE_CHECKING:
     from .op_backward import OpBackward
 
-MISS = object()  # a stage's answer when a guard fails
+MISS = FORMULA_MISS  # a stage's answer when a guard fails (a node's array_formula answers the same)
 MAX_STAGES = 8  # variants per plan and shape: a loop whose scalar changes every step must not grow memory
 MAX_SHAPES = 256  # shapes per plan kept staged; past that the plan starts afresh
 
@@ -105,7 +107,8 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
     if len(variants.stages) + variants.unstaged >= MAX_STAGES:
         return _on_tensors(node, grads)
     try:
-        stage = _generate(node, grads)
+        with no_grad():
+            stage = _generate(node, grads, variants)
     except _Unstageable:
         variants.unstaged += 1
         return _on_tensors(node, grads)
@@ -114,9 +117,25 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
     return _on_tensors(node, grads) if out is MISS else out
 
 
+def formula_for(node: "OpBackward", grads: list) -> Any:
+    """The ``run`` of the stage that answers ``apply_arrays(node, grads)`` now (``Node.array_formula``):
+    its guards, the node's save plan among them, make it answer ``MISS`` for any node it does not fit.
+    Called once per node when a replay program is written, so it may run the stages again."""
+    if len(grads) != node.num_inputs() or any(g is None for g in grads):
+        return None
+    variants = node.save_plan.variants.get(grads[0].shape)
+    for stage in variants.stages if variants is not None else ():
+        if stage.run(grads, node) is not MISS:
+            return stage.run
+    return None
+
+
 def _on_tensors(node: "OpBackward", grads: list) -> list | None:
-    """The node's formulas on tensors, as the engine runs them: for what no stage can replay."""
-    outputs = node.apply([Tensor._make(g) for g in grads], None)
+    """The node's formulas on tensors, as the engine runs them: for what no stage can replay. Grad
+    mode is off, as in the engine without ``create_graph`` (the fast path leaves it as it finds it:
+    a stage, which runs no ops, needs no switch, which costs a thread setting's bookkeeping twice)."""
+    with no_grad():
+        outputs = node.apply([Tensor._make(g) for g in grads], None)
     arrays = []
     for g in outputs:
         if g is not None and not isinstance(g, Tensor):
@@ -130,7 +149,7 @@ class _Recording:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "version_of": version_of, "ndarray": np.ndarray,
+        self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "ndarray": np.ndarray,
                                         "asarray": np.asarray, "same": _same}
         self.names: dict[int, str] = {}  # id of a tensor the formulas see -> its variable
         self.alive: list[Any] = []  # keeps those tensors alive, so their ids stay theirs
@@ -157,7 +176,11 @@ class _Recording:
         if not _guardable(value):
             raise _Unstageable(f"cannot guard a {type(value).__name__}")
         constant = self.constant(value)
-        if isinstance(value, (tuple, list, slice)) or isinstance(value, float) and value == 0:
+        if type(value) is tuple and all(type(v) is int for v in value):  # a shape or dims: types, then values
+            types = self.constant(tuple(int for _ in value))
+            self.lines.append(f"    if type({variable}) is not tuple or tuple(map(type, {variable})) != {types} "
+                              f"or {variable} != {constant}: return MISS")
+        elif isinstance(value, (tuple, list, slice)) or isinstance(value, float) and value == 0:
             self.lines.append(f"    if not same({variable}, {constant}): return MISS")
         else:
             kind = self.constant(type(value))
@@ -229,7 +252,8 @@ def _read_saved(recording: _Recording, variable: str, value: Any, version: str) 
     if isinstance(value, (Tensor, SavedTensor, tuple)) or _is_number(value):  # a number or a tensor
         lines.append(f"    if type({variable}) is not {recording.constant(type(value))}: return MISS")
     if isinstance(value, Tensor):
-        lines.append(f"    if version_of({variable}) != {version}: return MISS")
+        lines.append(f"    c = {variable}._version_counter")  # version_of, in the stage's frame
+        lines.append(f"    if (0 if c is None else c[0]) != {version}: return MISS")
         lines.append(f"    {variable} = {variable}._data")
         return recording.guard_array(variable, value._data)
     if isinstance(value, SavedTensor):
@@ -262,8 +286,10 @@ def _refuse(*args: Any) -> None:
     raise _Unstageable("a formula made a tensor outside the ops or wrote in place")
 
 
-def _generate(node: "OpBackward", grads: list) -> Stage:
-    """Records ``node``'s formulas on its own values and writes the guarded replay of them."""
+def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
+    """Records ``node``'s formulas on its own values and writes the guarded replay of them, one of
+    ``variants``. Its first guard holds while the node's save plan keeps ``variants`` for these
+    gradients, so that a stage called directly (``formula_for``) is dropped with them."""
     op, entries = node.op, node.save_plan.entries
     recording = _Recording()
     lines = recording.lines
@@ -273,6 +299,9 @@ def _generate(node: "OpBackward", grads: list) -> Stage:
         lines.append(f"    g{k} = grads[{k}]")
         grad_tensors.append(recording.guard_array(f"g{k}", grad))
     values: dict[str, Any] = {}
+    plan = recording.constant(node.save_plan)
+    lines.append(f"    if node.save_plan is not {plan} or {plan}.variants.get({recording.constant(grads[0].shape)}) "
+                 f"is not {recording.constant(variants)}: return MISS")
     if entries:
         lines.append("    saved, versions = node.saved_values, node.saved_versions")
         lines.append("    if saved is FREED: return MISS")

@@ -195,3 +195,32 @@ def test_a_failing_formula_in_a_replay_leaves_every_grad_as_it_was(replayed, mon
     with pytest.raises(ZeroDivisionError):
         (x.sin() * w).sum().backward()
     assert w.grad is kept and x.grad is None
+
+
+def test_grad_of_every_leaf_through_a_replay_frees_every_node(replayed):
+    """A program that saw a gradient on every edge, asked for every leaf it reaches, frees all the
+    nodes it ran without walking the graph (``Program.complete``): a second backward is the engine's
+    error, as after the engine's own run."""
+    for _ in range(3):
+        a, b = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([3.0, 4.0], requires_grad=True)
+        loss = (a.exp() * b).sum()
+        ga, gb = jg.autograd.grad(loss, [a, b])
+        np.testing.assert_allclose(ga.numpy(), np.exp([1.0, 2.0]) * [3.0, 4.0])
+        np.testing.assert_allclose(gb.numpy(), np.exp([1.0, 2.0]))
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
+    assert replayed[-1] is True
+    (programs,) = backward_replay.cache.programs.values()
+    assert all(program.complete for program in programs)
+
+
+def test_a_replay_whose_formula_misses_runs_the_node_as_the_fast_path_does(replayed):
+    """A program calls the formula each node ran when it was written; a node whose values that formula
+    does not fit (here a number it saved) runs through ``apply_arrays``, which stages it anew."""
+    for step in range(4):
+        x = jg.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        (x.exp() * (0.5 + step)).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0]) * (0.5 + step), rtol=1e-15)
+    assert replayed[1:] == [True, True, True]
+    (programs,) = backward_replay.cache.programs.values()
+    assert "apply_arrays" in programs[0].source

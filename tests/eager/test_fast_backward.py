@@ -333,3 +333,22 @@ def test_a_seed_of_another_dtype_is_cast_as_the_engine_casts_it(taken, monkeypat
     engine_only(monkeypatch)
     expected = grad_with_float32_seed()
     assert fast.dtype == expected.dtype == np.float64 and np.array_equal(fast, expected)
+
+
+def test_formulas_run_on_tensors_see_grad_mode_off_and_leave_it_on(taken):
+    """The fast path leaves grad mode as it finds it (a stage runs no ops); a formula it runs on
+    tensors, unstaged, runs with grad mode off and records nothing, as in the engine."""
+    seen = []
+
+    def formula(grad, self):
+        seen.append((jg.is_grad_enabled(), self.requires_grad))
+        result = grad * (2.0 if self.sum().item() > 0 else 3.0)
+        seen.append(result.grad_fn)
+        return result
+    op = OpDef("test_grad_mode_formula", ("self",), np.copy, {"self": formula}, node="TestGradModeBackward")
+    x = jg.tensor([1.0, 2.0], requires_grad=True)
+    op(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+    # staged first (on tensors that require no grad, stopped at item()), then run on the leaf itself
+    assert seen == [(False, False), (False, True), None] and jg.is_grad_enabled()
+    assert taken == [True]
