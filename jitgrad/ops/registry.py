@@ -91,7 +91,7 @@ class OpDef:
     jvp_reads: tuple[str, ...] = field(init=False, repr=False)
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], Any] = field(init=False, repr=False)  # op_backward.SavePlan
-    backward_class: type | None = field(init=False, repr=False)  # the node class, when ``node`` names one
+    backward_class: type | None = field(init=False, repr=False)  # the node class once made, when ``node`` names one
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -106,7 +106,7 @@ class OpDef:
         self.jvp_reads = parameter_names(self.jvp) if self.jvp else ()
         if self.derivatives and not self.node:
             raise ValueError(f"op {self.name}: a differentiable op needs a backward node name")
-        self.backward_class = node_class(self.node) if isinstance(self.node, str) and self.node else None
+        self.backward_class = None   # made at the first node of the op (op_backward.node_class: ~70 classes at import)
 
     @property
     def differentiable(self) -> bool:
@@ -119,8 +119,12 @@ class OpDef:
         return plan
 
     def node_class(self, args: tuple, attrs: dict) -> type:
-        """The backward node class of this call (``MulBackward0``...)."""
-        return self.backward_class or node_class(self.node(args, attrs))
+        """The backward node class of this call (``MulBackward0``...); kept as ``backward_class`` where
+        the op names one class for every call."""
+        if isinstance(self.node, str):
+            self.backward_class = node_class(self.node)
+            return self.backward_class
+        return node_class(self.node(args, attrs))
 
     def __call__(op, *args: Any, **attrs: Any) -> Any:  # noqa: N805 - the op is what is being run
         """Runs ``op`` eagerly and, when grad mode is on and an input requires grad, records its node.
