@@ -11,8 +11,8 @@ relocation is applied by the psABI's formula; symbols the object leaves undefine
 and executable at once). ``.eh_frame`` is not loaded (no unwinding passes through a kernel; LLVM's JIT
 registers it only for debuggers).
 
-Anything outside that (another machine or ELF class, a relocation type or section kind not listed
-below, a bound that does not hold) raises ``ElfLoadError`` before any code can run, and the caller
+Anything outside that (another machine or ELF class, a relocation type not listed below, sections of
+constructors or thread-local data, which only a full linker runs or sets up, a bound that does not hold) raises ``ElfLoadError`` before any code can run, and the caller
 loads the object through llvmlite instead. The object's bytes come from the disk cache, verified
 against the SHA-256 its entry records (``compile/cache.py``); every offset read here is still checked
 against the object's size, so a damaged one is an error, never a write outside the mapping.
@@ -27,7 +27,8 @@ import sys
 from typing import Callable
 
 _EM_X86_64, _ET_REL = 62, 1
-_SHF_WRITE, _SHF_ALLOC = 0x1, 0x2
+_SHF_WRITE, _SHF_ALLOC, _SHF_TLS = 0x1, 0x2, 0x400
+_SHT_RUN_AT_LOAD = frozenset({14, 15, 16})   # SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY
 _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_X86_64_UNWIND = 2, 4, 8, 0x70000001
 _SHN_UNDEF, _SHN_LORESERVE, _SHN_ABS, _SHN_COMMON = 0, 0xFF00, 0xFFF1, 0xFFF2
 _STT_SECTION = 3
@@ -206,6 +207,9 @@ def link(code: bytes, resolve: Callable[[str], int | None]) -> MappedCode:
     # writable ones; the first part becomes read-and-execute once linked
     layout, end = [], 0
     placed = [s for s in sections if _loaded(s)]
+    for section in placed:   # code that must run at load (constructors) or per thread: MCJIT's to handle
+        if section.flags & _SHF_TLS or section.kind in _SHT_RUN_AT_LOAD or section.name.startswith((".ctors", ".dtors")):
+            raise ElfLoadError(f"section {section.name} (constructors or thread-local data) is not linked here")
     for writable in (False, True):
         if writable:
             got_at = end = (end + 7) & ~7

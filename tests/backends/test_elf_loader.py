@@ -73,6 +73,13 @@ def test_what_the_loader_cannot_link_is_refused_before_anything_runs(kernel):
         elf_loader.link(code[:len(code) // 2], loader.resolve)
     with pytest.raises(elf_loader.ElfLoadError, match="logf"):
         elf_loader.link(code, lambda name: None if name == "logf" else loader.resolve(name))
+    constructors = bytearray(code)   # the code section marked an init array: never linked without running it
+    table, = struct.unpack_from("<Q", code, 0x28)
+    count, = struct.unpack_from("<H", code, 0x3C)
+    text = next(i for i in range(count) if struct.unpack_from("<Q", code, table + 64 * i + 8)[0] & 0x4)  # SHF_EXECINSTR
+    struct.pack_into("<I", constructors, table + 64 * text + 4, 14)
+    with pytest.raises(elf_loader.ElfLoadError, match="constructors"):
+        elf_loader.link(bytes(constructors), loader.resolve)
     not_relocatable = bytearray(code)
     struct.pack_into("<H", not_relocatable, 0x10, 3)   # a shared object
     with pytest.raises(elf_loader.ElfLoadError, match="relocatable x86-64"):
