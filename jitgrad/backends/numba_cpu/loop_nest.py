@@ -246,6 +246,13 @@ class LoopNest(FusedLoop):
                   pad: str) -> list[str]:
         """One row of ``accumulate_in_lanes`` (indented by ``pad``): the members and the contributions
         written into ``row``, its fold in lanes, and the result stored (or kept for ``combine_rows``)."""
+        lines, after = self.lane_fold_row(spec, acc, write_outputs, names, row, pad)
+        return lines + after
+
+    def lane_fold_row(self, spec: Reduction, acc: str, write_outputs: bool, names: dict[str, Any], row: str,
+                      pad: str) -> tuple[list[str], list[str]]:
+        """``lane_fold`` in two parts: the row's lines, and what runs once after the loop over the rows (a
+        full reduction's ``combine_rows``; nothing for a row reduction)."""
         red = self.reduction
         sizes = self.w.sizes_of(self.loop_shape)
         inner = self.index[-1]
@@ -270,9 +277,9 @@ class LoopNest(FusedLoop):
         total = lanes[0]
         if self.kept() == self.rank - 1:
             finished = self.folded(spec.finished(Var(total), names))
-            return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
+            return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"], []
         partial = self.scratch(f"{red.name}_partial", [sizes[0]], self.loop_shape[0], node_dtype(red))
-        return [*lines, pad + f"{partial}[{self.index[0]}] = {total}", *self.combine_rows(spec, acc, partial, names)]
+        return [*lines, pad + f"{partial}[{self.index[0]}] = {total}"], self.combine_rows(spec, acc, partial, names)
 
     def accumulate_in_memory(self, spec: Reduction, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:
