@@ -10,7 +10,7 @@ import numpy as np
 
 from ...fx.node import Node
 from ...ops.lowering import Reduction
-from ...ops.scalar import Var
+from ...ops.scalar import LOWEST, Var, expr, where
 from ..fused_loop import FusedLoop
 from ..nodes import kernel_shape, node_dtype
 from ..source import product
@@ -259,10 +259,19 @@ class LoopNest(FusedLoop):
         block, rest = self.w.fresh(f"{inner}_block"), self.w.fresh(f"{inner}_rest")
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         body = self.body(write_outputs)   # first: the members' values the reduction reads
+        fold = self.vector_fold(spec)
+        source = red.args[0]
+        if fold and not body and spec.map is None and self.rank == 2 and isinstance(source, Node) \
+                and kernel_shape(tuple(source.meta["shape"])) == self.loop_shape:
+            # the input's own row, folded where it lies: no copy into the row buffer
+            lines = [pad + self.w.comment(red), pad + f"{lanes[0]} = {fold}({self.w.var[source]}, {self.index[0]})"]
+            return self.lane_total(spec, acc, names, lines, lanes[0], pad)
         element = Var(self.read(red.args[0], red, "self"))
         contribution = element.name if spec.map is None else self.folded(spec.mapped(element, names))
         body += [self.w.comment(red), f"{row}[{inner}] = {contribution}"]
         lines = [pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
+        if fold:
+            return self.lane_total(spec, acc, names, [*lines, pad + f"{lanes[0]} = {fold}({row}, 0)"], lanes[0], pad)
         lines += [pad + f"{lane} = {self.folded(spec.initial())}" for lane in lanes]
         lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
                   pad + f"for {block} in range(0, {rest}, {LANES}):"]
@@ -274,12 +283,34 @@ class LoopNest(FusedLoop):
             pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
             lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
             lines += [pad + f"{v} = {self.folded(spec.joined(Var(a), Var(b)))}" for v, (a, b) in zip(lanes, pairs)]
-        total = lanes[0]
+        return self.lane_total(spec, acc, names, lines, lanes[0], pad)
+
+    def lane_total(self, spec: Reduction, acc: str, names: dict[str, Any], lines: list[str], total: str,
+                   pad: str) -> tuple[list[str], list[str]]:
+        """The row's fold ``total`` stored: finished into ``acc`` (a row reduction) or kept for
+        ``combine_rows`` (a full one, whose lines are the second part)."""
+        red = self.reduction
         if self.kept() == self.rank - 1:
             finished = self.folded(spec.finished(Var(total), names))
             return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"], []
+        sizes = self.w.sizes_of(self.loop_shape)
         partial = self.scratch(f"{red.name}_partial", [sizes[0]], self.loop_shape[0], node_dtype(red))
         return [*lines, pad + f"{partial}[{self.index[0]}] = {total}"], self.combine_rows(spec, acc, partial, names)
+
+    def vector_fold(self, spec: Reduction) -> str | None:
+        """``row_sum`` or ``row_max`` (``row_reductions``: a row folded in vector lanes) when the fold is
+        theirs, ``+`` from 0 or the NaN-skipping max from the lowest value (-inf) over float32 or float64 rows of the
+        reduction's own dtype; else None (the fold in ``LANES`` running values)."""
+        dtype = node_dtype(self.reduction)
+        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or self.row_dtype(spec) != dtype:
+            return None
+        a, b = Var("a"), Var("b")
+        joined, start = self.folded(spec.joined(a, b)), self.folded(spec.initial())
+        if joined == self.folded(a + b) and start == self.folded(expr(0)):
+            return "row_sum"
+        if joined == self.folded(where(b > a, b, a)) and start == self.folded(LOWEST):
+            return "row_max"
+        return None
 
     def accumulate_in_memory(self, spec: Reduction, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:
