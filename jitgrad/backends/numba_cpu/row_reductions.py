@@ -5,17 +5,20 @@ scalar: LLVM may not reorder a chain of float adds without fastmath, and numba's
 its SLP vectorizer from pairing the four. Each fold then costs a dependent add per element (0.29 ms
 over 1M float32, a quarter of K2's step). These intrinsics write the fold in LLVM vector types:
 ``UNROLL`` vectors of ``WIDTH`` lanes (512 bits each), so lane ``j`` of ``LANES = UNROLL * WIDTH``
-takes the elements ``k = j (mod LANES)`` below ``n - n % LANES``; the rest of the row goes, in order,
-into one more running value; then the vectors are joined lane by lane as ``(v0 . v1) . (v2 . v3)``,
-their lanes halved pairwise (``v[j] . v[j + h]``) down to one, and that joined with the rest. On a
-CPU with narrower vectors LLVM splits each vector; the order of the operations, hence the result,
-is the same on any CPU and whatever thread runs the row. 0.29 -> 0.05 ms for that sum.
+takes the elements ``k = j (mod LANES)`` below ``n - n % LANES``; whole vectors after that go into the
+first vector (a row of 16 float32 is one vector, not a chain of 16 dependent adds), and the last
+``n % WIDTH`` elements, in order, into one more running value; then the vectors are joined lane by
+lane as ``(v0 . v1) . (v2 . v3)``, their lanes halved pairwise (``v[j] . v[j + h]``) down to one,
+and that joined with the rest. On a CPU with narrower vectors LLVM splits each vector; the order of
+the operations, hence the result, is the same on any CPU and whatever thread runs the row. 0.29 ->
+0.05 ms for that sum.
 
 ``.`` is ``+`` (``row_sum``; ``row_dot`` adds ``a[k] * b[k]``, the product rounded first) or the max
 that skips NaN, ``b if b > a else a`` (``row_max``: a NaN row's max is then -inf, or the max of its
 other elements; softmax and logsumexp take NaN back through their exp). A row is a 1-d array, or row
-``p`` of a 2-d one. An array that is not C-contiguous (a transposed view) is folded by the plain
-version below, the same operations in the same order; so is every row under ``NUMBA_DISABLE_JIT``.
+``p`` of a 2-d one. A row whose elements are not adjacent (a transposed or strided view) is loaded
+into the vectors element by element, for the same operations in the same order; the plain version
+below, the same again, is what runs under ``NUMBA_DISABLE_JIT``.
 """
 from __future__ import annotations
 
@@ -45,14 +48,15 @@ def _larger(a: Any, b: Any) -> Any:
 
 def _fold_plain(row: Any, other: Any, kind: str, lanes: int, vector: int) -> Any:
     n = row.shape[0]
-    rest = n - n % lanes
+    rest, rest_of_vectors = n - n % lanes, n - n % vector
     acc = np.zeros(lanes, row.dtype) if kind != "max" else np.full(lanes, -np.inf, row.dtype)
     tail = acc[0]
-    for b in range(0, rest, lanes):
-        for j in range(lanes):
+    for b in range(0, rest_of_vectors, vector):
+        for j in range(vector):
+            lane = j + (b % lanes if b < rest else 0)
             v = row[b + j] * other[b + j] if kind == "dot" else row[b + j]
-            acc[j] = _larger(acc[j], v) if kind == "max" else acc[j] + v
-    for k in range(rest, n):
+            acc[lane] = _larger(acc[lane], v) if kind == "max" else acc[lane] + v
+    for k in range(rest_of_vectors, n):
         v = row[k] * other[k] if kind == "dot" else row[k]
         tail = _larger(tail, v) if kind == "max" else tail + v
     joined = np.empty(vector, row.dtype)
@@ -112,8 +116,9 @@ def _vector_fold(context: Any, builder: Any, sig: Any, args: Any, kind: str) -> 
     init = ir.Constant(vector, [ir.Constant(element, start)] * lanes)
     accs = [cgutils.alloca_once_value(builder, init) for _ in range(UNROLL)]
     tail = cgutils.alloca_once_value(builder, ir.Constant(element, start))
-    block = ir.Constant(n.type, UNROLL * lanes)
+    block, one_vector = ir.Constant(n.type, UNROLL * lanes), ir.Constant(n.type, lanes)
     rest = builder.sub(n, builder.srem(n, block))
+    rest_of_vectors = builder.sub(n, builder.srem(n, one_vector))
     align = context.get_abi_sizeof(element)
 
     def scalar(row: tuple[Any, Any, Any], at: Any) -> Any:
@@ -142,6 +147,8 @@ def _vector_fold(context: Any, builder: Any, sig: Any, args: Any, kind: str) -> 
             for u, acc in enumerate(accs):
                 offset = builder.add(at, ir.Constant(n.type, u * lanes))
                 builder.store(_join(builder, kind, builder.load(acc), value(offset, True, packed)), acc)
+        with cgutils.for_range_slice(builder, rest, rest_of_vectors, one_vector) as (at, _):
+            builder.store(_join(builder, kind, builder.load(accs[0]), value(at, True, packed)), accs[0])
 
     if all(contiguous):
         blocks(contiguous)
@@ -154,7 +161,7 @@ def _vector_fold(context: Any, builder: Any, sig: Any, args: Any, kind: str) -> 
                 blocks([True] * arrays)
             with otherwise:
                 blocks(contiguous)
-    with cgutils.for_range_slice(builder, rest, n, ir.Constant(n.type, 1)) as (at, _):
+    with cgutils.for_range_slice(builder, rest_of_vectors, n, ir.Constant(n.type, 1)) as (at, _):
         builder.store(_join(builder, kind, builder.load(tail), value(at, False, contiguous)), tail)
     loaded = [builder.load(acc) for acc in accs]
     while len(loaded) > 1:
