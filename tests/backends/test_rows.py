@@ -75,3 +75,8 @@ def test_row_folds_are_the_plain_folds_without_the_jit(monkeypatch):
     x = np.arange(70, dtype=np.float64).reshape(1, 70)
     assert row_reductions.row_sum(x, 0) == x.sum() and row_reductions.row_max(x, 0) == 69.0
     assert row_reductions.row_dot(x, x, 0) == (x * x).sum()
+
+
+def test_the_loop_nests_row_length_for_vector_folds_is_one_block_of_vectors():
+    from jitgrad.backends.numba_cpu.loop_nest import VECTOR_ROW_BYTES
+    assert VECTOR_ROW_BYTES == row_reductions.UNROLL * row_reductions.VECTOR_BITS // 8

@@ -20,6 +20,11 @@ from .scalar_functions import NUMBA_CPU, library_calls_kept, numpy_type
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
 LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
+# A row of at least this many bytes is folded in vector lanes (row_reductions: UNROLL * VECTOR_BITS // 8,
+# one block of its vectors); a shorter one keeps LANES running values. K8's rows of 32 float32, filled
+# then folded 65,536 times a step, took 0.5 ms longer folded in vectors (a loop set up per row, for
+# half a block).
+VECTOR_ROW_BYTES = 256
 # A parallel row reduction's rows are cut into chunks, a row buffer each: at most ROW_CHUNKS, fewer for wide
 # rows (buffers of about ROW_BUFFER_ELEMENTS in all), never fewer than ROW_MIN_CHUNKS (or the rows): the
 # buffers never outgrow the reduction's input.
@@ -300,9 +305,12 @@ class LoopNest(FusedLoop):
     def vector_fold(self, spec: Reduction) -> str | None:
         """``row_sum`` or ``row_max`` (``row_reductions``: a row folded in vector lanes) when the fold is
         theirs, ``+`` from 0 or the NaN-skipping max from the lowest value (-inf) over float32 or float64 rows of the
-        reduction's own dtype; else None (the fold in ``LANES`` running values)."""
+        reduction's own dtype, at least ``VECTOR_ROW_BYTES`` long when traced; else None (the fold in
+        ``LANES`` running values)."""
         dtype = node_dtype(self.reduction)
         if dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or self.row_dtype(spec) != dtype:
+            return None
+        if self.loop_shape[-1] * dtype.itemsize < VECTOR_ROW_BYTES:
             return None
         a, b = Var("a"), Var("b")
         joined, start = self.folded(spec.joined(a, b)), self.folded(spec.initial())

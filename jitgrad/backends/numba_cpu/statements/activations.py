@@ -14,9 +14,14 @@ LANES = 4  # running maxima and sums per row, as the loop nests' row reductions 
 
 def vector_folds(ctx: OpContext) -> bool:
     """Whether the row's max and sums are ``row_reductions``' folds in vector lanes: its arrays all
-    float32, or all float64."""
+    float32, or all float64, and its rows (traced) at least ``VECTOR_ROW_BYTES`` long, as the loop
+    nests' row reductions."""
+    from ..loop_nest import VECTOR_ROW_BYTES  # here: loop_nest imports the statements
+
     dtypes = {np.dtype(a.meta["dtype"]) for a in ctx.node.args[:2] if isinstance(a, Node)} | {np.dtype(ctx.dtype)}
-    return len(dtypes) == 1 and dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}
+    if len(dtypes) != 1 or not dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}:
+        return False
+    return ctx.node.meta["shape"][-1] * np.dtype(ctx.dtype).itemsize >= VECTOR_ROW_BYTES
 
 
 def softmax(ctx: OpContext, log: bool = False) -> list[str]:
