@@ -118,7 +118,10 @@ class LoopNest(FusedLoop):
         head = f"    {first} = {flat}.reshape({acc}.shape)"
         if self.in_lanes() and self.kept() == self.rank - 1:
             # both passes in one loop over the rows: the second reads the row the first just read, in cache
-            outer, (row, row_1), pad = self.lane_rows(parallel, [self.row_dtype(spec.first), self.row_dtype(spec)])
+            in_place = self.folds_in_place(spec.first)   # logsumexp's shift: no row buffer for the first pass
+            dtypes = [self.row_dtype(spec)] if in_place else [self.row_dtype(spec.first), self.row_dtype(spec)]
+            outer, rows, pad = self.lane_rows(parallel, dtypes)
+            row, row_1 = ("", rows[0]) if in_place else rows
             return [head, *outer, *self.lane_fold(spec.first, first, True, self.names(None), row, pad),
                     *self.lane_fold(spec, acc, False, self.names(first), row_1, pad)]
         return [head, *self.accumulate(spec.first, first, None, True, parallel),
@@ -265,11 +268,9 @@ class LoopNest(FusedLoop):
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         body = self.body(write_outputs)   # first: the members' values the reduction reads
         fold = self.vector_fold(spec)
-        source = red.args[0]
-        if fold and not body and spec.map is None and self.rank == 2 and isinstance(source, Node) \
-                and kernel_shape(tuple(source.meta["shape"])) == self.loop_shape:
-            # the input's own row, folded where it lies: no copy into the row buffer
-            lines = [pad + self.w.comment(red), pad + f"{lanes[0]} = {fold}({self.w.var[source]}, {self.index[0]})"]
+        if self.folds_in_place(spec):
+            lines = [pad + self.w.comment(red),
+                     pad + f"{lanes[0]} = {fold}({self.w.var[red.args[0]]}, {self.index[0]})"]
             return self.lane_total(spec, acc, names, lines, lanes[0], pad)
         element = Var(self.read(red.args[0], red, "self"))
         contribution = element.name if spec.map is None else self.folded(spec.mapped(element, names))
@@ -289,6 +290,13 @@ class LoopNest(FusedLoop):
             lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
             lines += [pad + f"{v} = {self.folded(spec.joined(Var(a), Var(b)))}" for v, (a, b) in zip(lanes, pairs)]
         return self.lane_total(spec, acc, names, lines, lanes[0], pad)
+
+    def folds_in_place(self, spec: Reduction) -> bool:
+        """Whether the row is the group's 2-d input as it is (the group is its reduction alone, with no
+        map: ``logsumexp``'s shift), folded in vector lanes where it lies, with no row buffer."""
+        source = self.reduction.args[0]
+        return len(self.members) == 1 and spec.map is None and self.rank == 2 and isinstance(source, Node) \
+            and kernel_shape(tuple(source.meta["shape"])) == self.loop_shape and self.vector_fold(spec) is not None
 
     def lane_total(self, spec: Reduction, acc: str, names: dict[str, Any], lines: list[str], total: str,
                    pad: str) -> tuple[list[str], list[str]]:
