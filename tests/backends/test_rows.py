@@ -65,6 +65,8 @@ def test_row_folds_give_the_plain_folds_bits_for_every_layout():
                 got = _folds(left, right, p)
                 want = tuple(f(*args) for f, args in zip(plain, ((left, p), (left, p), (left, right, p))))
                 np.testing.assert_array_equal(got, want)
+                # a dot is the sum of the rounded products (row buffer then fold = row_dot where the rows lie)
+                np.testing.assert_array_equal(got[2], _folds(np.ascontiguousarray(left * right), b, p)[0])
                 assert np.isnan(got[0]) == (p == 2) and got[1] == np.nanmax(a[p])
                 np.testing.assert_allclose(got[0], a[p].astype(np.float64).sum(), rtol=1e-5)
                 np.testing.assert_allclose(got[2], (left[p].astype(np.float64) * right[p]).sum(), rtol=1e-5)

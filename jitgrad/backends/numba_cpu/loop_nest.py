@@ -118,7 +118,7 @@ class LoopNest(FusedLoop):
         head = f"    {first} = {flat}.reshape({acc}.shape)"
         if self.in_lanes() and self.kept() == self.rank - 1:
             # both passes in one loop over the rows: the second reads the row the first just read, in cache
-            in_place = self.folds_in_place(spec.first)   # logsumexp's shift: no row buffer for the first pass
+            in_place = self.in_place_fold(spec.first) is not None   # logsumexp's shift: no row buffer for it
             dtypes = [self.row_dtype(spec)] if in_place else [self.row_dtype(spec.first), self.row_dtype(spec)]
             outer, rows, pad = self.lane_rows(parallel, dtypes)
             row, row_1 = ("", rows[0]) if in_place else rows
@@ -268,9 +268,9 @@ class LoopNest(FusedLoop):
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         body = self.body(write_outputs)   # first: the members' values the reduction reads
         fold = self.vector_fold(spec)
-        if self.folds_in_place(spec):
-            lines = [pad + self.w.comment(red),
-                     pad + f"{lanes[0]} = {fold}({self.w.var[red.args[0]]}, {self.index[0]})"]
+        in_place = self.in_place_fold(spec)
+        if in_place is not None:
+            lines = [pad + self.w.comment(m) for m in self.members] + [pad + f"{lanes[0]} = {in_place}"]
             return self.lane_total(spec, acc, names, lines, lanes[0], pad)
         element = Var(self.read(red.args[0], red, "self"))
         contribution = element.name if spec.map is None else self.folded(spec.mapped(element, names))
@@ -291,12 +291,26 @@ class LoopNest(FusedLoop):
             lines += [pad + f"{v} = {self.folded(spec.joined(Var(a), Var(b)))}" for v, (a, b) in zip(lanes, pairs)]
         return self.lane_total(spec, acc, names, lines, lanes[0], pad)
 
-    def folds_in_place(self, spec: Reduction) -> bool:
-        """Whether the row is the group's 2-d input as it is (the group is its reduction alone, with no
-        map: ``logsumexp``'s shift), folded in vector lanes where it lies, with no row buffer."""
-        source = self.reduction.args[0]
-        return len(self.members) == 1 and spec.map is None and self.rank == 2 and isinstance(source, Node) \
-            and kernel_shape(tuple(source.meta["shape"])) == self.loop_shape and self.vector_fold(spec) is not None
+    def in_place_fold(self, spec: Reduction) -> str | None:
+        """The row's fold as one call on the group's 2-d inputs where they lie, with no row buffer:
+        ``row_max(x, p)`` or ``row_sum(x, p)`` when the group is its reduction alone (``logsumexp``'s
+        shift), ``row_dot(a, b, p)`` when it is the sum of one product ``a * b`` (K2's loss): the same
+        operations in the same order as filling the row buffer and folding it. None otherwise."""
+        fold, red = self.vector_fold(spec), self.reduction
+        if fold is None or spec.map is not None or self.rank != 2:
+            return None
+
+        def whole(value: Any) -> bool:
+            return isinstance(value, Node) and kernel_shape(tuple(value.meta["shape"])) == self.loop_shape \
+                and node_dtype(value) == node_dtype(red)
+        row = self.index[0]
+        if len(self.members) == 1 and whole(red.args[0]):
+            return f"{fold}({self.w.var[red.args[0]]}, {row})"
+        product = self.members[0]
+        if fold == "row_sum" and len(self.members) == 2 and product.target_name == "mul" and red.args[0] is product \
+                and "buffer" not in product.meta and len(product.args) == 2 and all(whole(a) for a in product.args):
+            return f"row_dot({self.w.var[product.args[0]]}, {self.w.var[product.args[1]]}, {row})"
+        return None
 
     def lane_total(self, spec: Reduction, acc: str, names: dict[str, Any], lines: list[str], total: str,
                    pad: str) -> tuple[list[str], list[str]]:

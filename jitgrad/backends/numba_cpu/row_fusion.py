@@ -3,10 +3,11 @@ row statement before it, a row at a time.
 
 The statement's lines end with its loop over the rows, ``for p in prange(rows):``; the group's code
 for row ``p`` (``LoopNest``'s, with ``p`` as its outer index) goes at the end of that loop's body,
-after the statement has finished the row. A group with a reduction folds each row in lanes through a
-row buffer, as unfused, so the rows are taken in chunks, a buffer each (``LoopNest.lane_rows``'
-chunks, the same count): ``for chunk in prange(chunks): for p in range(...)``. A full reduction's rows
-are joined after the loop, in row order. When the statement's lines are not of that form (a small
+after the statement has finished the row. A group with a reduction folds each row in vector lanes,
+as unfused: where the rows lie when it can (``LoopNest.in_place_fold``: K2's ``(softmax * x).sum()``
+is ``row_dot(softmax, x, p)``), else through a row buffer, and then the rows are taken in chunks, a
+buffer each (``LoopNest.lane_rows``' chunks, the same count): ``for chunk in prange(chunks): for p in
+range(...)``. A full reduction's rows are joined after the loop, in row order. When the statement's lines are not of that form (a small
 statement, serial; another dimension), the two are written one after the other, as unfused.
 """
 from __future__ import annotations
@@ -60,6 +61,10 @@ def emit_row_fused(w, statement: Node, members: list[Node], out: list[str]) -> b
         return True
     red = nest.reduction
     spec = red.target.lower
+    if nest.in_place_fold(spec) is not None:  # folded where the rows lie: no row buffer, no chunks
+        row, after = nest.lane_fold_row(spec, w.var[red], True, nest.names(None), "", "        ")
+        out += allocations + lines + ["        " + comment, *row, *after]
+        return True
     chunk, chunks = w.fresh("chunk"), w.fresh("chunks")
     w.allocations.append(f"    {chunks} = min({sizes[0]}, max({ROW_MIN_CHUNKS}, min({ROW_CHUNKS}, "
                          f"{ROW_BUFFER_ELEMENTS} // max({sizes[1]}, 1))))")
