@@ -13,10 +13,12 @@ statement, serial; another dimension), the two are written one after the other, 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...fx.node import Node
 from ..row_fusion import fusable_after
 from .loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, LoopNest, row_chunks
+from .nodes import LoweringError
 
 _ROW_LOOP = re.compile(r"^    for (\w+) in prange\((.+)\):$")
 
@@ -30,7 +32,7 @@ def _row_loop(lines: list[str]) -> int | None:
     return found[0]
 
 
-def emit_row_fused(w, statement: Node, members: list[Node], out: list[str]) -> bool:
+def emit_row_fused(w: Any, statement: Node, members: list[Node], out: list[str]) -> bool:
     """Writes ``statement`` with the fusion group ``members`` inside its row loop into ``out`` and
     returns True; returns False, writing nothing, when they do not fuse (the caller writes them apart)."""
     if not fusable_after(statement, members):
@@ -47,8 +49,9 @@ def emit_row_fused(w, statement: Node, members: list[Node], out: list[str]) -> b
     lines: list[str] = []
     w.statement(statement, lines)
     at = _row_loop(lines)
-    if at is None:
-        raise AssertionError(f"row statement {statement.name} has no parallel row loop to fuse into")
+    if at is None:  # the statement's lowering changed shape: say so, rather than write a wrong loop
+        raise LoweringError(f"row fusion: the lines of {statement.name} ({statement.target_name}) do not end "
+                            "in a parallel loop over its rows")
     p = _ROW_LOOP.match(lines[at]).group(1)
     nest.index[0] = p
     group = members[0].meta.get("fusion_group", "group")
