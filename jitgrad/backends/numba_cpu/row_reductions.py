@@ -47,6 +47,8 @@ def _larger(a: Any, b: Any) -> Any:
 
 
 def _fold_plain(row: Any, other: Any, kind: str, lanes: int, vector: int) -> Any:
+    """The fold of ``row`` (times ``other`` for a dot) as ``_vector_fold`` computes it, one operation at
+    a time: ``lanes`` running values, whole vectors into the first ``vector`` of them, the rest in order."""
     n = row.shape[0]
     rest, rest_of_vectors = n - n % lanes, n - n % vector
     acc = np.zeros(lanes, row.dtype) if kind != "max" else np.full(lanes, -np.inf, row.dtype)
@@ -75,6 +77,7 @@ def _fold_plain(row: Any, other: Any, kind: str, lanes: int, vector: int) -> Any
 
 
 def _plain(kind: str) -> Callable[..., Any]:
+    """``row_<kind>`` as plain Python: the same arguments as the intrinsic (arrays, then the row)."""
     def fold(a: Any, *rest: Any) -> Any:
         other, p = (rest[0], rest[1]) if kind == "dot" else (None, rest[0])
         row = a[p] if a.ndim == 2 else a
@@ -99,6 +102,7 @@ def _row(context: Any, builder: Any, array_type: Any, value: Any, p: Any, p_type
 
 
 def _join(builder: Any, kind: str, a: Any, b: Any) -> Any:
+    """``a . b`` on scalars or lane by lane on vectors: ``a + b``, or ``b if b > a else a``."""
     if kind == "max":
         return builder.select(builder.fcmp_ordered(">", b, a), b, a)
     return builder.fadd(a, b)
