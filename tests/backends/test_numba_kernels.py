@@ -314,13 +314,14 @@ def test_an_unrolled_loop_reads_rows_as_views_and_multiplies_them_at_once():
 
 
 def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads():
-    """Large (row buffers in chunks, four lanes) and parallel: one thread and every thread give
-    identical results, close to eager's; softmax's backward (rows with prange, four lanes) and a
-    cross-entropy's gradient included (log_softmax's backward is softmax's loop with another formula)."""
+    """Large (row buffers in chunks, rows folded in vector lanes) and parallel: one thread and every
+    thread give identical results, close to eager's; softmax's backward (rows with prange) and a
+    cross-entropy's gradient included (log_softmax's backward is softmax's loop with another formula),
+    and groups fused into the softmax's and its backward's row loops."""
     import numba
 
     rng = np.random.default_rng(6)
-    x = rng.standard_normal((PARALLEL_ELEMENTS // 32 + 7, 33)).astype(np.float32)
+    x = rng.standard_normal((PARALLEL_ELEMENTS // 128 + 7, 131)).astype(np.float32)   # a remainder after the lanes
     g = rng.standard_normal(x.shape).astype(np.float32)
     targets = rng.integers(0, x.shape[1], x.shape[0])
     targets[3] = -100
@@ -328,11 +329,15 @@ def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads
 
     def rows_program(x, g, targets, scale):
         softmax = x.softmax(1)
-        return (x.logsumexp(1), softmax, (x.tanh() * x).sum(), REGISTRY["softmax_backward"](g, softmax, dim=1),
+        loss = (softmax * x).sum()   # the unit right after the softmax: fused into its rows
+        return (x.logsumexp(1), softmax, loss, (x.tanh() * x).sum(),
+                REGISTRY["softmax_backward"](g, softmax, dim=1) + softmax,
                 REGISTRY["cross_entropy_backward"](scale, targets, softmax, reduction="mean", ignore_index=-100))
     arrays = (x, g, targets, scale)
     kernel = lowered(rows_program, *arrays)
     assert kernel.parallel and "in prange(chunks" in kernel.source and "_p in prange(" in kernel.source
+    assert kernel.source.count("a row at a time in softmax") == 2   # the loss's sum, the backward's add (row_fusion)
+    assert "row_dot(" in kernel.source and "row_max(" in kernel.source   # vector lanes (row_reductions)
     assert "cross_entropy_backward_i in prange(" in kernel.source
     before = numba.get_num_threads()
     try:

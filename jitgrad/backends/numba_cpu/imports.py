@@ -11,6 +11,7 @@ KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
                                                                   "power_int"),
                   "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "exp_float64", "tanh_float32",
                                                            "tanh_float64"),
+                  "jitgrad.backends.numba_cpu.row_reductions": ("row_dot", "row_max", "row_sum"),
                   "jitgrad.backends.numba_cpu.rows": ("put_row",),
                   "jitgrad.backends.numba_cpu.sampling": ("fill_normal", "fill_randperm", "fill_uniform")}
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...fx.node import Node
 from ...ops.lowering import Reduction
-from ...ops.scalar import Var
+from ...ops.scalar import LOWEST, Var, expr, where
 from ..fused_loop import FusedLoop
 from ..nodes import kernel_shape, node_dtype
 from ..source import product
@@ -20,6 +20,11 @@ from .scalar_functions import NUMBA_CPU, library_calls_kept, numpy_type
 # A fusion group of at least this many elements gets a parallel outer loop when ``parallel=None``.
 PARALLEL_ELEMENTS = 1 << 16
 LANES = 4  # running values of a large row reduction (accumulate_in_lanes)
+# A row of at least this many bytes is folded in vector lanes (row_reductions: UNROLL * VECTOR_BITS // 8,
+# one block of its vectors); a shorter one keeps LANES running values. K8's rows of 32 float32, filled
+# then folded 65,536 times a step, took 0.5 ms longer folded in vectors (a loop set up per row, for
+# half a block).
+VECTOR_ROW_BYTES = 256
 # A parallel row reduction's rows are cut into chunks, a row buffer each: at most ROW_CHUNKS, fewer for wide
 # rows (buffers of about ROW_BUFFER_ELEMENTS in all), never fewer than ROW_MIN_CHUNKS (or the rows): the
 # buffers never outgrow the reduction's input.
@@ -113,7 +118,10 @@ class LoopNest(FusedLoop):
         head = f"    {first} = {flat}.reshape({acc}.shape)"
         if self.in_lanes() and self.kept() == self.rank - 1:
             # both passes in one loop over the rows: the second reads the row the first just read, in cache
-            outer, (row, row_1), pad = self.lane_rows(parallel, [self.row_dtype(spec.first), self.row_dtype(spec)])
+            in_place = self.in_place_fold(spec.first) is not None   # logsumexp's shift: no row buffer for it
+            dtypes = [self.row_dtype(spec)] if in_place else [self.row_dtype(spec.first), self.row_dtype(spec)]
+            outer, rows, pad = self.lane_rows(parallel, dtypes)
+            row, row_1 = ("", rows[0]) if in_place else rows
             return [head, *outer, *self.lane_fold(spec.first, first, True, self.names(None), row, pad),
                     *self.lane_fold(spec, acc, False, self.names(first), row_1, pad)]
         return [head, *self.accumulate(spec.first, first, None, True, parallel),
@@ -246,16 +254,30 @@ class LoopNest(FusedLoop):
                   pad: str) -> list[str]:
         """One row of ``accumulate_in_lanes`` (indented by ``pad``): the members and the contributions
         written into ``row``, its fold in lanes, and the result stored (or kept for ``combine_rows``)."""
+        lines, after = self.lane_fold_row(spec, acc, write_outputs, names, row, pad)
+        return lines + after
+
+    def lane_fold_row(self, spec: Reduction, acc: str, write_outputs: bool, names: dict[str, Any], row: str,
+                      pad: str) -> tuple[list[str], list[str]]:
+        """``lane_fold`` in two parts: the row's lines, and what runs once after the loop over the rows (a
+        full reduction's ``combine_rows``; nothing for a row reduction)."""
         red = self.reduction
         sizes = self.w.sizes_of(self.loop_shape)
         inner = self.index[-1]
         block, rest = self.w.fresh(f"{inner}_block"), self.w.fresh(f"{inner}_rest")
         lanes = [self.w.fresh(f"{red.name}_lane") for _ in range(LANES)]
         body = self.body(write_outputs)   # first: the members' values the reduction reads
+        fold = self.vector_fold(spec)
+        in_place = self.in_place_fold(spec)
+        if in_place is not None:
+            lines = [pad + self.w.comment(m) for m in self.members] + [pad + f"{lanes[0]} = {in_place}"]
+            return self.lane_total(spec, acc, names, lines, lanes[0], pad)
         element = Var(self.read(red.args[0], red, "self"))
         contribution = element.name if spec.map is None else self.folded(spec.mapped(element, names))
         body += [self.w.comment(red), f"{row}[{inner}] = {contribution}"]
         lines = [pad + f"for {inner} in range({sizes[-1]}):", *[pad + "    " + b for b in body]]
+        if fold:
+            return self.lane_total(spec, acc, names, [*lines, pad + f"{lanes[0]} = {fold}({row}, 0)"], lanes[0], pad)
         lines += [pad + f"{lane} = {self.folded(spec.initial())}" for lane in lanes]
         lines += [pad + f"{rest} = {sizes[-1]} - {sizes[-1]} % {LANES}",
                   pad + f"for {block} in range(0, {rest}, {LANES}):"]
@@ -267,12 +289,58 @@ class LoopNest(FusedLoop):
             pairs = [(lanes[k], lanes[k + 1]) for k in range(0, len(lanes), 2)]
             lanes = [self.w.fresh(f"{red.name}_pair") for _ in pairs]
             lines += [pad + f"{v} = {self.folded(spec.joined(Var(a), Var(b)))}" for v, (a, b) in zip(lanes, pairs)]
-        total = lanes[0]
+        return self.lane_total(spec, acc, names, lines, lanes[0], pad)
+
+    def in_place_fold(self, spec: Reduction) -> str | None:
+        """The row's fold as one call on the group's 2-d inputs where they lie, with no row buffer:
+        ``row_max(x, p)`` or ``row_sum(x, p)`` when the group is its reduction alone (``logsumexp``'s
+        shift), ``row_dot(a, b, p)`` when it is the sum of one product ``a * b`` (K2's loss): the same
+        operations in the same order as filling the row buffer and folding it. None otherwise."""
+        fold, red = self.vector_fold(spec), self.reduction
+        if fold is None or spec.map is not None or self.rank != 2:
+            return None
+
+        def whole(value: Any) -> bool:
+            return isinstance(value, Node) and kernel_shape(tuple(value.meta["shape"])) == self.loop_shape \
+                and node_dtype(value) == node_dtype(red)
+        row = self.index[0]
+        if len(self.members) == 1 and whole(red.args[0]):
+            return f"{fold}({self.w.var[red.args[0]]}, {row})"
+        product = self.members[0]
+        if fold == "row_sum" and len(self.members) == 2 and product.target_name == "mul" and red.args[0] is product \
+                and "buffer" not in product.meta and len(product.args) == 2 and all(whole(a) for a in product.args):
+            return f"row_dot({self.w.var[product.args[0]]}, {self.w.var[product.args[1]]}, {row})"
+        return None
+
+    def lane_total(self, spec: Reduction, acc: str, names: dict[str, Any], lines: list[str], total: str,
+                   pad: str) -> tuple[list[str], list[str]]:
+        """The row's fold ``total`` stored: finished into ``acc`` (a row reduction) or kept for
+        ``combine_rows`` (a full one, whose lines are the second part)."""
+        red = self.reduction
         if self.kept() == self.rank - 1:
             finished = self.folded(spec.finished(Var(total), names))
-            return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"]
+            return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"], []
+        sizes = self.w.sizes_of(self.loop_shape)
         partial = self.scratch(f"{red.name}_partial", [sizes[0]], self.loop_shape[0], node_dtype(red))
-        return [*lines, pad + f"{partial}[{self.index[0]}] = {total}", *self.combine_rows(spec, acc, partial, names)]
+        return [*lines, pad + f"{partial}[{self.index[0]}] = {total}"], self.combine_rows(spec, acc, partial, names)
+
+    def vector_fold(self, spec: Reduction) -> str | None:
+        """``row_sum`` or ``row_max`` (``row_reductions``: a row folded in vector lanes) when the fold is
+        theirs, ``+`` from 0 or the NaN-skipping max from the lowest value (-inf) over float32 or float64 rows of the
+        reduction's own dtype, at least ``VECTOR_ROW_BYTES`` long when traced; else None (the fold in
+        ``LANES`` running values)."""
+        dtype = node_dtype(self.reduction)
+        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or self.row_dtype(spec) != dtype:
+            return None
+        if self.loop_shape[-1] * dtype.itemsize < VECTOR_ROW_BYTES:
+            return None
+        a, b = Var("a"), Var("b")
+        joined, start = self.folded(spec.joined(a, b)), self.folded(spec.initial())
+        if joined == self.folded(a + b) and start == self.folded(expr(0)):
+            return "row_sum"
+        if joined == self.folded(where(b > a, b, a)) and start == self.folded(LOWEST):
+            return "row_max"
+        return None
 
     def accumulate_in_memory(self, spec: Reduction, acc: str, first: str | None, body: list[str], value: str,
                              names: dict[str, Any], parallel: bool) -> list[str]:

@@ -1,12 +1,27 @@
 """``softmax`` and ``log_softmax`` and their backwards: a loop of their own over the rows along ``dim``."""
 from __future__ import annotations
 
+import numpy as np
+
+from ....fx.node import Node
 from ....ops.scalar import Var, exp
 from ...expressions import render
 from ..context import OpContext
 from ..scalar_functions import NUMBA_CPU
 
 LANES = 4  # running maxima and sums per row, as the loop nests' row reductions keep (loop_nest.LANES)
+
+
+def vector_folds(ctx: OpContext) -> bool:
+    """Whether the row's max and sums are ``row_reductions``' folds in vector lanes: its arrays all
+    float32, or all float64, and its rows (traced) at least ``VECTOR_ROW_BYTES`` long, as the loop
+    nests' row reductions."""
+    from ..loop_nest import VECTOR_ROW_BYTES  # here: loop_nest imports the statements
+
+    dtypes = {np.dtype(a.meta["dtype"]) for a in ctx.node.args[:2] if isinstance(a, Node)} | {np.dtype(ctx.dtype)}
+    if len(dtypes) != 1 or not dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}:
+        return False
+    return ctx.node.meta["shape"][-1] * np.dtype(ctx.dtype).itemsize >= VECTOR_ROW_BYTES
 
 
 def softmax(ctx: OpContext, log: bool = False) -> list[str]:
@@ -87,12 +102,15 @@ def _last_dim(ctx: OpContext, rows: str, log: bool) -> list[str]:
         return f"{acc} += {'@' if at is None else f'{o}[{p}, {at}]'}"
 
     value = f"{a}[{p}, {k}] - {peak}"
-    lines += fold(maxima, larger, f"{T}(-np.inf)")
-    lines += [f"    {peak} = {maxima[0]}",
-              f"    for {k} in range({n}):",
-              f"        {o}[{p}, {k}] = {render(exp(Var(value)), NUMBA_CPU, ctx.dtype, ctx.dtype)}"]
-    lines += fold(sums, plus, f"{T}(0.0)")
-    lines.append(f"    {total} = {sums[0]}")
+    exps = [f"    for {k} in range({n}):",
+            f"        {o}[{p}, {k}] = {render(exp(Var(value)), NUMBA_CPU, ctx.dtype, ctx.dtype)}"]
+    if lanes > 1 and vector_folds(ctx):  # folded in vector lanes (row_reductions)
+        lines += [f"    {peak} = row_max({a}, {p})", *exps, f"    {total} = row_sum({o}, {p})"]
+    else:
+        lines += fold(maxima, larger, f"{T}(-np.inf)")
+        lines += [f"    {peak} = {maxima[0]}", *exps]
+        lines += fold(sums, plus, f"{T}(0.0)")
+        lines.append(f"    {total} = {sums[0]}")
     if log:
         lines += [f"    {total} = math.log({total})",
                   f"    for {k} in range({n}):",
@@ -142,12 +160,17 @@ def softmax_backward(ctx: OpContext, log: bool = False) -> list[str]:
     def term(i: str) -> str:
         return f"{gs}[{at(i)}]" if log else f"{gs}[{at(i)}] * {ys}[{at(i)}]"
 
+    if lanes > 1 and vector_folds(ctx):  # folded in vector lanes (row_reductions)
+        fold = f"row_sum({gs}, {p})" if log else f"row_dot({gs}, {ys}, {p})"
+        lines.append(f"{indent}{total} = {fold}")
+        sums = []
     lines += [f"{indent}{s} = {T}(0.0)" for s in sums]
-    if lanes > 1:
+    if lanes > 1 and sums:
         lines += [f"{indent}{rest} = {n} - {n} % {lanes}",
                   f"{indent}for {b} in range(0, {rest}, {lanes}):",
                   *(f"{indent}    {s} += {term(f'{b} + {j}')}" for j, s in enumerate(sums))]
-    lines += [f"{indent}for {k} in range({rest if lanes > 1 else 0}, {n}):", f"{indent}    {sums[0]} += {term(k)}"]
+    if sums:
+        lines += [f"{indent}for {k} in range({rest if lanes > 1 else 0}, {n}):", f"{indent}    {sums[0]} += {term(k)}"]
     while len(sums) > 1:
         pairs = list(zip(sums[::2], sums[1::2]))
         lines += [f"{indent}{x} += {z}" for x, z in pairs]
@@ -157,8 +180,9 @@ def softmax_backward(ctx: OpContext, log: bool = False) -> list[str]:
         value = f"{gs}[{at(k)}] - {e} * {total}"
     else:
         value = f"{ys}[{at(k)}] * ({gs}[{at(k)}] - {total})"
-    return lines + [f"{indent}{total} = {sums[0]}", f"{indent}for {k} in range({n}):",
-                    f"{indent}    {o}[{at(k)}] = {value}"]
+    if sums:
+        lines.append(f"{indent}{total} = {sums[0]}")
+    return lines + [f"{indent}for {k} in range({n}):", f"{indent}    {o}[{at(k)}] = {value}"]
 
 
 def log_softmax_backward(ctx: OpContext) -> list[str]:

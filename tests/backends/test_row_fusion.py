@@ -1,0 +1,79 @@
+"""Row fusion (jitgrad/backends/row_fusion.py, numba_cpu/row_fusion.py): the fusion group after a softmax
+statement runs a row at a time inside the statement's row loop, with the same bits as unfused; it is
+refused where the group would write over a row the statement has still to read.
+
+The generated code runs as plain Python here; test_numba_kernels.py checks the fused kernel compiled,
+for any number of threads."""
+from __future__ import annotations
+
+import numpy as np
+
+import jitgrad as jg
+from helpers import assert_close
+from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS, codegen
+from jitgrad.backends.row_fusion import fusable_after
+from jitgrad.fx.passes.schedule import units
+from lowering_helpers import interpreted, lowered, optimized_graph
+
+ROWS, COLUMNS = PARALLEL_ELEMENTS // 128 + 3, 131   # large (parallel), rows with a remainder after the lanes
+X = np.random.default_rng(11).standard_normal((ROWS, COLUMNS)).astype(np.float32)
+
+
+def k2_step(x):
+    """K2 of the suite: the loss's ``mul, sum`` after the softmax, the gradient's ``add`` after its backward."""
+    loss = (jg.softmax(x, dim=1) * x).sum()
+    loss.backward()
+    return loss
+
+
+def test_k2_groups_run_inside_the_softmax_rows_with_unfused_bits(plain_python, monkeypatch):
+    graph, kernel = lowered(k2_step, [X])
+    body = kernel.source.split("def kernel(")[1]
+    assert body.count("a row at a time in softmax's row loop") == 1
+    assert body.count("a row at a time in softmax_backward's row loop") == 1
+    assert body.count("prange(") == 2   # the two statements' row loops, and no loop of the groups' own
+    fused = [a.copy() for a in kernel(X)]
+    assert_close(fused, interpreted(graph, [X]), dtype=np.float32)
+    x = jg.tensor(X.astype(np.float64), requires_grad=True)
+    loss = k2_step(x)
+    np.testing.assert_allclose(fused[0], loss.item(), rtol=1e-5)
+    np.testing.assert_allclose(fused[1], x.grad.numpy(), rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(codegen, "emit_row_fused", lambda *args: False)
+    _, apart = lowered(k2_step, [X])
+    assert "a row at a time" not in apart.source
+    for a, b in zip(fused, apart(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_group_that_would_overwrite_the_statements_input_is_not_fused(plain_python):
+    """``t = softmax(h.T) * 3`` is read by a product, so it has a buffer, and the plan hands it ``h``'s,
+    dead after the softmax. The softmax reads ``h`` transposed: fused, writing row p of ``t`` would
+    overwrite column p of ``h.T``, which the softmax's later rows still read."""
+    rng = np.random.default_rng(12)
+    x, w = rng.standard_normal((COLUMNS, ROWS)).astype(np.float32), rng.standard_normal((COLUMNS, 4)).astype(np.float32)
+
+    def program(x, w):
+        h = x * 2.0
+        t = jg.softmax(h.T, dim=1) * 3.0
+        return t @ w
+    graph, kernel = lowered(program, [x, w])
+    plan = units(graph)
+    at = next(k for k, unit in enumerate(plan) if unit[0].target_name == "softmax")
+    statement, group = plan[at][0], plan[at + 1]
+    h = statement.args[0].args[0]
+    assert [m.meta.get("buffer") for m in group] == [h.meta["buffer"]], "the plan no longer shares the buffer"
+    assert not fusable_after(statement, group)
+    assert "a row at a time" not in kernel.source
+    assert_close(list(kernel(x, w)), interpreted(graph, [x, w]), dtype=np.float32)
+
+
+def test_only_groups_over_the_statements_rows_that_read_it_are_fused():
+    def program(x):
+        s = jg.softmax(x, dim=1)
+        return (s * x).sum(0), (s * 2.0).sum(1), (x * 2.0).exp()
+    plan = units(optimized_graph(program, [X]))
+    statement = next(unit[0] for unit in plan if unit[0].target_name == "softmax")
+    groups = {f"{unit[-1].target_name} {unit[-1].kwargs.get('dim')}": unit for unit in plan if unit[0].kind.in_loop}
+    assert not fusable_after(statement, groups["sum (0,)"])     # folds the columns: across rows
+    assert fusable_after(statement, groups["sum (1,)"])         # folds each row
+    assert not fusable_after(statement, groups["exp None"])     # does not read the softmax
