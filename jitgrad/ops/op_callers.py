@@ -38,10 +38,7 @@ def caller(op: OpDef) -> Callable[..., Any]:
 
 
 def _one_input(op: OpDef) -> Callable[..., Any]:
-    fixed = None  # the recorder of op.backward_class, fetched on the first call that records
-
     def call(a, *rest, **attrs):
-        nonlocal fixed
         if rest or _departures.count or _devices.active or _dual.level is not None or not isinstance(a, Tensor):
             return OpDef.__call__(op, a, *rest, **attrs)
         try:
@@ -63,18 +60,16 @@ def _one_input(op: OpDef) -> Callable[..., Any]:
             if op.backward_class is None:
                 recorder(op.node_class((a,), attrs), op, 1)(a, attrs, t)
             else:
+                fixed = op.fixed_recorder
                 if fixed is None:
-                    fixed = recorder(op.backward_class, op, 1)
+                    fixed = op.fixed_recorder = recorder(op.backward_class, op, 1)
                 fixed(a, attrs, t)
         return t
     return call
 
 
 def _two_inputs(op: OpDef) -> Callable[..., Any]:
-    fixed = None  # the recorder of op.backward_class, fetched on the first call that records
-
     def call(a, b=_ABSENT, *rest, **attrs):
-        nonlocal fixed
         if rest or b is _ABSENT or _departures.count or _devices.active or _dual.level is not None:
             return OpDef.__call__(op, a, *rest, **attrs) if b is _ABSENT else OpDef.__call__(op, a, b, *rest, **attrs)
         if isinstance(a, Tensor):
@@ -108,8 +103,9 @@ def _two_inputs(op: OpDef) -> Callable[..., Any]:
             if op.backward_class is None:
                 recorder(op.node_class((a, b), attrs), op, 2)(a, b, attrs, t)
             else:
+                fixed = op.fixed_recorder
                 if fixed is None:
-                    fixed = recorder(op.backward_class, op, 2)
+                    fixed = op.fixed_recorder = recorder(op.backward_class, op, 2)
                 fixed(a, b, attrs, t)
         return t
     return call

@@ -92,6 +92,10 @@ class OpDef:
     reads: dict[str, tuple[str, ...]] = field(init=False, repr=False)
     save_plans: dict[tuple[bool, ...], Any] = field(init=False, repr=False)  # op_backward.SavePlan
     backward_class: type | None = field(init=False, repr=False)  # the node class once made, when ``node`` names one
+    # the recorder of ``backward_class`` the op callers use (``autograd.recording.recorder``), once made: kept
+    # here, not in the callers' closures, which the warm-start index's fingerprint walks (it describes an
+    # op by its name, so what the op caches never changes a function's fingerprint)
+    fixed_recorder: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

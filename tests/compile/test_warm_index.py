@@ -87,6 +87,18 @@ def test_a_new_compiled_function_runs_the_indexed_program_and_every_change_is_tr
         assert "runs without tracing" in cache(), what
 
 
+def test_eager_calls_before_do_not_change_a_functions_fingerprint():
+    """What eager recording caches (an op's recorder, its node class) is not part of a function's
+    fingerprint: the index finds a program whether or not the process ran the ops eagerly first."""
+    namespace = build()
+    before = fingerprint(namespace["step"])
+    x, w = arrays()
+    eager_w = jg.tensor(w, requires_grad=True)
+    jg.tanh(eager_w).sum().backward()   # jg.tanh: a name step's code reads (.tanh())
+    jg.tanh(jg.tensor(x) * 2.0 @ eager_w).sum().backward()
+    assert fingerprint(namespace["step"]) == before
+
+
 def test_a_program_from_the_index_keeps_its_in_process_guards(cache):
     """After a call ran an indexed program, rebinding what the function reads retraces, as after a trace."""
     x, w = arrays()
