@@ -41,17 +41,18 @@ class ThreadSettings(threading.local):
     mutated."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        default = getattr(type(self), name)
-        delta = _departs(value, default) - _departs(getattr(self, name), default)
-        super().__setattr__(name, value)
-        if delta:
-            departures.add(delta)
+        # a value is away from its default unless it is it or equal to it and of its type; written out
+        # for the new and the old value (grad mode is switched twice per backward and per no_grad
+        # block, and a helper's two calls were a third of a switch)
+        default, old = getattr(type(self), name), getattr(self, name)
+        away = value is not default and not (type(value) is type(default) and value == default)
+        was_away = old is not default and not (type(old) is type(default) and old == default)
+        _local_setattr(self, name, value)
+        if away is not was_away:
+            departures.add(1 if away else -1)
 
 
-def _departs(value: Any, default: Any) -> bool:
-    if value is default:
-        return False
-    return not (type(value) is type(default) and value == default)
+_local_setattr = threading.local.__setattr__
 
 
 def all_default() -> bool:

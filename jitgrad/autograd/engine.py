@@ -374,7 +374,9 @@ def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
     _thread.depth += 1
     _thread.task = None
     try:
-        outputs = validate_outputs(fn, fn._next_edges, fn.apply(grads, None))
+        outputs = fn.apply(grads, None)
+        if not fn.gradients_conform():
+            outputs = validate_outputs(fn, fn._next_edges, outputs)
         if not keep_graph:  # released before the leaves accumulate, as the general loop does
             fn.release_variables()
         owned = not keep_graph and fn.hands_over_gradients()

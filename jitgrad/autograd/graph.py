@@ -82,6 +82,12 @@ class Node:
         """Whether a hook (or ``retain_grad``) could see, or change, what this node receives."""
         return bool(self._pre_hooks or self._post_hooks or self._tensor_pre_hooks or self._retains_grad)
 
+    def gradients_conform(self) -> bool:
+        """Whether the gradients the last ``apply`` returned have, by construction, one entry per next
+        edge and each its slot's shape, dtype and device (a compiled function's, computed for exactly
+        those inputs), so that ``engine.validate_outputs`` has nothing to check or convert."""
+        return False
+
     def hands_over_gradients(self) -> bool:
         """Whether the gradients the last ``apply`` returned are fresh arrays that nothing else
         references once the node has released its variables (and no two share memory), so that an

@@ -60,7 +60,7 @@ class LossCall:
                  random_state: np.ndarray | None = None) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
         self.random_state = random_state
-        self.watched = [(counter, counter[0]) for counter in [version_counter(inputs[i]) for i in saved_inputs]]
+        self.watched = [(counter, counter[0]) for counter in map(version_counter, map(inputs.__getitem__, saved_inputs))]
 
     def check_versions(self) -> None:
         for counter, version in self.watched:
@@ -217,7 +217,7 @@ class LossProgram:
         if grad_mode.state.grad_enabled and self._any_requires_grad(inputs):
             # The last call's edges are kept: they keep the inputs' AccumulateGrad nodes (held weakly
             # by the tensors) alive, so a loop over the same parameters does not make them anew.
-            edges = self._last_edges = [gradient_edge(inputs[i]) for i in self.wanted]
+            edges = self._last_edges = list(map(gradient_edge, map(inputs.__getitem__, self.wanted)))
             if self.fused is not None and self._speculate():
                 flat = run_lowered(self.fused.lowered, arrays_of(extended))
                 grads = [None if slot is None else flat[slot.index] for slot in self.fused.grads]
@@ -301,12 +301,13 @@ class CompiledFunctionBackward(Node):
     """The one backward node of a compiled function's outputs: the compiled backward of its forward,
     or the gradients its fused forward already computed (``gradients``)."""
 
-    __slots__ = ("_owned", "_program", "_saved", "_gradients", "_call", "_check")
+    __slots__ = ("_owned", "_conforming", "_program", "_saved", "_gradients", "_call", "_check")
 
     def __init__(self, program: LossProgram, saved: list[np.ndarray], edges: list, call: LossCall,
                  check: Any, gradients: list[np.ndarray | None] | None = None) -> None:
         Node.__init__(self, edges)
         self._owned = False   # the last apply's gradients are the compiled kernel's fresh arrays
+        self._conforming = False   # ... and they are the fused kernel's, unscaled (gradients_conform)
         self._program = program
         self._saved: list[np.ndarray] | None = saved
         self._gradients = gradients
@@ -316,8 +317,11 @@ class CompiledFunctionBackward(Node):
     def hands_over_gradients(self) -> bool:
         return self._owned
 
+    def gradients_conform(self) -> bool:
+        return self._conforming
+
     def apply(self, grads, needed):
-        self._owned = False
+        self._owned = self._conforming = False
         if grad_mode.state.grad_enabled:  # create_graph: the gradients must be differentiable
             return self._eager_backward(grads)
         self._call.check_versions()  # an input changed in place since forward: eager's error
@@ -349,7 +353,14 @@ class CompiledFunctionBackward(Node):
                     for g, keep in zip(self._gradients, mask)]
         scale = incoming._data
         unit = scale.item() == 1
-        copy = not unit or any([e is not None and e[0].hooked() for e in self.next_edges])
+        copy = not unit
+        for edge in self._next_edges if unit else ():
+            if edge is not None and edge[0].hooked():
+                copy = True
+                break
+        # the fused kernel's gradients have each input's shape and dtype (its trace ran the engine's
+        # checks); scaled, one may take the scale's dtype
+        self._conforming = unit
         result = []
         for gradient, keep in zip(self._gradients, mask):
             if gradient is None or not keep:

@@ -267,3 +267,20 @@ def test_named_tuples_in_the_result_keep_their_type():
         best, pair = f(x)
     assert type(best) is type(expected) and type(pair) is Pair
     assert_close(pair.peak, expected.values.amax())
+
+
+def test_a_loss_in_another_dtype_gives_each_leaf_its_own_dtype_and_shape():
+    """The fused kernel's gradients reach the leaves without the engine's checks (``gradients_conform``):
+    a float32 weight broadcast into a float64 loss still gets a float32 gradient of its own shape."""
+    x = jg.tensor(np.linspace(-1.0, 1.0, 6).reshape(2, 3))
+    w = jg.tensor(np.array([0.5, -1.0, 2.0], dtype=np.float32), requires_grad=True)
+
+    def loss(x, w):
+        return ((x * w.double()).tanh() ** 2).sum()
+    compiled = jg.compile(loss)
+    compiled(x, w).backward()
+    got = w.grad
+    w.grad = None
+    loss(x, w).backward()
+    assert got.dtype == w.dtype == jg.float32 and got.shape == w.shape
+    assert_close(got, w.grad)
