@@ -354,7 +354,7 @@ class CompiledFunctionBackward(Node):
         scale = incoming._data
         unit = scale.item() == 1
         copy = not unit
-        for edge in self._next_edges if unit else ():
+        for edge in self.next_edges if unit else ():
             if edge is not None and edge[0].hooked():
                 copy = True
                 break
