@@ -125,6 +125,15 @@ def _reduce_code(reduction: str) -> int:
     return REDUCTIONS.index(reduction)
 
 
+def _targets_counted(target: Any, n: int, ignore_index: int, dtype: np.dtype, reduce: int, stream: Any) -> Any:
+    """A one-element device array for a backward kernel's "mean" divisor: the rows whose target is not
+    ``ignore_index``, counted on the device for ``reduce`` 2 ("mean"), left unset otherwise."""
+    count = cuda.device_array(1, dtype, stream=stream)
+    if reduce == 2:
+        launch(_count_kernel(dtype)[1], 1, THREADS, stream, span(target), steps(target)[0], n, ignore_index, count)
+    return count
+
+
 def nll_loss(log_probs: Any, target: Any, out: Any, reduction: str, stream: Any, ignore_index: int = -100) -> None:
     """``out`` = PyTorch's ``nll_loss(log_probs, target, reduction=reduction)``: log_probs (N, C) of a
     floating dtype, target (N,) integers, out (N,) for "none", else one element (0-d or (1,))."""
@@ -152,9 +161,7 @@ def nll_loss_backward(grad: Any, target: Any, out: Any, reduction: str, stream: 
     row_step, class_step = steps(out)
     grad_step = steps(grad)[0] if grad.ndim else 0
     dtype = np.dtype(out.dtype)
-    count = cuda.device_array(1, dtype, stream=stream)
-    if reduce == 2:
-        launch(_count_kernel(dtype)[1], 1, THREADS, stream, span(target), steps(target)[0], n, ignore_index, count)
+    count = _targets_counted(target, n, ignore_index, dtype, reduce, stream)
     _, kernel = _backward_kernel(dtype)
     blocks = min(-(-(n * classes) // THREADS), MAX_BLOCKS)
     launch(kernel, blocks, THREADS, stream,
@@ -174,9 +181,7 @@ def cross_entropy_backward(grad: Any, target: Any, y: Any, out: Any, reduction: 
     y_row, y_class = steps(y)
     grad_step = steps(grad)[0] if grad.ndim else 0
     dtype = np.dtype(out.dtype)
-    count = cuda.device_array(1, dtype, stream=stream)
-    if reduce == 2:
-        launch(_count_kernel(dtype)[1], 1, THREADS, stream, span(target), steps(target)[0], n, ignore_index, count)
+    count = _targets_counted(target, n, ignore_index, dtype, reduce, stream)
     _, kernel = _cross_entropy_backward_kernel(dtype)
     blocks = min(-(-(n * classes) // THREADS), MAX_BLOCKS)
     launch(kernel, blocks, THREADS, stream,
