@@ -40,9 +40,9 @@ def lower(graph: Graph, *, fastmath: bool = False, parallel: bool | None = None,
         if kernel is None:
             code = compile_ir(generated.ir)
             kernel = loader.load(code)
-            if cache is not None and kernel.note:
-                cache.log(f"kernel {key[:12]}: {kernel.note}")
             if cache is not None:
+                if kernel.note:
+                    cache.log(f"kernel {key[:12]}: {kernel.note}")
                 cache.of_kind("objects").store_object(key, options(fastmath), code, {"entry": "llvm_cpu"})
         KERNELS[key] = kernel
     compiled.loaded, compiled.kernel = kernel, kernel.function
