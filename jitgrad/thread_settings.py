@@ -42,8 +42,8 @@ class ThreadSettings(threading.local):
 
     def __setattr__(self, name: str, value: Any) -> None:
         # a value is away from its default unless it is it or equal to it and of its type; written out
-        # for the new and the old value (grad mode is switched twice per backward and per no_grad
-        # block, and a helper's two calls were a third of a switch)
+        # for the new and the old value rather than a helper called twice: grad mode is switched twice
+        # per backward and per no_grad block (a compiled loss's backward: 176 -> 159 bytecodes)
         default, old = getattr(type(self), name), getattr(self, name)
         away = value is not default and not (type(value) is type(default) and value == default)
         was_away = old is not default and not (type(old) is type(default) and old == default)
