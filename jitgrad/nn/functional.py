@@ -7,6 +7,7 @@ differ (``layer_norm`` ends in ``MulBackward0``/``AddBackward0`` rather than
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Sequence
 
@@ -232,12 +233,12 @@ def _cross_entropy_of_probabilities(log_probs: Tensor, target: Tensor, weight: T
         raise ValueError(f"cross_entropy: probability targets must have the input's shape "
                          f"{tuple(log_probs.shape)}, got {tuple(target.shape)}")
     classes = log_probs.shape[class_dim]
-    if label_smoothing > 0.0:
+    if label_smoothing > 0.0 and classes:
         target = target * (1.0 - label_smoothing) + label_smoothing / classes
     if weight is not None:
         target = target * weight.reshape((classes,) + (1,) * (log_probs.dim() - class_dim - 1))
     products = log_probs * target
-    count = log_probs.numel() // classes
+    count = log_probs.numel() // classes if classes else math.nan  # PyTorch's numel / C: 0 / 0 without classes
     if reduction == "mean" and count:  # PyTorch's -(input * target).sum() / N: a node fewer than mean(-sum(dim))
         return -sum(products) / count
     if reduction == "sum":

@@ -49,6 +49,11 @@ def losses(lib):
             f"cross-entropy-spatial-weighted-{reduction}": (
                 lambda x, y, r=reduction: F_.cross_entropy(x, y, weight=t(WEIGHT), ignore_index=0, reduction=r),
                 [SPATIAL, SPATIAL_LABELS]),
+            f"cross-entropy-empty-batch-{reduction}": (
+                lambda x, y, r=reduction: F_.cross_entropy(x, y, reduction=r), [LOGITS[:0], LABELS[:0]]),
+            f"cross-entropy-no-classes-{reduction}": (
+                lambda x, p, r=reduction: F_.cross_entropy(x, p, reduction=r, label_smoothing=0.1),
+                [LOGITS[:, :0], PROBABILITIES[:, :0]]),
             f"nll-weighted-{reduction}": (
                 lambda x, y, r=reduction: F_.nll_loss(x.log_softmax(1), y, weight=t(WEIGHT), reduction=r),
                 [LOGITS, LABELS]),
