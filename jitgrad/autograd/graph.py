@@ -88,6 +88,15 @@ class Node:
         those inputs), so that ``engine.validate_outputs`` has nothing to check or convert."""
         return False
 
+    def apply_unobserved(self, grads: list) -> list | None:
+        """What ``apply(grads, None)`` returns with grad mode off, for a node that can compute it without
+        running an op, a hook or other user code, or None (the default) for one that cannot. The engine
+        asks only for a backward of this node into leaves that no hook watches (its one-node path):
+        nothing can then see grad mode, the backward depth or the graph task, so the engine skips
+        setting them (two thread-local switches and two departure counts: a tenth of a compiled
+        loss's ``backward()``). The gradients must conform (``gradients_conform``)."""
+        return None
+
     def hands_over_gradients(self) -> bool:
         """Whether the gradients the last ``apply`` returned are fresh arrays that nothing else
         references once the node has released its variables (and no two share memory), so that an

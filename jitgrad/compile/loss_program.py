@@ -342,6 +342,17 @@ class CompiledFunctionBackward(Node):
         self._program.applied(fused, every)
         return result
 
+    def apply_unobserved(self, grads):
+        """The fused kernel's gradients for the usual incoming 1, handed over as they are: no op runs,
+        and no hook can change them in place (the engine asks only when the next nodes have none)."""
+        if self._gradients is None or self._saved is None or self._check is not None or len(grads) != 1 \
+                or grads[0] is None or self._program.device != placement.CPU or grads[0]._data.item() != 1:
+            return None
+        self._call.check_versions()  # an input changed in place since forward: eager's error
+        self._owned = self._conforming = True
+        self._program.applied(True, True)
+        return [None if gradient is None else Tensor._make(gradient) for gradient in self._gradients]
+
     def _scaled_gradients(self, incoming: Tensor | None, mask: tuple[bool, ...]) -> list:
         """The fused forward's gradients times the gradient that arrived at the loss: handed over as
         they are for the usual 1 (copied if a next node's hook could change them in place, since a
