@@ -122,6 +122,21 @@ def test_a_step_with_another_op_or_shape_ends_the_loop():
     assert_close(fx.Interpreter(graph).run(w, xs), before)
 
 
+def test_a_step_reading_a_row_where_the_others_read_an_argument_is_not_rolled_into_them():
+    """The first step reads ``xs[0]``, the rest one argument (no arguments of its own, unlike a row
+    read): the steps after the first roll, and the pass does not fail looking for a row there."""
+    def program(w, xs, c):
+        h = jg.zeros(3, dtype=w.dtype)
+        for r in [xs[0]] + [c] * (MIN_ITERATIONS + 3):
+            h = (w @ h + r).tanh()
+        return h.sum()
+    inputs = jg.tensor(np.eye(3) * 0.5), jg.tensor(np.ones((MIN_ITERATIONS + 4, 3))), jg.tensor(np.full(3, 0.25))
+    graph, before, loops = rolled(program, *inputs)
+    assert [loop.target.count for loop in loops] == [MIN_ITERATIONS + 3]
+    assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert_close(fx.Interpreter(graph).run(*inputs), program(*inputs))
+
+
 def test_an_elementwise_chain_and_independent_steps_stay_unrolled():
     def chain(x):                           # W1: one fused loop over x beats a loop per step
         for _ in range(10):

@@ -187,8 +187,8 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         return 0
     for j in range(count):
         value = leaves[j][leaf]
-        row = _row_read(value)
-        if run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
+        row = _row_read(value)  # None for what is not a row read, which may have no arguments at all
+        if row is None or run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
             return j
         rows.append(row)
     run.inputs[(offset, leaf)] = ("slice", base, rows[0], rows[1] - rows[0])
