@@ -3,6 +3,8 @@ interpreter and the printed Python), the cases it must leave unrolled, and the C
 loops: values against eager and PyTorch, and a kernel whose source does not grow with the steps."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from jitgrad.fx.passes import LOOP_PIPELINE, PIPELINES, PassManager, roll_loops
 from jitgrad.fx.passes.roll_loops import MIN_ITERATIONS
 
 BEFORE_ROLLING = LOOP_PIPELINE[:LOOP_PIPELINE.index(roll_loops)]
+roll_loops_module = importlib.import_module("jitgrad.fx.passes.roll_loops")  # the package exports the pass
 
 
 def rnn(steps, scales=None):
@@ -135,6 +138,39 @@ def test_a_step_reading_a_row_where_the_others_read_an_argument_is_not_rolled_in
     assert [loop.target.count for loop in loops] == [MIN_ITERATIONS + 3]
     assert_close(fx.Interpreter(graph).run(*inputs), before)
     assert_close(fx.Interpreter(graph).run(*inputs), program(*inputs))
+
+
+def test_the_search_checks_as_many_stretches_at_any_number_of_steps(monkeypatch):
+    """An RNN whose input term is elementwise (``wx * xs[t]``): its backward carries ``wx``'s gradient
+    through elementwise adds, which a loop would keep from fusing, so that rotation is rejected; its
+    shifts by whole periods must not be checked one by one again (they were: the pass was quadratic in
+    the number of steps, 7 s at 400)."""
+    checks = []
+    check = roll_loops_module._check
+
+    def counted_check(run):
+        checks.append(run)
+        return check(run)
+    monkeypatch.setattr(roll_loops_module, "_check", counted_check)
+
+    def program_of(steps):
+        def program(wh, wx, xs):
+            h = jg.zeros(wh.shape[0], dtype=wh.dtype)
+            for t in range(steps):
+                h = jg.tanh(wh @ h + wx * xs[t])
+            loss = (h * h).sum()
+            return loss, jg.autograd.grad(loss, [wh, wx])
+        return program
+    counted = {}
+    for steps in (MIN_ITERATIONS + 2, 4 * MIN_ITERATIONS):
+        wh, wx, xs = rnn_inputs(steps, features=3)
+        inputs = (wh, jg.tensor(wx.detach().numpy()[0], requires_grad=True), xs)
+        checks.clear()
+        graph, before, loops = rolled(program_of(steps), *inputs)
+        counted[steps] = len(checks)
+        assert [loop.target.count for loop in loops] == [steps]     # the forward rolls, whole
+        assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert counted[4 * MIN_ITERATIONS] == counted[MIN_ITERATIONS + 2]
 
 
 def test_an_elementwise_chain_and_independent_steps_stay_unrolled():
