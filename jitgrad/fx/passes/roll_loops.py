@@ -308,11 +308,13 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
     rejected: dict[int, tuple[int, int]] = {}
     shifted: dict[tuple[int, int], tuple[int, int]] = {}
     for start, period, count in _candidates(nodes, first, rejected, least, known, shifted):
-        # A check gives min(count, the first iteration that disagrees), whatever ``count``: checking the
-        # first ``least`` iterations tells a candidate that fails on them without walking all of its
-        # iterations at each of its offsets (a step whose backward reads the forward's values of each
-        # step fails on its second iteration, at every one of hundreds of candidates)
-        if count > least and _check(_Run(nodes, start, period, least, position)) < least:
+        # A check gives min(count, the first iteration that disagrees), whatever ``count`` (from 2: an
+        # iteration reads nodes of its own and earlier ones only), so checking the first iterations
+        # tells a candidate that fails on them without walking all of its iterations at each of its
+        # offsets (a step whose backward reads the forward's values of each step fails on its second
+        # iteration, at every one of hundreds of candidates)
+        probe = max(least, 2)
+        if count > probe and _check(_Run(nodes, start, period, probe, position)) < least:
             continue
         run = _Run(nodes, start, period, count, position)
         agreeing = _check(run)
