@@ -177,15 +177,24 @@ def test_the_search_checks_as_many_stretches_at_any_number_of_steps(monkeypatch)
 def test_candidates_failing_on_their_first_iterations_cost_no_walk_over_all_of_them(monkeypatch):
     """An LSTM-like step whose backward reads the forward's gate of each step (no row of one array
     while the forward is unrolled): no loop, and every candidate fails on its second iteration. The
-    work (iterations looked up) grows with the steps as the graph does, not as its square (it did:
-    each candidate walked all its iterations at its first offsets before failing at a later one)."""
-    looked_up = [0]
-    at = roll_loops_module._Run.at
+    work grows with the steps as the graph does, not as its square (it did: each candidate walked all
+    its iterations at its first offsets before failing at a later one, and each start counted the
+    repeats of its stretch again)."""
+    looked_up = [0]   # iterations' nodes looked up, and signatures compared to count a stretch's repeats
+    at, signatures_of = roll_loops_module._Run.at, roll_loops_module._Signatures.of
 
     def counted_at(run, iteration, offset):
         looked_up[0] += 1
         return at(run, iteration, offset)
+
+    class CountedSignatures(list):
+        def __getitem__(self, key):
+            if isinstance(key, slice):
+                looked_up[0] += key.stop - key.start
+            return list.__getitem__(self, key)
     monkeypatch.setattr(roll_loops_module._Run, "at", counted_at)
+    monkeypatch.setattr(roll_loops_module._Signatures, "of", lambda known, nodes: CountedSignatures(
+        signatures_of(known, nodes)))
 
     def program_of(steps):
         def program(w, xs):

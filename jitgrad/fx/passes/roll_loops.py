@@ -249,6 +249,10 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, in
     for i in range(len(nodes) - 1, -1, -1):
         next_same[i] = following.get(signatures[i], -1)
         following[signatures[i]] = i
+    # (period, start modulo the period) -> (start, count) of the last stretch counted: a stretch
+    # starting k periods into it repeats count - k times (the signatures repeat with that period up
+    # to the same place), which counting again at every start would find at quadratic cost
+    counted: dict[tuple[int, int], tuple[int, int]] = {}
     i = first
     while i < len(nodes):
         period = next_same[i] - i
@@ -260,10 +264,15 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, in
         if low <= i < high:
             i += 1
             continue
-        count = 1
-        while i + (count + 1) * period <= len(nodes) and \
-                signatures[i + count * period:i + (count + 1) * period] == signatures[i:i + period]:
-            count += 1
+        start, count = counted.get((period, i % period), (0, 0))
+        if start <= i < start + count * period:
+            count -= (i - start) // period
+        else:
+            count = 1
+            while i + (count + 1) * period <= len(nodes) and \
+                    signatures[i + count * period:i + (count + 1) * period] == signatures[i:i + period]:
+                count += 1
+            counted[(period, i % period)] = (i, count)
         if count >= least:
             yield i, period, count
         i += 1
