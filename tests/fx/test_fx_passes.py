@@ -18,6 +18,7 @@ from jitgrad.fx.passes import (PassManager, batch_matrix_products, eliminate_com
 from jitgrad.ops.registry import REGISTRY
 
 rematerialize_module = importlib.import_module("jitgrad.fx.passes.rematerialize")  # the package exports the pass
+fusion_module = importlib.import_module("jitgrad.fx.passes.fusion")
 
 
 def values(result):
@@ -369,6 +370,48 @@ def test_group_fusions_sees_a_dependency_through_another_member_of_a_group():
     group = {n.name: n.meta.get("fusion_group") for n in g.nodes}
     assert group["exp"] == group["div"] != group["mul_1"] == group["mul_2"] == group["mul_3"] == group["sum"]
     assert group["add"] not in (group["exp"], group["sum"])
+
+
+def test_group_fusions_answers_each_dependency_question_as_a_walk_upwards_would(monkeypatch):
+    """The pass searches whether a node needs a group from both ends; every answer must be the one a
+    plain walk up from the node's nearest groups gives, on graphs with merges of groups and with a
+    backward that reads every step of its forward."""
+    asked, merged = [], []
+    searched = fusion_module._Grouping.depends_on
+
+    def walked_up(grouping, node, group):
+        seen, pending = set(), [g.find() for g in grouping.reaches[node]]
+        while pending:
+            g = pending.pop()
+            if g is group:
+                return True
+            if g not in seen:
+                seen.add(g)
+                pending += [u.find() for u in g.upstream]
+        return False
+
+    def compared(grouping, node, group):
+        found = searched(grouping, node, group)
+        assert found == walked_up(grouping, node, group), (node.name, group.name)
+        asked.append(found)
+        merged.append(bool(grouping.absorbed))
+        return found
+    monkeypatch.setattr(fusion_module._Grouping, "depends_on", compared)
+
+    def lstm_like(w, xs):
+        h, c = jg.zeros(4, dtype=w.dtype), jg.zeros(4, dtype=w.dtype)
+        for t in range(6):
+            f = (w @ h + xs[t]).sigmoid()
+            c = f * c + (1 - f) * (xs[t] * 2.0).tanh()
+            h = c.tanh() * f
+        return jg.autograd.grad((h * h).sum(), [w])
+
+    def merging(x, e, w):
+        a, b = x.cos(), e * w                 # two open loops over (3, 4), then one: they merge
+        return ((a + b).exp() * a).sum() + (b * 3.0).sum()
+    fused(lstm_like, jg.tensor(0.3 * np.eye(4), requires_grad=True), jg.tensor(np.linspace(-1, 1, 24).reshape(6, 4)))
+    fused(merging, X, X * 2.0, W)
+    assert True in asked and False in asked and True in merged
 
 
 # ---- rematerialize -----------------------------------------------------------------------------------

@@ -3,6 +3,8 @@ interpreter and the printed Python), the cases it must leave unrolled, and the C
 loops: values against eager and PyTorch, and a kernel whose source does not grow with the steps."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from jitgrad.fx.passes import LOOP_PIPELINE, PIPELINES, PassManager, roll_loops
 from jitgrad.fx.passes.roll_loops import MIN_ITERATIONS
 
 BEFORE_ROLLING = LOOP_PIPELINE[:LOOP_PIPELINE.index(roll_loops)]
+roll_loops_module = importlib.import_module("jitgrad.fx.passes.roll_loops")  # the package exports the pass
 
 
 def rnn(steps, scales=None):
@@ -120,6 +123,99 @@ def test_a_step_with_another_op_or_shape_ends_the_loop():
     graph, before, loops = rolled(widening, w, xs)
     assert all(loop.target.count <= 5 for loop in loops)
     assert_close(fx.Interpreter(graph).run(w, xs), before)
+
+
+def test_a_step_reading_a_row_where_the_others_read_an_argument_is_not_rolled_into_them():
+    """The first step reads ``xs[0]``, the rest one argument (no arguments of its own, unlike a row
+    read): the steps after the first roll, and the pass does not fail looking for a row there."""
+    def program(w, xs, c):
+        h = jg.zeros(3, dtype=w.dtype)
+        for r in [xs[0]] + [c] * (MIN_ITERATIONS + 3):
+            h = (w @ h + r).tanh()
+        return h.sum()
+    inputs = jg.tensor(np.eye(3) * 0.5), jg.tensor(np.ones((MIN_ITERATIONS + 4, 3))), jg.tensor(np.full(3, 0.25))
+    graph, before, loops = rolled(program, *inputs)
+    assert [loop.target.count for loop in loops] == [MIN_ITERATIONS + 3]
+    assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert_close(fx.Interpreter(graph).run(*inputs), program(*inputs))
+
+
+def test_the_search_checks_as_many_stretches_at_any_number_of_steps(monkeypatch):
+    """An RNN whose input term is elementwise (``wx * xs[t]``): its backward carries ``wx``'s gradient
+    through elementwise adds, which a loop would keep from fusing, so that rotation is rejected; its
+    shifts by whole periods must not be checked one by one again (they were: the pass was quadratic in
+    the number of steps, 7 s at 400)."""
+    checks = []
+    check = roll_loops_module._check
+
+    def counted_check(run):  # a whole candidate's check (a check of its first iterations costs little)
+        if run.count > MIN_ITERATIONS:
+            checks.append(run)
+        return check(run)
+    monkeypatch.setattr(roll_loops_module, "_check", counted_check)
+
+    def program_of(steps):
+        def program(wh, wx, xs):
+            h = jg.zeros(wh.shape[0], dtype=wh.dtype)
+            for t in range(steps):
+                h = jg.tanh(wh @ h + wx * xs[t])
+            loss = (h * h).sum()
+            return loss, jg.autograd.grad(loss, [wh, wx])
+        return program
+    counted = {}
+    for steps in (3 * MIN_ITERATIONS, 6 * MIN_ITERATIONS):
+        wh, wx, xs = rnn_inputs(steps, features=3)
+        inputs = (wh, jg.tensor(wx.detach().numpy()[0], requires_grad=True), xs)
+        checks.clear()
+        graph, before, loops = rolled(program_of(steps), *inputs)
+        counted[steps] = len(checks)
+        assert [loop.target.count for loop in loops] == [steps]     # the forward rolls, whole
+        assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert counted[6 * MIN_ITERATIONS] == counted[3 * MIN_ITERATIONS]
+
+
+def test_candidates_failing_on_their_first_iterations_cost_no_walk_over_all_of_them(monkeypatch):
+    """An LSTM-like step whose backward reads the forward's gate of each step (no row of one array
+    while the forward is unrolled): no loop, and every candidate fails on its second iteration. The
+    work grows with the steps as the graph does, not as its square (it did: each candidate walked all
+    its iterations at its first offsets before failing at a later one, and each start counted the
+    repeats of its stretch again)."""
+    looked_up = [0]   # iterations' nodes looked up, and signatures compared to count a stretch's repeats
+    at, signatures_of = roll_loops_module._Run.at, roll_loops_module._Signatures.of
+
+    def counted_at(run, iteration, offset):
+        looked_up[0] += 1
+        return at(run, iteration, offset)
+
+    class CountedSignatures(list):
+        def __getitem__(self, key):
+            if isinstance(key, slice):
+                looked_up[0] += key.stop - key.start
+            return list.__getitem__(self, key)
+    monkeypatch.setattr(roll_loops_module._Run, "at", counted_at)
+    monkeypatch.setattr(roll_loops_module._Signatures, "of", lambda known, nodes: CountedSignatures(
+        signatures_of(known, nodes)))
+
+    def program_of(steps):
+        def program(w, xs):
+            h, c = jg.zeros(2, dtype=w.dtype), jg.zeros(2, dtype=w.dtype)
+            for t in range(steps):
+                f = jg.sigmoid(w @ h + xs[t])
+                c = f * c + (1 - f) * xs[t]
+                h = jg.tanh(c) * f
+            return jg.autograd.grad((h * h).sum(), [w])
+        return program
+    work = {}
+    for steps in (2 * MIN_ITERATIONS, 8 * MIN_ITERATIONS):
+        xs = np.linspace(-1, 1, 2 * steps).reshape(steps, 2)
+        inputs = jg.tensor(0.3 * np.eye(2), requires_grad=True), jg.tensor(xs)
+        graph = PassManager(BEFORE_ROLLING).run(fx.trace(program_of(steps), *inputs).graph)
+        looked_up[0] = 0
+        before = fx.Interpreter(graph).run(*inputs)
+        roll_loops(graph)
+        work[steps] = looked_up[0]
+        assert_close(fx.Interpreter(graph).run(*inputs), before)
+    assert work[8 * MIN_ITERATIONS] < 5 * work[2 * MIN_ITERATIONS]   # 4x the steps: about 4x (it was 8x)
 
 
 def test_an_elementwise_chain_and_independent_steps_stay_unrolled():

@@ -187,8 +187,8 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         return 0
     for j in range(count):
         value = leaves[j][leaf]
-        row = _row_read(value)
-        if run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
+        row = _row_read(value)  # None for what is not a row read, which may have no arguments at all
+        if row is None or run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
             return j
         rows.append(row)
     run.inputs[(offset, leaf)] = ("slice", base, rows[0], rows[1] - rows[0])
@@ -236,17 +236,23 @@ class _Signatures:
 
 
 def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int,
-                known: _Signatures):
+                known: _Signatures, shifted: dict[tuple[int, int], tuple[int, int]]):
     """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
     stretch of one period starting inside the span of one rejected before (``rejected``: period ->
     span) is not offered again: checking every rotation of a long run would make the pass quadratic
-    in the graph's length."""
+    in the graph's length. Nor is one that only shifts a rejected stretch by whole periods
+    (``shifted``: (period, start modulo the period) -> span), whose iterations would be read as that
+    stretch's were, while its other rotations are still offered."""
     signatures = known.of(nodes)
     following: dict[int, int] = {}
     next_same = [0] * len(nodes)
     for i in range(len(nodes) - 1, -1, -1):
         next_same[i] = following.get(signatures[i], -1)
         following[signatures[i]] = i
+    # (period, start modulo the period) -> (start, count) of the last stretch counted: a stretch
+    # starting k periods into it repeats count - k times (the signatures repeat with that period up
+    # to the same place), which counting again at every start would find at quadratic cost
+    counted: dict[tuple[int, int], tuple[int, int]] = {}
     i = first
     while i < len(nodes):
         period = next_same[i] - i
@@ -254,10 +260,19 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, in
         if next_same[i] < 0 or period > (len(nodes) - i) // least or low <= i < high:
             i += 1
             continue
-        count = 1
-        while i + (count + 1) * period <= len(nodes) and \
-                signatures[i + count * period:i + (count + 1) * period] == signatures[i:i + period]:
-            count += 1
+        low, high = shifted.get((period, i % period), (0, 0))
+        if low <= i < high:
+            i += 1
+            continue
+        start, count = counted.get((period, i % period), (0, 0))
+        if start <= i < start + count * period:
+            count -= (i - start) // period
+        else:
+            count = 1
+            while i + (count + 1) * period <= len(nodes) and \
+                    signatures[i + count * period:i + (count + 1) * period] == signatures[i:i + period]:
+                count += 1
+            counted[(period, i % period)] = (i, count)
         if count >= least:
             yield i, period, count
         i += 1
@@ -300,7 +315,16 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
     nodes = list(graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
     rejected: dict[int, tuple[int, int]] = {}
-    for start, period, count in _candidates(nodes, first, rejected, least, known):
+    shifted: dict[tuple[int, int], tuple[int, int]] = {}
+    for start, period, count in _candidates(nodes, first, rejected, least, known, shifted):
+        # A check gives min(count, the first iteration that disagrees), whatever ``count`` (from 2: an
+        # iteration reads nodes of its own and earlier ones only), so checking the first iterations
+        # tells a candidate that fails on them without walking all of its iterations at each of its
+        # offsets (a step whose backward reads the forward's values of each step fails on its second
+        # iteration, at every one of hundreds of candidates)
+        probe = max(least, 2)
+        if count > probe and _check(_Run(nodes, start, period, probe, position)) < least:
+            continue
         run = _Run(nodes, start, period, count, position)
         agreeing = _check(run)
         if agreeing < least:
@@ -310,10 +334,11 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
         changed = agreeing != count and agreeing != _check(run)
         if changed or not any(how[0] == "carry" for how in run.inputs.values()) or not _typed_alike(run):
             rejected[period] = (start + 1, start + agreeing * period)
-        elif _fusible_across(run):  # another rotation of the same steps may carry through an opaque op
-            low, high = rejected.get(period, (0, 0))
-            rejected[period] = (min(low, start + period) if low <= start < high else start + period,
-                                max(high, start + agreeing * period))
+        elif _fusible_across(run):  # another rotation of the same steps may carry through an opaque op;
+            # this one, shifted by whole periods, would be found fusible again (a window for every
+            # rotation, as it was, was replaced by each rotation tried: W4 with an elementwise input
+            # term checked every shift, quadratic: 7 s at 400 steps)
+            shifted[(period, start % period)] = (start + period, start + agreeing * period)
         else:
             return run, agreeing
     return None
