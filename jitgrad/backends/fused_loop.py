@@ -70,6 +70,9 @@ class FusedLoop:
         self.rank = len(self.loop_shape)
         self.index = self.index_names()
         self.scalar_var: dict[Node, str] = {}
+        # a member's value given as source instead of its op's expression (a logsumexp's exponentials
+        # read again from its row buffer: ``numba_cpu/row_fusion``)
+        self.given: dict[Node, str] = {}
 
     def index_names(self) -> list[str]:
         """The loop index variables, one per loop dimension (outermost first)."""
@@ -134,7 +137,7 @@ class FusedLoop:
                 break
             lines.append(self.w.comment(node))
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
-            lines.append(f"{value} = {self.expression(node)}")
+            lines.append(f"{value} = {self.given[node] if node in self.given else self.expression(node)}")
             if write_outputs and "buffer" in node.meta:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
         return lines
