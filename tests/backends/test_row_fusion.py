@@ -1,6 +1,8 @@
 """Row fusion (jitgrad/backends/row_fusion.py, numba_cpu/row_fusion.py): the fusion group after a softmax
 statement runs a row at a time inside the statement's row loop, with the same bits as unfused; it is
-refused where the group would write over a row the statement has still to read.
+refused where the group would write over a row the statement has still to read. A group reading a
+logsumexp's exponentials again (its gradient) runs in the logsumexp's row loop and reuses them, close to
+eager's result but not its bits.
 
 The generated code runs as plain Python here; test_numba_kernels.py checks the fused kernel compiled,
 for any number of threads."""
@@ -11,7 +13,7 @@ import numpy as np
 import jitgrad as jg
 from helpers import assert_close
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS, codegen
-from jitgrad.backends.row_fusion import fusable_after
+from jitgrad.backends.row_fusion import exps_reuse, fusable_after
 from jitgrad.fx.passes.schedule import units
 from lowering_helpers import interpreted, lowered, optimized_graph
 
@@ -77,3 +79,69 @@ def test_only_groups_over_the_statements_rows_that_read_it_are_fused():
     assert not fusable_after(statement, groups["sum (0,)"])     # folds the columns: across rows
     assert fusable_after(statement, groups["sum (1,)"])         # folds each row
     assert not fusable_after(statement, groups["exp None"])     # does not read the softmax
+
+
+# ---- a logsumexp's exponentials read again by its gradient's group ------------------------------------------
+W = np.random.default_rng(13).standard_normal(ROWS).astype(np.float32)
+SPECIAL = X.copy()
+SPECIAL[3, 5], SPECIAL[3, 7] = np.inf, 100.0   # +inf: exps taken from 0, exp(100) overflows; eager gives 0 there
+SPECIAL[4, 1] = np.nan                          # (a row of -inf only: Python's math.log(0) raises, numba's is -inf)
+
+
+def k10_step(x, w):
+    """K10 of the suite: the backward's ``w * exp(x - lse)`` reads the forward's exps again."""
+    loss = (x.logsumexp(1) * w).sum()
+    loss.backward()
+    return loss
+
+
+def test_k10_gradient_reuses_the_forward_exps_close_to_eager(plain_python, monkeypatch):
+    graph, kernel = lowered(k10_step, [SPECIAL, W])
+    body = kernel.source.split("def kernel(")[1]
+    assert body.count("as the row's exps over their sum") == 1
+    assert body.count("prange(") == 1            # the gradient has no loop over the rows of its own
+    fused = [a.copy() for a in kernel(SPECIAL, W)]
+    x = jg.tensor(SPECIAL.astype(np.float64), requires_grad=True)
+    loss = k10_step(x, jg.tensor(W.astype(np.float64)))
+    want = x.grad.numpy()
+    np.testing.assert_array_equal(np.isnan(fused[1]), np.isnan(want))
+    np.testing.assert_allclose(fused[1], want, rtol=2e-6, atol=1e-7)   # other bits than exp(x - lse)
+    monkeypatch.setattr(codegen, "emit_exps_reused", lambda *args: ())
+    _, apart = lowered(k10_step, [SPECIAL, W])
+    assert "exps over their sum" not in apart.source
+    unfused = apart(SPECIAL, W)
+    np.testing.assert_array_equal(fused[0], unfused[0])                # the loss: the same forward
+    for row in (3, 4):   # a sum that is not finite: the row is computed as unfused, bit for bit
+        np.testing.assert_array_equal(fused[1][row], unfused[1][row])
+    assert not np.array_equal(fused[1], unfused[1])
+    np.testing.assert_allclose(loss.item(), fused[0], rtol=1e-5)
+
+
+def test_exps_are_reused_only_where_the_group_reads_lse_at_its_row(plain_python):
+    """``exp(x - lse.reshape(1, n))`` over a square ``x`` reads another row's lse at each column: that
+    group keeps its own loop and exp; the next one, reading lse at its row, runs in the logsumexp's."""
+    x = np.random.default_rng(14).standard_normal((300, 300)).astype(np.float32)
+
+    def program(x):
+        lse = x.logsumexp(1)
+        return lse, (x - lse.reshape(1, -1)).exp() * 2.0, (x - lse.reshape(-1, 1)).exp() * 3.0
+    graph, kernel = lowered(program, [x])
+    plan = units(graph)
+    at = next(k for k, unit in enumerate(plan) if unit[-1].target_name == "logsumexp")
+    found = exps_reuse(plan, at)
+    assert found is not None and [e.target_name for e in found.exps] == ["exp"]
+    assert [n.args[1] for n in plan[found.group] if n.target_name == "mul"] == [3.0]
+    assert kernel.source.count("exps over their sum") == 1
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float32)
+
+
+def test_exps_are_not_reused_when_the_group_would_write_a_buffer_read_before_it():
+    graph = optimized_graph(k10_step, [X, W])
+    plan = units(graph)
+    at = next(k for k, unit in enumerate(plan) if unit[-1].target_name == "logsumexp")
+    found = exps_reuse(plan, at)
+    assert found is not None
+    written = next(m for m in plan[found.group] if "buffer" in m.meta)
+    between = next(n for unit in plan[at + 1:found.group] for n in unit if "buffer" in n.meta)
+    written.meta["buffer"] = between.meta["buffer"]   # as a plan would, had the value died before the group
+    assert exps_reuse(plan, at) is None
