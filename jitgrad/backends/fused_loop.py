@@ -70,8 +70,9 @@ class FusedLoop:
         self.rank = len(self.loop_shape)
         self.index = self.index_names()
         self.scalar_var: dict[Node, str] = {}
-        # a member's value given as source instead of its op's expression (a logsumexp's exponentials
-        # read again from its row buffer: ``numba_cpu/row_fusion``)
+        # a value's source at the loop index, instead of its op's expression (a member: a logsumexp's
+        # exponentials read again from its row buffer) or its array's element (a value computed by the
+        # loop around the group's: a row statement's); ``numba_cpu/row_fusion``
         self.given: dict[Node, str] = {}
 
     def index_names(self) -> list[str]:
@@ -83,6 +84,8 @@ class FusedLoop:
         if isinstance(value, Node):
             if value in self.scalar_var:
                 return self.scalar_var[value]
+            if value in self.given:
+                return self.given[value]
             if is_python_number(value):
                 return self.w.number(value, compute_dtype(node))
             return self.element(self.w.var[value], value.meta["shape"])

@@ -8,11 +8,14 @@ The generated code runs as plain Python here; test_numba_kernels.py checks the f
 for any number of threads."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import jitgrad as jg
 from helpers import assert_close
 from jitgrad.backends.numba_cpu import PARALLEL_ELEMENTS, codegen
+from jitgrad.ops.registry import REGISTRY
 from jitgrad.backends.row_fusion import exps_reuse, fusable_after
 from jitgrad.fx.passes.schedule import units
 from lowering_helpers import interpreted, lowered, optimized_graph
@@ -34,6 +37,7 @@ def test_k2_groups_run_inside_the_softmax_rows_with_unfused_bits(plain_python, m
     assert body.count("a row at a time in softmax's row loop") == 1
     assert body.count("a row at a time in softmax_backward's row loop") == 1
     assert body.count("prange(") == 2   # the two statements' row loops, and no loop of the groups' own
+    assert "softmax_backward_v = " in body and not re.search(r"softmax_backward_o\[[^\]]*\] = ", body)
     fused = [a.copy() for a in kernel(X)]
     assert_close(fused, interpreted(graph, [X]), dtype=np.float32)
     x = jg.tensor(X.astype(np.float64), requires_grad=True)
@@ -44,6 +48,25 @@ def test_k2_groups_run_inside_the_softmax_rows_with_unfused_bits(plain_python, m
     _, apart = lowered(k2_step, [X])
     assert "a row at a time" not in apart.source
     for a, b in zip(fused, apart(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_statement_value_the_group_reads_in_its_loop_is_still_stored_when_read_elsewhere(plain_python, monkeypatch):
+    """The add takes softmax_backward's value in the statement's last loop; the value is also returned,
+    so that loop still stores it. Same bits as unfused."""
+    g = np.random.default_rng(15).standard_normal(X.shape).astype(np.float32)
+
+    def program(x, g):
+        y = jg.softmax(x, dim=1)
+        b = REGISTRY["softmax_backward"](g, y, dim=1)
+        return b + y, b
+    _, kernel = lowered(program, [X, g])
+    assert "a row at a time in softmax_backward's row loop" in kernel.source
+    assert re.search(r"softmax_backward_o\[[^\]]*\] = softmax_backward_v", kernel.source)
+    fused = [a.copy() for a in kernel(X, g)]
+    monkeypatch.setattr(codegen, "emit_row_fused", lambda *args: False)
+    _, apart = lowered(program, [X, g])
+    for a, b in zip(fused, apart(X, g)):
         np.testing.assert_array_equal(a, b)
 
 

@@ -41,6 +41,26 @@ def _row_loop(lines: list[str]) -> int | None:
     return found[0]
 
 
+_ELEMENT_LOOP = re.compile(r"^(\s+)for (\w+) in range\((.+)\):$")
+_ELEMENT_STORE = re.compile(r"^(\s+)(\w+\[[\w ,]+\]) = (.+)$")
+
+
+def _element_loop(lines: list[str], statement: Node, members: list[Node]) -> tuple[str, str, str, str] | None:
+    """When the statement's row ends in a loop storing one element per iteration (``for k in range(n):
+    o[p, k] = value``, softmax_backward's), the indentation of that loop, its index, the store (``{}`` for
+    the value; "" when only the group reads the statement, which then takes the value directly and the
+    row is never written: K2's ``softmax + softmax_backward``, 0.83 -> 0.70 ms in a numba copy of its
+    kernel) and the value; else None."""
+    loop = _ELEMENT_LOOP.match(lines[-2]) if len(lines) >= 2 else None
+    store = _ELEMENT_STORE.match(lines[-1])
+    if loop is None or store is None or store.group(1) != loop.group(1) + "    ":
+        return None
+    if not re.search(rf"\b{loop.group(2)}\b", store.group(2)):
+        return None
+    kept = not all(user in members for user in statement.users)
+    return loop.group(1), loop.group(2), f"{store.group(2)} = {{}}" if kept else "", store.group(3)
+
+
 def emit_row_fused(w: Any, statement: Node, members: list[Node], out: list[str]) -> bool:
     """Writes ``statement`` with the fusion group ``members`` inside its row loop into ``out`` and
     returns True; returns False, writing nothing, when they do not fuse (the caller writes them apart)."""
@@ -67,6 +87,14 @@ def emit_row_fused(w: Any, statement: Node, members: list[Node], out: list[str])
     comment = f"# {group}: {', '.join(m.name for m in members)}, a row at a time in {statement.name}'s row loop"
     sizes = w.sizes_of(nest.loop_shape)
     if nest.reduction is None:
+        direct = _element_loop(lines, statement, members)
+        if direct is not None:  # the group inside the statement's last loop, reading its value
+            pad, k, store, value = direct
+            element = w.fresh(f"{statement.name}_v")
+            nest.index[1], nest.given = k, {statement: element}
+            body = [f"{element} = {value}", *([store.format(element)] if store else []), *nest.body(True)]
+            out += allocations + lines[:-2] + [pad + comment, lines[-2], *(f"{pad}    {b}" for b in body)]
+            return True
         inner = nest.index[1]
         row = [f"{comment}", f"for {inner} in range({sizes[1]}):", *("    " + b for b in nest.body(True))]
         out += allocations + lines + ["        " + line for line in row]
