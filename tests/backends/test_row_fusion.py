@@ -168,3 +168,19 @@ def test_exps_are_not_reused_when_the_group_would_write_a_buffer_read_before_it(
     between = next(n for unit in plan[at + 1:found.group] for n in unit if "buffer" in n.meta)
     written.meta["buffer"] = between.meta["buffer"]   # as a plan would, had the value died before the group
     assert exps_reuse(plan, at) is None
+
+
+def test_the_exps_go_into_an_output_row_only_when_the_group_reads_nothing_from_its_buffer():
+    def program(x, w):
+        h = x * 2.0
+        lse = x.logsumexp(1)
+        return lse, h.sum(), (x - lse.reshape(-1, 1)).exp() * h * w.reshape(-1, 1)
+    graph = optimized_graph(program, [X, W])
+    plan = units(graph)
+    at = next(k for k, unit in enumerate(plan) if unit[-1].target_name == "logsumexp")
+    found = exps_reuse(plan, at)
+    assert found is not None and found.row_into is plan[found.group][-1]
+    h = next(n for n in graph.nodes if n.target_name == "mul" and 2.0 in n.args)
+    assert "buffer" in h.meta and h in {v for m in plan[found.group] for v in m.all_input_nodes}
+    found.row_into.meta["buffer"] = h.meta["buffer"]   # as a plan would, had h died at the group
+    assert exps_reuse(plan, at).row_into is None

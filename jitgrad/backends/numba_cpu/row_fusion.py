@@ -13,7 +13,7 @@ statement, serial; another dimension), the two are written one after the other, 
 A group that reads a large ``logsumexp``'s exponentials again (its gradient, ``exp(x - lse)``:
 ``backends/row_fusion.exps_reuse``) runs a row at a time at the end of the logsumexp's row loop, the
 ``exp`` replaced by the row buffer's ``exp(x - max)`` divided by the row's sum; that row buffer is the
-row of the group's output when it has one to hold it (``_row_into``). A row whose sum is not
+row of the group's output when it has one to hold it (``ExpsReuse.row_into``). A row whose sum is not
 finite (it holds +inf, so its exps were taken from 0 instead of its max, and may have overflowed; or NaN)
 computes the group as unfused.
 """
@@ -23,7 +23,6 @@ import re
 from typing import Any
 
 from ...fx.node import Node
-from ..nodes import node_dtype
 from ..row_fusion import exps_reuse, fusable_after
 from .loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, LoopNest, row_chunks
 from .nodes import LoweringError
@@ -121,18 +120,6 @@ def emit_row_fused(w: Any, statement: Node, members: list[Node], out: list[str])
     return True
 
 
-def _row_into(w: Any, members: list[Node], exps: tuple[Node, ...], dtype: Any) -> str | None:
-    """The array of a member the group stores, of the row's dtype, computed after every reused ``exp``:
-    the exps are written into its row, and each element is read (by the ``exp``) before the member's store
-    overwrites it. Writing them there rather than in a row buffer of their own was 1.6 -> 1.35 ms for K10
-    (one thread): the row's three arrays no longer compete for the first cache. None when there is none."""
-    last = max(members.index(e) for e in exps)
-    for node in members[last + 1:]:
-        if "buffer" in node.meta and node_dtype(node) == dtype:
-            return w.var[node]
-    return None
-
-
 def emit_exps_reused(w: Any, plan: list[list[Node]], k: int, out: list[str]) -> tuple[int, ...]:
     """Writes the logsumexp group ``plan[k]`` with the later group that reads its exponentials again inside
     its row loop (and the views that group reads, moved before the loop) into ``out``; returns the units
@@ -171,7 +158,7 @@ def emit_exps_reused(w: Any, plan: list[list[Node]], k: int, out: list[str]) -> 
                 f"{pad}    for {inner} in range({size}):", *(f"{pad}        {b}" for b in plain)]
 
     nest.after_row = after_row
-    nest.row_into = _row_into(w, group.members, found.exps, node_dtype(nest.reduction))
+    nest.row_into = None if found.row_into is None else w.var[found.row_into]
     parallel = nest.parallel_ok()
     lines = nest.loops(parallel)
     out.append(w.outliner.add(w.fresh(nest.members[0].meta.get("fusion_group", "group")),
