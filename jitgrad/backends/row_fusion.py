@@ -138,7 +138,7 @@ def exps_reuse(plan: list[list[Node]], k: int) -> ExpsReuse | None:
     views: dict[Node, int] = {}
     for j in range(k + 1, len(plan)):
         unit = plan[j]
-        if len(unit) == 1 and unit[0].kind is NodeKind.VIEW:
+        if len(unit) == 1 and unit[0].kind is NodeKind.VIEW and "buffer" not in unit[0].meta:  # no copy to move
             views[unit[0]] = j
             continue
         if not all(m.kind.in_loop for m in unit) or group_loop(unit) != (None, loop):

@@ -70,6 +70,19 @@ def test_a_statement_value_the_group_reads_in_its_loop_is_still_stored_when_read
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_log_softmax_value_taken_in_its_loop_is_rounded_as_stored(plain_python, monkeypatch):
+    """log_softmax's last loop computes in float64 (``math.log`` of the row's sum) and stores float32: the
+    group fused into that loop reads the value rounded to float32, as unfused. Same bits."""
+    def program(x):
+        return jg.log_softmax(x, dim=1) * 3.0 + x
+    _, kernel = lowered(program, [X])
+    assert "a row at a time in log_softmax's row loop" in kernel.source and "log_softmax_v = np.float32(" in kernel.source
+    fused = kernel(X)[0].copy()
+    monkeypatch.setattr(codegen, "emit_row_fused", lambda *args: False)
+    _, apart = lowered(program, [X])
+    np.testing.assert_array_equal(fused, apart(X)[0])
+
+
 def test_a_group_that_would_overwrite_the_statements_input_is_not_fused(plain_python):
     """``t = softmax(h.T) * 3`` is read by a product, so it has a buffer, and the plan hands it ``h``'s,
     dead after the softmax. The softmax reads ``h`` transposed: fused, writing row p of ``t`` would

@@ -23,10 +23,11 @@ import re
 from typing import Any
 
 from ...fx.node import Node
+from ..nodes import node_dtype
 from ..row_fusion import exps_reuse, fusable_after
 from .loop_nest import ROW_BUFFER_ELEMENTS, ROW_CHUNKS, ROW_MIN_CHUNKS, LoopNest, row_chunks
 from .nodes import LoweringError
-from .scalar_functions import library_calls_kept
+from .scalar_functions import library_calls_kept, numpy_type
 
 _ROW_LOOP = re.compile(r"^    for (\w+) in prange\((.+)\):$")
 
@@ -91,7 +92,9 @@ def emit_row_fused(w: Any, statement: Node, members: list[Node], out: list[str])
             pad, k, store, value = direct
             element = w.fresh(f"{statement.name}_v")
             nest.index[1], nest.given = k, {statement: element}
-            body = [f"{element} = {value}", *([store.format(element)] if store else []), *nest.body(True)]
+            # the value as the row would hold it: log_softmax's is float64 arithmetic stored as float32
+            cast = f"{numpy_type(node_dtype(statement))}({value})"
+            body = [f"{element} = {cast}", *([store.format(element)] if store else []), *nest.body(True)]
             out += allocations + lines[:-2] + [pad + comment, lines[-2], *(f"{pad}    {b}" for b in body)]
             return True
         inner = nest.index[1]
