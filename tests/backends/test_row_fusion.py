@@ -198,3 +198,31 @@ def test_the_exps_go_into_an_output_row_only_when_the_group_reads_nothing_from_i
     assert "buffer" in h.meta and h in {v for m in plan[found.group] for v in m.all_input_nodes}
     found.row_into.meta["buffer"] = h.meta["buffer"]   # as a plan would, had h died at the group
     assert exps_reuse(plan, at).row_into is None
+
+
+def test_the_exps_of_a_plain_sum_go_into_its_gradient_the_exp_itself(plain_python):
+    """``x.logsumexp(1).sum()``'s gradient is ``exp(x - lse)`` alone: its own output row holds the exps."""
+    def program(x):
+        loss = x.logsumexp(1).sum()
+        loss.backward()
+        return loss
+    graph, kernel = lowered(program, [X])
+    plan = units(graph)
+    found = exps_reuse(plan, next(k for k, unit in enumerate(plan) if unit[-1].target_name == "logsumexp"))
+    assert found is not None and found.row_into is found.exps[0]
+    assert kernel.source.count("exps over their sum") == 1
+    x = jg.tensor(X.astype(np.float64), requires_grad=True)
+    program(x)
+    np.testing.assert_allclose(kernel(X)[1], x.grad.numpy(), rtol=2e-6, atol=1e-7)
+
+
+def test_the_exps_never_go_into_a_row_the_group_stores_before_reading_them(plain_python):
+    """``d = x - lse`` is stored before ``exp(d)`` reads the row's exps: the exps go into the product's row."""
+    def program(x):
+        d = x - x.logsumexp(1).reshape(-1, 1)
+        return d, d.exp() * 2.0
+    graph, kernel = lowered(program, [X])
+    plan = units(graph)
+    found = exps_reuse(plan, next(k for k, unit in enumerate(plan) if unit[-1].target_name == "logsumexp"))
+    assert found is not None and found.row_into.target_name == "mul"
+    assert_close(list(kernel(X)), interpreted(graph, [X]), dtype=np.float32)
