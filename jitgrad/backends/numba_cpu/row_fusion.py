@@ -7,8 +7,11 @@ after the statement has finished the row. A group with a reduction folds each ro
 as unfused: where the rows lie when it can (``LoopNest.in_place_fold``: K2's ``(softmax * x).sum()``
 is ``row_dot(softmax, x, p)``), else through a row buffer, and then the rows are taken in chunks, a
 buffer each (``LoopNest.lane_rows``' chunks, the same count): ``for chunk in prange(chunks): for p in
-range(...)``. A full reduction's rows are joined after the loop, in row order. When the statement's lines are not of that form (a small
-statement, serial; another dimension), the two are written one after the other, as unfused.
+range(...)``. A full reduction's rows are joined after the loop, in row order. When the statement's
+lines are not of that form (a small statement, serial; another dimension), the two are written one
+after the other, as unfused. A group without a reduction after a statement whose row ends in a loop
+storing one element (``softmax_backward``'s) runs inside that loop, taking the value as computed
+(``_element_loop``).
 
 A group that reads a large ``logsumexp``'s exponentials again (its gradient, ``exp(x - lse)``:
 ``backends/row_fusion.exps_reuse``) runs a row at a time at the end of the logsumexp's row loop, the
