@@ -70,6 +70,10 @@ class FusedLoop:
         self.rank = len(self.loop_shape)
         self.index = self.index_names()
         self.scalar_var: dict[Node, str] = {}
+        # a value's source at the loop index, instead of its op's expression (a member: a logsumexp's
+        # exponentials read again from its row buffer) or its array's element (a value computed by the
+        # loop around the group's: a row statement's); ``numba_cpu/row_fusion``
+        self.given: dict[Node, str] = {}
 
     def index_names(self) -> list[str]:
         """The loop index variables, one per loop dimension (outermost first)."""
@@ -80,6 +84,8 @@ class FusedLoop:
         if isinstance(value, Node):
             if value in self.scalar_var:
                 return self.scalar_var[value]
+            if value in self.given:
+                return self.given[value]
             if is_python_number(value):
                 return self.w.number(value, compute_dtype(node))
             return self.element(self.w.var[value], value.meta["shape"])
@@ -134,7 +140,7 @@ class FusedLoop:
                 break
             lines.append(self.w.comment(node))
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
-            lines.append(f"{value} = {self.expression(node)}")
+            lines.append(f"{value} = {self.given[node] if node in self.given else self.expression(node)}")
             if write_outputs and "buffer" in node.meta:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
         return lines

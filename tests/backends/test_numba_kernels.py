@@ -317,7 +317,8 @@ def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads
     """Large (row buffers in chunks, rows folded in vector lanes) and parallel: one thread and every
     thread give identical results, close to eager's; softmax's backward (rows with prange) and a
     cross-entropy's gradient included (log_softmax's backward is softmax's loop with another formula),
-    and groups fused into the softmax's and its backward's row loops."""
+    groups fused into the softmax's and its backward's row loops, and ``exp(x - lse)`` from the
+    logsumexp's exps in its row loop."""
     import numba
 
     rng = np.random.default_rng(6)
@@ -330,7 +331,8 @@ def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads
     def rows_program(x, g, targets, scale):
         softmax = x.softmax(1)
         loss = (softmax * x).sum()   # the unit right after the softmax: fused into its rows
-        return (x.logsumexp(1), softmax, loss, (x.tanh() * x).sum(),
+        lse = x.logsumexp(1)
+        return (lse, (x - lse.reshape(-1, 1)).exp() * g, softmax, loss, (x.tanh() * x).sum(),
                 REGISTRY["softmax_backward"](g, softmax, dim=1) + softmax,
                 REGISTRY["cross_entropy_backward"](scale, targets, softmax, reduction="mean", ignore_index=-100))
     arrays = (x, g, targets, scale)
@@ -339,6 +341,7 @@ def test_row_reductions_and_softmax_give_the_same_bits_for_any_number_of_threads
     assert kernel.source.count("a row at a time in softmax") == 2   # the loss's sum, the backward's add (row_fusion)
     assert "row_dot(" in kernel.source and "row_max(" in kernel.source   # vector lanes (row_reductions)
     assert "cross_entropy_backward_i in prange(" in kernel.source
+    assert "exps over their sum" in kernel.source   # the logsumexp's exps reused (row_fusion)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)

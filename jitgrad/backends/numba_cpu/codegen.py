@@ -46,7 +46,7 @@ from .loop_nest import PARALLEL_ELEMENTS, LoopNest
 from .loops import emit_loop
 from .nodes import LoweringError, check_lowerings
 from .outlining import GLOBALS, Outliner
-from .row_fusion import emit_row_fused
+from .row_fusion import emit_exps_reused, emit_row_fused
 from .scalar_functions import numpy_type
 from .statements import STATEMENTS
 
@@ -210,15 +210,22 @@ def generate(graph: Graph, parallel: bool | None = None, fastmath: bool = False)
     w.output_params = {output_buffer(k): param for k, param in enumerate(out_params)}
     body: list[str] = []
     plan, k = units(graph), 0
+    written: set[int] = set()   # units written ahead of their turn (``emit_exps_reused``)
     while k < len(plan):
         members = plan[k]
+        if k in written:
+            k += 1
+            continue
         if not members[0].kind.in_loop and k + 1 < len(plan) and emit_row_fused(w, members[0], plan[k + 1], body):
             k += 2
             continue
         if not members[0].kind.in_loop:
             w.statement(members[0], body)
         else:
-            LoopNest(w, members).emit(body)
+            taken = emit_exps_reused(w, plan, k, body)
+            written.update(taken)
+            if not taken:
+                LoopNest(w, members).emit(body)
         k += 1
     body = w.outliner.resolve(body)
     for k, (node, param) in enumerate(zip(outputs, out_params)):

@@ -4,7 +4,7 @@ reduction, in a second loop over a row buffer, with several running values)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -38,10 +38,19 @@ def row_chunks(rows: int, row_length: int) -> int:
 
 class LoopNest(FusedLoop):
     """A fusion group as nested loops (``prange`` outermost when parallel) over its loop shape; the
-    members' values at the loop index come from ``FusedLoop`` (``backends/fused_loop.py``)."""
+    members' values at the loop index come from ``FusedLoop`` (``backends/fused_loop.py``).
+
+    ``after_row``, when set, writes lines that run at the end of each row of a two-pass row reduction
+    folded in lanes (``loops``), given the second pass's row buffer, the variable holding that row's fold
+    before it is finished, and the indentation: a later group run a row at a time (``row_fusion``).
+    ``row_into`` names the 2-d array whose row is then that row buffer: the later group's output, which
+    its loop reads and overwrites element by element."""
 
     dialect = NUMBA_CPU
     lowering_error = LoweringError
+    after_row: Callable[[str, str, str], list[str]] | None = None
+    row_into: str | None = None   # a 2-d array whose row holds the second pass's row, instead of a row buffer
+    row_total = ""   # the variable of the last row fold written (``lane_total``)
 
     def output_index(self, node: Node) -> str:
         dims = node.kwargs.get("dim")
@@ -119,11 +128,19 @@ class LoopNest(FusedLoop):
         if self.in_lanes() and self.kept() == self.rank - 1:
             # both passes in one loop over the rows: the second reads the row the first just read, in cache
             in_place = self.in_place_fold(spec.first) is not None   # logsumexp's shift: no row buffer for it
-            dtypes = [self.row_dtype(spec)] if in_place else [self.row_dtype(spec.first), self.row_dtype(spec)]
+            dtypes = [] if in_place else [self.row_dtype(spec.first)]
+            if self.row_into is None:
+                dtypes.append(self.row_dtype(spec))
             outer, rows, pad = self.lane_rows(parallel, dtypes)
-            row, row_1 = ("", rows[0]) if in_place else rows
-            return [head, *outer, *self.lane_fold(spec.first, first, True, self.names(None), row, pad),
-                    *self.lane_fold(spec, acc, False, self.names(first), row_1, pad)]
+            row = "" if in_place else rows[0]
+            if self.row_into is None:
+                row_1, bind = rows[-1], []
+            else:  # the second pass's row is the row of a later group's output (``row_fusion``)
+                row_1 = self.w.fresh(f"{self.reduction.name}_row")
+                bind = [f"{pad}{row_1} = {self.row_into}[{self.index[0]}]"]
+            lines = [head, *outer, *bind, *self.lane_fold(spec.first, first, True, self.names(None), row, pad),
+                     *self.lane_fold(spec, acc, False, self.names(first), row_1, pad)]
+            return lines if self.after_row is None else lines + self.after_row(row_1, self.row_total, pad)
         return [head, *self.accumulate(spec.first, first, None, True, parallel),
                 *self.accumulate(spec, acc, first, False, parallel)]
 
@@ -317,6 +334,7 @@ class LoopNest(FusedLoop):
         """The row's fold ``total`` stored: finished into ``acc`` (a row reduction) or kept for
         ``combine_rows`` (a full one, whose lines are the second part)."""
         red = self.reduction
+        self.row_total = total
         if self.kept() == self.rank - 1:
             finished = self.folded(spec.finished(Var(total), names))
             return lines + [pad + f"{acc}[{self.output_index(red)}] = {finished}"], []
