@@ -258,8 +258,8 @@ def _read_saved(recording: _Recording, variable: str, value: Any, version: str) 
         lines.append(f"    {variable} = {variable}._data")
         return recording.guard_array(variable, value._data)
     if isinstance(value, SavedTensor):
-        lines.append(f"    if not {variable}.readable(): return MISS")
-        lines.append(f"    {variable} = {variable}.array()")
+        lines.append(f"    {variable} = {variable}.readable_array()")
+        lines.append(f"    if {variable} is None: return MISS")
         return recording.guard_array(variable, value.array())
     if type(value) is tuple and value and isinstance(value[0], SavedTensor):
         lines.append(f"    if len({variable}) != {len(value)}: return MISS")
