@@ -79,12 +79,11 @@ class Variants:
     program with many shapes stages every one of them); ``unstaged`` counts the nodes whose formulas
     could not be staged."""
 
-    __slots__ = ("stages", "unstaged", "live")
+    __slots__ = ("stages", "unstaged")
 
     def __init__(self) -> None:
         self.stages: list[Stage] = []
         self.unstaged = 0
-        self.live = True  # False once its plan drops it: its stages then answer MISS
 
 
 def apply_arrays(node: "OpBackward", grads: list) -> list | None:
@@ -104,8 +103,6 @@ def apply_arrays(node: "OpBackward", grads: list) -> list | None:
         return None
     if variants is None:
         if len(by_shape) >= MAX_SHAPES:
-            for dropped in by_shape.values():
-                dropped.live = False
             by_shape.clear()
         variants = by_shape[grads[0].shape] = Variants()
     if len(variants.stages) + variants.unstaged >= MAX_STAGES:
@@ -293,8 +290,7 @@ def _refuse(*args: Any) -> None:
 def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
     """Records ``node``'s formulas on its own values and writes the guarded replay of them, one of
     ``variants``. Its first guard holds while the node's save plan keeps ``variants`` for these
-    gradients (``live``, a flag where a dictionary lookup cost every node), so that a stage called
-    directly (``formula_for``) is dropped with them."""
+    gradients, so that a stage called directly (``formula_for``) is dropped with them."""
     op, entries = node.op, node.save_plan.entries
     recording = _Recording()
     lines = recording.lines
@@ -305,7 +301,8 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
         grad_tensors.append(recording.guard_array(f"g{k}", grad))
     values: dict[str, Any] = {}
     plan = recording.constant(node.save_plan)
-    lines.append(f"    if node.save_plan is not {plan} or not {recording.constant(variants)}.live: return MISS")
+    lines.append(f"    if node.save_plan is not {plan} or {plan}.variants.get({recording.constant(grads[0].shape)}) "
+                 f"is not {recording.constant(variants)}: return MISS")
     if entries:
         lines.append("    saved, versions = node.saved_values, node.saved_versions")
         lines.append("    if saved is FREED: return MISS")
