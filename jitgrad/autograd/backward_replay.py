@@ -22,7 +22,10 @@ The formulas themselves run through each node's ``apply_arrays``, with their own
 is a topological order of the traced graph, so of any graph of the same shape, and gradients that
 meet in a slot are summed in the same order: the results are the fast path's, bit for bit.
 
-A program keeps classes, shapes and dtypes, never a node or an array: it keeps no graph alive.
+A program keeps classes, shapes and dtypes, never a node or an array: it keeps no graph alive. While
+it runs it drops each gradient once its node has run, as a hand-written step drops its temporaries:
+W2's six 64x256 gradients held to the end took memory the later matrix products' packing then
+found cold in the cache.
 """
 from __future__ import annotations
 
@@ -192,6 +195,7 @@ class _Writer:
         n = f"n{i}"
         emit(f"    if {n}._sequence_nr >= s or {n}._pre_hooks or {n}._post_hooks or {n}._tensor_pre_hooks "
              f"or {n}._retains_grad or len({n}._next_edges) != {len(edges)}: return None")
+        names = [self.slots[i, s] for s in range(len(node._input_metadata)) if (i, s) in self.slots]
         grads = ", ".join(self.slots.get((i, s), "None") for s in range(len(node._input_metadata)))
         if formula is None:
             emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
@@ -199,6 +203,8 @@ class _Writer:
             call = f"{self.constant(formula)}(x, {n})"
             emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {call}")
             emit(f"    if o is MISS: o = {n}.apply_arrays(x)")
+        if names:  # their last use: freed with the next node's ``x``, as a hand-written step frees them
+            emit(f"    del {', '.join(names)}")
         for k, (edge, got) in enumerate(zip(edges, returned)):
             if edge is None:
                 emit(f"    if e[{k}] is not None: return None")

@@ -41,7 +41,9 @@ def _make_grads(outputs: tuple[Tensor, ...], grad_outputs: tuple) -> list[Tensor
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs (output "
                                    f"{i} has shape {tuple(out._data.shape)}; pass gradient= of that shape)")
-            grads.append(_on_device_of(out, np.ones(out._data.shape, out._data.dtype)))
+            data = out._data  # np.array, not np.ones: a loss's seed without numpy's Python frame
+            seed = np.array(1, data.dtype) if data.ndim == 0 else np.ones(data.shape, data.dtype)
+            grads.append(_on_device_of(out, seed))
             continue
         if not isinstance(grad, Tensor):
             grad = _on_device_of(out, np.asarray(grad, dtype=out._data.dtype))
@@ -110,13 +112,13 @@ def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
          allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
     """The gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``; only the
     part of the graph between them runs."""
-    outs = _as_tuple(outputs)
+    outs = (outputs,) if type(outputs) is Tensor else _as_tuple(outputs)  # a loss: no call
     wanted = _as_tuple(inputs)
     if not wanted:
         raise RuntimeError("grad requires at least one input")
     if allow_unused is None:
         allow_unused = materialize_grads
-    grads = _make_grads(outs, _as_tuple(grad_outputs))
+    grads = _make_grads(outs, () if grad_outputs is None else _as_tuple(grad_outputs))
     roots = _root_edges(outs)
     input_edges = []
     for i, t in enumerate(wanted):  # the parameters of a training step: leaves whose AccumulateGrad is alive

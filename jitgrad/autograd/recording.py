@@ -23,7 +23,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import anomaly_mode
-from .graph import _ONE_CPU_SLOT, Node, _one_cpu_slot, _sequence, gradient_edge, set_history
+from .graph import _ONE_CPU_SLOT, Node, _one_cpu_slot, _sequence, grad_accumulator, gradient_edge, set_history
 from .saved_tensor import FREED, FREED_ERROR, SavedTensor, _hooks, check_savable, saving_hooks, version_of
 
 # Where a saved formula parameter comes from: a save plan's entries are (parameter, source, index).
@@ -108,16 +108,18 @@ def _write_recorder(cls: type[SavingNode], op: Any, inputs: int) -> Callable[...
     tensors = f"({', '.join(names)},)"
     namespace: dict[str, Any] = {
         "cls": cls, "op": op, "record": record, "anomaly": anomaly_mode.state, "Tensor": Tensor, "new": _new_node,
-        "gradient_edge": gradient_edge, "sequence": _sequence, "one_cpu": _ONE_CPU_SLOT, "one_cpu_slot": _one_cpu_slot,
+        "gradient_edge": gradient_edge, "grad_accumulator": grad_accumulator, "sequence": _sequence, "one_cpu": _ONE_CPU_SLOT, "one_cpu_slot": _one_cpu_slot,
         "check_savable": check_savable, "shape_of": np.shape, "of_new_output": SavedTensor.of_new_output,
         "saved_value": saved_value, "general_save": _save}
     lines = [f"def recorder({', '.join(names)}, attrs, output):",
              f"    if anomaly.enabled: return record(cls, op, {tensors}, attrs, (output,))"]
-    for name, edge in zip(names, ("first", "second")):
+    for name, edge in zip(names, ("first", "second")):  # gradient_edge, written out: a frame less per input
         lines += [f"    if isinstance({name}, Tensor):",
                   f"        fn = {name}._grad_fn",
-                  f"        {edge} = (fn, {name}._output_nr) if fn is not None and {name}._view is None "
-                  f"else gradient_edge({name})",
+                  f"        if {name}._view is not None: {edge} = gradient_edge({name})",
+                  f"        elif fn is not None: {edge} = (fn, {name}._output_nr)",
+                  f"        elif {name}._requires_grad: {edge} = (grad_accumulator({name}), 0)",
+                  f"        else: {edge} = None",
                   f"    else: {edge} = None"]
     lines += ["    node = new(cls)",
               "    node._next_edges = (first, second)" if inputs == 2 else "    node._next_edges = (first,)",

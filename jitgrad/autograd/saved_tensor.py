@@ -144,7 +144,14 @@ class SavedTensor:
 
     def readable(self) -> bool:
         """Whether ``array()`` may stand for ``unpack``: not freed, not packed by hooks, not modified."""
-        return not self._released and self._unpack_hook is None and self._counter[0] == self._version
+        return self.readable_array() is not None
+
+    def readable_array(self) -> np.ndarray | None:
+        """``array()`` where ``readable()``, else None: a staged formula reads a saved output in one
+        call (a ``tanh`` node's backward made two)."""
+        if self._released or self._unpack_hook is not None or self._counter[0] != self._version:
+            return None
+        return self._data if self._tensor is None else self._tensor._data
 
     def array(self) -> np.ndarray:
         """The saved values as an array, without the tensor ``unpack`` would build (when ``readable``)."""

@@ -71,15 +71,21 @@ def _axis(a, dim):
     return dim if a.ndim else None
 
 
+# What ``a.max(...)`` and ``a.sum(...)`` run, called without numpy's Python frame around them.
+_max_reduce, _sum_reduce = np.maximum.reduce, np.add.reduce
+
+
 def _softmax_forward(a, dim):
-    shifted = a - a.max(axis=_axis(a, dim), keepdims=True, initial=-np.inf)  # initial: an empty dim
+    axis = _axis(a, dim)
+    shifted = a - _max_reduce(a, axis, None, None, True, -np.inf)  # initial: an empty dim
     e = np.exp(shifted)
-    return e / e.sum(axis=_axis(a, dim), keepdims=True)
+    return e / _sum_reduce(e, axis, None, None, True)
 
 
 def _log_softmax_forward(a, dim):
-    shifted = a - a.max(axis=_axis(a, dim), keepdims=True, initial=-np.inf)
-    return shifted - np.log(np.exp(shifted).sum(axis=_axis(a, dim), keepdims=True))
+    axis = _axis(a, dim)
+    shifted = a - _max_reduce(a, axis, None, None, True, -np.inf)
+    return shifted - np.log(_sum_reduce(np.exp(shifted), axis, None, None, True))
 
 
 relu = defop("relu", ("self",), _relu, "ReluBackward0",
@@ -104,13 +110,13 @@ _softplus = defop("softplus", ("self",), _softplus_forward, "SoftplusBackward0",
 
 def _softmax_backward_forward(grad_output, output, dim):
     dtype = np.result_type(grad_output, output)
-    total = (grad_output * output).sum(axis=_axis(output, dim), keepdims=True)
+    total = _sum_reduce(grad_output * output, _axis(output, dim), None, None, True)
     return (output * (grad_output - total)).astype(dtype, copy=False)
 
 
 def _log_softmax_backward_forward(grad_output, output, dim):
     dtype = np.result_type(grad_output, output)
-    total = grad_output.sum(axis=_axis(output, dim), keepdims=True)
+    total = _sum_reduce(grad_output, _axis(output, dim), None, None, True)
     return (grad_output - np.exp(output) * total).astype(dtype, copy=False)
 
 

@@ -23,6 +23,7 @@ The generated source of a stage is its ``source`` attribute (``print(stage.sourc
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -257,8 +258,8 @@ def _read_saved(recording: _Recording, variable: str, value: Any, version: str) 
         lines.append(f"    {variable} = {variable}._data")
         return recording.guard_array(variable, value._data)
     if isinstance(value, SavedTensor):
-        lines.append(f"    if not {variable}.readable(): return MISS")
-        lines.append(f"    {variable} = {variable}.array()")
+        lines.append(f"    {variable} = {variable}.readable_array()")
+        lines.append(f"    if {variable} is None: return MISS")
         return recording.guard_array(variable, value.array())
     if type(value) is tuple and value and isinstance(value[0], SavedTensor):
         lines.append(f"    if len({variable}) != {len(value)}: return MISS")
@@ -314,6 +315,8 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
         return [grad_tensors[0] if p == "grad" else tuple(grad_tensors) if p == "grads" else values[p]
                 for p in op.reads[name]]
 
+    steps: list[_Step] = []
+
     def observe(step: Any, args: tuple, attrs: dict, out: Any) -> None:
         if any(isinstance(a, registry.SymbolicValue) for a in args):
             raise _Unstageable("a traced number")
@@ -326,10 +329,9 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
             names.append(f"v{len(recording.names)}")
             recording.names[id(o)] = names[-1]
             recording.alive.append(o)
-        target = ", ".join(names) + "," if type(out) is tuple else names[0]
-        lines.append(f"    {target} = {recording.constant(_callable(step, args, attrs))}({call})")
-        for name in names:
-            lines.append(f"    if type({name}) is not ndarray: {name} = asarray({name})")
+        function = _callable(step, args, attrs)
+        steps.append(_Step(names, type(out) is tuple, function, recording.constant(function), call,
+                           [o._data for o in outs]))
 
     needed = [e is not None for e in node.next_edges]
     results: list[Any] = [None] * len(needed)
@@ -348,11 +350,66 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
         raise _Unstageable("a formula read a value in Python") from None
     outputs = [recording.reference(r) if isinstance(r, Tensor) else "None" if r is None else _not_tensor(r)
                for r in results]
-    lines.append(f"    return [{', '.join(outputs)}]")
+    returned = f"    return [{', '.join(outputs)}]"
+    lines += _steps_lines(steps, returned)
+    lines.append(returned)
     source = "def staged(grads, node):\n" + "\n".join(lines) + "\n"
     namespace = recording.globals
     exec(compile(source, f"<staged {node.name()}>", "exec"), namespace)  # noqa: S102 - our own generated code
     return Stage(namespace["staged"], source)
+
+
+class _Step:
+    """One op call a formula made while staged: the variables it assigns, the function the replay
+    calls (its constant's name) and the call's arguments as code, and the arrays it gave then."""
+
+    __slots__ = ("names", "several", "function", "constant", "call", "arrays")
+
+    def __init__(self, names: list[str], several: bool, function: Any, constant: str, call: str,
+                 arrays: list) -> None:
+        self.names, self.several, self.function, self.constant = names, several, function, constant
+        self.call, self.arrays = call, arrays
+
+
+# Arithmetic whose result is rounded once per element whichever loop numpy picks, so that writing it
+# into an operand's memory (``out=``) gives the bits a fresh array would.
+_IN_PLACE = {np.add, np.subtract, np.multiply, np.true_divide, np.negative}
+_VARIABLE = re.compile(r"\bv\d+\b")
+
+
+def _steps_lines(steps: list[_Step], returned: str) -> list[str]:
+    """The replay's lines for the formulas' op calls. An arithmetic step whose operand is an array an
+    earlier step of the stage made (so memory nobody else can see), used for the last time here, of
+    the result's shape and dtype, writes its result there: ``1 - y * y`` then ``grad * that`` (tanh's
+    derivative) make one array instead of three. Each array fewer is memory a step need not find in
+    the cache: W2's backward runs between matrix products whose packing reads what is cached."""
+    last_use: dict[str, int] = {}
+    for index, step in enumerate(steps):
+        for name in _VARIABLE.findall(step.call):
+            last_use[name] = index
+    for name in _VARIABLE.findall(returned):
+        last_use[name] = len(steps)
+    arrays: dict[str, np.ndarray] = {}
+    private: set[str] = set()  # variables holding an array a step here made, in memory of its own
+    lines = []
+    for index, step in enumerate(steps):
+        out = ""
+        result = step.arrays[0]
+        if step.function in _IN_PLACE and not step.several and type(result) is np.ndarray and result.ndim:
+            for name in _VARIABLE.findall(step.call):
+                held = arrays.get(name)
+                if name in private and last_use[name] == index and held.shape == result.shape \
+                        and held.dtype == result.dtype:
+                    out = f", out={name}"
+                    break
+        target = ", ".join(step.names) + "," if step.several else step.names[0]
+        lines.append(f"    {target} = {step.constant}({step.call}{out})")
+        for name, array in zip(step.names, step.arrays):
+            lines.append(f"    if type({name}) is not ndarray: {name} = asarray({name})")
+            arrays[name] = array
+            if isinstance(step.function, np.ufunc) and type(array) is np.ndarray and array.ndim:
+                private.add(name)
+    return lines
 
 
 def _not_tensor(value: Any) -> str:

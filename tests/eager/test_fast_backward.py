@@ -294,6 +294,38 @@ def test_every_shape_of_a_program_is_staged():
     assert all(variants[(n,)].stages for n in range(1, 3 * staged_backward.MAX_STAGES))
 
 
+def test_a_stage_its_plan_dropped_answers_miss(monkeypatch):
+    """A stage kept by a replay program (``formula_for``) stops answering once its plan has dropped its
+    variants (more shapes than ``MAX_SHAPES``): it answers ``MISS`` and the node is staged afresh."""
+    monkeypatch.setattr(staged_backward, "MAX_SHAPES", 2)
+    x = jg.tensor(np.linspace(-1.0, 1.0, 3), requires_grad=True)
+    y = x.sin()
+    node = y.grad_fn
+    grads = [np.ones(3)]
+    stage = node.array_formula(grads) or (node.apply_arrays(grads) and node.array_formula(grads))
+    assert stage is not None and stage(grads, node) is not staged_backward.MISS
+    for n in (4, 5):  # two more shapes: the plan drops what it had
+        (jg.tensor(np.ones(n), requires_grad=True).sin()).sum().backward()
+    assert stage(grads, node) is staged_backward.MISS
+    np.testing.assert_array_equal(node.apply_arrays(grads)[0], np.cos(x.detach().numpy()))
+
+
+def test_a_stage_writes_its_own_dead_temporaries_in_place():
+    """tanh's derivative, ``grad * (1 - y * y)``, makes one array in its stage, not three, and gives the
+    bits the formulas on tensors give."""
+    x = jg.tensor(np.linspace(-2.0, 2.0, 7), requires_grad=True)
+    y = x.tanh()
+    grads = [np.linspace(0.5, 1.5, 7)]
+    fast = y.grad_fn.apply_arrays(grads)[0]
+    stage = y.grad_fn.array_formula(grads)
+    source = next(s.source for v in REGISTRY["tanh"].save_plans[(True,)].variants.values() for s in v.stages
+                  if s.run is stage)
+    assert source.count("out=") == 2
+    with jg.no_grad():
+        (slow,) = y.grad_fn.apply([jg.tensor(grads[0])], None)
+    np.testing.assert_array_equal(fast, slow.numpy())
+
+
 def test_a_bias_gradient_kept_as_it_is_shares_no_memory(taken):
     """A bias's gradient is summed with keepdim and reshaped: a view, which ``.grad`` keeps without a
     copy only when nothing else holds its memory."""
