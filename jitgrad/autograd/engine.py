@@ -362,8 +362,7 @@ def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
     """``execute`` for a graph ``_into_leaves`` accepts, given its checked seed: what the general loop
     does for it (the same node calls, checks and accumulation), without the graph task, dependency
     counts and ready queue a single node does not need. The node's gradients are all computed before
-    any ``.grad`` changes, so a failure leaves them as they were. The leaves have no hooks, so
-    accumulating is what their ``apply`` with grad mode off does."""
+    any ``.grad`` changes, so a failure leaves them as they were."""
     fn, slot = root
     if slot == 0 and len(fn._input_metadata) < 2:
         grads: list = [seed]
@@ -371,33 +370,33 @@ def _execute_one_node(root: Edge, seed: Tensor, keep_graph: bool) -> None:
         grads = [None] * max(len(fn._input_metadata), slot + 1)
         grads[slot] = seed
     outputs = fn.apply_unobserved(grads)
-    if outputs is None:
-        outputs = _apply_without_graph(fn, grads)
-    if not keep_graph:  # released before the leaves accumulate, as the general loop does
-        fn.release_variables()
-    owned = not keep_graph and fn.hands_over_gradients()
-    for edge, leaf_grad in zip(fn._next_edges, outputs):
-        if edge is not None and leaf_grad is not None:
-            if owned and leaf_grad._data.flags.writeable:
-                edge[0].adopt(leaf_grad)
-            else:
-                edge[0]._accumulate(leaf_grad, copy=True)
-
-
-def _apply_without_graph(fn: Node, grads: list) -> list:
-    """``fn.apply`` as a backward that builds no graph runs it (grad mode off, this thread inside a
-    backward with no task), its gradients checked against the next edges."""
+    if outputs is not None:
+        _into_accumulators(fn, outputs, keep_graph)
+        return
     previous_mode, previous_task = grad_mode.state.grad_enabled, _thread.task
     grad_mode.state.grad_enabled = False
     _thread.depth += 1
     _thread.task = None
     try:
         outputs = fn.apply(grads, None)
-        return outputs if fn.gradients_conform() else validate_outputs(fn, fn._next_edges, outputs)
+        if not fn.gradients_conform():
+            outputs = validate_outputs(fn, fn._next_edges, outputs)
+        _into_accumulators(fn, outputs, keep_graph)
     finally:
         _thread.depth -= 1
         _thread.task = previous_task
         grad_mode.state.grad_enabled = previous_mode
+
+
+def _into_accumulators(fn: Node, outputs: list, keep_graph: bool) -> None:
+    """The one node's gradients handed to the leaves' AccumulateGrads, its variables released first
+    (as the general loop does) unless the graph is kept."""
+    if not keep_graph:
+        fn.release_variables()
+    owned = not keep_graph and fn.hands_over_gradients()
+    for edge, leaf_grad in zip(fn._next_edges, outputs):
+        if edge is not None and leaf_grad is not None:
+            edge[0].accumulate(leaf_grad, owned and leaf_grad._data.flags.writeable)
 
 
 def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:

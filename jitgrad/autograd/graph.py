@@ -269,10 +269,12 @@ class AccumulateGrad(Node):
             self._call_post_accumulate_grad_hooks()
         return []
 
-    def adopt(self, grad: "Tensor") -> None:
-        """``apply`` for a gradient nothing else references (see ``Node.hands_over_gradients``): a first
-        one becomes ``.grad`` without the copy (PyTorch's AccumulateGrad steals it too)."""
-        self._accumulate(grad, copy=False)
+    def accumulate(self, grad: "Tensor", owned: bool) -> None:
+        """``apply`` with grad mode off, for one gradient, without reading grad mode (the engine's
+        one-node path may not have switched it). An ``owned`` gradient, one nothing else references
+        (see ``Node.hands_over_gradients``), becomes a first ``.grad`` without the copy (PyTorch's
+        AccumulateGrad steals it too)."""
+        self._accumulate(grad, copy=not owned)
         if self.variable._post_accumulate_grad_hooks:
             self._call_post_accumulate_grad_hooks()
 

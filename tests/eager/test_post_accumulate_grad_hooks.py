@@ -62,6 +62,32 @@ def test_a_hooked_leaf_takes_the_general_path_of_a_one_node_backward():
     assert order == ["hook", "end"]
 
 
+def _hook_registered_in_backward(lib):
+    """A custom Function's backward registers a post-accumulate hook on the leaf it feeds: in a
+    one-node backward, the leaf's accumulation, after that backward, runs it, with grad mode off."""
+    seen = []
+    x = lib.ones(3, requires_grad=True)
+
+    class Sum(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            x.register_post_accumulate_grad_hook(
+                lambda t: seen.append((lib.is_grad_enabled(), t.grad.detach().numpy().tolist())))
+            return g * lib.ones(3)
+    Sum.apply(x).backward()
+    return seen
+
+
+def test_a_hook_registered_during_a_one_node_backward_runs_as_pytorchs():
+    assert _hook_registered_in_backward(jg) == [(False, [1.0, 1.0, 1.0])]
+    torch = pytest.importorskip("torch")
+    assert _hook_registered_in_backward(torch) == _hook_registered_in_backward(jg)
+
+
 def test_errors_as_pytorchs():
     with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
         jg.ones(2).register_post_accumulate_grad_hook(print)
