@@ -48,6 +48,19 @@ def _loop_shape(node: Node) -> tuple[int, ...] | None:
     return None
 
 
+def _meets(groups, seen: set, pending: list, other: set) -> bool:
+    """One step of a side of ``_Grouping.depends_on``'s search: whether one of ``groups`` (as merged) is
+    one the other side has seen; the new ones are this side's to visit."""
+    for group in groups:
+        group = group.find()
+        if group in other:
+            return True
+        if group not in seen:
+            seen.add(group)
+            pending.append(group)
+    return False
+
+
 class _Grouping:
     """The groups so far, and for each node the nearest groups it depends on: its own, or for a node
     outside any group, those of its inputs. What lies further up is found through ``upstream``; keeping
@@ -84,23 +97,13 @@ class _Grouping:
         up_pending, down_pending = list(up), [group]
         while up_pending and down_pending:
             if len(up_pending) <= len(down_pending):
-                for u in up_pending.pop().upstream:
-                    u = u.find()
-                    if u in down:
-                        return True
-                    if u not in up:
-                        up.add(u)
-                        up_pending.append(u)
+                if _meets(up_pending.pop().upstream, up, up_pending, down):
+                    return True
             else:
                 g = down_pending.pop()
-                for member in (g, *self.absorbed.get(g, ())):
-                    for reader in self.readers.get(member, ()):
-                        reader = reader.find()
-                        if reader in up:
-                            return True
-                        if reader not in down:
-                            down.add(reader)
-                            down_pending.append(reader)
+                readers = [r for member in (g, *self.absorbed.get(g, ())) for r in self.readers.get(member, ())]
+                if _meets(readers, down, down_pending, up):
+                    return True
         return False
 
     def joinable(self, group: FusionGroup | None, shape: tuple[int, ...], inputs: list[Node]) -> bool:
