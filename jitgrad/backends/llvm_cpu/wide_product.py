@@ -152,10 +152,11 @@ class _Writer:
                 w.store(scalar, w.load(scalar, total, "element"), self.element("%c", i, "%cs0", j, "1"))
 
 
-def definition(dtype: np.dtype) -> tuple[str, dict[str, str]]:
+def definition(dtype: np.dtype, linkage: str = "internal") -> tuple[str, dict[str, str]]:
     """The helper's text and the declarations it needs. It is called as ``symbol(dtype)(m, n, k, a, as0,
     as1, b, bs0, bs1, c, cs0)``: pointers to the first elements and element strides; c's columns are
-    unit-stride; m <= MAX_ROWS, k <= MAX_TERMS."""
+    unit-stride; k <= MAX_TERMS (the tile's length). A kernel links it ``internal``; tests call it
+    (``external``)."""
     h = _Writer(dtype)
     w = h.w
     tile = w.fresh("tile")
@@ -178,7 +179,7 @@ def definition(dtype: np.dtype) -> tuple[str, dict[str, str]]:
     h.last_columns(w.assign("last", f"shl nsw i64 {blocks}, {h.shift}"))
     w.emit("ret void")
     parameters = ", ".join(f"{_POINTERS.get(name, 'i64')} noundef %{name}" for name in _ARGUMENTS)
-    return w.define(f"define internal void @{symbol(dtype)}({parameters}) {{"), dict(w.declarations)
+    return w.define(f"define {linkage} void @{symbol(dtype)}({parameters}) {{"), dict(w.declarations)
 
 
 __all__ = ["LANES", "MAX_ROWS", "MIN_ROWS", "MAX_TERMS", "MIN_COLUMNS", "applies", "definition", "symbol"]
