@@ -3,10 +3,14 @@
 each operand as it is laid out (a transposed matrix goes with the transpose flag, no copy), and a
 product of no terms filling its result with zeros (OpenBLAS would leave it as it was). A layout BLAS
 cannot read in place (steps in both dimensions), or a numpy without CBLAS symbols, sends the graph to
-numba, which copies."""
+numba, which copies. A product with few rows and terms, many columns and a transposed right operand
+(K15's backward) is ``wide_product``'s loop instead of BLAS, where the sizes at run time say so."""
 from __future__ import annotations
 
+import math
+
 from ...numba_cpu.numpy_blas import BLAS
+from .. import wide_product
 from ..arrays import ArrayView, contiguous_view
 from ..function_writer import FunctionWriter, literal, memory_type
 from .context import Statement
@@ -79,7 +83,45 @@ def gemm(s: Statement) -> None:
     arguments = [f"i32 {ROW_MAJOR}", f"i32 {ta}", f"i32 {tb}", _integer(w, n), _integer(w, m), _integer(w, k),
                  _scalar(s, 1.0), f"ptr {a.pointer}", _integer(w, lda), f"ptr {b.pointer}", _integer(w, ldb),
                  _scalar(s, 0.0), f"ptr {s.out.pointer}", _integer(w, _at_least_one(w, m))]
-    _call_when_terms(s, k, w.mul(n, m), symbol, arguments)
+    if tb != TRANS or not _traced_wide(s):
+        _call_when_terms(s, k, w.mul(n, m), symbol, arguments)
+        return
+    wide = _wide_at_run_time(w, n, k, m)
+    with w.when(wide, "wide"):
+        _call_wide_product(s, a, b, (n, m, k))
+    narrow = w.assign("narrow", f"xor i1 {wide}, true")
+    with w.when(narrow, "narrow"):
+        _call_when_terms(s, k, w.mul(n, m), symbol, arguments)
+
+
+def _traced_wide(s: Statement) -> bool:
+    """Whether the traced sizes are a wide product's (the code of every other product stays as it was)."""
+    left, right = s.node.args[0].meta["shape"], s.node.args[1].meta["shape"]
+    rows, terms, columns = math.prod(left[:-1]), left[-1], right[-1]
+    return wide_product.applies(s.dtype) and wide_product.MIN_ROWS <= rows <= wide_product.MAX_ROWS \
+        and terms <= wide_product.MAX_TERMS and columns >= wide_product.MIN_COLUMNS
+
+
+def _wide_at_run_time(w: FunctionWriter, rows: str, terms: str, columns: str) -> str:
+    """The same test on the sizes of this call (a kernel serves every size of its graph)."""
+    checks = [f"icmp sge i64 {rows}, {wide_product.MIN_ROWS}", f"icmp sle i64 {rows}, {wide_product.MAX_ROWS}",
+              f"icmp sle i64 {terms}, {wide_product.MAX_TERMS}", f"icmp sge i64 {columns}, {wide_product.MIN_COLUMNS}"]
+    result = w.assign("wide", checks[0])
+    for check in checks[1:]:
+        result = w.assign("wide", f"and i1 {result}, " + w.assign("wide", check))
+    return result
+
+
+def _call_wide_product(s: Statement, a: ArrayView, b: ArrayView, sizes: tuple[str, str, str]) -> None:
+    w = s.w
+    name = wide_product.symbol(s.dtype)
+    text, declarations = wide_product.definition(s.dtype)
+    for declared, line in declarations.items():
+        w.declare(declared, line)
+    w.declare(name, text)
+    values = [*sizes, a.pointer, *a.strides, b.pointer, *b.strides, s.out.pointer, s.out.strides[0]]
+    kinds = ["i64"] * 3 + ["ptr", "i64", "i64"] * 2 + ["ptr", "i64"]
+    w.emit(f"call void @{name}({', '.join(f'{kind} {value}' for kind, value in zip(kinds, values))})")
 
 
 def gemv(s: Statement) -> None:
