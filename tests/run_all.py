@@ -1,14 +1,17 @@
 """The whole test suite, as CI and the README's test command run it, in three pytest processes side by
-side: the normal run (``python -m pytest``, without its longest file), that file (the PTX check of every
-generated CUDA kernel, minutes of NVVM) and the CUDA simulator run (``NUMBA_ENABLE_CUDASIM=1 python -m
-pytest tests/cuda``).
+side: the normal run (``python -m pytest``, without its two longest files), those two files (the PTX
+check of every generated CUDA kernel, minutes of NVVM, and the random programs compiled by every CPU
+lowering, a minute and a half of compiling) and the CUDA simulator run (``NUMBA_ENABLE_CUDASIM=1
+python -m pytest tests/cuda``).
 
 The simulator run is a process of its own because numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it is
 first imported, and the normal run needs the real numba.cuda (its PTX tests compile kernels with
 NVVM). Each process is one busy core most of the time, so on CI's two cores the three take about half
 their sum rather than all of it. The side runs are niced: the normal run, the longest, keeps a core
 of its own while the two side runs share the other (measured: 10.6 minutes for the whole command with
-equal priorities, the normal run slowed to 10.2 of them). The side runs' output is printed after the normal run's; the exit
+equal priorities, the normal run slowed to 10.2 of them). The random programs moved to a side run
+when the normal run had become the whole command's length (9:01 of 9:23 on 2026-11-28, the simulator
+run 7:18 and the PTX check 2:42). The side runs' output is printed after the normal run's; the exit
 status is the first failure's, else 0. Arguments are passed to every run (``python tests/run_all.py
 -x``).
 """
@@ -22,8 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PTX_CHECK = "tests/backends/test_cuda_ptx.py"
+RANDOM_PROGRAMS = "tests/compile/test_random_programs.py"
 SIDE_RUNS = {  # title -> (pytest arguments, environment added)
-    f"python -m pytest {PTX_CHECK}": ([PTX_CHECK], {}),
+    f"python -m pytest {PTX_CHECK} {RANDOM_PROGRAMS}": ([PTX_CHECK, RANDOM_PROGRAMS], {}),
     "NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda": (["tests/cuda"], {"NUMBA_ENABLE_CUDASIM": "1"}),
 }
 
@@ -40,9 +44,9 @@ def main(arguments: list[str]) -> int:
             side[title] = (subprocess.Popen([sys.executable, "-m", "pytest", *paths, *arguments], cwd=ROOT,
                                             env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
                                             preexec_fn=_lower_priority if os.name == "posix" else None), log)
-        print(f"== python -m pytest --ignore={PTX_CHECK}", flush=True)
-        codes = [subprocess.run([sys.executable, "-m", "pytest", f"--ignore={PTX_CHECK}", *arguments],
-                                cwd=ROOT).returncode]
+        ignored = [f"--ignore={PTX_CHECK}", f"--ignore={RANDOM_PROGRAMS}"]
+        print(f"== python -m pytest {' '.join(ignored)}", flush=True)
+        codes = [subprocess.run([sys.executable, "-m", "pytest", *ignored, *arguments], cwd=ROOT).returncode]
         for title, (process, log) in side.items():
             codes.append(process.wait())
             log.seek(0)
