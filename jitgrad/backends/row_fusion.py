@@ -155,8 +155,9 @@ def exps_reuse(plan: list[list[Node]], k: int) -> ExpsReuse | None:
 def _row_into(group: list[Node], exps: list[Node], dtype: object) -> Node | None:
     """A member the group stores, of the exps' dtype, the last reused ``exp`` or computed after it, whose
     buffer the group does not read: the exps are written into its row, and each element is read (by the
-    ``exp``s) before the member's store overwrites it (``x.logsumexp(1).sum()``'s gradient is the ``exp``). Writing them there rather than into a row buffer of their own was
-    1.6 -> 1.35 ms for K10 (one thread): the row's three arrays no longer compete for the first cache."""
+    ``exp``s) before the member's store overwrites it (``x.logsumexp(1).sum()``'s gradient is the
+    ``exp``). Writing them there rather than into a row buffer of their own was 1.6 -> 1.35 ms for K10
+    (one thread): the row's three arrays no longer compete for the first cache."""
     read = {_memory_of(v) for m in group for v in m.all_input_nodes if v not in group} - {None}
     last = max(group.index(e) for e in exps)
     for node in group[last:]:

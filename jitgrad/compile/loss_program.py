@@ -60,7 +60,8 @@ class LossCall:
                  random_state: np.ndarray | None = None) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
         self.random_state = random_state
-        self.watched = [(counter, counter[0]) for counter in map(version_counter, map(inputs.__getitem__, saved_inputs))]
+        counters = map(version_counter, map(inputs.__getitem__, saved_inputs))
+        self.watched = [(counter, counter[0]) for counter in counters]
 
     def check_versions(self) -> None:
         for counter, version in self.watched:
