@@ -37,6 +37,7 @@ from ..random import default_generator
 from ..tensor import Tensor
 from . import side_effects
 from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
+from .guards import array_contents, unguarded_array
 from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
 from .sources import READ_ERRORS, Source, source_of_path
@@ -262,6 +263,10 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
              graph: Graph | None = None) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
+    for source, leaf in zip(leaf_sources, leaves):
+        if type(leaf) is np.ndarray and array_contents(leaf) is None:
+            raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: "
+                              + unguarded_array(leaf, source.describe(parameter_names)))
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
     free.guards = [(s, "value" if kind == "number" and s in static else kind, v) for s, kind, v in free.guards]
     if free.unguardable:

@@ -10,7 +10,9 @@ internals, the standard library...) are not entered.
 Each value found is recorded with its ``Source``:
 
 - tensors and numpy arrays, by identity: a tensor the trace reads becomes a graph input read afresh
-  from its sources at every call (a numpy array, when the trace makes a tensor of it);
+  from its sources at every call (a numpy array, when the trace makes a tensor of it); a numpy array
+  is also guarded by its values, since what the function computes from it in numpy is baked into the
+  graph where no tracer sees it;
 - a *run-time number*: an int or float a dict subclass names in its class attribute
   ``runtime_numbers`` (an optimizer's ``lr``, ``jitgrad.optim.state.ParamGroup``), which becomes an
   input of the graph read at every call, guarded only by its type;
@@ -35,6 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor
+from .guards import array_contents, unguarded_array
 from .sources import Source
 
 MAX_VALUES = 5000
@@ -174,6 +177,9 @@ class _Walker:
         if kind is np.ndarray:
             self.found.arrays.setdefault(id(value), []).append(source)
             self.found.objects[id(value)] = value
+            self.found.guards.append((source, "array", value))
+            if array_contents(value) is None and self.found.unguardable is None:
+                self.found.unguardable = unguarded_array(value, source.describe())
             return
         if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype)):
             self.found.guards.append((source, "value", value))

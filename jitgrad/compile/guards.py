@@ -6,7 +6,9 @@ and which of the tensors are the same object. A tensor's descriptor is its shape
 requires_grad, whether it has a ``.grad`` and hooks, and its device (a CUDA program and a CPU one never
 serve each other's calls; its values are read afresh at every call); a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
-type, see docs/compile.md); a numpy array's its shape and dtype; any other object's its identity (or
+type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
+may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
+changed element must recompile); any other object's its identity (or
 its value, for a hashable object that defines equality, such as a dtype); a free run-time number's
 (``free_variables``: an optimizer's ``lr``) its type alone.
 
@@ -33,6 +35,9 @@ _PLAIN = (int, float, bool, str, type(None))
 _READERS = {"tensor": "{0}", "array": "{0}", "number": "{0}", "value": "_value({0})", "identity": "id({0})",
             "length": "len({0})", "keys": "tuple({0})"}
 HEADER = 3   # grad mode, default dtype, the arguments' spec
+# The largest numpy array guarded by value (its bytes are copied and hashed at every call); a function
+# reading a larger one, or one of Python objects, runs eagerly (``array_contents``).
+ARRAY_GUARD_BYTES = 1 << 22
 
 
 def tensor_descriptor(t: Tensor) -> tuple:
@@ -42,14 +47,33 @@ def tensor_descriptor(t: Tensor) -> tuple:
             bool(t._hooks) or bool(t._post_accumulate_grad_hooks), device)
 
 
+def array_contents(array: np.ndarray) -> bytes | None:
+    """The values of a numpy array as its guard compares them (exact bits, so a NaN equals itself), or
+    None when it cannot be guarded by value: an array of Python objects (whose bytes are pointers) or
+    one over ``ARRAY_GUARD_BYTES``."""
+    if array.dtype.hasobject or array.nbytes > ARRAY_GUARD_BYTES:
+        return None
+    return array.tobytes()
+
+
+def unguarded_array(array: np.ndarray, where: str) -> str:
+    """Why a function reading ``array`` (found at ``where``) runs eagerly: ``array_contents`` is None."""
+    described = f"it reads {where}, a numpy array ({array.dtype}{list(array.shape)}) that"
+    if array.dtype.hasobject:
+        return f"{described} holds Python objects, whose changes no guard sees; pass the values it needs as arguments"
+    return (f"{described} has {array.nbytes / 2**20:.1f} MiB, more than the {ARRAY_GUARD_BYTES / 2**20:g} MiB "
+            "guarded by value at each call; pass it as a tensor (jg.from_numpy shares its memory), whose values "
+            "a compiled call reads afresh")
+
+
 def value_descriptor(value: Any) -> Any:
     """Descriptor of a non-tensor leaf or free value: type and value for plain values and hashable
-    objects that define equality, shape and dtype for an array, identity for the rest."""
+    objects that define equality, shape, dtype and values for an array, identity for the rest."""
     kind = type(value)
     if kind in _PLAIN:
         return (kind, value)
     if kind is np.ndarray:
-        return ("array", value.shape, value.dtype)
+        return ("array", value.shape, value.dtype, array_contents(value))
     if kind.__eq__ is not object.__eq__:
         try:
             hash(value)
@@ -173,6 +197,19 @@ def _is_tensor_descriptor(value: Any) -> bool:
     return isinstance(value, tuple) and len(value) == 6 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
 
 
+def _is_array_descriptor(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 4 and value[0] == "array"
+
+
+def _array_change(label: str, old: tuple, new: tuple) -> str:
+    (_, s0, d0, _), (_, s1, d1, _) = old, new
+    if s0 != s1 or d0 != d1:
+        return f"{label}: a numpy array of {_dtype_name(d0)}{list(s0)}, now of {_dtype_name(d1)}{list(s1)}"
+    return (f"{label}: the values of a numpy array ({_dtype_name(d1)}{list(s1)}) changed; a trace bakes what it "
+            "computes from a numpy array into the program, so pass a tensor (jg.from_numpy shares the array's "
+            "memory) to change values without recompiling")
+
+
 def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
         return f"a run-time {value[0].__name__}"
@@ -204,6 +241,8 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str], ignore: fro
             reasons.append(("which inputs are the same tensor changed", True))
         elif _is_tensor_descriptor(a) and _is_tensor_descriptor(b):
             reasons.append(_tensor_change(label, a, b))
+        elif _is_array_descriptor(a) and _is_array_descriptor(b):
+            reasons.append((_array_change(label, a, b), False))
         else:
             if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 2 and a[0] is b[0] \
                     and a[0] in (int, float):
@@ -227,5 +266,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
     return sum(a != b for i, (a, b) in enumerate(zip(old, new)) if i not in ignore)
 
 
-__all__ = ["FreeGuards", "HEADER", "Miss", "call_key", "describe_miss", "distance", "labels", "tensor_descriptor",
-           "value_descriptor"]
+__all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
+           "distance", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]

@@ -8,7 +8,8 @@ on the call's arguments (shapes, dtypes, Python numbers, structure). The index i
   value, never by identity; a function reading what has no such description is not indexed;
 - the call's description: grad mode, the default dtype, the arguments' structure and each leaf's
   descriptor (a tensor's shape, dtype, requires_grad, ``.grad``, hooks and device; a number's type and
-  value), and which leaves are the same tensor;
+  value; a numpy array's shape, dtype and a SHA-256 of its values, which its trace may have baked
+  in), and which leaves are the same tensor;
 - the backend, its version and options, the ``JITGRAD_*`` settings, and the versions the disk cache
   keys everything by (jitgrad's source files, numba, llvmlite, Python) and numpy's.
 
@@ -23,6 +24,7 @@ another key. Every decision is said with ``JITGRAD_LOG=cache``.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any, Callable
@@ -72,8 +74,11 @@ def _leaf(value: Any) -> list:
         return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device)]
     if type(value) in _PLAIN:
         return [type(value).__name__, repr(value)]
-    if type(value) is np.ndarray:
-        return ["array", list(value.shape), value.dtype.str]
+    if type(value) is np.ndarray:  # its values too, as its in-process guard has them (guards.array_contents)
+        contents = guards.array_contents(value)
+        if contents is None:
+            raise NotIndexed("an argument is a numpy array that is not guarded by value")
+        return ["array", list(value.shape), value.dtype.str, hashlib.sha256(contents).hexdigest()]
     raise NotIndexed(f"an argument is a {type(value).__qualname__}, described in a process only by identity")
 
 
