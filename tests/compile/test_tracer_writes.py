@@ -61,6 +61,59 @@ def test_a_write_through_a_view_of_an_argument_is_refused_and_the_step_runs_eage
     assert_close(w, we)
 
 
+def _overlapping_views():
+    base = jg.arange(6.0)
+    return base[:4], base[2:]
+
+
+def _base_and_view():
+    base = jg.arange(6.0)
+    return base, base[1:3]
+
+
+def _one_array_twice():
+    a = jg.arange(4.0)
+    return a, a.detach()      # two tensors over one numpy array
+
+
+def _write_then_read(a, b):
+    with jg.no_grad():
+        a.add_(10.0)
+    return (b * 1.0).sum()
+
+
+def _read_write_read(a, b):
+    s = (b * 1.0).sum()
+    with jg.no_grad():
+        b.mul_(2.0)
+    return s + a.sum()
+
+
+@pytest.mark.parametrize("make", [_overlapping_views, _base_and_view, _one_array_twice],
+                         ids=["overlapping views", "base and view", "one array twice"])
+@pytest.mark.parametrize("fn", [_write_then_read, _read_write_read], ids=["write, read", "read, write, read"])
+def test_a_write_into_an_input_sharing_memory_with_another_runs_eagerly_and_says_so(make, fn):
+    """The program reads every input before writing any; eager sees a write through the other view at
+    once. Before the check, these calls returned the sums of the old values, silently."""
+    from jitgrad.compile import CompileError, CompileWarning
+    compiled = jg.compile(fn, cache=False)
+    eager_args, args = make(), make()
+    with pytest.warns(CompileWarning, match="shares memory with another input"):
+        result = compiled(*args)
+    assert_close(result, fn(*eager_args))
+    for got, want in zip(args, eager_args):
+        assert_close(got, want)
+    with pytest.raises(CompileError, match="cannot run this call: it writes in place into an input that shares"):
+        jg.compile(fn, cache=False, fullgraph=True)(*make())
+
+
+def test_inputs_sharing_memory_that_are_only_read_still_run_compiled():
+    compiled = jg.compile(lambda a, b: (a * b).sum(), cache=False, fullgraph=True)
+    base = jg.arange(6.0)
+    assert_close(compiled(base[:4], base[2:]), (base[:4] * base[2:]).sum())
+    assert compiled.programs
+
+
 def test_template_filler_rebuilds_every_kind_of_container():
     """A compiled function's result is rebuilt by one generated expression per template: slots wrapped
     by index, tuples (empty and of one), lists, dicts, named tuples and constants as they were."""
