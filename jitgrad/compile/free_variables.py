@@ -81,6 +81,10 @@ def code_names(code: types.CodeType) -> frozenset[str]:
     return frozenset(names)
 
 
+# Names whose use lets code read globals, or a module's attributes, that it does not name: the walk then
+# takes every one (of the function's module, or of each user module it reaches).
+_READ_ANY_GLOBAL = frozenset({"globals", "eval", "exec"})
+_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "eval", "exec"})
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
 
 
@@ -156,7 +160,10 @@ class _Walker:
             self.found.snapshots.append(Snapshot(source, "cell", cell, None, value))
             self.value(value, source, names)
         module_globals = fn.__globals__
-        for name in sorted(global_names(code)):
+        read = global_names(code)
+        if read & _READ_ANY_GLOBAL:   # ``globals()["scale"]``, ``eval("scale")``: any global may be read
+            read = read | {name for name in module_globals if name != "__builtins__"}
+        for name in sorted(read):
             value = module_globals.get(name, MISSING)
             source = Source("global", module_globals, name)
             self.found.snapshots.append(Snapshot(source, "global", module_globals, name, value))
@@ -231,6 +238,8 @@ class _Walker:
                 self.found.guards.append((source, "value", frozenset(value)))
         elif kind is types.ModuleType:
             if not _library(value.__name__):
+                if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
+                    names = names | set(value.__dict__)
                 for name in sorted(names):
                     if name in value.__dict__:
                         self.value(value.__dict__[name], source.attr(name), names)

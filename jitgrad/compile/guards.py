@@ -74,6 +74,11 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
+    if kind is set:   # by its items (the walk guards only sets of plain values); an identity would miss an add
+        try:
+            return (kind, frozenset(value))
+        except TypeError:
+            pass
     if kind.__eq__ is not object.__eq__:
         try:
             hash(value)

@@ -172,6 +172,45 @@ def test_a_global_number_is_guarded_and_the_log_names_it():
         SCALES["s"] = 2.0
 
 
+def test_a_global_read_through_globals_is_guarded():
+    """The code names ``globals``, not the global: every global of its module is guarded then (a module
+    of its own here, so that the walk stays small)."""
+    namespace = {"SCALE": 2.0}
+    exec("def f(x):\n    return (x * globals()['SCALE']).sum()\n", namespace)
+    f = namespace["f"]
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = inputs()
+    assert_close(compiled(x), f(x))
+    namespace["SCALE"] = 5.0
+    assert_close(compiled(x), f(x))
+    assert "global 'SCALE': value was 2.0, now 5.0" in compiled.log[-1]
+
+
+def test_a_module_attribute_read_by_a_computed_name_is_guarded():
+    config = types.ModuleType("user_config")
+    config.SCALE = 2.0
+
+    def f(x):
+        return (x * vars(config)["SCALE"] + getattr(config, "SC" + "ALE")).sum()
+    compiled = jg.compile(f, cache=False)
+    x = inputs()
+    assert_close(compiled(x), f(x))
+    config.SCALE = 5.0
+    assert_close(compiled(x), f(x))
+
+
+def test_a_set_read_from_outside_is_guarded_by_its_items():
+    scales = {1.0, 2.0}
+
+    def f(x):
+        return (x * max(scales)).sum()
+    compiled = jg.compile(f, cache=False)
+    x = inputs()
+    assert_close(compiled(x), f(x))
+    scales.add(4.0)
+    assert_close(compiled(x), f(x))
+
+
 def _set_attribute(record, value):
     record.scale = value
 
