@@ -185,7 +185,6 @@ class StepProgram:
     def run(self, inputs: list) -> Any:
         flat = run_lowered(self.lowered, arrays_of(self.numbers.extend(inputs)))
         _, grads, writes = self.template
-        value = self._fill_result(flat, as_tensor)
         for index, slot in writes.items():
             tensor = inputs[index]
             placement.write_back(tensor, flat[slot.index])
@@ -194,7 +193,7 @@ class StepProgram:
             tensor = inputs[index]
             tensor._grad = None if slot is None else \
                 Tensor._make(placement.to_device_of(tensor._data, flat[slot.index]))
-        return value
+        return self._fill_result(flat, as_tensor, inputs)   # after the writes: a view of an input sees them
 
 
 __all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "arrays_of", "as_tensor", "logs", "no_numbers",

@@ -457,7 +457,7 @@ class CompiledFunction:
         from .capture import Unsupported, capture
         from .loss_program import loss_program
         from .lowering import lower
-        from .templates import flatten_output, with_tuple_types
+        from .templates import alias_inputs, flatten_output, with_tuple_types
         captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
@@ -476,6 +476,8 @@ class CompiledFunction:
         if captured.kind == "step":
             graph = captured.graph
             result, grads, writes = flatten_output(graph)
+            result = alias_inputs(result, graph, [inp.name for inp in captured.inputs], writes, captured.returned,
+                                  captured.returned_requires_grad)
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)

@@ -37,7 +37,7 @@ _READERS = {"tensor": "{0}", "array": "{0}", "number": "{0}", "value": "_value({
 HEADER = 3   # grad mode, default dtype, the arguments' spec
 # The largest numpy array guarded by value (its bytes are copied and hashed at every call); a function
 # reading a larger one, or one of Python objects, runs eagerly (``array_contents``).
-ARRAY_GUARD_BYTES = 1 << 22
+ARRAY_GUARD_BYTES = 1 << 20
 
 
 def tensor_descriptor(t: Tensor) -> tuple:

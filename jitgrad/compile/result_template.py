@@ -1,8 +1,8 @@
 """A program's result template at run time: each call rebuilds the value the function returned
 around the flat tuple its lowered graph returns.
 
-A template is the returned value with a ``Slot`` for each output array and a ``TupleOf`` for each
-tuple of a subclass; ``templates.py`` makes one from a traced graph, the warm-start index reads one
+A template is the returned value with a ``Slot`` for each output array, an ``InputAlias`` for each
+output that is an input or a view of one, and a ``TupleOf`` for each tuple of a subclass; ``templates.py`` makes one from a traced graph, the warm-start index reads one
 back from disk. Nothing here imports ``jitgrad.fx``: a warm process rebuilds results without it.
 """
 from __future__ import annotations
@@ -27,8 +27,32 @@ class TupleOf(tuple):
         return template
 
 
+class InputAlias:
+    """A result the function returned as one of its inputs, or as a view of one (``x.t()``, ``w[0]``,
+    ``x.detach()``): eager mode returns memory shared with the input, so a call makes the same views
+    of the input, after its in-place writes, rather than handing out the kernel's copy. ``same``: the
+    input object itself; ``views``: ``(op, args, kwargs)`` run on it in turn under ``no_grad``."""
+
+    def __init__(self, index: int, views: tuple, same: bool) -> None:
+        self.index, self.views, self.same = index, views, same
+
+    def of(self, inputs: Sequence[Any]) -> Any:
+        from ..autograd.grad_mode import no_grad
+        from ..tensor import Tensor
+        value = inputs[self.index]
+        if self.same:
+            return value
+        if not self.views:   # ``x.detach()``, ``x.data``: a new tensor over the input's memory
+            return Tensor._make(value._data)
+        with no_grad():
+            for op, args, kwargs in self.views:
+                value = op(value, *args, **kwargs)
+        return value
+
+
 def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, Any], Any]], Any]:
-    """A function ``fill(values, wrap)``: the template with slot ``i`` replaced by ``wrap(i, values[i])``.
+    """A function ``fill(values, wrap, inputs=None)``: the template with slot ``i`` replaced by
+    ``wrap(i, values[i])`` and each ``InputAlias`` by its view of ``inputs``.
 
     Written once per template as one Python expression (``(wrap(0, values[0]), [wrap(1, values[1])])``):
     every call of a compiled function rebuilds its result, and walking the template on each call cost
@@ -43,6 +67,8 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
         kind = type(part)
         if kind is Slot:
             return f"wrap({part.index}, values[{part.index}])"
+        if kind is InputAlias:
+            return f"{constant(part)}.of(inputs)"
         if kind is tuple:
             return "(" + "".join(f"{expression(v)}, " for v in part) + ")"
         if kind is list:
@@ -52,8 +78,8 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
         if kind is dict:
             return "{" + ", ".join(f"{constant(k)}: {expression(v)}" for k, v in part.items()) + "}"
         return constant(part)
-    source = f"lambda values, wrap: {expression(template)}"
+    source = f"lambda values, wrap, inputs=None: {expression(template)}"
     return eval(source, {f"c{i}": value for i, value in enumerate(constants)})  # noqa: S307 - our own source
 
 
-__all__ = ["Slot", "TupleOf", "template_filler"]
+__all__ = ["InputAlias", "Slot", "TupleOf", "template_filler"]

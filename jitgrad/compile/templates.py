@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..fx.graph import Graph
-from ..fx.node import Node, iter_leaves
+from ..fx.node import Node, Opcode, iter_leaves
 from ..tensor import Tensor
-from .result_template import Slot, TupleOf
+from .result_template import InputAlias, Slot, TupleOf
 
 
 def make_template(value: Any, leaves: list[Node]) -> Any:
@@ -65,6 +65,47 @@ def flatten_output(graph: Graph) -> Any:
     return template
 
 
+def _viewed(node: Node) -> tuple[Node, list[tuple]]:
+    """The node ``node`` is a chain of view ops of (itself when none), and the chain's ops, first first."""
+    views = []
+    while node.op is Opcode.CALL_FUNCTION and getattr(node.target, "view", False) and node.target.name != "split" \
+            and node.args and isinstance(node.args[0], Node) \
+            and not any(isinstance(v, Node) for v in iter_leaves((node.args[1:], node.kwargs), Node)):
+        views.append((node.target, tuple(node.args[1:]), dict(node.kwargs)))
+        node = node.args[0]
+    return node, views[::-1]
+
+
+def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict, returned: list,
+                 requires_grad: list) -> Any:
+    """The result template of a flattened step graph with each output that is an input, or a chain of
+    view ops of one (of its value after the step's in-place writes too), as an ``InputAlias``: eager
+    mode returns memory shared with the input. ``returned`` and ``requires_grad`` are per tensor leaf
+    of the result, as ``Captured`` has them. An output that requires grad keeps its slot."""
+    outputs = graph.output_node.args[0]
+    inputs = {name: i for i, name in enumerate(input_names)}
+    written = {outputs[slot.index]: index for index, slot in writes.items()}
+    position = iter(range(len(returned)))
+
+    def visit(part: Any) -> Any:
+        kind = type(part)
+        if kind is Slot:
+            k = next(position)
+            if requires_grad[k]:
+                return part
+            base, views = _viewed(outputs[part.index])
+            index = inputs.get(base.name) if base.op is Opcode.PLACEHOLDER else written.get(base)
+            if index is None:
+                return part
+            return InputAlias(index, tuple(views), same=not views and returned[k] == index)
+        if kind is tuple or kind is list:
+            return kind(visit(v) for v in part)
+        if kind is dict:
+            return {key: visit(v) for key, v in part.items()}
+        return part
+    return visit(result)
+
+
 def slots(template: Any) -> list[int]:
     """The slot indices of a template, in the order ``tensor_leaves`` walks the value it stands for."""
     return [slot.index for slot in iter_leaves(template, Slot)]
@@ -74,4 +115,4 @@ def tensor_leaves(value: Any) -> list[Tensor]:
     return list(iter_leaves(value, Tensor))
 
 
-__all__ = ["flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types", "with_tuple_types"]
+__all__ = ["alias_inputs", "flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types", "with_tuple_types"]

@@ -1,0 +1,71 @@
+"""A compiled step's outputs that are its inputs, or views of them, share the input's memory as eager
+mode's do: a write through one is seen through the other. Before, every output was the kernel's own
+array, so ``y = f(x); y.add_(1)`` left ``x`` unchanged where eager changes it, silently."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from compile_helpers import assert_close
+
+CASES = {  # name -> the function, returning one tensor
+    "transpose": lambda x: x.t(),
+    "slice of a transpose": lambda x: x.t()[1:],
+    "row": lambda x: x[0],
+    "reshape": lambda x: x.reshape(6),
+    "unsqueeze then expand": lambda x: x.unsqueeze(0).expand(2, 2, 3),
+    "detach": lambda x: x.detach(),
+    "the input": lambda x: x,
+    "a new value": lambda x: x * 2.0,
+    "reshape of a transpose (a copy)": lambda x: x.t().reshape(6),
+}
+
+
+def _after_write(fn, x):
+    y = fn(x)
+    with jg.no_grad():
+        y.add_(1.0)
+    return y
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_an_output_shares_memory_with_its_input_exactly_when_eager_says_so(name):
+    fn = CASES[name]
+    compiled = jg.compile(fn, cache=False, fullgraph=True)
+    for _ in range(2):   # the first call traces; the second runs the program
+        x, xe = jg.arange(6.0).reshape(2, 3), jg.arange(6.0).reshape(2, 3)
+        y, ye = compiled(x), fn(xe)
+        assert np.shares_memory(y.numpy(), x.numpy()) == np.shares_memory(ye.numpy(), xe.numpy())
+        assert (y is x) == (ye is xe)
+        assert y.shape == ye.shape
+        if name != "unsqueeze then expand":   # several elements over one: not writable, as in PyTorch
+            y, ye = _after_write(compiled, x), _after_write(fn, xe)
+            assert_close(x, xe)
+            assert_close(y, ye)
+
+
+def test_a_view_of_an_input_written_in_place_shows_the_write():
+    def step(w):
+        with jg.no_grad():
+            w.mul_(2.0)
+        return w[1:], w
+    compiled = jg.compile(step, cache=False, fullgraph=True)
+    for _ in range(2):
+        w, we = jg.ones(3), jg.ones(3)
+        (view, same), (view_e, _) = compiled(w), step(we)
+        assert same is w
+        assert_close(view, view_e)
+        with jg.no_grad():
+            view[0] = 7.0
+            view_e[0] = 7.0
+        assert_close(w, we)
+
+
+def test_a_view_of_a_captured_tensor_is_that_tensors_memory():
+    table = jg.arange(4.0)
+    compiled = jg.compile(lambda: table[2:], cache=False, fullgraph=True)
+    for _ in range(2):
+        view = compiled()
+        assert np.shares_memory(view.numpy(), table.numpy())
+        assert not view.requires_grad
