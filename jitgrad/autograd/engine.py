@@ -111,13 +111,19 @@ class GraphTask:
         while callbacks:
             callbacks.pop(0)()
 
-    def record_grad(self, tensor: Tensor) -> None:
-        """Remembers ``tensor.grad`` as it was before this task first wrote it (for rollback)."""
-        self.grad_journal.setdefault(id(tensor), (tensor, tensor._grad))
+    def record_grad(self, tensor: Tensor, in_place: bool = False) -> None:
+        """Remembers ``tensor.grad`` as it was before this task first wrote it (for rollback), and its
+        values where the write will add into its memory (``AccumulateGrad.in_place``)."""
+        if id(tensor) not in self.grad_journal:
+            old = tensor._grad
+            values = old._data.copy() if in_place and old is not None and type(old._data) is np.ndarray else None
+            self.grad_journal[id(tensor)] = (tensor, old, values)
 
     def roll_back(self) -> None:
-        for tensor, old in self.grad_journal.values():
+        for tensor, old, values in self.grad_journal.values():
             tensor._grad = old
+            if values is not None:
+                old._data[...] = values
 
     def compute_dependencies(self, root: Node) -> None:
         dependencies, seen, stack = self.dependencies, {root}, [root]
@@ -452,7 +458,7 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
         if info is None or not info.needed:
             return
     if type(fn) is AccumulateGrad:
-        task.record_grad(fn.variable)
+        task.record_grad(fn.variable, fn.in_place)
     if anomaly_mode.state.enabled:
         try:
             outputs = call_function(task, fn, grads)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import anomaly_mode, backward_replay, forward_ad, provided
-from .graph import AccumulateGrad, Edge, Node, add_arrays
+from .graph import AccumulateGrad, Edge, Node, add_arrays, add_in_place
 
 # sys.getrefcount of an array held by one local variable (and by getrefcount's own argument)
 _ONLY_HERE = 2
@@ -217,7 +217,8 @@ def _commit(leaves: dict) -> None:
         with leaf._lock:
             old = variable._grad
             if old is not None:
-                variable._grad = Tensor._make(add_arrays(old._data, grad))
+                if not (leaf.in_place and add_in_place(old, grad)):
+                    variable._grad = Tensor._make(add_arrays(old._data, grad))
             elif _private(grad):
                 variable._grad = Tensor._make(grad)
             else:

@@ -19,7 +19,7 @@ from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
 from ..tensor import Tensor, is_tensor
-from .versions import refresh_view
+from .versions import increment_version, refresh_view
 
 MAX_SEQUENCE_NR = 2**64 - 1
 
@@ -226,7 +226,7 @@ class AccumulateGrad(Node):
     """The node of a leaf: sums arriving gradients into ``variable.grad``. One per leaf, shared by
     every use of the leaf, and run as soon as it is ready (largest sequence number)."""
 
-    __slots__ = ("variable", "_lock")
+    __slots__ = ("variable", "_lock", "in_place")
 
     def __init__(self, variable: "Tensor") -> None:
         """``Node.__init__`` written out: a leaf's AccumulateGrad lives as long as a graph using the leaf,
@@ -238,6 +238,7 @@ class AccumulateGrad(Node):
         self._pre_hooks = self._post_hooks = self._tensor_pre_hooks = self._retains_grad = None
         self.variable = variable
         self._lock = threading.Lock()
+        self.in_place = True   # a tracer turns it off: it records each sum as a new value (fx.Tracer)
         data = variable._data
         if type(data) is np.ndarray:
             slots = _ONE_CPU_SLOT.get((data.shape, data.dtype))
@@ -296,9 +297,25 @@ class AccumulateGrad(Node):
                 variable._grad = old + grad if old is not None else \
                     type(grad)._make(copy_array(grad._data)) if copy else grad
             elif old is not None:
-                variable._grad = type(grad)._make(add_arrays(old._data, grad._data))
+                if not (self.in_place and add_in_place(old, grad._data)):
+                    variable._grad = type(grad)._make(add_arrays(old._data, grad._data))
             else:
                 variable._grad = type(grad)._make(np.array(grad._data, copy=True)) if copy else grad
+
+
+def add_in_place(grad: "Tensor", new: np.ndarray) -> bool:
+    """``grad += new`` into the existing ``.grad``'s memory, as PyTorch's AccumulateGrad adds with grad
+    mode off: whoever holds the ``.grad`` tensor (``g = p.grad`` before another backward, an optimizer
+    that kept it) sees the sum, and its version counter moves. False, and nothing done, where the
+    array cannot take it (read-only, another shape or dtype, memory shared with ``new``): the caller
+    makes a new ``.grad`` then."""
+    old = grad._data
+    if type(old) is not np.ndarray or not old.flags.writeable or old.shape != new.shape \
+            or old.dtype != new.dtype or np.may_share_memory(old, new):
+        return False
+    np.add(old, new, out=old)
+    increment_version(grad)
+    return True
 
 
 def add_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -393,8 +410,8 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
                            "require gradients")
     return GradientEdge(*edge)
 
-# PyTorch's torch.autograd.graph spells these here too; they live in modules of their own.
+# PyTorch's torch.autograd.graph spells these here too (and increment_version, imported above); they live
+# in modules of their own.
 from .multi_grad_hooks import register_multi_grad_hook  # noqa: E402,F401
 from .saved_tensor import save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
-from .versions import increment_version  # noqa: E402,F401
 from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

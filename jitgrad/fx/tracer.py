@@ -373,6 +373,7 @@ class Tracer:
         copies or adds arrays directly, outside the registry, so its hooks tell the tracer instead:
         a first gradient is the incoming one, a later one is ``add(old, incoming)``."""
         accumulator = grad_accumulator(leaf)
+        accumulator.in_place = False   # a sum into the borrowed .grad's memory would be neither seen nor undone
         self._alive.append(accumulator)
         before: dict[str, Tensor | None] = {}
 

@@ -148,6 +148,47 @@ class TestImplicitSummation:
         (x * x).sum().backward()
         assert np.allclose(x.grad.numpy(), 2 * first)
 
+    @pytest.mark.parametrize("observed", [False, True], ids=["fast path", "engine (a tensor hook)"])
+    def test_a_later_gradient_is_added_into_the_existing_grad_as_pytorch_does(self, observed):
+        """With grad mode off AccumulateGrad adds into ``.grad``'s memory: a ``.grad`` held across
+        backwards (``g = p.grad``, an optimizer's reference) sees the sum, and its version moves."""
+        torch = pytest.importorskip("torch")
+        results = []
+        for lib in (jg, torch):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            if observed:
+                x.register_hook(lambda g: g)
+            (x * 2).sum().backward()
+            held, version = x.grad, x.grad._version
+            (x * 3).sum().backward()
+            results.append((held is x.grad, held.tolist(), x.grad._version > version))
+        assert results[0] == results[1] == (True, [5.0, 5.0], True)
+
+    def test_the_one_node_path_and_a_held_read_only_grad(self):
+        x = leaf(1.0, 2.0)
+        x.sum().backward()   # a graph of one node before the leaf: the engine's one-node path
+        held = x.grad
+        x.sum().backward()
+        assert held is x.grad and held.tolist() == [2.0, 2.0]
+        x.grad = jg.from_numpy(np.broadcast_to(np.array([1.0]), (2,)))   # memory no sum can go into
+        before = x.grad
+        x.sum().backward()
+        assert x.grad is not before and x.grad.tolist() == [2.0, 2.0] and before.tolist() == [1.0, 1.0]
+
+    def test_a_failing_backward_leaves_an_added_into_grad_as_it_was(self):
+        x, z = leaf(1.0, 2.0), leaf(3.0, 4.0)
+        (z * 2).sum().backward()
+        held = z.grad
+
+        def fail(grad):
+            raise RuntimeError("hook failed")
+        y = x * 3
+        y.register_hook(fail)
+        loss = (y + z).sum()   # z's accumulator runs (it is ready first) before y's hook fails
+        with pytest.raises(RuntimeError, match="hook failed"):
+            loss.backward()
+        assert z.grad is held and held.tolist() == [2.0, 2.0] and x.grad is None
+
     def test_broadcast_gradient_is_summed_to_the_input_shape(self):
         b = jg.tensor(np.ones((3, 1)), requires_grad=True)
         (b * jg.ones(4)).sum().backward()
