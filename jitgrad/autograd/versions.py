@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..device import may_share_memory
-from . import provided
+from . import grad_mode, provided
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -33,23 +33,33 @@ def increment_version(tensor: "Tensor") -> None:
 
 def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]) -> None:
     """Outputs of a view op that share ``base``'s memory share its version counter too, and remember
-    how they were taken from the root base: ``_view = (root, version, chain)`` with ``chain`` the view
-    ops from the root, as ``(op, attrs, output index or None)``."""
+    how they were taken from the root base: ``_view = (root, version, chain, creation)`` with ``chain``
+    the view ops from the root, as ``(op, attrs, output index or None)``, and ``creation`` what PyTorch's
+    ``CreationMeta`` records against in-place changes: ``NO_GRAD_VIEW`` for a view made with grad mode
+    off, ``MULTI_OUTPUT_VIEW`` for one of several views one op returns (``split``), inherited by views
+    of views; None otherwise."""
     if base._view is not None:
-        root, _, chain = base._view
+        root, _, chain, creation = base._view
     else:
-        root, chain = base, ()
+        root, chain, creation = base, (), None
+    if creation is None:
+        creation = NO_GRAD_VIEW if not grad_mode.state.grad_enabled else \
+            MULTI_OUTPUT_VIEW if len(outputs) > 1 else None
     counter = version_counter(base)
     for index, out in enumerate(outputs):
         if may_share_memory(out._data, base._data):
             out._version_counter = counter
-            out._view = (root, counter[0], chain + ((op, attrs, index if len(outputs) > 1 else None),))
+            out._view = (root, counter[0], chain + ((op, attrs, index if len(outputs) > 1 else None),), creation)
+
+
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
 
 
 def view_positions(tensor: "Tensor") -> np.ndarray:
     """For a view, the flat position in its root base of each of its elements (the view ops replayed
     on an array of positions)."""
-    root, _, chain = tensor._view
+    root, _, chain, _ = tensor._view
     positions = np.arange(root._data.size).reshape(root._data.shape)
     for op, attrs, index in chain:
         positions = op.forward(positions, **attrs)
@@ -64,14 +74,14 @@ def refresh_view(tensor: "Tensor") -> None:
     view = tensor._view
     if view is None or not tensor._requires_grad or tensor._version_counter[0] == view[1]:
         return
-    root, _, chain = view
+    root, _, chain, creation = view
     value = root
     for op, attrs, index in chain:
         value = op(value, **attrs)
         if index is not None:
             value = value[index]
     tensor._grad_fn, tensor._output_nr = value._grad_fn, value._output_nr
-    tensor._view = (root, tensor._version_counter[0], chain)
+    tensor._view = (root, tensor._version_counter[0], chain, creation)
     provided.note_alias(tensor, value)
 
 

@@ -243,7 +243,7 @@ class Tracer:
     def _retake_view(self, view: Tensor) -> Node:
         """A view whose base was written in place since it was bound holds the base's new values: its
         view ops are replayed on the base's current node."""
-        root, _, chain = view._view
+        root, _, chain, _ = view._view
         with grad_mode.no_grad():
             value = root
             for op, attrs, index in chain:

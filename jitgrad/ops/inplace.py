@@ -8,13 +8,16 @@ node that saved the old value refuses to run. Through a view, the root base's hi
 """
 from __future__ import annotations
 
+import re
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
-from ..autograd.versions import increment_version, refresh_view, view_positions
+from ..autograd.versions import (MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, increment_version, refresh_view,
+                                 view_positions)
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
@@ -52,12 +55,47 @@ def _check_not_inference(tensor: Tensor) -> None:
                            "a clone to get a normal tensor before doing inplace update.")
 
 
+def _check_view_creation(view: Tensor) -> None:
+    """PyTorch's refusals of an in-place change, with grad mode on, to a view whose history could not be
+    rebuilt unambiguously (its ``CreationMeta``, ``versions.mark_views``)."""
+    creation = view._view[3]
+    if creation == NO_GRAD_VIEW:
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+            "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+            "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+            "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+    if creation == MULTI_OUTPUT_VIEW:
+        fn = view._grad_fn   # PyTorch names the forward: SplitBackward0 -> Split
+        name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a view op"
+        raise RuntimeError(
+            f"Output {view._output_nr} of {name} is a view and is being "
+            "modified inplace. This view is the output of a function that returns multiple views. Such "
+            "functions do not allow the output views to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one.")
+
+
+def _rebase(tensor: Tensor, result: Tensor) -> None:
+    """``tensor``'s history becomes ``result``'s; a ``retain_grad()`` moves with it, as in PyTorch (its
+    ``.grad`` is then the gradient of the value after the change)."""
+    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
+    tensor._grad_fn, tensor._output_nr, tensor._requires_grad = result._grad_fn, result._output_nr, True
+    if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
+        if old_fn._retains_grad:
+            old_fn._retains_grad.pop(old_nr, None)
+        tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
+
+
 def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
     """Runs ``op(self, *args)`` and writes the result into ``self``'s memory."""
     _check_not_inference(self)
     recording = _involves_grad(self, args)
     if recording and self._grad_fn is None and self._requires_grad:
         raise RuntimeError(_LEAF_ERROR)
+    view = self._view
+    if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
+            and (recording or view[0]._requires_grad):   # a no_grad view's own requires_grad is False
+        _check_view_creation(self)
     if self._view is not None and (recording or forward_ad.state.level is not None):
         return _apply_through_view(name, self, op, recording, *args, **kwargs)
     if recording:
@@ -68,7 +106,7 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
         result = op(self, *args, **kwargs)
     _write(name, self, result)
     if recording and result._grad_fn is not None:
-        self._grad_fn, self._output_nr, self._requires_grad = result._grad_fn, result._output_nr, True
+        _rebase(self, result)
     return self
 
 
@@ -132,8 +170,8 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     _write(name, view, result)
     note_alias(root, new_root)
     if recording:
-        root._grad_fn, root._output_nr, root._requires_grad = new_root._grad_fn, new_root._output_nr, True
-        view._grad_fn, view._output_nr, view._requires_grad = result._grad_fn, result._output_nr, True
+        _rebase(root, new_root)
+        _rebase(view, result)
     view._view = view._view[:1] + (view._version_counter[0],) + view._view[2:]
     return view
 

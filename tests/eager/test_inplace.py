@@ -150,3 +150,52 @@ def test_fill_and_zero_cut_the_gradient():
     h.fill_(2.0)
     (h * x).sum().backward()
     assert h.grad_fn.name() == "FillBackward2" and np.allclose(x.grad.numpy(), [2.0, 2.0])
+
+
+def _no_grad_view_written_in_grad_mode(lib):
+    base = lib.ones(3, requires_grad=True) * 1.0
+    with lib.no_grad():
+        view = base[:2]
+    view.mul_(5.0)
+
+
+def _split_output_written(lib):
+    first, _ = (lib.ones(4, requires_grad=True) * 1.0).split(2)
+    first.mul_(2.0)
+
+
+@pytest.mark.parametrize("write", [_no_grad_view_written_in_grad_mode, _split_output_written],
+                         ids=["a view made under no_grad", "one of split's views"])
+def test_an_in_place_change_whose_history_pytorch_refuses_is_refused_with_its_message(write):
+    """Before, the no_grad view's change was not recorded, and the base's gradient came out without it,
+    silently."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as expected:
+        write(torch)
+    with pytest.raises(RuntimeError) as got:
+        write(jg)
+    assert str(got.value) == str(expected.value)
+
+
+def test_views_made_and_changed_in_one_mode_are_fine():
+    base = jg.ones(3, requires_grad=True)
+    with jg.no_grad():
+        base[:2].mul_(3.0)          # both inside no_grad: an untracked update
+    first, second = jg.ones(4).split(2)
+    first.mul_(2.0)                 # nothing requires grad
+    assert base.tolist() == [3.0, 3.0, 1.0] and first.tolist() == [2.0, 2.0]
+
+
+def test_retain_grad_follows_an_in_place_change_as_in_pytorch():
+    """The retained ``.grad`` is the gradient of the value after the change (it was the one before)."""
+    torch = pytest.importorskip("torch")
+    found = []
+    for lib in (jg, torch):
+        a = lib.ones(3, requires_grad=True)
+        y = a * 2.0
+        y.retain_grad()
+        y.mul_(3.0)
+        y[1:].add_(1.0)              # through a view: the base's retained gradient moves too
+        (y * y).sum().backward()
+        found.append((y.grad.tolist(), a.grad.tolist()))
+    assert found[0] == found[1]
