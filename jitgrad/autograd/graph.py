@@ -381,6 +381,14 @@ def _one_cpu_slot(shape: tuple[int, ...], dtype: np.dtype) -> tuple[InputMetadat
     return slots
 
 
+def move_retained_grad(tensor: "Tensor", old_fn: Node, old_output_nr: int) -> None:
+    """After an in-place change gave ``tensor`` a new ``grad_fn``: its ``retain_grad()`` leaves the node
+    before the change for the new one, as PyTorch moves it."""
+    if old_fn._retains_grad:
+        old_fn._retains_grad.pop(old_output_nr, None)
+    tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
+
+
 def gradient_edge(tensor: "Tensor") -> Edge | None:
     """Where a gradient for ``tensor`` must be sent: its grad_fn's slot, or its AccumulateGrad."""
     if tensor._view is not None:

@@ -9,13 +9,13 @@ node that saved the old value refuses to run. Through a view, the root base's hi
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
+from ..autograd.graph import move_retained_grad
 from ..autograd.versions import (MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, increment_version, refresh_view,
                                  view_positions)
 from ..device import copy_array, copy_into, device_of
@@ -81,9 +81,7 @@ def _rebase(tensor: Tensor, result: Tensor) -> None:
     old_fn, old_nr = tensor._grad_fn, tensor._output_nr
     tensor._grad_fn, tensor._output_nr, tensor._requires_grad = result._grad_fn, result._output_nr, True
     if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
-        if old_fn._retains_grad:
-            old_fn._retains_grad.pop(old_nr, None)
-        tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
+        move_retained_grad(tensor, old_fn, old_nr)
 
 
 def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
