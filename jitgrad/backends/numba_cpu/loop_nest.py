@@ -375,15 +375,16 @@ class LoopNest(FusedLoop):
     # ---- a large full reduction with short rows: one flat range --------------------------------------
     def flat_fold(self, spec: Reduction) -> str | None:
         """The vector fold ``accumulate_flat`` folds with, where it applies: a one-pass reduction of
-        everything over a large loop whose rows are too short to fold in vectors (K14's
-        ``tanh(a @ b).sum()`` over rows of 16 float32: a row buffer filled and folded per row took
-        1.0 ms of the step for 1M elements, the flat loop 0.45), every array the group reads or stores
-        C-contiguous and of the loop's shape (or one element), so that one flat index reads them all.
-        None otherwise."""
+        everything over a large loop that is not a 2-d loop of rows long enough to fold in vectors
+        (``accumulate_in_lanes``), every array the group reads or stores C-contiguous and of the loop's
+        shape (or one element), so that one flat index reads them all. Such a loop otherwise folded
+        rows of 16 float32 through a row buffer each (K14's ``tanh(a @ b).sum()``: 1.0 ms of the step for
+        1M elements, 0.45 flat), or, of rank 3 and more, into one running value per outer index, a chain
+        of dependent adds that LLVM may not vectorize (K3's ``((a @ b) ** 2).sum()``). None otherwise."""
         red = self.reduction
         if red.target.lower.first is not None or self.kept() != 0 or self.rank < 2 or not self.large():
             return None
-        if self.after_row is not None or self.row_into is not None or self.vector_fold(spec) is not None:
+        if self.after_row is not None or self.row_into is not None or (self.in_lanes() and self.vector_fold(spec)):
             return None
         if self.flat_arrays() is None:
             return None
