@@ -1,6 +1,7 @@
 """One fusion group as one loop nest: elementwise members as scalars inside the loop, stores of the values
 read outside it, and the group's reduction accumulated in the same loop (or, for a large row
-reduction, in a second loop over a row buffer, with several running values)."""
+reduction, in a second loop over a row buffer, with several running values; for a large reduction
+of everything that is not one of long rows, over the flat elements in blocks folded in vectors)."""
 from __future__ import annotations
 
 import math
@@ -384,8 +385,9 @@ class LoopNest(FusedLoop):
         red = self.reduction
         if red.target.lower.first is not None or self.kept() != 0 or self.rank < 2 or not self.large():
             return None
-        if self.after_row is not None or self.row_into is not None or (self.in_lanes() and self.vector_fold(spec)):
-            return None
+        if self.after_row is not None or self.row_into is not None or self.given or (
+                self.in_lanes() and self.vector_fold(spec)):
+            return None   # (``given``: values written at the row loop's index, ``row_fusion``)
         if self.flat_arrays() is None:
             return None
         return self.fold_kind(spec)
@@ -403,8 +405,6 @@ class LoopNest(FusedLoop):
                 values = [node] if "buffer" in node.meta else []
                 values += [v for v in node.args if isinstance(v, Node) and v not in self.members]
             for value in values:
-                if value in self.given:
-                    return None
                 shape = kernel_shape(tuple(value.meta["shape"]))
                 if all(s == 1 for s in shape):
                     continue
