@@ -15,11 +15,14 @@ from lowering_helpers import interpreted, lowered
 ROWS, COLUMNS = 4099, 16           # rows of 128 bytes in float64; chunks of 4,099 elements: a short last block
 assert ROWS * COLUMNS >= PARALLEL_ELEMENTS and (ROWS * COLUMNS // FLAT_CHUNKS) % FLAT_BLOCK != 0
 VALUES = np.random.default_rng(3).uniform(-2.0, 2.0, (ROWS, COLUMNS))
+CUBE = np.random.default_rng(4).uniform(-2.0, 2.0, (16, 64, 65))
 
 FLAT = {   # program, and what numpy computes for it
     "tanh sum": (lambda x: x.tanh().sum(), lambda x: np.tanh(x).sum()),
     "mean of squares": (lambda x: (x * x).mean(), lambda x: (x * x).mean()),
     "sum keepdim": (lambda x: x.exp().sum((0, 1), keepdim=True), lambda x: np.exp(x).sum(keepdims=True)),
+    # rank 3, rows of 65 (520 bytes in float64): K3's ``((a @ b) ** 2).sum()`` shape, odd
+    "rank 3": (lambda x: (x ** 2).sum(), lambda x: (x ** 2).sum()),
 }
 
 
@@ -27,12 +30,13 @@ FLAT = {   # program, and what numpy computes for it
 @pytest.mark.parametrize("name", FLAT)
 def test_flat_reductions_equal_numpy_and_the_interpreter(name, dtype, plain_python):
     program, expected = FLAT[name]
-    x = VALUES.astype(dtype)
+    values = CUBE if name == "rank 3" else VALUES
+    x = values.astype(dtype)
     graph, kernel = lowered(program, [x])
     assert "_flat" in kernel.source and "_lane" not in kernel.source, "not folded as one flat range"
     got = list(kernel(x))
     assert_close(got, interpreted(graph, [x]), dtype=dtype)
-    assert_close(got[0], np.asarray(expected(VALUES), dtype=dtype).reshape(got[0].shape), dtype=dtype)
+    assert_close(got[0], np.asarray(expected(values), dtype=dtype).reshape(got[0].shape), dtype=dtype)
 
 
 def test_the_elementwise_values_a_flat_reduction_keeps_are_stored(plain_python):
