@@ -83,3 +83,24 @@ def test_compiled_large_reductions_equal_eager():
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=2e-4, atol=1e-4)
     source = step.explain(x).lowered[0].source
     assert "_lane" in source and "sub_re" in source  # rows folded in lanes; z - mean recomputed, not stored
+
+
+
+def test_compiled_flat_sum_equals_eager_at_any_thread_count():
+    """K14's forward fold, smaller: ``tanh(h).sum()`` over rows of 16 float32 is folded over one flat range
+    (``accumulate_flat``), compiled; it equals eager, with the same bits on 1 and 2 threads."""
+    import numba
+    h = np.random.default_rng(7).standard_normal((4111, 16)).astype(np.float32)
+    graph, kernel = lowered(lambda x: (x.tanh(), x.tanh().sum()), [h])
+    assert "_flat" in kernel.source and "prange" in kernel.source
+    threads = numba.get_num_threads()
+    try:
+        results = []
+        for count in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(count)
+            results.append(list(kernel(h)))
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(results[0][1], results[-1][1])
+    t = jg.tensor(h)
+    assert_close(results[0], [jg.tanh(t).numpy(), jg.tanh(t).sum().numpy()], dtype=np.float32)
