@@ -35,7 +35,7 @@ import linecache
 import os
 import sys
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
@@ -48,6 +48,7 @@ from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
 from ..signatures import positional_names
 from ..tensor import Tensor
+from .backward_calls import BackwardCalls
 from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
@@ -171,8 +172,15 @@ def agrees(meta: dict[str, Any], value: Any) -> bool:
 class Tracer:
     """Builds one graph from the ops observed while a function runs."""
 
+    # the tensors a registry derivative may read without running user code (``backward_calls.py``)
+    tensor_types: tuple[type, ...] = (Tensor, TracedTensor)
+
     def __init__(self, capture_writes: bool = False, outside: Outside | None = None,
-                 record_lines: bool = False, draws_as_input: bool = False, graph: Graph | None = None) -> None:
+                 record_lines: bool = False, draws_as_input: bool = False, graph: Graph | None = None,
+                 backward_calls: bool | list | None = None) -> None:
+        """``backward_calls``: True records the backward calls the function makes, a first trace's
+        records (``BackwardCalls.recorded``) let a second trace (``graph`` checked against the first's)
+        take their results rather than run them (``backward_calls.py``); None watches none."""
         self.graph = Graph() if graph is None else graph
         # a ``CheckedGraph`` (a second trace checked against a first): it matches calls itself
         self._match_call = getattr(self.graph, "match_call", None)
@@ -202,6 +210,9 @@ class Tracer:
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
         self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
+        self._grad_fn_nodes: dict[Any, Node] = {}  # an op's backward node -> the op's node
+        self.backward_calls = None if backward_calls is None else \
+            BackwardCalls(self, None if backward_calls is True else backward_calls)
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -225,6 +236,37 @@ class Tracer:
         if node is None:
             node = self._unseen(tensor)
         return node
+
+    def bound_node(self, tensor: Tensor) -> Node | None:
+        """``node_of(tensor)`` where that makes nothing (no constant, placeholder or view taken
+        again), None where it would."""
+        argument = self._arguments.get(id(tensor._data))
+        if argument is not None and argument in self.writes:
+            return self.writes[argument]
+        node = self._nodes.get(id(tensor))
+        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
+            node = None
+        if node is not None and tensor._view is not None and \
+                self._view_versions.get(id(tensor)) != tensor._version_counter[0]:
+            return None
+        return node or self._by_array.get(id(tensor._data)) or argument
+
+    def array_node(self, tensor: Tensor) -> Node | None:
+        """The op output node ``tensor``'s array is known by, if any."""
+        return self._by_array.get(id(tensor._data))
+
+    def grad_fn_node(self, grad_fn: Any) -> Node | None:
+        """The node of the op whose backward node ``grad_fn`` is, if this trace saw it made."""
+        return self._grad_fn_nodes.get(grad_fn)
+
+    def stand_in(self, node: Node, array_node: Node | None, value: np.ndarray) -> "TracedTensor":
+        """A new tensor holding ``value``, bound to ``node`` (and its array to ``array_node``): what a
+        second trace has for a result of a backward call it did not run (``backward_calls.py``)."""
+        tensor = TracedTensor._make(value)
+        self._bind(tensor, node)
+        if array_node is not None:
+            self._by_array.setdefault(id(value), array_node)
+        return tensor
 
     def _unseen(self, tensor: Tensor) -> Node:
         if id(tensor) in self._pending:
@@ -359,6 +401,7 @@ class Tracer:
         live until the cycle collector finds that loop (0.08 s of CPU after W4's 500-step compile);
         released, they go as soon as the caller drops them."""
         self._alive.clear()
+        self._grad_fn_nodes.clear()
         self._nodes.clear()
         self._by_array.clear()
         self._view_versions.clear()
@@ -394,6 +437,8 @@ class Tracer:
 
         accumulator.register_prehook(remember_old)
         accumulator.register_hook(record_new)
+        if self.backward_calls is not None:
+            self.backward_calls.own_hooks.update((id(remember_old), id(record_new)))
 
     # ---- ops ---------------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, kwargs: dict, value: Any) -> Node:
@@ -433,9 +478,13 @@ class Tracer:
             for index, item in enumerate(output):
                 item_node = self.call(tuple_item, (node, index), {}, item)
                 self._bind_output(item, item_node)
+                if isinstance(item, Tensor) and item._grad_fn is not None:
+                    self._grad_fn_nodes[item._grad_fn] = node
             self._alive.append(output)
         else:
             self._bind_output(output, node)
+            if output._grad_fn is not None:
+                self._grad_fn_nodes[output._grad_fn] = node
 
     def created(self, tensor: Tensor, source: Any) -> None:
         """A factory made ``tensor`` (from ``source``, the data it was given): a constant of the trace,
@@ -546,7 +595,8 @@ class Tracer:
         """The block in which the traced function runs: ops, factories and in-place writes are
         observed, and every borrowed tensor is given back at the end, whatever happens."""
         try:
-            with observing(self.observe, self.alias, created=self.created, before_write=self.before_write):
+            with observing(self.observe, self.alias, created=self.created, before_write=self.before_write), \
+                    engine.watching(self.backward_calls) if self.backward_calls is not None else nullcontext():
                 yield self
         finally:
             self.give_back()
