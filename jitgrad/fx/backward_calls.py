@@ -83,19 +83,16 @@ class BackwardCalls:
         def run() -> list:
             return engine.execute(roots, grads, keep_graph, create_graph, accumulate_grad, outputs, watched=False)
 
+        if self.reference is None:
+            self.recorded.append(None)  # filled in once the call is recorded: calls are numbered as made
         if create_graph or devices.active:
-            if self.reference is None:
-                self.recorded.append(None)
             return run()
         tracer = self.tracer
         described = describe_pure_backward(
             roots, grads, outputs, (keep_graph, accumulate_grad, outputs is None, len(roots), len(grads)),
             tracer.grad_fn_node, tracer.bound_node, frozenset(self.own_hooks), tracer.tensor_types)
         if self.reference is None:
-            if described is None:
-                self.recorded.append(None)
-                return run()
-            return self._record(described, grads, run)
+            return run() if described is None else self._record(number, described, grads, run)
         recorded = self.reference[number] if number < len(self.reference) else None
         if recorded is None or described is None or described.key != recorded.key \
                 or not tracer.graph.skip(recorded.start, recorded.placeholders, recorded.made, recorded.names):
@@ -103,7 +100,7 @@ class BackwardCalls:
         self.taken += 1
         return self._take(recorded, described)
 
-    def _record(self, described: PureBackward, grads: Sequence[Tensor], run: Any) -> list:
+    def _record(self, number: int, described: PureBackward, grads: Sequence[Tensor], run: Any) -> list:
         tracer, graph = self.tracer, self.tracer.graph
         placeholders = len(graph.placeholders)
         start = len(graph) - placeholders
@@ -116,21 +113,19 @@ class BackwardCalls:
         kept: list[Any] = []
         if len(graph.placeholders) != placeholders or (tracer.draws.count if tracer.draws is not None else 0) != draws \
                 or any(node.op is not Opcode.CALL_FUNCTION and node.op is not Opcode.GET_ATTR for node in made):
-            self.recorded.append(None)
             return result
         made_set = set(made)
         results = [self._kept(t, made_set, grads, kept) for t in result]
         new_grads = []
-        for number, leaf, old in zip(described.leaves, leaves, before):
+        for position, leaf, old in zip(described.leaves, leaves, before):
             if leaf._grad is old:
                 continue
-            new_grads.append((number, self._kept(leaf._grad, made_set, grads, kept) if old is None else None))
+            new_grads.append((position, self._kept(leaf._grad, made_set, grads, kept) if old is None else None))
         if any(r is False for r in results) or any(r is None or r is False for _, r in new_grads):
-            self.recorded.append(None)
             return result
         freed = [i for i in described.freed() if i not in freed_before]
-        self.recorded.append(RecordedCall(described.key, start, placeholders, made, dict(graph._names),
-                                          results, new_grads, freed))
+        self.recorded[number] = RecordedCall(described.key, start, placeholders, made, dict(graph._names),
+                                             results, new_grads, freed)
         return result
 
     def _kept(self, tensor: Tensor | None, made: set[Node], seeds: Sequence[Tensor], kept: list) -> Any:
@@ -138,9 +133,9 @@ class BackwardCalls:
         by a new tensor: it is a seed, a view or requires grad, or its node is not one the call made."""
         if tensor is None:
             return None
-        for number, earlier in enumerate(kept):
+        for first, earlier in enumerate(kept):
             if earlier is tensor:
-                return _Result(None, None, None, number)  # type: ignore[arg-type]
+                return _Result(None, None, None, first)  # type: ignore[arg-type]
         node = self.tracer.bound_node(tensor)
         if node is None or node not in made or tensor._view is not None or tensor._requires_grad \
                 or any(tensor is seed for seed in seeds) or type(tensor._data) is not np.ndarray:
@@ -151,10 +146,10 @@ class BackwardCalls:
     def _take(self, recorded: RecordedCall, described: PureBackward) -> list:
         made: list[Tensor] = []
         results = [None if r is None else self._made(r, made) for r in recorded.results]
-        for number, result in recorded.grads:
-            described.nodes[number].variable._grad = self._made(result, made)
-        for number in recorded.freed:
-            described.nodes[number].release_variables()
+        for position, result in recorded.grads:
+            described.nodes[position].variable._grad = self._made(result, made)
+        for position in recorded.freed:
+            described.nodes[position].release_variables()
         return results
 
     def _made(self, result: _Result, made: list[Tensor]) -> Tensor:

@@ -193,13 +193,61 @@ def test_a_graph_kept_in_the_first_trace_only_is_freed_as_eager_frees_it():
 
 
 def test_a_backward_from_another_root_in_the_second_trace_is_run():
-    """The same forward, a backward from ``h.sum()`` rather than ``loss``: its key differs."""
+    """Two losses of the same shape of graph; the second trace differentiates the other one."""
     flip = itertools.cycle([False, True])
     w = jg.tensor(_values()[0], requires_grad=True)
 
     def step(xs):
-        h = (w @ xs[0]).tanh()
-        loss = (h * h).sum()
-        other = h.sum()
-        return jg.autograd.grad(other if next(flip) else loss, [w])[0]
+        first, second = ((w @ xs[t]).tanh().sum() for t in (0, 1))
+        return jg.autograd.grad(second if next(flip) else first, [w])[0]
     _refused(jg.compile(step, cache=False), jg.tensor(_values(1)[1]))
+
+
+def test_a_seed_the_trace_has_not_seen_is_compared_by_value():
+    """``grad_outputs`` made from a value no guard sees: a constant of the backward, whose values differ."""
+    values = itertools.cycle([1.0, 2.0])
+    w = jg.tensor(_values()[0], requires_grad=True)
+
+    def step(xs):
+        loss = (w @ xs[0]).tanh().sum()
+        return jg.autograd.grad(loss, [w], grad_outputs=jg.tensor(next(values), dtype=jg.float64))[0]
+    _refused(jg.compile(step, cache=False), jg.tensor(_values(1)[1]))
+
+
+def test_a_custom_functions_backward_is_run_in_both_traces():
+    """Its backward reads a value no guard sees: only running it shows the difference."""
+    factors = itertools.cycle([2.0, 3.0])
+
+    class Scaled(jg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * next(factors)
+
+    w = jg.tensor(_values()[0], requires_grad=True)
+
+    def step(xs):
+        return jg.autograd.grad(Scaled.apply(w @ xs[0]).sum(), [w])[0]
+    _refused(jg.compile(step, cache=False), jg.tensor(_values(1)[1]))
+
+
+def test_a_taken_call_frees_what_the_first_trace_freed(taken):
+    """A second backward over a freed graph fails in both traces, and the function that catches it
+    compiles: the taken call freed the second trace's graph too."""
+    w = jg.tensor(_values()[0], requires_grad=True)
+
+    def step(xs):
+        loss = (w @ xs[0]).tanh().sum()
+        (grad,) = jg.autograd.grad(loss, [w])
+        try:
+            jg.autograd.grad(loss, [w])
+        except RuntimeError:
+            return grad * 2
+        return grad
+    compiled = jg.compile(step, cache=False)
+    xs = jg.tensor(_values(1)[1])
+    np.testing.assert_allclose(compiled(xs).numpy(), step(xs).numpy(), rtol=1e-12, atol=1e-14)
+    assert compiled.programs and taken[0] == 1
