@@ -200,6 +200,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
         difference: str | None = str(differs)
     else:
         difference = _first_difference(captured, again)
+    finally:
+        captured.backward_calls = []  # they hold the first trace's nodes and values: let them go now
     if difference is not None:
         raise Unsupported("two traces of one call gave different graphs (" + difference + "): the function "
                           "reads a value that changes from call to call where no guard can see it (random."
