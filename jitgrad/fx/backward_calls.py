@@ -33,9 +33,11 @@ from ..device import copy_array
 from ..device import usage as devices
 from ..tensor import Tensor
 from .node import Node, Opcode
+from .user_lines import user_line
 
 if TYPE_CHECKING:
     from .tracer import Tracer
+
 
 
 @dataclass
@@ -108,7 +110,12 @@ class BackwardCalls:
         before = [leaf._grad for leaf in leaves]
         freed_before = set(described.freed())
         draws = tracer.draws.count if tracer.draws is not None else 0
-        result = run()
+        if tracer.record_lines:  # no user code runs inside: each op's innermost user frame is this one
+            tracer.backward_line = user_line()
+        try:
+            result = run()
+        finally:
+            tracer.backward_line = None
         made = list(graph.nodes[placeholders + start:])
         kept: list[Any] = []
         if len(graph.placeholders) != placeholders or (tracer.draws.count if tracer.draws is not None else 0) != draws \

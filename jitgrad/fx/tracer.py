@@ -31,9 +31,7 @@ is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
-import linecache
 import os
-import sys
 import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -55,47 +53,7 @@ from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _in_package(filename: str) -> bool:
-    """Whether a code object's file is in the jitgrad package: asked for every frame of every traced
-    call, so the answer for an absolute name (which no ``chdir`` changes) is kept."""
-    inside = _ABSOLUTE_IN_PACKAGE.get(filename)
-    if inside is None:
-        inside = os.path.abspath(filename).startswith(_PACKAGE_DIR)
-        if os.path.isabs(filename):
-            _ABSOLUTE_IN_PACKAGE[filename] = inside
-    return inside
-
-
-_ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
-
-
-def user_line() -> str | None:
-    """``file:line: code`` of the innermost frame outside the jitgrad package (asked for every traced
-    op: the text is kept per code object and line)."""
-    frame, known = sys._getframe(1), _ABSOLUTE_IN_PACKAGE
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        inside = known.get(filename)
-        if not (_in_package(filename) if inside is None else inside):
-            break
-        frame = frame.f_back
-    if frame is None:
-        return None
-    where = (frame.f_code, frame.f_lineno)  # a module reloaded after an edit has new code objects
-    text = _USER_LINES.get(where)
-    if text is None:
-        if len(_USER_LINES) > 65536:
-            _USER_LINES.clear()
-        filename, line = frame.f_code.co_filename, frame.f_lineno
-        text = _USER_LINES[where] = f"{filename}:{line}: {linecache.getline(filename, line).strip()}"
-    return text
-
-
-_USER_LINES: dict[tuple[Any, int], str] = {}
+from .user_lines import PACKAGE_DIR, user_line
 
 
 class TraceError(RuntimeError):
@@ -104,7 +62,7 @@ class TraceError(RuntimeError):
 
 def _conversion_error(operation: str) -> TraceError:
     """Names the conversion and the first frame of the user's code (outside the jitgrad package)."""
-    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR)]
+    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(PACKAGE_DIR)]
     where = f"{frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line}" if frames else "unknown line"
     return TraceError(f"{operation} on a traced tensor at {where}\nA traced tensor stands for every value "
                       "it could take, so the graph cannot depend on this one; compute with tensor ops "
@@ -206,6 +164,8 @@ class Tracer:
         self._created: set[int] = set()
         self.record_lines = record_lines
         self.lines: dict[str, str] = {}  # node name -> the user's line that ran its op (record_lines)
+        # while a backward call that runs no user code runs, the line that made it: every op's in it
+        self.backward_line: str | None = None
         self.specialized: set[str] = set()  # number inputs some code needed as Python values
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
@@ -471,7 +431,7 @@ class Tracer:
         node = self.call(op, tuple([self.node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
         if self.record_lines:
-            line = user_line()
+            line = self.backward_line or user_line()
             if line is not None:
                 self.lines[node.name] = line
         if isinstance(output, tuple):
