@@ -43,12 +43,12 @@ if TYPE_CHECKING:
 @dataclass
 class _Result:
     """A tensor a backward call left to the function: its node, the node its array was known by (the
-    tracer's ``_by_array``, None if none) and a copy of its value; ``first`` numbers the first result
-    that was the same tensor (an identity kept)."""
+    tracer's ``_by_array``, None if none) and a copy of its value; or, with no node, the same tensor
+    as the ``first``-th result (an identity kept)."""
 
-    node: Node
+    node: Node | None
     array_node: Node | None
-    value: np.ndarray
+    value: np.ndarray | None
     first: int
 
 
@@ -74,7 +74,6 @@ class BackwardCalls:
         self.tracer = tracer
         self.reference = reference
         self.recorded: list[RecordedCall | None] = []
-        self.taken = 0  # calls whose results were taken (for tests and the benchmark)
         self._calls = 0
         self.own_hooks: set[int] = set()  # the tracer's hooks on leaves (``Tracer._watch_grad``)
 
@@ -99,7 +98,6 @@ class BackwardCalls:
         if recorded is None or described is None or described.key != recorded.key \
                 or not tracer.graph.skip(recorded.start, recorded.placeholders, recorded.made, recorded.names):
             return run()
-        self.taken += 1
         return self._take(recorded, described)
 
     def _record(self, number: int, described: PureBackward, grads: Sequence[Tensor], run: Any) -> list:
@@ -142,7 +140,7 @@ class BackwardCalls:
             return None
         for first, earlier in enumerate(kept):
             if earlier is tensor:
-                return _Result(None, None, None, first)  # type: ignore[arg-type]
+                return _Result(None, None, None, first)
         node = self.tracer.bound_node(tensor)
         if node is None or node not in made or tensor._view is not None or tensor._requires_grad \
                 or any(tensor is seed for seed in seeds) or type(tensor._data) is not np.ndarray:

@@ -251,3 +251,18 @@ def test_a_taken_call_frees_what_the_first_trace_freed(taken):
     xs = jg.tensor(_values(1)[1])
     np.testing.assert_allclose(compiled(xs).numpy(), step(xs).numpy(), rtol=1e-12, atol=1e-14)
     assert compiled.programs and taken[0] == 1
+
+
+def test_one_gradient_twice_stays_one_tensor(taken):
+    """``autograd.grad`` of a leaf asked for twice returns one tensor twice: an in-place change through
+    one name shows through the other, in the second trace as eagerly."""
+    w = jg.tensor(_values()[0], requires_grad=True)
+
+    def step(xs):
+        first, again = jg.autograd.grad((w @ xs[0]).tanh().sum(), [w, w])
+        first.add_(1.0)
+        return again
+    compiled = jg.compile(step, cache=False)
+    xs = jg.tensor(_values(1)[1])
+    np.testing.assert_allclose(compiled(xs).numpy(), step(xs).numpy(), rtol=1e-12, atol=1e-14)
+    assert compiled.programs and taken[0] == 1
