@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
-from . import anomaly_mode, forward_ad
+from . import anomaly_mode, forward_ad, grad_mode
 from .graph import AccumulateGrad, Edge, Node
 from .recording import SavingNode
 from .saved_tensor import FREED, SavedTensor
@@ -68,7 +68,8 @@ def describe_pure_backward(roots: Sequence[Edge], grads: Sequence[Tensor], outpu
         if edge is not None and edge[0] not in numbers:
             numbers[edge[0]] = len(nodes)
             nodes.append(edge[0])
-    key: list[Any] = [flags, get_default_dtype()]
+    # the settings a derivative could read: the default dtype, and the modes the call was made in
+    key: list[Any] = [flags, get_default_dtype(), grad_mode.is_grad_enabled(), grad_mode.is_inference_mode_enabled()]
     leaves: list[int] = []
     position = 0
     while position < len(nodes):
