@@ -23,7 +23,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from typing import Callable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -227,6 +228,7 @@ class _ThreadState(threading.local):
         self.device_queues = ReadyQueues(self.ready_queue)  # used once a CUDA tensor exists
         self.depth = 0  # how many backward calls are running on this thread
         self.task: GraphTask | None = None  # the task whose node is running
+        self.watcher: Callable | None = None  # a trace's: sees each outermost backward call (``watching``)
 
 
 def current_graph_task() -> GraphTask | None:
@@ -252,10 +254,27 @@ def running_backward() -> bool:
     return _thread.depth > 0
 
 
+@contextmanager
+def watching(watcher: Callable[..., list]) -> Iterator[None]:
+    """Inside the block, an outermost backward call on this thread (not one a hook or a custom
+    ``Function``'s backward starts) is handed to ``watcher(roots, grads, keep_graph, create_graph,
+    accumulate_grad, outputs)``, whose answer it returns: a tracer that checks a second trace against
+    a first may bind a backward's results to the first trace's nodes rather than run it
+    (``fx/backward_calls.py``), and runs it with ``execute(..., watched=False)`` otherwise."""
+    previous, _thread.watcher = _thread.watcher, watcher
+    try:
+        yield
+    finally:
+        _thread.watcher = previous
+
+
 def execute(roots: Sequence[Edge], grads: Sequence[Tensor], keep_graph: bool, create_graph: bool,
-            accumulate_grad: bool, outputs: Sequence[Edge] | None = None) -> list[Tensor | None]:
+            accumulate_grad: bool, outputs: Sequence[Edge] | None = None, watched: bool = True) -> list[Tensor | None]:
     """Runs backward from ``roots`` seeded with ``grads``; returns the gradients captured at
-    ``outputs`` (when given without ``accumulate_grad``)."""
+    ``outputs`` (when given without ``accumulate_grad``). ``watched``: a watcher (``watching``) sees
+    the call first."""
+    if watched and _thread.watcher is not None and not _thread.depth:
+        return _thread.watcher(roots, grads, keep_graph, create_graph, accumulate_grad, outputs)
     if accumulate_grad and not outputs and not create_graph and len(roots) == 1 \
             and not anomaly_mode.state.enabled and not _devices.active and _into_leaves(roots[0][0]):
         _execute_one_node(roots[0], validate_outputs(_ROOT, roots, [grads[0]])[0], keep_graph)

@@ -78,6 +78,7 @@ class Captured:
     # requires grad (``templates.alias_inputs``)
     returned: list = field(default_factory=list)
     returned_requires_grad: list = field(default_factory=list)
+    backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
 
 
 class _FreeTensors:
@@ -199,11 +200,13 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
     captured = _capture_once(fn, args, kwargs, parameter_names, dynamic, static)
     try:
         again = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, lines=False,
-                              reference=captured.graph)
+                              reference=captured)
     except NotAlike as differs:
         difference: str | None = str(differs)
     else:
         difference = _first_difference(captured, again)
+    finally:
+        captured.backward_calls = []  # they hold the first trace's nodes and values: let them go now
     if difference is not None:
         raise Unsupported("two traces of one call gave different graphs (" + difference + "): the function "
                           "reads a value that changes from call to call where no guard can see it (random."
@@ -214,16 +217,19 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
 
 def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
                   dynamic: frozenset[int], static: frozenset[Source], lines: bool = True,
-                  reference: Graph | None = None) -> Captured:
+                  reference: Captured | None = None) -> Captured:
     """One trace; ``lines``: note the user's line of every node (``Captured.sources``, for messages),
     which the trace that is only compared with the first does without (a stack walk per op).
-    ``reference``: the first trace's graph, which this trace is checked against as it runs (its graph
-    is a ``CheckedGraph``); ``NotAlike`` where a node prints otherwise, also when the trace failed
-    after one did (the traced code may have caught the ``NotAlike``)."""
+    ``reference``: the first trace, which this trace is checked against as it runs (its graph is a
+    ``CheckedGraph``, and it takes the results of the backward calls the first trace recorded where
+    they are the same, ``fx.backward_calls``); ``NotAlike`` where a node prints otherwise, also when
+    the trace failed after one did (the traced code may have caught the ``NotAlike``)."""
     def attempt(locate_changes: bool) -> Captured:
-        graph = CheckedGraph(reference) if reference is not None else None
+        graph = CheckedGraph(reference.graph) if reference is not None else None
+        calls = reference.backward_calls if reference is not None else True
         try:
-            captured = _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes, lines, graph)
+            captured = _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes, lines, graph,
+                                calls)
         except NotAlike:
             raise
         except Exception as error:
@@ -231,7 +237,7 @@ def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list
                 raise NotAlike(graph.difference) from error
             raise
         if graph is not None and not graph.alike:
-            raise NotAlike(graph.difference or f"{len(reference)} nodes against {len(graph)}")
+            raise NotAlike(graph.difference or f"{len(reference.graph)} nodes against {len(graph)}")
         return captured
 
     try:
@@ -264,7 +270,7 @@ class _ChangedState(Exception):
 
 def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str], dynamic: frozenset[int],
              static: frozenset[Source], locate_changes: bool, lines: bool = True,
-             graph: Graph | None = None) -> Captured:
+             graph: Graph | None = None, backward_calls: bool | list = True) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     for source, leaf in zip(leaf_sources, leaves):
@@ -276,7 +282,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
     if free.unguardable:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.unguardable}")
     tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=lines,
-                    draws_as_input=True, graph=graph)
+                    draws_as_input=True, graph=graph, backward_calls=backward_calls)
     generator_state = default_generator.peek()
     argument_sources: dict[int, list[Source]] = {}
     numbers: dict[Node, tuple[Source, Any]] = {}   # number placeholder -> (its leaf's source, value)
@@ -327,6 +333,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                     tracer.specialized |= error.roots
                     raise _needs_values(tracer, number_leaves, free_numbers, str(error)) from None
             captured.draws = _check_draws(tracer, generator_state)
+            captured.backward_calls = tracer.backward_calls.recorded
             changes = side_effects.find_changes(snapshots)
             if changes and not locate_changes:
                 raise _ChangedState()

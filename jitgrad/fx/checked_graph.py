@@ -176,6 +176,22 @@ class CheckedGraph(Graph):
             return False
         return (not kwargs and not held_kwargs) or args_alike(kwargs, held_kwargs)
 
+    def skip(self, others: int, placeholders: int, made: list[Node], names: dict[str, int]) -> bool:
+        """Takes ``made``, the nodes a backward call made in the reference from where it had ``others``
+        nodes other than placeholders and ``placeholders`` placeholders, as matched without being asked
+        for (``backward_calls.py``), and the reference's names after them; the constants among them
+        keep the reference's values. False, with nothing done, where this graph is elsewhere."""
+        at = self._others_matched
+        if self.difference is not None or at != others or self._placeholders_matched != placeholders \
+                or self._expected_others[at:at + len(made)] != made:
+            return False
+        self._others_matched += len(made)
+        self._names = dict(names)
+        for node in made:
+            if node.op is Opcode.GET_ATTR:
+                self.constants[node.target] = self.reference.constants[node.target]
+        return True
+
     def output(self, value: Any) -> Node:
         expected, name = self._next(Opcode.OUTPUT, "output")
         if expected is not None and expected.op is Opcode.OUTPUT and args_alike(value, expected.args[0]):

@@ -43,12 +43,14 @@ def format_arg(value: Any, leaf: Leaf | None = None) -> str:
 
 
 def _call(node: Node, leaf: Leaf | None) -> str:
-    """``opcode target`` and, for a call, its ``(args, kwargs)``."""
-    call = f"{node.op.value} {node.target_name}"
-    if node.op is Opcode.CALL_FUNCTION:
-        call += "(" + ", ".join([format_arg(a, leaf) for a in node.args]
-                                + [f"{k}={format_arg(v, leaf)}" for k, v in node.kwargs.items()]) + ")"
-    return call
+    """``opcode target`` and, for a call, its ``(args, kwargs)`` (an argument that is a node, the
+    common case, spelled here: a listing of a long trace prints thousands)."""
+    if node.op is not Opcode.CALL_FUNCTION:
+        return f"{node.op.value} {node.target_name}"
+    parts = [f"%{a.name}" if type(a) is Node else format_arg(a, leaf) for a in node.args]
+    if node.kwargs:
+        parts += [f"{k}={format_arg(v, leaf)}" for k, v in node.kwargs.items()]
+    return f"call_function {node.target.name}({', '.join(parts)})"
 
 
 def format_node(node: Node, *, size: Callable[[int], str] = str, leaf: Leaf | None = None,
@@ -59,8 +61,11 @@ def format_node(node: Node, *, size: Callable[[int], str] = str, leaf: Leaf | No
     if node.op is Opcode.OUTPUT:
         return f"return {format_arg(node.args[0], leaf)}"
     line = f"%{node.name}: {node.format_meta(size)} = {_call(node, leaf)}"
-    extra = {k: v for k, v in node.meta.items() if k not in ("shape", "dtype")} if notes else {}
-    return line + ("  # " + ", ".join(f"{k}={v}" for k, v in extra.items()) if extra else "")
+    if notes:
+        extra = [f"{k}={v}" for k, v in node.meta.items() if k != "shape" and k != "dtype"]
+        if extra:
+            return line + "  # " + ", ".join(extra)
+    return line
 
 
 # Plain values whose equality (between two of one type) means the same ``repr``: a float does not qualify

@@ -31,11 +31,9 @@ is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
-import linecache
 import os
-import sys
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
@@ -48,53 +46,14 @@ from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
 from ..signatures import positional_names
 from ..tensor import Tensor
+from .backward_calls import BackwardCalls
 from .borrowing import BorrowError, Loan, same_memory
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _in_package(filename: str) -> bool:
-    """Whether a code object's file is in the jitgrad package: asked for every frame of every traced
-    call, so the answer for an absolute name (which no ``chdir`` changes) is kept."""
-    inside = _ABSOLUTE_IN_PACKAGE.get(filename)
-    if inside is None:
-        inside = os.path.abspath(filename).startswith(_PACKAGE_DIR)
-        if os.path.isabs(filename):
-            _ABSOLUTE_IN_PACKAGE[filename] = inside
-    return inside
-
-
-_ABSOLUTE_IN_PACKAGE: dict[str, bool] = {}
-
-
-def user_line() -> str | None:
-    """``file:line: code`` of the innermost frame outside the jitgrad package (asked for every traced
-    op: the text is kept per code object and line)."""
-    frame, known = sys._getframe(1), _ABSOLUTE_IN_PACKAGE
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        inside = known.get(filename)
-        if not (_in_package(filename) if inside is None else inside):
-            break
-        frame = frame.f_back
-    if frame is None:
-        return None
-    where = (frame.f_code, frame.f_lineno)  # a module reloaded after an edit has new code objects
-    text = _USER_LINES.get(where)
-    if text is None:
-        if len(_USER_LINES) > 65536:
-            _USER_LINES.clear()
-        filename, line = frame.f_code.co_filename, frame.f_lineno
-        text = _USER_LINES[where] = f"{filename}:{line}: {linecache.getline(filename, line).strip()}"
-    return text
-
-
-_USER_LINES: dict[tuple[Any, int], str] = {}
+from .user_lines import PACKAGE_DIR, user_line
 
 
 class TraceError(RuntimeError):
@@ -103,7 +62,7 @@ class TraceError(RuntimeError):
 
 def _conversion_error(operation: str) -> TraceError:
     """Names the conversion and the first frame of the user's code (outside the jitgrad package)."""
-    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR)]
+    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(PACKAGE_DIR)]
     where = f"{frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line}" if frames else "unknown line"
     return TraceError(f"{operation} on a traced tensor at {where}\nA traced tensor stands for every value "
                       "it could take, so the graph cannot depend on this one; compute with tensor ops "
@@ -171,8 +130,15 @@ def agrees(meta: dict[str, Any], value: Any) -> bool:
 class Tracer:
     """Builds one graph from the ops observed while a function runs."""
 
+    # the tensors a registry derivative may read without running user code (``backward_calls.py``)
+    tensor_types: tuple[type, ...] = (Tensor, TracedTensor)
+
     def __init__(self, capture_writes: bool = False, outside: Outside | None = None,
-                 record_lines: bool = False, draws_as_input: bool = False, graph: Graph | None = None) -> None:
+                 record_lines: bool = False, draws_as_input: bool = False, graph: Graph | None = None,
+                 backward_calls: bool | list | None = None) -> None:
+        """``backward_calls``: True records the backward calls the function makes, a first trace's
+        records (``BackwardCalls.recorded``) let a second trace (``graph`` checked against the first's)
+        take their results rather than run them (``backward_calls.py``); None watches none."""
         self.graph = Graph() if graph is None else graph
         # a ``CheckedGraph`` (a second trace checked against a first): it matches calls itself
         self._match_call = getattr(self.graph, "match_call", None)
@@ -198,10 +164,15 @@ class Tracer:
         self._created: set[int] = set()
         self.record_lines = record_lines
         self.lines: dict[str, str] = {}  # node name -> the user's line that ran its op (record_lines)
+        # while a backward call that runs no user code runs, the line that made it: every op's in it
+        self.backward_line: str | None = None
         self.specialized: set[str] = set()  # number inputs some code needed as Python values
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
         self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
+        self._grad_fn_nodes: dict[Any, Node] = {}  # an op's backward node -> the op's node
+        self.backward_calls = None if backward_calls is None else \
+            BackwardCalls(self, None if backward_calls is True else backward_calls)
 
     # ---- values ------------------------------------------------------------------------------------
     def _bind(self, tensor: Tensor, node: Node) -> None:
@@ -225,6 +196,37 @@ class Tracer:
         if node is None:
             node = self._unseen(tensor)
         return node
+
+    def bound_node(self, tensor: Tensor) -> Node | None:
+        """``node_of(tensor)`` where that makes nothing (no constant, placeholder or view taken
+        again), None where it would."""
+        argument = self._arguments.get(id(tensor._data))
+        if argument is not None and argument in self.writes:
+            return self.writes[argument]
+        node = self._nodes.get(id(tensor))
+        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
+            node = None
+        if node is not None and tensor._view is not None and \
+                self._view_versions.get(id(tensor)) != tensor._version_counter[0]:
+            return None
+        return node or self._by_array.get(id(tensor._data)) or argument
+
+    def array_node(self, tensor: Tensor) -> Node | None:
+        """The op output node ``tensor``'s array is known by, if any."""
+        return self._by_array.get(id(tensor._data))
+
+    def grad_fn_node(self, grad_fn: Any) -> Node | None:
+        """The node of the op whose backward node ``grad_fn`` is, if this trace saw it made."""
+        return self._grad_fn_nodes.get(grad_fn)
+
+    def stand_in(self, node: Node, array_node: Node | None, value: np.ndarray) -> "TracedTensor":
+        """A new tensor holding ``value``, bound to ``node`` (and its array to ``array_node``): what a
+        second trace has for a result of a backward call it did not run (``backward_calls.py``)."""
+        tensor = TracedTensor._make(value)
+        self._bind(tensor, node)
+        if array_node is not None:
+            self._by_array.setdefault(id(value), array_node)
+        return tensor
 
     def _unseen(self, tensor: Tensor) -> Node:
         if id(tensor) in self._pending:
@@ -359,6 +361,7 @@ class Tracer:
         live until the cycle collector finds that loop (0.08 s of CPU after W4's 500-step compile);
         released, they go as soon as the caller drops them."""
         self._alive.clear()
+        self._grad_fn_nodes.clear()
         self._nodes.clear()
         self._by_array.clear()
         self._view_versions.clear()
@@ -395,6 +398,8 @@ class Tracer:
 
         accumulator.register_prehook(remember_old)
         accumulator.register_hook(record_new)
+        if self.backward_calls is not None:
+            self.backward_calls.own_hooks.update((id(remember_old), id(record_new)))
 
     # ---- ops ---------------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, kwargs: dict, value: Any) -> Node:
@@ -427,16 +432,20 @@ class Tracer:
         node = self.call(op, tuple([self.node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
         if self.record_lines:
-            line = user_line()
+            line = self.backward_line or user_line()
             if line is not None:
                 self.lines[node.name] = line
         if isinstance(output, tuple):
             for index, item in enumerate(output):
                 item_node = self.call(tuple_item, (node, index), {}, item)
                 self._bind_output(item, item_node)
+                if isinstance(item, Tensor) and item._grad_fn is not None:
+                    self._grad_fn_nodes[item._grad_fn] = node
             self._alive.append(output)
         else:
             self._bind_output(output, node)
+            if output._grad_fn is not None:
+                self._grad_fn_nodes[output._grad_fn] = node
 
     def created(self, tensor: Tensor, source: Any) -> None:
         """A factory made ``tensor`` (from ``source``, the data it was given): a constant of the trace,
@@ -547,7 +556,8 @@ class Tracer:
         """The block in which the traced function runs: ops, factories and in-place writes are
         observed, and every borrowed tensor is given back at the end, whatever happens."""
         try:
-            with observing(self.observe, self.alias, created=self.created, before_write=self.before_write):
+            with observing(self.observe, self.alias, created=self.created, before_write=self.before_write), \
+                    engine.watching(self.backward_calls) if self.backward_calls is not None else nullcontext():
                 yield self
         finally:
             self.give_back()

@@ -92,6 +92,26 @@ def test_topological_sort_repairs_order_and_keeps_the_rest_stable():
     assert run_pass(topological_sort, g, X, W).changes == []
 
 
+def test_topological_sort_takes_the_ready_node_that_came_first():
+    """The stable order, against its definition taken literally (each time, the first node in the old
+    order whose inputs are all placed), on a graph shuffled many ways: nodes out of place are put
+    back by a heap beside a scan of the rest, which must not change which node goes first."""
+    g = fx.trace(lambda x, w: ((x * w).exp() + x.sin()).tanh().sum() + (x @ w).cos().mean() + w.abs().sum(),
+                 X, W).graph
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        *body, output = g.nodes
+        shuffled = [body[i] for i in rng.permutation(len(body))] + [output]
+        g.reorder(shuffled)
+        expected, placed = [], set()
+        while len(expected) < len(body):
+            node = next(n for n in shuffled[:-1] if n not in placed and all(m in placed for m in n.all_input_nodes))
+            expected.append(node)
+            placed.add(node)
+        topological_sort(g)
+        assert list(g.nodes) == expected + [output]
+
+
 def test_topological_sort_names_a_cycle():
     g = fx.trace(lambda x: x.exp().sin().cos(), X).graph
     g.find("exp").args = (g.find("sin"),)

@@ -41,18 +41,28 @@ def topological_order(graph: Graph) -> list[Node]:
     position = {n: i for i, n in enumerate(nodes)}
     if _in_order(nodes, position):  # a fresh trace is: the order is then the graph's own
         return list(nodes)
+    # The nodes in their order, each taken once ready; a node passed over because it was not ready
+    # waits in a heap for its last input, and the heap (all of it before the scan) goes first: so the
+    # ready node that came first always goes first, as above, with a heap only for the few out of place.
     waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
-    ready = [(position[n], n.name) for n in nodes if waiting[n] == 0 and n.op is not Opcode.OUTPUT]
-    heapq.heapify(ready)
-    by_name = {n.name: n for n in nodes}
     order: list[Node] = []
-    while ready:
-        node = by_name[heapq.heappop(ready)[1]]
+    late: list[tuple[int, str]] = []
+    by_name = {n.name: n for n in nodes}
+    scan = 0
+    while True:
+        if late:
+            node = by_name[heapq.heappop(late)[1]]
+        elif scan < len(nodes):
+            node, scan = nodes[scan], scan + 1
+            if waiting[node] or node.op is Opcode.OUTPUT:
+                continue
+        else:
+            break
         order.append(node)
         for user in node.users:
             waiting[user] -= 1
-            if waiting[user] == 0 and user.op is not Opcode.OUTPUT:
-                heapq.heappush(ready, (position[user], user.name))
+            if waiting[user] == 0 and user.op is not Opcode.OUTPUT and position[user] < scan:
+                heapq.heappush(late, (position[user], user.name))
     output = [n for n in nodes if n.op is Opcode.OUTPUT]
     remaining = set(nodes) - set(order) - set(output)
     if remaining:
