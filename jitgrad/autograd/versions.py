@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..device import may_share_memory
+from ..thread_settings import departures
 from . import grad_mode, provided
 
 if TYPE_CHECKING:
@@ -42,9 +43,9 @@ def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]
         root, _, chain, creation = base._view
     else:
         root, chain, creation = base, (), None
-    if creation is None:
-        creation = NO_GRAD_VIEW if not grad_mode.state.grad_enabled else \
-            MULTI_OUTPUT_VIEW if len(outputs) > 1 else None
+    if creation is None:   # every setting at its default (one plain read) means grad mode is on
+        grad_enabled = departures.count == 0 or grad_mode.state.grad_enabled
+        creation = NO_GRAD_VIEW if not grad_enabled else MULTI_OUTPUT_VIEW if len(outputs) > 1 else None
     counter = version_counter(base)
     for index, out in enumerate(outputs):
         if may_share_memory(out._data, base._data):
