@@ -79,6 +79,7 @@ class Captured:
     returned: list = field(default_factory=list)
     returned_requires_grad: list = field(default_factory=list)
     backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
+    grads_added_into: list = field(default_factory=list)  # step: ``_grads_added_into``
 
 
 class _FreeTensors:
@@ -162,6 +163,24 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
             continue
         grads[index] = None if new is None else tracer.node_of(new)
     return grads, writes
+
+
+def _grads_added_into(tracer: Tracer, inputs: "_Inputs", grads: dict) -> list[int]:
+    """The inputs whose new ``.grad`` eager mode would have summed into the ``.grad`` they had (an
+    ``AccumulateGrad`` adding, with grad mode off, into the one the call began with): a call writes
+    those into the old tensor's memory, which keeps it, as eagerly."""
+    found = []
+    for index, node in grads.items():
+        tensor = inputs.values[index]
+        old = tracer.loans[id(tensor)].original("_grad")
+        new = tensor._grad
+        if node is None or old is None:
+            continue
+        while new is not old and id(new) in tracer.added_into:
+            new = tracer.added_into[id(new)]
+        if new is old:
+            found.append(index)
+    return found
 
 
 class EagerThisCall(TraceError):
@@ -488,6 +507,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
             break
     graph.output((value, grads, writes))
     captured = Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
+    captured.grads_added_into = _grads_added_into(tracer, inputs, grads)
     returned = tensor_leaves(result)
     captured.host_results = any(isinstance(t._data, np.ndarray) for t in returned)
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]

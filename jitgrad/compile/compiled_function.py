@@ -162,6 +162,17 @@ def writes_shared_memory(inputs: list, written: tuple[int, ...]) -> bool:
     return False
 
 
+def _add_into(grad: Tensor | None, total: Any) -> bool:
+    """Writes a step's new ``.grad`` (the old one plus what the step added) into the old ``.grad``'s
+    memory, where eager mode's ``AccumulateGrad`` would have added into it; False where it cannot."""
+    if grad is None or type(grad._data) is not np.ndarray or not grad._data.flags.writeable \
+            or grad._data.shape != np.shape(total):
+        return False
+    placement.write_back(grad, total)
+    increment_version(grad)
+    return True
+
+
 # ---- a whole step -------------------------------------------------------------------------------------
 class StepProgram:
     """A whole step: ``template`` is ``(result, {input: slot|None}, {input: slot})``, inputs by index
@@ -171,8 +182,9 @@ class StepProgram:
     kind = "step"
 
     def __init__(self, lowered: Lowered, template: Any, layout: InputLayout, numbers: NumberInputs | None = None,
-                 backend: Backend | None = None) -> None:
+                 backend: Backend | None = None, added_into: frozenset[int] = frozenset()) -> None:
         self.lowered, self.template, self.layout = lowered, template, layout
+        self.added_into = added_into   # inputs whose .grad the step sums into, as eager's AccumulateGrad
         self.numbers = no_numbers() if numbers is None else numbers
         self.backend = backend
         self._fill_result = template_filler(self.template[0])
@@ -191,6 +203,8 @@ class StepProgram:
             increment_version(tensor)
         for index, slot in grads.items():
             tensor = inputs[index]
+            if slot is not None and index in self.added_into and _add_into(tensor._grad, flat[slot.index]):
+                continue
             tensor._grad = None if slot is None else \
                 Tensor._make(placement.to_device_of(tensor._data, flat[slot.index]))
         return self._fill_result(flat, as_tensor, inputs)   # after the writes: a view of an input sees them

@@ -481,7 +481,7 @@ class CompiledFunction:
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
-            return StepProgram(lowered, template, layout, numbers, backend)
+            return StepProgram(lowered, template, layout, numbers, backend, frozenset(captured.grads_added_into))
         return loss_program(captured, layout, numbers, backend, self.options, name, self.disk_cache, example,
                             device)
 

@@ -187,6 +187,7 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
     table, arrays = _arrays(constants)
     result, grads, writes = program.template
     text = json.dumps({"template": _template(result), "grads": _slots(grads), "writes": _slots(writes),
+            "added_into": sorted(program.added_into),
             "layout": {"positions": layout.positions, "grad_of": layout.grad_of, "random": layout.random,
                        "draws": layout.draws},
             "lowered": {"label": lowered.label, "source": lowered.source, "ir_before": lowered.ir_before,
@@ -216,7 +217,7 @@ def restore(sizes: dict[str, Any], data: bytes, backend: Backend, cache: DiskCac
     return StepProgram(lowered, (_from_template(entry["template"]), grads, writes),
                        InputLayout(list(layout["positions"]), list(layout["grad_of"]), layout["random"],
                                    int(layout["draws"])),
-                       no_numbers(), backend)
+                       no_numbers(), backend, frozenset(int(i) for i in entry["added_into"]))
 
 
 __all__ = ["INDEX_FORMAT", "NotIndexed", "call_description", "describe", "index_key", "restore"]

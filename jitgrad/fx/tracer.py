@@ -158,6 +158,7 @@ class Tracer:
         self._pending: dict[int, str] = {}         # borrowed, their placeholder made on first use
         self._placeholders: dict[int, Node] = {}   # borrowed and used: their placeholders
         self.grad_of: dict[int, Tensor] = {}       # a borrowed ``.grad``, by id -> the tensor it belongs to
+        self.added_into: dict[int, Tensor] = {}    # a ``.grad`` eager mode sums into the old one, by id -> it
         self.lifted: list[tuple[Node, np.ndarray]] = []  # placeholders of arrays ``outside`` claimed
         self._lifted_arrays: dict[int, Node] = {}
         self._outside_arrays: list[np.ndarray] = []  # numpy memory read from outside: never written
@@ -361,6 +362,7 @@ class Tracer:
         live until the cycle collector finds that loop (0.08 s of CPU after W4's 500-step compile);
         released, they go as soon as the caller drops them."""
         self._alive.clear()
+        self.added_into.clear()
         self._grad_fn_nodes.clear()
         self._nodes.clear()
         self._by_array.clear()
@@ -393,6 +395,7 @@ class Tracer:
                 node = incoming
             else:
                 node = self.call(REGISTRY["add"], (self.node_of(old), incoming), {}, new)
+                self.added_into[id(new)] = old
             new.__class__ = TracedTensor
             self._bind(new, node)
 

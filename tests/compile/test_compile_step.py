@@ -136,3 +136,35 @@ def test_the_cycle_collector_is_off_while_a_call_compiles_and_as_it_was_after(mo
         assert seen == [False] and gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _grad_step(kind):
+    def step(x, w):
+        if kind == "set to None":
+            w.grad = None
+        elif kind == "zeroed in place":
+            w.grad.zero_()
+        loss = ((x @ w).tanh() ** 2).sum()
+        loss.backward()
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("kind", ["accumulated", "set to None", "zeroed in place"])
+def test_a_steps_grad_is_the_same_tensor_exactly_when_eager_keeps_it(kind):
+    """Eager adds a later gradient into the ``.grad`` it finds (docs/autograd.md, section 8): a ``.grad``
+    held from before the call sees the sum. The compiled step writes into that tensor in the same cases,
+    and makes a new one where eager does."""
+    runs = []
+    for compiled in (False, True):
+        fn = jg.compile(_grad_step(kind), cache=False) if compiled else _grad_step(kind)
+        x = jg.tensor(np.arange(6.0).reshape(2, 3) / 6)
+        w = jg.tensor(np.ones((3, 2)) / 3, requires_grad=True)
+        w.grad = jg.zeros(3, 2, dtype=jg.float64)
+        held = w.grad
+        seen = []
+        for _ in range(3):
+            fn(x, w)
+            seen.append((w.grad is held, held.tolist(), w.grad.tolist()))
+        runs.append(seen)
+    assert runs[0] == runs[1]
