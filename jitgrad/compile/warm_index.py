@@ -39,7 +39,7 @@ from .backend import Backend
 from .cache import DiskCache, versions
 from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
-from .result_template import Slot, TupleOf
+from .result_template import InputAlias, Slot, TupleOf
 
 INDEX_FORMAT = "jitgrad-warm-index-1"
 _UNKEYED_SETTINGS = frozenset({"JITGRAD_LOG", "JITGRAD_CACHE_DIR", "JITGRAD_CACHE_MAX_BYTES", "JITGRAD_LINT_PASSES"})
@@ -119,6 +119,8 @@ def _template(part: Any) -> Any:
         raise NotIndexed(f"the result holds a {part.kind.__qualname__}")
     if kind in _PLAIN:
         return {"value": part}
+    if kind is InputAlias:
+        raise NotIndexed("a result is an input or a view of one (made from the input at each call)")
     raise NotIndexed(f"the result holds a {kind.__qualname__}")
 
 
