@@ -199,8 +199,8 @@ class _Writer:
         grads = ", ".join(self.slots.get((i, s), "None") for s in range(len(node._input_metadata)))
         if formula is None:
             emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
-        else:
-            call = f"{self.constant(formula)}(x, {n})"
+        else:  # past the root, every gradient is checked on its way to the node: the formula need not
+            call = f"{self.constant(getattr(formula, 'routed', formula) if i else formula)}(x, {n})"
             emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {call}")
             emit(f"    if o is MISS: o = {n}.apply_arrays(x)")
         if names:  # their last use: freed with the next node's ``x``, as a hand-written step frees them

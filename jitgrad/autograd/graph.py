@@ -202,7 +202,9 @@ class Node:
         """The function ``apply_arrays(grads)`` has just run for this node, as ``f(grads, node)``, for a
         program that runs graphs like this one again (``backward_replay``): on any node it answers what
         ``apply_arrays`` would, or ``FORMULA_MISS`` where it does not fit that node or those gradients.
-        None where there is no such function."""
+        None where there is no such function. The function may carry ``routed``: the same function
+        for gradients known to be as many, and of the shapes and dtypes, as ``grads`` (a program
+        checks them as it routes them), which need not check them again."""
         return None
 
     def release_variables(self) -> None:
