@@ -141,7 +141,7 @@ class _Writer:
         self.slots: dict[tuple, str] = {}  # (node index or "l", slot) -> variable holding its gradient
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"AccumulateGrad": AccumulateGrad, "add": add_arrays, "add_into": np.add,
-                                        "sum_to": provided.sum_to_array, "inf": float("inf"),
+                                        "reduce": np.add.reduce, "inf": float("inf"),
                                         "MISS": FORMULA_MISS}
         self.names: dict[Any, str] = {}
         self.owned: set[str] = set()  # slot variables holding a sum made here, in memory of their own
@@ -240,8 +240,12 @@ class _Writer:
             checks.append(f"t[0] is not {variable}")
         emit(f"    if {' or '.join(checks)}: return None")
         want_shape, want_dtype, _ = target._input_metadata[slot]
-        if shape != want_shape:
-            emit(f"    a = sum_to(a, {self.constant(want_shape)})")
+        if shape != want_shape:  # provided.sum_to_array's numpy calls, written out for these shapes
+            dims = provided.summed_dims(shape, want_shape)
+            if dims:
+                emit(f"    a = reduce(a, {self.constant(dims)}, None, None, True)")
+            if tuple(1 if d in dims else n for d, n in enumerate(shape)) != want_shape:
+                emit(f"    a = a.reshape({self.constant(want_shape)})")
         if dtype != want_dtype:
             emit(f"    a = a.astype({self.constant(want_dtype)})")
         place = ("l", number) if is_leaf else (number, slot)

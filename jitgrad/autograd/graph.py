@@ -228,7 +228,13 @@ class AccumulateGrad(Node):
     """The node of a leaf: sums arriving gradients into ``variable.grad``. One per leaf, shared by
     every use of the leaf, and run as soon as it is ready (largest sequence number)."""
 
-    __slots__ = ("variable", "_lock", "in_place")
+    __slots__ = ("variable", "in_place")
+
+    # Held while ``.grad`` is read and replaced, so that two threads' backwards into one leaf add up. One
+    # lock for every leaf: a training step makes its leaves' AccumulateGrads anew (a lock each was 70 ns
+    # of the 500 one costs), and a sum into ``.grad`` is short; reentrant, as an add under
+    # ``create_graph`` runs an op.
+    _lock = threading.RLock()
 
     def __init__(self, variable: "Tensor") -> None:
         """``Node.__init__`` written out: a leaf's AccumulateGrad lives as long as a graph using the leaf,
@@ -239,7 +245,6 @@ class AccumulateGrad(Node):
         self._topological_nr = self._metadata = None
         self._pre_hooks = self._post_hooks = self._tensor_pre_hooks = self._retains_grad = None
         self.variable = variable
-        self._lock = threading.Lock()
         self.in_place = True   # a tracer turns it off: it records each sum as a new value (fx.Tracer)
         data = variable._data
         if type(data) is np.ndarray:
