@@ -193,16 +193,17 @@ class _Writer:
         if i not in self.found or len(returned) != len(edges):
             raise _Unwritable
         n = f"n{i}"
+        emit(f"    e = {n}._next_edges")
         emit(f"    if {n}._sequence_nr >= s or {n}._pre_hooks or {n}._post_hooks or {n}._tensor_pre_hooks "
-             f"or {n}._retains_grad or len({n}._next_edges) != {len(edges)}: return None")
+             f"or {n}._retains_grad or len(e) != {len(edges)}: return None")
         names = [self.slots[i, s] for s in range(len(node._input_metadata)) if (i, s) in self.slots]
         grads = ", ".join(self.slots.get((i, s), "None") for s in range(len(node._input_metadata)))
         if formula is None:
-            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
+            emit(f"    s = {n}._sequence_nr; o = {n}.apply_arrays([{grads}])")
         else:  # past the root, every gradient is checked on its way to the node: the formula need not
-            call = f"{self.constant(getattr(formula, 'routed', formula) if i else formula)}(x, {n})"
-            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {call}")
-            emit(f"    if o is MISS: o = {n}.apply_arrays(x)")
+            call = f"{self.constant(getattr(formula, 'routed', formula) if i else formula)}([{grads}], {n})"
+            emit(f"    s = {n}._sequence_nr; o = {call}")
+            emit(f"    if o is MISS: o = {n}.apply_arrays([{grads}])")
         if names:  # their last use: freed with the next node's ``x``, as a hand-written step frees them
             emit(f"    del {', '.join(names)}")
         for k, (edge, got) in enumerate(zip(edges, returned)):
