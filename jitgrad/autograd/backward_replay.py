@@ -141,7 +141,7 @@ class _Writer:
         self.slots: dict[tuple, str] = {}  # (node index or "l", slot) -> variable holding its gradient
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"AccumulateGrad": AccumulateGrad, "add": add_arrays, "add_into": np.add,
-                                        "sum_to": provided.sum_to_array, "inf": float("inf"),
+                                        "reduce": np.add.reduce, "inf": float("inf"),
                                         "MISS": FORMULA_MISS}
         self.names: dict[Any, str] = {}
         self.owned: set[str] = set()  # slot variables holding a sum made here, in memory of their own
@@ -193,16 +193,17 @@ class _Writer:
         if i not in self.found or len(returned) != len(edges):
             raise _Unwritable
         n = f"n{i}"
+        emit(f"    e = {n}._next_edges")
         emit(f"    if {n}._sequence_nr >= s or {n}._pre_hooks or {n}._post_hooks or {n}._tensor_pre_hooks "
-             f"or {n}._retains_grad or len({n}._next_edges) != {len(edges)}: return None")
+             f"or {n}._retains_grad or len(e) != {len(edges)}: return None")
         names = [self.slots[i, s] for s in range(len(node._input_metadata)) if (i, s) in self.slots]
         grads = ", ".join(self.slots.get((i, s), "None") for s in range(len(node._input_metadata)))
         if formula is None:
-            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; o = {n}.apply_arrays([{grads}])")
-        else:
-            call = f"{self.constant(formula)}(x, {n})"
-            emit(f"    s = {n}._sequence_nr; e = {n}._next_edges; x = [{grads}]; o = {call}")
-            emit(f"    if o is MISS: o = {n}.apply_arrays(x)")
+            emit(f"    s = {n}._sequence_nr; o = {n}.apply_arrays([{grads}])")
+        else:  # past the root, every gradient is checked on its way to the node: the formula need not
+            call = f"{self.constant(getattr(formula, 'routed', formula) if i else formula)}([{grads}], {n})"
+            emit(f"    s = {n}._sequence_nr; o = {call}")
+            emit(f"    if o is MISS: o = {n}.apply_arrays([{grads}])")
         if names:  # their last use: freed with the next node's ``x``, as a hand-written step frees them
             emit(f"    del {', '.join(names)}")
         for k, (edge, got) in enumerate(zip(edges, returned)):
@@ -240,8 +241,12 @@ class _Writer:
             checks.append(f"t[0] is not {variable}")
         emit(f"    if {' or '.join(checks)}: return None")
         want_shape, want_dtype, _ = target._input_metadata[slot]
-        if shape != want_shape:
-            emit(f"    a = sum_to(a, {self.constant(want_shape)})")
+        if shape != want_shape:  # provided.sum_to_array's numpy calls, written out for these shapes
+            dims = provided.summed_dims(shape, want_shape)
+            if dims:
+                emit(f"    a = reduce(a, {self.constant(dims)}, None, None, True)")
+            if tuple(1 if d in dims else n for d, n in enumerate(shape)) != want_shape:
+                emit(f"    a = a.reshape({self.constant(want_shape)})")
         if dtype != want_dtype:
             emit(f"    a = a.astype({self.constant(want_dtype)})")
         place = ("l", number) if is_leaf else (number, slot)

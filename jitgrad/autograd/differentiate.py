@@ -121,11 +121,15 @@ def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
     grads = _make_grads(outs, () if grad_outputs is None else _as_tuple(grad_outputs))
     roots = _root_edges(outs)
     input_edges = []
+    append = input_edges.append
     for i, t in enumerate(wanted):  # the parameters of a training step: leaves whose AccumulateGrad is alive
-        leaf = isinstance(t, Tensor) and t._grad_fn is None and t._view is None and t._requires_grad
-        ref = t._grad_accumulator if leaf else None
-        node = ref() if ref is not None else None
-        input_edges.append((node, 0) if node is not None else _input_edge(t, i, False))
+        if isinstance(t, Tensor) and t._grad_fn is None and t._view is None and t._requires_grad:
+            ref = t._grad_accumulator
+            node = ref() if ref is not None else None
+            if node is not None:
+                append((node, 0))
+                continue
+        append(_input_edge(t, i, False))
     keep_graph = create_graph if retain_graph is None else retain_graph
     captured = engine.execute(roots, grads, keep_graph, create_graph, accumulate_grad=False,
                               outputs=input_edges)

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import heapq
 import sys
+from collections import deque
 from itertools import repeat
-from operator import itemgetter
+from operator import is_, itemgetter, methodcaller
 from typing import Sequence
 
 import numpy as np
@@ -41,6 +42,7 @@ _DROPPED = object()  # what a leaf that is not wanted "receives"
 _BEFORE_EVERY_NODE = float("inf")  # the place of the roots' seeds in the order
 _ONLY_LEAVES = {AccumulateGrad}
 _node_of = itemgetter(0)  # an edge's node
+_release = methodcaller("release_variables")
 
 
 def usable(depth: int, devices_active: bool) -> bool:
@@ -71,12 +73,14 @@ def run(roots: Sequence[Edge], seeds: Sequence[Tensor], keep_graph: bool, inputs
         _commit(leaves)
         captured = []
     else:
-        make = Tensor._make
-        captured = [None if grad is _DROPPED else make(grad)
-                    for grad in map(leaves.get, map(_node_of, inputs), repeat(_DROPPED))]
+        grads = list(map(leaves.get, map(_node_of, inputs), repeat(_DROPPED)))
+        if any(map(is_, grads, repeat(_DROPPED))):
+            grads = [None if grad is _DROPPED else grad for grad in grads]
+            captured = [None if grad is None else Tensor._make(grad) for grad in grads]
+        else:  # every input reached (autograd.grad of a loss over its parameters): no test per gradient
+            captured = list(map(Tensor._make, grads))
     if not keep_graph:
-        for node in executed if wanted is None or all_lead else _leading_to(wanted, executed):
-            node.release_variables()
+        deque(map(_release, executed if wanted is None or all_lead else _leading_to(wanted, executed)), 0)
     return captured
 
 
@@ -139,18 +143,22 @@ def _replayed(reached: list, grads: list, executed: list, complete: bool,
     ``_first_into_leaf`` drops them; None for a leaf with hooks, as there. When the program saw every
     edge carry a gradient (``complete``), each node it ran has a path to a leaf it reached, so with
     every such leaf wanted, every node leads to one."""
+    if wanted is None or wanted.issuperset(reached):  # every leaf reached is kept: no test per leaf
+        for leaf in reached:
+            variable = leaf.variable
+            if leaf._pre_hooks or leaf._post_hooks or leaf._tensor_pre_hooks or leaf._retains_grad \
+                    or variable._hooks or variable._post_accumulate_grad_hooks:  # leaf.hooked(), inline
+                return None
+        return dict(zip(reached, grads)), executed, complete
     leaves: dict = {}
-    all_lead = complete
     for leaf, grad in zip(reached, grads):
-        if wanted is not None and leaf not in wanted:
+        if leaf not in wanted:
             leaves[leaf] = _DROPPED
-            all_lead = False
-        elif leaf._pre_hooks or leaf._post_hooks or leaf._tensor_pre_hooks or leaf._retains_grad \
-                or leaf.variable._hooks or leaf.variable._post_accumulate_grad_hooks:  # leaf.hooked(), inline
+        elif leaf.hooked():
             return None
         else:
             leaves[leaf] = grad
-    return leaves, executed, all_lead
+    return leaves, executed, False
 
 
 def _route(edges: Sequence[Edge | None], grads: Sequence[np.ndarray | None], sequence_nr: float, buffers: dict,

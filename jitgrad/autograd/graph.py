@@ -202,7 +202,9 @@ class Node:
         """The function ``apply_arrays(grads)`` has just run for this node, as ``f(grads, node)``, for a
         program that runs graphs like this one again (``backward_replay``): on any node it answers what
         ``apply_arrays`` would, or ``FORMULA_MISS`` where it does not fit that node or those gradients.
-        None where there is no such function."""
+        None where there is no such function. The function may carry ``routed``: the same function
+        for gradients known to be as many, and of the shapes and dtypes, as ``grads`` (a program
+        checks them as it routes them), which need not check them again."""
         return None
 
     def release_variables(self) -> None:
@@ -226,7 +228,13 @@ class AccumulateGrad(Node):
     """The node of a leaf: sums arriving gradients into ``variable.grad``. One per leaf, shared by
     every use of the leaf, and run as soon as it is ready (largest sequence number)."""
 
-    __slots__ = ("variable", "_lock", "in_place")
+    __slots__ = ("variable", "in_place")
+
+    # Held while ``.grad`` is read and replaced, so that two threads' backwards into one leaf add up. One
+    # lock for every leaf: a training step makes its leaves' AccumulateGrads anew (a lock each was 70 ns
+    # of the 500 one costs), and a sum into ``.grad`` is short; reentrant, as an add under
+    # ``create_graph`` runs an op.
+    _lock = threading.RLock()
 
     def __init__(self, variable: "Tensor") -> None:
         """``Node.__init__`` written out: a leaf's AccumulateGrad lives as long as a graph using the leaf,
@@ -237,7 +245,6 @@ class AccumulateGrad(Node):
         self._topological_nr = self._metadata = None
         self._pre_hooks = self._post_hooks = self._tensor_pre_hooks = self._retains_grad = None
         self.variable = variable
-        self._lock = threading.Lock()
         self.in_place = True   # a tracer turns it off: it records each sum as a new value (fx.Tracer)
         data = variable._data
         if type(data) is np.ndarray:

@@ -28,6 +28,7 @@ def _not_provided(*args: object, **kwargs: object) -> NoReturn:
 
 sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"] = _not_provided
 sum_to_array: Callable[["np.ndarray", tuple[int, ...]], "np.ndarray"] = _not_provided
+summed_dims: Callable[[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = _not_provided
 stack: Callable[[Sequence["Tensor"]], "Tensor"] = _not_provided
 note_alias: Callable[["Tensor", "Tensor"], None] = _not_provided
 observed: Callable[[], bool] = _not_provided
@@ -35,12 +36,14 @@ observed: Callable[[], bool] = _not_provided
 
 def provide(*, sum_to: Callable[["Tensor", tuple[int, ...]], "Tensor"],
             sum_to_array: Callable[["np.ndarray", tuple[int, ...]], "np.ndarray"],
+            summed_dims: Callable[[tuple[int, ...], tuple[int, ...]], tuple[int, ...]],
             stack: Callable[[Sequence["Tensor"]], "Tensor"],
             note_alias: Callable[["Tensor", "Tensor"], None], observed: Callable[[], bool]) -> None:
     """Called once by ``jitgrad.ops``: ``sum_to(tensor, shape)`` undoes broadcasting (``sum_to_array`` on
-    an array, with the same numpy calls, for the fast path), ``stack(tensors)``
+    an array, with the same numpy calls, for the fast path: ``np.add.reduce`` over
+    ``summed_dims(shape, target)`` with keepdim, then a reshape to the target), ``stack(tensors)``
     joins tensors along a new first dimension, ``note_alias(tensor, source)`` tells observers that
     ``tensor`` now holds ``source``'s value, ``observed()`` says whether a tracer watches this thread's
     ops (then the engine's fast path, which runs no ops, stays out of its way)."""
-    globals().update(sum_to=sum_to, sum_to_array=sum_to_array, stack=stack, note_alias=note_alias,
-                     observed=observed)
+    globals().update(sum_to=sum_to, sum_to_array=sum_to_array, summed_dims=summed_dims, stack=stack,
+                     note_alias=note_alias, observed=observed)

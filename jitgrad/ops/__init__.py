@@ -12,7 +12,7 @@ from . import convolution, gathering, pooling, sorting
 from . import einsum, inplace, registry  # einsum: a composite of the ops above
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names
-from .reductions import sum_to, sum_to_array
+from .reductions import sum_to, sum_to_array, summed_dims
 from .registry import REGISTRY
 from .sampling import normal, uniform  # the random factories' ops
 
@@ -21,6 +21,7 @@ globals().update(FUNCTIONS)
 __all__ = [*FUNCTIONS, "REGISTRY", "nll_loss", "normal", "sum_to", "uniform"]
 
 # autograd sits below this layer, so it cannot import these: they are handed down.
-provide(sum_to=sum_to, sum_to_array=sum_to_array, stack=shape.stack, note_alias=registry.note_alias, observed=registry.observed)
+provide(sum_to=sum_to, sum_to_array=sum_to_array, summed_dims=summed_dims, stack=shape.stack,
+        note_alias=registry.note_alias, observed=registry.observed)
 
 from . import methods  # noqa: E402,F401 - attaches the methods and operators to Tensor, once every op is declared

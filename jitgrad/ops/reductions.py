@@ -511,14 +511,21 @@ def sum_to_array(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     shape = tuple(shape)
     if array.shape == shape:
         return array
-    key = (array.shape, shape)
+    dims = summed_dims(array.shape, shape)
+    reduced = np.add.reduce(array, dims, None, None, True) if dims else array  # _sum_forward's call, inline
+    return reduced.reshape(shape) if reduced.shape != shape else reduced
+
+
+def summed_dims(current: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The dimensions ``sum_to_array`` sums (with keepdim) to take an array of shape ``current`` back
+    to ``shape``, kept by shapes; a replay program writes that call out (``backward_replay``)."""
+    key = (current, shape)
     dims = _SUMMED_DIMS.get(key)
     if dims is None:
         if len(_SUMMED_DIMS) > 4096:
             _SUMMED_DIMS.clear()
-        dims = _SUMMED_DIMS[key] = _broadcast_dims(array.shape, shape)
-    reduced = np.add.reduce(array, dims, None, None, True) if dims else array  # _sum_forward's call, inline
-    return reduced.reshape(shape) if reduced.shape != shape else reduced
+        dims = _SUMMED_DIMS[key] = _broadcast_dims(current, shape)
+    return dims
 
 
 # The dimensions sum_to_array sums, by (shape, target): a bias's gradient asks the same every step.

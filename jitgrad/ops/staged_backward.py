@@ -64,7 +64,10 @@ class StagingTensor(Tensor):
 
 class Stage:
     """One staged variant of a node's formulas: ``run(grads, node)`` gives the gradients (one array or
-    None per next edge) or ``MISS``; ``source`` is the generated code."""
+    None per next edge) or ``MISS``; ``source`` is the generated code. ``run.routed`` is ``run``
+    without its guards on ``grads`` (their number, shapes and dtypes), for a caller that has checked
+    them already: a replay program, whose routing checks every gradient it hands a node
+    (``backward_replay``), paid those guards twice (W2: about 200 bytecodes a step)."""
 
     __slots__ = ("run", "source")
 
@@ -299,6 +302,7 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
     for k, grad in enumerate(grads):
         lines.append(f"    g{k} = grads[{k}]")
         grad_tensors.append(recording.guard_array(f"g{k}", grad))
+    grad_guards = set(range(len(lines))) - {1 + 2 * k for k in range(len(grads))}  # all but ``gk = grads[k]``
     values: dict[str, Any] = {}
     plan = recording.constant(node.save_plan)
     lines.append(f"    if node.save_plan is not {plan} or {plan}.variants.get({recording.constant(grads[0].shape)}) "
@@ -354,9 +358,12 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
     lines += _steps_lines(steps, returned)
     lines.append(returned)
     source = "def staged(grads, node):\n" + "\n".join(lines) + "\n"
+    routed = "def routed(grads, node):\n" + "\n".join(line for i, line in enumerate(lines) if i not in grad_guards)
     namespace = recording.globals
-    exec(compile(source, f"<staged {node.name()}>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return Stage(namespace["staged"], source)
+    exec(compile(source + routed + "\n", f"<staged {node.name()}>", "exec"), namespace)  # noqa: S102 - our own generated code
+    run = namespace["staged"]
+    run.routed = namespace["routed"]
+    return Stage(run, source)
 
 
 class _Step:

@@ -224,3 +224,19 @@ def test_a_replay_whose_formula_misses_runs_the_node_as_the_fast_path_does(repla
     assert replayed[1:] == [True, True, True]
     (programs,) = backward_replay.cache.programs.values()
     assert "apply_arrays" in programs[0].source
+
+
+def test_past_the_root_a_program_calls_the_formulas_without_their_gradient_guards(replayed):
+    """A program checks every gradient it routes, so past the root it calls each stage's ``routed``
+    (the stage without its guards on the gradients); the root's seed meets the guarded one."""
+    for op in ("sum", "mul", "exp"):  # other tests' stages may have filled these plans' variants
+        for plan in jg.ops.REGISTRY[op].save_plans.values():
+            plan.variants.clear()
+    for _ in range(2):
+        x = jg.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        (x.exp() * 2.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.exp([1.0, 2.0]), rtol=1e-15)
+    (programs,) = backward_replay.cache.programs.values()
+    called = {name: getattr(program.run.__globals__[name], "__name__", None) for program in programs
+              for name in program.run.__code__.co_names if name.startswith("K")}
+    assert sorted(n for n in called.values() if n in ("staged", "routed")) == ["routed", "routed", "staged"]
