@@ -160,7 +160,8 @@ class GraphTask:
                 stack.append((child, iter(child._next_edges)))
                 continue
             stack.pop()
-            if node in exec_info and exec_info[node].should_execute():
+            info = exec_info.get(node)
+            if info is not None and info.needed:  # a captured node runs on when an input lies past it
                 continue
             if any(e is not None and e[0] in exec_info and exec_info[e[0]].should_execute()
                    for e in node._next_edges):

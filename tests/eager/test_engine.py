@@ -490,3 +490,16 @@ class TestBadInput:
     def test_graph_root_is_a_node(self):
         root = GraphRoot([], [])
         assert root.name() == "GraphRoot" and root.next_functions == ()
+
+
+def test_grad_wrt_a_non_leaf_and_a_leaf_behind_it():
+    """autograd.grad(y, [h, x]) with x reached only through h: the walk goes on past h to x."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        gh, gx = lib.autograd.grad((h * h).sum(), [h, x])
+        results.append((gh.numpy(), gx.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)
