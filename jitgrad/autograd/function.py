@@ -151,7 +151,7 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        records = grad_mode.is_grad_enabled() and any(needs_input_grad)
+        records = grad_mode.is_grad_enabled() and not grad_mode.is_inference_mode_enabled() and any(needs_input_grad)
         ctx = cls._node_class()(tuple(gradient_edge(args[p]) for p in positions) if records else (),
                                 positions, needs_input_grad)
         tangents = forward_ad.input_tangents(args)

@@ -33,7 +33,7 @@ _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place o
 
 
 def _involves_grad(self: Tensor, args: tuple) -> bool:
-    return grad_mode.state.grad_enabled and (
+    return grad_mode.state.grad_enabled and not grad_mode.state.inference and (
         self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
 
 
