@@ -19,7 +19,7 @@ from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
 from ..tensor import Tensor, is_tensor
-from .versions import increment_version, refresh_view
+from .versions import increment_version, move_retained_grad, refresh_view  # noqa: F401 - ops use it here
 
 MAX_SEQUENCE_NR = 2**64 - 1
 
@@ -379,14 +379,6 @@ def _one_cpu_slot(shape: tuple[int, ...], dtype: np.dtype) -> tuple[InputMetadat
             _ONE_CPU_SLOT.clear()
         slots = _ONE_CPU_SLOT[shape, dtype] = (new_input_metadata((shape, dtype, CPU)),)
     return slots
-
-
-def move_retained_grad(tensor: "Tensor", old_fn: Node, old_output_nr: int) -> None:
-    """After an in-place change gave ``tensor`` a new ``grad_fn``: its ``retain_grad()`` leaves the node
-    before the change for the new one, as PyTorch moves it."""
-    if old_fn._retains_grad:
-        old_fn._retains_grad.pop(old_output_nr, None)
-    tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
 
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:

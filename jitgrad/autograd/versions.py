@@ -8,6 +8,7 @@ of its root base (``ops/inplace.py``, PyTorch's CopySlices).
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -80,9 +81,21 @@ def refresh_view(tensor: "Tensor") -> None:
         value = op(value, **attrs)
         if index is not None:
             value = value[index]
+    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
     tensor._grad_fn, tensor._output_nr = value._grad_fn, value._output_nr
     tensor._view = (root, tensor._version_counter[0], chain, creation)
+    if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
+        move_retained_grad(tensor, old_fn, old_nr)
     provided.note_alias(tensor, value)
+
+
+def move_retained_grad(tensor: "Tensor", old_fn: Any, old_output_nr: int) -> None:
+    """After an in-place change gave ``tensor`` a new ``grad_fn`` (its own, or its base's seen through
+    ``refresh_view``): its ``retain_grad()`` leaves the node before the change for the new one, as
+    PyTorch moves it."""
+    if old_fn._retains_grad:
+        old_fn._retains_grad.pop(old_output_nr, None)
+    tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
 
 
 def describe(tensor_data: np.ndarray) -> str:

@@ -199,3 +199,19 @@ def test_retain_grad_follows_an_in_place_change_as_in_pytorch():
         (y * y).sum().backward()
         found.append((y.grad.tolist(), a.grad.tolist()))
     assert found[0] == found[1]
+
+
+def test_retain_grad_of_a_view_follows_an_in_place_change_of_its_base():
+    """The view's history is rebuilt when it is next used; its retain_grad() moves to the new node."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        v = y[1:]
+        v.retain_grad()
+        y.mul_(2)
+        (v * v).sum().backward()
+        results.append((v.grad.numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)
