@@ -16,6 +16,7 @@ from ..tensor import Tensor
 from . import forward_ad, grad_mode
 from .graph import Node, gradient_edge, input_metadata_of
 from .saved_tensor import SavedTensor
+from .versions import mark_custom_function_view
 
 _ONCE_DIFFERENTIABLE_ERROR = ("trying to differentiate twice a function that was marked with "
                               "@once_differentiable")
@@ -182,6 +183,9 @@ def _connect(ctx: FunctionBackward, args: tuple, outputs: tuple) -> tuple:
                                    "operation.")
         elif id(out) in inputs:
             out = Tensor._make(out._data)  # an input returned as is: a new tensor, never the input's history
+            mark_custom_function_view(out, outputs[nr])
+        else:
+            mark_custom_function_view(out, None)
         if id(outputs[nr]) not in non_differentiable and out._data.dtype.kind == "f":
             out._requires_grad, out._grad_fn, out._output_nr = True, ctx, nr
         metadata.append(input_metadata_of(out._data))

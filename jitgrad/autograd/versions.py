@@ -8,6 +8,7 @@ of its root base (``ops/inplace.py``, PyTorch's CopySlices).
 """
 from __future__ import annotations
 
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -55,6 +56,35 @@ def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]
 
 NO_GRAD_VIEW = "no_grad"
 MULTI_OUTPUT_VIEW = "multi_output"
+IN_CUSTOM_FUNCTION = "custom_function"  # an output of a custom Function that aliases memory (a view or an input)
+
+_CUSTOM_FUNCTION_VIEW = (
+    "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or because "
+    "an input was returned as-is) and the autograd logic to handle view+inplace would override the custom "
+    "backward associated with the custom Function, leading to incorrect gradients. This behavior is "
+    "forbidden. You can fix this by cloning the output of the custom Function.")
+
+
+def custom_function_view_error(view: "Tensor", what: str) -> RuntimeError:
+    """PyTorch's refusal of an in-place change to an output of a custom Function that aliases memory,
+    or to its base: replaying the view ops would silently replace the Function's own backward."""
+    fn = view._grad_fn
+    name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a custom Function"
+    return RuntimeError(_CUSTOM_FUNCTION_VIEW.format(nr=view._output_nr, name=name, what=what))
+
+
+def mark_custom_function_view(output: "Tensor", aliased: "Tensor | None") -> None:
+    """Marks an output of a custom Function that is a view, or (``aliased``) a new tensor on the memory of
+    an input returned as is, as PyTorch's ``CreationMeta::IN_CUSTOM_FUNCTION``: it shares the version
+    counter of the memory it aliases, so that an in-place change through it is seen by every node that
+    saved that memory, and an in-place change to it (or, later, to its base) is refused."""
+    if aliased is not None:
+        counter = version_counter(aliased)
+        output._version_counter = counter
+        root, chain = (aliased._view[0], aliased._view[2]) if aliased._view is not None else (aliased, ())
+        output._view = (root, counter[0], chain, IN_CUSTOM_FUNCTION)
+    elif output._view is not None:
+        output._view = output._view[:3] + (IN_CUSTOM_FUNCTION,)
 
 
 def view_positions(tensor: "Tensor") -> np.ndarray:
@@ -76,6 +106,8 @@ def refresh_view(tensor: "Tensor") -> None:
     if view is None or not tensor._requires_grad or tensor._version_counter[0] == view[1]:
         return
     root, _, chain, creation = view
+    if creation == IN_CUSTOM_FUNCTION:
+        raise custom_function_view_error(tensor, "its base or another view of its base has been modified inplace")
     value = root
     for op, attrs, index in chain:
         value = op(value, **attrs)

@@ -16,8 +16,8 @@ import numpy as np
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.graph import move_retained_grad
-from ..autograd.versions import (MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, increment_version, refresh_view,
-                                 view_positions)
+from ..autograd.versions import (IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, custom_function_view_error,
+                                 increment_version, refresh_view, view_positions)
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
@@ -65,6 +65,8 @@ def _check_view_creation(view: Tensor) -> None:
             "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
             "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
             "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+    if creation == IN_CUSTOM_FUNCTION:
+        raise custom_function_view_error(view, "is being modified inplace")
     if creation == MULTI_OUTPUT_VIEW:
         fn = view._grad_fn   # PyTorch names the forward: SplitBackward0 -> Split
         name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a view op"
