@@ -22,7 +22,7 @@ from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
 from . import arithmetic, sampling
-from .indexing import getitem, in_pytorch_order, normalize_index
+from .indexing import getitem, in_pytorch_order, is_advanced, normalize_index
 from .lowering import intrinsic
 from .meta_rules import like
 from .public import public
@@ -30,6 +30,7 @@ from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
 _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
+_VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 
 
 def _involves_grad(self: Tensor, args: tuple) -> bool:
@@ -152,8 +153,7 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     rebased when ``recording``; forward-mode tangents follow through ``note_alias`` either way."""
     root = view._view[0]
     if recording and root._grad_fn is None and root._requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+        raise RuntimeError(_VIEW_OF_LEAF_ERROR)
     refresh_view(view)
     positions = view_positions(view)
     snapshot = _snapshot(root)
@@ -314,8 +314,11 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         basic, advanced = steps
         setitem(getitem(self, basic), advanced, value)
         return
-    if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed() \
-            or type(self._data) is not np.ndarray:
+    recording = _involves_grad(self, (value,))
+    if recording or forward_ad.state.level is not None or observed() or type(self._data) is not np.ndarray:
+        if recording and self._grad_fn is None and self._requires_grad \
+                and not is_advanced(index) and any(item is not Ellipsis for item in index):
+            raise RuntimeError(_VIEW_OF_LEAF_ERROR)  # PyTorch writes a basic index through a view of self
         apply_inplace("__setitem__", self, _index_put, value, index=index)
         return
     if not self._data.flags.writeable:

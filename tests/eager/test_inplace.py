@@ -215,3 +215,17 @@ def test_retain_grad_of_a_view_follows_an_in_place_change_of_its_base():
         results.append((v.grad.numpy(), x.grad.numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs)
+
+
+def test_setitem_on_a_leaf_names_the_view_pytorch_writes_through():
+    """x[0] = v on a leaf that requires grad writes through a view of it (PyTorch's message says so);
+    x[mask] = v and x[...] = v write to the leaf itself."""
+    torch = pytest.importorskip("torch")
+    for index in (0, slice(1, None), None, (Ellipsis,), (), [0], [True, False, True]):
+        messages = []
+        for lib in (jg, torch):
+            x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            with pytest.raises(RuntimeError) as error:
+                x[lib.tensor(index) if isinstance(index, list) else index] = 2.0
+            messages.append(str(error.value))
+        assert messages[0] == messages[1], index
