@@ -260,6 +260,8 @@ class AccumulateGrad(Node):
         grad = grads[0]
         if grad is None:
             return []
+        if not self.variable._requires_grad:  # requires_grad_(False) since the graph was recorded
+            return self._skip_accumulation()
         if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
             with self._lock:
                 old = self.variable._grad
@@ -275,9 +277,20 @@ class AccumulateGrad(Node):
         one-node path may not have switched it). An ``owned`` gradient, one nothing else references
         (see ``Node.hands_over_gradients``), becomes a first ``.grad`` without the copy (PyTorch's
         AccumulateGrad steals it too)."""
+        if not self.variable._requires_grad:
+            self._skip_accumulation()
+            return
         self._accumulate(grad, copy=not owned)
         if self.variable._post_accumulate_grad_hooks:
             self._call_post_accumulate_grad_hooks()
+
+    def _skip_accumulation(self) -> list:
+        """For a leaf made not to require grad after the graph using it was recorded: PyTorch's
+        AccumulateGrad leaves ``.grad`` as it is (a layer frozen between forward and backward gets no
+        gradient), and its post-accumulate-grad hooks still run."""
+        if self.variable._post_accumulate_grad_hooks:
+            self._call_post_accumulate_grad_hooks()
+        return []
 
     def _call_post_accumulate_grad_hooks(self) -> None:
         """``Tensor.register_post_accumulate_grad_hook``'s hooks, given the leaf once ``.grad`` holds the
