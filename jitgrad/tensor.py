@@ -90,6 +90,9 @@ class Tensor:
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Tensor.data must be set to a Tensor, not {type(value).__name__}")
+        if self._requires_grad and value._data.dtype.kind not in "fc":  # else: an integer tensor requiring grad
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex "
+                               "dtype")
         self._data = value._data
 
     @property
