@@ -524,3 +524,19 @@ def test_leaf_made_not_to_require_grad_after_the_forward_gets_no_grad(path):
     (ours_x, ours_w), (theirs_x, theirs_w) = results
     assert ours_x is None if theirs_x is None else np.allclose(ours_x, theirs_x)
     np.testing.assert_allclose(ours_w, theirs_w, rtol=1e-5)
+
+
+def test_grad_captures_a_non_leaf_that_also_runs_before_its_hooks():
+    """PyTorch's engine captures the gradient of an input whose node also runs (an input lies past
+    it) before the tensor's hooks, which then change what flows on; one that only captures, after."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        h.register_hook(lambda g: g * 10)
+        both = lib.autograd.grad((h * h).sum(), [h, x])
+        (only,) = lib.autograd.grad((h * h).sum(), [h])
+        results.append([g.numpy() for g in (*both, only)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)
