@@ -28,6 +28,8 @@ def normalize_index(index: Any) -> tuple:
                 # the values themselves (a CUDA index's copied to the host, as attributes are host
                 # values): a traced tensor refuses (TraceError)
                 item = item.cpu().numpy() if item.is_cuda else item.numpy().copy()
+                if item.ndim == 0 and item.dtype.kind in "iu":  # an integer, as in PyTorch: x[t] is a view
+                    item = int(item)
             else:
                 item = item._data
         elif isinstance(item, (list, range, np.ndarray)):

@@ -159,3 +159,21 @@ def test_index_changed_in_place_before_backward_keeps_the_gradient(kind):
 
     for ours, theirs in zip(run(jg, True), run(torch, False)):
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_0d_integer_tensor_indexes_as_an_integer_a_view():
+    """x[torch.tensor(1)] is x[1] in PyTorch: a view (SelectBackward0), so a change through it is seen
+    by x; it was a copy, and the change silently lost."""
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = x * 1
+        y = h[lib.tensor(1)]
+        name = y.grad_fn.name()
+        y.mul_(5)
+        (h * h).sum().backward()
+        results.append((h.detach().numpy().copy(), x.grad.numpy(), name, y._is_view()))
+    (h, g, *rest), (h_t, g_t, *rest_t) = results
+    np.testing.assert_allclose(h, h_t)
+    np.testing.assert_allclose(g, g_t)
+    assert rest == rest_t == ["SelectBackward0", True]
