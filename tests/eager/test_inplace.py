@@ -1,6 +1,8 @@
 """In-place ops, version counters and views: the errors PyTorch gives, and never a wrong gradient."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -229,3 +231,24 @@ def test_setitem_on_a_leaf_names_the_view_pytorch_writes_through():
                 x[lib.tensor(index) if isinstance(index, list) else index] = 2.0
             messages.append(str(error.value))
         assert messages[0] == messages[1], index
+
+
+def test_modified_saved_input_is_described_as_pytorch_describes_it():
+    """PyTorch names the node whose output a saved input now is (after the in-place change, that
+    change's node) and nothing for a tensor without history; node names aside (PyTorch 2.13 writes
+    Add where we write AddBackward0) and the dtype, the messages agree."""
+    torch = pytest.importorskip("torch")
+
+    def message(lib, history):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        c = lib.tensor([3.0, 4.0])
+        h = x * 1 if history else c
+        y = x * h
+        h.add_(1)
+        with pytest.raises(RuntimeError) as error:
+            y.sum().backward()
+        text = re.sub(r"\[\S+ \[2\]\]", "[t]", str(error.value).split(" Hint")[0])
+        return re.sub(r"(Backward\d*)?, is at", ", is at", text)
+
+    for history in (True, False):
+        assert message(jg, history) == message(torch, history)
