@@ -252,3 +252,24 @@ def test_modified_saved_input_is_described_as_pytorch_describes_it():
 
     for history in (True, False):
         assert message(jg, history) == message(torch, history)
+
+
+def test_detach_in_place_refuses_a_view_as_pytorch_does():
+    torch = pytest.importorskip("torch")
+    messages = []
+    for lib in (jg, torch):
+        y = lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2
+        with pytest.raises(RuntimeError) as error:
+            y[1:].detach_()
+        y.detach_()
+        messages.append((str(error.value), y.requires_grad, y.grad_fn is None))
+    assert messages[0] == messages[1]
+
+
+def test_zero_grad_keeps_a_gradient_that_is_a_view():
+    weight = jg.tensor([1.0, 2.0], requires_grad=True)
+    buffer = jg.zeros(4)
+    weight.grad = buffer[::2]
+    (weight * weight).sum().backward()
+    jg.optim.SGD([weight], lr=0.1).zero_grad(set_to_none=False)
+    assert weight.grad.tolist() == [0.0, 0.0] and buffer.tolist() == [0.0, 0.0, 0.0, 0.0]
