@@ -323,5 +323,9 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         return
     if not self._data.flags.writeable:
         raise RuntimeError("__setitem__: this tensor's memory is read-only (an expanded view); clone() it first")
-    self._data[index] = value._data if isinstance(value, Tensor) else value
+    try:
+        self._data[index] = value._data if isinstance(value, Tensor) else value
+    except ValueError as error:  # numpy's broadcast error: PyTorch's is a RuntimeError, as the recorded path's
+        raise RuntimeError(f"__setitem__({self._data.dtype.name}{list(self._data.shape)}, index={index}): "
+                           f"{error}") from None
     increment_version(self)

@@ -273,3 +273,11 @@ def test_zero_grad_keeps_a_gradient_that_is_a_view():
     (weight * weight).sum().backward()
     jg.optim.SGD([weight], lr=0.1).zero_grad(set_to_none=False)
     assert weight.grad.tolist() == [0.0, 0.0] and buffer.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_setitem_of_a_value_that_does_not_broadcast_is_a_runtime_error_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    for lib in (jg, torch):
+        for index in (slice(0, 2), [0, 1]):
+            with pytest.raises(RuntimeError):
+                lib.zeros(3)[index] = lib.tensor([1.0, 2.0, 3.0])
