@@ -181,6 +181,12 @@ def _connect(ctx: FunctionBackward, args: tuple, outputs: tuple) -> tuple:
             if out._grad_fn is None and out._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                    "operation.")
+            if out._view is not None:
+                # PyTorch rebuilds the base's history (CopySlices); here the base would keep its old one
+                # and the view's would be replayed without the Function: a wrong gradient, silently.
+                raise NotImplementedError(
+                    f"{type(ctx).__name__}: mark_dirty() of an input that is a view is not supported; pass "
+                    "a tensor that is not a view (clone() it) and copy the result back in place if needed")
         elif id(out) in inputs:
             out = Tensor._make(out._data)  # an input returned as is: a new tensor, never the input's history
             mark_custom_function_view(out, outputs[nr])

@@ -344,3 +344,26 @@ def test_outputs_aliasing_memory_are_custom_function_views_as_in_pytorch():
             (tail * tail).sum().backward()
         results.append((h._version, out._version, out._is_view(), out._base is h))
     assert results[0] == results[1]
+
+
+def test_mark_dirty_of_a_view_is_refused_rather_than_a_wrong_gradient():
+    """PyTorch rebuilds the base's history for a dirty view (its gradient here would be [1, 4, 6]); we
+    do not, and the base's gradient came out without the Function ([1, 2, 3]), so we refuse it."""
+
+    class Double(jg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            a.mul_(2)
+            ctx.mark_dirty(a)
+            return a
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 1
+    with pytest.raises(NotImplementedError, match="mark_dirty.. of an input that is a view"):
+        Double.apply(h[1:])
+    h = jg.tensor([1.0, 2.0, 3.0])
+    assert Double.apply(h[1:]).tolist() == [4.0, 6.0]  # nothing to differentiate: as before
