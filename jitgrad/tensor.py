@@ -90,6 +90,9 @@ class Tensor:
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Tensor.data must be set to a Tensor, not {type(value).__name__}")
+        if self._requires_grad and value._data.dtype.kind not in "fc":  # else: an integer tensor requiring grad
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex "
+                               "dtype")
         self._data = value._data
 
     @property
@@ -328,6 +331,14 @@ class Tensor:
         return self._alias()
 
     def detach_(self) -> "Tensor":
+        """Cuts this tensor from the graph in place. Not a view: its base would keep a history that the
+        view, changed in place later, no longer joins (PyTorch refuses it too)."""
+        if self._view is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+                "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False

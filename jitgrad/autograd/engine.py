@@ -160,7 +160,8 @@ class GraphTask:
                 stack.append((child, iter(child._next_edges)))
                 continue
             stack.pop()
-            if node in exec_info and exec_info[node].should_execute():
+            info = exec_info.get(node)
+            if info is not None and info.needed:  # a captured node runs on when an input lies past it
                 continue
             if any(e is not None and e[0] in exec_info and exec_info[e[0]].should_execute()
                    for e in node._next_edges):
@@ -466,15 +467,21 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
 
 
 def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue) -> None:
+    exec_info = task.exec_info
+    info = exec_info.get(fn) if exec_info else None
+    if info is not None and info.needed:
+        # A captured node that also runs (an input lies past it) is captured before its tensor hooks,
+        # which run with the node, as in PyTorch's engine; one that only captures, after them.
+        for slot, index in info.captures:
+            task.captured[index] = grads[slot]
     if fn._tensor_pre_hooks is not None or fn._retains_grad is not None or type(fn) is AccumulateGrad:
         grads = _call_tensor_pre_hooks(task, fn, grads)
-    exec_info = task.exec_info
     if exec_info:
-        info = exec_info.get(fn)
-        if info is not None:
+        if info is None:
+            return
+        if not info.needed:
             for slot, index in info.captures:
                 task.captured[index] = grads[slot]
-        if info is None or not info.needed:
             return
     if type(fn) is AccumulateGrad:
         task.record_grad(fn.variable, fn.in_place)

@@ -219,9 +219,9 @@ def _commit(leaves: dict) -> None:
     so that writing into ``.grad`` can never change another value."""
     while leaves:
         leaf, grad = leaves.popitem()
-        if grad is _DROPPED:
-            continue
         variable = leaf.variable
+        if grad is _DROPPED or not variable._requires_grad:  # requires_grad_(False) since: as AccumulateGrad
+            continue
         with leaf._lock:
             old = variable._grad
             if old is not None:

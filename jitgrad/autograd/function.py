@@ -16,6 +16,7 @@ from ..tensor import Tensor
 from . import forward_ad, grad_mode
 from .graph import Node, gradient_edge, input_metadata_of
 from .saved_tensor import SavedTensor
+from .versions import mark_custom_function_view
 
 _ONCE_DIFFERENTIABLE_ERROR = ("trying to differentiate twice a function that was marked with "
                               "@once_differentiable")
@@ -151,7 +152,7 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        records = grad_mode.is_grad_enabled() and any(needs_input_grad)
+        records = grad_mode.is_grad_enabled() and not grad_mode.is_inference_mode_enabled() and any(needs_input_grad)
         ctx = cls._node_class()(tuple(gradient_edge(args[p]) for p in positions) if records else (),
                                 positions, needs_input_grad)
         tangents = forward_ad.input_tangents(args)
@@ -180,8 +181,17 @@ def _connect(ctx: FunctionBackward, args: tuple, outputs: tuple) -> tuple:
             if out._grad_fn is None and out._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                    "operation.")
+            if out._view is not None:
+                # PyTorch rebuilds the base's history (CopySlices); here the base would keep its old one
+                # and the view's would be replayed without the Function: a wrong gradient, silently.
+                raise NotImplementedError(
+                    f"{type(ctx).__name__}: mark_dirty() of an input that is a view is not supported; pass "
+                    "a tensor that is not a view (clone() it) and copy the result back in place if needed")
         elif id(out) in inputs:
             out = Tensor._make(out._data)  # an input returned as is: a new tensor, never the input's history
+            mark_custom_function_view(out, outputs[nr])
+        else:
+            mark_custom_function_view(out, None)
         if id(outputs[nr]) not in non_differentiable and out._data.dtype.kind == "f":
             out._requires_grad, out._grad_fn, out._output_nr = True, ctx, nr
         metadata.append(input_metadata_of(out._data))

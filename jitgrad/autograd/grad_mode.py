@@ -128,7 +128,9 @@ class enable_grad(_NoParamDecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """Like ``no_grad``, for code that will never need the results in autograd."""
+    """Like ``no_grad``, for code that will never need the results in autograd. Nothing is recorded
+    inside, even where ``enable_grad`` turns grad mode back on (PyTorch leaves autograd out of inference
+    mode altogether)."""
 
     def __new__(cls, mode: bool | Callable = True):
         if callable(mode):  # used bare: ``@inference_mode``
@@ -139,9 +141,9 @@ class inference_mode(_DecoratorContextManager):
         self.mode = bool(mode)
 
     def __enter__(self) -> None:
+        # As PyTorch's InferenceMode(mode): ``inference_mode(False)`` turns grad mode back on, too.
         self.prev = (state.grad_enabled, state.inference)
-        if self.mode:
-            state.grad_enabled, state.inference = False, True
+        state.grad_enabled, state.inference = not self.mode, self.mode
 
     def __exit__(self, *exc: object) -> None:
         state.grad_enabled, state.inference = self.prev

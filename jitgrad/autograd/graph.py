@@ -19,7 +19,7 @@ from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
 from ..tensor import Tensor, is_tensor
-from .versions import increment_version, refresh_view
+from .versions import increment_version, move_retained_grad, refresh_view  # noqa: F401 - ops use it here
 
 MAX_SEQUENCE_NR = 2**64 - 1
 
@@ -267,6 +267,8 @@ class AccumulateGrad(Node):
         grad = grads[0]
         if grad is None:
             return []
+        if not self.variable._requires_grad:  # requires_grad_(False) since the graph was recorded
+            return self._skip_accumulation()
         if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
             with self._lock:
                 old = self.variable._grad
@@ -282,9 +284,20 @@ class AccumulateGrad(Node):
         one-node path may not have switched it). An ``owned`` gradient, one nothing else references
         (see ``Node.hands_over_gradients``), becomes a first ``.grad`` without the copy (PyTorch's
         AccumulateGrad steals it too)."""
+        if not self.variable._requires_grad:
+            self._skip_accumulation()
+            return
         self._accumulate(grad, copy=not owned)
         if self.variable._post_accumulate_grad_hooks:
             self._call_post_accumulate_grad_hooks()
+
+    def _skip_accumulation(self) -> list:
+        """For a leaf made not to require grad after the graph using it was recorded: PyTorch's
+        AccumulateGrad leaves ``.grad`` as it is (a layer frozen between forward and backward gets no
+        gradient), and its post-accumulate-grad hooks still run."""
+        if self.variable._post_accumulate_grad_hooks:
+            self._call_post_accumulate_grad_hooks()
+        return []
 
     def _call_post_accumulate_grad_hooks(self) -> None:
         """``Tensor.register_post_accumulate_grad_hook``'s hooks, given the leaf once ``.grad`` holds the
@@ -386,14 +399,6 @@ def _one_cpu_slot(shape: tuple[int, ...], dtype: np.dtype) -> tuple[InputMetadat
             _ONE_CPU_SLOT.clear()
         slots = _ONE_CPU_SLOT[shape, dtype] = (new_input_metadata((shape, dtype, CPU)),)
     return slots
-
-
-def move_retained_grad(tensor: "Tensor", old_fn: Node, old_output_nr: int) -> None:
-    """After an in-place change gave ``tensor`` a new ``grad_fn``: its ``retain_grad()`` leaves the node
-    before the change for the new one, as PyTorch moves it."""
-    if old_fn._retains_grad:
-        old_fn._retains_grad.pop(old_output_nr, None)
-    tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
 
 
 def gradient_edge(tensor: "Tensor") -> Edge | None:

@@ -114,7 +114,8 @@ def describe_pure_backward(roots: Sequence[Edge], grads: Sequence[Tensor], outpu
 
 def _leaf_entry(fn: AccumulateGrad, label_tensor: Callable[[Tensor], Any], own_hooks: frozenset[int]) -> tuple | None:
     variable = fn.variable
-    if fn._tensor_pre_hooks or fn._retains_grad or variable._hooks or variable._post_accumulate_grad_hooks:
+    if fn._tensor_pre_hooks or fn._retains_grad or variable._hooks or variable._post_accumulate_grad_hooks \
+            or not variable._requires_grad:
         return None
     for hooks in (fn._pre_hooks, fn._post_hooks):
         if hooks and any(id(hook) not in own_hooks for hook in hooks.values()):

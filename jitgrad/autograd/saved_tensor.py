@@ -81,7 +81,7 @@ def check_version(tensor: Tensor, version: int, node: "Node") -> Tensor:
     """``tensor``, an input ``node`` saved at ``version``, if it is still at that version."""
     now = version_of(tensor)
     if now != version:
-        raise modified_error(tensor._data.dtype, tensor._data.shape, f"an input of {node.name()}", now, version)
+        raise modified_error(tensor._data.dtype, tensor._data.shape, _history_of(tensor), now, version)
     return tensor
 
 
@@ -96,10 +96,18 @@ def saving_hooks() -> bool:
     return bool(_hooks.stack)
 
 
-def modified_error(dtype: np.dtype, shape: tuple, owner: str, now: int, expected: int) -> RuntimeError:
+def _history_of(tensor: Tensor | None) -> str | None:
+    """What PyTorch's message says of a saved input: the node whose output it is now (after the in-place
+    change, its node), nothing for a leaf or a tensor that does not require grad."""
+    fn = tensor._grad_fn if tensor is not None else None
+    return f"output {tensor._output_nr} of {fn.name()}" if fn is not None else None
+
+
+def modified_error(dtype: np.dtype, shape: tuple, owner: str | None, now: int, expected: int) -> RuntimeError:
+    which = f", which is {owner}," if owner is not None else ""
     return RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{dtype.name} {list(shape)}], which is {owner}, is at version "
+        f"operation: [{dtype.name} {list(shape)}]{which} is at version "
         f"{now}; expected version {expected} instead. Hint: enable anomaly "
         "detection to find the operation that failed to compute its gradient, with "
         "jitgrad.autograd.set_detect_anomaly(True).")
@@ -166,7 +174,7 @@ class SavedTensor:
         if self._counter[0] != self._version:
             dtype, shape = self._description or (self.array().dtype, self.array().shape)
             owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
-                     else f"an input of {node.name()}")
+                     else _history_of(self._tensor))
             raise modified_error(dtype, shape, owner, self._counter[0], self._version)
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)

@@ -8,6 +8,8 @@ of its root base (``ops/inplace.py``, PyTorch's CopySlices).
 """
 from __future__ import annotations
 
+import re
+import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -55,6 +57,35 @@ def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]
 
 NO_GRAD_VIEW = "no_grad"
 MULTI_OUTPUT_VIEW = "multi_output"
+IN_CUSTOM_FUNCTION = "custom_function"  # an output of a custom Function that aliases memory (a view or an input)
+
+_CUSTOM_FUNCTION_VIEW = (
+    "Output {nr} of {name} is a view and {what}. This view was created inside a custom Function (or because "
+    "an input was returned as-is) and the autograd logic to handle view+inplace would override the custom "
+    "backward associated with the custom Function, leading to incorrect gradients. This behavior is "
+    "forbidden. You can fix this by cloning the output of the custom Function.")
+
+
+def custom_function_view_error(view: "Tensor", what: str) -> RuntimeError:
+    """PyTorch's refusal of an in-place change to an output of a custom Function that aliases memory,
+    or to its base: replaying the view ops would silently replace the Function's own backward."""
+    fn = view._grad_fn
+    name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a custom Function"
+    return RuntimeError(_CUSTOM_FUNCTION_VIEW.format(nr=view._output_nr, name=name, what=what))
+
+
+def mark_custom_function_view(output: "Tensor", aliased: "Tensor | None") -> None:
+    """Marks an output of a custom Function that is a view, or (``aliased``) a new tensor on the memory of
+    an input returned as is, as PyTorch's ``CreationMeta::IN_CUSTOM_FUNCTION``: it shares the version
+    counter of the memory it aliases, so that an in-place change through it is seen by every node that
+    saved that memory, and an in-place change to it (or, later, to its base) is refused."""
+    if aliased is not None:
+        counter = version_counter(aliased)
+        output._version_counter = counter
+        root, chain = (aliased._view[0], aliased._view[2]) if aliased._view is not None else (aliased, ())
+        output._view = (root, counter[0], chain, IN_CUSTOM_FUNCTION)
+    elif output._view is not None:
+        output._view = output._view[:3] + (IN_CUSTOM_FUNCTION,)
 
 
 def view_positions(tensor: "Tensor") -> np.ndarray:
@@ -76,14 +107,28 @@ def refresh_view(tensor: "Tensor") -> None:
     if view is None or not tensor._requires_grad or tensor._version_counter[0] == view[1]:
         return
     root, _, chain, creation = view
+    if creation == IN_CUSTOM_FUNCTION:
+        raise custom_function_view_error(tensor, "its base or another view of its base has been modified inplace")
     value = root
     for op, attrs, index in chain:
         value = op(value, **attrs)
         if index is not None:
             value = value[index]
+    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
     tensor._grad_fn, tensor._output_nr = value._grad_fn, value._output_nr
     tensor._view = (root, tensor._version_counter[0], chain, creation)
+    if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
+        move_retained_grad(tensor, old_fn, old_nr)
     provided.note_alias(tensor, value)
+
+
+def move_retained_grad(tensor: "Tensor", old_fn: Any, old_output_nr: int) -> None:
+    """After an in-place change gave ``tensor`` a new ``grad_fn`` (its own, or its base's seen through
+    ``refresh_view``): its ``retain_grad()`` leaves the node before the change for the new one, as
+    PyTorch moves it."""
+    if old_fn._retains_grad:
+        old_fn._retains_grad.pop(old_output_nr, None)
+    tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
 
 
 def describe(tensor_data: np.ndarray) -> str:

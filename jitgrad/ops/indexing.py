@@ -16,7 +16,9 @@ from .registry import defop
 def normalize_index(index: Any) -> tuple:
     """The index as a tuple numpy understands: tensors and lists become integer or boolean arrays.
     The index becomes an attribute of the op, so it must not be a traced tensor: under a trace it
-    stands for every value it could take, and baking in this one would give wrong results later."""
+    stands for every value it could take, and baking in this one would give wrong results later. An
+    index tensor's or array's values are copied: the backward scatters by them, so an in-place change
+    to the index before it runs would otherwise send the gradient to other elements, silently."""
     if not isinstance(index, tuple):
         index = (index,)
     out = []
@@ -25,11 +27,13 @@ def normalize_index(index: Any) -> tuple:
             if item._data.dtype.kind in "biu":
                 # the values themselves (a CUDA index's copied to the host, as attributes are host
                 # values): a traced tensor refuses (TraceError)
-                item = item.cpu().numpy() if item.is_cuda else item.numpy()
+                item = item.cpu().numpy() if item.is_cuda else item.numpy().copy()
+                if item.ndim == 0 and item.dtype.kind in "iu":  # an integer, as in PyTorch: x[t] is a view
+                    item = int(item)
             else:
                 item = item._data
         elif isinstance(item, (list, range, np.ndarray)):
-            item = np.asarray(item)
+            item = np.array(item)
         if isinstance(item, np.ndarray) and item.dtype.kind not in "biu":
             raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, "
                              f"not {item.dtype}")

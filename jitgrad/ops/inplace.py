@@ -16,13 +16,13 @@ import numpy as np
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.graph import move_retained_grad
-from ..autograd.versions import (MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, increment_version, refresh_view,
-                                 view_positions)
+from ..autograd.versions import (IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, custom_function_view_error,
+                                 increment_version, refresh_view, view_positions)
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
 from . import arithmetic, sampling
-from .indexing import getitem, in_pytorch_order, normalize_index
+from .indexing import getitem, in_pytorch_order, is_advanced, normalize_index
 from .lowering import intrinsic
 from .meta_rules import like
 from .public import public
@@ -30,10 +30,11 @@ from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
 _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
+_VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 
 
 def _involves_grad(self: Tensor, args: tuple) -> bool:
-    return grad_mode.state.grad_enabled and (
+    return grad_mode.state.grad_enabled and not grad_mode.state.inference and (
         self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
 
 
@@ -65,6 +66,8 @@ def _check_view_creation(view: Tensor) -> None:
             "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
             "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
             "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+    if creation == IN_CUSTOM_FUNCTION:
+        raise custom_function_view_error(view, "is being modified inplace")
     if creation == MULTI_OUTPUT_VIEW:
         fn = view._grad_fn   # PyTorch names the forward: SplitBackward0 -> Split
         name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a view op"
@@ -150,8 +153,7 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     rebased when ``recording``; forward-mode tangents follow through ``note_alias`` either way."""
     root = view._view[0]
     if recording and root._grad_fn is None and root._requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+        raise RuntimeError(_VIEW_OF_LEAF_ERROR)
     refresh_view(view)
     positions = view_positions(view)
     snapshot = _snapshot(root)
@@ -312,11 +314,18 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         basic, advanced = steps
         setitem(getitem(self, basic), advanced, value)
         return
-    if _involves_grad(self, (value,)) or forward_ad.state.level is not None or observed() \
-            or type(self._data) is not np.ndarray:
+    recording = _involves_grad(self, (value,))
+    if recording or forward_ad.state.level is not None or observed() or type(self._data) is not np.ndarray:
+        if recording and self._grad_fn is None and self._requires_grad \
+                and not is_advanced(index) and any(item is not Ellipsis for item in index):
+            raise RuntimeError(_VIEW_OF_LEAF_ERROR)  # PyTorch writes a basic index through a view of self
         apply_inplace("__setitem__", self, _index_put, value, index=index)
         return
     if not self._data.flags.writeable:
         raise RuntimeError("__setitem__: this tensor's memory is read-only (an expanded view); clone() it first")
-    self._data[index] = value._data if isinstance(value, Tensor) else value
+    try:
+        self._data[index] = value._data if isinstance(value, Tensor) else value
+    except ValueError as error:  # numpy's broadcast error: PyTorch's is a RuntimeError, as the recorded path's
+        raise RuntimeError(f"__setitem__({self._data.dtype.name}{list(self._data.shape)}, index={index}): "
+                           f"{error}") from None
     increment_version(self)

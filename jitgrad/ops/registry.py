@@ -193,7 +193,7 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
                 o._is_inference = True
         if op.view:
             mark_views(op, attrs, tensors[0], outputs)
-        if requires_grad and op.derivatives and _modes.grad_enabled:
+        if requires_grad and op.derivatives and _modes.grad_enabled and not inference:
             record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, outputs)
         if _observers.observer is not None:
             _observers.observer(op, args, attrs, outputs)
@@ -205,7 +205,7 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
         result._is_inference = True
     if op.view:
         mark_views(op, attrs, tensors[0], (result,))
-    if requires_grad and op.derivatives and _modes.grad_enabled:
+    if requires_grad and op.derivatives and _modes.grad_enabled and not inference:
         record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, (result,))
     if _observers.observer is not None:
         _observers.observer(op, args, attrs, result)

@@ -490,3 +490,53 @@ class TestBadInput:
     def test_graph_root_is_a_node(self):
         root = GraphRoot([], [])
         assert root.name() == "GraphRoot" and root.next_functions == ()
+
+
+def test_grad_wrt_a_non_leaf_and_a_leaf_behind_it():
+    """autograd.grad(y, [h, x]) with x reached only through h: the walk goes on past h to x."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        gh, gx = lib.autograd.grad((h * h).sum(), [h, x])
+        results.append((gh.numpy(), gx.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)
+
+
+@pytest.mark.parametrize("path", ["one node", "fast", "create_graph", "loop"])
+def test_leaf_made_not_to_require_grad_after_the_forward_gets_no_grad(path):
+    """PyTorch's AccumulateGrad leaves .grad alone for a leaf whose requires_grad_(False) came after the
+    graph was recorded (a layer frozen between forward and backward); the other leaves get theirs."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        w = lib.tensor([3.0, 4.0], requires_grad=True)
+        for step in range(3 if path == "loop" else 1):  # the loop's graph is replayed from the third step
+            y = (x * w).sum() if path == "one node" else ((x * w).tanh() * x).sum()
+            if step == (2 if path == "loop" else 0):
+                x.requires_grad_(False)
+            y.backward(create_graph=path == "create_graph")
+            x.requires_grad_(True)
+        results.append((None if x.grad is None else x.grad.detach().numpy(), w.grad.detach().numpy()))
+    (ours_x, ours_w), (theirs_x, theirs_w) = results
+    assert ours_x is None if theirs_x is None else np.allclose(ours_x, theirs_x)
+    np.testing.assert_allclose(ours_w, theirs_w, rtol=1e-5)
+
+
+def test_grad_captures_a_non_leaf_that_also_runs_before_its_hooks():
+    """PyTorch's engine captures the gradient of an input whose node also runs (an input lies past
+    it) before the tensor's hooks, which then change what flows on; one that only captures, after."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 3
+        h.register_hook(lambda g: g * 10)
+        both = lib.autograd.grad((h * h).sum(), [h, x])
+        (only,) = lib.autograd.grad((h * h).sum(), [h])
+        results.append([g.numpy() for g in (*both, only)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)

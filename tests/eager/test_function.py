@@ -294,3 +294,76 @@ def test_forward_mode_uses_the_functions_jvp():
         assert np.allclose(fwAD.unpack_dual(out).tangent.numpy(), [3.0, 6.0])
         with pytest.raises(NotImplementedError, match="static jvp"):
             NoJvp.apply(fwAD.make_dual(x, x))
+
+
+def _aliasing_functions(lib):
+    class Identity(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 3
+
+    class Tail(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a[1:]
+
+        @staticmethod
+        def backward(ctx, grad):
+            return lib.cat([lib.zeros(1), grad * 3])
+
+    return Identity, Tail
+
+
+def test_outputs_aliasing_memory_are_custom_function_views_as_in_pytorch():
+    """An input returned as is shares its version counter (a change through it, under no_grad, is seen
+    by the nodes that saved the input); an in-place change to such an output, or use of a view output
+    after its base changed, is PyTorch's error instead of a gradient that bypasses the Function's backward."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        Identity, Tail = _aliasing_functions(lib)
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = x * 1
+        y = h * h
+        out = Identity.apply(h)
+        with pytest.raises(RuntimeError, match="Output 0 of Identity is a view and is being modified inplace. "
+                                               "This view was created inside a custom Function"):
+            out.mul_(2)
+        with lib.no_grad():
+            out.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+        tail = Tail.apply(h)
+        h.mul_(2)
+        with pytest.raises(RuntimeError, match="Output 0 of Tail is a view and its base or another view of its "
+                                               "base has been modified inplace"):
+            (tail * tail).sum().backward()
+        results.append((h._version, out._version, out._is_view(), out._base is h))
+    assert results[0] == results[1]
+
+
+def test_mark_dirty_of_a_view_is_refused_rather_than_a_wrong_gradient():
+    """PyTorch rebuilds the base's history for a dirty view (its gradient here would be [1, 4, 6]); we
+    do not, and the base's gradient came out without the Function ([1, 2, 3]), so we refuse it."""
+
+    class Double(jg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            a.mul_(2)
+            ctx.mark_dirty(a)
+            return a
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 1
+    with pytest.raises(NotImplementedError, match="mark_dirty.. of an input that is a view"):
+        Double.apply(h[1:])
+    h = jg.tensor([1.0, 2.0, 3.0])
+    assert Double.apply(h[1:]).tolist() == [4.0, 6.0]  # nothing to differentiate: as before

@@ -174,3 +174,20 @@ def test_new_thread_starts_with_grad_enabled():
         thread.start()
         thread.join(5)
     assert seen == [True]
+
+
+def test_inference_mode_nesting_matches_torch():
+    """enable_grad inside inference mode records nothing (and a view of an inference tensor neither);
+    inference_mode(False) inside it records again, with grad mode on even under no_grad."""
+    torch = torch_or_skip()
+    results = []
+    for M in (jitgrad, torch):
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        with M.inference_mode():
+            with M.enable_grad():
+                inner = (M.is_grad_enabled(), (x * 2).requires_grad)
+            with M.no_grad(), M.inference_mode(False):
+                y = x * 2
+                off = (M.is_grad_enabled(), M.is_inference_mode_enabled(), y.requires_grad, y.is_inference())
+        results.append((inner, off))
+    assert results[0] == results[1] == ((True, False), (True, False, True, False))

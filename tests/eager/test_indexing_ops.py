@@ -136,3 +136,44 @@ def test_cross_entropy_ignores_any_index_eager_and_compiled(ignore_index, weight
         loss.sum().backward()
         np.testing.assert_allclose(loss.detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["get", "set", "mask"])
+def test_index_changed_in_place_before_backward_keeps_the_gradient(kind):
+    """The backward scatters by the index as it was: PyTorch refuses the change (version counter); we
+    copy the index, so the gradient is the one PyTorch gives when the index is left alone."""
+
+    def run(lib, change):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = lib.tensor([7.0, 8.0], requires_grad=True)
+        index = lib.tensor([True, False, True]) if kind == "mask" else lib.tensor([0, 1])
+        if kind == "set":
+            y = x * 1
+            y[index] = w * 1
+        else:
+            y = x[index] * w
+        if change:
+            index[0], index[1] = index[1].item(), index[0].item()
+        (y * lib.tensor([1.0, 2.0, 3.0] if kind == "set" else [1.0, 2.0])).sum().backward()
+        return x.grad.numpy(), w.grad.numpy()
+
+    for ours, theirs in zip(run(jg, True), run(torch, False)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_0d_integer_tensor_indexes_as_an_integer_a_view():
+    """x[torch.tensor(1)] is x[1] in PyTorch: a view (SelectBackward0), so a change through it is seen
+    by x; it was a copy, and the change silently lost."""
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = x * 1
+        y = h[lib.tensor(1)]
+        name = y.grad_fn.name()
+        y.mul_(5)
+        (h * h).sum().backward()
+        results.append((h.detach().numpy().copy(), x.grad.numpy(), name, y._is_view()))
+    (h, g, *rest), (h_t, g_t, *rest_t) = results
+    np.testing.assert_allclose(h, h_t)
+    np.testing.assert_allclose(g, g_t)
+    assert rest == rest_t == ["SelectBackward0", True]

@@ -1,6 +1,8 @@
 """In-place ops, version counters and views: the errors PyTorch gives, and never a wrong gradient."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -199,3 +201,83 @@ def test_retain_grad_follows_an_in_place_change_as_in_pytorch():
         (y * y).sum().backward()
         found.append((y.grad.tolist(), a.grad.tolist()))
     assert found[0] == found[1]
+
+
+def test_retain_grad_of_a_view_follows_an_in_place_change_of_its_base():
+    """The view's history is rebuilt when it is next used; its retain_grad() moves to the new node."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        v = y[1:]
+        v.retain_grad()
+        y.mul_(2)
+        (v * v).sum().backward()
+        results.append((v.grad.numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs)
+
+
+def test_setitem_on_a_leaf_names_the_view_pytorch_writes_through():
+    """x[0] = v on a leaf that requires grad writes through a view of it (PyTorch's message says so);
+    x[mask] = v and x[...] = v write to the leaf itself."""
+    torch = pytest.importorskip("torch")
+    for index in (0, slice(1, None), None, (Ellipsis,), (), [0], [True, False, True]):
+        messages = []
+        for lib in (jg, torch):
+            x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            with pytest.raises(RuntimeError) as error:
+                x[lib.tensor(index) if isinstance(index, list) else index] = 2.0
+            messages.append(str(error.value))
+        assert messages[0] == messages[1], index
+
+
+def test_modified_saved_input_is_described_as_pytorch_describes_it():
+    """PyTorch names the node whose output a saved input now is (after the in-place change, that
+    change's node) and nothing for a tensor without history; node names aside (PyTorch 2.13 writes
+    Add where we write AddBackward0) and the dtype, the messages agree."""
+    torch = pytest.importorskip("torch")
+
+    def message(lib, history):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        c = lib.tensor([3.0, 4.0])
+        h = x * 1 if history else c
+        y = x * h
+        h.add_(1)
+        with pytest.raises(RuntimeError) as error:
+            y.sum().backward()
+        text = re.sub(r"\[\S+ \[2\]\]", "[t]", str(error.value).split(" Hint")[0])
+        return re.sub(r"(Backward\d*)?, is at", ", is at", text)
+
+    for history in (True, False):
+        assert message(jg, history) == message(torch, history)
+
+
+def test_detach_in_place_refuses_a_view_as_pytorch_does():
+    torch = pytest.importorskip("torch")
+    messages = []
+    for lib in (jg, torch):
+        y = lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2
+        with pytest.raises(RuntimeError) as error:
+            y[1:].detach_()
+        y.detach_()
+        messages.append((str(error.value), y.requires_grad, y.grad_fn is None))
+    assert messages[0] == messages[1]
+
+
+def test_zero_grad_keeps_a_gradient_that_is_a_view():
+    weight = jg.tensor([1.0, 2.0], requires_grad=True)
+    buffer = jg.zeros(4)
+    weight.grad = buffer[::2]
+    (weight * weight).sum().backward()
+    jg.optim.SGD([weight], lr=0.1).zero_grad(set_to_none=False)
+    assert weight.grad.tolist() == [0.0, 0.0] and buffer.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_setitem_of_a_value_that_does_not_broadcast_is_a_runtime_error_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    for lib in (jg, torch):
+        for index in (slice(0, 2), [0, 1]):
+            with pytest.raises(RuntimeError):
+                lib.zeros(3)[index] = lib.tensor([1.0, 2.0, 3.0])

@@ -165,6 +165,17 @@ def test_data_shares_the_array_outside_autograd():
     assert x.tolist() == [5.0, 6.0] and x.requires_grad
 
 
+def test_data_of_a_tensor_that_requires_grad_is_not_set_to_integers_as_in_pytorch():
+    torch = torch_or_skip()
+    messages = []
+    for M in (jitgrad, torch):
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(RuntimeError) as error:
+            x.data = M.tensor([1, 2])
+        messages.append((str(error.value), x.dtype.is_floating_point))
+    assert messages[0] == messages[1]
+
+
 def test_attributes_match_torch():
     ours, theirs = both("M.tensor([[1.0, 2.0, 3.0]], requires_grad=True) * 2")
     assert tuple(ours.shape) == tuple(theirs.shape) and ours.ndim == theirs.ndim

@@ -351,7 +351,10 @@ class Module:
             if set_to_none:
                 param.grad = None
             else:
-                param.grad.detach_()
+                if param.grad.grad_fn is not None:  # as PyTorch: detach_() refuses a view
+                    param.grad.detach_()
+                else:
+                    param.grad.requires_grad_(False)
                 param.grad.zero_()
 
     # ---- dtypes and devices -------------------------------------------------------------------------
