@@ -146,11 +146,13 @@ def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[
     return input.permute(order).reshape(-1, input.shape[1]), target.reshape(-1), tuple(target.shape)
 
 
-def _picked(values: Tensor, target: Tensor) -> Tensor:
+def _picked(values: Tensor, target: Tensor, ignore_index: int) -> Tensor:
     """``values[i, target[i]]`` for every row i: ``nll_loss`` (negated) picks them, checking every
     target against the classes (an ``IndexError`` eagerly and compiled) and taking the targets as
-    a tensor input, so a compiled loss runs one program for every batch of labels."""
-    return -_nll_loss_op(values, target, reduction="none")
+    a tensor input, so a compiled loss runs one program for every batch of labels. ``target`` must
+    no longer hold ``ignore_index`` (the caller replaced it): passing it on means that no other
+    value is skipped, so a stray -100 under another ``ignore_index`` is refused, not read as 0."""
+    return -_nll_loss_op(values, target, reduction="none", ignore_index=ignore_index)
 
 
 def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
@@ -164,8 +166,9 @@ def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, igno
         raise ValueError(f"{reduction} is not a valid value for reduction")
     kept = (target != ignore_index).to(log_probs.dtype)
     safe_target = where(target != ignore_index, target, 0)
-    sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target)
-    losses = -_picked(log_probs, safe_target) * sample_weight
+    sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target,
+                                                                 ignore_index)
+    losses = -_picked(log_probs, safe_target, ignore_index) * sample_weight
     smooth = None
     if label_smoothing > 0.0:
         spread = log_probs if weight is None else log_probs * weight

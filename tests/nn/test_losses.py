@@ -144,6 +144,17 @@ def test_the_default_ignore_index_is_ignored_and_other_targets_outside_the_class
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, 9, 1, 1, 2, 3]), label_smoothing=0.1)
 
 
+@pytest.mark.parametrize("settings", [{"weight": WEIGHT}, {"label_smoothing": 0.1}])
+def test_minus_100_is_refused_when_another_index_is_ignored(settings):
+    """With ``ignore_index=1`` a target of -100 is outside the classes (PyTorch's IndexError); the
+    composite once skipped it as the op's default ignore_index, a loss silently missing a term."""
+    settings = {k: jg.tensor(v) if isinstance(v, np.ndarray) else v for k, v in settings.items()}
+    targets = jg.tensor([0, -100, 1, 1, 2, 3])
+    for reduction in ("mean", "none"):
+        with pytest.raises(IndexError, match="Target -100 is out of bounds"):
+            F.cross_entropy(jg.tensor(LOGITS), targets, ignore_index=1, reduction=reduction, **settings)
+
+
 def test_loss_arguments_are_checked():
     with pytest.raises(ValueError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor(LABELS), label_smoothing=1.5)
