@@ -177,13 +177,21 @@ def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, igno
         return (losses if smooth is None else losses * (1.0 - label_smoothing) + smooth).reshape(shape)
     total = sum(losses)
     if reduction == "mean":
-        total = total / sum(sample_weight)
+        total = _mean_of(total, sum(sample_weight))
     if smooth is None:
         return total
     smooth_total = sum(smooth)
     if reduction == "mean":
-        smooth_total = smooth_total / sum(sample_weight if weight is not None else kept)
+        smooth_total = _mean_of(smooth_total, sum(sample_weight if weight is not None else kept))
     return total * (1.0 - label_smoothing) + smooth_total
+
+
+def _mean_of(total: Tensor, count: Tensor) -> Tensor:
+    """``total / count``: NaN when every target is ignored (``count`` 0), as in PyTorch, whose
+    gradient is then 0; the plain quotient's would be 0 / 0, NaN gradients that an optimizer step
+    writes into every parameter."""
+    nothing_kept = count == 0
+    return where(nothing_kept, math.nan, total / where(nothing_kept, 1.0, count))
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,

@@ -155,6 +155,23 @@ def test_minus_100_is_refused_when_another_index_is_ignored(settings):
             F.cross_entropy(jg.tensor(LOGITS), targets, ignore_index=1, reduction=reduction, **settings)
 
 
+@needs_torch
+@pytest.mark.parametrize("settings", [{"weight": WEIGHT}, {"label_smoothing": 0.1}])
+def test_a_batch_with_every_target_ignored_has_pytorchs_zero_gradient(settings):
+    """The mean over no kept target is NaN in both libraries, but PyTorch's gradient is 0; the
+    composite's was 0 / 0, NaN gradients that an optimizer step writes into every parameter."""
+    targets = np.full(6, 1)
+    grads = []
+    for lib in (jg, torch):
+        logits = lib.tensor(LOGITS, requires_grad=True)
+        options = {k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in settings.items()}
+        loss = lib.nn.functional.cross_entropy(logits, lib.tensor(targets), ignore_index=1, **options)
+        assert np.isnan(loss.item())
+        loss.backward()
+        grads.append(logits.grad.numpy())
+    assert_close(grads[0], grads[1])
+
+
 def test_loss_arguments_are_checked():
     with pytest.raises(ValueError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor(LABELS), label_smoothing=1.5)
