@@ -228,6 +228,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     class_dim = 0 if input.dim() == 1 else 1
     log_probs = log_softmax(input, dim=class_dim)
     if target.is_floating_point():
+        if ignore_index >= 0:  # PyTorch's test: a negative one, the default -100 included, is let through
+            raise RuntimeError(f"cross_entropy: ignore_index is not supported for floating point target (got "
+                               f"ignore_index={ignore_index} with {target.dtype.name} class probabilities): "
+                               "leave it at its default, or give class indices as an integer tensor")
         return _cross_entropy_of_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim)
     if label_smoothing == 0.0:
         return nll_loss(log_probs, target, weight, ignore_index, reduction)

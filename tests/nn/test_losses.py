@@ -172,6 +172,14 @@ def test_a_batch_with_every_target_ignored_has_pytorchs_zero_gradient(settings):
     assert_close(grads[0], grads[1])
 
 
+def test_class_probabilities_refuse_an_ignore_index():
+    """PyTorch refuses a non-negative ``ignore_index`` with class probabilities; jitgrad once
+    accepted it and ignored nothing."""
+    with pytest.raises(RuntimeError, match="ignore_index is not supported for floating point target"):
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor(PROBABILITIES), ignore_index=1)
+    F.cross_entropy(jg.tensor(LOGITS), jg.tensor(PROBABILITIES), ignore_index=-1)  # negative: let through
+
+
 def test_loss_arguments_are_checked():
     with pytest.raises(ValueError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor(LABELS), label_smoothing=1.5)
