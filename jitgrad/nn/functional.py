@@ -280,22 +280,23 @@ _BCE_EPSILON = 9.999999960041972e-13  # PyTorch's 1e-12, a float32 constant
 class _BinaryCrossEntropy(Function):
     """The elementwise loss ``-(t log(x) + (1 - t) log(1 - x))``, each log clamped at -100, with
     PyTorch's gradients: ``(x - t) / max(x (1 - x), 1e-12)`` for the probabilities, and
-    ``log(1 - x) - log(x)`` (clamped the same way) for the targets. The composite's own gradient
-    would be NaN at a probability of exactly 0 or 1 (0 / 0 under the clamp), which a float32 sigmoid
+    ``log1p(-x) - log(x)`` for the targets, not clamped (so infinite at a probability of exactly 0
+    or 1, and past 100 below e^-100, as PyTorch's). The composite's own gradient for the
+    probabilities would be NaN at exactly 0 or 1 (0 / 0 under the clamp), which a float32 sigmoid
     reaches from logits of about 17 on; PyTorch's stays finite there."""
 
     @staticmethod
     def forward(ctx, input: Tensor, target: Tensor) -> Tensor:  # noqa: ANN001 - ctx as autograd gives it
         log_p, log_not_p = input.log().clamp(min=-100.0), (1.0 - input).log().clamp(min=-100.0)
-        ctx.save_for_backward(input, target, log_p, log_not_p)
+        ctx.save_for_backward(input, target)
         return -(target * log_p + (1.0 - target) * log_not_p)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:  # noqa: ANN001
-        input, target, log_p, log_not_p = ctx.saved_tensors
+        input, target = ctx.saved_tensors
         grad_input = grad * (input - target) / (input * (1.0 - input)).clamp(min=_BCE_EPSILON) \
             if ctx.needs_input_grad[0] else None
-        grad_target = grad * (log_not_p - log_p) if ctx.needs_input_grad[1] else None
+        grad_target = grad * ((-input).log1p() - input.log()) if ctx.needs_input_grad[1] else None
         return grad_input, grad_target
 
 

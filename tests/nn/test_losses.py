@@ -80,6 +80,9 @@ def losses(lib):
                                     [np.array([0.0, 1.0, 0.5, 0.0]), np.array([1.0, 0.0, 1.0, 0.0])])
     cases["bce-target-gradient"] = (lambda x, y: F_.binary_cross_entropy(y.sigmoid(), x),
                                     [PROBABILITIES, LOGITS])
+    cases["bce-target-gradient-at-the-ends"] = (  # not clamped: 115 below e^-100, infinite at 0 and 1
+        lambda x, y: F_.binary_cross_entropy(y, x), [np.array([0.5, 0.2, 0.7, 0.1]),
+                                                     np.array([1e-50, 0.0, 1.0, 0.3])])
     return cases
 
 
