@@ -146,11 +146,13 @@ def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[
     return input.permute(order).reshape(-1, input.shape[1]), target.reshape(-1), tuple(target.shape)
 
 
-def _picked(values: Tensor, target: Tensor) -> Tensor:
+def _picked(values: Tensor, target: Tensor, ignore_index: int) -> Tensor:
     """``values[i, target[i]]`` for every row i: ``nll_loss`` (negated) picks them, checking every
     target against the classes (an ``IndexError`` eagerly and compiled) and taking the targets as
-    a tensor input, so a compiled loss runs one program for every batch of labels."""
-    return -_nll_loss_op(values, target, reduction="none")
+    a tensor input, so a compiled loss runs one program for every batch of labels. ``target`` must
+    no longer hold ``ignore_index`` (the caller replaced it): passing it on means that no other
+    value is skipped, so a stray -100 under another ``ignore_index`` is refused, not read as 0."""
+    return -_nll_loss_op(values, target, reduction="none", ignore_index=ignore_index)
 
 
 def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
@@ -164,8 +166,9 @@ def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, igno
         raise ValueError(f"{reduction} is not a valid value for reduction")
     kept = (target != ignore_index).to(log_probs.dtype)
     safe_target = where(target != ignore_index, target, 0)
-    sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target)
-    losses = -_picked(log_probs, safe_target) * sample_weight
+    sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target,
+                                                                 ignore_index)
+    losses = -_picked(log_probs, safe_target, ignore_index) * sample_weight
     smooth = None
     if label_smoothing > 0.0:
         spread = log_probs if weight is None else log_probs * weight
@@ -174,13 +177,21 @@ def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, igno
         return (losses if smooth is None else losses * (1.0 - label_smoothing) + smooth).reshape(shape)
     total = sum(losses)
     if reduction == "mean":
-        total = total / sum(sample_weight)
+        total = _mean_of(total, sum(sample_weight))
     if smooth is None:
         return total
     smooth_total = sum(smooth)
     if reduction == "mean":
-        smooth_total = smooth_total / sum(sample_weight if weight is not None else kept)
+        smooth_total = _mean_of(smooth_total, sum(sample_weight if weight is not None else kept))
     return total * (1.0 - label_smoothing) + smooth_total
+
+
+def _mean_of(total: Tensor, count: Tensor) -> Tensor:
+    """``total / count``: NaN when every target is ignored (``count`` 0), as in PyTorch, whose
+    gradient is then 0; the plain quotient's would be 0 / 0, NaN gradients that an optimizer step
+    writes into every parameter."""
+    nothing_kept = count == 0
+    return where(nothing_kept, math.nan, total / where(nothing_kept, 1.0, count))
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
@@ -217,6 +228,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     class_dim = 0 if input.dim() == 1 else 1
     log_probs = log_softmax(input, dim=class_dim)
     if target.is_floating_point():
+        if ignore_index >= 0:  # PyTorch's test: a negative one, the default -100 included, is let through
+            raise RuntimeError(f"cross_entropy: ignore_index is not supported for floating point target (got "
+                               f"ignore_index={ignore_index} with {target.dtype.name} class probabilities): "
+                               "leave it at its default, or give class indices as an integer tensor")
         return _cross_entropy_of_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim)
     if label_smoothing == 0.0:
         return nll_loss(log_probs, target, weight, ignore_index, reduction)
@@ -265,22 +280,23 @@ _BCE_EPSILON = 9.999999960041972e-13  # PyTorch's 1e-12, a float32 constant
 class _BinaryCrossEntropy(Function):
     """The elementwise loss ``-(t log(x) + (1 - t) log(1 - x))``, each log clamped at -100, with
     PyTorch's gradients: ``(x - t) / max(x (1 - x), 1e-12)`` for the probabilities, and
-    ``log(1 - x) - log(x)`` (clamped the same way) for the targets. The composite's own gradient
-    would be NaN at a probability of exactly 0 or 1 (0 / 0 under the clamp), which a float32 sigmoid
+    ``log1p(-x) - log(x)`` for the targets, not clamped (so infinite at a probability of exactly 0
+    or 1, and past 100 below e^-100, as PyTorch's). The composite's own gradient for the
+    probabilities would be NaN at exactly 0 or 1 (0 / 0 under the clamp), which a float32 sigmoid
     reaches from logits of about 17 on; PyTorch's stays finite there."""
 
     @staticmethod
     def forward(ctx, input: Tensor, target: Tensor) -> Tensor:  # noqa: ANN001 - ctx as autograd gives it
         log_p, log_not_p = input.log().clamp(min=-100.0), (1.0 - input).log().clamp(min=-100.0)
-        ctx.save_for_backward(input, target, log_p, log_not_p)
+        ctx.save_for_backward(input, target)
         return -(target * log_p + (1.0 - target) * log_not_p)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:  # noqa: ANN001
-        input, target, log_p, log_not_p = ctx.saved_tensors
+        input, target = ctx.saved_tensors
         grad_input = grad * (input - target) / (input * (1.0 - input)).clamp(min=_BCE_EPSILON) \
             if ctx.needs_input_grad[0] else None
-        grad_target = grad * (log_not_p - log_p) if ctx.needs_input_grad[1] else None
+        grad_target = grad * ((-input).log1p() - input.log()) if ctx.needs_input_grad[1] else None
         return grad_input, grad_target
 
 

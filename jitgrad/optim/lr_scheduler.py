@@ -81,10 +81,8 @@ class CosineAnnealingLR(LRScheduler):
     def get_lr(self) -> list[float]:
         t, period, low = self.last_epoch, self.T_max, self.eta_min
         groups = self.optimizer.param_groups
-        if t == 0:
-            return [group["lr"] for group in groups]
-        if self._step_count == 1:  # resumed at t > 0: the closed form
-            return [low + (base - low) * (1 + math.cos(t * math.pi / period)) / 2 for base in self.base_lrs]
+        if t == 0 or self._step_count == 1:  # made (with last_epoch or not): the rates stay as they are,
+            return [group["lr"] for group in groups]  # a resumed optimizer's loaded ones (PyTorch 2.13)
         if (t - 1 - period) % (2 * period) == 0:  # the bottom of the cosine: where the ratio below is 0/0
             return [group["lr"] + (base - low) * (1 - math.cos(math.pi / period)) / 2
                     for base, group in zip(self.base_lrs, groups)]

@@ -1,5 +1,5 @@
 """``nn.utils.clip_grad_norm_`` and ``clip_grad_value_`` against PyTorch: the total norm returned, the
-gradients scaled in place (the same ``.grad`` objects), norms 1, 2, 3 and inf, and the non-finite error."""
+gradients scaled in place (the same ``.grad`` objects), norms 1, 2, 3, inf, -inf and 0, and the non-finite error."""
 from __future__ import annotations
 
 import math
@@ -58,7 +58,7 @@ def test_no_gradients_and_non_finite_norms():
 
 def test_same_as_pytorch():
     torch = pytest.importorskip("torch")
-    for norm_type in (2.0, math.inf):
+    for norm_type in (2.0, math.inf, -math.inf, 0.0):  # -inf once gave 1.0, and 0 a ZeroDivisionError
         params, grads = _parameters(1)
         theirs = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in grads]
         for t, g in zip(theirs, grads):

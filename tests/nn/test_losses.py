@@ -80,6 +80,9 @@ def losses(lib):
                                     [np.array([0.0, 1.0, 0.5, 0.0]), np.array([1.0, 0.0, 1.0, 0.0])])
     cases["bce-target-gradient"] = (lambda x, y: F_.binary_cross_entropy(y.sigmoid(), x),
                                     [PROBABILITIES, LOGITS])
+    cases["bce-target-gradient-at-the-ends"] = (  # not clamped: 115 below e^-100, infinite at 0 and 1
+        lambda x, y: F_.binary_cross_entropy(y, x), [np.array([0.5, 0.2, 0.7, 0.1]),
+                                                     np.array([1e-50, 0.0, 1.0, 0.3])])
     return cases
 
 
@@ -142,6 +145,42 @@ def test_the_default_ignore_index_is_ignored_and_other_targets_outside_the_class
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, 9, 1, 1, 2, 3]))
     with pytest.raises(IndexError, match="out of bounds"):  # a class outside the table, in the composite too
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor([0, 9, 1, 1, 2, 3]), label_smoothing=0.1)
+
+
+@pytest.mark.parametrize("settings", [{"weight": WEIGHT}, {"label_smoothing": 0.1}])
+def test_minus_100_is_refused_when_another_index_is_ignored(settings):
+    """With ``ignore_index=1`` a target of -100 is outside the classes (PyTorch's IndexError); the
+    composite once skipped it as the op's default ignore_index, a loss silently missing a term."""
+    settings = {k: jg.tensor(v) if isinstance(v, np.ndarray) else v for k, v in settings.items()}
+    targets = jg.tensor([0, -100, 1, 1, 2, 3])
+    for reduction in ("mean", "none"):
+        with pytest.raises(IndexError, match="Target -100 is out of bounds"):
+            F.cross_entropy(jg.tensor(LOGITS), targets, ignore_index=1, reduction=reduction, **settings)
+
+
+@needs_torch
+@pytest.mark.parametrize("settings", [{"weight": WEIGHT}, {"label_smoothing": 0.1}])
+def test_a_batch_with_every_target_ignored_has_pytorchs_zero_gradient(settings):
+    """The mean over no kept target is NaN in both libraries, but PyTorch's gradient is 0; the
+    composite's was 0 / 0, NaN gradients that an optimizer step writes into every parameter."""
+    targets = np.full(6, 1)
+    grads = []
+    for lib in (jg, torch):
+        logits = lib.tensor(LOGITS, requires_grad=True)
+        options = {k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in settings.items()}
+        loss = lib.nn.functional.cross_entropy(logits, lib.tensor(targets), ignore_index=1, **options)
+        assert np.isnan(loss.item())
+        loss.backward()
+        grads.append(logits.grad.numpy())
+    assert_close(grads[0], grads[1])
+
+
+def test_class_probabilities_refuse_an_ignore_index():
+    """PyTorch refuses a non-negative ``ignore_index`` with class probabilities; jitgrad once
+    accepted it and ignored nothing."""
+    with pytest.raises(RuntimeError, match="ignore_index is not supported for floating point target"):
+        F.cross_entropy(jg.tensor(LOGITS), jg.tensor(PROBABILITIES), ignore_index=1)
+    F.cross_entropy(jg.tensor(LOGITS), jg.tensor(PROBABILITIES), ignore_index=-1)  # negative: let through
 
 
 def test_loss_arguments_are_checked():

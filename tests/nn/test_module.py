@@ -325,3 +325,13 @@ def test_get_submodule():
     assert isinstance(model.get_submodule("0.0"), nn.Linear) and model.get_submodule("") is model
     with pytest.raises(AttributeError):
         model.get_submodule("0.1")
+
+
+def test_a_parameter_or_child_assigned_anew_keeps_its_place():
+    """PyTorch replaces a parameter (or child) where it stands; jitgrad once moved it to the end, so
+    ``parameters()`` and ``state_dict()`` (and an optimizer's state, numbered by them) changed order."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    model[1].weight = model[0].weight
+    model[0] = nn.Linear(2, 2)
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert [name for name, _ in model.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]

@@ -66,6 +66,36 @@ def test_a_schedule_resumes_from_its_state_dict(name):
     np.testing.assert_allclose(resumed, expected, rtol=1e-12)
 
 
+def resumed_with_last_epoch(lib, name: str) -> list[list[float]]:
+    """Five steps, then a new optimizer loads the old one's state and a new schedule is made with
+    ``last_epoch`` (PyTorch's way of resuming), then five more steps: each step's group rates."""
+    kind, options = SCHEDULES[name]
+    optim_, schedules = (optim, lr_scheduler) if lib is jg else (torch.optim, torch.optim.lr_scheduler)
+    weight = lib.ones(1, requires_grad=True)
+    opt = optim_.SGD([weight], lr=0.1)
+    schedule = getattr(schedules, kind)(opt, **options)
+    for _ in range(5):
+        opt.step()
+        schedule.step()
+    opt, saved = optim_.SGD([weight], lr=0.1), opt.state_dict()
+    opt.load_state_dict(saved)
+    schedule = getattr(schedules, kind)(opt, **options, last_epoch=schedule.last_epoch)
+    seen = [[group["lr"] for group in opt.param_groups]]
+    for _ in range(5):
+        opt.step()
+        schedule.step()
+        seen.append([group["lr"] for group in opt.param_groups])
+    return seen
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["step", "cosine", "lambda"])
+def test_a_schedule_made_with_last_epoch_continues_as_pytorchs(name):
+    """A cosine schedule made with ``last_epoch`` once overwrote the loaded rate with the closed
+    form one step ahead, so every later rate was off; PyTorch keeps the loaded rate."""
+    np.testing.assert_allclose(resumed_with_last_epoch(jg, name), resumed_with_last_epoch(torch, name), rtol=1e-12)
+
+
 def test_lambda_state_dict_leaves_functions_out():
     opt = optim.SGD([jg.ones(1, requires_grad=True)], lr=0.1)
     schedule = lr_scheduler.LambdaLR(opt, lambda epoch: 0.5)

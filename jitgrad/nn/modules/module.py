@@ -202,7 +202,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=self._parameters)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -212,7 +212,7 @@ class Module:
         elif isinstance(value, Module):
             if "_modules" not in self.__dict__:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep=self._modules)
             self._modules[name] = value
         elif name in self.__dict__.get("_modules", ()):
             if value is not None:
@@ -227,11 +227,14 @@ class Module:
         else:
             super().__setattr__(name, value)
 
-    def _forget(self, name: str) -> None:
-        """Removes ``name`` from wherever it was before it is registered again as something else."""
+    def _forget(self, name: str, keep: dict[str, Any]) -> None:
+        """Removes ``name`` from wherever it was before it is registered again in ``keep``, but not from
+        ``keep`` itself: a parameter (or module) assigned anew keeps its place, as in PyTorch, so
+        ``parameters()`` and ``state_dict()`` keep their order (an optimizer's state is numbered by it)."""
         self.__dict__.pop(name, None)
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
+            if table is not keep:
+                table.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __delattr__(self, name: str) -> None:

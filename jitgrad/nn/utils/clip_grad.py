@@ -21,19 +21,30 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
     return [p.grad for p in parameters if p.grad is not None]
 
 
+def _vector_norm(values: Tensor, norm_type: float) -> Tensor:
+    """The ``norm_type`` norm of all of ``values``: ``inf`` the largest magnitude, ``-inf`` the
+    smallest, 0 the count of nonzeros, otherwise ``sum(|v| ** p) ** (1 / p)``. The total norm is
+    this norm of the per-gradient norms, as PyTorch computes it: the same as the norm of all the
+    gradients as one vector, except for 0, which counts the gradients that are not all zeros."""
+    if norm_type == math.inf:
+        return values.abs().max()
+    if norm_type == -math.inf:
+        return values.abs().min()
+    if norm_type == 0.0:
+        return (values != 0).to(values.dtype).sum()
+    return (values.abs() ** norm_type).sum() ** (1.0 / norm_type)
+
+
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:  # noqa: ARG001
     """Scales the gradients so that their total norm (the norm of all of them as one vector) is at
-    most ``max_norm``; returns the total norm before scaling. ``norm_type`` may be ``inf``. The scale
-    is ``max_norm / (norm + 1e-6)``, capped at 1, as PyTorch's."""
+    most ``max_norm``; returns the total norm before scaling. ``norm_type`` may be ``inf``, ``-inf``
+    or 0. The scale is ``max_norm / (norm + 1e-6)``, capped at 1, as PyTorch's."""
     grads = _grads(parameters)
     if not grads:
         return tensor(0.0)
     norm_type = float(norm_type)
-    if norm_type == math.inf:
-        total = stack([g.abs().max() for g in grads]).max()
-    else:
-        total = stack([(g.abs() ** norm_type).sum() for g in grads]).sum() ** (1.0 / norm_type)
+    total = _vector_norm(stack([_vector_norm(g, norm_type) for g in grads]), norm_type)
     value = total.item()
     if error_if_nonfinite and not math.isfinite(value):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
