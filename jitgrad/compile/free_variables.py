@@ -188,7 +188,7 @@ class _Walker:
             if array_contents(value) is None and self.found.unguardable is None:
                 self.found.unguardable = unguarded_array(value, source.describe())
             return
-        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype)):
+        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype, bytearray, memoryview)):
             self.found.guards.append((source, "value", value))
             return
         if self.found.unguardable is not None:

@@ -74,6 +74,8 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
+    if kind is bytearray or kind is memoryview:   # by their bytes: mutable, so an identity would miss a write
+        return (kind, value.tobytes() if kind is memoryview else bytes(value))
     if kind is set:   # by its items (the walk guards only sets of plain values); an identity would miss an add
         try:
             return (kind, frozenset(value))

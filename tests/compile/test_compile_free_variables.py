@@ -211,6 +211,20 @@ def test_a_set_read_from_outside_is_guarded_by_its_items():
     assert_close(compiled(x), f(x))
 
 
+def test_a_bytearray_read_from_outside_or_passed_is_guarded_by_its_bytes():
+    table = bytearray(np.ones(3).tobytes())
+
+    def f(x, extra):
+        return (x * float(np.frombuffer(table)[0]) + float(np.frombuffer(extra)[1])).sum()
+    compiled = jg.compile(f, cache=False)
+    x, extra = inputs(), bytearray(np.ones(3).tobytes())
+    assert_close(compiled(x, extra), f(x, extra))
+    table[:8] = np.float64(5.0).tobytes()
+    assert_close(compiled(x, extra), f(x, extra))
+    extra[8:16] = np.float64(7.0).tobytes()
+    assert_close(compiled(x, memoryview(extra)), f(x, memoryview(extra)))
+
+
 def _set_attribute(record, value):
     record.scale = value
 
