@@ -41,7 +41,7 @@ from .guards import array_contents, unguarded_array
 from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
 from .sources import READ_ERRORS, Source, source_of_path
-from .templates import tensor_leaves, tuple_types
+from .templates import tensor_leaves, tuple_types, viewed_node
 from .unsupported import Unsupported
 
 
@@ -486,6 +486,10 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         if writes or grads:
             raise Unsupported("the function writes into its inputs (in place, or their .grad) and returns "
                               "outputs that require grad; compile the whole step (with backward() inside)")
+        placeholders = set(inputs.nodes)
+        if any(viewed_node(tracer.node_of(t))[0] in placeholders for t in leaves):
+            raise Unsupported("a result is an input or a view of one (x.t(), w[0], x.detach()), which eager mode "
+                              "returns sharing the input's memory and a compiled loss would return as a copy")
         wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
                   if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])

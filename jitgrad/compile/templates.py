@@ -65,7 +65,7 @@ def flatten_output(graph: Graph) -> Any:
     return template
 
 
-def _viewed(node: Node) -> tuple[Node, list[tuple]]:
+def viewed_node(node: Node) -> tuple[Node, list[tuple]]:
     """The node ``node`` is a chain of view ops of (itself when none), and the chain's ops, first first."""
     views = []
     while node.op is Opcode.CALL_FUNCTION and getattr(node.target, "view", False) and node.target.name != "split" \
@@ -93,7 +93,7 @@ def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict
             k = next(position)
             if requires_grad[k]:
                 return part
-            base, views = _viewed(outputs[part.index])
+            base, views = viewed_node(outputs[part.index])
             index = inputs.get(base.name) if base.op is Opcode.PLACEHOLDER else written.get(base)
             if index is None:
                 return part
@@ -115,4 +115,5 @@ def tensor_leaves(value: Any) -> list[Tensor]:
     return list(iter_leaves(value, Tensor))
 
 
-__all__ = ["alias_inputs", "flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types", "with_tuple_types"]
+__all__ = ["alias_inputs", "flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types", "viewed_node",
+           "with_tuple_types"]

@@ -69,3 +69,19 @@ def test_a_view_of_a_captured_tensor_is_that_tensors_memory():
         view = compiled()
         assert np.shares_memory(view.numpy(), table.numpy())
         assert not view.requires_grad
+
+
+def test_a_loss_returning_a_view_of_an_input_runs_eagerly_and_keeps_eagers_memory():
+    """A loss's results come from its kernels; a view of an input among them would be a copy, so such
+    a function runs eagerly (with a warning), where the view shares the input's memory."""
+    from jitgrad.compile import CompileWarning
+
+    def f(x):
+        return (x * 2.0).sum(), x[1:]
+    compiled = jg.compile(f, cache=False)
+    x = jg.ones(3, requires_grad=True)
+    with pytest.warns(CompileWarning, match="a result is an input or a view of one"):
+        loss, view = compiled(x)
+    assert np.shares_memory(view.detach().numpy(), x.detach().numpy()) and view.grad_fn is not None
+    loss.backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
