@@ -19,7 +19,7 @@ from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, device, device_of
 from ..hooks import RemovableHandle
 from ..tensor import Tensor, is_tensor
-from .versions import increment_version, move_retained_grad, refresh_view  # noqa: F401 - ops use it here
+from .versions import increment_version, refresh_view
 
 MAX_SEQUENCE_NR = 2**64 - 1
 

@@ -66,11 +66,17 @@ _CUSTOM_FUNCTION_VIEW = (
     "forbidden. You can fix this by cloning the output of the custom Function.")
 
 
+def forward_name(view: "Tensor", default: str) -> str:
+    """The name PyTorch's view errors give the op that made ``view``: its node's without the suffix
+    (``SplitBackward0`` -> ``Split``), ``default`` where it has none."""
+    fn = view._grad_fn
+    return re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else default
+
+
 def custom_function_view_error(view: "Tensor", what: str) -> RuntimeError:
     """PyTorch's refusal of an in-place change to an output of a custom Function that aliases memory,
     or to its base: replaying the view ops would silently replace the Function's own backward."""
-    fn = view._grad_fn
-    name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a custom Function"
+    name = forward_name(view, "a custom Function")
     return RuntimeError(_CUSTOM_FUNCTION_VIEW.format(nr=view._output_nr, name=name, what=what))
 
 
@@ -114,21 +120,22 @@ def refresh_view(tensor: "Tensor") -> None:
         value = op(value, **attrs)
         if index is not None:
             value = value[index]
-    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
-    tensor._grad_fn, tensor._output_nr = value._grad_fn, value._output_nr
+    rebase_history(tensor, value)
     tensor._view = (root, tensor._version_counter[0], chain, creation)
-    if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
-        move_retained_grad(tensor, old_fn, old_nr)
     provided.note_alias(tensor, value)
 
 
-def move_retained_grad(tensor: "Tensor", old_fn: Any, old_output_nr: int) -> None:
-    """After an in-place change gave ``tensor`` a new ``grad_fn`` (its own, or its base's seen through
-    ``refresh_view``): its ``retain_grad()`` leaves the node before the change for the new one, as
-    PyTorch moves it."""
-    if old_fn._retains_grad:
-        old_fn._retains_grad.pop(old_output_nr, None)
-    tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
+def rebase_history(tensor: "Tensor", source: "Tensor") -> None:
+    """``tensor``'s history becomes ``source``'s (``grad_fn`` and output slot), after an in-place change
+    to it (``ops/inplace.py``) or to its base (``refresh_view``); its ``retain_grad()`` leaves the node
+    before the change for the new one, as PyTorch moves it, so ``.grad`` is the gradient of the value
+    after the change."""
+    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
+    tensor._grad_fn, tensor._output_nr = source._grad_fn, source._output_nr
+    if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
+        if old_fn._retains_grad:
+            old_fn._retains_grad.pop(old_nr, None)
+        tensor._grad_fn._retain_grad(tensor._output_nr, weakref.ref(tensor))
 
 
 def describe(tensor_data: np.ndarray) -> str:

@@ -12,6 +12,7 @@ compiled), and a warm process imports this module before its first result.
 """
 from __future__ import annotations
 
+import itertools
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -127,39 +128,26 @@ def _memory_owner(data: Any) -> Any:
     return owner if owner is not None else pointer if pointer is not None else data
 
 
-def _owner_id(data: Any) -> int:
-    return id(data if type(data) is np.ndarray and data.base is None else _memory_owner(data))
-
-
 def writes_shared_memory(inputs: list, written: tuple[int, ...]) -> bool:
     """Whether an input the program writes shares memory with another input (two views of one array,
     an array and a view of it, two tensors over one array). The program reads every input before it
     writes any, where eager mode sees each write at once through the other view, so such a call must
-    run eagerly. The same tensor twice is not sharing: the trace saw it as one."""
+    run eagerly. The same tensor twice is not sharing: the trace saw it as one. Two tensors over one
+    CUDA allocation count as sharing."""
     first: dict[int, Tensor] = {}   # memory owner -> the first tensor over it
-    collided = set()
+    shared: dict[int, dict[int, Tensor]] = {}   # an owner more than one tensor is over -> those tensors
     for value in inputs:
         if isinstance(value, Tensor):
-            owner = _owner_id(value._data)
-            if first.setdefault(owner, value) is not value:
-                collided.add(owner)
-    if not collided:
+            owner = id(_memory_owner(value._data))
+            other = first.setdefault(owner, value)
+            if other is not value:
+                shared.setdefault(owner, {id(other): other})[id(value)] = value
+    if not shared:
         return False
-    groups: dict[int, dict[int, Tensor]] = {}
-    for value in inputs:
-        if isinstance(value, Tensor):
-            owner = _owner_id(value._data)
-            if owner in collided:
-                groups.setdefault(owner, {})[id(value)] = value
     written_ids = {id(inputs[i]) for i in written}
-    for group in groups.values():
-        tensors = list(group.values())
-        for i, a in enumerate(tensors):
-            for b in tensors[i + 1:]:
-                if (id(a) in written_ids or id(b) in written_ids) and \
-                        (type(a._data) is not np.ndarray or np.may_share_memory(a._data, b._data)):
-                    return True
-    return False
+    return any((id(a) in written_ids or id(b) in written_ids)
+               and (type(a._data) is not np.ndarray or np.may_share_memory(a._data, b._data))
+               for group in shared.values() for a, b in itertools.combinations(group.values(), 2))
 
 
 def _add_into(grad: Tensor | None, total: Any) -> bool:

@@ -2,8 +2,9 @@
 around the flat tuple its lowered graph returns.
 
 A template is the returned value with a ``Slot`` for each output array, an ``InputAlias`` for each
-output that is an input or a view of one, and a ``TupleOf`` for each tuple of a subclass; ``templates.py`` makes one from a traced graph, the warm-start index reads one
-back from disk. Nothing here imports ``jitgrad.fx``: a warm process rebuilds results without it.
+output that is an input or a view of one, and a ``TupleOf`` for each tuple of a subclass;
+``templates.py`` makes one from a traced graph, the warm-start index reads one back from disk.
+Nothing here imports ``jitgrad.fx``: a warm process rebuilds results without it.
 """
 from __future__ import annotations
 

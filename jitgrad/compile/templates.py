@@ -68,7 +68,7 @@ def flatten_output(graph: Graph) -> Any:
 def viewed_node(node: Node) -> tuple[Node, list[tuple]]:
     """The node ``node`` is a chain of view ops of (itself when none), and the chain's ops, first first."""
     views = []
-    while node.op is Opcode.CALL_FUNCTION and getattr(node.target, "view", False) and node.target.name != "split" \
+    while node.op is Opcode.CALL_FUNCTION and getattr(node.target, "view", False) \
             and node.args and isinstance(node.args[0], Node) \
             and not any(isinstance(v, Node) for v in iter_leaves((node.args[1:], node.kwargs), Node)):
         views.append((node.target, tuple(node.args[1:]), dict(node.kwargs)))

@@ -8,16 +8,14 @@ node that saved the old value refuses to run. Through a view, the root base's hi
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
-from ..autograd.graph import move_retained_grad
 from ..autograd.versions import (IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, custom_function_view_error,
-                                 increment_version, refresh_view, view_positions)
+                                 forward_name, increment_version, rebase_history, refresh_view, view_positions)
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
@@ -69,22 +67,17 @@ def _check_view_creation(view: Tensor) -> None:
     if creation == IN_CUSTOM_FUNCTION:
         raise custom_function_view_error(view, "is being modified inplace")
     if creation == MULTI_OUTPUT_VIEW:
-        fn = view._grad_fn   # PyTorch names the forward: SplitBackward0 -> Split
-        name = re.sub(r"Backward\d*$", "", fn.name()) if fn is not None else "a view op"
         raise RuntimeError(
-            f"Output {view._output_nr} of {name} is a view and is being "
+            f"Output {view._output_nr} of {forward_name(view, 'a view op')} is a view and is being "
             "modified inplace. This view is the output of a function that returns multiple views. Such "
             "functions do not allow the output views to be modified inplace. You should replace the inplace "
             "operation by an out-of-place one.")
 
 
 def _rebase(tensor: Tensor, result: Tensor) -> None:
-    """``tensor``'s history becomes ``result``'s; a ``retain_grad()`` moves with it, as in PyTorch (its
-    ``.grad`` is then the gradient of the value after the change)."""
-    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
-    tensor._grad_fn, tensor._output_nr, tensor._requires_grad = result._grad_fn, result._output_nr, True
-    if tensor._retains_grad and old_fn is not None and old_fn is not tensor._grad_fn:
-        move_retained_grad(tensor, old_fn, old_nr)
+    """``tensor``'s history becomes ``result``'s (``versions.rebase_history``), and it requires grad."""
+    rebase_history(tensor, result)
+    tensor._requires_grad = True
 
 
 def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
