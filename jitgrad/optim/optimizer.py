@@ -22,6 +22,7 @@ import warnings
 from typing import Any, Callable, Iterable
 
 from ..autograd import enable_grad, no_grad
+from ..nn.modules.module import clear_grads
 from ..ops.registry import observed
 from ..tensor import Tensor
 from .state import ParamGroup, ParamState
@@ -73,18 +74,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's ``.grad``: to None (the default), or to zeros in place."""
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
-                else:
-                    if param.grad.grad_fn is not None:  # as PyTorch: detach_() refuses a view
-                        param.grad.detach_()
-                    else:
-                        param.grad.requires_grad_(False)
-                    param.grad.zero_()
+        clear_grads((param for group in self.param_groups for param in group["params"]), set_to_none)
 
     @no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -15,7 +15,7 @@ plain bool it guards: ``model.eval()`` recompiles.
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ...autograd import no_grad
 from ...dtypes import dtype as DType
@@ -49,6 +49,24 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
+
+
+def clear_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
+    """``zero_grad``'s work, for ``Module`` and ``Optimizer`` alike: each parameter's ``.grad`` set to
+    None, or cut from any graph and zeroed in place (``detach_()`` only where it has a ``grad_fn``: as
+    PyTorch's, it refuses a view, which a ``.grad`` may be)."""
+    for param in params:
+        grad = param.grad
+        if grad is None:
+            continue
+        if set_to_none:
+            param.grad = None
+            continue
+        if grad.grad_fn is not None:
+            grad.detach_()
+        else:
+            grad.requires_grad_(False)
+        grad.zero_()
 
 
 class Module:
@@ -348,17 +366,7 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clears every parameter's ``.grad``: to None (the default: the next backward writes fresh
         gradients instead of adding to zeros), or to zeros in place."""
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            if set_to_none:
-                param.grad = None
-            else:
-                if param.grad.grad_fn is not None:  # as PyTorch: detach_() refuses a view
-                    param.grad.detach_()
-                else:
-                    param.grad.requires_grad_(False)
-                param.grad.zero_()
+        clear_grads(self.parameters(), set_to_none)
 
     # ---- dtypes and devices -------------------------------------------------------------------------
     def to(self, *args: Any, **kwargs: Any) -> "Module":
@@ -524,4 +532,4 @@ class Module:
         return text + ")"
 
 
-__all__ = ["Module"]
+__all__ = ["Module", "clear_grads"]
