@@ -153,8 +153,8 @@ def writes_shared_memory(inputs: list, written: tuple[int, ...]) -> bool:
 def _add_into(grad: Tensor | None, total: Any) -> bool:
     """Writes a step's new ``.grad`` (the old one plus what the step added) into the old ``.grad``'s
     memory, where eager mode's ``AccumulateGrad`` would have added into it; False where it cannot."""
-    if grad is None or type(grad._data) is not np.ndarray or not grad._data.flags.writeable \
-            or grad._data.shape != np.shape(total):
+    if grad is None or not placement.writeable(grad._data) \
+            or tuple(grad._data.shape) != tuple(np.shape(total)):
         return False
     placement.write_back(grad, total)
     increment_version(grad)

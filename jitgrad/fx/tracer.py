@@ -386,11 +386,16 @@ class Tracer:
             before["old"] = leaf._grad
 
         def record_new(grad_inputs: tuple, grad_outputs: tuple) -> None:
-            new = leaf._grad
-            if new is None or id(new) in self._nodes:
-                return  # untouched, or written by an op the tracer saw (create_graph)
+            new, old = leaf._grad, before.get("old")
+            if new is None:
+                return
+            if id(new) in self._nodes:
+                # written by an op the tracer saw: a new tensor under create_graph; a CUDA sum, made
+                # by a kernel with grad mode off, which eager mode writes into ``old``'s memory
+                if old is not None and new is not old and not grad_mode.state.grad_enabled:
+                    self.added_into[id(new)] = old
+                return
             incoming = self.node_of(grad_outputs[0])
-            old = before.get("old")
             if old is None:
                 node = incoming
             else:
