@@ -12,18 +12,23 @@ import warnings
 from typing import Sequence
 
 from ..autograd import Function, no_grad
-from ..factories import rand_like
+from ..dtypes import int64
+from ..factories import arange, rand_like
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
 from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
+from .padding import pad
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from ..tensor import Tensor
 
-__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
-           "cross_entropy", "dropout", "embedding", "fold", "gelu", "layer_norm", "linear", "log_softmax",
-           "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh", "unfold"]
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cosine_similarity",
+           "cross_entropy", "dropout", "embedding", "fold", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss",
+           "layer_norm", "linear", "log_softmax", "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "one_hot",
+           "pad", "pairwise_distance", "relu", "sigmoid", "smooth_l1_loss", "softmax", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -84,6 +89,22 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     centered = input - mean(input, dims, keepdim=True)
     variance = mean(centered * centered, dims, keepdim=True)
     return _affine(centered * (variance + eps).rsqrt(), weight, bias)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Each sample's channels (dimension 1) split into ``num_groups`` groups, each normalized over its
+    channels and every later dimension (biased variance), then ``weight`` and ``bias`` per channel."""
+    if input.dim() < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(input.shape[0], num_groups, -1)
+    centered = grouped - mean(grouped, -1, keepdim=True)
+    variance = mean(centered * centered, -1, keepdim=True)
+    normalized = (centered * (variance + eps).rsqrt()).reshape(tuple(input.shape))
+    channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
+    return _affine(normalized, None if weight is None else weight.reshape(channel_shape),
+                   None if bias is None else bias.reshape(channel_shape))
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -272,6 +293,86 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _warn_if_broadcast(input, target)
     diff = input - target
     return _reduce(diff * diff, reduction, "mse_loss")
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _warn_if_broadcast(input, target)
+    return _reduce((input - target).abs(), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``; ``l1_loss`` at ``beta=0``."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_if_broadcast(input, target)
+    diff = input - target
+    size = diff.abs()
+    if beta == 0:
+        return _reduce(size, reduction, "smooth_l1_loss")
+    return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_if_broadcast(input, target)
+    diff = input - target
+    size = diff.abs()
+    return _reduce(where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta), reduction, "huber_loss")
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """``target * (log(target) - input)`` for log-probabilities ``input`` (0 where ``target`` is 0);
+    ``exp(target) * (target - input)`` when ``log_target``. ``'batchmean'`` divides the sum by the
+    batch size, the divergence's definition; ``'mean'`` divides by every element and warns, as PyTorch."""
+    if log_target:
+        pointwise = target.exp() * (target - input)
+    else:
+        positive = target > 0  # t log t is 0 at t = 0, and so is its gradient (no log(0) reached)
+        pointwise = target * (where(positive, target, 1.0).log() - input)
+    if reduction == "batchmean":
+        return sum(pointwise) / (input.shape[0] if input.dim() else 1)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    return _reduce(pointwise, reduction, "kl_div")
+
+
+# ---- distances and encodings ---------------------------------------------------------------------------
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1 . x2 / (|x1| |x2|)`` along ``dim`` (the inputs broadcast), each norm at least ``eps``."""
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension."""
+    diff = (x1 - x2 + eps).abs()
+    if p == math.inf:
+        return diff.amax(-1, keepdim=keepdim)
+    if p == 2:
+        return (diff * diff).sum(-1, keepdim=keepdim).sqrt()
+    return (diff ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """An int64 tensor of one more dimension, of size ``num_classes`` (one more than the largest
+    class when -1), with a 1 at each class index. The indices are read as values (for the checks and
+    the size), as PyTorch reads them, so a compiled function that calls it runs it eagerly."""
+    if tensor.dtype != int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    values = tensor.detach().cpu().numpy()
+    if values.size and values.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(values.max()) + 1 if values.size else 0
+    elif values.size and values.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).to(int64)
 
 
 _BCE_EPSILON = 9.999999960041972e-13  # PyTorch's 1e-12, a float32 constant

@@ -94,6 +94,24 @@ LAYERS = {
     "max-pool2d-ceil": (lambda L: L.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), [IMAGES]),
     "cnn": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, padding=1), L.nn.ReLU(), L.nn.MaxPool2d(2),
                                       L.nn.Flatten(), L.nn.Linear(4 * 3 * 3, 3)), [IMAGES]),
+    "max-pool1d": (lambda L: L.nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True), [IMAGES[:, :, 0]]),
+    "avg-pool2d-tiles": (lambda L: L.nn.AvgPool2d(2), [IMAGES[..., :6]]),
+    "avg-pool2d-padded": (lambda L: L.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [IMAGES]),
+    "avg-pool2d-real-count": (lambda L: L.nn.AvgPool2d((3, 2), stride=(2, 3), padding=1, ceil_mode=True,
+                                                       count_include_pad=False), [IMAGES]),
+    "avg-pool2d-divisor": (lambda L: L.nn.AvgPool2d(3, stride=1, padding=1, divisor_override=5), [IMAGES[0]]),
+    "avg-pool1d": (lambda L: L.nn.AvgPool1d(3, stride=2, padding=1), [IMAGES[:, :, 0]]),
+    "adaptive-avg-pool2d": (lambda L: L.nn.AdaptiveAvgPool2d((4, 3)), [IMAGES]),
+    "adaptive-avg-pool2d-tiles": (lambda L: L.nn.AdaptiveAvgPool2d(1), [IMAGES]),
+    "adaptive-avg-pool1d": (lambda L: L.nn.AdaptiveAvgPool1d(4), [IMAGES[:, :, 0]]),
+    # normalization over images
+    "batch-norm-2d": (lambda L: L.nn.BatchNorm2d(2), [IMAGES]),
+    "batch-norm-3d-volumes": (lambda L: L.nn.BatchNorm3d(2, momentum=None), [IMAGES[:, :, None]]),
+    "group-norm": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3), L.nn.GroupNorm(2, 4)), [IMAGES]),
+    "group-norm-plain": (lambda L: L.nn.GroupNorm(1, 2, affine=False), [IMAGES]),
+    "cnn-batch-norm": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, padding=1), L.nn.BatchNorm2d(4), L.nn.ReLU(),
+                                                 L.nn.AdaptiveAvgPool2d((2, 2)), L.nn.Flatten(), L.nn.Linear(16, 3)),
+                       [IMAGES]),
 }
 
 
@@ -162,6 +180,10 @@ def test_batch_norm_needs_more_than_one_value_per_channel_to_train():
     nn.BatchNorm1d(3).eval()(jg.ones(1, 3))
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
         nn.BatchNorm1d(3)(jg.ones(2, 3, 1, 1))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 2D input\)"):
+        nn.BatchNorm2d(3)(jg.ones(2, 3))
+    with pytest.raises(ValueError, match=r"num_channels \(6\) must be divisible by num_groups \(4\)"):
+        nn.GroupNorm(4, 6)
 
 
 def test_default_initialisations_have_pytorchs_bounds():

@@ -2,17 +2,21 @@
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout
 from .embedding import Embedding
 from .flatten import Flatten
 from .linear import Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, \
+    SmoothL1Loss
 from .module import Module
-from .normalization import BatchNorm1d, LayerNorm
-from .pooling import MaxPool2d
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout",
-           "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Identity", "LSTM", "LSTMCell", "LayerNorm", "Linear",
-           "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "RNN", "RNNCell",
-           "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "CosineSimilarity", "CrossEntropyLoss",
+           "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity",
+           "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
+           "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "PairwiseDistance", "RNN", "RNNCell",
+           "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh"]

@@ -1,0 +1,123 @@
+"""``pad``, ``one_hot``, the distances and the poolings' argument checks of ``nn.functional`` against
+PyTorch's: values, gradients (weighted by random numbers, so that every position's counts), and the
+errors of bad arguments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from layer_pairs import assert_close, needs_torch, torch
+
+import jitgrad as jg
+import jitgrad.nn.functional as F
+
+RNG = np.random.default_rng(5)
+CUBE = RNG.standard_normal((2, 3, 4, 5))
+
+
+def _both(fn_of_lib, *arrays):
+    """``fn_of_lib(lib)(*tensors)`` in both libraries, the first array requiring grad; the outputs and
+    that input's gradient."""
+    results = []
+    weights = None
+    for lib in (jg, torch):
+        inputs = [lib.tensor(a, requires_grad=(i == 0)) for i, a in enumerate(arrays)]
+        out = fn_of_lib(lib)(*inputs)
+        if weights is None:
+            weights = RNG.standard_normal(tuple(out.shape))
+        (out * lib.tensor(weights)).sum().backward()
+        results.append((out, inputs[0].grad))
+    return results
+
+
+PADS = {  # non-constant modes pad the last 1, 2 or 3 dimensions of inputs with 1 or 2 more, as PyTorch's
+    "constant": ((1, 2), {"value": 1.5}, CUBE),
+    "constant-cropping": ((-1, 2, 0, 1), {}, CUBE),
+    "constant-three-dims": ((1, 0, 0, 2, 1, 1), {}, CUBE),
+    "reflect": ((2, 3), {"mode": "reflect"}, CUBE[0]),
+    "reflect-2d": ((1, 2, 3, 1), {"mode": "reflect"}, CUBE),
+    "replicate": ((3, 4), {"mode": "replicate"}, CUBE[0]),
+    "replicate-3d": ((1, 2, 2, 1, 1, 2), {"mode": "replicate"}, CUBE),
+    "circular-2d": ((1, 2, 2, 3), {"mode": "circular"}, CUBE),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", PADS)
+def test_pad_matches_pytorch(name):
+    amounts, options, array = PADS[name]
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda x: lib.nn.functional.pad(x, amounts, **options), array)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert_close(ours, theirs, what="padded")
+    assert_close(grad, expected, what="gradient")
+
+
+def test_pad_refuses_what_pytorch_refuses():
+    x = jg.ones(1, 2, 3)
+    with pytest.raises(RuntimeError, match="Padding length must be divisible by 2"):
+        F.pad(x, (1,))
+    with pytest.raises(RuntimeError, match="Padding length should be less than or equal to two times"):
+        F.pad(x, (1,) * 8)
+    with pytest.raises(RuntimeError, match=r"Padding size should be less than the corresponding input dimension, "
+                                           r"but got: padding \(3, 3\) at dimension 2 of input \[1, 2, 3\]"):
+        F.pad(x, (3, 3), mode="reflect")
+    with pytest.raises(NotImplementedError, match="Unrecognised padding mode bogus"):
+        F.pad(x, (1, 1), mode="bogus")
+    with pytest.raises(RuntimeError, match='Padding mode "reflect" doesn\'t take in value argument'):
+        F.pad(x, (1, 1), mode="reflect", value=2.0)
+    with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 1D input tensor"):
+        F.pad(jg.ones(3), (1, 1), mode="replicate")
+
+
+@needs_torch
+@pytest.mark.parametrize("num_classes", [-1, 6])
+def test_one_hot_matches_pytorch(num_classes):
+    labels = np.array([[0, 2, 4], [1, 1, 3]])
+    ours = F.one_hot(jg.tensor(labels), num_classes)
+    theirs = torch.nn.functional.one_hot(torch.tensor(labels), num_classes)
+    assert ours.dtype == jg.int64 and tuple(ours.shape) == tuple(theirs.shape)
+    assert np.array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_one_hot_refuses_bad_classes():
+    with pytest.raises(RuntimeError, match="Class values must be smaller than num_classes"):
+        F.one_hot(jg.tensor([0, 3]), 2)
+    with pytest.raises(RuntimeError, match="Class values must be non-negative"):
+        F.one_hot(jg.tensor([-1, 2]))
+    with pytest.raises(RuntimeError, match="only applicable to index tensor of type LongTensor"):
+        F.one_hot(jg.tensor([0.0, 1.0]))
+
+
+DISTANCES = {
+    "cosine": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a, b),
+    "cosine-last-dim-broadcast": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a, b[:1], dim=-1),
+    "cosine-zero-vector": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a, b * 0.0, dim=0),
+    "pairwise": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a, b),
+    "pairwise-p1-keepdim": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a, b, p=1.0, keepdim=True),
+    "pairwise-p3": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a, b, p=3.0),
+    "pairwise-inf": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a, b, p=float("inf")),
+    "cosine-layer": lambda lib: lambda a, b: lib.nn.CosineSimilarity(dim=0, eps=1e-6)(a, b),
+    "pairwise-layer": lambda lib: lambda a, b: lib.nn.PairwiseDistance(p=1.5)(a, b),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", DISTANCES)
+def test_distances_match_pytorch(name):
+    a, b = RNG.standard_normal((4, 5)), RNG.standard_normal((4, 5))
+    (ours, grad), (theirs, expected) = _both(DISTANCES[name], a, b)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert_close(ours, theirs, what="distance")
+    assert_close(grad, expected, tolerance=1e-9, what="gradient")
+
+
+def test_poolings_refuse_bad_windows():
+    with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
+        F.avg_pool2d(jg.ones(1, 2, 5, 5), 3, padding=2)
+    with pytest.raises(RuntimeError, match=r"Calculated output size: \(2x0x0\). Output size is too small"):
+        F.avg_pool2d(jg.ones(1, 2, 5, 5), 7)
+    with pytest.raises(RuntimeError, match="divisor must be not zero"):
+        F.avg_pool2d(jg.ones(1, 2, 5, 5), 2, divisor_override=0)
+    with pytest.raises(RuntimeError, match="Expected 2 to 3 dimensions, but got 4-dimensional tensor"):
+        F.avg_pool1d(jg.ones(2, 5, 5, 5), 2)
+    with pytest.raises(RuntimeError, match="max_pool1d: Expected 2D or 3D"):
+        F.max_pool1d(jg.ones(2, 5, 5, 5), 2)
