@@ -11,9 +11,12 @@ import math
 import warnings
 from typing import Sequence
 
+import numpy as np
+
 from ..autograd import Function, no_grad
+from ..dtypes import bool as bool_
 from ..dtypes import int64
-from ..factories import arange, rand_like
+from ..factories import arange, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
@@ -28,7 +31,8 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cosine_similarity",
            "cross_entropy", "dropout", "embedding", "fold", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss",
            "layer_norm", "linear", "log_softmax", "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "one_hot",
-           "pad", "pairwise_distance", "relu", "sigmoid", "smooth_l1_loss", "softmax", "tanh", "unfold"]
+           "pad", "pairwise_distance", "relu", "scaled_dot_product_attention", "sigmoid", "smooth_l1_loss",
+           "softmax", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -145,6 +149,38 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     none into the row ``padding_idx``. The indices are an input of the op, never read as values, so a
     compiled function that calls this compiles, and takes each batch of indices as an argument."""
     return _embedding(input, weight, padding_idx)
+
+
+# ---- attention ---------------------------------------------------------------------------------------
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(query @ key.T * scale + mask) @ value`` over the last two dimensions, ``scale``
+    ``1 / sqrt(E)`` by default; ``is_causal`` lets query ``i`` see keys ``j <= i``. A boolean
+    ``attn_mask`` says which positions take part (True), a float one is added to the scores. A query
+    whose every key is masked attends to nothing (zeros, as PyTorch's math kernel gives) with a zero
+    gradient, not NaN: its scores are replaced by zeros before the softmax, whose row is then zeroed."""
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported by jitgrad")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * factor
+    if is_causal:
+        attn_mask = tensor(np.tril(np.ones((query.shape[-2], key.shape[-2]), dtype=bool)), device=query.device)
+    if attn_mask is not None:
+        scores = scores.masked_fill(attn_mask.logical_not(), -math.inf) if attn_mask.dtype == bool_ \
+            else scores + attn_mask
+    weights = _attention_weights(scores)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
+def _attention_weights(scores: Tensor) -> Tensor:
+    """The softmax of each row, zeros for a row masked everywhere."""
+    blind = (scores == -math.inf).all(-1, keepdim=True)
+    return where(blind, 0.0, softmax(where(blind, 0.0, scores), -1))
 
 
 # ---- losses ------------------------------------------------------------------------------------------

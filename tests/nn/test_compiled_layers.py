@@ -45,6 +45,11 @@ CASES = {
                           lambda model: F.l1_loss(model(X), X[:, 1:]) + F.huber_loss(model(X), X[:, :3], delta=0.5)
                           + F.kl_div(model(X).log_softmax(1), X[:, :3].softmax(1), reduction="batchmean")
                           + F.cosine_similarity(model(X), X[:, :3]).sum()),
+    "multihead-attention-masked": (
+        lambda: nn.MultiheadAttention(4, 2, dropout=0.2),
+        lambda model: model(SEQUENCE, SEQUENCE, SEQUENCE, key_padding_mask=SEQUENCE[:, :, 0].t() > 0.5,
+                            attn_mask=jg.tensor(np.triu(np.ones((6, 6), bool), 1)), need_weights=False)[0].sum()
+        + F.scaled_dot_product_attention(SEQUENCE, SEQUENCE, SEQUENCE, is_causal=True).sum()),
     "ignore-index-weight": (lambda: nn.Linear(4, 3),
                             lambda model: F.cross_entropy(model(X), LABELS, weight=jg.tensor([0.5, 2.0, 1.0]),
                                                           ignore_index=1)),

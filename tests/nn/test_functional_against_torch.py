@@ -121,3 +121,73 @@ def test_poolings_refuse_bad_windows():
         F.avg_pool1d(jg.ones(2, 5, 5, 5), 2)
     with pytest.raises(RuntimeError, match="max_pool1d: Expected 2D or 3D"):
         F.max_pool1d(jg.ones(2, 5, 5, 5), 2)
+
+
+BLOCKED = np.array([[True, False, True], [False, False, False], [True, True, False], [True, False, False]])
+ATTENTION = {
+    "plain": {},
+    "scaled": {"scale": 0.3},
+    "causal": {"is_causal": True},
+    "boolean-mask": {"attn_mask": BLOCKED},
+    "boolean-mask-with-a-blind-query": {"attn_mask": np.where(np.arange(4)[:, None] == 1, False, BLOCKED)},
+    "float-mask": {"attn_mask": RNG.standard_normal((4, 3))},
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ATTENTION)
+def test_scaled_dot_product_attention_matches_pytorch(name):
+    """Over (N, heads, L, E) queries and (N, heads, S, E) keys and values; a query masked from every
+    key attends to nothing, with a zero gradient (PyTorch's math kernel), never NaN."""
+    q, k, v = RNG.standard_normal((2, 3, 4, 5)), RNG.standard_normal((2, 3, 3, 5)), RNG.standard_normal((2, 3, 3, 5))
+
+    def attention(lib):
+        options = {key: lib.tensor(value) if isinstance(value, np.ndarray) else value
+                   for key, value in ATTENTION[name].items()}
+        return lambda query, key, value: lib.nn.functional.scaled_dot_product_attention(query, key, value, **options)
+
+    (ours, grad), (theirs, expected) = _both(attention, q, k, v)
+    assert_close(ours, theirs, what="attention")
+    assert_close(grad, expected, what="gradient of the queries")
+    assert np.isfinite(grad.numpy()).all()
+
+
+@needs_torch
+def test_multihead_attention_masks_match_pytorch():
+    """Boolean masks say which keys are *not* attended (the opposite of scaled_dot_product_attention's),
+    float masks add; with and without the weights, averaged over the heads or not."""
+    query, memory = RNG.standard_normal((4, 2, 6)), RNG.standard_normal((3, 2, 6))
+    padding = np.array([[False, False, True], [False, True, True]])
+    settings = [{"key_padding_mask": padding}, {"attn_mask": BLOCKED & ~BLOCKED[:, :1]},
+                {"attn_mask": RNG.standard_normal((4, 3)), "average_attn_weights": False},
+                {"key_padding_mask": np.array([[True, True, True], [False, True, True]]), "need_weights": False}]
+    for options in settings:
+        modules = [lib.nn.MultiheadAttention(6, 3) for lib in (jg, torch)]
+        modules[1].load_state_dict({k: torch.tensor(v.numpy()) for k, v in modules[0].state_dict().items()})
+        results = []
+        for lib, module in zip((jg, torch), modules):
+            q, m = lib.tensor(query, requires_grad=True), lib.tensor(memory)
+            given = {key: lib.tensor(value) if isinstance(value, np.ndarray) else value for key, value in options.items()}
+            out, weights = module.double()(q, m, m, **given)
+            (out * out).sum().backward()
+            results.append((out, weights, q.grad, module.in_proj_weight.grad))
+        for ours, theirs in zip(*results):
+            assert (ours is None) == (theirs is None)
+            if ours is not None:
+                assert_close(ours, theirs, tolerance=1e-9)
+
+
+def test_attention_refuses_what_pytorch_refuses():
+    q = jg.ones(1, 2, 3)
+    with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when is_causal=True"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=jg.ones(2, 2, dtype=jg.bool), is_causal=True)
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        jg.nn.MultiheadAttention(4, 3)
+    attention = jg.nn.MultiheadAttention(4, 2)
+    x = jg.ones(3, 2, 4)
+    with pytest.raises(RuntimeError, match=r"The shape of the 2D attn_mask is \(2, 2\), but should be \(3, 3\)"):
+        attention(x, x, x, attn_mask=jg.ones(2, 2, dtype=jg.bool))
+    with pytest.raises(AssertionError, match=r"expecting key_padding_mask shape of \(2, 3\)"):
+        attention(x, x, x, key_padding_mask=jg.ones(3, 2, dtype=jg.bool))
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        attention(x, x, x, is_causal=True)

@@ -104,6 +104,11 @@ LAYERS = {
     "adaptive-avg-pool2d": (lambda L: L.nn.AdaptiveAvgPool2d((4, 3)), [IMAGES]),
     "adaptive-avg-pool2d-tiles": (lambda L: L.nn.AdaptiveAvgPool2d(1), [IMAGES]),
     "adaptive-avg-pool1d": (lambda L: L.nn.AdaptiveAvgPool1d(4), [IMAGES[:, :, 0]]),
+    # attention
+    "multihead-attention": (lambda L: L.nn.MultiheadAttention(4, 2), [SEQUENCE, SEQUENCE[:3], SEQUENCE[:3]]),
+    "multihead-attention-batch-first": (lambda L: L.nn.MultiheadAttention(4, 4, bias=False, batch_first=True),
+                                        [SEQUENCE, SEQUENCE, SEQUENCE]),
+    "multihead-attention-unbatched": (lambda L: L.nn.MultiheadAttention(4, 1), [X, X[:2], X[:2]]),
     # normalization over images
     "batch-norm-2d": (lambda L: L.nn.BatchNorm2d(2), [IMAGES]),
     "batch-norm-3d-volumes": (lambda L: L.nn.BatchNorm3d(2, momentum=None), [IMAGES[:, :, None]]),

@@ -1,5 +1,6 @@
 """The layers of ``jitgrad.nn``, one file per kind; ``module.py`` holds the base class."""
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
 from .distance import CosineSimilarity, PairwiseDistance
@@ -18,5 +19,5 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "CosineSimilarity", "CrossEntropyLoss",
            "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity",
            "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
-           "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "PairwiseDistance", "RNN", "RNNCell",
-           "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh"]
+           "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance",
+           "RNN", "RNNCell", "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh"]
