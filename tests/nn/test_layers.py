@@ -109,6 +109,12 @@ LAYERS = {
     "multihead-attention-batch-first": (lambda L: L.nn.MultiheadAttention(4, 4, bias=False, batch_first=True),
                                         [SEQUENCE, SEQUENCE, SEQUENCE]),
     "multihead-attention-unbatched": (lambda L: L.nn.MultiheadAttention(4, 1), [X, X[:2], X[:2]]),
+    "transformer-encoder-layer": (lambda L: L.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), [SEQUENCE]),
+    "transformer-encoder-norm-first": (lambda L: L.nn.TransformerEncoder(L.nn.TransformerEncoderLayer(
+        4, 2, 8, dropout=0.0, activation="gelu", batch_first=True, norm_first=True), 2, L.nn.LayerNorm(4),
+        enable_nested_tensor=False), [SEQUENCE]),
+    "transformer-decoder-layer": (lambda L: L.nn.TransformerDecoderLayer(4, 1, 8, dropout=0.0), [SEQUENCE[:3], SEQUENCE]),
+    "transformer": (lambda L: L.nn.Transformer(4, 2, 1, 2, 8, dropout=0.0), [SEQUENCE, SEQUENCE[:3]]),
     # normalization over images
     "batch-norm-2d": (lambda L: L.nn.BatchNorm2d(2), [IMAGES]),
     "batch-norm-3d-volumes": (lambda L: L.nn.BatchNorm3d(2, momentum=None), [IMAGES[:, :, None]]),
@@ -123,6 +129,7 @@ LAYERS = {
 @needs_torch
 @pytest.mark.parametrize("name", LAYERS)
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # PyTorch's Transformer about its fast path
 def test_layer_matches_pytorch(name, train):
     make, inputs = LAYERS[name]
     if name == "dropout-eval" and train:
