@@ -23,16 +23,17 @@ from ..ops.gathering import embedding as _embedding
 from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
+from ..tensor import Tensor
 from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
-from ..tensor import Tensor
+from .transposed_convolution import conv_transpose1d, conv_transpose2d
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cosine_similarity",
-           "cross_entropy", "dropout", "embedding", "fold", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss",
-           "layer_norm", "linear", "log_softmax", "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "one_hot",
-           "pad", "pairwise_distance", "relu", "scaled_dot_product_attention", "sigmoid", "smooth_l1_loss",
-           "softmax", "tanh", "unfold"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv_transpose1d",
+           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "embedding", "fold", "gelu",
+           "group_norm", "huber_loss", "kl_div", "l1_loss", "layer_norm", "linear", "log_softmax", "max_pool1d",
+           "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "pairwise_distance", "relu",
+           "scaled_dot_product_attention", "sigmoid", "smooth_l1_loss", "softmax", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------

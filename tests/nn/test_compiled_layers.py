@@ -41,6 +41,9 @@ CASES = {
         lambda: nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AvgPool2d(2),
                               nn.GroupNorm(2, 4), nn.AdaptiveAvgPool2d((1, 2)), nn.Flatten(), nn.Linear(8, 3)).eval(),
         lambda model: F.smooth_l1_loss(model(IMAGES), F.pad(X[:, :2], (0, 1), mode="constant"))),
+    "autoencoder": (lambda: nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1), nn.ReLU(),
+                                          nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1, groups=1)),
+                    lambda model: F.mse_loss(model(IMAGES), IMAGES)),
     "regression-losses": (lambda: nn.Linear(4, 3),
                           lambda model: F.l1_loss(model(X), X[:, 1:]) + F.huber_loss(model(X), X[:, :3], delta=0.5)
                           + F.kl_div(model(X).log_softmax(1), X[:, :3].softmax(1), reduction="batchmean")

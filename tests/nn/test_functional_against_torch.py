@@ -191,3 +191,26 @@ def test_attention_refuses_what_pytorch_refuses():
         attention(x, x, x, key_padding_mask=jg.ones(3, 2, dtype=jg.bool))
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
         attention(x, x, x, is_causal=True)
+
+
+@needs_torch
+def test_conv_transpose_takes_an_output_size_as_pytorch():
+    ours, theirs = jg.nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1), torch.nn.ConvTranspose2d(2, 3, 3, stride=2,
+                                                                                                  padding=1)
+    ours.load_state_dict({k: jg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    x = RNG.standard_normal((1, 2, 4, 5)).astype(np.float32)
+    for size in ([7, 9], [8, 10], (1, 3, 8, 9)):
+        assert_close(ours(jg.tensor(x), output_size=size), theirs(torch.tensor(x), output_size=size), 1e-5)
+    with pytest.raises(ValueError, match="requested an output size of"):
+        ours(jg.tensor(x), output_size=[9, 9])
+
+
+def test_conv_transpose_refuses_what_pytorch_refuses():
+    x = jg.ones(1, 2, 3, 3)
+    with pytest.raises(RuntimeError, match="output padding must be smaller than either stride or dilation"):
+        F.conv_transpose2d(x, jg.ones(2, 2, 3, 3), output_padding=1)
+    with pytest.raises(RuntimeError, match=r"Given transposed=1, weight of size \[3, 2, 3, 3\], expected "
+                                           r"input\[1, 2, 3, 3\] to have 3 channels, but got 2 channels instead"):
+        F.conv_transpose2d(x, jg.ones(3, 2, 3, 3))
+    with pytest.raises(RuntimeError, match="Given groups=3, expected weight to be at least 3 at dimension 0"):
+        F.conv_transpose2d(x, jg.ones(2, 2, 3, 3), groups=3)

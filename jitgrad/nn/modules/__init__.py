@@ -2,7 +2,7 @@
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout
 from .embedding import Embedding
@@ -18,9 +18,10 @@ from .transformer import Transformer, TransformerDecoder, TransformerDecoderLaye
     TransformerEncoderLayer
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
-           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "CosineSimilarity", "CrossEntropyLoss",
-           "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity",
-           "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
-           "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance",
-           "RNN", "RNNCell", "ReLU", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Transformer",
-           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell",
+           "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "Linear",
+           "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
+           "MultiheadAttention", "NLLLoss", "PairwiseDistance", "RNN", "RNNCell", "ReLU", "Sequential", "Sigmoid",
+           "SmoothL1Loss", "Softmax", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+           "TransformerEncoder", "TransformerEncoderLayer"]
