@@ -16,7 +16,7 @@ import numpy as np
 from ..autograd import Function, no_grad
 from ..dtypes import bool as bool_
 from ..dtypes import int64
-from ..factories import arange, rand_like, tensor
+from ..factories import arange, full, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
@@ -24,16 +24,18 @@ from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
+from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
 from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "embedding", "fold", "gelu",
-           "group_norm", "huber_loss", "kl_div", "l1_loss", "layer_norm", "linear", "log_softmax", "max_pool1d",
-           "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "pairwise_distance", "relu",
-           "scaled_dot_product_attention", "sigmoid", "smooth_l1_loss", "softmax", "tanh", "unfold"]
+           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d",
+           "embedding", "fold", "gelu", "group_norm", "huber_loss", "interpolate", "kl_div", "l1_loss", "layer_norm",
+           "linear", "log_softmax", "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad",
+           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "relu", "scaled_dot_product_attention",
+           "sigmoid", "smooth_l1_loss", "softmax", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -70,6 +72,40 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input * 0.0  # every element dropped: zeros, and zero gradients (no 0 * inf)
     keep = rand_like(input) >= p
     return input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+
+
+def _channel_dropout(input: Tensor, p: float, training: bool, spatial: int, name: str, dims: tuple[int, ...]) -> Tensor:
+    """Zeroes whole channels (each with probability ``p``; the rest scaled by ``1 / (1 - p)``): the mask
+    has one element per (sample, channel) and is broadcast over the ``spatial`` dimensions."""
+    if input.dim() not in dims:
+        raise RuntimeError(f"{name}: Expected {dims[0]}D or {dims[1]}D input, but received a {input.dim()}D input. "
+                           f"Note that {name} exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                           f"dimension{'s' if spatial > 1 else ''}, a channel dimension, and an optional batch "
+                           f"dimension (i.e. {dims[0]}D or {dims[1]}D inputs).")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability p has to be between 0 and 1, but got p={p}")
+    if not training or p == 0.0:
+        return input
+    mask_shape = tuple(input.shape[:input.dim() - spatial]) + (1,) * spatial
+    return input * dropout(full(mask_shape, 1.0, dtype=input.dtype, device=input.device), p, True)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Whole channels of an (N, C, L) or (C, L) input zeroed."""
+    return _channel_dropout(input, p, training, 1, "dropout1d", (2, 3))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Whole channels of an (N, C, H, W) or (C, H, W) input zeroed; a 3-d input is read as (N, C, L),
+    with PyTorch's warning."""
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", UserWarning, stacklevel=2)
+        return _channel_dropout(input, p, training, 1, "dropout2d", (3, 4))
+    return _channel_dropout(input, p, training, 2, "dropout2d", (3, 4))
 
 
 def _affine(normalized: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:

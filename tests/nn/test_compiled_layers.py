@@ -44,6 +44,9 @@ CASES = {
     "autoencoder": (lambda: nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1), nn.ReLU(),
                                           nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1, groups=1)),
                     lambda model: F.mse_loss(model(IMAGES), IMAGES)),
+    "resize-and-shuffle": (lambda: nn.Sequential(nn.Conv2d(2, 8, 1), nn.PixelShuffle(2), nn.ReflectionPad2d(1),
+                                                 nn.Upsample(size=(5, 3), mode="bilinear"), nn.Dropout2d(0.3)),
+                           lambda model: model(IMAGES).pow(2).mean()),
     "regression-losses": (lambda: nn.Linear(4, 3),
                           lambda model: F.l1_loss(model(X), X[:, 1:]) + F.huber_loss(model(X), X[:, :3], delta=0.5)
                           + F.kl_div(model(X).log_softmax(1), X[:, :3].softmax(1), reduction="batchmean")

@@ -214,3 +214,68 @@ def test_conv_transpose_refuses_what_pytorch_refuses():
         F.conv_transpose2d(x, jg.ones(3, 2, 3, 3))
     with pytest.raises(RuntimeError, match="Given groups=3, expected weight to be at least 3 at dimension 0"):
         F.conv_transpose2d(x, jg.ones(2, 2, 3, 3), groups=3)
+
+
+RESIZES = {
+    "nearest-size": ((2, 3, 5, 7), {"size": (8, 4)}),
+    "nearest-scale": ((2, 3, 5, 7), {"scale_factor": 1.7}),
+    "nearest-exact": ((2, 3, 5, 7), {"size": (3, 9), "mode": "nearest-exact"}),
+    "nearest-1d": ((2, 3, 5), {"scale_factor": 2}),
+    "linear": ((2, 3, 5), {"size": 9, "mode": "linear"}),
+    "linear-corners": ((2, 3, 5), {"size": 8, "mode": "linear", "align_corners": True}),
+    "bilinear-scale": ((2, 3, 5, 7), {"scale_factor": (2.0, 0.6), "mode": "bilinear"}),
+    "bilinear-recomputed": ((2, 3, 5, 7), {"scale_factor": 1.3, "mode": "bilinear", "recompute_scale_factor": True}),
+    "bilinear-corners-down": ((2, 3, 5, 7), {"size": (3, 1), "mode": "bilinear", "align_corners": True}),
+    "trilinear": ((1, 2, 3, 4, 5), {"size": (4, 2, 7), "mode": "trilinear"}),
+    "area": ((2, 3, 5, 7), {"size": (2, 3), "mode": "area"}),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", RESIZES)
+def test_interpolate_matches_pytorch(name):
+    shape, options = RESIZES[name]
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda x: lib.nn.functional.interpolate(x, **options),
+                                             RNG.standard_normal(shape))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert_close(ours, theirs, what="resized")
+    assert_close(grad, expected, what="gradient")
+
+
+def test_interpolate_refuses_what_pytorch_refuses():
+    x = jg.ones(1, 1, 4, 4)
+    with pytest.raises(ValueError, match="align_corners option can only be set with the interpolating modes"):
+        F.interpolate(x, size=3, align_corners=True)
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(x, size=3, scale_factor=2.0)
+    with pytest.raises(ValueError, match="either size or scale_factor should be defined"):
+        F.interpolate(x)
+    with pytest.raises(NotImplementedError, match="Got 4D input, but linear mode needs 3D input"):
+        F.interpolate(x, size=3, mode="linear")
+    with pytest.raises(ValueError, match="Input and output must have the same number of spatial dimensions"):
+        F.interpolate(x, size=(2,), mode="bilinear")
+
+
+@needs_torch
+@pytest.mark.parametrize("factor", [2, 3])
+def test_pixel_shuffle_and_unshuffle_match_pytorch(factor):
+    array = RNG.standard_normal((2, 2 * factor * factor, 3, 2))
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda x: lib.nn.functional.pixel_shuffle(x, factor), array)
+    assert_close(ours, theirs)
+    assert_close(grad, expected)
+    back = F.pixel_unshuffle(ours, factor)
+    assert np.array_equal(back.detach().numpy(), array)
+    assert_close(back, torch.nn.functional.pixel_unshuffle(theirs, factor))
+
+
+def test_channel_dropout_zeroes_whole_channels():
+    jg.manual_seed(0)
+    out = F.dropout2d(jg.ones(8, 16, 3, 3), 0.5).numpy()
+    per_channel = out.reshape(8, 16, 9)
+    assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1))
+    assert 0 < (per_channel == 0).all(-1).mean() < 1
+    assert np.array_equal(F.dropout2d(jg.ones(2, 3, 4, 4), 0.5, training=False).numpy(), np.ones((2, 3, 4, 4)))
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+        F.dropout2d(jg.ones(2, 3, 4), 0.5)
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D input"):
+        F.dropout1d(jg.ones(2, 3, 4, 5), 0.5)

@@ -104,6 +104,18 @@ LAYERS = {
     "autoencoder": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, stride=2, padding=1), L.nn.ReLU(),
                                               L.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1)),
                     [IMAGES[..., :6]]),
+    "upsample-nearest": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 3, 3), L.nn.Upsample(scale_factor=2)), [IMAGES]),
+    "upsample-bilinear": (lambda L: L.nn.Upsample(size=(4, 9), mode="bilinear", align_corners=True), [IMAGES]),
+    "pixel-shuffle": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 8, 1), L.nn.PixelShuffle(2), L.nn.PixelUnshuffle(2)),
+                      [IMAGES]),
+    "unflatten": (lambda L: L.nn.Sequential(L.nn.Flatten(), L.nn.Unflatten(1, (2, 42))), [IMAGES]),
+    "padding-layers": (lambda L: L.nn.Sequential(L.nn.ReflectionPad2d((1, 2, 0, 1)), L.nn.ZeroPad2d(1),
+                                                 L.nn.ReplicationPad2d(2), L.nn.ConstantPad2d((0, 1, 2, 0), 0.5),
+                                                 L.nn.CircularPad2d(1)), [IMAGES]),
+    "padding-layers-1d": (lambda L: L.nn.Sequential(L.nn.ReflectionPad1d(2), L.nn.ConstantPad1d((1, 0), -1.0),
+                                                    L.nn.ReplicationPad1d((0, 3)), L.nn.CircularPad1d(1)),
+                          [IMAGES[:, :, 0]]),
+    "dropout2d-eval": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 3, 3), L.nn.Dropout2d(0.5)), [IMAGES]),
     "max-pool1d": (lambda L: L.nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True), [IMAGES[:, :, 0]]),
     "avg-pool2d-tiles": (lambda L: L.nn.AvgPool2d(2), [IMAGES[..., :6]]),
     "avg-pool2d-padded": (lambda L: L.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [IMAGES]),
@@ -142,7 +154,7 @@ LAYERS = {
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # PyTorch's Transformer about its fast path
 def test_layer_matches_pytorch(name, train):
     make, inputs = LAYERS[name]
-    if name == "dropout-eval" and train:
+    if name in ("dropout-eval", "dropout2d-eval") and train:
         pytest.skip("dropout draws differ from PyTorch's while training (see test_dropout_*)")
     run_both(make, inputs, train=train, calls=3)
 

@@ -4,24 +4,31 @@ from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
-from .dropout import Dropout
+from .dropout import Dropout, Dropout1d, Dropout2d
 from .embedding import Embedding
-from .flatten import Flatten
+from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, \
     SmoothL1Loss
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+                      ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+                      ZeroPad3d)
 from .pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, \
     TransformerEncoderLayer
+from .upsampling import PixelShuffle, PixelUnshuffle, Upsample
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
-           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
-           "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell",
-           "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "Linear",
-           "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
-           "MultiheadAttention", "NLLLoss", "PairwiseDistance", "RNN", "RNNCell", "ReLU", "Sequential", "Sigmoid",
-           "SmoothL1Loss", "Softmax", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
-           "TransformerEncoder", "TransformerEncoderLayer"]
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
+           "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Embedding", "Flatten",
+           "GELU", "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
+           "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict",
+           "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle",
+           "RNN", "RNNCell", "ReLU", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+           "ReplicationPad3d", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Transformer",
+           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+           "Unflatten", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
