@@ -1,7 +1,7 @@
 """The layers of ``jitgrad.nn``, one file per kind; ``module.py`` holds the base class."""
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
@@ -27,8 +27,8 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "
            "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Embedding", "Flatten",
            "GELU", "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
            "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict",
-           "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle",
-           "RNN", "RNNCell", "ReLU", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
-           "ReplicationPad3d", "Sequential", "Sigmoid", "SmoothL1Loss", "Softmax", "Tanh", "Transformer",
-           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
-           "Unflatten", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
+           "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "ParameterDict", "ParameterList",
+           "PixelShuffle", "PixelUnshuffle", "RNN", "RNNCell", "ReLU", "ReflectionPad1d", "ReflectionPad2d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "Sequential", "Sigmoid", "SmoothL1Loss",
+           "Softmax", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerEncoderLayer", "Unflatten", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
