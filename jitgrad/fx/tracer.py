@@ -146,6 +146,10 @@ class Tracer:
         self._by_array: dict[int, Node] = {}  # op outputs by the id of their array (saved ``result``s)
         self._alive: list[Any] = []  # keeps ids unique for the whole trace
         self._view_versions: dict[int, int] = {}  # views: their base's version when they were bound
+        # Values made in the trace whose memory an in-place op wrote: by the id of that array, the
+        # node of what it holds now. ``y.detach()`` and ``y.data`` share ``y``'s array, so a write
+        # through them is seen when ``y`` is read next, as its memory shows it eagerly.
+        self._rewritten: dict[int, Node] = {}
         # Arguments' arrays: ``w.data``/``w.detach()`` share them, and an in-place write into one is a
         # write into the argument. Without ``capture_writes`` such a write raises TraceError; with it,
         # ``writes`` maps the placeholder to the node of the value it now holds.
@@ -187,6 +191,8 @@ class Tracer:
         argument = self._arguments.get(id(tensor._data))
         if argument is not None and argument in self.writes:
             return self.writes[argument]  # the argument's memory was written: its latest value
+        if self._rewritten and id(tensor._data) in self._rewritten:
+            return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
         if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
             node = None  # an argument whose ``.data`` was replaced: it holds another value now
@@ -204,6 +210,8 @@ class Tracer:
         argument = self._arguments.get(id(tensor._data))
         if argument is not None and argument in self.writes:
             return self.writes[argument]
+        if self._rewritten and id(tensor._data) in self._rewritten:
+            return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
         if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
             node = None
@@ -366,6 +374,7 @@ class Tracer:
         self._grad_fn_nodes.clear()
         self._nodes.clear()
         self._by_array.clear()
+        self._rewritten.clear()
         self._view_versions.clear()
 
     def give_back(self) -> None:
@@ -544,6 +553,8 @@ class Tracer:
             node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         if argument is not None:
             self.writes[argument] = node
+        else:
+            self._rewritten[id(tensor._data)] = node
         self._bind(tensor, node)
 
     def _views_an_argument(self, array: np.ndarray) -> bool:
