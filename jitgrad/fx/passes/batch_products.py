@@ -70,10 +70,12 @@ def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
 
 
 def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
-    products = [n for n in graph.nodes if is_call(n, "mv")]
+    mv = REGISTRY["mv"]
+    products = [n for n in graph.nodes if n.target is mv]
     if len(products) < MIN_PRODUCTS:
         return
     rows: dict[Node, Node] = {}  # each batched product -> its row of the batch's product
+    getitem = REGISTRY["getitem"]
     for members in _independent_groups(graph, products):
         if len(members) < MIN_PRODUCTS:
             continue
@@ -81,8 +83,10 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         stacked = _stacked(graph, [p.args[1] for p in members], first, first)
         transposed = call_like(graph, "permute", (matrix,), {"dims": (1, 0)}, first, first)
         product = call_like(graph, "mm", (stacked, transposed), {}, first, first)
+        row_meta = call_meta(getitem, (product,), {"index": (0,)})  # every row's: one rule call, not one each
         for i, member in enumerate(members):
-            rows[member] = call_like(graph, "getitem", (product,), {"index": (i,)}, member, None)
+            phase = {k: member.meta[k] for k in ("phase", "no_grad") if k in member.meta}
+            rows[member] = graph.call_function(getitem, (product,), {"index": (i,)}, {**row_meta, **phase})
             member.replace_all_uses_with(rows[member])
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
     if rows:  # each row where its product was (one reordering, not an insertion and an erasure each,
@@ -127,8 +131,10 @@ def _summands(root: Node) -> tuple[list[Node], set[Node]]:
 
 def _sum_outer_products(graph: Graph, record: PassRecord) -> None:
     absorbed: set[Node] = set()
-    for root in reversed(graph.nodes):
-        if root in absorbed or not is_call(root, "add") or not all(same_value_type(root, a) for a in root.args):
+    add = REGISTRY["add"]
+    for root in reversed(graph.nodes):  # an outer product is a matrix: a sum of other shapes holds none
+        if root.target is not add or root in absorbed or len(root.meta["shape"]) != 2 \
+                or not all(same_value_type(root, a) for a in root.args):
             continue
         terms, adds = _summands(root)
         absorbed |= adds

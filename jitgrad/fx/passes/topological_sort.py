@@ -42,27 +42,28 @@ def topological_order(graph: Graph) -> list[Node]:
     if _in_order(nodes, position):  # a fresh trace is: the order is then the graph's own
         return list(nodes)
     # The nodes in their order, each taken once ready; a node passed over because it was not ready
-    # waits in a heap for its last input, and the heap (all of it before the scan) goes first: so the
-    # ready node that came first always goes first, as above, with a heap only for the few out of place.
+    # waits in a heap (of positions, which are unique) for its last input, and the heap (all of it
+    # before the scan) goes first: so the ready node that came first always goes first, as above,
+    # with a heap only for the few out of place.
     waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
     order: list[Node] = []
-    late: list[tuple[int, str]] = []
-    by_name = {n.name: n for n in nodes}
-    scan = 0
+    late: list[int] = []
+    output_op = Opcode.OUTPUT
+    scan, count = 0, len(nodes)
     while True:
         if late:
-            node = by_name[heapq.heappop(late)[1]]
-        elif scan < len(nodes):
+            node = nodes[heapq.heappop(late)]
+        elif scan < count:
             node, scan = nodes[scan], scan + 1
-            if waiting[node] or node.op is Opcode.OUTPUT:
+            if waiting[node] or node.op is output_op:
                 continue
         else:
             break
         order.append(node)
         for user in node.users:
-            waiting[user] -= 1
-            if waiting[user] == 0 and user.op is not Opcode.OUTPUT and position[user] < scan:
-                heapq.heappush(late, (position[user], user.name))
+            left = waiting[user] = waiting[user] - 1
+            if not left and user.op is not output_op and position[user] < scan:
+                heapq.heappush(late, position[user])
     output = [n for n in nodes if n.op is Opcode.OUTPUT]
     remaining = set(nodes) - set(order) - set(output)
     if remaining:
