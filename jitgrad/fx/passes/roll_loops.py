@@ -60,6 +60,17 @@ def _structure(value: Any) -> Hashable:
     return _other_structure(value)
 
 
+def _arguments_structure(args: tuple) -> Hashable:
+    """``_structure(args)``, found without recursion for a tuple of nodes only (most calls)."""
+    for value in args:
+        if type(value) is not Node:
+            return _structure(args)
+    return ("tuple", ("node",) * len(args))
+
+
+_NO_KWARGS = _structure({})
+
+
 def _other_structure(value: Any) -> Hashable:
     if isinstance(value, Node):
         return "node"
@@ -76,11 +87,15 @@ def _other_structure(value: Any) -> Hashable:
     return (type(value).__name__, value)
 
 
+_GETITEM = REGISTRY["getitem"]
+
+
 def _row_read(node: Node) -> int | None:
     """``t`` when ``node`` is ``x[t]`` (``getitem`` of one non-negative int), else None."""
+    if node.target is not _GETITEM:
+        return None
     kwargs = node.kwargs
-    if node.op is not Opcode.CALL_FUNCTION or node.target_name != "getitem" or len(kwargs) != 1 \
-            or "index" not in kwargs:
+    if len(kwargs) != 1 or "index" not in kwargs:
         return None
     index = kwargs["index"]
     if isinstance(index, tuple) and len(index) == 1 and type(index[0]) is int and index[0] >= 0:
@@ -88,17 +103,39 @@ def _row_read(node: Node) -> int | None:
     return None
 
 
+_DTYPE_STRS: dict[np.dtype, str] = {}
+
+
+def _dtype_str(dtype: np.dtype) -> str:
+    """``dtype.str``, which numpy builds anew at each call, kept for each of the few dtypes seen."""
+    text = _DTYPE_STRS.get(dtype)
+    if text is None:
+        text = _DTYPE_STRS[dtype] = dtype.str
+    return text
+
+
+def _input_leaves(node: Node) -> list[Node]:
+    """The nodes ``node`` reads, in order, repeats included: its arguments themselves when they are
+    all nodes and no keyword argument holds any (most calls), found without walking them."""
+    args, kwargs = node.args, node.kwargs
+    if all(type(value) is Node for value in args) and \
+            not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values()):
+        return list(args)
+    return list(iter_nodes((args, kwargs)))
+
+
 def _signature(node: Node) -> Hashable:
     if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
         return ("unique", id(node))
     values = node.meta
     dtype = values.get("dtype")
-    dtype = dtype.str if isinstance(dtype, np.dtype) else tuple(d.str for d in dtype) if type(dtype) is tuple \
-        else dtype
+    dtype = _dtype_str(dtype) if isinstance(dtype, np.dtype) else tuple(_dtype_str(d) for d in dtype) \
+        if type(dtype) is tuple else dtype
     meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
     row = _row_read(node)
     kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
-    return (id(node.target), _structure(node.args), _structure(kwargs), meta, row is None)
+    return (id(node.target), _arguments_structure(node.args), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
+            row is None)
 
 
 @dataclass
@@ -206,7 +243,7 @@ def _check(run: _Run) -> int:
             if count < 2:
                 return count
             continue
-        leaves = [list(iter_nodes((run.at(j, offset).args, run.at(j, offset).kwargs))) for j in range(count)]
+        leaves = [_input_leaves(run.at(j, offset)) for j in range(count)]
         for leaf in range(len(leaves[0])):
             count = min(count, _classify_leaf(run, offset, leaf, leaves, count))
             if count < 2:
@@ -413,7 +450,8 @@ def _roll(graph: Graph, run: _Run) -> Node:
                                       tuple(invariants)), {}, meta, before=first_node)
     _hand_on(graph, run, node, loop, outside, carried_next, kept, after)
     window = run.nodes[run.start:run.start + count * period]
-    graph.erase_nodes([n for n in window if all(run.where(u) is not None for u in n.users)])
+    inside = set(window)
+    graph.erase_nodes([n for n in window if inside.issuperset(n.users)])
     return node
 
 
@@ -431,7 +469,7 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
     new nodes are put before ``after`` in one reordering (an insertion each would walk the node list
     once per row)."""
     phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
-    getitem = REGISTRY["getitem"]
+    getitem = _GETITEM
     replacement: dict[Node, Node] = {}
     added: list[Node] = []
 
@@ -443,10 +481,9 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
         if offset in kept:
             index = loop.carries + kept.index(offset)
             stacked = add(tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}))
+            row_meta = {**call_meta(getitem, (stacked,), {"index": (0,)}), **phase}  # every row's
             for j in readers:
-                row = {"index": (loop.row(j),)}
-                replacement[run.at(j, offset)] = add(getitem, (stacked,), row,
-                                                     {**call_meta(getitem, (stacked,), row), **phase})
+                replacement[run.at(j, offset)] = add(getitem, (stacked,), {"index": (loop.row(j),)}, row_meta)
         else:
             index = carried_next.index(offset)
             replacement[run.at(run.count - 1, offset)] = add(tuple_item, (node, index), {},
