@@ -150,8 +150,9 @@ RULES: dict[str, Callable[[Graph, Node], Node | None]] = {
 
 def simplify_algebra(graph: Graph) -> Graph:
     record = graph.record_pass("simplify_algebra")
+    by_op = {REGISTRY[name]: rule for name, rule in RULES.items()}  # a node's rule found by its target
     for node in graph.nodes:
-        rule = RULES.get(node.target_name) if node.op is Opcode.CALL_FUNCTION else None
+        rule = by_op.get(node.target)
         if rule is None:
             continue
         before = (node.args, node.kwargs)
