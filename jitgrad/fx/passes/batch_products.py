@@ -14,6 +14,8 @@ what the calls do. The sums come out in another order (BLAS's), as in any matrix
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from ...ops.registry import REGISTRY
 from ..graph import Graph, PassRecord
 from ..node import Node, is_call
@@ -37,24 +39,37 @@ def _stacked(graph: Graph, values: list[Node], like: Node, before: Node) -> Node
 
 
 # ---- mv(W, v_t) for many independent v_t -----------------------------------------------------------
+def _product_key(product: Node) -> tuple:
+    """What products must share to be one matrix product: the matrix, the phase and the grad mode."""
+    return (product.args[0], product.meta.get("phase"), product.meta.get("no_grad", False))
+
+
 def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
     """The products grouped by matrix (and phase); a product joins the first group of its matrix
     none of whose products its vector depends on. ``upstream`` holds, per node, a bit per product
-    that the node's value depends on."""
+    that the node's value depends on. Only the products of a matrix with ``MIN_PRODUCTS`` of them or
+    more can group (a backward's ``mv(permute(W), g)``, a permute for each, has one each), and only
+    the nodes from the first of those to the last can hold a bit a vector reads: the walk is that
+    stretch (an RNN's forward, not its backward)."""
+    keys = {product: _product_key(product) for product in products}
+    sizes = Counter(keys.values())
+    products = [product for product in products if sizes[keys[product]] >= MIN_PRODUCTS]
+    if not products:
+        return []
     bit = {p: 1 << i for i, p in enumerate(products)}
     upstream: dict[Node, int] = {}
-    for node in graph.nodes:
+    nodes = graph.nodes
+    for node in nodes[nodes.index(products[0]):nodes.index(products[-1])]:
         mask = bit.get(node, 0)
         for source in node.all_input_nodes:
-            mask |= upstream[source]
+            mask |= upstream.get(source, 0)
         upstream[node] = mask
     groups: dict[tuple, list[list]] = {}
     every: dict[tuple, int] = {}  # per key, the bits of all its groups' products
     for product in products:
-        matrix, vector = product.args
-        key = (matrix, product.meta.get("phase"), product.meta.get("no_grad", False))
+        key, vector = keys[product], product.args[1]
         candidates = groups.setdefault(key, [])
-        depends = upstream[vector]
+        depends = upstream.get(vector, 0)
         if depends & every.get(key, 0) == every.get(key, 0):  # on a product of every group (a chain,
             candidates.append([[product], bit[product]])       # an RNN's hidden state): a new group at once
         else:
