@@ -384,6 +384,8 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
 def _roll(graph: Graph, run: _Run) -> Node:
     """Puts the loop node in place of the run's nodes; returns it."""
     count, period = run.count, run.period
+    window = run.nodes[run.start:run.start + count * period]
+    inside = set(window)  # the run's nodes: what reads one from elsewhere reads it after the loop
     body = Graph()
     carries: dict[tuple[Node, int], Node] = {}
     slices: dict[tuple[Node, int, int], Node] = {}
@@ -427,7 +429,7 @@ def _roll(graph: Graph, run: _Run) -> Node:
     for offset in range(period):
         if offset in run.rows:
             continue
-        readers = [j for j in range(count) if any(run.where(u) is None for u in run.at(j, offset).users)]
+        readers = [j for j in range(count) if not inside.issuperset(run.at(j, offset).users)]
         if readers:
             outside[offset] = readers
     carried_next = [offset for (_, offset) in carries]
@@ -448,9 +450,7 @@ def _roll(graph: Graph, run: _Run) -> Node:
             meta[key] = values.pop()
     node = graph.call_function(loop, (tuple(init for init, _ in carries), tuple(b for b, _, _ in slices),
                                       tuple(invariants)), {}, meta, before=first_node)
-    _hand_on(graph, run, node, loop, outside, carried_next, kept, after)
-    window = run.nodes[run.start:run.start + count * period]
-    inside = set(window)
+    _hand_on(graph, run, node, loop, outside, carried_next, kept, after, inside)
     graph.erase_nodes([n for n in window if inside.issuperset(n.users)])
     return node
 
@@ -463,7 +463,7 @@ def _value_meta(node: Node, all_keys: bool = False) -> dict[str, Any]:
 
 
 def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int, list[int]],
-             carried_next: list[int], kept: list[int], after: Node) -> None:
+             carried_next: list[int], kept: list[int], after: Node, inside: set[Node]) -> None:
     """Makes what read the run's values after it read the loop's: a final carry, or a row of a kept
     value's stack. Each reader is rewired once (a stack of every step's value reads hundreds), and the
     new nodes are put before ``after`` in one reordering (an insertion each would walk the node list
@@ -496,7 +496,7 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
         if existing not in new:
             order.append(existing)
     graph.reorder(order)
-    users = dict.fromkeys(u for value in replacement for u in value.users if run.where(u) is None)
+    users = dict.fromkeys(u for value in replacement for u in value.users if u not in inside)
     swap = (lambda n: replacement.get(n, n))
     for user in users:
         user.args = map_nodes(user.args, swap)
@@ -523,8 +523,9 @@ def _stacks_as_slices(graph: Graph, record: Any) -> None:
     what the unrolled graph stacked: ``batch_matrix_products``'s stacks of the steps' vectors)
     becomes a ``cat`` of slices of it: no node, and no kernel line, per iteration."""
     getitem, unsqueeze, cat = REGISTRY["getitem"], REGISTRY["unsqueeze"], REGISTRY["cat"]
+    stack = REGISTRY["stack"]
     for node in graph.nodes:
-        if node.op is not Opcode.CALL_FUNCTION or node.target_name != "stack" or node.kwargs.get("dim") != 0 \
+        if node.target is not stack or node.kwargs.get("dim") != 0 \
                 or len(node.args) != 1 or not isinstance(node.args[0], tuple):
             continue
         runs = _row_runs(node.args[0])
