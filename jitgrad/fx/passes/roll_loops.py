@@ -155,6 +155,11 @@ class _Run:
     def at(self, iteration: int, offset: int) -> Node:
         return self.nodes[self.start + iteration * self.period + offset]
 
+    def column(self, offset: int, first: int, stop: int) -> list[Node]:
+        """The offset-th node of iterations ``first`` to ``stop - 1``: one slice of the node list."""
+        at = self.start + offset
+        return self.nodes[at + first * self.period:at + stop * self.period:self.period]
+
     def where(self, node: Node) -> tuple[int, int] | None:
         """(iteration, offset) of a node inside the run, or None."""
         at = self.position.get(node, -1) - self.start
@@ -190,15 +195,23 @@ def _classify_row(run: _Run, offset: int, count: int) -> int:
     return count
 
 
+def _agreeing(values: list[Node], expected: list[Node]) -> int:
+    """How many leading ``values`` are the ``expected`` nodes (compared as lists first: nodes compare by
+    identity, and most checks agree throughout)."""
+    if values == expected:
+        return len(values)
+    return next(j for j, (value, node) in enumerate(zip(values, expected)) if value is not node)
+
+
 def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], count: int) -> int:
     """How many iterations agree on how input ``leaf`` of the offset-th node is read (``run.inputs``)."""
     first = leaves[0][leaf]
     inside = run.where(first)
     if inside is not None:  # computed in the same iteration
         _, source = inside
-        for j in range(1, count):
-            if leaves[j][leaf] is not run.at(j, source):
-                return j
+        agreeing = 1 + _agreeing([values[leaf] for values in leaves[1:count]], run.column(source, 1, count))
+        if agreeing < count:
+            return agreeing
         run.inputs[(offset, leaf)] = ("inner", source)
         return count
     second = leaves[1][leaf]
@@ -213,9 +226,9 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         if carried[0] != 0:
             return 1
         source = carried[1]
-        for j in range(2, count):
-            if leaves[j][leaf] is not run.at(j - 1, source):
-                return j
+        agreeing = 2 + _agreeing([values[leaf] for values in leaves[2:count]], run.column(source, 1, count - 1))
+        if agreeing < count:
+            return agreeing
         run.inputs[(offset, leaf)] = ("carry", first, source)
         return count
     rows: list[int] = []

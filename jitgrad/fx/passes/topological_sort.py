@@ -25,11 +25,12 @@ def _find_cycle(remaining: set[Node]) -> list[Node]:
 def _in_order(nodes: tuple[Node, ...], position: dict[Node, int]) -> bool:
     """Whether every node comes after the nodes it reads and the output is last, where the stable
     order keeps every node in place."""
+    last, output, at = len(nodes) - 1, Opcode.OUTPUT, position.get
     for i, node in enumerate(nodes):
-        if node.op is Opcode.OUTPUT and i != len(nodes) - 1:
+        if node.op is output and i != last:
             return False
         for source in node.all_input_nodes:
-            if position.get(source, -1) >= i:
+            if at(source, -1) >= i:
                 return False
     return True
 
@@ -78,5 +79,6 @@ def topological_sort(graph: Graph) -> Graph:
     nodes = graph.nodes
     order = topological_order(graph)
     record.changes = [f"moved {n.name}" for i, n in enumerate(order) if nodes[i] is not n]
-    graph.reorder(order)
+    if record.changes:  # a fresh trace is in order already: nothing to check and put back
+        graph.reorder(order)
     return graph
