@@ -42,11 +42,13 @@ def topological_order(graph: Graph) -> list[Node]:
     position = {n: i for i, n in enumerate(nodes)}
     if _in_order(nodes, position):  # a fresh trace is: the order is then the graph's own
         return list(nodes)
-    # The nodes in their order, each taken once ready; a node passed over because it was not ready
-    # waits in a heap (of positions, which are unique) for its last input, and the heap (all of it
-    # before the scan) goes first: so the ready node that came first always goes first, as above,
-    # with a heap only for the few out of place.
-    waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
+    # The nodes in their order, each taken once ready (every input taken); a node passed over
+    # because it was not ready waits, counting the inputs it still needs, and once it has them goes
+    # into a heap (of positions, which are unique) that goes first, all of it before the scan: so
+    # the ready node that came first always goes first, as above. Only the nodes passed over are
+    # counted for: a long graph with a few nodes out of place pays for those.
+    taken: set[Node] = set()
+    needs: dict[Node, int] = {}  # a node passed over -> how many of its inputs are not taken yet
     order: list[Node] = []
     late: list[int] = []
     output_op = Opcode.OUTPUT
@@ -56,15 +58,26 @@ def topological_order(graph: Graph) -> list[Node]:
             node = nodes[heapq.heappop(late)]
         elif scan < count:
             node, scan = nodes[scan], scan + 1
-            if waiting[node] or node.op is output_op:
+            if node.op is output_op:
                 continue
+            inputs = node.all_input_nodes
+            if not taken.issuperset(inputs):
+                missing = len([m for m in inputs if m not in taken and m in position])  # others: not in the graph
+                if missing:
+                    needs[node] = missing
+                    continue
         else:
             break
         order.append(node)
+        taken.add(node)
         for user in node.users:
-            left = waiting[user] = waiting[user] - 1
-            if not left and user.op is not output_op and position[user] < scan:
-                heapq.heappush(late, position[user])
+            left = needs.get(user)
+            if left is not None:
+                if left == 1:
+                    del needs[user]
+                    heapq.heappush(late, position[user])
+                else:
+                    needs[user] = left - 1
     output = [n for n in nodes if n.op is Opcode.OUTPUT]
     remaining = set(nodes) - set(order) - set(output)
     if remaining:
