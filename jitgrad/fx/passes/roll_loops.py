@@ -293,10 +293,10 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, in
     in the graph's length. Nor is one that only shifts a rejected stretch by whole periods
     (``shifted``: (period, start modulo the period) -> span), whose iterations would be read as that
     stretch's were, while its other rotations are still offered."""
-    signatures = [-1] * first + known.of(nodes[first:])  # no stretch starts before ``first``
+    signatures = known.of(nodes)
     following: dict[int, int] = {}
     next_same = [0] * len(nodes)
-    for i in range(len(nodes) - 1, first - 1, -1):
+    for i in range(len(nodes) - 1, first - 1, -1):  # no stretch starts before ``first``
         next_same[i] = following.get(signatures[i], -1)
         following[signatures[i]] = i
     # (period, start modulo the period) -> (start, count) of the last stretch counted: a stretch
