@@ -293,6 +293,23 @@ def test_batch_matrix_products_leaves_dependent_and_few_products():
     assert not run_pass(batch_matrix_products, g, w, v).changed
 
 
+def test_batch_matrix_products_groups_a_matrix_around_products_too_few_to_batch():
+    """Only a matrix with MIN_PRODUCTS products or more is grouped, and only the stretch between its
+    first and last product is walked for what the vectors depend on: ``u``'s products (one before,
+    one reading ``w``'s results after) stay as they are, ``w``'s four become one product."""
+    w, u, xs = jg.randn(3, 3, dtype=jg.float64), jg.randn(3, 3, dtype=jg.float64), jg.randn(4, 3, dtype=jg.float64)
+
+    def program(w, u, xs):
+        first = u @ xs[0]
+        ys = [w @ first] + [w @ xs[t] for t in (1, 2, 3)]
+        return u @ (ys[0] + ys[1] + ys[2] + ys[3])
+    g = fx.trace(program, w, u, xs).graph
+    record = run_pass(batch_matrix_products, g, w, u, xs)
+    assert names(g).count("mv") == 2 and names(g).count("mm") == 1 and len(record.changes) == 1
+    product = next(n for n in g.nodes if n.target_name == "mm")
+    assert product.meta["shape"] == (4, 3)
+
+
 def test_batch_matrix_products_adds_what_else_the_sum_holds():
     # float64: the pass sums in another order, which float32 would show at run_pass's tolerance
     a, b, c = (jg.randn(*shape, dtype=jg.float64) for shape in ((6, 3), (6, 2), (3, 2)))
