@@ -182,11 +182,21 @@ class Node:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
         nodes: list[Node] = []
-        _collect_leaves(args, Node, nodes)
-        if kwargs:
-            _collect_leaves(kwargs, Node, nodes)
-        self._inputs = tuple(dict.fromkeys(nodes))
-        for new in self._inputs:
+        flat = not kwargs  # flat arguments (nearly every op a trace records) need no recursive walk
+        if flat:
+            for a in args:
+                if isinstance(a, Node):
+                    nodes.append(a)
+                elif isinstance(a, (tuple, list, dict)):
+                    flat = False
+                    break
+        if not flat:
+            nodes.clear()
+            _collect_leaves(args, Node, nodes)
+            if kwargs:
+                _collect_leaves(kwargs, Node, nodes)
+        self._inputs = inputs = tuple(dict.fromkeys(nodes)) if len(nodes) > 1 else tuple(nodes)
+        for new in inputs:
             new.users[self] = None
 
     def replace_input_with(self, old: "Node", new: "Node") -> None:

@@ -184,6 +184,10 @@ class Tracer:
 
     def node_of(self, tensor: Tensor) -> Node:
         """The node computing ``tensor``; a constant for a tensor made outside the registry."""
+        if not self.writes and tensor._view is None:  # the common case, found in one look-up: an op's output
+            node = self._nodes.get(id(tensor))
+            if node is not None and node.op is not Opcode.PLACEHOLDER:
+                return node
         argument = self._arguments.get(id(tensor._data))
         if argument is not None and argument in self.writes:
             return self.writes[argument]  # the argument's memory was written: its latest value
@@ -429,10 +433,12 @@ class Tracer:
     def observe(self, op: OpDef, args: tuple, attrs: dict, output: Any) -> None:
         """The registry's observer: one node per op call (plus a ``tuple_item`` per output of a
         multi-output op); outputs become ``TracedTensor``s."""
-        for value in attrs.values():
-            if isinstance(value, SymbolicNumber):
-                self.specialize(value, f"an attribute of {op.name}")
-        node = self.call(op, tuple([self.node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
+        if attrs:
+            for value in attrs.values():
+                if isinstance(value, SymbolicNumber):
+                    self.specialize(value, f"an attribute of {op.name}")
+        node_of = self.node_of
+        node = self.call(op, tuple([node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
         if self.record_lines:
             line = self.backward_line or user_line()
