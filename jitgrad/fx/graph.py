@@ -17,10 +17,10 @@ from typing import Any, Iterator
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 from .loop import Loop
-from .node import Node, Opcode, iter_nodes, map_nodes, tuple_item
+from .node import Node, Opcode, format_meta, iter_nodes, map_nodes, tuple_item
 from .node_meta import meta_disagreement
 from .numbers import is_number_op
-from .printing import format_arg, format_node
+from .printing import format_arg, format_fields
 
 # Names the generated code uses for itself; no node may take them.
 RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float", "run_loop"})
@@ -306,13 +306,7 @@ class Graph:
     def __str__(self) -> str:
         """One line per node (``fx.printing.format_node``): ``%name: dtype[shape] = opcode
         target(args, kwargs)  # extra meta``."""
-        params = ", ".join(f"{p.name}: {p.format_meta()}" for p in self.placeholders)
-        lines = [f"graph({params}):"]
-        for node in self._nodes:
-            lines.append(f"    {format_node(node)}")
-            if isinstance(node.target, Loop):  # its body, indented under it
-                lines += [f"        {line}" for line in str(node.target.body).splitlines()]
-        return "\n".join(lines)
+        return _listing([(n.name, n.op, n.target, n.args, n.kwargs, n.meta) for n in self._nodes])
 
     def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs", "value")]
@@ -327,6 +321,40 @@ class Graph:
     def print_tabular(self) -> None:
         """Prints a table of opcode, name, target, args, kwargs and value type."""
         print(self.tabular())
+
+
+def _listing(rows: list[tuple]) -> str:
+    """``str(graph)`` of a graph whose nodes have these fields (``format_fields``' arguments)."""
+    params = ", ".join(f"{name}: {format_meta(meta)}" for name, op, _, _, _, meta in rows if op is Opcode.PLACEHOLDER)
+    lines = [f"graph({params}):"]
+    for fields in rows:
+        lines.append(f"    {format_fields(*fields)}")
+        if isinstance(fields[2], Loop):  # its body, indented under it
+            lines += [f"        {line}" for line in str(fields[2].body).splitlines()]
+    return "\n".join(lines)
+
+
+class Listing:
+    """``str(graph)`` as the graph is now, printed when first read (``str(listing)``). ``jitgrad.compile``
+    keeps the IR a trace made for ``explain``, and the passes then edit that graph in place; printing it
+    cost a first call of W4 over 500 steps 27-44 ms, while keeping each node's fields (its name,
+    target, arguments and a copy of its metadata) costs a tenth of that. The arguments' nodes print by
+    name, which no pass changes; a loop's body is printed now (no trace makes loops)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._rows: list[tuple] = []
+        self._text: str | None = None
+        for node in graph._nodes:
+            if isinstance(node.target, Loop):
+                self._text = str(graph)
+                return
+            self._rows.append((node.name, node.op, node.target, node.args, dict(node.kwargs) if node.kwargs else {},
+                               dict(node.meta)))
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text, self._rows = _listing(self._rows), []
+        return self._text
 
 
 def _loop_problem(node: Node) -> str | None:
@@ -367,4 +395,4 @@ def _loop_problem(node: Node) -> str | None:
     return None
 
 
-__all__ = ["Graph", "GraphError", "PassRecord", "format_arg", "tensor_meta"]
+__all__ = ["Graph", "GraphError", "Listing", "PassRecord", "format_arg", "tensor_meta"]
