@@ -334,27 +334,55 @@ def _listing(rows: list[tuple]) -> str:
     return "\n".join(lines)
 
 
+class _NodeName(str):
+    """A node's name where a ``Listing`` keeps an argument: it prints as the node does (``%name``),
+    without keeping the node, its graph and everything they reach alive with the listing."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"%{self}"
+
+
 class Listing:
     """``str(graph)`` as the graph is now, printed when first read (``str(listing)``). ``jitgrad.compile``
     keeps the IR a trace made for ``explain``, and the passes then edit that graph in place; printing it
     cost a first call of W4 over 500 steps 27-44 ms, while keeping each node's fields (its name,
-    target, arguments and a copy of its metadata) costs a tenth of that. The arguments' nodes print by
-    name, which no pass changes; a loop's body is printed now (no trace makes loops)."""
+    target, arguments with the nodes among them by name, and a copy of its metadata) costs a sixth of
+    that. A loop's body is printed now (no trace makes loops)."""
 
     def __init__(self, graph: Graph) -> None:
         self._rows: list[tuple] = []
         self._text: str | None = None
+        names: dict[Node, _NodeName] = {}
+
+        def name_of(node: Node) -> _NodeName:
+            found = names.get(node)
+            if found is None:
+                found = names[node] = _NodeName(node.name)
+            return found
+
         for node in graph._nodes:
             if isinstance(node.target, Loop):
-                self._text = str(graph)
+                self._text, self._rows = str(graph), []
                 return
-            self._rows.append((node.name, node.op, node.target, node.args, dict(node.kwargs) if node.kwargs else {},
-                               dict(node.meta)))
+            args, kwargs = node.args, node.kwargs
+            if node._inputs:  # each argument: a node by its name, a plain value as it is, or walked
+                args = tuple([name_of(a) if type(a) is Node else a if type(a) in _PLAIN else map_nodes(a, name_of)
+                              for a in args])
+            if kwargs:
+                kwargs = {k: name_of(v) if type(v) is Node else v if type(v) in _PLAIN else map_nodes(v, name_of)
+                          for k, v in kwargs.items()}
+            self._rows.append((node.name, node.op, node.target, args, kwargs or _NO_KWARGS, dict(node.meta)))
 
     def __str__(self) -> str:
         if self._text is None:
             self._text, self._rows = _listing(self._rows), []
         return self._text
+
+
+_NO_KWARGS: dict[str, Any] = {}
+_PLAIN = frozenset({int, float, bool, str, type(None)})  # arguments kept as they are
 
 
 def _loop_problem(node: Node) -> str | None:
