@@ -108,13 +108,18 @@ class Graph:
     # ---- building ----------------------------------------------------------------------------------
     def unique_name(self, hint: str) -> str:
         """A fresh identifier based on ``hint`` (``mul``, ``mul_1``...)."""
-        base = _identifier(hint)
-        name, count = base, self._names.get(base, 0)
-        while name in self._names:
+        base, names = _identifier(hint), self._names
+        count = names.get(base)
+        if count is None:
+            names[base] = 0
+            return base
+        count += 1
+        name = f"{base}_{count}"
+        while name in names:
             count += 1
             name = f"{base}_{count}"
-        self._names[base] = count
-        self._names[name] = 0
+        names[base] = count
+        names[name] = 0
         return name
 
     def _insert(self, node: Node, before: Node | None) -> Node:
