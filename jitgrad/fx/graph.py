@@ -73,6 +73,11 @@ class Graph:
         # what lint last found right about each call's metadata: its args and kwargs (the objects), its
         # shape and dtype and its inputs'; while all are the same, its op's rule is not asked again
         self._meta_checked: dict[Node, tuple] = {}
+        # how many placeholders there are, and whether they are the first that many nodes (as a graph
+        # built through these methods keeps them): ``placeholders`` is then a slice, where a trace
+        # asks for them again and again while its list holds thousands of nodes
+        self._placeholder_count = 0
+        self._placeholders_first = True
 
     # ---- reading -----------------------------------------------------------------------------------
     @property
@@ -88,6 +93,8 @@ class Graph:
 
     @property
     def placeholders(self) -> list[Node]:
+        if self._placeholders_first:
+            return self._nodes[:self._placeholder_count]
         return [n for n in self._nodes if n.op is Opcode.PLACEHOLDER]
 
     @property
@@ -124,7 +131,10 @@ class Graph:
 
     def _insert(self, node: Node, before: Node | None) -> Node:
         if before is not None:
-            self._nodes.insert(self._nodes.index(before), node)
+            at = self._nodes.index(before)
+            self._nodes.insert(at, node)
+            if at < self._placeholder_count:
+                self._placeholders_first = False
         elif self._nodes and self._nodes[-1].op is Opcode.OUTPUT:
             self._nodes.insert(len(self._nodes) - 1, node)
         else:
@@ -136,6 +146,7 @@ class Graph:
         node = Node(self, self.unique_name(name), Opcode.PLACEHOLDER, name, (), {}, meta)
         node.target = node.name
         self._nodes.insert(len(self.placeholders), node)
+        self._placeholder_count += 1
         return node
 
     def get_attr(self, value: Tensor, name: str = "_tensor_constant", before: Node | None = None,
@@ -186,6 +197,8 @@ class Graph:
         self._nodes.remove(node)
         if node.op is Opcode.GET_ATTR:
             del self.constants[node.target]
+        elif node.op is Opcode.PLACEHOLDER:
+            self._count_placeholders()
 
     def erase_nodes(self, nodes: list[Node]) -> None:
         """Erases ``nodes`` at once, each read by nobody or only by others of them: one walk of the
@@ -200,12 +213,27 @@ class Graph:
             if node.op is Opcode.GET_ATTR:
                 del self.constants[node.target]
         self._nodes = [n for n in self._nodes if n not in gone]
+        if any(n.op is Opcode.PLACEHOLDER for n in nodes):
+            self._count_placeholders()
 
     def reorder(self, order: list[Node]) -> None:
         """Puts the same nodes in a new order (``topological_sort`` decides which)."""
         if set(order) != set(self._nodes) or len(order) != len(self._nodes):
             raise GraphError("reorder must be given exactly the graph's nodes")
         self._nodes = list(order)
+        self._count_placeholders()
+
+    def _count_placeholders(self) -> None:
+        """``_placeholder_count`` and ``_placeholders_first`` found afresh, after an edit that may have
+        removed or moved placeholders."""
+        count, first, other = 0, True, False
+        for node in self._nodes:
+            if node.op is not Opcode.PLACEHOLDER:
+                other = True
+                continue
+            count += 1
+            first = first and not other
+        self._placeholder_count, self._placeholders_first = count, first
 
     def record_pass(self, name: str) -> PassRecord:
         """A fresh record in ``history`` for a pass about to run; the pass fills it in."""
@@ -231,6 +259,8 @@ class Graph:
         if len(outputs) != 1 or self._nodes[-1] is not outputs[0]:
             raise GraphError(f"the graph must end in exactly one output node (found {len(outputs)})")
         placeholders_done = False
+        if self.placeholders != [n for n in self._nodes if n.op is Opcode.PLACEHOLDER]:
+            raise GraphError("the graph's count of its placeholders is out of step with its nodes")
         inputs = {node: node.all_input_nodes for node in self._nodes}  # each node's walked once
         checked: dict[Node, tuple] = {}
         for node in self._nodes:
