@@ -382,44 +382,54 @@ class _NodeName(str):
 class Listing:
     """``str(graph)`` as the graph is now, printed when first read (``str(listing)``). ``jitgrad.compile``
     keeps the IR a trace made for ``explain``, and the passes then edit that graph in place; printing it
-    cost a first call of W4 over 500 steps 27-44 ms, while keeping each node's fields (its name,
-    target, arguments with the nodes among them by name, and its metadata's keys and values) costs
-    about half of that, in about twice the text's bytes. A loop's body is printed now (no trace makes
-    loops)."""
+    cost a first call of W4 over 500 steps 27-44 ms, while keeping each node's fields costs about half
+    of that. They are kept in one flat list, with the nodes among a node's arguments by name (a bit
+    per argument says which are names; a nested argument keeps ``_NodeName``s), so that what stays
+    alive until ``explain`` asks is mostly strings and tuples of them, which the cycle collector stops
+    tracking, not a graph of objects. A loop's body is printed now (no trace makes loops)."""
+
+    _FIELDS = 8  # name, opcode, target, args, which args are node names (bits), kwargs, meta keys, values
 
     def __init__(self, graph: Graph) -> None:
-        self._rows: list[tuple] = []
+        self._fields: list[Any] = []
         self._text: str | None = None
-        names: dict[Node, _NodeName] = {}
         key_sets: dict[tuple, tuple] = {}
-
-        def name_of(node: Node) -> _NodeName:
-            found = names.get(node)
-            if found is None:
-                found = names[node] = _NodeName(node.name)
-            return found
-
+        add = self._fields.extend
         for node in graph._nodes:
             if isinstance(node.target, Loop):
-                self._text, self._rows = str(graph), []
+                self._text, self._fields = str(graph), []
                 return
-            args, kwargs = node.args, node.kwargs
+            args, kwargs, bits = node.args, node.kwargs, 0
             if node._inputs:  # each argument: a node by its name, a plain value as it is, or walked
-                args = tuple([name_of(a) if type(a) is Node else a if type(a) in _PLAIN else map_nodes(a, name_of)
-                              for a in args])
+                kept = []
+                for i, a in enumerate(args):
+                    if type(a) is Node:
+                        kept.append(a.name)
+                        bits |= 1 << i
+                    else:
+                        kept.append(a if type(a) in _PLAIN else map_nodes(a, _name_of))
+                args = tuple(kept)
             if kwargs:
-                kwargs = {k: name_of(v) if type(v) is Node else v if type(v) in _PLAIN else map_nodes(v, name_of)
-                          for k, v in kwargs.items()}
-            meta = node.meta  # kept as its keys (one tuple per set of keys) and values: a third of a dict's bytes
+                kwargs = {k: v if type(v) in _PLAIN else map_nodes(v, _name_of) for k, v in kwargs.items()}
+            meta = node.meta  # its keys (one tuple per set of keys) and values: a third of a dict's bytes
             keys = tuple(meta)
-            self._rows.append((node.name, node.op, node.target, args, kwargs or _NO_KWARGS,
-                               key_sets.setdefault(keys, keys), tuple(meta.values())))
+            add((node.name, node.op, node.target, args, bits, kwargs or _NO_KWARGS, key_sets.setdefault(keys, keys),
+                 tuple(meta.values())))
 
     def __str__(self) -> str:
         if self._text is None:
-            rows = [(*fields, dict(zip(keys, values))) for *fields, keys, values in self._rows]
-            self._text, self._rows = _listing(rows), []
+            fields, rows = self._fields, []
+            for at in range(0, len(fields), self._FIELDS):
+                name, op, target, args, bits, kwargs, keys, values = fields[at:at + self._FIELDS]
+                if bits:
+                    args = tuple(_NodeName(a) if bits >> i & 1 else a for i, a in enumerate(args))
+                rows.append((name, op, target, args, kwargs, dict(zip(keys, values))))
+            self._text, self._fields = _listing(rows), []
         return self._text
+
+
+def _name_of(node: Node) -> _NodeName:
+    return _NodeName(node.name)
 
 
 _NO_KWARGS: dict[str, Any] = {}
