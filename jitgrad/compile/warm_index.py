@@ -198,8 +198,9 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
             "added_into": sorted(program.added_into),
             "layout": {"positions": layout.positions, "grad_of": layout.grad_of, "random": layout.random,
                        "draws": layout.draws},
-            "lowered": {"label": lowered.label, "source": lowered.source, "ir_after": lowered.ir_after, "pass_report": lowered.pass_report,
-                        "fusion_groups": lowered.fusion_groups, "memory": lowered.memory,
+            "lowered": {"label": lowered.label, "source": lowered.source, "ir_after": lowered.ir_after,
+                        "pass_report": lowered.pass_report, "fusion_groups": lowered.fusion_groups,
+                        "memory": lowered.memory,
                         "out_dtypes": [d.str for d in lowered.out_dtypes]},
             "kernel": state, "constants": table}).encode()
     return {"text_bytes": len(text)}, text + arrays  # the text can be long (W1's IR): in the hashed data file
