@@ -388,16 +388,16 @@ class Listing:
     alive until ``explain`` asks is mostly strings and tuples of them, which the cycle collector stops
     tracking, not a graph of objects. A loop's body is printed now (no trace makes loops)."""
 
-    _FIELDS = 8  # name, opcode, target, args, which args are node names (bits), kwargs, meta keys, values
+    _PER_NODE = 8  # name, opcode, target, args, which args are node names (bits), kwargs, meta keys, values
 
     def __init__(self, graph: Graph) -> None:
-        self._fields: list[Any] = []
+        self._kept: list[Any] = []
         self._text: str | None = None
         key_sets: dict[tuple, tuple] = {}
-        add = self._fields.extend
+        add = self._kept.extend
         for node in graph._nodes:
             if isinstance(node.target, Loop):
-                self._text, self._fields = str(graph), []
+                self._text, self._kept = str(graph), []
                 return
             args, kwargs, bits = node.args, node.kwargs, 0
             if node._inputs:  # each argument: a node by its name, a plain value as it is, or walked
@@ -407,10 +407,10 @@ class Listing:
                         kept.append(a.name)
                         bits |= 1 << i
                     else:
-                        kept.append(a if type(a) in _PLAIN else map_nodes(a, _name_of))
+                        kept.append(a if type(a) in _AS_THEY_ARE else map_nodes(a, _name_of))
                 args = tuple(kept)
             if kwargs:
-                kwargs = {k: v if type(v) in _PLAIN else map_nodes(v, _name_of) for k, v in kwargs.items()}
+                kwargs = {k: v if type(v) in _AS_THEY_ARE else map_nodes(v, _name_of) for k, v in kwargs.items()}
             meta = node.meta  # its keys (one tuple per set of keys) and values: a third of a dict's bytes
             keys = tuple(meta)
             add((node.name, node.op, node.target, args, bits, kwargs or _NO_KWARGS, key_sets.setdefault(keys, keys),
@@ -418,13 +418,13 @@ class Listing:
 
     def __str__(self) -> str:
         if self._text is None:
-            fields, rows = self._fields, []
-            for at in range(0, len(fields), self._FIELDS):
-                name, op, target, args, bits, kwargs, keys, values = fields[at:at + self._FIELDS]
+            fields, rows = self._kept, []
+            for at in range(0, len(fields), self._PER_NODE):
+                name, op, target, args, bits, kwargs, keys, values = fields[at:at + self._PER_NODE]
                 if bits:
                     args = tuple(_NodeName(a) if bits >> i & 1 else a for i, a in enumerate(args))
                 rows.append((name, op, target, args, kwargs, dict(zip(keys, values))))
-            self._text, self._fields = _listing(rows), []
+            self._text, self._kept = _listing(rows), []
         return self._text
 
 
@@ -433,7 +433,7 @@ def _name_of(node: Node) -> _NodeName:
 
 
 _NO_KWARGS: dict[str, Any] = {}
-_PLAIN = frozenset({int, float, bool, str, type(None)})  # arguments kept as they are
+_AS_THEY_ARE = frozenset({int, float, bool, str, type(None)})  # arguments kept as they are
 
 
 def _loop_problem(node: Node) -> str | None:
