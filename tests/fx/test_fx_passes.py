@@ -10,6 +10,7 @@ import jitgrad as jg
 import jitgrad.nn.functional as F
 from jitgrad import fx
 from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
+from jitgrad.fx.graph import Listing
 from jitgrad.fx.joint import is_backward
 from jitgrad.fx.passes.schedule import units
 from jitgrad.fx.passes import (PassManager, batch_matrix_products, eliminate_common_subexpressions,
@@ -610,6 +611,16 @@ def test_partition_joint_recomputes_cheap_values_and_matches_the_joint_graph():
 
 
 # ---- PassManager --------------------------------------------------------------------------------------
+def test_a_listing_prints_the_graph_as_it_was_before_the_passes_edited_it():
+    x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
+    gm = fx.trace(with_backward(lambda x, w: (x * w).exp() * 1.0 + (x * w).exp()), x, w)
+    before = str(gm.graph)
+    listing = Listing(gm.graph)
+    graph = PassManager().run(gm.graph)
+    assert str(graph) != before and "fusion_group" in str(graph)  # the passes edited the graph in place
+    assert str(listing) == before
+
+
 def test_pass_manager_runs_the_pipeline_and_logs_graphs(monkeypatch, capsys):
     monkeypatch.setenv("JITGRAD_LOG", "graph")
     x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
