@@ -14,6 +14,9 @@ from typing import Sequence
 from ..autograd import Function, no_grad
 from ..factories import rand_like
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
+from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
+                               selu, silu, softsign)
+from ..ops.linalg import norm
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
 from ..ops.convolution import conv1d, conv2d, fold, unfold
@@ -21,9 +24,11 @@ from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
 
-__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
-           "cross_entropy", "dropout", "embedding", "fold", "gelu", "layer_norm", "linear", "log_softmax",
-           "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh", "unfold"]
+__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
+           "cross_entropy", "dropout", "elu", "embedding", "fold", "gelu", "hardsigmoid", "hardswish", "hardtanh",
+           "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "max_pool2d", "mish", "mse_loss",
+           "nll_loss", "normalize", "relu", "relu6", "selu", "sigmoid", "silu", "softmax", "softplus", "softsign",
+           "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -41,6 +46,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"not promote dtypes: convert the bias first, e.g. "
                            f"bias.to(jitgrad.{out.dtype.name})")
     return out + bias
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``, the norm taken as at least ``eps`` (so a zero
+    slice stays zero, with a finite gradient)."""
+    return input / norm(input, p, dim, keepdim=True).clamp(min=eps)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
