@@ -425,6 +425,23 @@ SAMPLES: list[Sample] = [
     Sample("sigmoid", "method", lambda x: x.sigmoid(), SAME, ((2, 3),), real(-6.0, 6.0)),
     Sample("sigmoid", "function-0d", lambda x: jg.sigmoid(x), lambda x: torch.sigmoid(x), ((),)),
     Sample("erf", "method", lambda x: x.erf(), SAME, ((2, 3),)),
+    Sample("sinh", "method", lambda x: x.sinh(), SAME, ((2, 3),)),
+    Sample("cosh", "function", lambda x: jg.cosh(x), lambda x: torch.cosh(x), ((2, 3),)),
+    Sample("asinh", "method", lambda x: x.asinh(), SAME, ((2, 3),)),
+    Sample("acosh", "method", lambda x: x.acosh(), SAME, ((2, 3),), real(1.2, 3.0)),
+    Sample("atanh", "method", lambda x: x.atanh(), SAME, ((2, 3),), real(-0.8, 0.8)),
+    Sample("log2", "method", lambda x: x.log2(), SAME, ((2, 3),), POSITIVE),
+    Sample("log10", "function", lambda x: jg.log10(x), lambda x: torch.log10(x), ((2, 3),), POSITIVE),
+    Sample("exp2", "method", lambda x: x.exp2(), SAME, ((2, 3),)),
+    # rounding: zero gradients, checked by finite differences away from the jumps
+    Sample("floor", "method", lambda x: x.floor(), SAME, ((2, 3),), real(-2.0, 2.0, avoid=(-1.0, 0.0, 1.0))),
+    Sample("ceil", "function", lambda x: jg.ceil(x), lambda x: torch.ceil(x), ((2, 3),),
+           real(-2.0, 2.0, avoid=(-1.0, 0.0, 1.0))),
+    Sample("round", "method", lambda x: x.round(), SAME, ((2, 3),), real(-2.0, 2.0, avoid=(-1.5, -0.5, 0.5, 1.5))),
+    Sample("trunc", "method", lambda x: x.trunc(), SAME, ((2, 3),), real(-2.0, 2.0, avoid=(-1.0, 0.0, 1.0))),
+    # fmod is x itself while |x| < |y|: no jumps inside these domains
+    Sample("fmod", "bcast", lambda x, y: jg.fmod(x, y), lambda x, y: torch.fmod(x, y), BCAST,
+           (real(-1.4, 1.4, avoid=(0.0,)), real(1.5, 2.0))),
     # ---- activations --------------------------------------------------------------------------------
     Sample("relu", "method", lambda x: x.relu(), SAME, ((2, 3),), NONZERO),
     Sample("relu", "functional", lambda x: F.relu(x), lambda x: torch.nn.functional.relu(x), ((4,),), NONZERO),
