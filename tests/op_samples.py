@@ -430,6 +430,12 @@ SAMPLES: list[Sample] = [
     Sample("asinh", "method", lambda x: x.asinh(), SAME, ((2, 3),)),
     Sample("acosh", "method", lambda x: x.acosh(), SAME, ((2, 3),), real(1.2, 3.0)),
     Sample("atanh", "method", lambda x: x.atanh(), SAME, ((2, 3),), real(-0.8, 0.8)),
+    Sample("asin", "method", lambda x: x.asin(), SAME, ((2, 3),), real(-0.8, 0.8)),
+    Sample("acos", "function", lambda x: jg.acos(x), lambda x: torch.acos(x), ((2, 3),), real(-0.8, 0.8)),
+    Sample("atan", "method", lambda x: x.atan(), SAME, ((2, 3),)),
+    # atan2 jumps by 2 pi across the negative x axis: y kept away from 0
+    Sample("atan2", "bcast", lambda y, x: jg.atan2(y, x), lambda y, x: torch.atan2(y, x), BCAST,
+           (real(avoid=(0.0,)), REAL)),
     Sample("log2", "method", lambda x: x.log2(), SAME, ((2, 3),), POSITIVE),
     Sample("log10", "function", lambda x: jg.log10(x), lambda x: torch.log10(x), ((2, 3),), POSITIVE),
     Sample("exp2", "method", lambda x: x.exp2(), SAME, ((2, 3),)),

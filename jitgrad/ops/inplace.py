@@ -337,8 +337,9 @@ def _written_back(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]
 # result written back (so their gradients are the op's). A float result of an integer tensor is
 # refused, as in PyTorch (``_write``'s cast check).
 _ELEMENTWISE_INPLACE = ("abs", "neg", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
-                        "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
-                        "relu", "erf", "floor", "ceil", "round", "trunc", "frac", "fix", "reciprocal", "square",
-                        "nan_to_num", "clamp_min", "clamp_max", "masked_fill", "lerp", "fmod", "remainder")
+                        "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+                        "acosh", "atanh", "sigmoid", "relu", "erf", "floor", "ceil", "round", "trunc", "frac", "fix",
+                        "reciprocal", "square", "nan_to_num", "clamp_min", "clamp_max", "masked_fill", "lerp", "fmod",
+                        "remainder")
 for _name in _ELEMENTWISE_INPLACE:
     declare_public(f"{_name}_", _written_back(_name, PUBLIC[_name].value), ("method",))

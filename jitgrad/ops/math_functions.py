@@ -11,6 +11,7 @@ from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from . import arithmetic, scalar
+from .arithmetic import where
 from .meta_rules import elementwise, floating, promoted
 from .public import public
 from .registry import defop
@@ -115,9 +116,7 @@ erf = defop("erf", ("self",), floating_forward(erf_ufunc), "ErfBackward0",
 
 # ---- the hyperbolic functions and their inverses, and other bases ------------------------------------
 # Eager values are numpy's (the C library's); a compiled loop writes each as the identity below in
-# exp/log/sqrt, the lowering vocabulary's functions (it has no sinh of its own), within an ulp or two.
-# asin, acos, atan and atan2 are not here: the lowering vocabulary (``scalar.FUNCTIONS``) has no
-# function to write them in, and every registry op must lower (docs/ops.md).
+# exp/log/sqrt/atan, the lowering vocabulary's functions (it has no sinh of its own), within an ulp or two.
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
@@ -168,6 +167,56 @@ atanh = defop("atanh", ("self",), floating_forward(np.arctanh), "AtanhBackward0"
               lower=lambda self: 0.5 * scalar.log1p(2.0 * self / (1.0 - self)),
               self=lambda grad, self: grad / (1.0 - self * self),
               jvp=lambda self_t, self: self_t / (1.0 - self * self))
+
+def _atan2_lower(self, other):
+    """atan(y / x), moved by pi into the quadrant of (x, y); on the y axis +-pi/2 (0 at the origin),
+    NaN for a NaN. Both infinite, it is NaN where numpy's is a multiple of pi/4, and atan2(-0, x < 0)
+    is pi where numpy's is -pi: compiled code only, at those points."""
+    y, x = scalar.cast(self), scalar.cast(other)
+    base = scalar.atan(y / x)
+    quarter_turn = scalar.expr(0.5 * math.pi)   # negated as an expression: a float32 cast of a positive literal
+    on_axis = scalar.where(y > 0.0, quarter_turn, scalar.where(y < 0.0, -quarter_turn,
+                                                                scalar.where(y == 0.0, 0.0, base)))
+    left = scalar.where(y < 0.0, base - math.pi, base + math.pi)
+    return scalar.where(x != x, x, scalar.where(x > 0.0, base, scalar.where(x < 0.0, left, on_axis)))
+
+
+asin = defop("asin", ("self",), floating_forward(np.arcsin), "AsinBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise",
+             lower=lambda self: scalar.atan(self / scalar.sqrt((1.0 - self) * (1.0 + self))),
+             self=lambda grad, self: grad * (1.0 - self * self).rsqrt(),
+             jvp=lambda self_t, self: self_t * (1.0 - self * self).rsqrt())
+
+acos = defop("acos", ("self",), floating_forward(np.arccos), "AcosBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise",
+             lower=lambda self: 2.0 * scalar.atan(scalar.sqrt((1.0 - self) / (1.0 + self))),
+             self=lambda grad, self: -grad * (1.0 - self * self).rsqrt(),
+             jvp=lambda self_t, self: -self_t * (1.0 - self * self).rsqrt())
+
+atan = defop("atan", ("self",), floating_forward(np.arctan), "AtanBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise", lower=scalar.atan,
+             self=lambda grad, self: grad / (self * self + 1.0),
+             jvp=lambda self_t, self: self_t / (self * self + 1.0))
+
+def _squared_radius(self, other):
+    """``self^2 + other^2``, taken as 1 at the origin: the gradient there is 0 (its numerators are 0),
+    as PyTorch's atan2_backward makes it, not 0 / 0."""
+    squared = self * self + other * other
+    return where(squared == 0.0, 1.0, squared)
+
+
+atan2 = defop("atan2", ("self", "other"), arithmetic._binary(np.arctan2, floating=True), "Atan2Backward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise", lower=_atan2_lower,
+              self=lambda grad, self, other: grad * other / _squared_radius(self, other),
+              other=lambda grad, self, other: -grad * self / _squared_radius(self, other),
+              jvp=lambda self_t, other_t, self, other: tangent_sum(
+                  None if self_t is None else self_t * other / _squared_radius(self, other),
+                  None if other_t is None else -other_t * self / _squared_radius(self, other)))
+
 
 log2 = defop("log2", ("self",), floating_forward(np.log2), "Log2Backward0",
              public=("function", "method"),

@@ -110,6 +110,7 @@ MATH = {
     "round-decimals": (lambda m, x: x.round(decimals=1), [values(avoid=(-1.05, -0.95, 0.95, 1.05))]),
     "fmod-scalar": (lambda m, x: m.fmod(x * 3.0, 1.5), [values(avoid=(-1.0, -0.5, 0.0, 0.5, 1.0))]),
     "sinh-int": (lambda m, x: (x * 3).long().sinh(), [X]),
+    "atan2-int": (lambda m, x: m.atan2((x * 3).long(), m.tensor([2, -3, 1])), [X]),
 }
 
 SHAPES = {
@@ -162,12 +163,13 @@ def inplace(name, *args):
 
 
 INPLACE = {name: (inplace(name), [values(low=0.3, high=0.9)]) for name in
-           ("sin_", "neg_", "exp_", "abs_", "floor_", "sinh_", "square_", "reciprocal_", "log2_", "sigmoid_")}
+           ("sin_", "neg_", "exp_", "abs_", "floor_", "sinh_", "square_", "reciprocal_", "log2_", "sigmoid_",
+            "asin_")}
 INPLACE["masked_fill_"] = (lambda m, x: (x * 1.0).masked_fill_(x > 0.0, 2.0), [X])
 INPLACE["clamp_"] = (inplace("clamp_", -0.5, 0.5), [values(avoid=(-0.5, 0.5))])
 
 CASES = {**ACTIVATIONS, **MATH, **SHAPES, **LINALG, **REDUCTIONS, **INPLACE}
-VALUES_ONLY = {"sinh-int", "cumprod-int"}
+VALUES_ONLY = {"sinh-int", "cumprod-int", "atan2-int"}
 # PyTorch's float64 celu and hardsigmoid backwards are 2e-8 off (a coefficient, 1/alpha or 1/6, rounded to
 # float32 on the way); ours are not
 GRAD_RTOL = {"celu": 1e-7, "hardsigmoid": 1e-7}
@@ -307,7 +309,7 @@ def new_elementwise_ops(x, y):
     lowerings (float32) and test_lowering_samples.py runs them (float64)."""
     F_ = jg.nn.functional if isinstance(x, jg.Tensor) else torch.nn.functional
     m = jg if isinstance(x, jg.Tensor) else torch
-    parts = [x.sinh(), x.cosh(), x.asinh(), (x * x + 1.5).acosh(), (x.tanh() * 0.5).atanh(), (y + 0.1).log2(),
+    parts = [(x * 0.4).asin(), (x * 0.4).acos(), x.atan(), m.atan2(x, y - 0.6), x.sinh(), x.cosh(), x.asinh(), (x * x + 1.5).acosh(), (x.tanh() * 0.5).atanh(), (y + 0.1).log2(),
              (y + 0.1).log10(), x.exp2(), x.square(), (y + 0.5).reciprocal(), m.lerp(x, y, 0.7), x.clamp_min(-0.5),
              m.nan_to_num(x), F_.silu(x), F_.leaky_relu(x, 0.1), F_.elu(x), F_.celu(x, 0.5), F_.selu(x),
              F_.hardtanh(x), F_.relu6(x * 4.0), F_.hardsigmoid(x * 4.0), F_.hardswish(x * 4.0), F_.mish(x),
