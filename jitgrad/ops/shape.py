@@ -1,7 +1,9 @@
 """Ops that move elements without computing: reshape, transpose, squeeze, expand, cat, split..."""
 from __future__ import annotations
 
+import builtins
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -509,3 +511,40 @@ def _described(value) -> str:
     if isinstance(value, Tensor):
         return f"a {value._data.ndim}-D {value._data.dtype.name} tensor"
     return type(value).__name__
+
+
+def _merges(tensor: Tensor) -> bool:
+    """Whether ``tensor``'s last two dimensions merge into one without a copy (a reshape's view)."""
+    rows, columns = tensor._data.shape[-2:]
+    row_stride, column_stride = tensor._data.strides[-2:]
+    return rows <= 1 or columns <= 1 or row_stride == columns * column_stride
+
+
+@public("function", "method")
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The elements ``input[..., i, i + offset]`` of the matrices in ``dim1`` and ``dim2``, as a last
+    dimension: a view, so a write through it reaches ``input`` (``x.diagonal().fill_(0)``), as in
+    PyTorch. It is the two dimensions moved last and merged (a reshape that is a view), then every
+    ``columns + 1``-th element (a slice); a transposed matrix merges the other way round, with the
+    offset negated. A layout that merges neither way (a rare strided view) gives a copy, with a
+    warning, since a write through it would not reach ``input``."""
+    ndim = input._data.ndim
+    first, second = wrap_dim(dim1, ndim, "diagonal"), wrap_dim(dim2, ndim, "diagonal")
+    if first == second:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    moved = movedim(input, (first, second), (-2, -1))
+    if not _merges(moved):
+        swapped = movedim(input, (second, first), (-2, -1))
+        if _merges(swapped):
+            moved, offset = swapped, -offset
+        else:
+            warnings.warn("diagonal: this tensor's layout gives a copy, not a view (PyTorch's): a write through "
+                          "the result will not reach the input; call .contiguous() first to have a view of that",
+                          stacklevel=2)
+    rows, columns = moved._data.shape[-2:]
+    length = builtins.max(builtins.min(rows, columns - offset) if offset >= 0 else
+                          builtins.min(rows + offset, columns), 0)
+    start = offset if offset >= 0 else -offset * columns
+    merged = moved.reshape(moved._data.shape[:-2] + (rows * columns,))
+    stop = start + (length - 1) * (columns + 1) + 1 if length else start
+    return merged[..., start:stop:columns + 1]

@@ -133,6 +133,9 @@ SHAPES = {
     "contiguous": (lambda m, x: x.transpose(0, 2).contiguous() * 2.0, [X234]),
     "type_as": (lambda m, x: x.type_as(m.ones(1, dtype=m.float32)), [X]),
     "index_select": (lambda m, x: x.index_select(1, m.tensor([2, 0, 2])), [X234]),
+    "diagonal": (lambda m, x: x.diagonal(), [X]),
+    "diagonal-offset-dims": (lambda m, x: m.diagonal(x, -1, 2, 1), [X234]),
+    "diagonal-transposed": (lambda m, x: x.transpose(1, 2).diagonal(1, 1, 2), [X234]),
 }
 
 LINALG = {
@@ -252,6 +255,19 @@ def test_flip_is_a_copy_and_unbind_gives_views():
     assert x.tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
 
 
+def test_diagonal_is_a_view_that_writes_reach():
+    """``x.diagonal().fill_(0)``, PyTorch's idiom, also through a transpose and with autograd recording;
+    dimensions that are not next to each other give a copy, and say so."""
+    ours, theirs = jg.ones(3, 4), torch.ones(3, 4)
+    for t in (ours, theirs):
+        t.diagonal().fill_(0.0)
+        t.T.diagonal(-1).mul_(5.0)
+    assert ours.tolist() == theirs.tolist()
+    check_against_torch(lambda m, x: (x * 1.0).diagonal(0, 1, 2).mul_(3.0).sum() + (x * 1.0).sum(), [X234])
+    with pytest.warns(UserWarning, match="a copy, not a view"):
+        assert jg.tensor(X234).diagonal(0, 0, 2).tolist() == torch.tensor(X234).diagonal(0, 0, 2).tolist()
+
+
 def test_new_factories_take_the_tensors_dtype():
     x = jg.ones(2, dtype=jg.float64)
     t = torch.ones(2, dtype=torch.float64)
@@ -293,6 +309,7 @@ def test_activation_modules_call_their_functions_and_print_as_pytorchs():
     (lambda: jg.ones(2, 6).unflatten(1, (4, -1)), RuntimeError, "don't multiply up"),
     (lambda: jg.ones(2, 3).tensor_split(0, 1), RuntimeError, "larger than 0"),
     (lambda: jg.ones(0).median(), IndexError, "non-zero size"),
+    (lambda: jg.ones(2, 3).diagonal(0, 1, -1), RuntimeError, "cannot be identical"),
     (lambda: jg.fmod(jg.tensor([3]), jg.tensor([0])), RuntimeError, "ZeroDivisionError"),
     (lambda: jg.tensor([1]).frac(), RuntimeError, "floating dtype"),
 ])
