@@ -17,7 +17,7 @@ from .reductions import sum_to
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, given, reshaped
 from .public import public
-from .registry import defop
+from .registry import defop, note_created
 
 
 def _explain_reshape(values, attrs):
@@ -477,7 +477,10 @@ def _triangle(name: str, input: Tensor, diagonal: int, keep) -> Tensor:
     if input._data.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
     rows, columns = input._data.shape[-2:]
-    mask = to(Tensor._make(keep(np.ones((rows, columns), np.bool_), diagonal)), input.device)
+    kept = keep(np.ones((rows, columns), np.bool_), diagonal)
+    mask = Tensor._make(kept)
+    note_created(mask, kept)   # a constant of a trace, as a factory's tensor is
+    mask = to(mask, input.device)
     zero = False if input._data.dtype == np.bool_ else 0 if input._data.dtype.kind in "iu" else 0.0
     return where(mask, input, zero)
 
@@ -492,25 +495,6 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of each matrix (on and above ``diagonal``); zeros below."""
     return _triangle("triu", input, diagonal, np.triu)
-
-
-@public("function", "method")
-def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """The slices of ``input`` along ``dim`` at the positions of the integer vector ``index`` (a copy)."""
-    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu" or index._data.ndim > 1:
-        raise RuntimeError("index_select(): Index is supposed to be a vector of integers (int64 or int32), "
-                           f"got {_described(index)}")
-    ndim = input._data.ndim
-    dim = wrap_dim(dim, ndim, "index_select")
-    if not ndim:
-        return input[index.reshape(-1)].reshape(index._data.shape)
-    return input[(slice(None),) * dim + (index.reshape(-1),)]
-
-
-def _described(value) -> str:
-    if isinstance(value, Tensor):
-        return f"a {value._data.ndim}-D {value._data.dtype.name} tensor"
-    return type(value).__name__
 
 
 def _merges(tensor: Tensor) -> bool:

@@ -18,7 +18,7 @@ from .lowering import intrinsic
 from .meta_rules import TensorMeta, accumulated
 from .public import public
 from .reductions import ValuesAndIndices, _sum
-from .registry import defop
+from .registry import defop, note_created
 from .shape import stack
 
 
@@ -152,7 +152,9 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
     ndim = input.ndim
     dim = wrap_dim(dim, ndim, "median")
     if ndim == 0:
-        return ValuesAndIndices(input.clone(), Tensor._make(np.zeros((), np.int64)))
+        index = Tensor._make(np.zeros((), np.int64))
+        note_created(index, 0)   # a constant of a trace, as a factory's tensor is
+        return ValuesAndIndices(input.clone(), index)
     if not input.shape[dim]:
         raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
     values, indices = _middle(input, dim)
