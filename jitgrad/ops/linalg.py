@@ -171,8 +171,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor:
     """``beta * input + alpha * product``, ``input`` broadcast to the product's shape. ``beta == 0``
-    ignores ``input``'s values (NaN and inf too), as PyTorch's addmm does; its gradient is then None
-    where PyTorch's is zeros."""
+    ignores ``input``'s values (NaN and inf too), as PyTorch's addmm does, and gives it a zero gradient."""
     try:
         if np.broadcast_shapes(tuple(input.shape), tuple(product.shape)) != tuple(product.shape):
             raise ValueError
@@ -182,7 +181,7 @@ def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: float, alpha: flo
     if alpha != 1:
         product = product * alpha
     if beta == 0:
-        return product
+        return product + input.nan_to_num(0.0, 0.0, 0.0) * 0.0
     return (input if beta == 1 else input * beta) + product
 
 
@@ -232,8 +231,9 @@ def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] 
         return magnitude.amax(dim, keepdim=keepdim)
     if p == -math.inf:
         return magnitude.amin(dim, keepdim=keepdim)
-    if p == 0:
-        return where(magnitude != 0.0, 1.0, 0.0).to(input.dtype).sum(dim, keepdim=keepdim)
+    if p == 0:   # the count of nonzero elements (NaN too), through sign() so that it requires grad, as
+        # PyTorch's does; its gradient is zeros (PyTorch's engine gets none and leaves .grad None)
+        return where(magnitude == 0.0, 0.0, magnitude.sign() * 0.0 + 1.0).sum(dim, keepdim=keepdim)
     if p == 1:
         return magnitude.sum(dim, keepdim=keepdim)
     if p == 2:

@@ -148,6 +148,9 @@ LINALG = {
     "norm-inf-keepdim": (lambda m, x: x.norm(math.inf, dim=(0, 2), keepdim=True), [X234]),
     "norm-3": (lambda m, x: x.norm(3, dim=-1), [X234]),
     "norm-fro-dims": (lambda m, x: m.norm(x, "fro", dim=(1, 2)), [X234]),
+    "norm-0": (lambda m, x: x.norm(0, dim=1), [np.array([[0.0, 1.5, np.nan], [0.0, 0.0, -2.0]])]),
+    "addmm-beta-0": (lambda m, c, a, b: m.addmm(c, a, b, beta=0), [np.array([np.nan, 1.0, np.inf]), values((2, 4)),
+                                                                    values((4, 3), seed=3)]),
 }
 
 REDUCTIONS = {
@@ -172,7 +175,7 @@ INPLACE["masked_fill_"] = (lambda m, x: (x * 1.0).masked_fill_(x > 0.0, 2.0), [X
 INPLACE["clamp_"] = (inplace("clamp_", -0.5, 0.5), [values(avoid=(-0.5, 0.5))])
 
 CASES = {**ACTIVATIONS, **MATH, **SHAPES, **LINALG, **REDUCTIONS, **INPLACE}
-VALUES_ONLY = {"sinh-int", "cumprod-int", "atan2-int"}
+VALUES_ONLY = {"sinh-int", "cumprod-int", "atan2-int", "norm-0"}  # norm-0: PyTorch's .grad is None, ours zeros
 # PyTorch's float64 celu and hardsigmoid backwards are 2e-8 off (a coefficient, 1/alpha or 1/6, rounded to
 # float32 on the way); ours are not
 GRAD_RTOL = {"celu": 1e-7, "hardsigmoid": 1e-7}
