@@ -149,7 +149,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 def _check_dims(op: str, **tensors: Tensor) -> None:
     for name, (t, ndim) in tensors.items():
         if t.ndim != ndim:
-            raise RuntimeError(f"{op}: {name} must be a {ndim}D tensor, got a {t.ndim}D tensor of shape {list(t.shape)}")
+            raise RuntimeError(f"{op}: {name} must be a {ndim}D tensor, got a {t.ndim}D tensor of shape "
+                               f"{list(t.shape)}")
 
 
 @public("function", "method")

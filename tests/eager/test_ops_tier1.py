@@ -141,7 +141,8 @@ SHAPES = {
 LINALG = {
     "bmm": (lambda m, a, b: m.bmm(a, b), [X234, values((2, 4, 3), seed=3)]),
     "outer": (lambda m, a, b: m.outer(a, b), [values((3,)), values((4,), seed=3)]),
-    "addmm": (lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0), [values((3,)), values((2, 4)), X234[0].T[:4, :3]]),
+    "addmm": (lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0),
+              [values((3,)), values((2, 4)), X234[0].T[:4, :3]]),
     "baddbmm": (lambda m, c, a, b: c.baddbmm(a, b), [values((2, 3, 3)), X234, values((2, 4, 3), seed=3)]),
     "norm": (lambda m, x: x.norm(), [X234]),
     "norm-1-dim": (lambda m, x: m.norm(x, 1, dim=1), [X234]),
@@ -329,7 +330,8 @@ def new_elementwise_ops(x, y):
     lowerings (float32) and test_lowering_samples.py runs them (float64)."""
     F_ = jg.nn.functional if isinstance(x, jg.Tensor) else torch.nn.functional
     m = jg if isinstance(x, jg.Tensor) else torch
-    parts = [(x * 0.4).asin(), (x * 0.4).acos(), x.atan(), m.atan2(x, y - 0.6), x.sinh(), x.cosh(), x.asinh(), (x * x + 1.5).acosh(), (x.tanh() * 0.5).atanh(), (y + 0.1).log2(),
+    parts = [(x * 0.4).asin(), (x * 0.4).acos(), x.atan(), m.atan2(x, y - 0.6), x.sinh(), x.cosh(), x.asinh(),
+             (x * x + 1.5).acosh(), (x.tanh() * 0.5).atanh(), (y + 0.1).log2(),
              (y + 0.1).log10(), x.exp2(), x.square(), (y + 0.5).reciprocal(), m.lerp(x, y, 0.7), x.clamp_min(-0.5),
              m.nan_to_num(x), F_.silu(x), F_.leaky_relu(x, 0.1), F_.elu(x), F_.celu(x, 0.5), F_.selu(x),
              F_.hardtanh(x), F_.relu6(x * 4.0), F_.hardsigmoid(x * 4.0), F_.hardswish(x * 4.0), F_.mish(x),
