@@ -18,6 +18,9 @@ from ..dtypes import bool as bool_
 from ..dtypes import int64
 from ..factories import arange, full, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
+from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
+                               selu, silu, softsign)
+from ..ops.linalg import norm
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
 from ..ops.convolution import conv1d, conv2d, fold, unfold
@@ -30,12 +33,13 @@ from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_p
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d",
-           "embedding", "fold", "gelu", "group_norm", "huber_loss", "interpolate", "kl_div", "l1_loss", "layer_norm",
-           "linear", "log_softmax", "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad",
-           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "relu", "scaled_dot_product_attention",
-           "sigmoid", "smooth_l1_loss", "softmax", "tanh", "unfold"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
+           "conv_transpose1d", "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "dropout2d", "elu", "embedding", "fold", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
+           "huber_loss", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "logsigmoid", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "pad",
+           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "relu", "relu6", "scaled_dot_product_attention",
+           "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "softsign", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -53,6 +57,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"not promote dtypes: convert the bias first, e.g. "
                            f"bias.to(jitgrad.{out.dtype.name})")
     return out + bias
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``, the norm taken as at least ``eps`` (so a zero
+    slice stays zero, with a finite gradient)."""
+    return input / norm(input, p, dim, keepdim=True).clamp(min=eps)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

@@ -1,5 +1,6 @@
 """The layers of ``jitgrad.nn``, one file per kind; ``module.py`` holds the base class."""
-from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import (CELU, ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
+                         ReLU, ReLU6, SELU, SiLU, Sigmoid, Softmax, Softsign, Tanh)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
@@ -22,13 +23,15 @@ from .transformer import Transformer, TransformerDecoder, TransformerDecoderLaye
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
-           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
            "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
-           "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Embedding", "Flatten",
-           "GELU", "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
-           "LayerNorm", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict",
-           "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "ParameterDict", "ParameterList",
-           "PixelShuffle", "PixelUnshuffle", "RNN", "RNNCell", "ReLU", "ReflectionPad1d", "ReflectionPad2d",
-           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "Sequential", "Sigmoid", "SmoothL1Loss",
-           "Softmax", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
-           "TransformerEncoderLayer", "Unflatten", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
+           "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "ELU", "Embedding",
+           "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss",
+           "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid",
+           "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList",
+           "MultiheadAttention", "NLLLoss", "PairwiseDistance", "ParameterDict", "ParameterList", "PixelShuffle",
+           "PixelUnshuffle", "RNN", "RNNCell", "ReLU", "ReLU6", "ReflectionPad1d", "ReflectionPad2d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "SELU", "Sequential", "SiLU", "Sigmoid",
+           "SmoothL1Loss", "Softmax", "Softsign", "Tanh", "Transformer", "TransformerDecoder",
+           "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Upsample",
+           "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
