@@ -31,8 +31,6 @@ is taken again from the base's new value, as its memory would show it.
 """
 from __future__ import annotations
 
-import os
-import traceback
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
@@ -53,47 +51,8 @@ from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
-from .user_lines import PACKAGE_DIR, user_line
-
-
-class TraceError(RuntimeError):
-    """The traced function needs a tensor's value as a Python value, which a static graph cannot hold."""
-
-
-def _conversion_error(operation: str) -> TraceError:
-    """Names the conversion and the first frame of the user's code (outside the jitgrad package)."""
-    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(PACKAGE_DIR)]
-    where = f"{frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line}" if frames else "unknown line"
-    return TraceError(f"{operation} on a traced tensor at {where}\nA traced tensor stands for every value "
-                      "it could take, so the graph cannot depend on this one; compute with tensor ops "
-                      "(e.g. jitgrad.where instead of if) or pass the value in as a non-tensor argument.")
-
-
-class TracedTensor(Tensor):
-    """A tensor inside a trace: a real value, but one that refuses to become a Python value."""
-
-    __slots__ = ()
-
-    def item(self) -> Any:
-        raise _conversion_error("Tensor.item()")
-
-    def tolist(self) -> Any:
-        raise _conversion_error("Tensor.tolist()")
-
-    def numpy(self) -> np.ndarray:
-        raise _conversion_error("Tensor.numpy()")
-
-    def __bool__(self) -> bool:
-        raise _conversion_error("bool()")
-
-    def __float__(self) -> float:
-        raise _conversion_error("float()")
-
-    def __int__(self) -> int:
-        raise _conversion_error("int()")
-
-    def __index__(self) -> int:
-        raise _conversion_error("Use as an index (__index__)")
+from .traced_tensor import TracedTensor, TraceError, conversion_error
+from .user_lines import user_line
 
 
 class Outside(Protocol):
@@ -532,7 +491,7 @@ class Tracer:
             if id(loan.tensor) in self._pending:
                 self._materialize(loan.tensor)  # its value before the write is an input
             if not self.capture_writes:
-                raise _conversion_error("An in-place change to an argument of the traced function (not "
+                raise conversion_error("An in-place change to an argument of the traced function (not "
                                         "captured by fx.trace; jitgrad.compile captures it)")
             own = loan.copy_on_write()
             if own is not None:
@@ -541,21 +500,21 @@ class Tracer:
             tensor._data = loan.tensor._data
             return
         if id(tensor._data) in self._arguments and not self.capture_writes:
-            raise _conversion_error("An in-place change to an argument of the traced function (not "
+            raise conversion_error("An in-place change to an argument of the traced function (not "
                                     "captured by fx.trace; jitgrad.compile captures it)")
         if id(tensor._data) not in self._arguments and self._views_an_argument(tensor._data):
-            raise _conversion_error("An in-place change to part of an argument (through a view of it)")
+            raise conversion_error("An in-place change to part of an argument (through a view of it)")
         if any(same_memory(array, tensor._data) for array in self._outside_arrays):
-            raise _conversion_error("An in-place change to a numpy array read from outside the function")
+            raise conversion_error("An in-place change to a numpy array read from outside the function")
 
     def alias(self, tensor: Tensor, source: Tensor) -> None:
         """``tensor`` now holds ``source``'s value (an in-place op wrote it back), cast to its own dtype
         as the write casts (``x += y`` of a float32 ``x`` and a float64 ``y`` stays float32)."""
         argument = self._arguments.get(id(tensor._data))
         if argument is None and self._views_an_argument(tensor._data):
-            raise _conversion_error("An in-place change to part of an argument (through a view of it)")
+            raise conversion_error("An in-place change to part of an argument (through a view of it)")
         if argument is not None and not self.capture_writes:
-            raise _conversion_error("An in-place change to an argument of the traced function (not "
+            raise conversion_error("An in-place change to an argument of the traced function (not "
                                     "captured by fx.trace; jitgrad.compile captures it)")
         node = self.node_of(source)
         if source._data.dtype != tensor._data.dtype:

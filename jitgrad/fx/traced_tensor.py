@@ -1,0 +1,56 @@
+"""``TracedTensor``: a tensor inside a trace, which carries a real value but refuses to become a
+Python value (``item()``, ``bool()``, ``float()``, use as an index...), and the ``TraceError`` it
+raises, naming the conversion and the line of the user's code that asked for it."""
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .user_lines import PACKAGE_DIR
+
+
+class TraceError(RuntimeError):
+    """The traced function needs a tensor's value as a Python value, which a static graph cannot hold."""
+
+
+def conversion_error(operation: str) -> TraceError:
+    """Names the conversion and the first frame of the user's code (outside the jitgrad package)."""
+    frames = [f for f in traceback.extract_stack() if not os.path.abspath(f.filename).startswith(PACKAGE_DIR)]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line}" if frames else "unknown line"
+    return TraceError(f"{operation} on a traced tensor at {where}\nA traced tensor stands for every value "
+                      "it could take, so the graph cannot depend on this one; compute with tensor ops "
+                      "(e.g. jitgrad.where instead of if) or pass the value in as a non-tensor argument.")
+
+
+class TracedTensor(Tensor):
+    """A tensor inside a trace: a real value, but one that refuses to become a Python value."""
+
+    __slots__ = ()
+
+    def item(self) -> Any:
+        raise conversion_error("Tensor.item()")
+
+    def tolist(self) -> Any:
+        raise conversion_error("Tensor.tolist()")
+
+    def numpy(self) -> np.ndarray:
+        raise conversion_error("Tensor.numpy()")
+
+    def __bool__(self) -> bool:
+        raise conversion_error("bool()")
+
+    def __float__(self) -> float:
+        raise conversion_error("float()")
+
+    def __int__(self) -> int:
+        raise conversion_error("int()")
+
+    def __index__(self) -> int:
+        raise conversion_error("Use as an index (__index__)")
+
+
+__all__ = ["TraceError", "TracedTensor", "conversion_error"]
