@@ -299,3 +299,25 @@ def test_a_step_that_sets_the_rate_itself_runs_eagerly():
         step(x, y)
     step(x, y)
     assert opt.param_groups[0]["lr"] == 0.025 and step.programs == []
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
+def test_a_step_that_clips_its_gradients_compiles_and_matches_eager(norm_type):
+    """clip_grad_norm_ computes its scale with tensor ops (never ``.item()``), so the step stays one
+    program; a max_norm small enough to clip at every step."""
+    runs = []
+    for compiled in (False, True):
+        net = model()
+        opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((net(x) - y) ** 2).mean()
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(net.parameters(), 0.05, norm_type)
+            opt.step()
+            return loss.detach(), norm
+        fn = jg.compile(step, cache=False, fullgraph=True) if compiled else step
+        x, y = data()
+        runs.append([tuple(float(v) for v in fn(x, y)) for _ in range(STEPS)])
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-10)

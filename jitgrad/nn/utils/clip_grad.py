@@ -2,8 +2,10 @@
 gradient through many steps can grow without bound.
 
 The gradients are scaled in place (under ``no_grad``, as an optimizer updates parameters), so the
-optimizer's references to the ``.grad`` tensors stay valid. The norm is computed with registry ops
-on the gradients' device; its value is read back once, for the checks.
+optimizer's references to the ``.grad`` tensors stay valid. The norm and the scale are computed with
+registry ops on the gradients' device, as PyTorch computes them, and never read back as a Python
+number (but for ``error_if_nonfinite``'s check): so a compiled training step that clips compiles.
+(Until 2026-11-28 the norm was read with ``.item()``, which made such a step run eagerly.)
 """
 from __future__ import annotations
 
@@ -45,13 +47,12 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         return tensor(0.0)
     norm_type = float(norm_type)
     total = _vector_norm(stack([_vector_norm(g, norm_type) for g in grads]), norm_type)
-    value = total.item()
-    if error_if_nonfinite and not math.isfinite(value):
+    if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            "norm anyway, set `error_if_nonfinite=False`")
-    scale = min(float(max_norm) / (value + 1e-6), 1.0)
     with no_grad():
+        scale = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(scale)
     return total
