@@ -142,8 +142,11 @@ def _pow_exponent_grad(grad, self, result):
         if self == 0:  # 0 ** y: 0 for y > 0 and 1 for y == 0 (gradient 0), inf for y < 0 (gradient -inf)
             return grad * where(result <= 1.0, 0.0, result * -math.inf)
         return grad * result * _log(self)
-    # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention).
-    return grad * where(self == 0.0, 0.0, result * _log(where(self == 0.0, 1.0, self)))
+    # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention); at x == 0 and
+    # y < 0 it is x**y * log(0), an infinity (x**y is +-inf there, so |x**y| <= 1 tells y >= 0 apart).
+    # log reads 1 where the result is taken as 0, so that no infinity reaches a higher derivative.
+    taken_as_zero = (self == 0.0).logical_and(result.abs() <= 1.0)
+    return grad * where(taken_as_zero, 0.0, result * _log(where(taken_as_zero, 1.0, self)))
 
 
 def _pow_node(args, attrs) -> str:
@@ -276,7 +279,23 @@ isinf = defop("isinf", ("self",), np.isinf,
 def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     if min is None and max is None:
         raise ValueError("At least one of 'min' or 'max' must not be None")
-    return np.clip(a, min, max).astype(a.dtype, copy=False)
+    dtype = _clamp_dtype(a, min, max)
+    return np.clip(a.astype(dtype, copy=False), min, max).astype(dtype, copy=False)
+
+
+_NUMBERS = (float, int, type(None))
+
+
+def _clamp_dtype(a, min, max):  # noqa: A002
+    """PyTorch's result dtype of clamp: the input's promoted with the limits (an int tensor clamped to
+    0.5 gives floats)."""
+    if a.dtype.kind == "f" and type(min) in _NUMBERS and type(max) in _NUMBERS:
+        return a.dtype  # the common call: a float tensor keeps its dtype under Python numbers
+    return dtypes.result_type(a, *(v for v in (min, max) if v is not None))
+
+
+def _clamp_meta(self: TensorMeta, min=None, max=None) -> TensorMeta:  # noqa: A002
+    return TensorMeta(self.shape, np.dtype(promoted(self, *(v for v in (min, max) if v is not None))))
 
 
 def _clamp_grad(grad, self, min, max):  # noqa: A002
@@ -289,12 +308,13 @@ def _clamp_grad(grad, self, min, max):  # noqa: A002
 
 
 def _clamp_lower(self, min, max):  # noqa: A002
+    self = cast(self, RESULT)
     value = self if min is None else scalar.max(self, min)
     return value if max is None else scalar.min(value, max)
 
 
 _clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",
-               meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=_clamp_lower,
+               meta=_clamp_meta, kind="elementwise", recompute=True, lower=_clamp_lower,
                self=_clamp_grad,
                jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 

@@ -1,0 +1,23 @@
+"""Compiled calls against eager at the points where they were found to differ (the third hunt), on
+the default CPU generator (llvm_cpu), since the defects were in what it was handed: tiny graphs, one
+compile each."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+BACKEND = "llvm_cpu"  # read by conftest.compile_backend
+
+
+@pytest.mark.parametrize("join", ["cat", "stack"])
+def test_join_of_pieces_of_several_dtypes(join):
+    # the kernel copied the int64 piece's bits into the float result (4.9e-324 for 1)
+    x, y = jg.tensor([[1, 2]]), jg.tensor([[0.5, 1.5]], requires_grad=True)
+    step = jg.compile(lambda x, y: getattr(jg, join)([x, y * 2]))
+    expected = getattr(jg, join)([x, y * 2]).detach().numpy()
+    for _ in range(2):
+        got = step(x, y)
+        assert got.dtype == jg.float32
+        np.testing.assert_array_equal(got.detach().numpy(), expected)

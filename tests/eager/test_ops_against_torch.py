@@ -1,0 +1,62 @@
+"""Ops at the points where they were found to differ from PyTorch 2.13 (the third hunt): dtype promotion
+with Python numbers and mixed tensors, edge values of pow's gradient, and ops joining pieces of several
+dtypes. Each case runs in both libraries and compares the values, the dtype, the shape and the gradients
+with respect to every floating input (for a random incoming gradient)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+torch = pytest.importorskip("torch")
+
+
+def run(module, case, arrays):
+    """``case(module, *tensors)`` and the gradients of its output with respect to its float inputs."""
+    tensors = [module.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    out = case(module, *tensors)
+    inputs = [t for t in tensors if t.requires_grad]
+    if not out.requires_grad:
+        return out, []
+    seed = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(str(out.dtype).split(".")[-1])
+    return out, module.autograd.grad([out], inputs, [module.tensor(seed)], allow_unused=True)
+
+
+def check_against_torch(case, *arrays) -> None:
+    expected, expected_grads = run(torch, case, arrays)
+    got, got_grads = run(jg, case, arrays)
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    assert len(got_grads) == len(expected_grads)
+    for g, e in zip(got_grads, expected_grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
+
+
+F32 = np.array([-2.5, -1.0, -0.0, 0.0, 1.5, 3.0], np.float32)
+I64 = np.array([-3, -1, 0, 1, 2, 7])
+
+
+@pytest.mark.parametrize("low,high", [(0.5, 1.5), (0.5, None), (None, 1.5), (0, 1)])
+def test_clamp_of_an_integer_tensor_promotes_with_its_limits(low, high):
+    # was an int64 result [0 1 1] for clamp(tensor([0, 1, 2]), 0.5, 1.5), PyTorch's is float32
+    check_against_torch(lambda m, x: m.clamp(x, low, high), I64)
+
+
+def test_clamp_of_a_float_tensor_keeps_its_dtype():
+    check_against_torch(lambda m, x: m.clamp(x, -1, 2.0), F32.astype(np.float64))
+
+
+@pytest.mark.parametrize("exponent", [np.array([1, 2, -3, 4, -2, -6], np.float32), np.array([0.0] * 6, np.float32)])
+def test_pow_gradient_in_the_exponent_at_a_zero_base(exponent):
+    # d/dy x**y at x = 0 is 0 for y >= 0 (PyTorch's convention), x**y log(0) (an infinity) for y < 0: was 0
+    check_against_torch(lambda m, x, y: m.pow(x, y), F32, exponent)
+    check_against_torch(lambda m, y: m.pow(m.tensor([0.0, -0.0, 0.0, -0.0, 0.0, 2.0]), y), exponent)
+
+
+@pytest.mark.parametrize("join", ["cat", "stack"])
+@pytest.mark.parametrize("other", [I64.reshape(2, 3), F32.astype(np.float64).reshape(2, 3)])
+def test_joining_pieces_of_several_dtypes_promotes_as_pytorch(join, other):
+    # int64 with float32 gave float64 (numpy's promotion); PyTorch's is float32
+    check_against_torch(lambda m, x, y: getattr(m, join)([x * 2, y]), F32.reshape(2, 3), other)
+
