@@ -21,3 +21,15 @@ def test_join_of_pieces_of_several_dtypes(join):
         got = step(x, y)
         assert got.dtype == jg.float32
         np.testing.assert_array_equal(got.detach().numpy(), expected)
+
+
+@pytest.mark.parametrize("case", [lambda b, i: b * 2, lambda b, i: b + 3, lambda b, i: jg.maximum(b, i),
+                                  lambda b, i: (b * 2).sum()],
+                         ids=["bool*2", "bool+3", "maximum(bool,int)", "sum(bool*2)"])
+def test_an_integer_result_of_bool_inputs_computes_in_integers(case):
+    # the kernel computed in bool, the inputs' dtype: 2 became True, and True * 2 was 1
+    b, i = jg.tensor([True, False, True]), jg.tensor([3, -2, 0])
+    expected = case(b, i)
+    got = jg.compile(case)(b, i)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
