@@ -33,3 +33,10 @@ def test_an_integer_result_of_bool_inputs_computes_in_integers(case):
     got = jg.compile(case)(b, i)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_sigmoid_far_below_zero_is_the_subnormal_eager_gives():
+    # 1 / (1 + exp(-x)) overflowed to 0 below about -88 in float32, where eager (and PyTorch) give a
+    # subnormal number: binary_cross_entropy's target gradient log(x) was then -inf instead of -100
+    x = jg.tensor([-100.0, -90.0, -10.0, 0.0, 10.0, 100.0])
+    np.testing.assert_allclose(jg.compile(jg.sigmoid)(x).numpy(), x.sigmoid().numpy(), rtol=1e-6, atol=0)
