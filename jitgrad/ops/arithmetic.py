@@ -26,14 +26,29 @@ def _promote(a, b):
     return _cast(a, dtype), _cast(b, dtype)
 
 
+# float32 and float64 (numpy's dtype chars): numpy computes them with a Python number as PyTorch does.
+# float16 ("e") is left out: numpy casts the number to float16 first (1e5 becomes inf), PyTorch keeps it.
+_FULL_FLOATS = "fd"
+
+
 def _same_type(a, b) -> bool:
     """Whether numpy computes ``a op b`` in PyTorch's result dtype as they are: arrays of one dtype, or
-    a float array and a Python number."""
+    a float32/float64 array and a Python number."""
     if type(a) is np.ndarray:
         if type(b) is np.ndarray:
             return a.dtype == b.dtype
-        return type(b) in (float, int) and a.dtype.kind == "f"
-    return type(b) is np.ndarray and type(a) in (float, int) and b.dtype.kind == "f"
+        return type(b) in (float, int) and a.dtype.char in _FULL_FLOATS
+    return type(b) is np.ndarray and type(a) in (float, int) and b.dtype.char in _FULL_FLOATS
+
+
+def _half_with_number(fn, a, b):
+    """``fn(a, b)`` of a float16 array and a Python number, or None for other operands. PyTorch keeps
+    the number at full precision and computes in float32 (``x * 1e5`` of 1e-3 in float16 is 100, and
+    numpy's is inf: it casts 1e5 to float16 first), then rounds the result to float16."""
+    if type(b) in (float, int) and type(a) is np.ndarray and a.dtype == np.float16 or \
+            type(a) in (float, int) and type(b) is np.ndarray and b.dtype == np.float16:
+        return fn(_cast(a, np.dtype(np.float32)), _cast(b, np.dtype(np.float32))).astype(np.float16)
+    return None
 
 
 def _cast(x, dtype: np.dtype):
@@ -48,6 +63,9 @@ def _binary(fn, floating: bool = False):
     types and dtypes the forward is ``fn`` itself."""
     if floating:
         def forward(a, b):
+            half = _half_with_number(fn, a, b)
+            if half is not None:
+                return half
             a, b = _promote(a, b)
             if np.result_type(a, b).kind != "f":
                 default = dtypes.get_default_dtype().numpy
@@ -62,8 +80,11 @@ def _binary(fn, floating: bool = False):
                 if type(b) is np.ndarray:
                     if a.dtype is b.dtype:
                         return fn(a, b)
-                elif type(b) is float and a.dtype.kind == "f":
+                elif type(b) is float and a.dtype.char in _FULL_FLOATS:
                     return fn(a, b)
+            half = _half_with_number(fn, a, b)
+            if half is not None:
+                return half
             a, b = _promote(a, b)
             return fn(a, b)
 
@@ -111,10 +132,11 @@ div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "D
             meta=elementwise(floating), kind="elementwise", recompute=True,
             lower=lambda self, other: cast(self) / cast(other),  # an int divides as the float it promotes to
             self=lambda grad, other: grad / other,
-            other=lambda grad, self, other: -grad * self / (other * other),
+            # (self / other) / other, as PyTorch: other * other overflows first (float16 300 * 300 is inf)
+            other=lambda grad, self, other: -grad * (self / other) / other,
             jvp=lambda self_t, other_t, self, other: tangent_sum(
                 None if self_t is None else self_t / other,
-                None if other_t is None else -other_t * self / (other * other)))
+                None if other_t is None else -other_t * (self / other) / other))
 
 neg = defop("neg", ("self",), np.negative, "NegBackward0",
             public=("function", "method"),

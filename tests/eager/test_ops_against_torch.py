@@ -23,14 +23,14 @@ def run(module, case, arrays):
     return out, module.autograd.grad([out], inputs, [module.tensor(seed)], allow_unused=True)
 
 
-def check_against_torch(case, *arrays) -> None:
+def check_against_torch(case, *arrays, rtol: float = 1e-6) -> None:
     expected, expected_grads = run(torch, case, arrays)
     got, got_grads = run(jg, case, arrays)
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
-    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=rtol)
     assert len(got_grads) == len(expected_grads)
     for g, e in zip(got_grads, expected_grads):
-        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=rtol)
 
 
 F32 = np.array([-2.5, -1.0, -0.0, 0.0, 1.5, 3.0], np.float32)
@@ -60,3 +60,12 @@ def test_joining_pieces_of_several_dtypes_promotes_as_pytorch(join, other):
     # int64 with float32 gave float64 (numpy's promotion); PyTorch's is float32
     check_against_torch(lambda m, x, y: getattr(m, join)([x * 2, y]), F32.reshape(2, 3), other)
 
+
+
+@pytest.mark.parametrize("case", [lambda m, x: x * 1e5, lambda m, x: x / 1e5, lambda m, x: 70000 * x,
+                                  lambda m, x: 1e5 / x, lambda m, x: x + 1e-8],
+                         ids=["x*1e5", "x/1e5", "70000*x", "1e5/x", "x+1e-8"])
+def test_float16_with_a_python_number_computes_at_full_precision(case):
+    # numpy casts the number to float16 first: 1e-3 * 1e5 was inf (PyTorch: 100.06), 2 / 1e5 was 0
+    # (within float16's rounding: PyTorch's 1e5 / x multiplies by x's float16 reciprocal)
+    check_against_torch(case, np.array([1e-3, 2.0, 300.0], np.float16), rtol=2e-3)
