@@ -69,3 +69,10 @@ def test_float16_with_a_python_number_computes_at_full_precision(case):
     # numpy casts the number to float16 first: 1e-3 * 1e5 was inf (PyTorch: 100.06), 2 / 1e5 was 0
     # (within float16's rounding: PyTorch's 1e5 / x multiplies by x's float16 reciprocal)
     check_against_torch(case, np.array([1e-3, 2.0, 300.0], np.float16), rtol=2e-3)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_of_two_tensors_are_maximum_and_minimum(name):
+    # the tensor was taken for dim: "Boolean value of Tensor with more than one value is ambiguous"
+    check_against_torch(lambda m, x, y: getattr(m, name)(x, y), F32, F32[::-1].copy())
+    check_against_torch(lambda m, x, y: getattr(x, name)(y), F32, F32[::-1].copy())
