@@ -94,6 +94,14 @@ def _t(self):
     return ops.transpose(self, 0, 1) if ndim == 2 else ops.reshape(self, self._data.shape)
 
 
+def _mT(self):
+    """PyTorch's ``mT``: the last two dimensions swapped, of a matrix or a batch of them."""
+    ndim = self._data.ndim
+    if ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {ndim}-D tensor.")
+    return ops.transpose(self, -2, -1)
+
+
 _LEGACY_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
                  "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
                  "bool": "BoolTensor"}
@@ -154,7 +162,7 @@ def _attach() -> None:
     Tensor.expand_as = _expand_as
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
-    Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+    Tensor.mT = property(_mT)
 
 
 _attach()

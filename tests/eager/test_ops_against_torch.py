@@ -76,3 +76,28 @@ def test_max_and_min_of_two_tensors_are_maximum_and_minimum(name):
     # the tensor was taken for dim: "Boolean value of Tensor with more than one value is ambiguous"
     check_against_torch(lambda m, x, y: getattr(m, name)(x, y), F32, F32[::-1].copy())
     check_against_torch(lambda m, x, y: getattr(x, name)(y), F32, F32[::-1].copy())
+
+
+INDEXED = np.arange(12.0).reshape(3, 4)
+
+
+@pytest.mark.parametrize("index", [
+    lambda m: [[0, 1], [1, 2]],               # a list of lists is a tuple of indices (was one 3-d index)
+    lambda m: [m.tensor([0, 1]), m.tensor([1, 2])],
+    lambda m: [1, slice(None)],
+    lambda m: [],                             # selects nothing (was an IndexError: float64)
+    lambda m: [True, False, True],
+], ids=["list-of-lists", "list-of-tensors", "list-with-slice", "empty-list", "list-of-bools"])
+def test_a_list_index_reads_as_pytorch_reads_it(index):
+    check_against_torch(lambda m, x: x[index(m)] * 2, INDEXED)
+
+
+def test_a_uint8_index_tensor_is_a_mask():
+    # numpy took the values 1, 0, 1 as row numbers: rows [1, 0, 1] instead of rows [0, 2]
+    with pytest.warns(UserWarning, match="uint8"):
+        check_against_torch(lambda m, x: x[m.tensor([1, 0, 1], dtype=m.uint8)] * 2, INDEXED)
+
+
+def test_mT_of_a_vector_is_pytorch_error():
+    with pytest.raises(RuntimeError, match="only supported on matrices"):
+        jg.ones(3).mT
