@@ -101,3 +101,28 @@ def test_a_uint8_index_tensor_is_a_mask():
 def test_mT_of_a_vector_is_pytorch_error():
     with pytest.raises(RuntimeError, match="only supported on matrices"):
         jg.ones(3).mT
+
+
+def test_and_or_invert_of_bool_tensors_are_logical():
+    for case in (lambda m, x: (x > 0) & (x < 2), lambda m, x: (x > 0) | True, lambda m, x: ~(x > 0)):
+        check_against_torch(case, F32)
+
+
+@pytest.mark.parametrize("case", [lambda x: ~x, lambda x: x | x, lambda x: x & 1],
+                         ids=["invert", "or", "and"])
+def test_bitwise_operators_of_integer_tensors_are_refused(case):
+    # they were the logical ops: ~tensor([1, 0]) gave [False, True], PyTorch's bitwise_not [-2, -1]
+    assert tuple(case(torch.tensor([1, 0])).tolist()) != (False, True)
+    with pytest.raises(NotImplementedError, match="bitwise"):
+        case(jg.tensor([1, 0]))
+
+
+@pytest.mark.parametrize("bounds", [(0.5, 3.7, 1), (0, 5, 1.5), (0.9, 5, 2.9), (-0.5, 3, 1), (5, 0, -1.5)])
+def test_arange_of_an_integer_dtype_truncates_its_bounds_and_step_first(bounds):
+    # numpy stepped in floats and cast: (0, 5, 1.5) gave [0, 1, 2, 3], PyTorch [0, 1, 2, 3, 4]
+    assert jg.arange(*bounds, dtype=jg.int64).tolist() == torch.arange(*bounds, dtype=torch.int64).tolist()
+
+
+def test_arange_of_an_integer_dtype_with_a_step_below_one_is_refused():
+    with pytest.raises(RuntimeError, match="step must be nonzero"):   # it gave [0, 0, 0, 0, 0]
+        jg.arange(0, 2.5, 0.5, dtype=jg.int64)
