@@ -10,7 +10,9 @@ internals, the standard library...) are not entered.
 Each value found is recorded with its ``Source``:
 
 - tensors and numpy arrays, by identity: a tensor the trace reads becomes a graph input read afresh
-  from its sources at every call (a numpy array, when the trace makes a tensor of it); a numpy array
+  from its sources at every call (a numpy array, when the trace makes a tensor of it); every tensor is
+  guarded by its descriptor (shape, dtype, requires_grad, ``.grad`` or not...: ``guards``), which Python
+  code may read without the trace reading the tensor; a numpy array
   is also guarded by its values, since what the function computes from it in numpy is baked into the
   graph where no tracer sees it;
 - a *run-time number*: an int or float a dict subclass names in its class attribute
@@ -179,6 +181,9 @@ class _Walker:
         if isinstance(value, Tensor):
             self.found.tensors.setdefault(id(value), []).append(source)
             self.found.objects[id(value)] = value
+            # guarded by its descriptor even when the trace never reads it as a tensor: the function may
+            # read its shape, dtype, requires_grad or whether it has a .grad in Python (x * w.shape[0])
+            self.found.guards.append((source, "tensor", value))
             return
         kind = type(value)
         if kind is np.ndarray:
