@@ -270,6 +270,8 @@ def _floating_only(name: str, reduce):
     def forward(a, dim, keepdim, correction):
         if a.dtype.kind not in "fc":
             raise TypeError(f"{name}: std and var only support floating point and complex dtypes")
+        if a.dtype == np.float16:  # in float32, as PyTorch: float16's squares overflow (var of 0..99 was inf)
+            return reduce(a, axis=dim, ddof=correction, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return reduce(a, axis=dim, ddof=correction, keepdims=keepdim)
     return forward
 
