@@ -9,8 +9,9 @@ Each measurement is a fresh process with an empty jitgrad disk cache: the first 
 form (``jitgrad_compiled``: trace, passes, code generation, the backend's compile and the first run), split
 into its parts, then the best of several rounds of step times. Step counts are measured in turn in
 every round (side by side, under the same load), and the table gives each one's best first call and
-step time, and their ratios to the first step count's. Exits 1 only when a child fails, never because
-the goal is missed.
+step time, and their ratios to the first step count's; a second table gives each pass's time in the
+first call at each step count (``PassManager``'s own timings), to show which passes grow with the
+steps. Exits 1 only when a child fails, never because the goal is missed.
 """
 from __future__ import annotations
 
@@ -64,12 +65,30 @@ def _timed(owner, name: str, part: str, seconds: dict[str, float]) -> None:
     setattr(owner, name, timed)
 
 
+def _record_passes(passes: dict[str, float]) -> None:
+    """Wraps ``PassManager.run`` so that each pass's time (from the manager's own report) adds up in
+    ``passes[name]``, over every graph the call runs the passes on."""
+    from jitgrad.fx.passes.manager import PassManager
+    original = PassManager.run
+
+    @functools.wraps(original)
+    def run(manager, graph):
+        try:
+            return original(manager, graph)
+        finally:
+            for done in manager.runs:
+                passes[done.name] = passes.get(done.name, 0.0) + done.seconds
+    PassManager.run = run
+
+
 def child(steps: int, calls: int) -> dict:
-    """(child) W4 over ``steps`` steps: its first call, in parts, and its best step time."""
+    """(child) W4 over ``steps`` steps: its first call, in parts, each pass's time, and its best step time."""
     import compiled_workloads
     import workloads
     workloads.W4_STEPS = compiled_workloads.W4_STEPS = steps   # w4_inputs and w4_loss read them at call time
     seconds: dict[str, float] = {}
+    passes: dict[str, float] = {}
+    _record_passes(passes)
     for module, attribute, part in TIMED_CALLS:
         _timed(*timed_owner(module, attribute), part, seconds)
     inputs = workloads.w4_inputs(False)
@@ -84,7 +103,7 @@ def child(steps: int, calls: int) -> dict:
             step()
         best = min(best, (time.perf_counter() - start) / calls)
     return {"first_call": first, "first_cpu": first_cpu, "step": best, **floor_runs(inputs),
-            **{p: seconds.get(p, 0.0) for p in PARTS}}
+            **{p: seconds.get(p, 0.0) for p in PARTS}, "pass_seconds": passes}
 
 
 def floor_runs(inputs: dict) -> dict[str, float]:
@@ -150,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"step {found['step'] * 1e6:.0f} us", flush=True)
             kept = best.get(steps, found)
             lowest = {k: min(found[k], kept[k]) for k in ("step", "first_cpu", "observed", "observed_forward", "eager")}
+            lowest["pass_seconds"] = {name: min(t, kept["pass_seconds"].get(name, t))
+                                      for name, t in found["pass_seconds"].items()}
             if steps not in best or found["first_call"] < best[steps]["first_call"]:
                 best[steps] = {**found, **lowest}
             else:
@@ -181,9 +202,24 @@ def main(argv: list[str] | None = None) -> int:
     longest = best[args.steps[-1]]
     grown = longest["observed"] - base["observed"] + longest["observed_forward"] - base["observed_forward"]
     floor = (base["first_cpu"] + grown) / base["first_cpu"]
+    print_passes(args.steps, best, args.rounds)
     print(f"\nfloor: {args.steps[-1]} steps at {floor:.2f}x of {args.steps[0]} in CPU seconds with the traces "
           "costing only their observed runs and everything else as at the first length")
     return 0
+
+
+def print_passes(steps: list[int], best: dict[int, dict], rounds: int) -> None:
+    """Each pass's time in the first call (best of the rounds, summed over the graphs it ran on) at
+    each step count, and the longest count's against the first's: which passes grow with the steps."""
+    names = list(dict.fromkeys(name for s in steps for name in best[s]["pass_seconds"]))
+    print(f"\nThe passes in the first call, ms (best of {rounds} each, summed over the graphs they ran on)\n")
+    print("| pass | " + " | ".join(f"{s} steps" for s in steps) + f" | {steps[-1]} / {steps[0]} |")
+    print("|---|" + "---|" * len(steps) + "---|")
+    for name in [*names, "total"]:
+        times = [sum(best[s]["pass_seconds"].values()) if name == "total" else best[s]["pass_seconds"].get(name, 0.0)
+                 for s in steps]
+        ratio = f"{times[-1] / times[0]:.1f}x" if times[0] > 0 else "-"
+        print(f"| {name} | " + " | ".join(f"{t * 1e3:.1f}" for t in times) + f" | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -332,3 +332,45 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
     return eps * std + mean
 
 
+
+
+# ---- Tensor.new_*: a factory with this tensor's dtype and device unless told otherwise ---------------
+# Attached here, not with the ops' methods (jitgrad/ops/methods.py): the ops layer sits below the factories.
+def _new_options(self: Tensor, dtype: DType, device: Device) -> tuple[np.dtype, Device]:
+    return dtypes.as_numpy_dtype(dtype) or self._data.dtype, self.device if device is None else device
+
+
+def _new_zeros(self: Tensor, *size: int | Sequence[int], dtype: DType = None, device: Device = None,
+               requires_grad: bool = False) -> Tensor:
+    dt, place = _new_options(self, dtype, device)
+    return _finish(np.zeros(_size(size), dt), requires_grad, device=place)
+
+
+def _new_ones(self: Tensor, *size: int | Sequence[int], dtype: DType = None, device: Device = None,
+              requires_grad: bool = False) -> Tensor:
+    dt, place = _new_options(self, dtype, device)
+    return _finish(np.ones(_size(size), dt), requires_grad, device=place)
+
+
+def _new_empty(self: Tensor, *size: int | Sequence[int], dtype: DType = None, device: Device = None,
+               requires_grad: bool = False) -> Tensor:
+    dt, place = _new_options(self, dtype, device)
+    return _finish(np.zeros(_size(size), dt), requires_grad, device=place)  # zeros: see empty()
+
+
+def _new_full(self: Tensor, size: Sequence[int], fill_value: float | int | bool, dtype: DType = None,
+              device: Device = None, requires_grad: bool = False) -> Tensor:
+    dt, place = _new_options(self, dtype, device)
+    return _finish(np.full(_size((size,)), fill_value, dt), requires_grad, device=place)
+
+
+def _new_tensor(self: Tensor, data: Any, dtype: DType = None, device: Device = None,
+                requires_grad: bool = False) -> Tensor:
+    """A copy of ``data`` with this tensor's dtype and device (unless given), as PyTorch's: the dtype
+    is this tensor's even where ``data``'s numbers would infer another."""
+    dt, place = _new_options(self, dtype, device)
+    return tensor(data, dtype=dt, device=place, requires_grad=requires_grad)
+
+
+Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = _new_zeros, _new_ones, _new_empty
+Tensor.new_full, Tensor.new_tensor = _new_full, _new_tensor

@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from . import anomaly_mode, grad_mode
-from ..device import CPU, copy_array, device, device_of
+from ..device import CPU, copy_array, copy_into, device, device_of
 from ..hooks import RemovableHandle
 from ..tensor import Tensor, is_tensor
 from .versions import increment_version, refresh_view
@@ -314,8 +314,10 @@ class AccumulateGrad(Node):
         with self._lock:
             old = variable._grad
             if type(grad._data) is not np.ndarray:  # a CUDA gradient: summed by a kernel, copied on the GPU
-                variable._grad = old + grad if old is not None else \
-                    type(grad)._make(copy_array(grad._data)) if copy else grad
+                if old is None:
+                    variable._grad = type(grad)._make(copy_array(grad._data)) if copy else grad
+                elif not (self.in_place and add_in_place_on_device(old, grad)):
+                    variable._grad = old + grad
             elif old is not None:
                 if not (self.in_place and add_in_place(old, grad._data)):
                     variable._grad = type(grad)._make(add_arrays(old._data, grad._data))
@@ -334,6 +336,18 @@ def add_in_place(grad: "Tensor", new: np.ndarray) -> bool:
             or old.dtype != new.dtype or np.may_share_memory(old, new):
         return False
     np.add(old, new, out=old)
+    increment_version(grad)
+    return True
+
+
+def add_in_place_on_device(grad: "Tensor", new: "Tensor") -> bool:
+    """``add_in_place`` for a CUDA ``.grad``: the sum is made by a kernel and written back into the
+    ``.grad``'s memory, so a ``.grad`` held across backwards sees it there too, as on the CPU. False,
+    and nothing done, where the old ``.grad`` is on another device or of another shape or dtype."""
+    old = grad._data
+    if type(old) is np.ndarray or tuple(old.shape) != tuple(new._data.shape) or old.dtype != new._data.dtype:
+        return False
+    copy_into(old, (grad + new)._data)
     increment_version(grad)
     return True
 

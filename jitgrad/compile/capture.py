@@ -40,6 +40,7 @@ from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
 from .guards import array_contents, unguarded_array
 from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
+from .returned_values import graph_outlives_the_call, share_memory
 from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types, viewed_node
 from .unsupported import Unsupported
@@ -490,6 +491,9 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         if any(viewed_node(tracer.node_of(t))[0] in placeholders for t in leaves):
             raise Unsupported("a result is an input or a view of one (x.t(), w[0], x.detach()), which eager mode "
                               "returns sharing the input's memory and a compiled loss would return as a copy")
+        if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
+            raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), "
+                              "which eager mode returns as views of one another and a compiled loss as copies")
         wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
                   if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])
@@ -500,9 +504,14 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
                               "does not (a custom Function's backward?); pass them as arguments")
         return Captured("loss", graph, inputs.inputs, free, tuple_types(result), tracer.lines,
                         [t._requires_grad for t in leaves], wanted)
-    if needs_grad and any(is_backward(tracer.node_of(t)) for t in leaves if t._requires_grad):
-        raise Unsupported("the function returns a gradient that requires grad (create_graph=True inside); "
-                          "higher-order gradients through a compiled step are not supported")
+    if needs_grad and any(t._requires_grad and graph_outlives_the_call(t) for t in leaves):
+        raise Unsupported("the function returns a tensor whose graph a backward outside it could still run "
+                          "through (create_graph=True or retain_graph=True inside, or a graph no backward inside "
+                          "freed), which a compiled step returns without its graph; return .detach() of it, or "
+                          "compile the loss alone (with backward() outside)")
+    if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
+        raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), which "
+                          "eager mode returns as views of one another and a compiled step as separate copies")
     value = tracer.as_arg(result)
     while True:  # reading the result or the new .grads may make more inputs (a .grad read at last)
         inputs = _Inputs(tracer, free, argument_sources, numbers)

@@ -37,15 +37,23 @@ class Lowered:
     """One graph after passes and lowering, with what ``explain`` reports about it. ``reused``: the
     backend had kernels for a graph equal up to sizes (in this process); ``from_disk``: loaded from the
     disk cache instead of lowered; ``example_out``: what the example call returned (used once, to warm
-    up the backward)."""
+    up the backward). ``ir_before`` may be given as an object whose ``str()`` is the text (the traced
+    graph's ``fx.graph.Listing``), printed when first read."""
 
-    def __init__(self, label: str, call: Callable[..., tuple], source: str, ir_before: str, ir_after: str,
+    def __init__(self, label: str, call: Callable[..., tuple], source: str, ir_before: Any, ir_after: str,
                  pass_report: str, fusion_groups: list[str], memory: dict[str, Any], out_dtypes: list[np.dtype],
                  reused: bool = False, from_disk: bool = False, example_out: list | None = None) -> None:
         self.label, self.call, self.source = label, call, source
-        self.ir_before, self.ir_after, self.pass_report = ir_before, ir_after, pass_report
+        self._ir_before, self.ir_after, self.pass_report = ir_before, ir_after, pass_report
         self.fusion_groups, self.memory, self.out_dtypes = fusion_groups, memory, out_dtypes
         self.reused, self.from_disk, self.example_out = reused, from_disk, example_out
+
+    @property
+    def ir_before(self) -> str:
+        """The graph as traced, before the passes."""
+        if not isinstance(self._ir_before, str):
+            self._ir_before = str(self._ir_before)
+        return self._ir_before
 
 
 def as_tensor(index: int, array: np.ndarray) -> Tensor:
@@ -153,8 +161,8 @@ def writes_shared_memory(inputs: list, written: tuple[int, ...]) -> bool:
 def _add_into(grad: Tensor | None, total: Any) -> bool:
     """Writes a step's new ``.grad`` (the old one plus what the step added) into the old ``.grad``'s
     memory, where eager mode's ``AccumulateGrad`` would have added into it; False where it cannot."""
-    if grad is None or type(grad._data) is not np.ndarray or not grad._data.flags.writeable \
-            or grad._data.shape != np.shape(total):
+    if grad is None or not placement.writeable(grad._data) \
+            or tuple(grad._data.shape) != tuple(np.shape(total)):
         return False
     placement.write_back(grad, total)
     increment_version(grad)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fx.graph import Graph
+from ..fx.graph import Graph, Listing
 from ..fx.node import Node, Opcode
 from ..fx.passes import PIPELINES, PassManager
 from . import placement
@@ -54,7 +54,7 @@ def lower(graph: Graph, backend: Backend, options: dict[str, Any], label: str,
     now, while the call can still run eagerly, and never in the middle of a backward; a kernel run from
     loaded machine code (``loaded``: numba_cpu's object code) is not run."""
     placement.constants_on_host(graph)
-    before = str(graph)
+    before = Listing(graph)  # printed if ``explain`` asks: a long trace's text costs more than its fields
     for node in graph.nodes:  # the lowered graph runs on arrays, where grad mode means nothing, so
         node.meta.pop("no_grad", None)  # a backward's recomputation may share the forward's node
     manager = PassManager(PIPELINES[backend.pipeline], lint=os.environ.get("JITGRAD_LINT_PASSES") == "1")

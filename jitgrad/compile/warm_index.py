@@ -41,7 +41,13 @@ from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
 from .result_template import InputAlias, Slot, TupleOf
 
-INDEX_FORMAT = "jitgrad-warm-index-1"
+INDEX_FORMAT = "jitgrad-warm-index-2"
+# What ``explain`` shows as the IR before the passes of a program from the index. The traced graph is
+# not kept: printing it cost a first call of W4 over 500 steps 27-44 ms (the passes edit the graph,
+# so only a text or a copy can keep it), and a warm process would read and hash its text (about 1 MB
+# there) before its first result. The graph after the passes is kept.
+NOT_INDEXED_IR = ("(not kept in the warm-start index: this program was loaded without tracing; "
+                  "jitgrad.compile(fn, cache=False).explain(...) traces it and shows this IR)")
 _UNKEYED_SETTINGS = frozenset({"JITGRAD_LOG", "JITGRAD_CACHE_DIR", "JITGRAD_CACHE_MAX_BYTES", "JITGRAD_LINT_PASSES"})
 _PLAIN = (int, float, bool, str, type(None))
 
@@ -192,9 +198,9 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
             "added_into": sorted(program.added_into),
             "layout": {"positions": layout.positions, "grad_of": layout.grad_of, "random": layout.random,
                        "draws": layout.draws},
-            "lowered": {"label": lowered.label, "source": lowered.source, "ir_before": lowered.ir_before,
-                        "ir_after": lowered.ir_after, "pass_report": lowered.pass_report,
-                        "fusion_groups": lowered.fusion_groups, "memory": lowered.memory,
+            "lowered": {"label": lowered.label, "source": lowered.source, "ir_after": lowered.ir_after,
+                        "pass_report": lowered.pass_report, "fusion_groups": lowered.fusion_groups,
+                        "memory": lowered.memory,
                         "out_dtypes": [d.str for d in lowered.out_dtypes]},
             "kernel": state, "constants": table}).encode()
     return {"text_bytes": len(text)}, text + arrays  # the text can be long (W1's IR): in the hashed data file
@@ -210,7 +216,7 @@ def restore(sizes: dict[str, Any], data: bytes, backend: Backend, cache: DiskCac
     if call is None:
         return None
     text = entry["lowered"]
-    lowered = Lowered(text["label"], call, text["source"], text["ir_before"], text["ir_after"], text["pass_report"],
+    lowered = Lowered(text["label"], call, text["source"], NOT_INDEXED_IR, text["ir_after"], text["pass_report"],
                       list(text["fusion_groups"]), dict(text["memory"]), [np.dtype(d) for d in text["out_dtypes"]],
                       from_disk=True)
     grads = {int(i): None if s is None else Slot(int(s)) for i, s in entry["grads"]}
@@ -222,4 +228,4 @@ def restore(sizes: dict[str, Any], data: bytes, backend: Backend, cache: DiskCac
                        no_numbers(), backend, frozenset(int(i) for i in entry["added_into"]))
 
 
-__all__ = ["INDEX_FORMAT", "NotIndexed", "call_description", "describe", "index_key", "restore"]
+__all__ = ["INDEX_FORMAT", "NOT_INDEXED_IR", "NotIndexed", "call_description", "describe", "index_key", "restore"]

@@ -44,8 +44,10 @@ class CheckedGraph(Graph):
     def __init__(self, reference: Graph) -> None:
         super().__init__()
         self.reference = reference
-        self._expected_placeholders = reference.placeholders
-        self._expected_others = [n for n in reference.nodes if n.op is not Opcode.PLACEHOLDER]
+        self._expected_placeholders: list[Node] = []
+        self._expected_others: list[Node] = []
+        for node in reference._nodes:  # one walk of a long trace's nodes, not one per kind
+            (self._expected_placeholders if node.op is Opcode.PLACEHOLDER else self._expected_others).append(node)
         self._placeholders_matched = 0
         self._others_matched = 0
         self.difference: str | None = None

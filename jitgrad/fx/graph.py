@@ -17,10 +17,10 @@ from typing import Any, Iterator
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 from .loop import Loop
-from .node import Node, Opcode, iter_nodes, map_nodes, tuple_item
+from .node import Node, Opcode, format_meta, iter_nodes, map_nodes, tuple_item
 from .node_meta import meta_disagreement
 from .numbers import is_number_op
-from .printing import format_arg, format_node
+from .printing import format_arg, format_fields
 
 # Names the generated code uses for itself; no node may take them.
 RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float", "run_loop"})
@@ -73,6 +73,11 @@ class Graph:
         # what lint last found right about each call's metadata: its args and kwargs (the objects), its
         # shape and dtype and its inputs'; while all are the same, its op's rule is not asked again
         self._meta_checked: dict[Node, tuple] = {}
+        # how many placeholders there are, and whether they are the first that many nodes (as a graph
+        # built through these methods keeps them): ``placeholders`` is then a slice, where a trace
+        # asks for them again and again while its list holds thousands of nodes
+        self._placeholder_count = 0
+        self._placeholders_first = True
 
     # ---- reading -----------------------------------------------------------------------------------
     @property
@@ -88,6 +93,8 @@ class Graph:
 
     @property
     def placeholders(self) -> list[Node]:
+        if self._placeholders_first:
+            return self._nodes[:self._placeholder_count]
         return [n for n in self._nodes if n.op is Opcode.PLACEHOLDER]
 
     @property
@@ -108,18 +115,26 @@ class Graph:
     # ---- building ----------------------------------------------------------------------------------
     def unique_name(self, hint: str) -> str:
         """A fresh identifier based on ``hint`` (``mul``, ``mul_1``...)."""
-        base = _identifier(hint)
-        name, count = base, self._names.get(base, 0)
-        while name in self._names:
+        base, names = _identifier(hint), self._names
+        count = names.get(base)
+        if count is None:
+            names[base] = 0
+            return base
+        count += 1
+        name = f"{base}_{count}"
+        while name in names:
             count += 1
             name = f"{base}_{count}"
-        self._names[base] = count
-        self._names[name] = 0
+        names[base] = count
+        names[name] = 0
         return name
 
     def _insert(self, node: Node, before: Node | None) -> Node:
         if before is not None:
-            self._nodes.insert(self._nodes.index(before), node)
+            at = self._nodes.index(before)
+            self._nodes.insert(at, node)
+            if at < self._placeholder_count:
+                self._placeholders_first = False
         elif self._nodes and self._nodes[-1].op is Opcode.OUTPUT:
             self._nodes.insert(len(self._nodes) - 1, node)
         else:
@@ -131,6 +146,7 @@ class Graph:
         node = Node(self, self.unique_name(name), Opcode.PLACEHOLDER, name, (), {}, meta)
         node.target = node.name
         self._nodes.insert(len(self.placeholders), node)
+        self._placeholder_count += 1
         return node
 
     def get_attr(self, value: Tensor, name: str = "_tensor_constant", before: Node | None = None,
@@ -181,6 +197,8 @@ class Graph:
         self._nodes.remove(node)
         if node.op is Opcode.GET_ATTR:
             del self.constants[node.target]
+        elif node.op is Opcode.PLACEHOLDER:
+            self._count_placeholders()
 
     def erase_nodes(self, nodes: list[Node]) -> None:
         """Erases ``nodes`` at once, each read by nobody or only by others of them: one walk of the
@@ -195,12 +213,27 @@ class Graph:
             if node.op is Opcode.GET_ATTR:
                 del self.constants[node.target]
         self._nodes = [n for n in self._nodes if n not in gone]
+        if any(n.op is Opcode.PLACEHOLDER for n in nodes):
+            self._count_placeholders()
 
     def reorder(self, order: list[Node]) -> None:
         """Puts the same nodes in a new order (``topological_sort`` decides which)."""
         if set(order) != set(self._nodes) or len(order) != len(self._nodes):
             raise GraphError("reorder must be given exactly the graph's nodes")
         self._nodes = list(order)
+        self._count_placeholders()
+
+    def _count_placeholders(self) -> None:
+        """``_placeholder_count`` and ``_placeholders_first`` found afresh, after an edit that may have
+        removed or moved placeholders."""
+        count, first, other = 0, True, False
+        for node in self._nodes:
+            if node.op is not Opcode.PLACEHOLDER:
+                other = True
+                continue
+            count += 1
+            first = first and not other
+        self._placeholder_count, self._placeholders_first = count, first
 
     def record_pass(self, name: str) -> PassRecord:
         """A fresh record in ``history`` for a pass about to run; the pass fills it in."""
@@ -226,6 +259,8 @@ class Graph:
         if len(outputs) != 1 or self._nodes[-1] is not outputs[0]:
             raise GraphError(f"the graph must end in exactly one output node (found {len(outputs)})")
         placeholders_done = False
+        if self.placeholders != [n for n in self._nodes if n.op is Opcode.PLACEHOLDER]:
+            raise GraphError("the graph's count of its placeholders is out of step with its nodes")
         inputs = {node: node.all_input_nodes for node in self._nodes}  # each node's walked once
         checked: dict[Node, tuple] = {}
         for node in self._nodes:
@@ -306,13 +341,7 @@ class Graph:
     def __str__(self) -> str:
         """One line per node (``fx.printing.format_node``): ``%name: dtype[shape] = opcode
         target(args, kwargs)  # extra meta``."""
-        params = ", ".join(f"{p.name}: {p.format_meta()}" for p in self.placeholders)
-        lines = [f"graph({params}):"]
-        for node in self._nodes:
-            lines.append(f"    {format_node(node)}")
-            if isinstance(node.target, Loop):  # its body, indented under it
-                lines += [f"        {line}" for line in str(node.target.body).splitlines()]
-        return "\n".join(lines)
+        return _listing([(n.name, n.op, n.target, n.args, n.kwargs, n.meta) for n in self._nodes])
 
     def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs", "value")]
@@ -327,6 +356,84 @@ class Graph:
     def print_tabular(self) -> None:
         """Prints a table of opcode, name, target, args, kwargs and value type."""
         print(self.tabular())
+
+
+def _listing(rows: list[tuple]) -> str:
+    """``str(graph)`` of a graph whose nodes have these fields (``format_fields``' arguments)."""
+    params = ", ".join(f"{name}: {format_meta(meta)}" for name, op, _, _, _, meta in rows if op is Opcode.PLACEHOLDER)
+    lines = [f"graph({params}):"]
+    for fields in rows:
+        lines.append(f"    {format_fields(*fields)}")
+        if isinstance(fields[2], Loop):  # its body, indented under it
+            lines += [f"        {line}" for line in str(fields[2].body).splitlines()]
+    return "\n".join(lines)
+
+
+class _NodeName(str):
+    """A node's name where a ``Listing`` keeps an argument: it prints as the node does (``%name``),
+    without keeping the node, its graph and everything they reach alive with the listing."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"%{self}"
+
+
+class Listing:
+    """``str(graph)`` as the graph is now, printed when first read (``str(listing)``). ``jitgrad.compile``
+    keeps the IR a trace made for ``explain``, and the passes then edit that graph in place; printing it
+    cost a first call of W4 over 500 steps 27-44 ms, while keeping each node's fields costs about half
+    of that. They are kept in one flat list, with the nodes among a node's arguments by name (a bit
+    per argument says which are names; a nested argument keeps ``_NodeName``s), so that what stays
+    alive until ``explain`` asks is mostly strings and tuples of them, which the cycle collector stops
+    tracking, not a graph of objects. A loop's body is printed now (no trace makes loops)."""
+
+    _PER_NODE = 8  # name, opcode, target, args, which args are node names (bits), kwargs, meta keys, values
+
+    def __init__(self, graph: Graph) -> None:
+        self._kept: list[Any] = []
+        self._text: str | None = None
+        key_sets: dict[tuple, tuple] = {}
+        add = self._kept.extend
+        for node in graph._nodes:
+            if isinstance(node.target, Loop):
+                self._text, self._kept = str(graph), []
+                return
+            args, kwargs, bits = node.args, node.kwargs, 0
+            if node._inputs:  # each argument: a node by its name, a plain value as it is, or walked
+                kept = []
+                for i, a in enumerate(args):
+                    if type(a) is Node:
+                        kept.append(a.name)
+                        bits |= 1 << i
+                    else:
+                        kept.append(a if type(a) in _AS_THEY_ARE else map_nodes(a, _name_of))
+                args = tuple(kept)
+            if kwargs:
+                kwargs = {k: v if type(v) in _AS_THEY_ARE else map_nodes(v, _name_of) for k, v in kwargs.items()}
+            meta = node.meta  # its keys (one tuple per set of keys) and values: a third of a dict's bytes
+            keys = tuple(meta)
+            add((node.name, node.op, node.target, args, bits, kwargs or _NO_KWARGS, key_sets.setdefault(keys, keys),
+                 tuple(meta.values())))
+
+    def __str__(self) -> str:
+        if self._text is None:
+            fields, rows = self._kept, []
+            for at in range(0, len(fields), self._PER_NODE):
+                name, op, target, args, bits, kwargs, keys, values = fields[at:at + self._PER_NODE]
+                if bits:
+                    args = tuple(_NodeName(a) if bits >> i & 1 else a for i, a in enumerate(args))
+                rows.append((name, op, target, args, kwargs, dict(zip(keys, values))))
+            self._text, self._kept = _listing(rows), []
+        return self._text
+
+
+def _name_of(node: Node) -> _NodeName:
+    return _NodeName(node.name)
+
+
+_NO_KWARGS: dict[str, Any] = {}
+_AS_THEY_ARE = frozenset({int, float, bool, str, type(None)})  # arguments kept as they are
 
 
 def _loop_problem(node: Node) -> str | None:
@@ -367,4 +474,4 @@ def _loop_problem(node: Node) -> str | None:
     return None
 
 
-__all__ = ["Graph", "GraphError", "PassRecord", "format_arg", "tensor_meta"]
+__all__ = ["Graph", "GraphError", "Listing", "PassRecord", "format_arg", "tensor_meta"]

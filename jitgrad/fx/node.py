@@ -128,6 +128,17 @@ def _dtype_text(dtype: Any) -> str:
         return f"{dtype}"
 
 
+def format_meta(meta: dict[str, Any], size: Callable[[int], str] = str) -> str:
+    """``Node.format_meta`` of a node whose metadata is ``meta`` (a listing kept for later prints a
+    copy of it: ``printing.format_fields``)."""
+    shape, dtype = meta.get("shape"), meta.get("dtype")
+    if shape is None or dtype is None:
+        return ""
+    if isinstance(dtype, tuple):
+        return "(" + ", ".join(f"{_dtype_text(d)}[{', '.join(map(size, s))}]" for d, s in zip(dtype, shape)) + ")"
+    return f"{_dtype_text(dtype)}[{', '.join(map(size, shape))}]"
+
+
 def is_call(value: Any, op: str) -> bool:
     """Whether ``value`` (an argument: a node or a plain value) is a call of the registry op ``op``."""
     return isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name == op
@@ -182,11 +193,21 @@ class Node:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
         nodes: list[Node] = []
-        _collect_leaves(args, Node, nodes)
-        if kwargs:
-            _collect_leaves(kwargs, Node, nodes)
-        self._inputs = tuple(dict.fromkeys(nodes))
-        for new in self._inputs:
+        flat = not kwargs  # flat arguments (nearly every op a trace records) need no recursive walk
+        if flat:
+            for a in args:
+                if isinstance(a, Node):
+                    nodes.append(a)
+                elif isinstance(a, (tuple, list, dict)):
+                    flat = False
+                    break
+        if not flat:
+            nodes.clear()
+            _collect_leaves(args, Node, nodes)
+            if kwargs:
+                _collect_leaves(kwargs, Node, nodes)
+        self._inputs = inputs = tuple(dict.fromkeys(nodes)) if len(nodes) > 1 else tuple(nodes)
+        for new in inputs:
             new.users[self] = None
 
     def replace_input_with(self, old: "Node", new: "Node") -> None:
@@ -225,12 +246,7 @@ class Node:
     def format_meta(self, size: Callable[[int], str] = str) -> str:
         """``float32[3, 4]`` (or a tuple of those for a multi-output op), each size as ``size`` spells
         it (a kernel names its sizes: ``float32[x_n0, 4]``)."""
-        shape, dtype = self.meta.get("shape"), self.meta.get("dtype")
-        if shape is None or dtype is None:
-            return ""
-        if isinstance(dtype, tuple):
-            return "(" + ", ".join(f"{_dtype_text(d)}[{', '.join(map(size, s))}]" for d, s in zip(dtype, shape)) + ")"
-        return f"{_dtype_text(dtype)}[{', '.join(map(size, shape))}]"
+        return format_meta(self.meta, size)
 
     def __repr__(self) -> str:
         return self.name

@@ -69,7 +69,15 @@ def call_meta_key(target: Any, args: tuple, kwargs: dict) -> Hashable | None:
     metadata, attributes and default dtype), or None where an argument has none. The tracer asks
     the rule once per key: an unrolled loop repeats each call of its body at every step."""
     try:
-        key = (target, _key(args), tuple((k, _key(v)) for k, v in kwargs.items()), dtypes.get_default_dtype())
+        parts = []
+        for arg in args:  # ``_key`` of each, a node's (nearly every argument) spelled here: asked per op
+            if type(arg) is Node:
+                meta = arg.meta
+                parts.append((Node, meta["shape"], meta["dtype"], bool(meta.get("python_number"))))
+            else:
+                parts.append(_key(arg))
+        key = (target, tuple(parts), tuple([(k, _key(v)) for k, v in kwargs.items()]) if kwargs else (),
+               dtypes.get_default_dtype())
         hash(key)
     except (_NoKey, KeyError, TypeError):
         return None

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .node import Node, Opcode
+from .node import Node, Opcode, format_meta
 
 # Text for a plain value inside args or kwargs, or None for the default (``repr``).
 Leaf = Callable[[Any], "str | None"]
@@ -42,15 +42,15 @@ def format_arg(value: Any, leaf: Leaf | None = None) -> str:
     return repr(value)
 
 
-def _call(node: Node, leaf: Leaf | None) -> str:
+def _call(op: Opcode, target: Any, args: tuple, kwargs: dict, leaf: Leaf | None) -> str:
     """``opcode target`` and, for a call, its ``(args, kwargs)`` (an argument that is a node, the
     common case, spelled here: a listing of a long trace prints thousands)."""
-    if node.op is not Opcode.CALL_FUNCTION:
-        return f"{node.op.value} {node.target_name}"
-    parts = [f"%{a.name}" if type(a) is Node else format_arg(a, leaf) for a in node.args]
-    if node.kwargs:
-        parts += [f"{k}={format_arg(v, leaf)}" for k, v in node.kwargs.items()]
-    return f"call_function {node.target.name}({', '.join(parts)})"
+    if op is not Opcode.CALL_FUNCTION:
+        return f"{op.value} {target!s}"
+    parts = [f"%{a.name}" if type(a) is Node else format_arg(a, leaf) for a in args]
+    if kwargs:
+        parts += [f"{k}={format_arg(v, leaf)}" for k, v in kwargs.items()]
+    return f"call_function {target.name}({', '.join(parts)})"
 
 
 def format_node(node: Node, *, size: Callable[[int], str] = str, leaf: Leaf | None = None,
@@ -58,11 +58,19 @@ def format_node(node: Node, *, size: Callable[[int], str] = str, leaf: Leaf | No
     """The node's line: ``%name: dtype[shape] = opcode target(args)``, with each size as ``size``
     spells it, and after ``  # `` the metadata passes added (``fusion_group``, ``buffer``...) unless
     ``notes`` is False. The output node prints as ``return value``."""
-    if node.op is Opcode.OUTPUT:
-        return f"return {format_arg(node.args[0], leaf)}"
-    line = f"%{node.name}: {node.format_meta(size)} = {_call(node, leaf)}"
+    return format_fields(node.name, node.op, node.target, node.args, node.kwargs, node.meta, size=size, leaf=leaf,
+                         notes=notes)
+
+
+def format_fields(name: str, op: Opcode, target: Any, args: tuple, kwargs: dict, meta: dict[str, Any], *,
+                  size: Callable[[int], str] = str, leaf: Leaf | None = None, notes: bool = True) -> str:
+    """``format_node`` of a node with these fields: the line of a node as it was when a listing kept
+    them (``graph.Listing``), whatever passes did to the node since."""
+    if op is Opcode.OUTPUT:
+        return f"return {format_arg(args[0], leaf)}"
+    line = f"%{name}: {format_meta(meta, size)} = {_call(op, target, args, kwargs, leaf)}"
     if notes:
-        extra = [f"{k}={v}" for k, v in node.meta.items() if k != "shape" and k != "dtype"]
+        extra = [f"{k}={v}" for k, v in meta.items() if k != "shape" and k != "dtype"]
         if extra:
             return line + "  # " + ", ".join(extra)
     return line
@@ -102,4 +110,4 @@ def meta_alike(a: Any, b: Any) -> bool:
     return f"{a}" == f"{b}"
 
 
-__all__ = ["Leaf", "args_alike", "format_arg", "format_node", "meta_alike"]
+__all__ = ["Leaf", "args_alike", "format_arg", "format_fields", "format_node", "meta_alike"]

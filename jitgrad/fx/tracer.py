@@ -146,6 +146,10 @@ class Tracer:
         self._by_array: dict[int, Node] = {}  # op outputs by the id of their array (saved ``result``s)
         self._alive: list[Any] = []  # keeps ids unique for the whole trace
         self._view_versions: dict[int, int] = {}  # views: their base's version when they were bound
+        # Values made in the trace whose memory an in-place op wrote: by the id of that array, the
+        # node of what it holds now. ``y.detach()`` and ``y.data`` share ``y``'s array, so a write
+        # through them is seen when ``y`` is read next, as its memory shows it eagerly.
+        self._rewritten: dict[int, Node] = {}
         # Arguments' arrays: ``w.data``/``w.detach()`` share them, and an in-place write into one is a
         # write into the argument. Without ``capture_writes`` such a write raises TraceError; with it,
         # ``writes`` maps the placeholder to the node of the value it now holds.
@@ -184,9 +188,15 @@ class Tracer:
 
     def node_of(self, tensor: Tensor) -> Node:
         """The node computing ``tensor``; a constant for a tensor made outside the registry."""
+        if not self.writes and not self._rewritten and tensor._view is None:  # the common case: an op's output
+            node = self._nodes.get(id(tensor))
+            if node is not None and node.op is not Opcode.PLACEHOLDER:
+                return node
         argument = self._arguments.get(id(tensor._data))
         if argument is not None and argument in self.writes:
             return self.writes[argument]  # the argument's memory was written: its latest value
+        if self._rewritten and id(tensor._data) in self._rewritten:
+            return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
         if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
             node = None  # an argument whose ``.data`` was replaced: it holds another value now
@@ -204,6 +214,8 @@ class Tracer:
         argument = self._arguments.get(id(tensor._data))
         if argument is not None and argument in self.writes:
             return self.writes[argument]
+        if self._rewritten and id(tensor._data) in self._rewritten:
+            return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
         if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
             node = None
@@ -357,16 +369,20 @@ class Tracer:
 
     def release(self) -> None:
         """Lets go of every value the trace kept alive to keep ids unique (its tensors, their nodes by
-        id), once nothing will be traced or looked up any more. The hooks that record gradients hold
-        the tracer and the tracer holds them, so without this the trace's tens of thousands of tensors
-        live until the cycle collector finds that loop (0.08 s of CPU after W4's 500-step compile);
-        released, they go as soon as the caller drops them."""
+        id) and of its watcher of backward calls, once nothing will be traced or looked up any more.
+        The hooks that record gradients, and that watcher, hold the tracer and the tracer holds them,
+        so without this the trace's tens of thousands of tensors and nodes live until the cycle
+        collector finds those loops (0.03-0.08 s of CPU after W4's 500-step compile); released, they go
+        as soon as the caller drops them."""
         self._alive.clear()
         self.added_into.clear()
         self._grad_fn_nodes.clear()
         self._nodes.clear()
         self._by_array.clear()
+        self._rewritten.clear()
         self._view_versions.clear()
+        self._metas.clear()
+        self.backward_calls = None  # it holds the tracer: a loop that left all of a trace to the collector
 
     def give_back(self) -> None:
         """Returns every borrowed tensor to the state it had before the trace."""
@@ -386,11 +402,16 @@ class Tracer:
             before["old"] = leaf._grad
 
         def record_new(grad_inputs: tuple, grad_outputs: tuple) -> None:
-            new = leaf._grad
-            if new is None or id(new) in self._nodes:
-                return  # untouched, or written by an op the tracer saw (create_graph)
+            new, old = leaf._grad, before.get("old")
+            if new is None:
+                return
+            if id(new) in self._nodes:
+                # written by an op the tracer saw: a new tensor under create_graph; a CUDA sum, made
+                # by a kernel with grad mode off, which eager mode writes into ``old``'s memory
+                if old is not None and new is not old and not grad_mode.state.grad_enabled:
+                    self.added_into[id(new)] = old
+                return
             incoming = self.node_of(grad_outputs[0])
-            old = before.get("old")
             if old is None:
                 node = incoming
             else:
@@ -429,10 +450,12 @@ class Tracer:
     def observe(self, op: OpDef, args: tuple, attrs: dict, output: Any) -> None:
         """The registry's observer: one node per op call (plus a ``tuple_item`` per output of a
         multi-output op); outputs become ``TracedTensor``s."""
-        for value in attrs.values():
-            if isinstance(value, SymbolicNumber):
-                self.specialize(value, f"an attribute of {op.name}")
-        node = self.call(op, tuple([self.node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
+        if attrs:
+            for value in attrs.values():
+                if isinstance(value, SymbolicNumber):
+                    self.specialize(value, f"an attribute of {op.name}")
+        node_of = self.node_of
+        node = self.call(op, tuple([node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
         if self.record_lines:
             line = self.backward_line or user_line()
@@ -539,6 +562,8 @@ class Tracer:
             node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         if argument is not None:
             self.writes[argument] = node
+        else:
+            self._rewritten[id(tensor._data)] = node
         self._bind(tensor, node)
 
     def _views_an_argument(self, array: np.ndarray) -> bool:

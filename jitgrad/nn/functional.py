@@ -11,19 +11,35 @@ import math
 import warnings
 from typing import Sequence
 
+import numpy as np
+
 from ..autograd import Function, no_grad
-from ..factories import rand_like
+from ..dtypes import bool as bool_
+from ..dtypes import int64
+from ..factories import arange, full, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
+from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
+                               selu, silu, softsign)
+from ..ops.linalg import norm
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
 from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
 from ..tensor import Tensor
+from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
+from .padding import pad
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
+from .transposed_convolution import conv_transpose1d, conv_transpose2d
 
-__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv1d", "conv2d",
-           "cross_entropy", "dropout", "embedding", "fold", "gelu", "layer_norm", "linear", "log_softmax",
-           "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax", "tanh", "unfold"]
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
+           "conv_transpose1d", "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "dropout2d", "elu", "embedding", "fold", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
+           "huber_loss", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "logsigmoid", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "pad",
+           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "relu", "relu6", "scaled_dot_product_attention",
+           "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "softsign", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -43,6 +59,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out + bias
 
 
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``, the norm taken as at least ``eps`` (so a zero
+    slice stays zero, with a finite gradient)."""
+    return input / norm(input, p, dim, keepdim=True).clamp(min=eps)
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes each element with probability ``p`` and scales the rest by ``1 / (1 - p)``, so that the
     expected value is unchanged; the identity when not ``training`` (or ``p == 0``, which draws nothing).
@@ -60,6 +82,40 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input * 0.0  # every element dropped: zeros, and zero gradients (no 0 * inf)
     keep = rand_like(input) >= p
     return input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+
+
+def _channel_dropout(input: Tensor, p: float, training: bool, spatial: int, name: str, dims: tuple[int, ...]) -> Tensor:
+    """Zeroes whole channels (each with probability ``p``; the rest scaled by ``1 / (1 - p)``): the mask
+    has one element per (sample, channel) and is broadcast over the ``spatial`` dimensions."""
+    if input.dim() not in dims:
+        raise RuntimeError(f"{name}: Expected {dims[0]}D or {dims[1]}D input, but received a {input.dim()}D input. "
+                           f"Note that {name} exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                           f"dimension{'s' if spatial > 1 else ''}, a channel dimension, and an optional batch "
+                           f"dimension (i.e. {dims[0]}D or {dims[1]}D inputs).")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability p has to be between 0 and 1, but got p={p}")
+    if not training or p == 0.0:
+        return input
+    mask_shape = tuple(input.shape[:input.dim() - spatial]) + (1,) * spatial
+    return input * dropout(full(mask_shape, 1.0, dtype=input.dtype, device=input.device), p, True)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Whole channels of an (N, C, L) or (C, L) input zeroed."""
+    return _channel_dropout(input, p, training, 1, "dropout1d", (2, 3))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Whole channels of an (N, C, H, W) or (C, H, W) input zeroed; a 3-d input is read as (N, C, L),
+    with PyTorch's warning."""
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", UserWarning, stacklevel=2)
+        return _channel_dropout(input, p, training, 1, "dropout2d", (3, 4))
+    return _channel_dropout(input, p, training, 2, "dropout2d", (3, 4))
 
 
 def _affine(normalized: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
@@ -84,6 +140,22 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     centered = input - mean(input, dims, keepdim=True)
     variance = mean(centered * centered, dims, keepdim=True)
     return _affine(centered * (variance + eps).rsqrt(), weight, bias)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Each sample's channels (dimension 1) split into ``num_groups`` groups, each normalized over its
+    channels and every later dimension (biased variance), then ``weight`` and ``bias`` per channel."""
+    if input.dim() < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(input.shape[0], num_groups, -1)
+    centered = grouped - mean(grouped, -1, keepdim=True)
+    variance = mean(centered * centered, -1, keepdim=True)
+    normalized = (centered * (variance + eps).rsqrt()).reshape(tuple(input.shape))
+    channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
+    return _affine(normalized, None if weight is None else weight.reshape(channel_shape),
+                   None if bias is None else bias.reshape(channel_shape))
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -124,6 +196,38 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     none into the row ``padding_idx``. The indices are an input of the op, never read as values, so a
     compiled function that calls this compiles, and takes each batch of indices as an argument."""
     return _embedding(input, weight, padding_idx)
+
+
+# ---- attention ---------------------------------------------------------------------------------------
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(query @ key.T * scale + mask) @ value`` over the last two dimensions, ``scale``
+    ``1 / sqrt(E)`` by default; ``is_causal`` lets query ``i`` see keys ``j <= i``. A boolean
+    ``attn_mask`` says which positions take part (True), a float one is added to the scores. A query
+    whose every key is masked attends to nothing (zeros, as PyTorch's math kernel gives) with a zero
+    gradient, not NaN: its scores are replaced by zeros before the softmax, whose row is then zeroed."""
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported by jitgrad")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * factor
+    if is_causal:
+        attn_mask = tensor(np.tril(np.ones((query.shape[-2], key.shape[-2]), dtype=bool)), device=query.device)
+    if attn_mask is not None:
+        scores = scores.masked_fill(attn_mask.logical_not(), -math.inf) if attn_mask.dtype == bool_ \
+            else scores + attn_mask
+    weights = _attention_weights(scores)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
+def _attention_weights(scores: Tensor) -> Tensor:
+    """The softmax of each row, zeros for a row masked everywhere."""
+    blind = (scores == -math.inf).all(-1, keepdim=True)
+    return where(blind, 0.0, softmax(where(blind, 0.0, scores), -1))
 
 
 # ---- losses ------------------------------------------------------------------------------------------
@@ -272,6 +376,86 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _warn_if_broadcast(input, target)
     diff = input - target
     return _reduce(diff * diff, reduction, "mse_loss")
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _warn_if_broadcast(input, target)
+    return _reduce((input - target).abs(), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``; ``l1_loss`` at ``beta=0``."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_if_broadcast(input, target)
+    diff = input - target
+    size = diff.abs()
+    if beta == 0:
+        return _reduce(size, reduction, "smooth_l1_loss")
+    return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_if_broadcast(input, target)
+    diff = input - target
+    size = diff.abs()
+    return _reduce(where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta), reduction, "huber_loss")
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """``target * (log(target) - input)`` for log-probabilities ``input`` (0 where ``target`` is 0);
+    ``exp(target) * (target - input)`` when ``log_target``. ``'batchmean'`` divides the sum by the
+    batch size, the divergence's definition; ``'mean'`` divides by every element and warns, as PyTorch."""
+    if log_target:
+        pointwise = target.exp() * (target - input)
+    else:
+        positive = target > 0  # t log t is 0 at t = 0, and so is its gradient (no log(0) reached)
+        pointwise = target * (where(positive, target, 1.0).log() - input)
+    if reduction == "batchmean":
+        return sum(pointwise) / (input.shape[0] if input.dim() else 1)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    return _reduce(pointwise, reduction, "kl_div")
+
+
+# ---- distances and encodings ---------------------------------------------------------------------------
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1 . x2 / (|x1| |x2|)`` along ``dim`` (the inputs broadcast), each norm at least ``eps``."""
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension."""
+    diff = (x1 - x2 + eps).abs()
+    if p == math.inf:
+        return diff.amax(-1, keepdim=keepdim)
+    if p == 2:
+        return (diff * diff).sum(-1, keepdim=keepdim).sqrt()
+    return (diff ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """An int64 tensor of one more dimension, of size ``num_classes`` (one more than the largest
+    class when -1), with a 1 at each class index. The indices are read as values (for the checks and
+    the size), as PyTorch reads them, so a compiled function that calls it runs it eagerly."""
+    if tensor.dtype != int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    values = tensor.detach().cpu().numpy()
+    if values.size and values.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(values.max()) + 1 if values.size else 0
+    elif values.size and values.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).to(int64)
 
 
 _BCE_EPSILON = 9.999999960041972e-13  # PyTorch's 1e-12, a float32 constant

@@ -15,9 +15,16 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 from ..autograd import no_grad
+from ..factories import empty
+from ..factories import tensor as tensor_of
+from ..ops import where
 from ..random import Generator
 from ..tensor import Tensor
+
+_REDRAWS = 100  # trunc_normal_'s rounds of drawing again the values outside its bounds; a clamp ends any left
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
@@ -121,5 +128,76 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     return normal_(tensor, 0.0, std, generator)
 
 
-__all__ = ["calculate_gain", "constant_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_", "uniform_",
-           "xavier_normal_", "xavier_uniform_", "zeros_"]
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Generator | None = None) -> Tensor:
+    """Normal values kept within ``[a, b]`` (absolute bounds): the values outside are drawn again until
+    none is, which is exactly the truncated distribution (PyTorch inverts the CDF; the draws differ,
+    the distribution does not)."""
+    with no_grad():
+        tensor.normal_(mean, std, generator=generator)
+        for _ in range(_REDRAWS):
+            outside = (tensor < a) | (tensor > b)
+            if not bool(outside.any()):
+                break
+            fresh = tensor.detach().clone().normal_(mean, std, generator=generator)
+            tensor.copy_(where(outside, fresh, tensor))
+        return tensor.clamp_(a, b)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """A (semi-)orthogonal matrix, of the tensor's first dimension by the rest flattened: the Q of the
+    QR decomposition of a normal draw, its columns' signs fixed by R's diagonal, times ``gain``."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    columns = tensor.numel() // rows
+    with no_grad():
+        values = empty(rows, columns, dtype=tensor.dtype).normal_(0.0, 1.0, generator=generator).numpy()
+        values = values.astype(np.float64)
+        if rows < columns:
+            values = values.T
+        q, r = np.linalg.qr(values)
+        q = q * np.sign(np.diag(r))
+        if rows < columns:
+            q = q.T
+        tensor.copy_(_like(np.ascontiguousarray(q * gain).reshape(tuple(tensor.shape)), tensor))
+        return tensor
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """The identity matrix (ones on the diagonal of a 2-d tensor of any shape)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        tensor.copy_(_like(np.eye(*tuple(tensor.shape)), tensor))
+        return tensor
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """A convolution weight that passes its input through: output channel ``d`` of each group reads
+    input channel ``d`` at the kernel's centre."""
+    if tensor.dim() not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = shape[0] // groups
+    values = np.zeros(shape)
+    centre = tuple(n // 2 for n in shape[2:])
+    for group in range(groups):
+        for d in range(min(per_group, shape[1])):
+            values[(group * per_group + d, d) + centre] = 1.0
+    with no_grad():
+        tensor.copy_(_like(values, tensor))
+        return tensor
+
+
+def _like(values: np.ndarray, like: Tensor) -> Tensor:
+    """``values`` as a tensor of ``like``'s dtype and device, to copy into it."""
+    return tensor_of(values, dtype=like.dtype, device=like.device)
+
+
+__all__ = ["calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
+           "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_"]

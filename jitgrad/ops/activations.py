@@ -9,7 +9,7 @@ from ..autograd.forward_ad import tangent_sum
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import scalar
-from .arithmetic import where
+from .arithmetic import minimum, where
 from .lowering import intrinsic
 from .math_functions import floating_forward
 from .meta_rules import elementwise, floating, unchanged
@@ -188,3 +188,83 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     x = input if dtype is None else input.to(dtype)
     return _log_softmax(x, dim=wrap_dim(dim, x._data.ndim, "log_softmax"))
+
+
+# ---- activations PyTorch has in torch.nn.functional: composites of the ops above --------------------
+# Each is a few registry ops, so its gradients of any order, forward mode and its lowering come from
+# theirs; where a branch of ``where`` could overflow (``expm1`` of a large input) its input is clamped
+# first, so that the branch not taken has a zero gradient rather than 0 * inf. At a kink each takes
+# PyTorch's gradient: leaky_relu's slope at 0, elu's alpha, hardtanh's zero at both limits.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def silu(input: Tensor) -> Tensor:
+    """``x * sigmoid(x)``, the swish."""
+    return input * input.sigmoid()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """``x`` where ``x > 0``, else ``negative_slope * x``; the gradient at 0 is ``negative_slope``."""
+    return where(input > 0.0, input, input * negative_slope)
+
+
+def _exponential_linear(input: Tensor, alpha: float, input_scale: float) -> Tensor:
+    """``x`` where ``x > 0``, else ``alpha * expm1(x * input_scale)``: elu, and celu and selu from it."""
+    negative = input.clamp(max=0.0) * input_scale
+    return where(input > 0.0, input, negative.expm1() * alpha)
+
+
+def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return _exponential_linear(input, alpha, 1.0)
+
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """``max(0, x) + min(0, alpha * expm1(x / alpha))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _exponential_linear(input, alpha, 1.0 / alpha)
+
+
+def selu(input: Tensor) -> Tensor:
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    return _exponential_linear(input, _SELU_ALPHA, 1.0) * _SELU_SCALE
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """``input`` limited to ``[min_val, max_val]``; unlike ``clamp``'s, the gradient is zero at the
+    limits themselves, as PyTorch's ``hardtanh_backward`` has it."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return where(input <= min_val, min_val, where(input >= max_val, max_val, input))
+
+
+def relu6(input: Tensor) -> Tensor:
+    """``hardtanh(x, 0, 6)``, with its zero gradient at 0 and at 6."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input: Tensor) -> Tensor:
+    """``x / 6 + 1 / 2`` between -3 and 3, 0 below, 1 above; the gradient is zero at +-3."""
+    return where(input <= -3.0, 0.0, where(input >= 3.0, 1.0, input / 6.0 + 0.5))
+
+
+def hardswish(input: Tensor) -> Tensor:
+    """``x * (x + 3) / 6`` between -3 and 3, 0 below, ``x`` above (PyTorch's gradients at +-3: 0 and 1)."""
+    return where(input <= -3.0, 0.0, where(input >= 3.0, input, input * (input + 3.0) / 6.0))
+
+
+def mish(input: Tensor) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return input * softplus(input).tanh()
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))`` as ``min(x, 0) - log1p(exp(-|x|))``, which never overflows; at 0 the
+    minimum's tie gives half its gradient, and the second term none (``abs``'s is 0 there): 1/2."""
+    return minimum(input, 0.0) - (-input.abs()).exp().log1p()
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return input / (input.abs() + 1.0)

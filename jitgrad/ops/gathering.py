@@ -184,3 +184,30 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx + rows if padding_idx < 0 else padding_idx
     return _embedding(weight, input, padding_idx=padding_idx)
+
+
+def _described(value) -> str:
+    if isinstance(value, Tensor):
+        return f"a {value._data.ndim}-D {value._data.dtype.name} tensor"
+    return type(value).__name__
+
+
+@public("function", "method")
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices of ``input`` along ``dim`` at the positions of the integer vector ``index`` (a copy);
+    its gradient adds into those slices (``GatherBackward0``, PyTorch's: ``IndexSelectBackward0``)."""
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu" or index._data.ndim > 1:
+        raise RuntimeError("index_select(): Index is supposed to be a vector of integers (int64 or int32), "
+                           f"got {_described(index)}")
+    ndim = input._data.ndim
+    dim = wrap_dim(dim, ndim, "index_select")
+    if not ndim:
+        return input[index.reshape(-1)].reshape(index._data.shape)
+    # a gather of the index broadcast along the other dimensions: the index is an input the compiled
+    # kernel reads at run time (x[index] takes it as an attribute, read when tracing)
+    count = index._data.size
+    along = [1] * ndim
+    along[dim] = count
+    shape = list(input._data.shape)
+    shape[dim] = count
+    return gather(input, dim, index.reshape(along).expand(shape))

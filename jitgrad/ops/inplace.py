@@ -23,7 +23,7 @@ from . import arithmetic, sampling
 from .indexing import getitem, in_pytorch_order, is_advanced, normalize_index
 from .lowering import intrinsic
 from .meta_rules import like
-from .public import public
+from .public import PUBLIC, declare_public, public
 from .registry import defop, note_alias, note_write, observed
 from .shape import reshape
 
@@ -322,3 +322,24 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         raise RuntimeError(f"__setitem__({self._data.dtype.name}{list(self._data.shape)}, index={index}): "
                            f"{error}") from None
     increment_version(self)
+
+
+def _written_back(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The in-place method ``name_`` of the public op ``fn``: its result written into ``self``."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return apply_inplace(f"{name}_", self, fn, *args, **kwargs)
+    method.__name__ = method.__qualname__ = f"{name}_"
+    method.__doc__ = f"``{name}`` of this tensor, written into its memory (``self``, as PyTorch's ``{name}_``)."
+    return method
+
+
+# The in-place variants of the elementwise ops, PyTorch's ``Tensor.<op>_``: the out-of-place op's
+# result written back (so their gradients are the op's). A float result of an integer tensor is
+# refused, as in PyTorch (``_write``'s cast check).
+_ELEMENTWISE_INPLACE = ("abs", "neg", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+                        "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+                        "acosh", "atanh", "sigmoid", "relu", "erf", "floor", "ceil", "round", "trunc", "frac", "fix",
+                        "reciprocal", "square", "nan_to_num", "clamp_min", "clamp_max", "masked_fill", "lerp", "fmod",
+                        "remainder")
+for _name in _ELEMENTWISE_INPLACE:
+    declare_public(f"{_name}_", _written_back(_name, PUBLIC[_name].value), ("method",))

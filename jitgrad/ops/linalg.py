@@ -2,11 +2,15 @@
 product for everything else."""
 from __future__ import annotations
 
+import math
+from typing import Sequence
+
 import numpy as np
 
 from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
+from .arithmetic import where
 from .lowering import intrinsic
 from .meta_rules import TensorMeta
 from .op_callers import caller
@@ -139,3 +143,100 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: both arguments must be 2-D matrices, got {input.ndim}-D and {mat2.ndim}-D")
     return _mm(input, mat2)
+
+
+# ---- products PyTorch names: composites of matmul --------------------------------------------------
+def _check_dims(op: str, **tensors: Tensor) -> None:
+    for name, (t, ndim) in tensors.items():
+        if t.ndim != ndim:
+            raise RuntimeError(f"{op}: {name} must be a {ndim}D tensor, got a {t.ndim}D tensor of shape "
+                               f"{list(t.shape)}")
+
+
+@public("function", "method")
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """The product of two batches of matrices, (b, n, m) @ (b, m, p); no broadcasting, as in PyTorch."""
+    _check_dims("bmm", batch1=(input, 3), batch2=(mat2, 3))
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch1 and batch2 must have the same batch size, got {input.shape[0]} and "
+                           f"{mat2.shape[0]} (shapes {list(input.shape)} and {list(mat2.shape)})")
+    return _matmul(input, mat2)
+
+
+@public("function", "method")
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """The outer product of two vectors, (n,) x (m,) -> (n, m)."""
+    _check_dims("outer", input=(input, 1), vec2=(vec2, 1))
+    return input.unsqueeze(1) * vec2
+
+
+def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: float, alpha: float) -> Tensor:
+    """``beta * input + alpha * product``, ``input`` broadcast to the product's shape. ``beta == 0``
+    ignores ``input``'s values (NaN and inf too), as PyTorch's addmm does, and gives it a zero gradient."""
+    try:
+        if np.broadcast_shapes(tuple(input.shape), tuple(product.shape)) != tuple(product.shape):
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"{op}: the input of shape {list(input.shape)} does not broadcast to the product's "
+                           f"shape {list(product.shape)}") from None
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product + input.nan_to_num(0.0, 0.0, 0.0) * 0.0
+    return (input if beta == 1 else input * beta) + product
+
+
+@public("function", "method")
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product's shape."""
+    _check_dims("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
+    return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
+
+
+@public("function", "method")
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)``, ``input`` broadcast to the product's shape."""
+    return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+
+
+# ---- norms ---------------------------------------------------------------------------------------------
+def _safe_root(total: Tensor, exponent: float) -> Tensor:
+    """``total ** exponent`` (a root, exponent in (0, 1)), taken as 0 where ``total`` is 0 with a zero
+    gradient there, as PyTorch's norm_backward masks it: the root's derivative at 0 is infinite, and
+    0 * inf would be NaN. The root's own input is made safe too, so that the gradient of the masked
+    branch, which is differentiated as well, is finite (and so the second derivative)."""
+    zero = total == 0.0
+    safe = where(zero, 1.0, total)
+    root = safe.sqrt() if exponent == 0.5 else safe ** exponent
+    return where(zero, 0.0, root)
+
+
+@public("function", "method")
+def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None,
+         keepdim: bool = False, dtype=None) -> Tensor:
+    """The vector ``p``-norm of ``input``'s elements (along ``dim``): ``p`` 2 or ``"fro"`` (the square
+    root of the sum of squares), 1, ``inf`` (the largest magnitude), ``-inf``, 0 (the count of nonzero
+    elements) or any other number. The gradient of a zero norm is zero, as in PyTorch."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{input._data.dtype.name}: convert it first, e.g. with .float()")
+    if dtype is not None:
+        input = input.to(dtype)
+    if p is None or p == "fro":
+        p = 2.0
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: p={p!r} is not supported (the nuclear norm needs an SVD, which jitgrad "
+                           "lacks): pass a number, or 'fro'")
+    magnitude = input.abs()
+    if p == math.inf:
+        return magnitude.amax(dim, keepdim=keepdim)
+    if p == -math.inf:
+        return magnitude.amin(dim, keepdim=keepdim)
+    if p == 0:   # the count of nonzero elements (NaN too), through sign() so that it requires grad, as
+        # PyTorch's does; its gradient is zeros (PyTorch's engine gets none and leaves .grad None)
+        return where(magnitude == 0.0, 0.0, magnitude.sign() * 0.0 + 1.0).sum(dim, keepdim=keepdim)
+    if p == 1:
+        return magnitude.sum(dim, keepdim=keepdim)
+    if p == 2:
+        return _safe_root((input * input).sum(dim, keepdim=keepdim), 0.5)
+    return _safe_root((magnitude ** p).sum(dim, keepdim=keepdim), 1.0 / p)

@@ -2,13 +2,18 @@
 PyTorch."""
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
 
 from .. import dtypes
-from . import scalar
-from .meta_rules import elementwise, floating
+from ..autograd.forward_ad import tangent_sum
+from ..tensor import Tensor
+from . import arithmetic, scalar
+from .arithmetic import where
+from .meta_rules import elementwise, floating, promoted
+from .public import public
 from .registry import defop
 from .special import erf_ufunc
 
@@ -115,3 +120,307 @@ erf = defop("erf", ("self",), floating_forward(erf_ufunc), "ErfBackward0",
             meta=elementwise(floating), kind="elementwise", lower=scalar.erf,
             self=lambda grad, self: grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)),
             jvp=lambda self_t, self: self_t * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi)))
+
+
+# ---- the hyperbolic functions and their inverses, and other bases ------------------------------------
+# Eager values are numpy's (the C library's); a compiled loop writes each as the identity below in
+# exp/log/sqrt/atan, the lowering vocabulary's functions (it has no sinh of its own), within an ulp or two.
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _sinh_lower(self):
+    return (scalar.expm1(self) - scalar.expm1(-self)) * 0.5   # accurate near 0, where exp(x) - exp(-x) is not
+
+
+def _cosh_lower(self):
+    a = scalar.abs(self)   # e^|x| / 2 as e^(|x| - ln 2): no overflow below cosh's own
+    return scalar.exp(a - _LN2) + scalar.exp(-a - _LN2)
+
+
+def _asinh_lower(self):
+    # sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation for negative or small x
+    a = scalar.abs(self)
+    magnitude = scalar.log1p(a + a * a / (1.0 + scalar.sqrt(1.0 + a * a)))
+    return scalar.where(self < 0.0, -magnitude, magnitude)
+
+
+sinh = defop("sinh", ("self",), floating_forward(np.sinh), "SinhBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise", lower=_sinh_lower,
+             self=lambda grad, self: grad * self.cosh(),
+             jvp=lambda self_t, self: self_t * self.cosh())
+
+cosh = defop("cosh", ("self",), floating_forward(np.cosh), "CoshBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise", lower=_cosh_lower,
+             self=lambda grad, self: grad * self.sinh(),
+             jvp=lambda self_t, self: self_t * self.sinh())
+
+asinh = defop("asinh", ("self",), floating_forward(np.arcsinh), "AsinhBackward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise", lower=_asinh_lower,
+              self=lambda grad, self: grad * (self * self + 1.0).rsqrt(),
+              jvp=lambda self_t, self: self_t * (self * self + 1.0).rsqrt())
+
+acosh = defop("acosh", ("self",), floating_forward(np.arccosh), "AcoshBackward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise",
+              lower=lambda self: scalar.log(self + scalar.sqrt(self * self - 1.0)),
+              self=lambda grad, self: grad * (self * self - 1.0).rsqrt(),
+              jvp=lambda self_t, self: self_t * (self * self - 1.0).rsqrt())
+
+atanh = defop("atanh", ("self",), floating_forward(np.arctanh), "AtanhBackward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise",
+              lower=lambda self: 0.5 * scalar.log1p(2.0 * self / (1.0 - self)),
+              self=lambda grad, self: grad / (1.0 - self * self),
+              jvp=lambda self_t, self: self_t / (1.0 - self * self))
+
+def _atan2_lower(self, other):
+    """atan(y / x), moved by pi into the quadrant of (x, y); on the y axis +-pi/2 (0 at the origin),
+    NaN for a NaN. Both infinite, it is NaN where numpy's is a multiple of pi/4, and atan2(-0, x < 0)
+    is pi where numpy's is -pi: compiled code only, at those points."""
+    y, x = scalar.cast(self), scalar.cast(other)
+    base = scalar.atan(y / x)
+    quarter_turn = scalar.expr(0.5 * math.pi)   # negated as an expression: a float32 cast of a positive literal
+    on_axis = scalar.where(y > 0.0, quarter_turn, scalar.where(y < 0.0, -quarter_turn,
+                                                                scalar.where(y == 0.0, 0.0, base)))
+    left = scalar.where(y < 0.0, base - math.pi, base + math.pi)
+    return scalar.where(x != x, x, scalar.where(x > 0.0, base, scalar.where(x < 0.0, left, on_axis)))
+
+
+asin = defop("asin", ("self",), floating_forward(np.arcsin), "AsinBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise",
+             lower=lambda self: scalar.atan(self / scalar.sqrt((1.0 - self) * (1.0 + self))),
+             self=lambda grad, self: grad * (1.0 - self * self).rsqrt(),
+             jvp=lambda self_t, self: self_t * (1.0 - self * self).rsqrt())
+
+acos = defop("acos", ("self",), floating_forward(np.arccos), "AcosBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise",
+             lower=lambda self: 2.0 * scalar.atan(scalar.sqrt((1.0 - self) / (1.0 + self))),
+             self=lambda grad, self: -grad * (1.0 - self * self).rsqrt(),
+             jvp=lambda self_t, self: -self_t * (1.0 - self * self).rsqrt())
+
+atan = defop("atan", ("self",), floating_forward(np.arctan), "AtanBackward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise", lower=scalar.atan,
+             self=lambda grad, self: grad / (self * self + 1.0),
+             jvp=lambda self_t, self: self_t / (self * self + 1.0))
+
+def _squared_radius(self, other):
+    """``self^2 + other^2``, taken as 1 at the origin: the gradient there is 0 (its numerators are 0),
+    as PyTorch's atan2_backward makes it, not 0 / 0."""
+    squared = self * self + other * other
+    return where(squared == 0.0, 1.0, squared)
+
+
+atan2 = defop("atan2", ("self", "other"), arithmetic._binary(np.arctan2, floating=True), "Atan2Backward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise", lower=_atan2_lower,
+              self=lambda grad, self, other: grad * other / _squared_radius(self, other),
+              other=lambda grad, self, other: -grad * self / _squared_radius(self, other),
+              jvp=lambda self_t, other_t, self, other: tangent_sum(
+                  None if self_t is None else self_t * other / _squared_radius(self, other),
+                  None if other_t is None else -other_t * self / _squared_radius(self, other)))
+
+
+log2 = defop("log2", ("self",), floating_forward(np.log2), "Log2Backward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise", lower=lambda self: scalar.log(self) * (1.0 / _LN2),
+             self=lambda grad, self: grad / (self * _LN2),
+             jvp=lambda self_t, self: self_t / (self * _LN2))
+
+log10 = defop("log10", ("self",), floating_forward(np.log10), "Log10Backward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise", lower=lambda self: scalar.log(self) * (1.0 / _LN10),
+              self=lambda grad, self: grad / (self * _LN10),
+              jvp=lambda self_t, self: self_t / (self * _LN10))
+
+exp2 = defop("exp2", ("self",), floating_forward(np.exp2), "Exp2Backward0",
+             public=("function", "method"),
+             meta=elementwise(floating), kind="elementwise", lower=lambda self: scalar.exp(self * _LN2),
+             self=lambda grad, result: grad * result * _LN2,
+             jvp=lambda self_t, result: self_t * result * _LN2)
+
+
+# ---- rounding to an integral value -------------------------------------------------------------------
+# Their gradient is zero everywhere, as PyTorch's (FloorBackward0... return zeros, and the result
+# requires grad). The lowering floors with ``x // 1.0`` (the vocabulary has no floor), which is NaN
+# at +-inf: the infinities and NaN pass through as they are. The public wrappers return a copy of an
+# integer tensor, as PyTorch does, so the ops only see floats.
+def _floor_lower(self):
+    return scalar.where(scalar.isfinite(self), self // 1.0, self)
+
+
+def _ceil_lower(self):
+    return scalar.where(scalar.isfinite(self), -((-self) // 1.0), self)
+
+
+def _round_lower(self):
+    """Half to even, as numpy and PyTorch round: ``x - floor(x)`` is exact (Sterbenz's lemma, and
+    where it is not, in (-1, -0.5), a tie misread gives the same answer); a tie goes to the even one.
+    A result of zero is +0 where the eager value may be -0 (equal as numbers)."""
+    low = self // 1.0
+    above = self - low
+    even = low % 2.0 == 0.0
+    rounded = scalar.where(above > 0.5, low + 1.0,
+                           scalar.where(above < 0.5, low, scalar.where(even, low, low + 1.0)))
+    return scalar.where(scalar.isfinite(self), rounded, self)
+
+
+def _trunc_lower(self):
+    return scalar.where(self < 0.0, _ceil_lower(self), _floor_lower(self))
+
+
+def _rounding(name: str, fn, node: str, lower):
+    return defop(name, ("self",), fn, node,
+                 meta=elementwise(floating), kind="elementwise", lower=lower,
+                 self=lambda grad: grad * 0.0,
+                 jvp=lambda self_t: self_t * 0.0)
+
+
+_floor = _rounding("floor", np.floor, "FloorBackward0", _floor_lower)
+_ceil = _rounding("ceil", np.ceil, "CeilBackward0", _ceil_lower)
+_round = _rounding("round", np.round, "RoundBackward0", _round_lower)
+_trunc = _rounding("trunc", np.trunc, "TruncBackward0", _trunc_lower)
+
+
+def _integral(op, input: Tensor) -> Tensor:
+    """An integer or bool tensor is integral already: a copy of it, as in PyTorch."""
+    return input.clone() if input._data.dtype.kind in "iub" else op(input)
+
+
+@public("function", "method")
+def floor(input: Tensor) -> Tensor:
+    """The largest integral value <= each element; the gradient is zero."""
+    return _integral(_floor, input)
+
+
+@public("function", "method")
+def ceil(input: Tensor) -> Tensor:
+    """The smallest integral value >= each element; the gradient is zero."""
+    return _integral(_ceil, input)
+
+
+@public("function", "method")
+def trunc(input: Tensor) -> Tensor:
+    """Each element rounded toward zero; the gradient is zero."""
+    return _integral(_trunc, input)
+
+
+@public("function", "method")
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Each element rounded to the nearest integral value, halves to even (``round(2.5) == 2``); with
+    ``decimals``, to that many decimal places, scaled by 10**decimals as PyTorch does (so with its
+    rounding error: ``round(x, decimals=2)`` is the nearest float to a multiple of 0.01)."""
+    if decimals == 0:
+        return _integral(_round, input)
+    if input._data.dtype.kind in "iub":
+        raise RuntimeError(f"round_cpu with decimals is not implemented for '{input._data.dtype.name}' "
+                           "tensors: convert to a floating dtype first")
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        return _round(input * scale) / scale
+    return _round(input / scale) * scale
+
+
+@public("function", "method")
+def fix(input: Tensor) -> Tensor:
+    """``trunc``'s other name, as in PyTorch."""
+    return trunc(input)
+
+
+@public("function", "method")
+def frac(input: Tensor) -> Tensor:
+    """``input - trunc(input)``, with the sign of ``input``; the gradient passes unchanged."""
+    if input._data.dtype.kind in "iub":
+        raise RuntimeError(f"frac: not implemented for '{input._data.dtype.name}' tensors (an integer has "
+                           "no fractional part): convert to a floating dtype first")
+    return input - _trunc(input)
+
+
+# ---- arithmetic that PyTorch names: composites of the ops above, or fmod ------------------------------
+def _fmod_lower(self, other):
+    """C's fmod (the remainder with the sign of ``self``) from the floored ``%``, which has the sign of
+    ``other``: they differ by ``other`` where the signs differ. Within an ulp of numpy's exact fmod."""
+    a, b = scalar.cast(self), scalar.cast(other)
+    floored = a % b
+    return scalar.where(scalar.logical_and(floored != 0.0, (floored < 0.0) != (a < 0.0)), floored - b, floored)
+
+
+_FMOD = arithmetic._binary(np.fmod)  # numpy's fmod on operands promoted as PyTorch promotes them
+
+
+def _fmod_forward(a, b):
+    out = _FMOD(a, b)
+    if out.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
+        raise RuntimeError("ZeroDivisionError")
+    return out
+
+
+fmod = defop("fmod", ("self", "other"), _fmod_forward,
+             lambda args, attrs: "FmodBackward1" if isinstance(args[1], Tensor) else "FmodBackward0",
+             public=("function", "method"),
+             meta=elementwise(promoted), kind="elementwise", lower=_fmod_lower,
+             self=lambda grad: grad,
+             other=lambda grad, self, other: -grad * trunc(self / other),
+             jvp=lambda self_t, other_t, self, other: tangent_sum(
+                 self_t, None if other_t is None else -other_t * trunc(self / other)))
+
+
+@public("function", "method")
+def square(input: Tensor) -> Tensor:
+    """``input ** 2`` (PyTorch's ``PowBackward0`` too); an integer tensor stays one."""
+    return arithmetic.pow(input, 2)
+
+
+@public("function", "method")
+def reciprocal(input: Tensor) -> Tensor:
+    """``1 / input``, a float for an integer tensor, as in PyTorch."""
+    return arithmetic.div(1.0, input)
+
+
+@public("function", "method")
+def clamp_min(input: Tensor, min: float) -> Tensor:  # noqa: A002 - PyTorch's argument name
+    return arithmetic.clamp(input, min=min)
+
+
+@public("function", "method")
+def clamp_max(input: Tensor, max: float) -> Tensor:  # noqa: A002 - PyTorch's argument name
+    return arithmetic.clamp(input, max=max)
+
+
+@public("function", "method")
+def isfinite(input: Tensor) -> Tensor:
+    """Where an element is neither infinite nor NaN (every element of an integer tensor)."""
+    return arithmetic.logical_not(arithmetic.logical_or(arithmetic.isnan(input), arithmetic.isinf(input)))
+
+
+@public("function", "method")
+def lerp(input: Tensor, end: Tensor, weight: float | Tensor) -> Tensor:
+    """``input + weight * (end - input)``, written as PyTorch writes it so that ``weight == 1`` gives
+    ``end`` exactly: from ``end`` backwards where ``weight >= 0.5``."""
+    if isinstance(weight, Tensor):
+        return arithmetic.where(weight.abs() < 0.5, input + weight * (end - input),
+                                end - (end - input) * (1.0 - weight))
+    if builtins.abs(weight) < 0.5:
+        return input + (end - input) * weight
+    return end - (end - input) * (1.0 - weight)
+
+
+@public("function", "method")
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default 0 and the dtype's
+    largest and lowest finite values); the gradient is zero where an element was replaced."""
+    dtype = input._data.dtype
+    if dtype.kind != "f":
+        return input.clone()
+    info = np.finfo(dtype)
+    high = float(info.max) if posinf is None else posinf
+    low = float(info.min) if neginf is None else neginf
+    out = arithmetic.where(arithmetic.isnan(input), nan, input)
+    out = arithmetic.where(input == math.inf, high, out)
+    return arithmetic.where(input == -math.inf, low, out)

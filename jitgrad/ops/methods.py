@@ -149,6 +149,23 @@ def _logical(symbol: str, bitwise: str, op):
     return operator
 
 
+def _contiguous(self, memory_format=None):  # noqa: ARG001 - accepted as in PyTorch
+    """This tensor when its elements lie in row-major order already (as PyTorch returns ``self``),
+    else a row-major copy (``CloneBackward0``)."""
+    data = self._data
+    in_order = data.flags.c_contiguous if type(data) is np.ndarray else getattr(data, "is_c_contiguous", bool)()
+    return self if in_order else ops.clone(self)
+
+
+def _view_as(self, other):
+    return _view(self, tuple(other._data.shape))
+
+
+def _type_as(self, other):
+    """This tensor cast to ``other``'s dtype (itself when it has it)."""
+    return to_dtype(self, other._data.dtype)
+
+
 def _strides(array) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
@@ -186,6 +203,9 @@ def _attach() -> None:
     Tensor.view = _view
     Tensor.t = _t
     Tensor.expand_as = _expand_as
+    Tensor.contiguous = _contiguous
+    Tensor.view_as = _view_as
+    Tensor.type_as = _type_as
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
     Tensor.mT = property(_mT)

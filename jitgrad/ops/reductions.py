@@ -543,3 +543,17 @@ def _broadcast_dims(current: tuple[int, ...], shape: tuple[int, ...]) -> tuple[i
     """The dimensions of ``current`` that broadcasting ``shape`` to it added or stretched."""
     lead = len(current) - len(shape)
     return tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and current[lead + i] != 1)
+
+
+@public("function")
+def var_mean(input: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """``(var(input, ...), mean(input, ...))`` over the same dimensions."""
+    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+
+
+@public("function")
+def std_mean(input: Tensor, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """``(std(input, ...), mean(input, ...))`` over the same dimensions."""
+    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))

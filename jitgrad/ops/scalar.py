@@ -21,8 +21,8 @@ from typing import Any
 OPERATORS = frozenset({"add", "sub", "mul", "truediv", "neg", "lt", "le", "gt", "ge", "eq", "ne",
                        "where", "logical_and", "logical_or", "logical_not", "truth", "cast"})
 # Each backend maps every one of these to its own code.
-FUNCTIONS = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "sign", "abs",
-                       "isfinite", "max", "min", "floordiv", "mod", "pow", "lowest", "highest"})
+FUNCTIONS = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "atan", "sign",
+                       "abs", "isfinite", "max", "min", "floordiv", "mod", "pow", "lowest", "highest"})
 
 COMPUTE, RESULT = "compute", "result"  # the dtypes a cast can target: the node's compute or result dtype
 
@@ -100,7 +100,7 @@ def _function(name: str):
 
 
 exp, log, log1p, expm1, sqrt = (_function(n) for n in ("exp", "log", "log1p", "expm1", "sqrt"))
-sin, cos, tan, tanh, erf = (_function(n) for n in ("sin", "cos", "tan", "tanh", "erf"))
+sin, cos, tan, tanh, erf, atan = (_function(n) for n in ("sin", "cos", "tan", "tanh", "erf", "atan"))
 sign, isfinite = _function("sign"), _function("isfinite")
 abs, max, min = _function("abs"), _function("max"), _function("min")  # noqa: A001 - the builtins' names
 truth, logical_not = _function("truth"), _function("logical_not")
@@ -119,5 +119,5 @@ def cast(value: Any, to: str = COMPUTE) -> Expr:
 
 
 __all__ = ["COMPUTE", "FUNCTIONS", "HIGHEST", "LOWEST", "OPERATORS", "RESULT", "Apply", "Const", "Expr", "Var",
-           "abs", "cast", "cos", "erf", "exp", "expm1", "expr", "isfinite", "log", "log1p", "logical_and",
+           "abs", "atan", "cast", "cos", "erf", "exp", "expm1", "expr", "isfinite", "log", "log1p", "logical_and",
            "logical_not", "logical_or", "max", "min", "sign", "sin", "sqrt", "tan", "tanh", "truth", "where"]

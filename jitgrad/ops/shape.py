@@ -1,7 +1,9 @@
 """Ops that move elements without computing: reshape, transpose, squeeze, expand, cat, split..."""
 from __future__ import annotations
 
+import builtins
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -10,11 +12,13 @@ from .. import dtypes
 from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
+from .arithmetic import where
+from .device_copy import to
 from .reductions import sum_to
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, given, reshaped
 from .public import public
-from .registry import defop
+from .registry import defop, note_created
 
 
 def _explain_reshape(values, attrs):
@@ -327,3 +331,212 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     check_not_0d(input._data.ndim, "chunk", "chunk along; unsqueeze it first")
     length = input._data.shape[wrap_dim(dim, input._data.ndim, "chunk")]
     return split(input, max(1, -(-length // chunks)), dim)
+
+
+# ---- views and rearrangements PyTorch names: composites of the ops above and of indexing -------------
+@public("function", "method")
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """``input`` with the dimensions ``source`` moved to ``destination``, the others in their order (a view)."""
+    ndim = input._data.ndim
+    sources = (source,) if isinstance(source, int) else tuple(source)
+    destinations = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(sources) != len(destinations):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(sources)} dims) should "
+                           f"contain the same number of dims as destination ({list(destinations)} dims)")
+    sources = tuple(wrap_dim(d, ndim, "movedim") for d in sources)
+    destinations = tuple(wrap_dim(d, ndim, "movedim") for d in destinations)
+    for named, what in ((sources, "source"), (destinations, "destination")):
+        if len(set(named)) != len(named):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({list(named)})")
+    order = [-1] * max(ndim, 1)
+    for s, d in zip(sources, destinations):
+        order[d] = s
+    rest = iter(d for d in range(max(ndim, 1)) if d not in sources)
+    order = [next(rest) if d == -1 else d for d in order]
+    return permute(input, order) if ndim else input.reshape(())
+
+
+@public("function", "method")
+def moveaxis(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """``movedim``'s other name, as in numpy and PyTorch."""
+    return movedim(input, source, destination)
+
+
+@public("function", "method")
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """``transpose``'s numpy name."""
+    return transpose(input, axis0, axis1)
+
+
+@public("function", "method")
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``transpose``'s other name."""
+    return transpose(input, dim0, dim1)
+
+
+@public("method")
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    return reshape(self, other._data.shape)
+
+
+@public("function", "method")
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Dimension ``dim`` split into ``sizes`` (one may be -1): a view, the inverse of ``flatten``."""
+    ndim = input._data.ndim
+    dim = wrap_dim(dim, ndim, "unflatten")
+    sizes = tuple(int(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    shape = input._data.shape
+    length = shape[dim] if ndim else 1
+    known = math.prod(s for s in sizes if s != -1)
+    if (-1 not in sizes and known != length) or (-1 in sizes and (known == 0 or length % known)):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+                           f"({length}) in the input tensor")
+    return reshape(input, shape[:dim] + sizes + shape[dim + 1:])
+
+
+@public("function", "method")
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    return split(input, [int(s) for s in split_sizes], dim)
+
+
+@public("function", "method")
+def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """``sections`` pieces along ``dim`` as equal as can be (the first ``size % sections`` one larger),
+    or the pieces between the ``indices`` listed, as numpy's ``array_split``: views."""
+    check_not_0d(input._data.ndim, "tensor_split", "split along; unsqueeze it first")
+    dim = wrap_dim(dim, input._data.ndim, "tensor_split")
+    length = input._data.shape[dim]
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {sections}")
+        small, larger = divmod(length, sections)
+        sizes = [small + 1] * larger + [small] * (sections - larger)
+        return split(input, sizes, dim)
+    pieces = []
+    edges = [None, *(int(i) for i in indices_or_sections), None]
+    for start, stop in zip(edges, edges[1:]):   # Python's slices: a negative index counts from the end
+        first, last, _ = slice(start, stop).indices(length)
+        pieces.append(input.narrow(dim, first, max(last - first, 0)))
+    return tuple(pieces)
+
+
+@public("function", "method")
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along ``dim``, each without it (views)."""
+    check_not_0d(input._data.ndim, "unbind", "unbind along", IndexError)
+    dim = wrap_dim(dim, input._data.ndim, "unbind")
+    return tuple(input.select(dim, i) for i in range(input._data.shape[dim]))
+
+
+@public("function", "method")
+def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
+    """``input`` with the order of its elements reversed along ``dims``: a copy, as in PyTorch (a
+    reversed slice would be a view, and a write through it would change ``input``)."""
+    ndim = input._data.ndim
+    named = {wrap_dim(d, ndim, "flip") for d in ((dims,) if isinstance(dims, int) else dims)}
+    if not ndim or not named:
+        return input.clone()
+    return input[tuple(slice(None, None, -1) if d in named else slice(None) for d in range(ndim))].clone()
+
+
+@public("function", "method")
+def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """Elements shifted ``shifts`` places along ``dims``, those that leave at one end coming back at
+    the other; without ``dims``, along the flattened tensor, then the shape restored."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
+        return roll(input.reshape(-1), shifts, 0).reshape(input._data.shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    out = input
+    for shift, dim in zip(shifts, dims):
+        dim = wrap_dim(dim, input._data.ndim, "roll")
+        length = input._data.shape[dim] if input._data.ndim else 1
+        step = shift % length if length else 0
+        if step:
+            out = cat([out.narrow(dim, length - step, step), out.narrow(dim, 0, length - step)], dim)
+    return out if out is not input else input.clone()
+
+
+@public("method")
+def repeat(self: Tensor, *sizes: int | Sequence[int]) -> Tensor:
+    """``self`` tiled ``sizes[i]`` times along each dimension (new leading dimensions for extra sizes):
+    an expand of a reshape, then a reshape, so the gradient sums the copies."""
+    repeats = shape_arg(sizes)
+    shape = self._data.shape
+    if len(repeats) < len(shape):
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    padded = (1,) * (len(repeats) - len(shape)) + shape
+    interleaved = tuple(s for size in padded for s in (1, size))
+    tiled = tuple(s for pair in zip(repeats, padded) for s in pair)
+    return self.reshape(interleaved).expand(tiled).reshape(tuple(r * s for r, s in zip(repeats, padded)))
+
+
+def _triangle(name: str, input: Tensor, diagonal: int, keep) -> Tensor:
+    """``input`` with the elements of each matrix (its last two dimensions) outside ``keep``'s
+    triangle set to zero; the gradient is zero there too."""
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    rows, columns = input._data.shape[-2:]
+    kept = keep(np.ones((rows, columns), np.bool_), diagonal)
+    mask = Tensor._make(kept)
+    note_created(mask, kept)   # a constant of a trace, as a factory's tensor is
+    mask = to(mask, input.device)
+    zero = False if input._data.dtype == np.bool_ else 0 if input._data.dtype.kind in "iu" else 0.0
+    return where(mask, input, zero)
+
+
+@public("function", "method")
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of each matrix (on and below ``diagonal``); zeros above."""
+    return _triangle("tril", input, diagonal, np.tril)
+
+
+@public("function", "method")
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of each matrix (on and above ``diagonal``); zeros below."""
+    return _triangle("triu", input, diagonal, np.triu)
+
+
+def _merges(tensor: Tensor) -> bool:
+    """Whether ``tensor``'s last two dimensions merge into one without a copy (a reshape's view)."""
+    rows, columns = tensor._data.shape[-2:]
+    row_stride, column_stride = tensor._data.strides[-2:]
+    return rows <= 1 or columns <= 1 or row_stride == columns * column_stride
+
+
+@public("function", "method")
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The elements ``input[..., i, i + offset]`` of the matrices in ``dim1`` and ``dim2``, as a last
+    dimension: a view, so a write through it reaches ``input`` (``x.diagonal().fill_(0)``), as in
+    PyTorch. It is the two dimensions moved last and merged (a reshape that is a view), then every
+    ``columns + 1``-th element (a slice); a transposed matrix merges the other way round, with the
+    offset negated. A layout that merges neither way (a rare strided view) gives a copy, with a
+    warning, since a write through it would not reach ``input``."""
+    ndim = input._data.ndim
+    first, second = wrap_dim(dim1, ndim, "diagonal"), wrap_dim(dim2, ndim, "diagonal")
+    if first == second:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    moved = movedim(input, (first, second), (-2, -1))
+    if not _merges(moved):
+        swapped = movedim(input, (second, first), (-2, -1))
+        if _merges(swapped):
+            moved, offset = swapped, -offset
+        else:
+            warnings.warn("diagonal: this tensor's layout gives a copy, not a view (PyTorch's): a write through "
+                          "the result will not reach the input; call .contiguous() first to have a view of that",
+                          stacklevel=2)
+    rows, columns = moved._data.shape[-2:]
+    length = builtins.max(builtins.min(rows, columns - offset) if offset >= 0 else
+                          builtins.min(rows + offset, columns), 0)
+    start = offset if offset >= 0 else -offset * columns
+    merged = moved.reshape(moved._data.shape[:-2] + (rows * columns,))
+    stop = start + (length - 1) * (columns + 1) + 1 if length else start
+    return merged[..., start:stop:columns + 1]

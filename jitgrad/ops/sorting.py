@@ -12,13 +12,14 @@ import numpy as np
 
 from ..shapes import wrap_dim
 from ..tensor import Tensor
-from .arithmetic import add, sub
-from .gathering import _gather, _scatter_add
+from .arithmetic import add, sub, where
+from .gathering import _gather, _scatter_add, gather
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, accumulated
 from .public import public
 from .reductions import ValuesAndIndices, _sum
-from .registry import defop
+from .registry import defop, note_created
+from .shape import stack
 
 
 def stable_order(a: np.ndarray, dim: int, descending: bool) -> np.ndarray:
@@ -116,3 +117,59 @@ _cumsum = defop("cumsum", ("self",), _cumsum_forward, "CumsumBackward0",
 @public("function", "method")
 def cumsum(input: Tensor, dim: int) -> Tensor:
     return _cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum"))
+
+
+@public("function", "method")
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """The running products along ``dim`` (integers and bools multiply as int64, as in PyTorch).
+
+    A composite: each slice is the previous one times the next input slice, then the slices are
+    stacked, so the gradient is exact at zeros (where ``reverse_cumsum(g * out) / x`` would divide by
+    them). It costs two ops per element of ``dim``: fine for the short dimensions cumprod usually runs
+    along, slow for thousands."""
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input._data.dtype.kind in "biu":
+        input = input.to(np.int64)
+    ndim = input.ndim
+    dim = wrap_dim(dim, ndim, "cumprod")
+    if ndim == 0 or input.shape[dim] <= 1:
+        return input.clone()
+    running = [input.select(dim, 0)]
+    for i in range(1, input.shape[dim]):
+        running.append(running[-1] * input.select(dim, i))
+    return stack(running, dim)
+
+
+@public("function", "method")
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
+    """The lower of the two middle values (of all elements, or along ``dim`` with their indices, the
+    named tuple ``(values, indices)``); NaN where a NaN is present, as in PyTorch. The gradient goes
+    to the element chosen. Sorting is stable, so of equal middle values the first in sorted order."""
+    if dim is None:
+        flat = input.reshape(-1)
+        if not flat.shape[0]:
+            raise IndexError("median(): Expected reduction dim 0 to have non-zero size.")
+        return _middle(flat, 0)[0].reshape(())
+    ndim = input.ndim
+    dim = wrap_dim(dim, ndim, "median")
+    if ndim == 0:
+        index = Tensor._make(np.zeros((), np.int64))
+        note_created(index, 0)   # a constant of a trace, as a factory's tensor is
+        return ValuesAndIndices(input.clone(), index)
+    if not input.shape[dim]:
+        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
+    values, indices = _middle(input, dim)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return ValuesAndIndices(values, indices)
+
+
+def _middle(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+    """The median along ``dim`` (kept as size 1) and its index: position ``(n - 1) // 2`` of the sorted
+    values, or where a slice holds NaN (sorted last), the first NaN's."""
+    n = input.shape[dim]
+    ordered, order = sort(input, dim)
+    numbers = (~input.isnan()).sum(dim, keepdim=True)
+    position = where(numbers < n, numbers, (n - 1) // 2)
+    return gather(ordered, dim, position), gather(order, dim, position)

@@ -81,7 +81,7 @@ def test_the_same_tensor_twice_is_one_input_whose_updates_both_see():
         loss.backward()
         with jg.no_grad():
             p -= 0.1 * p.grad
-        return loss, q * 1.0
+        return loss, q.detach() * 1.0   # q * 1.0 would keep a graph a backward outside could use: eager
     w, we = jg.ones(3, requires_grad=True, dtype=jg.float64), jg.ones(3, requires_grad=True, dtype=jg.float64)
     compiled = jg.compile(step, cache=False, fullgraph=True)
     for _ in range(2):

@@ -34,8 +34,9 @@ CONFIGS = {
     "rmsprop": ("RMSprop", {"lr": 0.01}),
     "rmsprop-centered": ("RMSprop", {"lr": 0.01, "alpha": 0.9, "momentum": 0.5, "centered": True,
                                      "weight_decay": 0.01}),
+    "adagrad": ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.01, "initial_accumulator_value": 0.1}),
 }
-STATELESS = {"sgd"}  # no state to make: the first call compiles too
+STATELESS = {"sgd"}  # no state: the first call compiles too (Adagrad makes its state with the optimizer)
 
 
 def data() -> tuple[jg.Tensor, jg.Tensor]:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+from jitgrad.compile import warm_index
 from jitgrad.compile.fingerprint import NotStable, fingerprint
 
 BACKEND = "numba_cpu"
@@ -73,7 +74,9 @@ def test_a_new_compiled_function_runs_the_indexed_program_and_every_change_is_tr
     again = run(build(), x, w)  # the same code and arguments: no trace
     check(again, x, w, 2.0)
     assert "used: step (step) runs without tracing" in cache()
-    assert again[0].programs[0].lowered.from_disk
+    lowered = again[0].programs[0].lowered
+    assert lowered.from_disk
+    assert lowered.ir_before == warm_index.NOT_INDEXED_IR and "%" in lowered.ir_after  # what explain shows
     variants = [
         ("the global it reads", build(scale=3.0), x, w, 3.0),
         ("its source", build(BASE.replace("x * SCALE", "x * SCALE * 2.0")), x, w, 4.0),

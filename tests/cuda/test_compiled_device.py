@@ -79,3 +79,23 @@ def test_explain_shows_the_kernels_and_their_launches():
     assert "@cuda.jit" in text
     assert "kernel launches (grid, block)" in text
     assert "block=(32," in text  # one warp per block under the simulator
+
+
+def test_a_steps_grad_is_added_into_the_held_device_grad_as_eager_does():
+    def step(x, w):
+        loss = (x @ w).tanh().sum()
+        loss.backward()
+        return loss
+
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 2)).astype(np.float32)
+    runs = []
+    for fn in (step, jg.compile(step, cache=False)):
+        weights = jg.tensor(w, requires_grad=True, device="cuda")
+        weights.grad = jg.zeros(3, 2, device="cuda")
+        held = weights.grad
+        for _ in range(2):
+            fn(jg.tensor(x, device="cuda"), weights)
+        runs.append((weights.grad is held, _host(held)))
+    assert runs[0][0] and runs[1][0]
+    assert_close(runs[1][1], runs[0][1])

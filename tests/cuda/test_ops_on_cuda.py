@@ -55,6 +55,16 @@ def test_gradients_of_several_edges_are_summed_on_the_device_and_accumulate():
     np.testing.assert_allclose(w.grad.cpu().numpy(), expected, rtol=1e-5)
 
 
+def test_a_later_gradient_is_added_into_the_held_cuda_grad():
+    """As on the CPU (and in PyTorch): a ``.grad`` held across backwards sees the sum, in its memory."""
+    w = jg.tensor(A, device="cuda", requires_grad=True)
+    (w * 2).sum().backward()
+    held, version = w.grad, w.grad._version
+    (w * 3).sum().backward()
+    assert held is w.grad and held._version > version
+    np.testing.assert_allclose(held.cpu().numpy(), np.full_like(A, 5.0))
+
+
 def test_in_place_ops_on_a_cuda_view_change_the_base():
     x = jg.tensor(A, device="cuda")
     x[0].add_(1.0)

@@ -298,3 +298,21 @@ def test_a_listing_spells_each_dtype_as_numpy_does():
         g = Graph()
         g.placeholder("x", {"shape": (2,), "dtype": dtype})
         assert g.nodes[0].format_meta() == f"{dtype}[2]"
+
+
+def test_placeholders_stay_right_through_inserts_reorders_and_erasures():
+    g = Graph()
+    a = g.placeholder("a", meta((2,)))
+    neg = g.call_function(REGISTRY["neg"], (a,), {}, meta((2,)))
+    b = g.placeholder("b", meta((2,)))
+    assert [n.name for n in g.nodes] == ["a", "b", "neg"] and g.placeholders == [a, b]
+    early = g.call_function(REGISTRY["neg"], (a,), {}, meta((2,)), before=b)  # a call between placeholders
+    assert g.placeholders == [a, b]
+    g.reorder([early, a, b, neg])
+    assert g.placeholders == [a, b]
+    g.reorder([a, b, early, neg])
+    g.erase_nodes([early, neg])
+    g.erase_node(a)
+    assert g.placeholders == [b]
+    g.output(b)
+    g.lint()

@@ -10,6 +10,7 @@ import jitgrad as jg
 import jitgrad.nn.functional as F
 from jitgrad import fx
 from jitgrad.fx import Graph, GraphError, GraphModule, Opcode
+from jitgrad.fx.graph import Listing
 from jitgrad.fx.joint import is_backward
 from jitgrad.fx.passes.schedule import units
 from jitgrad.fx.passes import (PassManager, batch_matrix_products, eliminate_common_subexpressions,
@@ -291,6 +292,23 @@ def test_batch_matrix_products_leaves_dependent_and_few_products():
     w, v = jg.randn(3, 3), jg.randn(3)
     g = fx.trace(chain, w, v).graph
     assert not run_pass(batch_matrix_products, g, w, v).changed
+
+
+def test_batch_matrix_products_groups_a_matrix_around_products_too_few_to_batch():
+    """Only a matrix with MIN_PRODUCTS products or more is grouped, and only the stretch between its
+    first and last product is walked for what the vectors depend on: ``u``'s products (one before,
+    one reading ``w``'s results after) stay as they are, ``w``'s four become one product."""
+    w, u, xs = jg.randn(3, 3, dtype=jg.float64), jg.randn(3, 3, dtype=jg.float64), jg.randn(4, 3, dtype=jg.float64)
+
+    def program(w, u, xs):
+        first = u @ xs[0]
+        ys = [w @ first] + [w @ xs[t] for t in (1, 2, 3)]
+        return u @ (ys[0] + ys[1] + ys[2] + ys[3])
+    g = fx.trace(program, w, u, xs).graph
+    record = run_pass(batch_matrix_products, g, w, u, xs)
+    assert names(g).count("mv") == 2 and names(g).count("mm") == 1 and len(record.changes) == 1
+    product = next(n for n in g.nodes if n.target_name == "mm")
+    assert product.meta["shape"] == (4, 3)
 
 
 def test_batch_matrix_products_adds_what_else_the_sum_holds():
@@ -593,6 +611,16 @@ def test_partition_joint_recomputes_cheap_values_and_matches_the_joint_graph():
 
 
 # ---- PassManager --------------------------------------------------------------------------------------
+def test_a_listing_prints_the_graph_as_it_was_before_the_passes_edited_it():
+    x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)
+    gm = fx.trace(with_backward(lambda x, w: (x * w).exp() * 1.0 + (x * w).exp()), x, w)
+    before = str(gm.graph)
+    listing = Listing(gm.graph)
+    graph = PassManager().run(gm.graph)
+    assert str(graph) != before and "fusion_group" in str(graph)  # the passes edited the graph in place
+    assert str(listing) == before
+
+
 def test_pass_manager_runs_the_pipeline_and_logs_graphs(monkeypatch, capsys):
     monkeypatch.setenv("JITGRAD_LOG", "graph")
     x, w = jg.randn(3, 4, requires_grad=True), jg.randn(4, requires_grad=True)

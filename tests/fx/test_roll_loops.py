@@ -181,11 +181,16 @@ def test_candidates_failing_on_their_first_iterations_cost_no_walk_over_all_of_t
     its iterations at its first offsets before failing at a later one, and each start counted the
     repeats of its stretch again)."""
     looked_up = [0]   # iterations' nodes looked up, and signatures compared to count a stretch's repeats
-    at, signatures_of = roll_loops_module._Run.at, roll_loops_module._Signatures.of
+    at, column = roll_loops_module._Run.at, roll_loops_module._Run.column
+    signatures_of = roll_loops_module._Signatures.of
 
     def counted_at(run, iteration, offset):
         looked_up[0] += 1
         return at(run, iteration, offset)
+
+    def counted_column(run, offset, first, stop):
+        looked_up[0] += max(stop - first, 0)
+        return column(run, offset, first, stop)
 
     class CountedSignatures(list):
         def __getitem__(self, key):
@@ -193,6 +198,7 @@ def test_candidates_failing_on_their_first_iterations_cost_no_walk_over_all_of_t
                 looked_up[0] += key.stop - key.start
             return list.__getitem__(self, key)
     monkeypatch.setattr(roll_loops_module._Run, "at", counted_at)
+    monkeypatch.setattr(roll_loops_module._Run, "column", counted_column)
     monkeypatch.setattr(roll_loops_module._Signatures, "of", lambda known, nodes: CountedSignatures(
         signatures_of(known, nodes)))
 

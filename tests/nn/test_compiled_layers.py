@@ -19,6 +19,7 @@ X = jg.tensor(RNG.standard_normal((6, 4)))
 SEQUENCE = jg.tensor(RNG.standard_normal((6, 5, 4)))
 LABELS = jg.tensor(RNG.integers(0, 3, 6))
 TOKENS = jg.tensor(np.array([[1, 4, 0], [2, 1, 1]]))
+IMAGES = jg.tensor(RNG.standard_normal((6, 2, 4, 4)))
 
 CASES = {
     "mlp": (lambda: nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3)),
@@ -36,6 +37,25 @@ CASES = {
                    lambda model: nn.BCEWithLogitsLoss(pos_weight=jg.full((3,), 2.0))(model(X),
                                                                       (X[:, :3] > 0).double())),
     "embedding-padding": (lambda: nn.Embedding(5, 3, padding_idx=1), lambda model: model(TOKENS).tanh().sum()),
+    "cnn-batch-norm-eval-pools": (
+        lambda: nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AvgPool2d(2),
+                              nn.GroupNorm(2, 4), nn.AdaptiveAvgPool2d((1, 2)), nn.Flatten(), nn.Linear(8, 3)).eval(),
+        lambda model: F.smooth_l1_loss(model(IMAGES), F.pad(X[:, :2], (0, 1), mode="constant"))),
+    "autoencoder": (lambda: nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1), nn.ReLU(),
+                                          nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1, groups=1)),
+                    lambda model: F.mse_loss(model(IMAGES), IMAGES)),
+    "resize-and-shuffle": (lambda: nn.Sequential(nn.Conv2d(2, 8, 1), nn.PixelShuffle(2), nn.ReflectionPad2d(1),
+                                                 nn.Upsample(size=(5, 3), mode="bilinear"), nn.Dropout2d(0.3)),
+                           lambda model: model(IMAGES).pow(2).mean()),
+    "regression-losses": (lambda: nn.Linear(4, 3),
+                          lambda model: F.l1_loss(model(X), X[:, 1:]) + F.huber_loss(model(X), X[:, :3], delta=0.5)
+                          + F.kl_div(model(X).log_softmax(1), X[:, :3].softmax(1), reduction="batchmean")
+                          + F.cosine_similarity(model(X), X[:, :3]).sum()),
+    "multihead-attention-masked": (
+        lambda: nn.MultiheadAttention(4, 2, dropout=0.2),
+        lambda model: model(SEQUENCE, SEQUENCE, SEQUENCE, key_padding_mask=SEQUENCE[:, :, 0].t() > 0.5,
+                            attn_mask=jg.tensor(np.triu(np.ones((6, 6), bool), 1)), need_weights=False)[0].sum()
+        + F.scaled_dot_product_attention(SEQUENCE, SEQUENCE, SEQUENCE, is_causal=True).sum()),
     "ignore-index-weight": (lambda: nn.Linear(4, 3),
                             lambda model: F.cross_entropy(model(X), LABELS, weight=jg.tensor([0.5, 2.0, 1.0]),
                                                           ignore_index=1)),

@@ -88,3 +88,35 @@ def test_fills_a_parameter_in_place():
 def test_zero_element_tensors_warn():
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         init.kaiming_uniform_(jg.empty(0, 3))
+
+
+def test_trunc_normal_keeps_its_bounds_and_the_truncated_spread():
+    jg.manual_seed(0)
+    values = init.trunc_normal_(jg.empty(200, 300), mean=0.1, std=0.02, a=0.07, b=0.14).numpy()
+    assert values.min() >= 0.07 and values.max() <= 0.14
+    alpha, beta = (0.07 - 0.1) / 0.02, (0.14 - 0.1) / 0.02   # the truncated normal's moments, from its bounds
+    pdf = [math.exp(-z * z / 2) / math.sqrt(2 * math.pi) for z in (alpha, beta)]
+    mass = (math.erf(beta / math.sqrt(2)) - math.erf(alpha / math.sqrt(2))) / 2
+    mean = 0.1 + 0.02 * (pdf[0] - pdf[1]) / mass
+    std = 0.02 * math.sqrt(1 + (alpha * pdf[0] - beta * pdf[1]) / mass - ((pdf[0] - pdf[1]) / mass) ** 2)
+    assert abs(values.mean() - mean) < 3e-4 and abs(values.std() - std) < 3e-4
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 2, 3)])
+def test_orthogonal_gives_orthonormal_rows_or_columns(shape):
+    weight = init.orthogonal_(jg.empty(*shape), gain=2.0).numpy().reshape(shape[0], -1).astype(np.float64)
+    small = min(weight.shape)
+    product = weight @ weight.T if weight.shape[0] == small else weight.T @ weight
+    np.testing.assert_allclose(product, 4.0 * np.eye(small), atol=1e-5)
+
+
+@needs_torch
+def test_eye_and_dirac_are_pytorchs():
+    for shape, groups in (((4, 2, 3, 3), 2), ((3, 5, 4), 1), ((2, 2, 1, 3, 3), 1)):
+        ours, theirs = init.dirac_(jg.empty(*shape), groups), torch.nn.init.dirac_(torch.empty(*shape), groups)
+        assert np.array_equal(ours.numpy(), theirs.numpy())
+    assert np.array_equal(init.eye_(jg.empty(2, 3)).numpy(), torch.nn.init.eye_(torch.empty(2, 3)).numpy())
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
+        init.eye_(jg.empty(2, 2, 2))
+    with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
+        init.dirac_(jg.empty(3, 2, 3), groups=2)

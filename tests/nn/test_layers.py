@@ -94,15 +94,67 @@ LAYERS = {
     "max-pool2d-ceil": (lambda L: L.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), [IMAGES]),
     "cnn": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, padding=1), L.nn.ReLU(), L.nn.MaxPool2d(2),
                                       L.nn.Flatten(), L.nn.Linear(4 * 3 * 3, 3)), [IMAGES]),
+    "conv-transpose2d": (lambda L: L.nn.ConvTranspose2d(2, 3, 3), [IMAGES]),
+    "conv-transpose2d-strided-grouped": (lambda L: L.nn.ConvTranspose2d(2, 4, (3, 2), stride=(2, 3), padding=(1, 1),
+                                                                        output_padding=(1, 2), groups=2,
+                                                                        dilation=(1, 2)), [IMAGES]),
+    "conv-transpose2d-unbatched": (lambda L: L.nn.ConvTranspose2d(2, 1, 2, stride=2, bias=False), [IMAGES[0]]),
+    "conv-transpose1d": (lambda L: L.nn.ConvTranspose1d(2, 3, 3, stride=2, padding=1, output_padding=1),
+                         [IMAGES[:, :, 0]]),
+    "autoencoder": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, stride=2, padding=1), L.nn.ReLU(),
+                                              L.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1)),
+                    [IMAGES[..., :6]]),
+    "upsample-nearest": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 3, 3), L.nn.Upsample(scale_factor=2)), [IMAGES]),
+    "upsample-bilinear": (lambda L: L.nn.Upsample(size=(4, 9), mode="bilinear", align_corners=True), [IMAGES]),
+    "pixel-shuffle": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 8, 1), L.nn.PixelShuffle(2), L.nn.PixelUnshuffle(2)),
+                      [IMAGES]),
+    "unflatten": (lambda L: L.nn.Sequential(L.nn.Flatten(), L.nn.Unflatten(1, (2, 42))), [IMAGES]),
+    "padding-layers": (lambda L: L.nn.Sequential(L.nn.ReflectionPad2d((1, 2, 0, 1)), L.nn.ZeroPad2d(1),
+                                                 L.nn.ReplicationPad2d(2), L.nn.ConstantPad2d((0, 1, 2, 0), 0.5),
+                                                 L.nn.CircularPad2d(1)), [IMAGES]),
+    "padding-layers-1d": (lambda L: L.nn.Sequential(L.nn.ReflectionPad1d(2), L.nn.ConstantPad1d((1, 0), -1.0),
+                                                    L.nn.ReplicationPad1d((0, 3)), L.nn.CircularPad1d(1)),
+                          [IMAGES[:, :, 0]]),
+    "dropout2d-eval": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 3, 3), L.nn.Dropout2d(0.5)), [IMAGES]),
+    "max-pool1d": (lambda L: L.nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True), [IMAGES[:, :, 0]]),
+    "avg-pool2d-tiles": (lambda L: L.nn.AvgPool2d(2), [IMAGES[..., :6]]),
+    "avg-pool2d-padded": (lambda L: L.nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [IMAGES]),
+    "avg-pool2d-real-count": (lambda L: L.nn.AvgPool2d((3, 2), stride=(2, 3), padding=1, ceil_mode=True,
+                                                       count_include_pad=False), [IMAGES]),
+    "avg-pool2d-divisor": (lambda L: L.nn.AvgPool2d(3, stride=1, padding=1, divisor_override=5), [IMAGES[0]]),
+    "avg-pool1d": (lambda L: L.nn.AvgPool1d(3, stride=2, padding=1), [IMAGES[:, :, 0]]),
+    "adaptive-avg-pool2d": (lambda L: L.nn.AdaptiveAvgPool2d((4, 3)), [IMAGES]),
+    "adaptive-avg-pool2d-tiles": (lambda L: L.nn.AdaptiveAvgPool2d(1), [IMAGES]),
+    "adaptive-avg-pool1d": (lambda L: L.nn.AdaptiveAvgPool1d(4), [IMAGES[:, :, 0]]),
+    # attention
+    "multihead-attention": (lambda L: L.nn.MultiheadAttention(4, 2), [SEQUENCE, SEQUENCE[:3], SEQUENCE[:3]]),
+    "multihead-attention-batch-first": (lambda L: L.nn.MultiheadAttention(4, 4, bias=False, batch_first=True),
+                                        [SEQUENCE, SEQUENCE, SEQUENCE]),
+    "multihead-attention-unbatched": (lambda L: L.nn.MultiheadAttention(4, 1), [X, X[:2], X[:2]]),
+    "transformer-encoder-layer": (lambda L: L.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0), [SEQUENCE]),
+    "transformer-encoder-norm-first": (lambda L: L.nn.TransformerEncoder(L.nn.TransformerEncoderLayer(
+        4, 2, 8, dropout=0.0, activation="gelu", batch_first=True, norm_first=True), 2, L.nn.LayerNorm(4),
+        enable_nested_tensor=False), [SEQUENCE]),
+    "transformer-decoder-layer": (lambda L: L.nn.TransformerDecoderLayer(4, 1, 8, dropout=0.0), [SEQUENCE[:3], SEQUENCE]),
+    "transformer": (lambda L: L.nn.Transformer(4, 2, 1, 2, 8, dropout=0.0), [SEQUENCE, SEQUENCE[:3]]),
+    # normalization over images
+    "batch-norm-2d": (lambda L: L.nn.BatchNorm2d(2), [IMAGES]),
+    "batch-norm-3d-volumes": (lambda L: L.nn.BatchNorm3d(2, momentum=None), [IMAGES[:, :, None]]),
+    "group-norm": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3), L.nn.GroupNorm(2, 4)), [IMAGES]),
+    "group-norm-plain": (lambda L: L.nn.GroupNorm(1, 2, affine=False), [IMAGES]),
+    "cnn-batch-norm": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 4, 3, padding=1), L.nn.BatchNorm2d(4), L.nn.ReLU(),
+                                                 L.nn.AdaptiveAvgPool2d((2, 2)), L.nn.Flatten(), L.nn.Linear(16, 3)),
+                       [IMAGES]),
 }
 
 
 @needs_torch
 @pytest.mark.parametrize("name", LAYERS)
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # PyTorch's Transformer about its fast path
 def test_layer_matches_pytorch(name, train):
     make, inputs = LAYERS[name]
-    if name == "dropout-eval" and train:
+    if name in ("dropout-eval", "dropout2d-eval") and train:
         pytest.skip("dropout draws differ from PyTorch's while training (see test_dropout_*)")
     run_both(make, inputs, train=train, calls=3)
 
@@ -162,6 +214,10 @@ def test_batch_norm_needs_more_than_one_value_per_channel_to_train():
     nn.BatchNorm1d(3).eval()(jg.ones(1, 3))
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
         nn.BatchNorm1d(3)(jg.ones(2, 3, 1, 1))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 2D input\)"):
+        nn.BatchNorm2d(3)(jg.ones(2, 3))
+    with pytest.raises(ValueError, match=r"num_channels \(6\) must be divisible by num_groups \(4\)"):
+        nn.GroupNorm(4, 6)
 
 
 def test_default_initialisations_have_pytorchs_bounds():

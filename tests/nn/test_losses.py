@@ -72,7 +72,22 @@ def losses(lib):
             f"bce-logits-weighted-{reduction}": (
                 lambda x, y, r=reduction: F_.binary_cross_entropy_with_logits(
                     x, y, weight=t(WEIGHT), pos_weight=t(WEIGHT[::-1].copy()), reduction=r), [LOGITS, PROBABILITIES]),
+            f"l1-{reduction}": (lambda x, y, r=reduction: F_.l1_loss(x, y, reduction=r), [LOGITS, PROBABILITIES]),
+            f"smooth-l1-{reduction}": (lambda x, y, r=reduction: F_.smooth_l1_loss(x, y, reduction=r, beta=0.5),
+                                       [LOGITS, PROBABILITIES]),
+            f"huber-{reduction}": (lambda x, y, r=reduction: F_.huber_loss(x, y, reduction=r, delta=0.7),
+                                   [LOGITS, PROBABILITIES]),
+            f"kl-div-{reduction}": (lambda x, y, r=reduction: F_.kl_div(x.log_softmax(1), y, reduction=r),
+                                    [LOGITS, np.where(PROBABILITIES > 0.3, 0.0, PROBABILITIES)]),
+            f"kl-div-log-target-{reduction}": (
+                lambda x, y, r=reduction: F_.kl_div(x.log_softmax(1), y.log(), reduction=r, log_target=True),
+                [LOGITS, PROBABILITIES]),
         })
+    cases["smooth-l1-at-beta-zero"] = (lambda x, y: F_.smooth_l1_loss(x, y, beta=0.0), [LOGITS, PROBABILITIES])
+    cases["l1-and-smooth-l1-where-input-is-target"] = (
+        lambda x, y: F_.l1_loss(x, y) + F_.smooth_l1_loss(x, y) + F_.huber_loss(x, y), [LOGITS, LOGITS.copy()])
+    cases["kl-div-batchmean"] = (lambda x, y: F_.kl_div(x.log_softmax(1), y, reduction="batchmean"),
+                                 [LOGITS, PROBABILITIES])
     cases["cross-entropy-unbatched"] = (lambda x, y: F_.cross_entropy(x[0], y[0]), [LOGITS, LABELS])
     cases["cross-entropy-unbatched-smoothed"] = (
         lambda x, y: F_.cross_entropy(x[0], y[0], weight=t(WEIGHT), label_smoothing=0.3), [LOGITS, LABELS])
@@ -114,9 +129,13 @@ def test_loss_matches_pytorch(name):
     ("MSELoss", {}, lambda x: x),
     ("BCELoss", {}, lambda x: x.sigmoid()),
     ("BCEWithLogitsLoss", {"reduction": "none"}, lambda x: x),
+    ("L1Loss", {"reduction": "sum"}, lambda x: x),
+    ("SmoothL1Loss", {"beta": 0.3}, lambda x: x),
+    ("HuberLoss", {"delta": 0.3, "reduction": "none"}, lambda x: x),
+    ("KLDivLoss", {"reduction": "batchmean"}, lambda x: x.log_softmax(1)),
 ])
 def test_loss_layers_call_their_functions(layer, arguments, fn):
-    target = {"MSELoss": PROBABILITIES, "BCELoss": PROBABILITIES, "BCEWithLogitsLoss": PROBABILITIES}.get(layer, LABELS)
+    target = LABELS if layer in ("CrossEntropyLoss", "NLLLoss") else PROBABILITIES
     ours = getattr(nn, layer)(**arguments)(fn(jg.tensor(LOGITS)), jg.tensor(target))
     theirs = getattr(torch.nn, layer)(**arguments)(fn(torch.tensor(LOGITS)), torch.tensor(target))
     assert_close(ours, theirs)
@@ -196,3 +215,9 @@ def test_loss_arguments_are_checked():
         F.mse_loss(jg.ones(3), jg.ones(3, 1))
     with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\], expected input with shape \[\*, 3\]"):
         F.layer_norm(jg.ones(2, 4), (3,))
+    with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative values for beta"):
+        F.smooth_l1_loss(jg.ones(3), jg.ones(3), beta=-1.0)
+    with pytest.raises(RuntimeError, match="huber_loss does not support non-positive values for delta"):
+        F.huber_loss(jg.ones(3), jg.ones(3), delta=0.0)
+    with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
+        F.kl_div(jg.tensor(LOGITS), jg.tensor(PROBABILITIES))

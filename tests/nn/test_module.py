@@ -320,6 +320,28 @@ def test_module_dict():
     assert [name for name, _ in heads.named_parameters()] == ["a.weight", "a.bias"]
 
 
+@needs_torch
+def test_parameter_containers_register_their_parameters_as_pytorchs():
+    """Tensors put in a ParameterList or ParameterDict become the owner's parameters (converted to
+    ``Parameter``), named by index or key, so that a PyTorch state dict loads and an optimizer steps them."""
+    def make(lib):
+        owner = lib.nn.Module()
+        owner.weights = lib.nn.ParameterList([lib.nn.Parameter(lib.ones(2)), lib.zeros(3, 2)])
+        owner.weights.append(lib.full((4,), 2.0))
+        owner.heads = lib.nn.ParameterDict({"a": lib.ones(2)})
+        owner.heads["b"] = lib.nn.Parameter(lib.ones(1))
+        return owner
+    ours, theirs = make(jg), make(torch)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in ours.parameters())
+    ours.load_state_dict({k: jg.tensor(v.numpy() + 1) for k, v in theirs.state_dict().items()})
+    assert ours.weights[2].tolist() == [3.0] * 4 and ours.heads["a"].tolist() == [2.0, 2.0]
+    assert len(ours.weights) == 3 and list(ours.heads) == ["a", "b"] and "b" in ours.heads
+    assert isinstance(ours.weights[1:], nn.ParameterList) and len(ours.weights[1:]) == 2
+    assert ours.heads.pop("b").shape == (1,) and [n for n, _ in ours.named_parameters()][-1] == "heads.a"
+    assert "(1): Parameter containing: [jitgrad.float32 of size 3x2]" in repr(ours)
+
+
 def test_get_submodule():
     model = nn.Sequential(nn.Sequential(nn.Linear(1, 1)))
     assert isinstance(model.get_submodule("0.0"), nn.Linear) and model.get_submodule("") is model
@@ -335,3 +357,20 @@ def test_a_parameter_or_child_assigned_anew_keeps_its_place():
     model[0] = nn.Linear(2, 2)
     assert list(model.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
     assert [name for name, _ in model.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
+@needs_torch
+def test_parameters_to_vector_and_back_are_pytorchs():
+    ours, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    ours.load_state_dict({k: jg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    vector = nn.utils.parameters_to_vector(ours.parameters())
+    np.testing.assert_array_equal(vector.detach().numpy(),
+                                  torch.nn.utils.parameters_to_vector(theirs.parameters()).detach().numpy())
+    (vector * vector).sum().backward()   # differentiable: each parameter gets 2 p
+    np.testing.assert_allclose(ours.weight.grad.numpy(), 2 * ours.weight.detach().numpy())
+    nn.utils.vector_to_parameters(jg.arange(8.0), ours.parameters())
+    torch.nn.utils.vector_to_parameters(torch.arange(8.0), theirs.parameters())
+    for a, b in zip(ours.parameters(), theirs.parameters()):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    with pytest.raises(TypeError, match="expected jitgrad.Tensor, but got: list"):
+        nn.utils.vector_to_parameters([1.0], ours.parameters())

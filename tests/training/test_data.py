@@ -123,3 +123,47 @@ def test_random_split():
     assert list(again[0]) == list(parts[0])
     with pytest.raises(ValueError, match="Sum of input lengths does not equal the length of the input dataset!"):
         random_split(range(10), [3, 3])
+
+
+@needs_torch
+def test_concat_dataset_is_pytorchs():
+    parts = [list(range(3)), list(range(10, 15)), list(range(20, 22))]
+    ours, theirs = jg.utils.data.ConcatDataset(parts), torch.utils.data.ConcatDataset(parts)
+    assert len(ours) == len(theirs) == 10 and ours.cumulative_sizes == theirs.cumulative_sizes
+    assert [ours[i] for i in range(-10, 10)] == [theirs[i] for i in range(-10, 10)]
+    with pytest.raises(ValueError, match="absolute value of index should not exceed dataset length"):
+        ours[-11]
+
+
+def test_an_iterable_dataset_is_batched_as_it_streams():
+    class Squares(jg.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter([jg.tensor(float(i * i)) for i in range(7)])
+
+    batches = [b.tolist() for b in DataLoader(Squares(), batch_size=3)]
+    assert batches == [[0.0, 1.0, 4.0], [9.0, 16.0, 25.0], [36.0]]
+    assert [b.tolist() for b in DataLoader(Squares(), batch_size=3, drop_last=True)] == batches[:2]
+    assert jg.utils.data.get_worker_info() is None
+    with pytest.raises(ValueError, match="DataLoader with IterableDataset: expected unspecified shuffle option"):
+        DataLoader(Squares(), shuffle=True)
+
+
+def test_subset_random_sampler_permutes_its_indices_by_the_seed():
+    indices = [3, 7, 11, 19, 23]
+    jg.manual_seed(5)
+    first = list(jg.utils.data.SubsetRandomSampler(indices))
+    jg.manual_seed(5)
+    assert list(jg.utils.data.SubsetRandomSampler(indices)) == first and sorted(first) == indices
+
+
+def test_weighted_sampler_draws_in_proportion_and_without_replacement():
+    weights = [0.0, 1.0, 3.0, 6.0]
+    jg.manual_seed(0)
+    drawn = np.array(list(jg.utils.data.WeightedRandomSampler(weights, 20000)))
+    np.testing.assert_allclose(np.bincount(drawn, minlength=4) / 20000, np.array(weights) / 10, atol=0.015)
+    unique = list(jg.utils.data.WeightedRandomSampler(weights, 3, replacement=False))
+    assert sorted(unique) == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
+        list(jg.utils.data.WeightedRandomSampler(weights, 4, replacement=False))
+    with pytest.raises(ValueError, match="num_samples should be a positive integer value"):
+        jg.utils.data.WeightedRandomSampler(weights, 0)

@@ -26,6 +26,9 @@ CONFIGS = [
     ("RMSprop", {}),
     ("RMSprop", {"lr": 0.01, "alpha": 0.9, "momentum": 0.5, "weight_decay": 0.1}),
     ("RMSprop", {"lr": 0.01, "centered": True, "maximize": True}),
+    ("Adagrad", {}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.2}),
+    ("Adagrad", {"lr": 0.1, "eps": 1e-6, "maximize": True}),
 ]
 
 

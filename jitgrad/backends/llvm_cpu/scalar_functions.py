@@ -297,7 +297,7 @@ FUNCTIONS: dict[str, FunctionCode] = {
     "exp": _own_for_floats("exp", {FLOAT32: _exp_float32, FLOAT64: _exp_float64}, intrinsic("exp")),
     "tanh": _own_for_floats("tanh", {FLOAT32: _tanh_float32, FLOAT64: _tanh_float64}, c_library("tanh")),
     **{name: intrinsic(name) for name in ("log", "sqrt", "sin", "cos")},
-    **{name: c_library(name) for name in ("log1p", "expm1", "tan", "erf")},
+    **{name: c_library(name) for name in ("log1p", "expm1", "tan", "erf", "atan")},
     "isfinite": _isfinite, "sign": _sign, "abs": _abs,
     "max": _extreme_of_two("gt"), "min": _extreme_of_two("lt"),
     "pow": _pow, "floordiv": _not_here("floor division"), "mod": _not_here("remainder"),

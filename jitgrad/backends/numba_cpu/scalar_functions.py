@@ -59,7 +59,7 @@ def library_calls_kept(lines: list[str]) -> list[str]:
 FUNCTIONS: dict[str, FunctionSource] = {
     "exp": _own_for_floats("exp"),
     "tanh": _own_for_floats("tanh"),
-    **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf",
+    **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf", "atan",
                                                  "isfinite")},
     "sign": call("np.sign"),
     "abs": call("abs"), "max": call("max"), "min": call("min"),

@@ -36,7 +36,7 @@ def _integers_through(device_function: str, symbol: str, *extra: str) -> Functio
 
 FUNCTIONS: dict[str, FunctionSource] = {
     **{name: call(f"math.{name}") for name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
-                                                 "erf", "isfinite")},
+                                                 "erf", "atan", "isfinite")},
     "sign": call("sign_of"),
     "abs": call("abs"), "max": call("max"), "min": call("min"),
     "floordiv": _integers_through("floor_divide_int", "//", DIVISION_ERRORS),

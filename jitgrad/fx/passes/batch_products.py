@@ -14,6 +14,8 @@ what the calls do. The sums come out in another order (BLAS's), as in any matrix
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from ...ops.registry import REGISTRY
 from ..graph import Graph, PassRecord
 from ..node import Node, is_call
@@ -37,24 +39,37 @@ def _stacked(graph: Graph, values: list[Node], like: Node, before: Node) -> Node
 
 
 # ---- mv(W, v_t) for many independent v_t -----------------------------------------------------------
+def _product_key(product: Node) -> tuple:
+    """What products must share to be one matrix product: the matrix, the phase and the grad mode."""
+    return (product.args[0], product.meta.get("phase"), product.meta.get("no_grad", False))
+
+
 def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
     """The products grouped by matrix (and phase); a product joins the first group of its matrix
     none of whose products its vector depends on. ``upstream`` holds, per node, a bit per product
-    that the node's value depends on."""
+    that the node's value depends on. Only the products of a matrix with ``MIN_PRODUCTS`` of them or
+    more can group (a backward's ``mv(permute(W), g)``, a permute for each, has one each), and only
+    the nodes from the first of those to the last can hold a bit a vector reads: the walk is that
+    stretch (an RNN's forward, not its backward)."""
+    keys = {product: _product_key(product) for product in products}
+    sizes = Counter(keys.values())
+    products = [product for product in products if sizes[keys[product]] >= MIN_PRODUCTS]
+    if not products:
+        return []
     bit = {p: 1 << i for i, p in enumerate(products)}
     upstream: dict[Node, int] = {}
-    for node in graph.nodes:
+    nodes = graph.nodes
+    for node in nodes[nodes.index(products[0]):nodes.index(products[-1])]:
         mask = bit.get(node, 0)
         for source in node.all_input_nodes:
-            mask |= upstream[source]
+            mask |= upstream.get(source, 0)
         upstream[node] = mask
     groups: dict[tuple, list[list]] = {}
     every: dict[tuple, int] = {}  # per key, the bits of all its groups' products
     for product in products:
-        matrix, vector = product.args
-        key = (matrix, product.meta.get("phase"), product.meta.get("no_grad", False))
+        key, vector = keys[product], product.args[1]
         candidates = groups.setdefault(key, [])
-        depends = upstream[vector]
+        depends = upstream.get(vector, 0)
         if depends & every.get(key, 0) == every.get(key, 0):  # on a product of every group (a chain,
             candidates.append([[product], bit[product]])       # an RNN's hidden state): a new group at once
         else:
@@ -70,10 +85,12 @@ def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
 
 
 def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
-    products = [n for n in graph.nodes if is_call(n, "mv")]
+    mv = REGISTRY["mv"]
+    products = [n for n in graph.nodes if n.target is mv]
     if len(products) < MIN_PRODUCTS:
         return
     rows: dict[Node, Node] = {}  # each batched product -> its row of the batch's product
+    getitem = REGISTRY["getitem"]
     for members in _independent_groups(graph, products):
         if len(members) < MIN_PRODUCTS:
             continue
@@ -81,8 +98,10 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         stacked = _stacked(graph, [p.args[1] for p in members], first, first)
         transposed = call_like(graph, "permute", (matrix,), {"dims": (1, 0)}, first, first)
         product = call_like(graph, "mm", (stacked, transposed), {}, first, first)
+        row_meta = call_meta(getitem, (product,), {"index": (0,)})  # every row's: one rule call, not one each
         for i, member in enumerate(members):
-            rows[member] = call_like(graph, "getitem", (product,), {"index": (i,)}, member, None)
+            phase = {k: member.meta[k] for k in ("phase", "no_grad") if k in member.meta}
+            rows[member] = graph.call_function(getitem, (product,), {"index": (i,)}, {**row_meta, **phase})
             member.replace_all_uses_with(rows[member])
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
     if rows:  # each row where its product was (one reordering, not an insertion and an erasure each,
@@ -127,8 +146,10 @@ def _summands(root: Node) -> tuple[list[Node], set[Node]]:
 
 def _sum_outer_products(graph: Graph, record: PassRecord) -> None:
     absorbed: set[Node] = set()
-    for root in reversed(graph.nodes):
-        if root in absorbed or not is_call(root, "add") or not all(same_value_type(root, a) for a in root.args):
+    add = REGISTRY["add"]
+    for root in reversed(graph.nodes):  # an outer product is a matrix: a sum of other shapes holds none
+        if root.target is not add or root in absorbed or len(root.meta["shape"]) != 2 \
+                or not all(same_value_type(root, a) for a in root.args):
             continue
         terms, adds = _summands(root)
         absorbed |= adds

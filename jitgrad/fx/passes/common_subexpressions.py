@@ -17,11 +17,12 @@ from ..node import Node, Opcode, map_nodes
 
 
 def _key(value: Any) -> Hashable:
-    """A hashable stand-in for an argument: nodes by identity, arrays by content. The common kinds are
-    told by their exact type first (the pass asks for every argument of a long trace)."""
+    """A hashable stand-in for an argument: nodes by identity (a node stands for itself: it compares
+    by identity, and no other stand-in is a node), arrays by content. The common kinds are told by
+    their exact type first (the pass asks for every argument of a long trace)."""
     kind = type(value)
     if kind is Node:
-        return ("node", id(value))
+        return value
     if kind is tuple:
         return ("tuple", tuple([_key(v) for v in value]))
     if kind is dict:
@@ -33,7 +34,7 @@ def _key(value: Any) -> Hashable:
 
 def _other_key(value: Any) -> Hashable:
     if isinstance(value, Node):
-        return ("node", id(value))
+        return value
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple([_key(v) for v in value]))
     if isinstance(value, dict):
@@ -47,6 +48,18 @@ def _other_key(value: Any) -> Hashable:
     return (type(value).__name__, value)
 
 
+def _arguments_key(args: tuple) -> Hashable:
+    """``args``'s stand-in: the tuple itself when it holds only nodes (most calls: ``add(a, b)``), which
+    no other argument tuple's stand-in (a tagged tuple) can equal."""
+    for value in args:
+        if type(value) is not Node:
+            return _key(args)
+    return args
+
+
+_NO_KWARGS = _key({})
+
+
 def eliminate_common_subexpressions(graph: Graph) -> Graph:
     """Each duplicate's readers read the first node instead. A reader is rewritten once, after the walk,
     whatever number of its inputs were duplicates: a ``stack`` of an unrolled loop's 500 steps reads
@@ -56,13 +69,18 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
     record = graph.record_pass("eliminate_common_subexpressions")
     seen: dict[Hashable, Node] = {}
     kept: dict[Node, Node] = {}  # duplicate -> the node its readers read instead
+    duplicates = kept.keys()
+    call, constant = Opcode.CALL_FUNCTION, Opcode.GET_ATTR
     for node in graph.nodes:
-        if node.op is Opcode.GET_ATTR:
-            key: Hashable = ("constant", _key(graph.constants[node.target]._data))
-        elif node.op is Opcode.CALL_FUNCTION:
-            reads = map_nodes((node.args, node.kwargs), lambda n: kept.get(n, n)) if kept and \
-                any(n in kept for n in node.all_input_nodes) else (node.args, node.kwargs)
-            key = (id(node.target), _key(reads[0]), _key(reads[1]), node.meta.get("no_grad", False))
+        op = node.op
+        if op is call:
+            args, kwargs = node.args, node.kwargs
+            if kept and not duplicates.isdisjoint(node.all_input_nodes):
+                args, kwargs = map_nodes((args, kwargs), lambda n: kept.get(n, n))
+            key: Hashable = (id(node.target), _arguments_key(args), _key(kwargs) if kwargs else _NO_KWARGS,
+                             node.meta.get("no_grad", False))
+        elif op is constant:
+            key = ("constant", _key(graph.constants[node.target]._data))
         else:
             continue
         first = seen.setdefault(key, node)

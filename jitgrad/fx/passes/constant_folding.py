@@ -25,11 +25,12 @@ from ..node import Node, Opcode, map_nodes, tuple_item
 def fold_constants(graph: Graph) -> Graph:
     record = graph.record_pass("fold_constants")
     feeding: set[Node] = set()
+    call, constant = Opcode.CALL_FUNCTION, Opcode.GET_ATTR
     for node in graph.nodes:
-        if node.op is not Opcode.CALL_FUNCTION or node.target is tuple_item:
+        if node.op is not call or node.target is tuple_item:
             continue
         inputs = node.all_input_nodes
-        if not inputs or any(n.op is not Opcode.GET_ATTR for n in inputs):
+        if not inputs or not all([n.op is constant for n in inputs]):
             continue
         largest_input = max(math.prod(n.meta["shape"]) for n in inputs)
         if isinstance(node.meta["dtype"], tuple) or math.prod(node.meta["shape"]) > largest_input:

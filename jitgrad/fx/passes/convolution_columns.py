@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from ...ops.registry import REGISTRY
 from ..graph import Graph
 from ..node import Node, is_call
 from .batch_products import call_like
@@ -60,7 +61,8 @@ def _from_columns(graph: Graph, convolution: Node, attrs: dict) -> tuple[Node, N
 
 def share_convolution_columns(graph: Graph) -> Graph:
     record = graph.record_pass("share_convolution_columns")
-    for convolution in [node for node in graph.nodes if is_call(node, "convolution")]:
+    target = REGISTRY["convolution"]
+    for convolution in [node for node in graph.nodes if node.target is target]:
         attrs = _window_attrs(convolution)
         if attrs is None:
             continue

@@ -14,9 +14,11 @@ from ..node import Opcode
 def eliminate_dead_code(graph: Graph) -> Graph:
     record = graph.record_pass("eliminate_dead_code")
     dead: set = set()
+    call, constant = Opcode.CALL_FUNCTION, Opcode.GET_ATTR
     for node in reversed(graph.nodes):  # readers first: a node whose readers all go, goes too
-        if node.op in (Opcode.CALL_FUNCTION, Opcode.GET_ATTR) and all(user in dead for user in node.users):
+        if (node.op is call or node.op is constant) and dead.issuperset(node.users):
             dead.add(node)
-            record.changes.append(f"removed {node.name}")
-    graph.erase_nodes([n for n in graph.nodes if n in dead])  # at once: one walk of the node list
+    order = [n for n in graph.nodes if n in dead]
+    record.changes.extend([f"removed {n.name}" for n in reversed(order)])
+    graph.erase_nodes(order)  # at once: one walk of the node list
     return graph

@@ -60,6 +60,17 @@ def _structure(value: Any) -> Hashable:
     return _other_structure(value)
 
 
+def _arguments_structure(args: tuple) -> Hashable:
+    """``_structure(args)``, found without recursion for a tuple of nodes only (most calls)."""
+    for value in args:
+        if type(value) is not Node:
+            return _structure(args)
+    return ("tuple", ("node",) * len(args))
+
+
+_NO_KWARGS = _structure({})
+
+
 def _other_structure(value: Any) -> Hashable:
     if isinstance(value, Node):
         return "node"
@@ -76,11 +87,15 @@ def _other_structure(value: Any) -> Hashable:
     return (type(value).__name__, value)
 
 
+_GETITEM = REGISTRY["getitem"]
+
+
 def _row_read(node: Node) -> int | None:
     """``t`` when ``node`` is ``x[t]`` (``getitem`` of one non-negative int), else None."""
+    if node.target is not _GETITEM:
+        return None
     kwargs = node.kwargs
-    if node.op is not Opcode.CALL_FUNCTION or node.target_name != "getitem" or len(kwargs) != 1 \
-            or "index" not in kwargs:
+    if len(kwargs) != 1 or "index" not in kwargs:
         return None
     index = kwargs["index"]
     if isinstance(index, tuple) and len(index) == 1 and type(index[0]) is int and index[0] >= 0:
@@ -88,17 +103,39 @@ def _row_read(node: Node) -> int | None:
     return None
 
 
+_DTYPE_STRS: dict[np.dtype, str] = {}
+
+
+def _dtype_str(dtype: np.dtype) -> str:
+    """``dtype.str``, which numpy builds anew at each call, kept for each of the few dtypes seen."""
+    text = _DTYPE_STRS.get(dtype)
+    if text is None:
+        text = _DTYPE_STRS[dtype] = dtype.str
+    return text
+
+
+def _input_leaves(node: Node) -> list[Node]:
+    """The nodes ``node`` reads, in order, repeats included: its arguments themselves when they are
+    all nodes and no keyword argument holds any (most calls), found without walking them."""
+    args, kwargs = node.args, node.kwargs
+    if all(type(value) is Node for value in args) and \
+            not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values()):
+        return list(args)
+    return list(iter_nodes((args, kwargs)))
+
+
 def _signature(node: Node) -> Hashable:
     if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
         return ("unique", id(node))
     values = node.meta
     dtype = values.get("dtype")
-    dtype = dtype.str if isinstance(dtype, np.dtype) else tuple(d.str for d in dtype) if type(dtype) is tuple \
-        else dtype
+    dtype = _dtype_str(dtype) if isinstance(dtype, np.dtype) else tuple(_dtype_str(d) for d in dtype) \
+        if type(dtype) is tuple else dtype
     meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
     row = _row_read(node)
     kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
-    return (id(node.target), _structure(node.args), _structure(kwargs), meta, row is None)
+    return (id(node.target), _arguments_structure(node.args), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
+            row is None)
 
 
 @dataclass
@@ -117,6 +154,11 @@ class _Run:
 
     def at(self, iteration: int, offset: int) -> Node:
         return self.nodes[self.start + iteration * self.period + offset]
+
+    def column(self, offset: int, first: int, stop: int) -> list[Node]:
+        """The offset-th node of iterations ``first`` to ``stop - 1``: one slice of the node list."""
+        at = self.start + offset
+        return self.nodes[at + first * self.period:at + stop * self.period:self.period]
 
     def where(self, node: Node) -> tuple[int, int] | None:
         """(iteration, offset) of a node inside the run, or None."""
@@ -153,15 +195,23 @@ def _classify_row(run: _Run, offset: int, count: int) -> int:
     return count
 
 
+def _agreeing(values: list[Node], expected: list[Node]) -> int:
+    """How many leading ``values`` are the ``expected`` nodes (compared as lists first: nodes compare by
+    identity, and most checks agree throughout)."""
+    if values == expected:
+        return len(values)
+    return next(j for j, (value, node) in enumerate(zip(values, expected)) if value is not node)
+
+
 def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], count: int) -> int:
     """How many iterations agree on how input ``leaf`` of the offset-th node is read (``run.inputs``)."""
     first = leaves[0][leaf]
     inside = run.where(first)
     if inside is not None:  # computed in the same iteration
         _, source = inside
-        for j in range(1, count):
-            if leaves[j][leaf] is not run.at(j, source):
-                return j
+        agreeing = 1 + _agreeing([values[leaf] for values in leaves[1:count]], run.column(source, 1, count))
+        if agreeing < count:
+            return agreeing
         run.inputs[(offset, leaf)] = ("inner", source)
         return count
     second = leaves[1][leaf]
@@ -176,9 +226,9 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         if carried[0] != 0:
             return 1
         source = carried[1]
-        for j in range(2, count):
-            if leaves[j][leaf] is not run.at(j - 1, source):
-                return j
+        agreeing = 2 + _agreeing([values[leaf] for values in leaves[2:count]], run.column(source, 1, count - 1))
+        if agreeing < count:
+            return agreeing
         run.inputs[(offset, leaf)] = ("carry", first, source)
         return count
     rows: list[int] = []
@@ -206,7 +256,7 @@ def _check(run: _Run) -> int:
             if count < 2:
                 return count
             continue
-        leaves = [list(iter_nodes((run.at(j, offset).args, run.at(j, offset).kwargs))) for j in range(count)]
+        leaves = [_input_leaves(run.at(j, offset)) for j in range(count)]
         for leaf in range(len(leaves[0])):
             count = min(count, _classify_leaf(run, offset, leaf, leaves, count))
             if count < 2:
@@ -246,7 +296,7 @@ def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, in
     signatures = known.of(nodes)
     following: dict[int, int] = {}
     next_same = [0] * len(nodes)
-    for i in range(len(nodes) - 1, -1, -1):
+    for i in range(len(nodes) - 1, first - 1, -1):  # no stretch starts before ``first``
         next_same[i] = following.get(signatures[i], -1)
         following[signatures[i]] = i
     # (period, start modulo the period) -> (start, count) of the last stretch counted: a stretch
@@ -347,6 +397,8 @@ def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Ru
 def _roll(graph: Graph, run: _Run) -> Node:
     """Puts the loop node in place of the run's nodes; returns it."""
     count, period = run.count, run.period
+    window = run.nodes[run.start:run.start + count * period]
+    inside = set(window)  # the run's nodes: what reads one from elsewhere reads it after the loop
     body = Graph()
     carries: dict[tuple[Node, int], Node] = {}
     slices: dict[tuple[Node, int, int], Node] = {}
@@ -390,7 +442,7 @@ def _roll(graph: Graph, run: _Run) -> Node:
     for offset in range(period):
         if offset in run.rows:
             continue
-        readers = [j for j in range(count) if any(run.where(u) is None for u in run.at(j, offset).users)]
+        readers = [j for j in range(count) if not inside.issuperset(run.at(j, offset).users)]
         if readers:
             outside[offset] = readers
     carried_next = [offset for (_, offset) in carries]
@@ -411,9 +463,8 @@ def _roll(graph: Graph, run: _Run) -> Node:
             meta[key] = values.pop()
     node = graph.call_function(loop, (tuple(init for init, _ in carries), tuple(b for b, _, _ in slices),
                                       tuple(invariants)), {}, meta, before=first_node)
-    _hand_on(graph, run, node, loop, outside, carried_next, kept, after)
-    window = run.nodes[run.start:run.start + count * period]
-    graph.erase_nodes([n for n in window if all(run.where(u) is not None for u in n.users)])
+    _hand_on(graph, run, node, loop, outside, carried_next, kept, after, inside)
+    graph.erase_nodes([n for n in window if inside.issuperset(n.users)])
     return node
 
 
@@ -425,13 +476,13 @@ def _value_meta(node: Node, all_keys: bool = False) -> dict[str, Any]:
 
 
 def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int, list[int]],
-             carried_next: list[int], kept: list[int], after: Node) -> None:
+             carried_next: list[int], kept: list[int], after: Node, inside: set[Node]) -> None:
     """Makes what read the run's values after it read the loop's: a final carry, or a row of a kept
     value's stack. Each reader is rewired once (a stack of every step's value reads hundreds), and the
     new nodes are put before ``after`` in one reordering (an insertion each would walk the node list
     once per row)."""
     phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
-    getitem = REGISTRY["getitem"]
+    getitem = _GETITEM
     replacement: dict[Node, Node] = {}
     added: list[Node] = []
 
@@ -443,10 +494,9 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
         if offset in kept:
             index = loop.carries + kept.index(offset)
             stacked = add(tuple_item, (node, index), {}, call_meta(tuple_item, (node, index), {}))
+            row_meta = {**call_meta(getitem, (stacked,), {"index": (0,)}), **phase}  # every row's
             for j in readers:
-                row = {"index": (loop.row(j),)}
-                replacement[run.at(j, offset)] = add(getitem, (stacked,), row,
-                                                     {**call_meta(getitem, (stacked,), row), **phase})
+                replacement[run.at(j, offset)] = add(getitem, (stacked,), {"index": (loop.row(j),)}, row_meta)
         else:
             index = carried_next.index(offset)
             replacement[run.at(run.count - 1, offset)] = add(tuple_item, (node, index), {},
@@ -459,7 +509,7 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
         if existing not in new:
             order.append(existing)
     graph.reorder(order)
-    users = dict.fromkeys(u for value in replacement for u in value.users if run.where(u) is None)
+    users = dict.fromkeys(u for value in replacement for u in value.users if u not in inside)
     swap = (lambda n: replacement.get(n, n))
     for user in users:
         user.args = map_nodes(user.args, swap)
@@ -486,8 +536,9 @@ def _stacks_as_slices(graph: Graph, record: Any) -> None:
     what the unrolled graph stacked: ``batch_matrix_products``'s stacks of the steps' vectors)
     becomes a ``cat`` of slices of it: no node, and no kernel line, per iteration."""
     getitem, unsqueeze, cat = REGISTRY["getitem"], REGISTRY["unsqueeze"], REGISTRY["cat"]
+    stack = REGISTRY["stack"]
     for node in graph.nodes:
-        if node.op is not Opcode.CALL_FUNCTION or node.target_name != "stack" or node.kwargs.get("dim") != 0 \
+        if node.target is not stack or node.kwargs.get("dim") != 0 \
                 or len(node.args) != 1 or not isinstance(node.args[0], tuple):
             continue
         runs = _row_runs(node.args[0])

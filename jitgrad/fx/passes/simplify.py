@@ -23,14 +23,14 @@ from ..node_meta import call_meta
 
 
 # Ops whose result holds only their input's values: a constant seen through them is still full of its value.
-_SAME_VALUES = ("expand", "reshape")
+_SAME_VALUE_OPS = (REGISTRY["expand"], REGISTRY["reshape"])
 
 
 def _equals(graph: Graph, value: Any, scalar: float) -> bool:
     """Whether ``value`` is the Python number ``scalar`` or a constant tensor full of it, also seen
     through an ``expand`` or a ``reshape`` (a whole step's backward starts from the loss's gradient, a
     constant one expanded to the shape of what it multiplies: ``x * expand(1)`` is ``x``)."""
-    while isinstance(value, Node) and value.op is Opcode.CALL_FUNCTION and value.target_name in _SAME_VALUES:
+    while isinstance(value, Node) and value.target in _SAME_VALUE_OPS:
         value = value.args[0]
     if isinstance(value, Node):
         return value.op is Opcode.GET_ATTR and bool(np.all(graph.constants[value.target]._data == scalar))
@@ -150,8 +150,9 @@ RULES: dict[str, Callable[[Graph, Node], Node | None]] = {
 
 def simplify_algebra(graph: Graph) -> Graph:
     record = graph.record_pass("simplify_algebra")
+    by_op = {REGISTRY[name]: rule for name, rule in RULES.items()}  # a node's rule found by its target
     for node in graph.nodes:
-        rule = RULES.get(node.target_name) if node.op is Opcode.CALL_FUNCTION else None
+        rule = by_op.get(node.target)
         if rule is None:
             continue
         before = (node.args, node.kwargs)

@@ -25,11 +25,12 @@ def _find_cycle(remaining: set[Node]) -> list[Node]:
 def _in_order(nodes: tuple[Node, ...], position: dict[Node, int]) -> bool:
     """Whether every node comes after the nodes it reads and the output is last, where the stable
     order keeps every node in place."""
+    last, output, at = len(nodes) - 1, Opcode.OUTPUT, position.get
     for i, node in enumerate(nodes):
-        if node.op is Opcode.OUTPUT and i != len(nodes) - 1:
+        if node.op is output and i != last:
             return False
         for source in node.all_input_nodes:
-            if position.get(source, -1) >= i:
+            if at(source, -1) >= i:
                 return False
     return True
 
@@ -41,28 +42,42 @@ def topological_order(graph: Graph) -> list[Node]:
     position = {n: i for i, n in enumerate(nodes)}
     if _in_order(nodes, position):  # a fresh trace is: the order is then the graph's own
         return list(nodes)
-    # The nodes in their order, each taken once ready; a node passed over because it was not ready
-    # waits in a heap for its last input, and the heap (all of it before the scan) goes first: so the
-    # ready node that came first always goes first, as above, with a heap only for the few out of place.
-    waiting = {n: len([m for m in n.all_input_nodes if m in position]) for n in nodes}
+    # The nodes in their order, each taken once ready (every input taken); a node passed over
+    # because it was not ready waits, counting the inputs it still needs, and once it has them goes
+    # into a heap (of positions, which are unique) that goes first, all of it before the scan: so
+    # the ready node that came first always goes first, as above. Only the nodes passed over are
+    # counted for: a long graph with a few nodes out of place pays for those.
+    taken: set[Node] = set()
+    needs: dict[Node, int] = {}  # a node passed over -> how many of its inputs are not taken yet
     order: list[Node] = []
-    late: list[tuple[int, str]] = []
-    by_name = {n.name: n for n in nodes}
-    scan = 0
+    late: list[int] = []
+    output_op = Opcode.OUTPUT
+    scan, count = 0, len(nodes)
     while True:
         if late:
-            node = by_name[heapq.heappop(late)[1]]
-        elif scan < len(nodes):
+            node = nodes[heapq.heappop(late)]
+        elif scan < count:
             node, scan = nodes[scan], scan + 1
-            if waiting[node] or node.op is Opcode.OUTPUT:
+            if node.op is output_op:
                 continue
+            inputs = node.all_input_nodes
+            if not taken.issuperset(inputs):
+                missing = len([m for m in inputs if m not in taken and m in position])  # others: not in the graph
+                if missing:
+                    needs[node] = missing
+                    continue
         else:
             break
         order.append(node)
+        taken.add(node)
         for user in node.users:
-            waiting[user] -= 1
-            if waiting[user] == 0 and user.op is not Opcode.OUTPUT and position[user] < scan:
-                heapq.heappush(late, (position[user], user.name))
+            left = needs.get(user)
+            if left is not None:
+                if left == 1:
+                    del needs[user]
+                    heapq.heappush(late, position[user])
+                else:
+                    needs[user] = left - 1
     output = [n for n in nodes if n.op is Opcode.OUTPUT]
     remaining = set(nodes) - set(order) - set(output)
     if remaining:
@@ -77,5 +92,6 @@ def topological_sort(graph: Graph) -> Graph:
     nodes = graph.nodes
     order = topological_order(graph)
     record.changes = [f"moved {n.name}" for i, n in enumerate(order) if nodes[i] is not n]
-    graph.reorder(order)
+    if record.changes:  # a fresh trace is in order already: nothing to check and put back
+        graph.reorder(order)
     return graph

@@ -1,18 +1,37 @@
 """The layers of ``jitgrad.nn``, one file per kind; ``module.py`` holds the base class."""
-from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d
-from .dropout import Dropout
+from .activation import (CELU, ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
+                         ReLU, ReLU6, SELU, SiLU, Sigmoid, Softmax, Softsign, Tanh)
+from .attention import MultiheadAttention
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import Dropout, Dropout1d, Dropout2d
 from .embedding import Embedding
-from .flatten import Flatten
+from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, \
+    SmoothL1Loss
 from .module import Module
-from .normalization import BatchNorm1d, LayerNorm
-from .pooling import MaxPool2d
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+                      ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+                      ZeroPad3d)
+from .pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, \
+    TransformerEncoderLayer
+from .upsampling import PixelShuffle, PixelUnshuffle, Upsample
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout",
-           "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Identity", "LSTM", "LSTMCell", "LayerNorm", "Linear",
-           "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "RNN", "RNNCell",
-           "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "CELU", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
+           "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+           "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "ELU", "Embedding",
+           "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss",
+           "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid",
+           "LogSoftmax", "MSELoss", "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList",
+           "MultiheadAttention", "NLLLoss", "PairwiseDistance", "ParameterDict", "ParameterList", "PixelShuffle",
+           "PixelUnshuffle", "RNN", "RNNCell", "ReLU", "ReLU6", "ReflectionPad1d", "ReflectionPad2d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "SELU", "Sequential", "SiLU", "Sigmoid",
+           "SmoothL1Loss", "Softmax", "Softsign", "Tanh", "Transformer", "TransformerDecoder",
+           "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Upsample",
+           "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]

@@ -80,4 +80,93 @@ class LogSoftmax(Module):
         return f"dim={self.dim}"
 
 
-__all__ = ["GELU", "LogSoftmax", "ReLU", "Sigmoid", "Softmax", "Tanh"]
+
+
+class SiLU(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.silu(input)
+
+
+class Mish(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.mish(input)
+
+
+class SELU(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.selu(input)
+
+
+class Hardsigmoid(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardsigmoid(input)
+
+
+class Hardswish(_Elementwise):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardswish(input)
+
+
+class LogSigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class LeakyReLU(_Elementwise):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.leaky_relu(input, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(_Elementwise):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(ELU):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha)
+
+
+class Hardtanh(_Elementwise):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__(inplace)
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+__all__ = ["CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax",
+           "Mish", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softsign", "Tanh"]

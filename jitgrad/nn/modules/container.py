@@ -1,5 +1,6 @@
 """Modules that hold other modules: ``Sequential`` (called in order), ``ModuleList`` and ``ModuleDict``
-(held, so that their parameters are the model's, but called by the owner's own ``forward``).
+(held, so that their parameters are the model's, but called by the owner's own ``forward``), and
+``ParameterList`` and ``ParameterDict``, which hold parameters the same way.
 
 A Python list or dict of layers assigned to a module is a plain attribute: ``parameters()`` and
 ``state_dict()`` would not see the layers in it. These containers register each item as a child
@@ -11,6 +12,8 @@ import operator
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
+from ...tensor import Tensor
+from ..parameter import Parameter
 from .module import Module
 
 
@@ -194,4 +197,119 @@ class ModuleDict(Module):
             self[key] = module
 
 
-__all__ = ["ModuleDict", "ModuleList", "Sequential"]
+def _as_parameter(value: Any) -> Any:
+    """A tensor that is not a ``Parameter`` becomes one, as PyTorch's parameter containers convert it."""
+    return Parameter(value) if isinstance(value, Tensor) and not isinstance(value, Parameter) else value
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Tensor):
+        size = "x".join(str(n) for n in value.shape)
+        return f"Parameter containing: [jitgrad.{value.dtype.name} of size {size}]"
+    return f"Object of type: {type(value).__name__}"
+
+
+class ParameterList(Module):
+    """A list of parameters registered under their indices (``"0"``, ``"1"``...), so that they are the
+    owner's: ``parameters()``, ``state_dict()`` and optimizers see them. A plain tensor appended
+    becomes a ``Parameter``."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(self._size))
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return ParameterList(list(self)[index])
+        return getattr(self, str(_index(index, self._size)))
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        setattr(self, str(_index(index, self._size)), _as_parameter(value))
+
+    def append(self, value: Any) -> "ParameterList":
+        self._size += 1
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values: Iterable[Any]) -> "ParameterList":
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
+        for value in values:
+            self.append(value)
+        return self
+
+    def __iadd__(self, values: Iterable[Any]) -> "ParameterList":
+        return self.extend(values)
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({i}): {_describe(value)}" for i, value in enumerate(self))
+
+
+class ParameterDict(Module):
+    """A dict of parameters registered under their keys, in insertion order; a plain tensor becomes a
+    ``Parameter``."""
+
+    def __init__(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def keys(self) -> Iterable[str]:
+        return self._keys.keys()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return [(key, self[key]) for key in self._keys]
+
+    def values(self) -> Iterable[Any]:
+        return [self[key] for key in self._keys]
+
+    def pop(self, key: str) -> Any:
+        value = self[key]
+        del self[key]
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        if not isinstance(parameters, Iterable):
+            raise TypeError(f"ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(parameters).__name__}")
+        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for key, value in pairs:
+            self[key] = value
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({key}): {_describe(value)}" for key, value in self.items())
+
+
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]

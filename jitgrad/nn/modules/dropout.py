@@ -24,4 +24,18 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-__all__ = ["Dropout"]
+class Dropout1d(Dropout):
+    """Zeroes whole channels of an (N, C, L) or (C, L) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout1d(input, self.p, self.training)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of an (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training)
+
+
+__all__ = ["Dropout", "Dropout1d", "Dropout2d"]

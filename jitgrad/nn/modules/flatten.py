@@ -1,4 +1,5 @@
-"""``Flatten``: merges dimensions ``start_dim..end_dim`` into one (by default all but the batch)."""
+"""``Flatten``: merges dimensions ``start_dim..end_dim`` into one (by default all but the batch);
+``Unflatten``: splits one dimension into several."""
 from __future__ import annotations
 
 from ...tensor import Tensor
@@ -18,4 +19,21 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
-__all__ = ["Flatten"]
+class Unflatten(Module):
+    def __init__(self, dim: int, unflattened_size: tuple[int, ...] | list[int]) -> None:
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be tuple of ints, but found type {type(unflattened_size).__name__}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        dim = self.dim % input.dim()
+        shape = tuple(input.shape)
+        return input.reshape(*shape[:dim], *self.unflattened_size, *shape[dim + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+__all__ = ["Flatten", "Unflatten"]

@@ -1,5 +1,6 @@
-"""``LayerNorm`` (per sample, over its last dimensions) and ``BatchNorm1d`` (per channel, over the
-batch, with running statistics kept as buffers for evaluation)."""
+"""``LayerNorm`` (per sample, over its last dimensions), ``GroupNorm`` (per sample and group of
+channels) and ``BatchNorm1d``/``2d``/``3d`` (per channel, over the batch and any spatial dimensions,
+with running statistics kept as buffers for evaluation)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -48,11 +49,49 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class BatchNorm1d(Module):
-    """Normalizes each of ``num_features`` channels of an (N, C) or (N, C, L) input. In training it
-    uses the batch's statistics and updates the buffers ``running_mean`` and ``running_var`` in place
-    (``momentum`` of the batch's; with ``momentum=None`` the average of all batches so far, counted
-    by the buffer ``num_batches_tracked``); in ``eval()`` it uses the running statistics."""
+class GroupNorm(Module):
+    """``num_channels`` split into ``num_groups`` groups, each normalized per sample; ``weight`` (ones)
+    and ``bias`` (zeros) per channel when ``affine``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: str | None = None, dtype: DType | None = None, *, bias: bool = True) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = new_parameter(num_channels, device=device, dtype=dtype)
+            if bias:
+                self.bias = new_parameter(num_channels, device=device, dtype=dtype)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _BatchNorm(Module):
+    """Normalizes each of ``num_features`` channels (dimension 1). In training it uses the batch's
+    statistics and updates the buffers ``running_mean`` and ``running_var`` in place (``momentum`` of
+    the batch's; with ``momentum=None`` the average of all batches so far, counted by the buffer
+    ``num_batches_tracked``); in ``eval()`` it uses the running statistics. The three public classes
+    differ only in the input dimensions they accept, as in PyTorch."""
+
+    _input_dims: tuple[int, ...] = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: str | None = None, dtype: DType | None = None, *,
@@ -96,8 +135,9 @@ class BatchNorm1d(Module):
             init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.dim() not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+        if input.dim() not in self._input_dims:
+            expected = " or ".join(f"{d}D" for d in self._input_dims)
+            raise ValueError(f"expected {expected} input (got {input.dim()}D input)")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             self.num_batches_tracked.add_(1)
@@ -123,4 +163,23 @@ class BatchNorm1d(Module):
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
-__all__ = ["BatchNorm1d", "LayerNorm"]
+class BatchNorm1d(_BatchNorm):
+    """Over an (N, C) or (N, C, L) input."""
+
+    _input_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Over an (N, C, H, W) input: each channel's statistics over the batch and both spatial
+    dimensions."""
+
+    _input_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over an (N, C, D, H, W) input."""
+
+    _input_dims = (5,)
+
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "LayerNorm"]

@@ -1,9 +1,13 @@
 """Datasets: anything with ``__getitem__(index)`` and ``__len__``. ``TensorDataset`` pairs tensors
-row by row; ``Subset`` and ``random_split`` take parts of a dataset without copying it."""
+row by row; ``Subset`` and ``random_split`` take parts of a dataset without copying it, and
+``ConcatDataset`` joins datasets end to end. An ``IterableDataset`` is a stream of samples instead,
+which ``DataLoader`` batches in the order it yields them."""
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
-from typing import Generic, Sequence, TypeVar
+from typing import Generic, Iterable, Iterator, Sequence, TypeVar
 
 from ...random import Generator, default_generator
 from ...tensor import Tensor
@@ -18,6 +22,38 @@ class Dataset(Generic[Sample]):
 
     def __getitem__(self, index: int) -> Sample:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+
+class IterableDataset(Dataset[Sample]):
+    """Base class of stream datasets: subclasses give ``__iter__``. A ``DataLoader`` over one takes no
+    sampler and no shuffling (the stream has its own order)."""
+
+    def __iter__(self) -> Iterator[Sample]:
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
+class ConcatDataset(Dataset[Sample]):
+    """The samples of each dataset in turn: index ``i`` of the whole is found by the running sizes."""
+
+    def __init__(self, datasets: Iterable[Dataset[Sample]]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        if any(isinstance(d, IterableDataset) for d in self.datasets):
+            raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int) -> Sample:
+        if index < 0:
+            if -index > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            index += len(self)
+        which = bisect.bisect_right(self.cumulative_sizes, index)
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][index - start]
 
 
 class TensorDataset(Dataset[tuple[Tensor, ...]]):
@@ -78,4 +114,4 @@ def random_split(dataset: Dataset[Sample], lengths: Sequence[int | float],
     return subsets
 
 
-__all__ = ["Dataset", "Subset", "TensorDataset", "random_split"]
+__all__ = ["ConcatDataset", "Dataset", "IterableDataset", "Subset", "TensorDataset", "random_split"]

@@ -3,7 +3,9 @@ into batches. ``RandomSampler`` draws its permutations from jitgrad's generator,
 ``jitgrad.manual_seed`` makes the order of every epoch repeatable."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sized
+from typing import Iterable, Iterator, Sequence, Sized
+
+import numpy as np
 
 from ...random import Generator, default_generator
 from ...random import sampling
@@ -48,6 +50,60 @@ class RandomSampler(Sampler):
         return len(self.data_source)
 
 
+class SubsetRandomSampler(Sampler):
+    """The given ``indices`` in a new random order at every iteration."""
+
+    def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        generator = default_generator if self.generator is None else self.generator
+        return iter([self.indices[i] for i in permutation(len(self.indices), generator)])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices of ``range(len(weights))``, index ``i`` drawn with probability
+    proportional to ``weights[i]``: with replacement by inverting the weights' running sum at uniform
+    draws, without it by the largest keys ``u ** (1 / w)`` (each draw weighted as the next pick of a
+    draw without replacement would be)."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator: Generator | None = None) -> None:
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        values = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights, dtype=np.float64)
+        if values.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(values.shape)}")
+        self.weights, self.num_samples, self.replacement, self.generator = values, num_samples, replacement, generator
+
+    def __iter__(self) -> Iterator[int]:
+        generator = default_generator if self.generator is None else self.generator
+        weights, count = self.weights, self.num_samples
+        if (weights < 0).any() or not np.isfinite(weights).all() or weights.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not self.replacement and count > np.count_nonzero(weights):
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        draws = sampling.sample(generator.take(count if self.replacement else len(weights)),
+                                (count if self.replacement else len(weights),), np.float64, "uniform")
+        if self.replacement:
+            running = np.cumsum(weights)
+            picked = np.minimum(np.searchsorted(running, draws * running[-1], side="right"), len(weights) - 1)
+        else:
+            with np.errstate(divide="ignore"):
+                keys = np.where(weights > 0, np.log(draws) / weights, -np.inf)
+            picked = np.argsort(-keys, kind="stable")[:count]
+        return iter(picked.tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
 class BatchSampler(Sampler):
     """Lists of ``batch_size`` indices from ``sampler``; the last, shorter one dropped with ``drop_last``."""
 
@@ -73,4 +129,5 @@ class BatchSampler(Sampler):
         return count // self.batch_size if self.drop_last else -(-count // self.batch_size)
 
 
-__all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "permutation"]
+__all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "permutation"]

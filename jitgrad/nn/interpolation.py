@@ -1,0 +1,150 @@
+"""``interpolate`` (resizing) and ``pixel_shuffle`` as PyTorch's ``nn.functional`` spells them,
+composed of registry ops.
+
+Resizing is separable: each spatial dimension is resized in turn by one small matrix made here in
+numpy, whose row ``i`` holds the weights output position ``i`` gives the input positions (one 1 for
+``nearest``, two weights for ``linear``, PyTorch's source positions for each ``align_corners``); so
+the gradient (the transposed matrix, adding where positions are read twice) and compiling come
+from ``matmul``. ``area`` is adaptive average pooling, as in PyTorch.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..factories import tensor
+from ..tensor import Tensor
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}  # the mode and the spatial dimensions it takes
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+
+
+def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
+                scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resizes the spatial dimensions (all after the first two) to ``size``, or by ``scale_factor``
+    (the output ``floor(size * scale_factor)``; the source positions use ``1 / scale_factor`` unless
+    ``recompute_scale_factor``, as PyTorch's)."""
+    spatial = input.dim() - 2
+    if mode in ("bicubic",) or antialias:
+        raise NotImplementedError(f"interpolate: mode={mode!r}{' with antialias' if antialias else ''} is not "
+                                  "supported by jitgrad (nearest, nearest-exact, linear, bilinear, trilinear and "
+                                  "area are)")
+    if mode not in _MODES:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if align_corners is not None and mode not in _LINEAR:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if mode in _LINEAR and spatial != _LINEAR[mode]:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR[mode] + 2}D input")
+    if spatial < 1 or spatial > 3:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D)")
+    sizes = list(input.shape[2:])
+    out, scales = _output_sizes(sizes, size, scale_factor, recompute_scale_factor)
+    if mode == "area":
+        if spatial == 3:
+            raise NotImplementedError("interpolate: mode='area' over 3 spatial dimensions is not supported by jitgrad")
+        return adaptive_avg_pool1d(input, out[0]) if spatial == 1 else adaptive_avg_pool2d(input, tuple(out))
+    for axis, (n, m, scale) in enumerate(zip(sizes, out, scales)):
+        weights = _nearest(n, m, scale, mode == "nearest-exact") if mode.startswith("nearest") \
+            else _linear(n, m, scale, bool(align_corners))
+        input = _resize_axis(input, 2 + axis, weights)
+    return input
+
+
+def _output_sizes(sizes: list[int], size: Any, scale_factor: Any,
+                  recompute: bool | None) -> tuple[list[int], list[float | None]]:
+    """The output sizes, and for each dimension the scale the source positions use (None: in/out)."""
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None:
+        out = [int(size)] * len(sizes) if isinstance(size, (int, np.integer)) else [int(s) for s in size]
+        if len(out) != len(sizes):
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {sizes} and output size of {tuple(size)}. Please provide input "
+                             "tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+        return out, [None] * len(sizes)
+    factors = [float(scale_factor)] * len(sizes) if isinstance(scale_factor, (int, float)) \
+        else [float(f) for f in scale_factor]
+    if len(factors) != len(sizes):
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                         f"with spatial dimensions of {sizes} and scale_factor of shape {tuple(scale_factor)}. Please "
+                         "provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
+                         "format.")
+    out = [math.floor(n * f) for n, f in zip(sizes, factors)]
+    return out, [None if recompute else 1.0 / f for f in factors]
+
+
+def _nearest(n: int, m: int, scale: float | None, exact: bool) -> np.ndarray:
+    step = n / m if scale is None else scale
+    positions = np.arange(m) + (0.5 if exact else 0.0)
+    source = np.minimum(np.floor(positions * step).astype(np.int64), n - 1)
+    weights = np.zeros((m, n))
+    weights[np.arange(m), source] = 1.0
+    return weights
+
+
+def _linear(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndarray:
+    if align_corners:
+        source = np.arange(m) * ((n - 1) / (m - 1) if m > 1 else 0.0)
+    else:
+        step = n / m if scale is None else scale
+        source = np.maximum((np.arange(m) + 0.5) * step - 0.5, 0.0)
+    low = np.minimum(np.floor(source).astype(np.int64), n - 1)
+    high = np.minimum(low + 1, n - 1)
+    fraction = source - low
+    weights = np.zeros((m, n))
+    np.add.at(weights, (np.arange(m), low), 1.0 - fraction)
+    np.add.at(weights, (np.arange(m), high), fraction)
+    return weights
+
+
+def _resize_axis(input: Tensor, axis: int, weights: np.ndarray) -> Tensor:
+    """``input`` with dimension ``axis`` resized by ``weights`` (out, in)."""
+    matrix = tensor(np.ascontiguousarray(weights.T), dtype=input.dtype, device=input.device)
+    if axis == input.dim() - 1:
+        return input @ matrix
+    return (input.transpose(axis, -1) @ matrix).transpose(axis, -1)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r², H, W) to (*, C, H r, W r): each group of r² channels becomes an r by r block."""
+    r = upscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *batch, channels, height, width = input.shape
+    if channels % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={channels} is not divisible by {r * r}")
+    n = len(batch)
+    blocks = input.reshape(*batch, channels // (r * r), r, r, height, width)
+    order = tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2)
+    return blocks.permute(*order).reshape(*batch, channels // (r * r), height * r, width * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """The inverse of ``pixel_shuffle``: (*, C, H r, W r) to (*, C r², H, W)."""
+    r = downscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *batch, channels, height, width = input.shape
+    if height % r or width % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but got "
+                           f"height={height}, width={width} and downscale_factor={r}")
+    n = len(batch)
+    blocks = input.reshape(*batch, channels, height // r, r, width // r, r)
+    order = tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3)
+    return blocks.permute(*order).reshape(*batch, channels * r * r, height // r, width // r)
+
+
+__all__ = ["interpolate", "pixel_shuffle", "pixel_unshuffle"]
