@@ -149,14 +149,17 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     """Integers give int64, any float gives the default float dtype, as in PyTorch."""
     if end is None:
         start, end = 0, start
+    if dtype is None:
+        integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = np.int64 if integral else dtypes.get_default_dtype().numpy
+    dtype = dtypes.as_numpy_dtype(dtype)
+    if dtype.kind in "iub":  # PyTorch truncates the bounds and the step first (numpy steps in floats)
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    if dtype is None:
-        integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
-        dtype = np.int64 if integral else dtypes.get_default_dtype().numpy
-    return _finish(np.arange(start, end, step, dtype=dtypes.as_numpy_dtype(dtype)), requires_grad, device=device)
+    return _finish(np.arange(start, end, step, dtype=dtype), requires_grad, device=device)
 
 
 def eye(n: int, m: int | None = None, dtype: DType = None, device: Device = None,

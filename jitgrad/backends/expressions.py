@@ -20,6 +20,7 @@ FunctionSource = Callable[[Sequence[str], np.dtype], str]
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "lt": "<", "le": "<=", "gt": ">",
            "ge": ">=", "eq": "==", "ne": "!=", "logical_and": "and", "logical_or": "or"}
+_BOOLEAN = {"add": "or", "mul": "and"}  # what + and * are between bool tensors, as numpy and PyTorch have them
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ def render(expression: Expr, dialect: Dialect, compute: np.dtype, result: np.dty
             raise TypeError(f"not a scalar expression: {e!r}")
         args = [write(a) for a in e.args]
         if e.fn in _BINARY:
+            if compute.kind == "b" and e.fn in _BOOLEAN:  # bools add as a logical or (True + True is True)
+                return f"({args[0]} {_BOOLEAN[e.fn]} {args[1]})"
             return f"({args[0]} {_BINARY[e.fn]} {args[1]})"
         if e.fn == "neg":
             return f"(-{args[0]})"

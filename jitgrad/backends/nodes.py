@@ -61,9 +61,10 @@ def node_dtype(node: Node) -> np.dtype:
 
 def compute_dtype(node: Node) -> np.dtype:
     """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
-    bool result) that of its first tensor input."""
+    bool result) that of its first tensor input. An integer result is its own compute dtype: a bool
+    tensor times 2 computes in int64 (in bool, 2 was True and the product 1)."""
     out = node_dtype(node)
-    if out.kind == "f":
+    if out.kind in "fiu":
         return out
     inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple) and not is_python_number(i)]
     floats = [node_dtype(i) for i in inputs if node_dtype(i).kind == "f"]

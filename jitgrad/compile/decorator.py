@@ -420,7 +420,8 @@ class CompiledFunction:
         while True:
             dynamic = self._dynamic.get(spec, NO_DYNAMIC)
             try:
-                return self._build(args, kwargs, leaves, frozenset(p - guards.HEADER for p in dynamic))
+                return self._build(args, kwargs, leaves, frozenset(p - guards.HEADER for p in dynamic
+                                                                   if type(leaves[p - guards.HEADER]) in (int, float)))
             except NeedsValues as needed:
                 positions = {guards.HEADER + i for i in needed.leaves}
                 self._static.setdefault(spec, set()).update(positions)

@@ -10,7 +10,9 @@ internals, the standard library...) are not entered.
 Each value found is recorded with its ``Source``:
 
 - tensors and numpy arrays, by identity: a tensor the trace reads becomes a graph input read afresh
-  from its sources at every call (a numpy array, when the trace makes a tensor of it); a numpy array
+  from its sources at every call (a numpy array, when the trace makes a tensor of it); every tensor is
+  guarded by its descriptor (shape, dtype, requires_grad, ``.grad`` or not...: ``guards``), which Python
+  code may read without the trace reading the tensor; a numpy array
   is also guarded by its values, since what the function computes from it in numpy is baked into the
   graph where no tracer sees it;
 - a *run-time number*: an int or float a dict subclass names in its class attribute
@@ -30,6 +32,7 @@ from __future__ import annotations
 import collections
 import dis
 import functools
+import random
 import sys
 import types
 from typing import Any, Callable
@@ -179,6 +182,9 @@ class _Walker:
         if isinstance(value, Tensor):
             self.found.tensors.setdefault(id(value), []).append(source)
             self.found.objects[id(value)] = value
+            # guarded by its descriptor even when the trace never reads it as a tensor: the function may
+            # read its shape, dtype, requires_grad or whether it has a .grad in Python (x * w.shape[0])
+            self.found.guards.append((source, "tensor", value))
             return
         kind = type(value)
         if kind is np.ndarray:
@@ -336,7 +342,28 @@ def find_free_variables(fn: Callable, object_arguments: list[tuple[Source, Any]]
     names = code_names(fn.__code__) if isinstance(fn, types.FunctionType) else frozenset()
     for source, value in object_arguments:
         walker.value(value, source, names)
+    walker.found.snapshots += random_state_snapshots()
     return walker.found
 
 
-__all__ = ["FreeVariables", "MAX_VALUES", "MISSING", "SCALAR_TYPES", "Snapshot", "code_names", "find_free_variables"]
+def random_state_snapshots() -> list[Snapshot]:
+    """Snapshots of the global states of Python's ``random`` and of ``numpy.random``: a draw from them
+    while tracing is a side effect (the trace's value would be baked in, or a branch taken on it), and
+    undoing it leaves the caller's sequence of draws as eager mode has it. Kind "rng"; ``before`` is
+    the state as ``random_state`` reads it."""
+    return [Snapshot(Source("global", vars(module), name), "rng", module, None, random_state(module))
+            for module, name in ((random, "random's state"), (np.random, "numpy.random's state"))]
+
+
+def random_state(module: Any) -> tuple:
+    """``module``'s global random state, comparable with ``==`` (numpy's key array as bytes), with
+    what ``setstate`` takes last."""
+    if module is random:
+        state = random.getstate()
+        return state, state
+    name, keys, position, has_gauss, gauss = np.random.get_state()
+    return (name, keys.tobytes(), position, has_gauss, gauss), (name, keys, position, has_gauss, gauss)
+
+
+__all__ = ["FreeVariables", "MAX_VALUES", "MISSING", "SCALAR_TYPES", "Snapshot", "code_names", "find_free_variables",
+           "random_state", "random_state_snapshots"]

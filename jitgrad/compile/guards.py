@@ -150,7 +150,9 @@ def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str],
         else:
             parts.append(value)
     for position in dynamic:
-        parts[position] = parts[position][:1]  # (type, value) -> (type,)
+        part = parts[position]
+        if part[0] is int or part[0] is float:  # a tensor or another value there now keeps its whole guard
+            parts[position] = part[:1]  # (type, value) -> (type,)
     parts.append(True if len(set(ids)) == len(ids) else tuple(ids.index(i) for i in ids))
     return tuple(parts)
 

@@ -1,7 +1,8 @@
 """Python side effects of a traced function: found after the trace, undone, and reported.
 
 A compiled function replays its graph; Python statements that change state outside the function
-(``history.append(loss)``, ``self.calls += 1``, ``global step; step += 1``) ran once, while tracing, and
+(``history.append(loss)``, ``self.calls += 1``, ``global step; step += 1``, a draw from ``random`` or
+``numpy.random``) ran once, while tracing, and
 would silently not run again. So every mutable place the free-variable walk reached (cells, globals,
 lists, dicts, objects' attributes, and the containers passed as arguments) is compared with its
 snapshot after the trace; a change is undone (the caller's state is as it was before the call) and
@@ -18,7 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .free_variables import MISSING, Snapshot
+import numpy as np
+
+from .free_variables import MISSING, Snapshot, random_state
 from .sources import Source
 
 
@@ -72,6 +75,8 @@ def _difference(snapshot: Snapshot) -> str | None:
     if kind == "global":
         now = holder.get(snapshot.key, MISSING)
         return None if now is before else ("was created" if before is MISSING else "was rebound")
+    if kind == "rng":
+        return None if random_state(holder)[0] == before[0] else "was advanced (a random draw while tracing)"
     if kind == "list":  # a list or a deque
         if _same_items(holder, before):
             return None
@@ -145,6 +150,8 @@ def undo(changes: list[Change]) -> None:
         elif kind == "list":
             holder.clear()
             holder.extend(before)
+        elif kind == "rng":
+            holder.setstate(before[1]) if holder is not np.random else np.random.set_state(before[1])
         else:
             attributes = holder if kind == "dict" else holder.__dict__
             attributes.clear()

@@ -26,14 +26,29 @@ def _promote(a, b):
     return _cast(a, dtype), _cast(b, dtype)
 
 
+# float32 and float64 (numpy's dtype chars): numpy computes them with a Python number as PyTorch does.
+# float16 ("e") is left out: numpy casts the number to float16 first (1e5 becomes inf), PyTorch keeps it.
+_FULL_FLOATS = "fd"
+
+
 def _same_type(a, b) -> bool:
     """Whether numpy computes ``a op b`` in PyTorch's result dtype as they are: arrays of one dtype, or
-    a float array and a Python number."""
+    a float32/float64 array and a Python number."""
     if type(a) is np.ndarray:
         if type(b) is np.ndarray:
             return a.dtype == b.dtype
-        return type(b) in (float, int) and a.dtype.kind == "f"
-    return type(b) is np.ndarray and type(a) in (float, int) and b.dtype.kind == "f"
+        return type(b) in (float, int) and a.dtype.char in _FULL_FLOATS
+    return type(b) is np.ndarray and type(a) in (float, int) and b.dtype.char in _FULL_FLOATS
+
+
+def _half_with_number(fn, a, b):
+    """``fn(a, b)`` of a float16 array and a Python number, or None for other operands. PyTorch keeps
+    the number at full precision and computes in float32 (``x * 1e5`` of 1e-3 in float16 is 100, and
+    numpy's is inf: it casts 1e5 to float16 first), then rounds the result to float16."""
+    if type(b) in (float, int) and type(a) is np.ndarray and a.dtype == np.float16 or \
+            type(a) in (float, int) and type(b) is np.ndarray and b.dtype == np.float16:
+        return fn(_cast(a, np.dtype(np.float32)), _cast(b, np.dtype(np.float32))).astype(np.float16)
+    return None
 
 
 def _cast(x, dtype: np.dtype):
@@ -48,6 +63,9 @@ def _binary(fn, floating: bool = False):
     types and dtypes the forward is ``fn`` itself."""
     if floating:
         def forward(a, b):
+            half = _half_with_number(fn, a, b)
+            if half is not None:
+                return half
             a, b = _promote(a, b)
             if np.result_type(a, b).kind != "f":
                 default = dtypes.get_default_dtype().numpy
@@ -62,8 +80,11 @@ def _binary(fn, floating: bool = False):
                 if type(b) is np.ndarray:
                     if a.dtype is b.dtype:
                         return fn(a, b)
-                elif type(b) is float and a.dtype.kind == "f":
+                elif type(b) is float and a.dtype.char in _FULL_FLOATS:
                     return fn(a, b)
+            half = _half_with_number(fn, a, b)
+            if half is not None:
+                return half
             a, b = _promote(a, b)
             return fn(a, b)
 
@@ -111,10 +132,11 @@ div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "D
             meta=elementwise(floating), kind="elementwise", recompute=True,
             lower=lambda self, other: cast(self) / cast(other),  # an int divides as the float it promotes to
             self=lambda grad, other: grad / other,
-            other=lambda grad, self, other: -grad * self / (other * other),
+            # (self / other) / other, as PyTorch: other * other overflows first (float16 300 * 300 is inf)
+            other=lambda grad, self, other: -grad * (self / other) / other,
             jvp=lambda self_t, other_t, self, other: tangent_sum(
                 None if self_t is None else self_t / other,
-                None if other_t is None else -other_t * self / (other * other)))
+                None if other_t is None else -other_t * (self / other) / other))
 
 neg = defop("neg", ("self",), np.negative, "NegBackward0",
             public=("function", "method"),
@@ -142,8 +164,11 @@ def _pow_exponent_grad(grad, self, result):
         if self == 0:  # 0 ** y: 0 for y > 0 and 1 for y == 0 (gradient 0), inf for y < 0 (gradient -inf)
             return grad * where(result <= 1.0, 0.0, result * -math.inf)
         return grad * result * _log(self)
-    # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention).
-    return grad * where(self == 0.0, 0.0, result * _log(where(self == 0.0, 1.0, self)))
+    # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention); at x == 0 and
+    # y < 0 it is x**y * log(0), an infinity (x**y is +-inf there, so |x**y| <= 1 tells y >= 0 apart).
+    # log reads 1 where the result is taken as 0, so that no infinity reaches a higher derivative.
+    taken_as_zero = (self == 0.0).logical_and(result.abs() <= 1.0)
+    return grad * where(taken_as_zero, 0.0, result * _log(where(taken_as_zero, 1.0, self)))
 
 
 def _pow_node(args, attrs) -> str:
@@ -276,7 +301,23 @@ isinf = defop("isinf", ("self",), np.isinf,
 def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     if min is None and max is None:
         raise ValueError("At least one of 'min' or 'max' must not be None")
-    return np.clip(a, min, max).astype(a.dtype, copy=False)
+    dtype = _clamp_dtype(a, min, max)
+    return np.clip(a.astype(dtype, copy=False), min, max).astype(dtype, copy=False)
+
+
+_NUMBERS = (float, int, type(None))
+
+
+def _clamp_dtype(a, min, max):  # noqa: A002
+    """PyTorch's result dtype of clamp: the input's promoted with the limits (an int tensor clamped to
+    0.5 gives floats)."""
+    if a.dtype.kind == "f" and type(min) in _NUMBERS and type(max) in _NUMBERS:
+        return a.dtype  # the common call: a float tensor keeps its dtype under Python numbers
+    return dtypes.result_type(a, *(v for v in (min, max) if v is not None))
+
+
+def _clamp_meta(self: TensorMeta, min=None, max=None) -> TensorMeta:  # noqa: A002
+    return TensorMeta(self.shape, np.dtype(promoted(self, *(v for v in (min, max) if v is not None))))
 
 
 def _clamp_grad(grad, self, min, max):  # noqa: A002
@@ -289,12 +330,13 @@ def _clamp_grad(grad, self, min, max):  # noqa: A002
 
 
 def _clamp_lower(self, min, max):  # noqa: A002
+    self = cast(self, RESULT)
     value = self if min is None else scalar.max(self, min)
     return value if max is None else scalar.min(value, max)
 
 
 _clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",
-               meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=_clamp_lower,
+               meta=_clamp_meta, kind="elementwise", recompute=True, lower=_clamp_lower,
                self=_clamp_grad,
                jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 

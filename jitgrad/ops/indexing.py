@@ -1,6 +1,7 @@
 """``x[index]`` and its backward, a scatter that accumulates where an index repeats."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ def normalize_index(index: Any) -> tuple:
     index tensor's or array's values are copied: the backward scatters by them, so an in-place change
     to the index before it runs would otherwise send the gradient to other elements, silently."""
     if not isinstance(index, tuple):
-        index = (index,)
+        index = tuple(index) if type(index) is list and _list_as_tuple(index) else (index,)
     out = []
     for item in index:
         if isinstance(item, Tensor):
@@ -28,17 +29,29 @@ def normalize_index(index: Any) -> tuple:
                 # the values themselves (a CUDA index's copied to the host, as attributes are host
                 # values): a traced tensor refuses (TraceError)
                 item = item.cpu().numpy() if item.is_cuda else item.numpy().copy()
+                if item.dtype == np.uint8:  # a mask, as in PyTorch (numpy would take the values as indices)
+                    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                                  "torch.bool instead.", UserWarning, stacklevel=3)
+                    item = item.astype(np.bool_)
                 if item.ndim == 0 and item.dtype.kind in "iu":  # an integer, as in PyTorch: x[t] is a view
                     item = int(item)
             else:
                 item = item._data
         elif isinstance(item, (list, range, np.ndarray)):
-            item = np.array(item)
+            item = np.array(item) if len(item) else np.zeros(0, np.int64)  # x[[]] selects nothing
         if isinstance(item, np.ndarray) and item.dtype.kind not in "biu":
             raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, "
                              f"not {item.dtype}")
         out.append(item)
     return tuple(out)
+
+
+def _list_as_tuple(index: Any) -> bool:
+    """PyTorch's reading of a list index (after numpy's old rule): a short list holding a sequence, a
+    tensor, a slice, None or Ellipsis is a tuple of indices, one per dimension (``x[[[0, 1], [1, 2]]]``
+    is ``x[[0, 1], [1, 2]]``); any other list is one integer or boolean index."""
+    return len(index) < 32 and any(isinstance(i, (list, tuple, range, Tensor, np.ndarray, slice))
+                                   or i is None or i is Ellipsis for i in index)
 
 
 _BASIC_ITEMS = frozenset({int, slice})  # exactly these types (a bool indexes as a mask does)

@@ -41,6 +41,14 @@ def _sigmoid(a):
     return np.where(a >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(a.dtype, copy=False)
 
 
+def _sigmoid_lower(self):
+    """The forward's two branches: 1/(1+e^-x) overflows to 0 below about -88 in float32, where the
+    result is a subnormal number that a log (binary_cross_entropy's) still reads."""
+    e = scalar.exp(-scalar.abs(self))
+    inverse = 1.0 / (1.0 + e)
+    return scalar.where(self >= 0.0, inverse, e * inverse)
+
+
 exp = defop("exp", ("self",), floating_forward(np.exp), "ExpBackward0",
             public=("function", "method"),
             meta=elementwise(floating), kind="elementwise", lower=scalar.exp,
@@ -103,7 +111,7 @@ tanh = defop("tanh", ("self",), floating_forward(np.tanh), "TanhBackward0",
 
 sigmoid = defop("sigmoid", ("self",), floating_forward(_sigmoid), "SigmoidBackward0",
                 public=("function", "method"),
-                meta=elementwise(floating), kind="elementwise", lower=lambda self: 1.0 / (1.0 + scalar.exp(-self)),
+                meta=elementwise(floating), kind="elementwise", lower=_sigmoid_lower,
                 self=lambda grad, result: grad * result * (1.0 - result),
                 jvp=lambda self_t, result: self_t * result * (1.0 - result))
 

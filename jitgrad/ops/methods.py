@@ -94,6 +94,14 @@ def _t(self):
     return ops.transpose(self, 0, 1) if ndim == 2 else ops.reshape(self, self._data.shape)
 
 
+def _mT(self):
+    """PyTorch's ``mT``: the last two dimensions swapped, of a matrix or a batch of them."""
+    ndim = self._data.ndim
+    if ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {ndim}-D tensor.")
+    return ops.transpose(self, -2, -1)
+
+
 _LEGACY_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
                  "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
                  "bool": "BoolTensor"}
@@ -115,6 +123,30 @@ def _type(self, dtype=None, non_blocking=False):  # noqa: ARG001 - accepted as i
             return _to(self, "cuda", by_name[name])
         return to_dtype(self, by_name[name])
     return to_dtype(self, dtype)
+
+
+def _kind(value) -> str:
+    """numpy's kind letter of a tensor's or a Python number's dtype."""
+    return value._data.dtype.kind if isinstance(value, Tensor) else np.asarray(value).dtype.kind
+
+
+def _logical(symbol: str, bitwise: str, op):
+    """``&``, ``|`` (``op(a, b)``) or ``~`` (``op(a)``) of bool tensors: the logical op. PyTorch's are
+    bitwise for integers, which jitgrad does not have: refused rather than answered with the logical
+    op's bools (``~tensor([1, 0])`` is ``[-2, -1]`` in PyTorch); floats are PyTorch's errors."""
+    call = caller(op) if isinstance(op, OpDef) else op
+
+    def operator(*operands):
+        kinds = {_kind(v) for v in operands}
+        if kinds <= {"b"}:
+            return call(*operands)
+        if symbol == "~" and "f" in kinds:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        if "f" in kinds:
+            raise NotImplementedError(f'"{bitwise}_cpu" not implemented for a floating dtype')
+        raise NotImplementedError(f"{symbol} of integer tensors is PyTorch's {bitwise}, which jitgrad does not have; "
+                                  "use bool tensors (x != 0) for a logical result")
+    return operator
 
 
 def _contiguous(self, memory_format=None):  # noqa: ARG001 - accepted as in PyTorch
@@ -148,8 +180,10 @@ def _attach() -> None:
         "__rfloordiv__": _reversed(ops.floor_divide), "__mod__": ops.remainder,
         "__rmod__": _reversed(ops.remainder), "__matmul__": ops.matmul,
         "__rmatmul__": _reversed(ops.matmul), "__eq__": ops.eq, "__ne__": ops.ne, "__lt__": ops.lt,
-        "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge, "__and__": ops.logical_and,
-        "__or__": ops.logical_or, "__invert__": ops.logical_not, "__neg__": ops.neg, "__abs__": ops.abs,
+        "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge,
+        "__and__": _logical("&", "bitwise_and", ops.logical_and), "__rand__": _logical("&", "bitwise_and", ops.logical_and),
+        "__or__": _logical("|", "bitwise_or", ops.logical_or), "__ror__": _logical("|", "bitwise_or", ops.logical_or),
+        "__invert__": _logical("~", "bitwise_not", ops.logical_not), "__neg__": ops.neg, "__abs__": ops.abs,
         "__getitem__": ops.getitem,
     }
     for name, fn in operators.items():
@@ -174,7 +208,7 @@ def _attach() -> None:
     Tensor.type_as = _type_as
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
-    Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+    Tensor.mT = property(_mT)
 
 
 _attach()

@@ -13,7 +13,7 @@ import numpy as np
 from ..shapes import wrap_dim, wrap_dims
 from ..autograd import grad_mode
 from ..tensor import Tensor
-from .arithmetic import where
+from .arithmetic import maximum, minimum, where
 from .device_copy import to
 from . import scalar
 from .lowering import Reduction, intrinsic
@@ -270,6 +270,8 @@ def _floating_only(name: str, reduce):
     def forward(a, dim, keepdim, correction):
         if a.dtype.kind not in "fc":
             raise TypeError(f"{name}: std and var only support floating point and complex dtypes")
+        if a.dtype == np.float16:  # in float32, as PyTorch: float16's squares overflow (var of 0..99 was inf)
+            return reduce(a, axis=dim, ddof=correction, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return reduce(a, axis=dim, ddof=correction, keepdims=keepdim)
     return forward
 
@@ -429,13 +431,18 @@ def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdi
 
 
 @public("function", "method")
-def max(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: A001
-    """The largest element, or with ``dim`` the named tuple ``(values, indices)`` along it."""
+def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False):  # noqa: A001
+    """The largest element, or with ``dim`` the named tuple ``(values, indices)`` along it; with a
+    tensor in place of ``dim``, PyTorch's ``max(input, other)``: ``maximum``."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
     return _selecting(_max_all, _max_dim, "max", input, dim, keepdim)
 
 
 @public("function", "method")
-def min(input: Tensor, dim: int | None = None, keepdim: bool = False):  # noqa: A001
+def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False):  # noqa: A001
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
     return _selecting(_min_all, _min_dim, "min", input, dim, keepdim)
 
 

@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd.forward_ad import tangent_or_zeros
 from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
@@ -79,8 +80,12 @@ def _unsqueeze_meta(self, dim):
 
 
 def _joined_dtype(tensors) -> np.dtype:
-    """numpy's promotion of the pieces' dtypes, which ``np.concatenate`` and ``np.stack`` apply."""
-    return np.result_type(*(t.dtype for t in tensors))
+    """PyTorch's promotion of the pieces' dtypes (an int64 piece joined to a float32 one gives float32,
+    where numpy's would be float64)."""
+    first = tensors[0].dtype
+    if all(t.dtype == first for t in tensors):
+        return first
+    return dtypes.promote([t.dtype for t in tensors], [], [])
 
 
 def _cat_meta(tensors, dim):
@@ -281,7 +286,10 @@ def _check_tensors(op: str, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected a sequence of Tensors, but element {i} is "
                             f"{type(t).__name__}")
-    return tensors
+    dtype = _joined_dtype([t._data for t in tensors])
+    # Pieces of other dtypes are cast first, as recorded ops, so that the join itself (eager, and the
+    # compiled kernels, which copy bits) only ever sees one dtype.
+    return tuple(t if t._data.dtype == dtype else t.to(dtypes.from_numpy_dtype(dtype)) for t in tensors)
 
 
 @public("function")

@@ -152,3 +152,14 @@ def test_a_kernel_imports_only_what_it_calls():
     _, float32 = lowered(lambda x: x.tanh().sum(), [x.astype(np.float32)])
     head = float32.source.split("def kernel")[0]
     assert "import tanh_float32" in head and "blas" not in head
+
+
+def test_bools_add_and_multiply_as_logical_operators_in_source_kernels():
+    # `(a + b)` of two Python/numba bools is the int 2, which a fused kernel used as such: compiled on
+    # numba, (b + b) * 2 of a bool tensor gave 4 where eagerly True * 2 is 2
+    boolean = np.dtype(np.bool_)
+    a, b = scalar.Var("a"), scalar.Var("b")
+    for expression, expected in ((a + b, True), (a * b, True)):
+        source = render(expression, NUMBA_CPU, boolean, boolean)
+        assert eval(source, {"a": True, "b": True}) is expected  # noqa: S307 - our own rendered source
+    assert render(a + b, NUMBA_CPU, np.dtype(np.int64), np.dtype(np.int64)) == "(a + b)"

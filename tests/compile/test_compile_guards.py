@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import jitgrad as jg
@@ -143,3 +144,16 @@ def test_the_call_key_tells_apart_every_guarded_difference_and_nothing_else():
     twice, spec = flatten((shared, shared), {})
     two, _ = flatten((jg.zeros(3), jg.zeros(3)), {})
     assert guards.call_key(spec, twice, (), []) != guards.call_key(spec, two, (), [])
+
+
+def test_a_tensor_where_a_number_was_made_dynamic_is_guarded_as_a_tensor():
+    # a KeyError from the trace (the tensor was taken for the run-time number), and its key kept only
+    # the shape of the tensor there
+    step = jg.compile(lambda a, b: a * b)
+    x = jg.ones(2)
+    step(x, 2.0), step(x, 3.0)                     # b becomes a run-time number
+    for b in (jg.tensor([1.0, 2.0]), jg.tensor([1, 2]), jg.tensor([3.0, 4.0], dtype=jg.float64), 5.0, 6):
+        expected = x * b
+        got = step(x, b)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())

@@ -1,0 +1,138 @@
+"""Ops at the points where they were found to differ from PyTorch 2.13 (the third hunt): dtype promotion
+with Python numbers and mixed tensors, edge values of pow's gradient, and ops joining pieces of several
+dtypes. Each case runs in both libraries and compares the values, the dtype, the shape and the gradients
+with respect to every floating input (for a random incoming gradient)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+torch = pytest.importorskip("torch")
+
+
+def run(module, case, arrays):
+    """``case(module, *tensors)`` and the gradients of its output with respect to its float inputs."""
+    tensors = [module.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    out = case(module, *tensors)
+    inputs = [t for t in tensors if t.requires_grad]
+    if not out.requires_grad:
+        return out, []
+    seed = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(str(out.dtype).split(".")[-1])
+    return out, module.autograd.grad([out], inputs, [module.tensor(seed)], allow_unused=True)
+
+
+def check_against_torch(case, *arrays, rtol: float = 1e-6) -> None:
+    expected, expected_grads = run(torch, case, arrays)
+    got, got_grads = run(jg, case, arrays)
+    assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=rtol)
+    assert len(got_grads) == len(expected_grads)
+    for g, e in zip(got_grads, expected_grads):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=rtol)
+
+
+F32 = np.array([-2.5, -1.0, -0.0, 0.0, 1.5, 3.0], np.float32)
+I64 = np.array([-3, -1, 0, 1, 2, 7])
+
+
+@pytest.mark.parametrize("low,high", [(0.5, 1.5), (0.5, None), (None, 1.5), (0, 1)])
+def test_clamp_of_an_integer_tensor_promotes_with_its_limits(low, high):
+    # was an int64 result [0 1 1] for clamp(tensor([0, 1, 2]), 0.5, 1.5), PyTorch's is float32
+    check_against_torch(lambda m, x: m.clamp(x, low, high), I64)
+
+
+def test_clamp_of_a_float_tensor_keeps_its_dtype():
+    check_against_torch(lambda m, x: m.clamp(x, -1, 2.0), F32.astype(np.float64))
+
+
+@pytest.mark.parametrize("exponent", [np.array([1, 2, -3, 4, -2, -6], np.float32), np.array([0.0] * 6, np.float32)])
+def test_pow_gradient_in_the_exponent_at_a_zero_base(exponent):
+    # d/dy x**y at x = 0 is 0 for y >= 0 (PyTorch's convention), x**y log(0) (an infinity) for y < 0: was 0
+    check_against_torch(lambda m, x, y: m.pow(x, y), F32, exponent)
+    check_against_torch(lambda m, y: m.pow(m.tensor([0.0, -0.0, 0.0, -0.0, 0.0, 2.0]), y), exponent)
+
+
+@pytest.mark.parametrize("join", ["cat", "stack"])
+@pytest.mark.parametrize("other", [I64.reshape(2, 3), F32.astype(np.float64).reshape(2, 3)])
+def test_joining_pieces_of_several_dtypes_promotes_as_pytorch(join, other):
+    # int64 with float32 gave float64 (numpy's promotion); PyTorch's is float32
+    check_against_torch(lambda m, x, y: getattr(m, join)([x * 2, y]), F32.reshape(2, 3), other)
+
+
+
+@pytest.mark.parametrize("case", [lambda m, x: x * 1e5, lambda m, x: x / 1e5, lambda m, x: 70000 * x,
+                                  lambda m, x: 1e5 / x, lambda m, x: x + 1e-8],
+                         ids=["x*1e5", "x/1e5", "70000*x", "1e5/x", "x+1e-8"])
+def test_float16_with_a_python_number_computes_at_full_precision(case):
+    # numpy casts the number to float16 first: 1e-3 * 1e5 was inf (PyTorch: 100.06), 2 / 1e5 was 0
+    # (within float16's rounding: PyTorch's 1e5 / x multiplies by x's float16 reciprocal)
+    check_against_torch(case, np.array([1e-3, 2.0, 300.0], np.float16), rtol=2e-3)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_of_two_tensors_are_maximum_and_minimum(name):
+    # the tensor was taken for dim: "Boolean value of Tensor with more than one value is ambiguous"
+    check_against_torch(lambda m, x, y: getattr(m, name)(x, y), F32, F32[::-1].copy())
+    check_against_torch(lambda m, x, y: getattr(x, name)(y), F32, F32[::-1].copy())
+
+
+INDEXED = np.arange(12.0).reshape(3, 4)
+
+
+@pytest.mark.parametrize("index", [
+    lambda m: [[0, 1], [1, 2]],               # a list of lists is a tuple of indices (was one 3-d index)
+    lambda m: [m.tensor([0, 1]), m.tensor([1, 2])],
+    lambda m: [1, slice(None)],
+    lambda m: [],                             # selects nothing (was an IndexError: float64)
+    lambda m: [True, False, True],
+], ids=["list-of-lists", "list-of-tensors", "list-with-slice", "empty-list", "list-of-bools"])
+def test_a_list_index_reads_as_pytorch_reads_it(index):
+    check_against_torch(lambda m, x: x[index(m)] * 2, INDEXED)
+
+
+def test_a_uint8_index_tensor_is_a_mask():
+    # numpy took the values 1, 0, 1 as row numbers: rows [1, 0, 1] instead of rows [0, 2]
+    with pytest.warns(UserWarning, match="uint8"):
+        check_against_torch(lambda m, x: x[m.tensor([1, 0, 1], dtype=m.uint8)] * 2, INDEXED)
+
+
+def test_mT_of_a_vector_is_pytorch_error():
+    with pytest.raises(RuntimeError, match="only supported on matrices"):
+        jg.ones(3).mT
+
+
+def test_and_or_invert_of_bool_tensors_are_logical():
+    for case in (lambda m, x: (x > 0) & (x < 2), lambda m, x: (x > 0) | True, lambda m, x: ~(x > 0)):
+        check_against_torch(case, F32)
+
+
+@pytest.mark.parametrize("case", [lambda x: ~x, lambda x: x | x, lambda x: x & 1],
+                         ids=["invert", "or", "and"])
+def test_bitwise_operators_of_integer_tensors_are_refused(case):
+    # they were the logical ops: ~tensor([1, 0]) gave [False, True], PyTorch's bitwise_not [-2, -1]
+    assert tuple(case(torch.tensor([1, 0])).tolist()) != (False, True)
+    with pytest.raises(NotImplementedError, match="bitwise"):
+        case(jg.tensor([1, 0]))
+
+
+@pytest.mark.parametrize("bounds", [(0.5, 3.7, 1), (0, 5, 1.5), (0.9, 5, 2.9), (-0.5, 3, 1), (5, 0, -1.5)])
+def test_arange_of_an_integer_dtype_truncates_its_bounds_and_step_first(bounds):
+    # numpy stepped in floats and cast: (0, 5, 1.5) gave [0, 1, 2, 3], PyTorch [0, 1, 2, 3, 4]
+    assert jg.arange(*bounds, dtype=jg.int64).tolist() == torch.arange(*bounds, dtype=torch.int64).tolist()
+
+
+def test_arange_of_an_integer_dtype_with_a_step_below_one_is_refused():
+    with pytest.raises(RuntimeError, match="step must be nonzero"):   # it gave [0, 0, 0, 0, 0]
+        jg.arange(0, 2.5, 0.5, dtype=jg.int64)
+
+
+@pytest.mark.parametrize("case", [lambda m, x: x.cumsum(0), lambda m, x: x.var(), lambda m, x: x.std(0)],
+                         ids=["cumsum", "var", "std"])
+def test_float16_running_sums_and_variances_accumulate_in_float32(case):
+    # in float16 a running sum stalls (of 0.1s at 256, PyTorch: 300), and var of 0..99 was inf
+    values = np.arange(3000, dtype=np.float16) % 100
+    got, expected = case(jg, jg.tensor(values)), case(torch, torch.tensor(values))
+    assert str(got.dtype) == "jitgrad.float16"
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=2e-3)
