@@ -476,6 +476,11 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
             numbers: dict[Node, tuple[Source, Any]]) -> Captured:
     """After the function returned, inside the trace: what the graph returns, and its inputs."""
     graph = tracer.graph
+    # A .grad read without its tensor (x * w.grad): a call finds the gradient through its tensor, which
+    # is then an input of the graph too (its placeholder unread).
+    for grad_id, owner in list(tracer.grad_of.items()):
+        if tracer.placeholder_of(owner) is None and tracer.placeholder_of(tracer.loans[grad_id].tensor) is not None:
+            tracer.node_of(owner)
     inputs = _Inputs(tracer, free, argument_sources, numbers)
     _check_retained(tracer, result, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
