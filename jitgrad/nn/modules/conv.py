@@ -16,6 +16,15 @@ from ..parameter import new_parameter
 from .module import Module
 
 
+def _check_channels(in_channels: int, out_channels: int, groups: int) -> None:
+    if groups <= 0:
+        raise ValueError("groups must be a positive integer")
+    if in_channels % groups != 0:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels % groups != 0:
+        raise ValueError("out_channels must be divisible by groups")
+
+
 class _ConvNd(Module):
     """What Conv1d and Conv2d share: the arguments as tuples, the parameters, PyTorch's repr."""
 
@@ -25,12 +34,7 @@ class _ConvNd(Module):
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device: str | None = None, dtype: DType | None = None) -> None:
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+        _check_channels(in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise NotImplementedError(f"padding_mode={padding_mode!r}: jitgrad's convolutions pad with zeros only")
         n = self.spatial
@@ -108,12 +112,7 @@ class _ConvTransposeNd(Module):
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
                  padding_mode: str = "zeros", device: str | None = None, dtype: DType | None = None) -> None:
         super().__init__()
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+        _check_channels(in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         n = self.spatial

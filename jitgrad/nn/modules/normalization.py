@@ -15,6 +15,22 @@ from ..parameter import new_parameter
 from .module import Module
 
 
+def _scale_and_shift(module: Module, shape: tuple[int, ...], affine: bool, bias: bool, device: str | None,
+                     dtype: DType | None) -> None:
+    """A normalization's ``weight`` and ``bias`` of ``shape`` (the bias only with ``bias``), each None
+    where the layer has none, as PyTorch registers them."""
+    module.register_parameter("weight", new_parameter(*shape, device=device, dtype=dtype) if affine else None)
+    module.register_parameter("bias", new_parameter(*shape, device=device, dtype=dtype) if affine and bias else None)
+
+
+def _reset_scale_and_shift(module: Module) -> None:
+    """``weight`` to ones and ``bias`` to zeros, where the layer has them."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """``weight`` (ones) and ``bias`` (zeros) of ``normalized_shape`` when ``elementwise_affine``."""
 
@@ -24,22 +40,11 @@ class LayerNorm(Module):
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = new_parameter(*self.normalized_shape, device=device, dtype=dtype)
-            if bias:
-                self.bias = new_parameter(*self.normalized_shape, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_scale_and_shift(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -59,22 +64,11 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = new_parameter(num_channels, device=device, dtype=dtype)
-            if bias:
-                self.bias = new_parameter(num_channels, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_scale_and_shift(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -102,15 +96,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = new_parameter(num_features, device=device, dtype=dtype)
-            if bias:
-                self.bias = new_parameter(num_features, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
@@ -129,10 +115,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_scale_and_shift(self)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() not in self._input_dims:
