@@ -16,13 +16,14 @@ import numpy as np
 from ..autograd import Function, no_grad
 from ..dtypes import bool as bool_
 from ..dtypes import int64
-from ..factories import arange, full, rand_like, tensor
+from ..factories import arange, eye, full, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
                                selu, silu, softsign)
 from ..ops.linalg import norm
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
+from ..ops.registry import observed
 from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
@@ -444,10 +445,15 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """An int64 tensor of one more dimension, of size ``num_classes`` (one more than the largest
-    class when -1), with a 1 at each class index. The indices are read as values (for the checks and
-    the size), as PyTorch reads them, so a compiled function that calls it runs it eagerly."""
+    class when -1), with a 1 at each class index. Eagerly the indices are read as values, for
+    PyTorch's checks and, with -1, the size. Traced (``jitgrad.compile``) with ``num_classes`` given,
+    nothing reads them: the result is the rows of an identity picked by ``embedding``, whose kernel
+    refuses a class outside ``[0, num_classes)`` with an ``IndexError`` ("index out of range"), so
+    the function compiles and takes each batch of labels as an input; with -1 it runs eagerly."""
     if tensor.dtype != int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes >= 0 and observed():
+        return _embedding(tensor, eye(num_classes, dtype=int64, device=tensor.device), None)
     values = tensor.detach().cpu().numpy()
     if values.size and values.min() < 0:
         raise RuntimeError("Class values must be non-negative.")

@@ -110,3 +110,22 @@ def test_an_embedding_compiles_and_takes_its_indices_as_an_argument(monkeypatch)
             got = compiled(jg.tensor(indices))
             np.testing.assert_allclose(got.detach().numpy(), (table(jg.tensor(indices)) * 2.0).sum(1).detach().numpy())
     assert "embedding" in str(compiled.explain(jg.tensor([0, 3])))
+
+
+def test_one_hot_with_its_classes_given_compiles_and_refuses_a_class_outside(monkeypatch):
+    """Traced, one_hot reads no label: each batch of labels is an input of one program, and a label
+    outside the classes raises IndexError from the compiled code (eagerly PyTorch's RuntimeError)."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    weights = jg.tensor(RNG.standard_normal((4, 2)))
+
+    def scores(labels):
+        return F.one_hot(labels, 4).double() @ weights
+
+    fn = jg.compile(scores, cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for labels in ([0, 3, 1], [2, 2, 0]):
+            np.testing.assert_array_equal(fn(jg.tensor(labels)).numpy(), scores(jg.tensor(labels)).numpy())
+    assert len(fn.programs) == 1
+    with pytest.raises(IndexError, match="out of (range|bounds)"):   # the interpreter's, a kernel's
+        fn(jg.tensor([0, 4, 1]))
