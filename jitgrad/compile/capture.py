@@ -486,6 +486,9 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     differentiated = any(is_backward(n) for n in graph.nodes)
     _check_borrowed(tracer, inputs.tensors, differentiated)
     leaves = tensor_leaves(result)
+    if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
+        raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), which "
+                          "eager mode returns as views of one another and a compiled function as separate copies")
     needs_grad = grad_mode.is_grad_enabled() and any(t._requires_grad for t in leaves)
     if needs_grad and not differentiated:
         grads, writes = _step_outputs(tracer, inputs)
@@ -496,9 +499,6 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         if any(viewed_node(tracer.node_of(t))[0] in placeholders for t in leaves):
             raise Unsupported("a result is an input or a view of one (x.t(), w[0], x.detach()), which eager mode "
                               "returns sharing the input's memory and a compiled loss would return as a copy")
-        if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
-            raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), "
-                              "which eager mode returns as views of one another and a compiled loss as copies")
         wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
                   if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])
@@ -514,9 +514,6 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
                           "through (create_graph=True or retain_graph=True inside, or a graph no backward inside "
                           "freed), which a compiled step returns without its graph; return .detach() of it, or "
                           "compile the loss alone (with backward() outside)")
-    if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
-        raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), which "
-                          "eager mode returns as views of one another and a compiled step as separate copies")
     value = tracer.as_arg(result)
     while True:  # reading the result or the new .grads may make more inputs (a .grad read at last)
         inputs = _Inputs(tracer, free, argument_sources, numbers)

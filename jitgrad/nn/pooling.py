@@ -28,8 +28,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """Over the last two dimensions of an (N, C, H, W) or (C, H, W) input."""
     _check_dims(input, (3, 4), "avg_pool2d")
     kernel = tuple_of(kernel_size, 2, "kernel_size", "avg_pool2d")
-    strides = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
-        else tuple_of(stride, 2, "stride", "avg_pool2d")
+    strides = kernel if _default_stride(stride) else tuple_of(stride, 2, "stride", "avg_pool2d")
     pads = tuple_of(padding, 2, "padding", "avg_pool2d")
     _check_window(input, kernel, strides, pads, divisor_override)
     sizes = tuple(input.shape[-2:])
@@ -53,10 +52,10 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
                            "'self' (while checking arguments for avg_pool1d)")
-    one = lambda value: (1, tuple_of(value, 1, "kernel_size", "avg_pool1d")[0])  # noqa: E731
-    strides = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else one(stride)
-    pooled = avg_pool2d(input.unsqueeze(-2), one(kernel_size), strides, (0, one(padding)[1]), ceil_mode,
-                        count_include_pad)
+    op = "avg_pool1d"
+    strides = None if _default_stride(stride) else _on_a_line(stride, "stride", op)
+    pooled = avg_pool2d(input.unsqueeze(-2), _on_a_line(kernel_size, "kernel_size", op), strides,
+                        _on_a_line(padding, "padding", op, 0), ceil_mode, count_include_pad)
     return pooled.squeeze(-2)
 
 
@@ -90,13 +89,24 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if input.dim() not in (2, 3):
         raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
                            f"input, but got:{list(input.shape)}")
-    one = lambda value: (1, tuple_of(value, 1, "kernel_size", "max_pool1d")[0])  # noqa: E731
-    strides = None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else one(stride)
-    pooled = max_pool2d(input.unsqueeze(-2), one(kernel_size), strides, (0, one(padding)[1]), one(dilation),
+    op = "max_pool1d"
+    strides = None if _default_stride(stride) else _on_a_line(stride, "stride", op)
+    pooled = max_pool2d(input.unsqueeze(-2), _on_a_line(kernel_size, "kernel_size", op), strides,
+                        _on_a_line(padding, "padding", op, 0), _on_a_line(dilation, "dilation", op),
                         ceil_mode=ceil_mode, return_indices=return_indices)
     if return_indices:
         return pooled[0].squeeze(-2), pooled[1].squeeze(-2)
     return pooled.squeeze(-2)
+
+
+def _default_stride(stride: Any) -> bool:
+    """PyTorch's "no stride given" (None or an empty sequence): the stride is then the kernel's."""
+    return stride is None or (isinstance(stride, (list, tuple)) and not stride)
+
+
+def _on_a_line(value: Any, name: str, op: str, height: int = 1) -> tuple[int, int]:
+    """A 1-d pooling's argument as its 2-d pooling's over a plane one high: ``(height, value)``."""
+    return (height, tuple_of(value, 1, name, op)[0])
 
 
 # ---- the separable form ----------------------------------------------------------------------------
