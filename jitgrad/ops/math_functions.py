@@ -177,16 +177,24 @@ atanh = defop("atanh", ("self",), floating_forward(np.arctanh), "AtanhBackward0"
               jvp=lambda self_t, self: self_t / (1.0 - self * self))
 
 def _atan2_lower(self, other):
-    """atan(y / x), moved by pi into the quadrant of (x, y); on the y axis +-pi/2 (0 at the origin),
-    NaN for a NaN. Both infinite, it is NaN where numpy's is a multiple of pi/4, and atan2(-0, x < 0)
-    is pi where numpy's is -pi: compiled code only, at those points."""
+    """atan(y / x), moved by pi into the quadrant of (x, y), and C's atan2 (numpy's, PyTorch's) where
+    y / x cannot tell: on the x axis (y = +-0) +-0 or +-pi by the sides of both, a negative zero
+    included (``1 / v < 0``); on the y axis +-pi/2; both infinite, where y / x is NaN, +-pi/4 or
+    +-3pi/4; NaN for a NaN."""
     y, x = scalar.cast(self), scalar.cast(other)
     base = scalar.atan(y / x)
-    quarter_turn = scalar.expr(0.5 * math.pi)   # negated as an expression: a float32 cast of a positive literal
-    on_axis = scalar.where(y > 0.0, quarter_turn, scalar.where(y < 0.0, -quarter_turn,
-                                                                scalar.where(y == 0.0, 0.0, base)))
-    left = scalar.where(y < 0.0, base - math.pi, base + math.pi)
-    return scalar.where(x != x, x, scalar.where(x > 0.0, base, scalar.where(x < 0.0, left, on_axis)))
+    half_turn = scalar.expr(math.pi)   # negated as an expression: a float32 cast of a positive literal
+    quarter_turn, corner = scalar.expr(0.5 * math.pi), scalar.expr(0.25 * math.pi)
+    y_negative = scalar.logical_or(y < 0.0, scalar.logical_and(y == 0.0, 1.0 / y < 0.0))
+    x_negative = scalar.logical_or(x < 0.0, scalar.logical_and(x == 0.0, 1.0 / x < 0.0))
+    on_x_axis = scalar.where(x_negative, scalar.where(y_negative, -half_turn, half_turn), y)
+    on_y_axis = scalar.where(y_negative, -quarter_turn, quarter_turn)
+    diagonal = scalar.where(x_negative, 3.0 * corner, corner)
+    both_infinite = scalar.where(y_negative, -diagonal, diagonal)
+    general = scalar.where(x_negative, scalar.where(y_negative, base - half_turn, base + half_turn), base)
+    return scalar.where(scalar.logical_or(x != x, y != y), x + y,
+                        scalar.where(y == 0.0, on_x_axis, scalar.where(x == 0.0, on_y_axis,
+                                                                     scalar.where(base != base, both_infinite, general))))
 
 
 asin = defop("asin", ("self",), floating_forward(np.arcsin), "AsinBackward0",

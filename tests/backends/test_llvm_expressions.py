@@ -134,3 +134,15 @@ def test_float64_tanh_in_a_loop_that_calls_the_c_library_is_the_librarys_as_in_n
     alone = generate(PassManager(DEFAULT_PIPELINE).run(fx.trace(lambda x: x.tanh() * 2.0, x).graph)).ir
     assert "call double @tanh(" in with_sin and "call double @jitgrad_tanh_float64(" not in with_sin
     assert "call double @jitgrad_tanh_float64(" in alone and "@tanh(" not in alone
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_atan2_is_c_atan2_at_zeros_infinities_and_nans(dtype):
+    """atan2's lowering against numpy's (C's) at every pair of special values: the signs of zero
+    choose the half turn on the x axis, both infinite give odd multiples of pi/4."""
+    from jitgrad.ops.registry import REGISTRY
+    a, b = pairs()
+    got = compiled(REGISTRY["atan2"].lower(A, B), dtype)(a, b)
+    expected = np.arctan2(a.astype(dtype), b.astype(dtype))
+    np.testing.assert_allclose(got, expected, rtol=4 * np.finfo(dtype).eps, atol=0)
+    assert np.array_equal(np.signbit(got), np.signbit(expected))
