@@ -68,3 +68,23 @@ def test_covered_samples_through_llvm(batch, dtype):
     graph = optimized_graph(batch_program(batch), arrays)
     kernel = lower(graph)
     assert_close(list(kernel(*arrays)), interpreted(graph, arrays), dtype=dtype)
+
+
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_copies_of_another_dtype_are_converted_not_reinterpreted(op):
+    """``cat``/``stack`` copy each input into the output: an input of another dtype (the public ops
+    cast first, but a graph may hold one) is converted element by element as numpy converts it, never
+    its bits copied (before 2026-11-28, int64 ones read as float64 denormals and NaN)."""
+    import jitgrad as jg
+    from jitgrad import fx
+
+    def f(a, b):
+        return getattr(jg, op)([a.to(jg.float64), b]) * 1.0
+    a, b = np.array([1, -2, 3], dtype=np.int64), np.array([0.5, 1.5, -4.0])
+    graph = fx.trace(f, jg.tensor(a), jg.tensor(b)).graph
+    cast = next(n for n in graph.nodes if n.name == "to_dtype")
+    next(n for n in graph.nodes if n.name == op).replace_input_with(cast, cast.args[0])
+    graph.erase_node(cast)
+    expected = getattr(np, "concatenate" if op == "cat" else "stack")([a.astype(np.float64), b])
+    from jitgrad.fx import passes
+    np.testing.assert_array_equal(lower(passes.PassManager().run(graph))(a, b)[0], expected)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .expressions import BOOL, Value
+from .expressions import BOOL, Value, convert
 from .function_writer import FunctionWriter, memory_type, value_type
 
 
@@ -66,8 +66,9 @@ def store(w: FunctionWriter, view: ArrayView, index: list[str], value: Value) ->
 
 def copy(w: FunctionWriter, source: ArrayView, target: ArrayView, hint: str = "c") -> None:
     """``target[...] = source`` (same sizes): one ``memmove`` where both are C-contiguous (a row of a
-    stack), else element by element."""
-    if source.contiguous and target.contiguous and source.rank == target.rank:
+    stack) and of one dtype, else element by element, each converted as numpy converts it."""
+    same_dtype = np.dtype(source.dtype) == np.dtype(target.dtype)
+    if same_dtype and source.contiguous and target.contiguous and source.rank == target.rank:
         size = w.mul(w.product(target.sizes), str(np.dtype(source.dtype).itemsize))
         w.declare("llvm.memmove.p0.p0.i64", "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)")
         w.emit(f"call void @llvm.memmove.p0.p0.i64(ptr {target.pointer}, ptr {source.pointer}, i64 {size}, i1 false)")
@@ -75,7 +76,7 @@ def copy(w: FunctionWriter, source: ArrayView, target: ArrayView, hint: str = "c
 
     def nest(depth: int, index: list[str]) -> None:
         if depth == target.rank:
-            store(w, target, index, load(w, source, index))
+            store(w, target, index, convert(w, load(w, source, index), target.dtype))
             return
         with w.loop(target.sizes[depth], f"{hint}{depth}") as i:
             nest(depth + 1, index + [i])
