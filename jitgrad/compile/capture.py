@@ -81,6 +81,8 @@ class Captured:
     returned_requires_grad: list = field(default_factory=list)
     backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
     grads_added_into: list = field(default_factory=list)  # step: ``_grads_added_into``
+    # comparisons of run-time numbers the function branched on (``Tracer.predicates``)
+    predicates: list = field(default_factory=list)
 
 
 class _FreeTensors:
@@ -353,6 +355,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                     tracer.specialized |= error.roots
                     raise _needs_values(tracer, number_leaves, free_numbers, str(error)) from None
             captured.draws = _check_draws(tracer, generator_state)
+            captured.predicates = tracer.predicates
             captured.backward_calls = tracer.backward_calls.recorded
             changes = side_effects.find_changes(snapshots)
             if changes and not locate_changes:
@@ -372,16 +375,28 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
 @contextmanager
 def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Iterator[None]:
     """Puts each free run-time number's ``SymbolicNumber`` where the function reads it (a parameter
-    group's ``lr``) while it runs, and the number back afterwards, before side effects are looked for.
-    A function that sets such a number itself (``group["lr"] *= 0.9``) makes a change a compiled call
-    would not make again: it is undone too, and refused."""
+    group's ``lr``; an item of a tuple, Adam's ``betas``, by a tuple of them in the tuple's place)
+    while it runs, and the number back afterwards, before side effects are looked for. A function that
+    sets such a number itself (``group["lr"] *= 0.9``) makes a change a compiled call would not make
+    again: it is undone too, and refused."""
+    stored: dict[Source, tuple[Any, Any]] = {}   # where -> (what was there, what the trace put there)
+    tuples: dict[Source, list] = {}
+    for source, symbol, value in placed:
+        parent = source.parent()
+        if source.steps[-1][0] == "item" and type(parent.read()) is tuple:
+            items = tuples.setdefault(parent, list(parent.read()))
+            items[source.steps[-1][1]] = symbol
+        else:
+            stored[source] = (value, symbol)
+    for parent, items in tuples.items():
+        stored[parent] = (parent.read(), tuple(items))
     changed: list[Source] = []
     try:
-        for source, symbol, _ in placed:
+        for source, (_, symbol) in stored.items():
             source.store(symbol)
         yield
     finally:
-        for source, symbol, value in placed:
+        for source, (value, symbol) in stored.items():
             try:
                 if source.read() is not symbol:
                     changed.append(source)

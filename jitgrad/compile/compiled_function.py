@@ -97,15 +97,29 @@ class NumberInputs:
     """The Python numbers a lowered graph reads beyond its inputs: what ``hoist_numbers`` took out
     of it (``lr * 0.5``), computed at each call from the run-time numbers among the inputs. ``prelude``
     is None for a program that has none, so that making one needs no ``jitgrad.fx``; ``positions`` are
-    the inputs the prelude reads, by index."""
+    the inputs the prelude reads, by index, and ``value_positions`` the same numbers among a call's
+    values (its leaves and free values), where ``holds`` finds them before the inputs are gathered.
+    ``checked``: the program was traced for particular outcomes of comparisons of those numbers
+    (``fx.numbers``), which ``holds`` checks."""
 
-    def __init__(self, prelude: NumberPrelude | None, positions: list[int]) -> None:
+    def __init__(self, prelude: NumberPrelude | None, positions: list[int],
+                 value_positions: list[int] | None = None) -> None:
         self.prelude, self.positions = prelude, positions
+        self.value_positions = value_positions or []
+        self.checked = prelude is not None and bool(prelude.checks)
 
     def extend(self, inputs: list) -> list:
         if not self.prelude:
             return inputs
         return [*inputs, *self.prelude(*[inputs[i] for i in self.positions])]
+
+    def holds(self, values: list) -> bool:
+        """Whether a call's numbers compare as the trace's did (True for a program that compared none)."""
+        return not self.checked or self.prelude.holds(*[values[i] for i in self.value_positions])
+
+    def outcomes(self, values: list) -> list[str]:
+        """The comparisons a call's numbers make otherwise than the trace's, described."""
+        return self.prelude.outcomes(*[values[i] for i in self.value_positions]) if self.checked else []
 
 
 def no_numbers() -> NumberInputs:

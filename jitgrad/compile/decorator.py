@@ -165,6 +165,8 @@ class CompiledFunction:
         self._static: dict[Any, set[int]] = {}         # ... and of numbers the function needs by value
         self._static_free: frozenset = frozenset()     # free run-time numbers it needs by value (sources)
         self._reasons: dict[tuple, str] = {}
+        # programs traced for outcomes of comparisons of run-time numbers, by key (``fx.numbers``)
+        self._variants: dict[tuple, list[Any]] = {}
         self._names_by_count: dict[int, list[str]] = {}
         self.recompiles = 0
         self._eager_from_now = False
@@ -185,6 +187,8 @@ class CompiledFunction:
                                                     self._dynamic.get(spec, NO_DYNAMIC)))
         if program is None:
             program, free = self._program_for(args, kwargs, leaves, spec, _caller())
+        if program is not EAGER and program.numbers.checked and not program.numbers.holds(leaves + list(free)):
+            program, free = self._program_for(args, kwargs, leaves, spec, _caller(), program)
         if program is EAGER:
             return self.fn(*args, **kwargs)
         layout = program.layout
@@ -258,6 +262,9 @@ class CompiledFunction:
     def _call_labels(self, args: tuple, kwargs: dict, free_count: int) -> list[str]:
         return self._labels([source_of_path(p) for p in call_leaf_paths(args, kwargs)], len(args), free_count)
 
+    def _key(self, spec: Any, leaves: list, free: tuple) -> tuple:
+        return guards.call_key(spec, leaves, free, self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC))
+
     def _find(self, spec: Any, leaves: list, free: tuple) -> tuple[tuple, Any]:
         """The key of this call over every free guard, and a program traced for it before (under a
         key with fewer free guards, when it was traced before later traces added guards), or None."""
@@ -295,13 +302,26 @@ class CompiledFunction:
         labels = self._call_labels(args, kwargs, 0)
         return "; made dynamic (a run-time input from now on): " + ", ".join(labels[p] for p in sorted(promoted))
 
-    def _program_for(self, args: tuple, kwargs: dict, leaves: list, spec: Any, caller: str) -> tuple[Any, tuple]:
+    def _program_for(self, args: tuple, kwargs: dict, leaves: list, spec: Any, caller: str,
+                     compared: Any = None) -> tuple[Any, tuple]:
+        """The program for a call (traced now where none fits), and the call's free values.
+        ``compared``: the program the call's key found, whose comparisons of run-time numbers come
+        out otherwise for this call (``fx.numbers``): another traced for this call's outcomes runs."""
         free = self._free.read(args, kwargs)
+        miss: guards.Miss | None = None
         if free is None:  # a guarded place cannot be read as it was (an attribute deleted...): start over
-            self._free, self._tables, self._seen = guards.FreeGuards(), {}, []
-            miss: guards.Miss | None = guards.Miss("a value the function reads from outside is no longer where "
-                                                   "it was (an attribute or item was removed)", False, [])
+            self._free, self._tables, self._seen, self._variants = guards.FreeGuards(), {}, [], {}
+            miss = guards.Miss("a value the function reads from outside is no longer where it was (an attribute "
+                               "or item was removed)", False, [])
             free = ()
+        elif compared is not None:
+            key = self._key(spec, leaves, free)
+            values = leaves + list(free)
+            for program in self._variants.get(key, ()):
+                if program.numbers.holds(values):
+                    self._tables.setdefault(len(free), {})[key] = program
+                    return program, free
+            miss = guards.Miss("; ".join(compared.numbers.outcomes(values)), False, [])
         else:
             key, program = self._find(spec, leaves, free)
             if program is not None:
@@ -318,7 +338,8 @@ class CompiledFunction:
                 return EAGER, free
             self.recompiles += 1
             promoted = self._promote(spec, leaves, miss, args, kwargs)
-            self._note(f"recompiling {self.name} (recompile {self.recompiles}): guard failed: {miss.reason}"
+            failed = "guard failed" if compared is None else "a comparison of run-time numbers changed"
+            self._note(f"recompiling {self.name} (recompile {self.recompiles}): {failed}: {miss.reason}"
                        f"{promoted} (called from {caller})")
         reason = None
         warm_key = self._warm_key(spec, leaves)
@@ -346,9 +367,11 @@ class CompiledFunction:
         """Files a program (or EAGER) under the call's key over every free guard now known; returns
         the call's free values."""
         free = self._free.read(args, kwargs) or ()  # the trace may have added free guards
-        key = guards.call_key(spec, leaves, free, self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC))
+        key = self._key(spec, leaves, free)
         if reason is not None:
             self._reasons[key] = reason
+        if program is not EAGER and program.numbers.checked:
+            self._variants.setdefault(key, []).append(program)
         self._tables.setdefault(len(free), {})[key] = program
         self._order.append(id(program))
         self._seen.append((guards.call_key(spec, leaves, free, self._free.kinds()), len(free),
@@ -463,9 +486,10 @@ class CompiledFunction:
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
         inputs = layout.gather(leaves + list(free), default_generator.peek())  # the state this call will draw at
-        prelude = hoist_numbers(captured.graph)
+        prelude = hoist_numbers(captured.graph, captured.predicates)
         names = [inp.name for inp in captured.inputs]
-        numbers = NumberInputs(prelude, [names.index(n) for n in prelude.inputs])
+        positions = [names.index(n) for n in prelude.inputs]
+        numbers = NumberInputs(prelude, positions, [layout.positions[i] for i in positions])
         example = arrays_of(numbers.extend(inputs))
         device = placement.call_device([v for v in inputs if isinstance(v, Tensor)], self.device,
                                        host_scalars=captured.kind == "step")
@@ -498,8 +522,8 @@ class CompiledFunction:
     def programs(self) -> list[Any]:
         """The programs traced so far, in the order they were compiled (calls that run eagerly aside)."""
         found: dict[int, Any] = {}
-        for table in self._tables.values():
-            for program in table.values():
+        for programs in [*self._tables.values(), *self._variants.values()]:
+            for program in (programs.values() if isinstance(programs, dict) else programs):
                 if program is not EAGER:
                     found.setdefault(id(program), program)
         return sorted(found.values(), key=lambda p: self._order.index(id(p)))
@@ -525,7 +549,9 @@ class CompiledFunction:
         the memory plan and the generated source (compiling first if needed; nothing is run)."""
         leaves, spec = flatten(args, kwargs)
         program, free = self._program_for(args, kwargs, leaves, spec, _caller())
-        key = guards.call_key(spec, leaves, free, self._free.kinds(), self._dynamic.get(spec, NO_DYNAMIC))
+        if program is not EAGER and not program.numbers.holds(leaves + list(free)):
+            program, free = self._program_for(args, kwargs, leaves, spec, _caller(), program)
+        key = self._key(spec, leaves, free)
         reason = self._reasons.get(key) if program is EAGER else None
         if program is EAGER and reason is None:
             reason = ("calls after the limit of recompiles run eagerly" if self._eager_from_now

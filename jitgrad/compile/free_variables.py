@@ -15,7 +15,7 @@ Each value found is recorded with its ``Source``:
   code may read without the trace reading the tensor; a numpy array
   is also guarded by its values, since what the function computes from it in numpy is baked into the
   graph where no tracer sees it;
-- a *run-time number*: an int or float a dict subclass names in its class attribute
+- a *run-time number*: an int or float (or a tuple of them) a dict subclass names in its class attribute
   ``runtime_numbers`` (an optimizer's ``lr``, ``jitgrad.optim.state.ParamGroup``), which becomes an
   input of the graph read at every call, guarded only by its type;
 - a guard for everything else: a Python number, string, bool or None by value; a function, class or
@@ -230,6 +230,10 @@ class _Walker:
             for key, item in value.items():
                 if key in runtime and type(item) in (int, float):
                     self.found.guards.append((source.entry(key), "number", item))
+                    continue
+                if key in runtime and type(item) is tuple and all(type(v) in (int, float) for v in item):
+                    self.found.guards.append((source.entry(key), "length", len(item)))
+                    self.found.guards.extend((source.entry(key).item(i), "number", v) for i, v in enumerate(item))
                     continue
                 if not _literal(key):
                     self.found.unguardable = (f"it reads {source.describe()}, a {kind.__name__} keyed by "

@@ -43,6 +43,10 @@ class Source:
     def entry(self, key: Any) -> "Source":
         return Source(self.root, self.holder, self.key, (*self.steps, ("key", key)))
 
+    def parent(self) -> "Source | None":
+        """The source of the container this one reads an item, entry or attribute of (None at a root)."""
+        return Source(self.root, self.holder, self.key, self.steps[:-1]) if self.steps else None
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Source) and self._identity == other._identity
 

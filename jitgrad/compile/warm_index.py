@@ -180,8 +180,8 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
     """A program as an entry's data; raises ``NotIndexed`` for one the index does not hold."""
     if not isinstance(program, StepProgram):
         raise NotIndexed("only whole-step programs are indexed (this is a loss program)")
-    if program.numbers.prelude:
-        raise NotIndexed("the program computes Python numbers before its kernel (a prelude)")
+    if program.numbers.prelude or program.numbers.checked:
+        raise NotIndexed("the program computes or compares Python numbers before its kernel (a prelude)")
     layout = program.layout
     if any(p is not None and p >= leaf_count for p in layout.positions):
         raise NotIndexed("the program reads inputs from outside its arguments")

@@ -6,11 +6,17 @@ rules (float64, ints stay ints); a tensor op reading it records the number's nod
 while the op's forward sees the real value, so every dtype and value is eager's. A node of either
 kind carries ``meta["python_number"]``.
 
-Anything that needs the value as a Python value (``float()``, ``math.sqrt``, ``range()``, ``if lr >
-0``, a numpy function, an op attribute such as ``clamp(min=lr)``) cannot stay symbolic: it raises
-``Specialize``, naming the inputs the number came from, and the compiled function traces again with
-those numbers as guarded constants. The request is also kept on the recorder, so that code catching
-every exception cannot hide it.
+A comparison (``if momentum != 0``, ``lr > 0.1``, ``if lr:``) gives the Python bool of this trace's
+values and is recorded as a *predicate*: a ``NumberOp`` node of the comparison and the outcome the
+trace followed. The number stays an input; a call whose numbers compare otherwise runs another
+program, traced for that outcome (``compile/decorator.py``), so a schedule that changes a number
+without crossing the comparison never recompiles.
+
+Anything else that needs the value as a Python value (``float()``, ``math.sqrt``, ``range()``, a numpy
+function, an op attribute such as ``clamp(min=lr)``) cannot stay symbolic: it raises ``Specialize``,
+naming the inputs the number came from, and the compiled function traces again with those numbers as
+guarded constants. The request is also kept on the recorder, so that code catching every exception
+cannot hide it.
 """
 from __future__ import annotations
 
@@ -57,7 +63,10 @@ NUMBER_OPS: dict[str, NumberOp] = {op.name: op for op in (
     NumberOp("number_mul", operator.mul, "*"), NumberOp("number_truediv", operator.truediv, "/"),
     NumberOp("number_floordiv", operator.floordiv, "//"), NumberOp("number_mod", operator.mod, "%"),
     NumberOp("number_pow", operator.pow, "**"), NumberOp("number_neg", operator.neg, "-"),
-    NumberOp("number_pos", operator.pos, "+"), NumberOp("number_abs", abs, "abs"))}
+    NumberOp("number_pos", operator.pos, "+"), NumberOp("number_abs", abs, "abs"),
+    NumberOp("number_lt", operator.lt, "<"), NumberOp("number_le", operator.le, "<="),
+    NumberOp("number_gt", operator.gt, ">"), NumberOp("number_ge", operator.ge, ">="),
+    NumberOp("number_eq", operator.eq, "=="), NumberOp("number_ne", operator.ne, "!="))}
 
 
 def is_number_op(target: Any) -> bool:
@@ -76,7 +85,8 @@ _PLAIN = (int, float)
 class SymbolicNumber(SymbolicValue):
     """A Python int or float standing for a graph input (or a value computed from inputs) in a trace.
     ``value`` is the number it has in this trace; ``node`` its IR node; ``roots`` the inputs it depends
-    on; ``recorder`` the tracer (``number_op(op, operands)`` and ``specialize(number, operation)``)."""
+    on; ``recorder`` the tracer (``number_op(op, operands)``, ``predicate(op, operands)`` and
+    ``specialize(number, operation)``)."""
 
     __slots__ = ("node", "roots", "recorder")
 
@@ -117,7 +127,7 @@ class SymbolicNumber(SymbolicValue):
     def __float__(self): return self._needs_value("float()")        # noqa: E704
     def __int__(self): return self._needs_value("int()")            # noqa: E704
     def __index__(self): return self._needs_value("use as an int (range(), an index, a size)")  # noqa: E704
-    def __bool__(self): return self._needs_value("bool() (an if, and, or)")  # noqa: E704
+    def __bool__(self): return self.recorder.predicate(NUMBER_OPS["number_ne"], (self, 0))  # noqa: E704
     def __complex__(self): return self._needs_value("complex()")    # noqa: E704
     def __round__(self, ndigits=None): return self._needs_value("round()")  # noqa: E704
     def __trunc__(self): return self._needs_value("math.trunc()")   # noqa: E704
@@ -126,17 +136,17 @@ class SymbolicNumber(SymbolicValue):
     def __hash__(self): return self._needs_value("hashing (a dict key, a set)")  # noqa: E704
     def __array__(self, *args, **kwargs): return self._needs_value("a numpy function")  # noqa: E704
 
-    def _compare(self, other: Any, operation: str) -> Any:
+    def _compare(self, other: Any, name: str) -> Any:
         if not isinstance(other, SymbolicNumber) and type(other) not in _PLAIN:
-            return NotImplemented
-        return self._needs_value(f"a comparison ({operation})")
+            return NotImplemented  # a bool or a numpy number: its own path, which asks for the value
+        return self.recorder.predicate(NUMBER_OPS[name], (self, other))
 
-    def __eq__(self, other): return self._compare(other, "==")   # noqa: E704
-    def __ne__(self, other): return self._compare(other, "!=")   # noqa: E704
-    def __lt__(self, other): return self._compare(other, "<")    # noqa: E704
-    def __le__(self, other): return self._compare(other, "<=")   # noqa: E704
-    def __gt__(self, other): return self._compare(other, ">")    # noqa: E704
-    def __ge__(self, other): return self._compare(other, ">=")   # noqa: E704
+    def __eq__(self, other): return self._compare(other, "number_eq")   # noqa: E704
+    def __ne__(self, other): return self._compare(other, "number_ne")   # noqa: E704
+    def __lt__(self, other): return self._compare(other, "number_lt")   # noqa: E704
+    def __le__(self, other): return self._compare(other, "number_le")   # noqa: E704
+    def __gt__(self, other): return self._compare(other, "number_gt")   # noqa: E704
+    def __ge__(self, other): return self._compare(other, "number_ge")   # noqa: E704
 
     def __repr__(self) -> str:
         return repr(self.value)

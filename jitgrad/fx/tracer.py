@@ -131,6 +131,9 @@ class Tracer:
         # while a backward call that runs no user code runs, the line that made it: every op's in it
         self.backward_line: str | None = None
         self.specialized: set[str] = set()  # number inputs some code needed as Python values
+        # comparisons of run-time numbers the function branched on: (node, the outcome it followed,
+        # the user's line that compared them)
+        self.predicates: list[tuple[Node, bool, str | None]] = []
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
         self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
@@ -308,6 +311,14 @@ class Tracer:
         node = self.graph.call_function(op, args, {}, {**number_meta(value), **self._phase()})
         roots = frozenset().union(*(o.roots for o in operands if isinstance(o, SymbolicNumber)))
         return SymbolicNumber(value, node, roots, self)
+
+    def predicate(self, op: NumberOp, operands: tuple) -> bool:
+        """A comparison of run-time numbers: its outcome now, recorded with its node (``numbers.py``)."""
+        value = bool(op(*values_of(operands)))
+        args = tuple(o.node if isinstance(o, SymbolicNumber) else o for o in operands)
+        node = self.graph.call_function(op, args, {}, {**number_meta(value), **self._phase()})
+        self.predicates.append((node, value, user_line()))
+        return value
 
     def specialize(self, number: SymbolicNumber, operation: str) -> None:
         """``number`` is needed as a Python value: remembered, then raised as ``Specialize``."""

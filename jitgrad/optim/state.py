@@ -3,10 +3,10 @@ can read them afresh at every call of a compiled training step.
 
 ``ParamGroup`` is a dict (PyTorch's parameter groups are dicts) that names, in ``runtime_numbers``,
 the settings a compiled step takes as run-time inputs rather than guarded constants: the learning
-rate, which schedulers change between steps. ``ParamState`` is the per-parameter state mapping
-(PyTorch's ``defaultdict(dict)`` keyed by tensors) with its entries held in lists, so that the compiler's
-walk can name each state tensor by a position (``opt.state.entries[0]['exp_avg']``); no guard can
-name a dict key that is a tensor.
+rate and the momenta (SGD's ``momentum``, Adam's ``betas``), which schedulers change between steps.
+``ParamState`` is the per-parameter state mapping (PyTorch's ``defaultdict(dict)`` keyed by tensors)
+with its entries held in lists, so that the compiler's walk can name each state tensor by a position
+(``opt.state.entries[0]['exp_avg']``); no guard can name a dict key that is a tensor.
 """
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from ..tensor import Tensor
 
 class ParamGroup(dict):
     """A parameter group; ``jitgrad.compile`` reads the keys in ``runtime_numbers`` (when they hold an
-    int or a float) as run-time inputs of a compiled step: a new value runs the same program."""
+    int or a float, or a tuple of them) as run-time inputs of a compiled step: a new value runs the
+    same program."""
 
     __slots__ = ()
-    runtime_numbers = frozenset({"lr"})
+    runtime_numbers = frozenset({"lr", "momentum", "betas"})
 
 
 class ParamState(MutableMapping):

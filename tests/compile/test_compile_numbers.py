@@ -63,51 +63,30 @@ def test_a_dynamic_number_reaches_the_backward_of_a_loss():
     assert len(compiled.programs) == 2
 
 
-def test_a_number_the_backward_of_a_loss_needs_stays_a_guarded_constant():
+def test_a_number_the_backward_of_a_loss_compares_stays_a_run_time_input():
     """pow's derivative asks whether the exponent is 0: in a compiled loss that is the backward traced
-    with the forward, so the exponent, a run-time number after its first change, must become a
-    guarded constant there too (it raised Specialize out of the call)."""
+    with the forward, so the comparison is a predicate of the joint program, checked before the forward
+    runs (before predicates it made the exponent a guarded constant; earlier still it raised
+    Specialize out of the call)."""
     def loss(x, p):
         return (x ** p).sum()
     compiled = jg.compile(loss, cache=False, fullgraph=True)
     x = jg.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
     xe = jg.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
-    for p in (2, 3, 2, 2.5):
+    for p in (2, 3, 2, 0, 4, 0):
         x.grad = xe.grad = None
         out = compiled(x, p)
         out.backward()
         loss(xe, p).backward()
         assert_close(out, loss(xe.detach(), p))
         assert_close(x.grad, xe.grad)
-    assert any("argument 'p' stays a guarded constant" in line for line in compiled.log)
-
-
-def test_numbers_inside_containers_become_dynamic_too():
-    def f(x, options):
-        return (x * options["scale"] + options["shift"]).sum()
-    compiled = jg.compile(f, cache=False, fullgraph=True)
-    x = data()
-    for k in range(4):
-        options = {"scale": 1.0 + k, "shift": -0.5 * k}
-        assert_close(compiled(x, options), f(x, options))
-    assert len(compiled.programs) == 2
-
-
-def test_a_number_needed_as_a_python_value_stays_a_guarded_constant():
-    def f(x, n):
-        return jg.stack([x] * n).sum() * n
-    compiled = jg.compile(f, cache=False, fullgraph=True)
-    x = data()
-    for n in (1, 2, 3):
-        assert_close(compiled(x, n), f(x, n))
-    assert any("argument 'n' stays a guarded constant" in line and "use as an int" in line
-               for line in compiled.log)
+    assert not any("stays a guarded constant" in line for line in compiled.log), compiled.log
+    assert len(compiled.programs) == 3, compiled.log   # p=2 as a constant, then p != 0 and p == 0
 
 
 @pytest.mark.parametrize("use", [
     lambda x, s: x * math.sqrt(s),                 # math calls float()
     lambda x, s: x * np.float64(s),                # numpy asks for the value
-    lambda x, s: x if s > 1 else -x,               # a comparison
     lambda x, s: x.clamp(min=s),                   # an attribute of an op
 ])
 def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
@@ -117,6 +96,39 @@ def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
     x = data()
     for s in (0.5, 2.0, 4.0):
         assert_close(compiled(x, s), f(x, s))
+
+
+@pytest.mark.parametrize("branch", [
+    lambda s: s > 1, lambda s: 1 < s, lambda s: s >= 2.0, lambda s: s != 4.0, lambda s: bool(s - 0.5),
+    lambda s: 0.2 < s * 2 <= 5, lambda s: s == s * 1,
+])
+def test_a_comparison_keeps_the_number_a_run_time_input(branch):
+    """A comparison gives the bool of this call's values and is checked at each call (a predicate):
+    values that compare alike share a program, a value that compares otherwise runs another, traced
+    for that outcome, and nothing is ever run on the other outcome's program."""
+    def f(x, s):
+        return (x * s).sum() if branch(s) else (x - s).sum()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    values = (0.5, 0.75, 2.0, 3.0, 4.0, 0.6, 2.5, 4.0)
+    for s in values:
+        assert_close(compiled(x, s), f(x, s))
+    outcomes = {bool(branch(s)) for s in values[1:]}   # the first call's value is a guarded constant
+    assert len(compiled.programs) == 1 + len(outcomes), compiled.log
+    assert compiled.recompiles == len(outcomes), compiled.log
+
+
+def test_a_predicate_names_the_line_that_compared():
+    def f(x, s):
+        if s > 1:
+            return x.sum()
+        return x.mean()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for s in (0.5, 0.7, 2.0):
+        assert_close(compiled(x, s), f(x, s))
+    assert "a comparison of run-time numbers changed: a comparison made at" in compiled.log[-1], compiled.log
+    assert "if s > 1: (False when traced, True now)" in compiled.log[-1], compiled.log
 
 
 def test_bools_strings_and_none_stay_guarded_by_value():

@@ -1,9 +1,10 @@
 """A training step that calls a model, its loss, ``backward()``, ``opt.step()`` and ``opt.zero_grad()``,
 compiled whole: the parameters, the optimizer's state tensors (its step count included) and each
-group's ``lr`` are inputs of one program, so a scheduler changing the rate at every call and the
-growing step count never recompile; what the program depends on (betas, momentum, nesterov, the
-groups) is guarded. Each case runs the same steps eagerly and compiled, in float64, and compares the
-losses, the parameters and the optimizer's state (to 1e-10), and eager with PyTorch where installed.
+group's ``lr``, ``momentum`` and ``betas`` are inputs of one program, so a scheduler changing the rate
+or the momenta at every call and the growing step count never recompile; what the program depends on
+(nesterov, eps, weight decay, the groups) is guarded. Each case runs the same steps eagerly and compiled,
+in float64, and compares the losses, the parameters and the optimizer's state (to 1e-10), and eager with
+PyTorch where installed.
 
 The optimizers that make state on their first step (momentum buffers, Adam's and RMSprop's) run
 that first call eagerly and compile from the second on. Most cases run on the interpreter backend
@@ -171,8 +172,8 @@ def set_group(key: str, value) -> callable:
 
 
 @pytest.mark.parametrize("config,key,value", [
-    ("adam", "betas", (0.5, 0.9)), ("adam", "eps", 1e-3), ("adam-amsgrad", "amsgrad", False),
-    ("sgd-momentum", "momentum", 0.3), ("sgd-momentum", "dampening", 0.0), ("sgd-nesterov", "nesterov", False),
+    ("adam", "eps", 1e-3), ("adam-amsgrad", "amsgrad", False),
+    ("sgd-momentum", "dampening", 0.0), ("sgd-nesterov", "nesterov", False),
     ("sgd-momentum", "weight_decay", 0.5), ("rmsprop", "alpha", 0.5), ("adamw", "maximize", True),
 ], ids=lambda v: str(v))
 def test_changing_a_guarded_setting_recompiles(config, key, value):
@@ -210,9 +211,40 @@ def test_an_integer_rate_recompiles_once_and_stays_an_input():
     assert "was a run-time float, now a run-time int" in compiled.step.log[0], compiled.step.log
 
 
-def test_a_rate_the_step_needs_as_a_python_value_stays_a_guarded_constant():
-    """Code that branches on the rate cannot take it as a run-time input: it is guarded by value
-    (said in the log), so a new rate recompiles rather than run a stale program."""
+@pytest.mark.parametrize("config,key,value", [
+    ("adam", "betas", (0.5, 0.9)), ("adam-amsgrad", "betas", (0.7, 0.95)), ("sgd-momentum", "momentum", 0.3),
+    ("sgd-nesterov", "momentum", 0.5), ("rmsprop-centered", "momentum", 0.2),
+], ids=lambda v: str(v))
+def test_a_momentum_set_between_steps_is_read_at_the_next_call(config, key, value):
+    """The momenta are run-time inputs (schedulers such as OneCycleLR cycle them at every step)."""
+    _, compiled = lockstep(config, set_group(key, value))
+    assert compiled.step.recompiles == 0 and len(compiled.step.programs) == 1, compiled.step.log
+
+
+def test_a_momentum_set_to_zero_runs_a_second_program_for_its_comparison():
+    """SGD's ``if momentum != 0`` is a comparison of a run-time number: a call where it comes out
+    otherwise runs a program traced for that outcome (the momentum buffer no longer read)."""
+    _, compiled = lockstep("sgd-momentum", set_group("momentum", 0.0))
+    assert compiled.step.recompiles == 1 and len(compiled.step.programs) == 2, compiled.step.log
+    assert "a comparison of run-time numbers changed" in compiled.step.log[0]
+    assert "opt.step() (True when traced, False now)" in compiled.step.log[0], compiled.step.log
+
+
+@pytest.mark.parametrize("config", ["sgd-momentum", "adam"])
+def test_one_cycle_momentum_cycling_compiles_once_and_matches_eager(config):
+    """OneCycleLR sets the rate and the momentum (SGD's ``momentum``, Adam's first beta) at every step."""
+    def cycled(compiled: bool) -> Run:
+        run = Run(config, compiled)
+        run.scheduler = optim.lr_scheduler.OneCycleLR(run.opt, max_lr=0.1, total_steps=20)
+        return run
+    eager, compiled = cycled(False), cycled(True)
+    assert_same_training(compiled, eager, compiled.train(10), eager.train(10))
+    assert compiled.step.recompiles == 0 and len(compiled.step.programs) == 1, compiled.step.log
+
+
+def test_a_rate_the_step_branches_on_is_a_predicate():
+    """Code that branches on the rate keeps it a run-time input: the comparison's outcome is checked
+    at each call, and a call that crosses it runs a program traced for the other outcome."""
     net = model()
     opt = optim.SGD(net.parameters(), lr=0.1)
 
@@ -226,12 +258,42 @@ def test_a_rate_the_step_needs_as_a_python_value_stays_a_guarded_constant():
     step = jg.compile(train_step, cache=False)
     x, y = data()
     first = step(x, y).item()
-    assert any("stays a guarded constant" in line for line in step.log), step.log
-    opt.param_groups[0]["lr"] = 0.01         # below the threshold: no update any more
-    assert step(x, y).item() < first          # the update of the first call happened
+    opt.param_groups[0]["lr"] = 0.09          # above the threshold: the same program, the new rate
+    second = step(x, y).item()
+    assert second < first and step.recompiles == 0
+    opt.param_groups[0]["lr"] = 0.01          # below it: no update any more
+    assert step(x, y).item() < second         # the update of the second call happened
     frozen = [p.detach().clone() for p in net.parameters()]
     step(x, y)
     assert all(np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(frozen, net.parameters()))
+    opt.param_groups[0]["lr"] = 0.2           # above again: the first program, no trace
+    step(x, y)
+    assert step.recompiles == 1 and len(step.programs) == 2, step.log
+    assert "> 0.05: (True when traced, False now)" in step.log[0], step.log
+
+
+def test_a_rate_the_step_needs_as_a_python_value_stays_a_guarded_constant():
+    """A rate read as a Python value (``float()``) cannot be a run-time input: it is guarded by value
+    (said in the log), so a new rate recompiles rather than run a stale program."""
+    net = model()
+    opt = optim.SGD(net.parameters(), lr=0.1)
+
+    def train_step(x, y):
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+        with jg.no_grad():
+            for p in net.parameters():
+                p.sub_(p.grad * float(opt.param_groups[0]["lr"]))
+        opt.zero_grad()
+        return loss
+    step = jg.compile(train_step, cache=False)
+    x, y = data()
+    step(x, y)
+    assert any("stays a guarded constant" in line for line in step.log), step.log
+    before = [p.detach().clone() for p in net.parameters()]
+    opt.param_groups[0]["lr"] = 0.0           # a stale program would still apply 0.1
+    step(x, y)
+    assert all(np.array_equal(a.numpy(), b.detach().numpy()) for a, b in zip(before, net.parameters()))
     assert step.recompiles == 1, step.log
 
 
@@ -280,25 +342,31 @@ def test_loading_a_state_dict_into_the_compiled_optimizer_is_read_by_the_next_ca
     assert compiled.step.recompiles <= 1, compiled.step.log
 
 
-def test_a_step_that_sets_the_rate_itself_runs_eagerly():
-    """The rate is put back after the trace; a function that changes it would lose the change in a
-    compiled call, so it runs eagerly (with a warning that names the rate)."""
+@pytest.mark.parametrize("key,change,after", [
+    ("lr", lambda group: group.update(lr=group["lr"] * 0.5), 0.025),
+    ("betas", lambda group: group.update(betas=(group["betas"][0] * 0.5, 0.999)), (0.225, 0.999)),
+])
+def test_a_step_that_sets_a_run_time_number_itself_runs_eagerly(key, change, after):
+    """The run-time numbers (a tuple of them too) are put back after the trace; a function that
+    changes one would lose the change in a compiled call, so it runs eagerly (with a warning that
+    names the number)."""
     net = model()
-    opt = optim.SGD(net.parameters(), lr=0.1)
+    opt = optim.Adam(net.parameters(), lr=0.1)
+    opt.param_groups[0]["betas"] = (0.9, 0.999)
 
     def train_step(x, y):
         loss = ((net(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         opt.zero_grad()
-        opt.param_groups[0]["lr"] *= 0.5
+        change(opt.param_groups[0])
         return loss
     step = jg.compile(train_step, cache=False)
     x, y = data()
-    with pytest.warns(CompileWarning, match=r"sets closure variable 'opt.param_groups\[0\]\['lr'\]'"):
+    step(x, y)   # Adam's first step makes its state: eager
+    with pytest.warns(CompileWarning, match=rf"sets closure variable 'opt.param_groups\[0\]\['{key}'\]'"):
         step(x, y)
-    step(x, y)
-    assert opt.param_groups[0]["lr"] == 0.025 and step.programs == []
+    assert opt.param_groups[0][key] == after and step.programs == []
 
 
 @pytest.mark.parametrize("norm_type", [2.0, float("inf")])

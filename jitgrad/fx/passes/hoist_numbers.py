@@ -7,6 +7,10 @@ numbers eager mode gives. So the pass moves them into a ``NumberPrelude``, a gen
 from the graph's number placeholders to the numbers its tensor ops read, and each of those becomes a
 placeholder of its own, after the existing ones. What is left for a backend is tensor ops, with
 Python numbers only as placeholders.
+
+The comparisons the function branched on (``fx.numbers``: predicates) are number ops read by no other
+node; the prelude's ``holds`` computes them from a call's numbers and says whether each comes out as
+it did in the trace, which is what the compiled function checks before it runs the program.
 """
 from __future__ import annotations
 
@@ -22,21 +26,36 @@ from ..numbers import is_number_op
 @dataclass
 class NumberPrelude:
     """``prelude(*numbers)`` takes the values of the number placeholders named ``inputs`` and returns
-    those of the placeholders named ``outputs``; ``source`` is its Python source."""
+    those of the placeholders named ``outputs``; ``holds(*numbers)`` whether the comparisons named in
+    ``checks`` (with the user's lines in ``lines``) come out as ``expected``; ``source`` defines both."""
 
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     source: str = ""
+    checks: list[str] = field(default_factory=list)
+    expected: tuple[bool, ...] = ()
+    lines: list[str | None] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._fn: Callable[..., tuple] | None = None
-        if self.outputs:
+        self._holds: Callable[..., bool] | None = None
+        if self.outputs or self.checks:
             namespace: dict[str, Any] = {}
             exec(compile(self.source, "<jitgrad.fx number prelude>", "exec"), namespace)  # noqa: S102
-            self._fn = namespace["prelude"]
+            self._fn = namespace["prelude"] if self.outputs else None
+            self._holds = namespace["holds"] if self.checks else None
 
     def __call__(self, *numbers: Any) -> tuple:
         return self._fn(*numbers) if self._fn is not None else ()
+
+    def holds(self, *numbers: Any) -> bool:
+        return self._holds is None or self._holds(*numbers) == self.expected
+
+    def outcomes(self, *numbers: Any) -> list[str]:
+        """Each comparison that comes out otherwise than in the trace, with the user's line that made it."""
+        now = self._holds(*numbers) if self._holds is not None else self.expected
+        return [f"a comparison made at {line or 'a line of the function'} ({was} when traced, {is_} now)"
+                for line, was, is_ in zip(self.lines, self.expected, now) if was != is_]
 
     def __bool__(self) -> bool:
         return bool(self.outputs)
@@ -46,8 +65,9 @@ def _is_number_node(node: Node) -> bool:
     return node.op is Opcode.CALL_FUNCTION and is_number_op(node.target)
 
 
-def hoist_numbers(graph: Graph) -> NumberPrelude:
-    """Moves ``graph``'s number ops (edited in place) into the returned prelude."""
+def hoist_numbers(graph: Graph, predicates: list[tuple[Node, bool, str | None]] = ()) -> NumberPrelude:
+    """Moves ``graph``'s number ops (edited in place) into the returned prelude; ``predicates``: the
+    comparisons the traced function branched on (``Tracer.predicates``), among those ops."""
     record = graph.record_pass("hoist_numbers")
     hoisted = [n for n in graph.nodes if _is_number_node(n)]
     if not hoisted:
@@ -70,9 +90,12 @@ def hoist_numbers(graph: Graph) -> NumberPrelude:
         record.changes.append(f"{node.name} computed in Python, read as {placeholder.name}")
     for node in reversed(hoisted):
         graph.erase_node(node)
-    returned = "".join(f"{r}, " for r in results)
-    source = (f"def prelude({', '.join(inputs)}):\n" + "\n".join(body) + f"\n    return ({returned})\n")
-    return NumberPrelude(inputs, outputs, source)
+    checks = [node.name for node, _, _ in predicates]
+    source = "\n\n".join(f"def {name}({', '.join(inputs)}):\n" + "\n".join(body)
+                         + f"\n    return ({''.join(f'{r}, ' for r in returned)})\n"
+                         for name, returned in (("prelude", results), ("holds", checks)))
+    return NumberPrelude(inputs, outputs, source, checks, tuple(value for _, value, _ in predicates),
+                         [line for _, _, line in predicates])
 
 
 __all__ = ["NumberPrelude", "hoist_numbers"]
