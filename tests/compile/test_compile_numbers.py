@@ -118,6 +118,20 @@ def test_a_comparison_keeps_the_number_a_run_time_input(branch):
     assert compiled.recompiles == len(outcomes), compiled.log
 
 
+def test_a_predicate_is_checked_before_what_its_branch_computes():
+    """``1 / (1 - m)`` is computed only where ``m < 1``: a call with ``m == 1`` must find the
+    comparison changed before it reaches the division (eager mode never divides there)."""
+    def f(x, m):
+        if m < 1:
+            return (x * (1 / (1 - m))).sum()
+        return x.sum()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for m in (0.5, 0.6, 1.0, 2.0, 0.25):
+        assert_close(compiled(x, m), f(x, m))
+    assert len(compiled.programs) == 3, compiled.log
+
+
 def test_a_predicate_names_the_line_that_compared():
     def f(x, s):
         if s > 1:

@@ -10,7 +10,8 @@ Python numbers only as placeholders.
 
 The comparisons the function branched on (``fx.numbers``: predicates) are number ops read by no other
 node; the prelude's ``holds`` computes them from a call's numbers and says whether each comes out as
-it did in the trace, which is what the compiled function checks before it runs the program.
+it did in the trace, which is what the compiled function checks before it runs the program (in the
+trace's order, stopping at the first that does not, as eager mode would take another branch there).
 """
 from __future__ import annotations
 
@@ -38,24 +39,28 @@ class NumberPrelude:
 
     def __post_init__(self) -> None:
         self._fn: Callable[..., tuple] | None = None
-        self._holds: Callable[..., bool] | None = None
+        self._first_change: Callable[..., int] | None = None
         if self.outputs or self.checks:
             namespace: dict[str, Any] = {}
             exec(compile(self.source, "<jitgrad.fx number prelude>", "exec"), namespace)  # noqa: S102
             self._fn = namespace["prelude"] if self.outputs else None
-            self._holds = namespace["holds"] if self.checks else None
+            self._first_change = namespace["first_change"] if self.checks else None
 
     def __call__(self, *numbers: Any) -> tuple:
         return self._fn(*numbers) if self._fn is not None else ()
 
     def holds(self, *numbers: Any) -> bool:
-        return self._holds is None or self._holds(*numbers) == self.expected
+        return self._first_change is None or self._first_change(*numbers) < 0
 
     def outcomes(self, *numbers: Any) -> list[str]:
-        """Each comparison that comes out otherwise than in the trace, with the user's line that made it."""
-        now = self._holds(*numbers) if self._holds is not None else self.expected
-        return [f"a comparison made at {line or 'a line of the function'} ({was} when traced, {is_} now)"
-                for line, was, is_ in zip(self.lines, self.expected, now) if was != is_]
+        """The first comparison that comes out otherwise than in the trace, with the user's line that
+        made it (the later ones eager mode would not reach as the trace did)."""
+        index = -1 if self._first_change is None else self._first_change(*numbers)
+        if index < 0:
+            return []
+        was = self.expected[index]
+        return [f"a comparison made at {self.lines[index] or 'a line of the function'} ({was} when traced, "
+                f"{not was} now)"]
 
     def __bool__(self) -> bool:
         return bool(self.outputs)
@@ -90,12 +95,29 @@ def hoist_numbers(graph: Graph, predicates: list[tuple[Node, bool, str | None]] 
         record.changes.append(f"{node.name} computed in Python, read as {placeholder.name}")
     for node in reversed(hoisted):
         graph.erase_node(node)
-    checks = [node.name for node, _, _ in predicates]
-    source = "\n\n".join(f"def {name}({', '.join(inputs)}):\n" + "\n".join(body)
-                         + f"\n    return ({''.join(f'{r}, ' for r in returned)})\n"
-                         for name, returned in (("prelude", results), ("holds", checks)))
-    return NumberPrelude(inputs, outputs, source, checks, tuple(value for _, value, _ in predicates),
-                         [line for _, _, line in predicates])
+    returned = "".join(f"{r}, " for r in results)
+    source = f"def prelude({', '.join(inputs)}):\n" + "\n".join(body) + f"\n    return ({returned})\n"
+    if predicates:
+        source += "\n\n" + _first_change_source(inputs, hoisted, body, predicates)
+    return NumberPrelude(inputs, outputs, source, [node.name for node, _, _ in predicates],
+                         tuple(value for _, value, _ in predicates), [line for _, _, line in predicates])
+
+
+def _first_change_source(inputs: list[str], hoisted: list[Node], body: list[str],
+                         predicates: list[tuple[Node, bool, str | None]]) -> str:
+    """``first_change(*numbers)``: the index of the first predicate that comes out otherwise, or -1.
+    It computes the number ops in the trace's order and returns at the first such predicate, so it
+    computes what eager mode would have computed up to that comparison and nothing after it (a
+    ``1 / (1 - m)`` the function computes only when ``m < 1``)."""
+    outcome = {node.name: (i, value) for i, (node, value, _) in enumerate(predicates)}
+    last = max(hoisted.index(node) for node, _, _ in predicates)
+    lines = [f"def first_change({', '.join(inputs)}):"]
+    for node, line in zip(hoisted[:last + 1], body):
+        lines.append(line)
+        if node.name in outcome:
+            index, value = outcome[node.name]
+            lines.append(f"    if {'not ' if value else ''}{node.name}:\n        return {index}")
+    return "\n".join(lines) + "\n    return -1\n"
 
 
 __all__ = ["NumberPrelude", "hoist_numbers"]
