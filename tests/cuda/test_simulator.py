@@ -49,6 +49,23 @@ def test_the_threads_of_a_block_share_its_shared_array(slow_allocation):
     np.testing.assert_array_equal(out, np.tile((np.arange(32) + 1) % 32, (2, 1)))
 
 
+@cuda.jit
+def _unwritten_slot(out):
+    numbers = cuda.shared.array(33, np.float64)
+    numbers[cuda.threadIdx.x] = 1.0
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = numbers[cuda.threadIdx.x + 1]  # slot 32: no thread wrote it
+
+
+def test_a_shared_slot_read_before_any_write_is_nan():
+    """A kernel reading what no thread wrote gets NaN under the simulator, not a plausible value."""
+    install()
+    out = np.zeros(32)
+    _unwritten_slot[1, 32](out)
+    np.testing.assert_array_equal(out[:31], 1.0)
+    assert np.isnan(out[31])
+
+
 def test_the_matmul_gradient_seen_wrong_in_ci(slow_allocation):
     """``x (2, 3, 4) @ v (4,)``, backward: the tiled product's shared tiles, then a reduction."""
     rng = np.random.default_rng(3)

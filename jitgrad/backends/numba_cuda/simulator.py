@@ -14,7 +14,9 @@ them. The simulator runs each CUDA thread as a Python thread. ``install()`` mend
   missing for the others, and a product or reduction is silently wrong (once in a few hundred launches
   with a 1 µs switch interval; it was seen as a wrong ``matmul`` gradient in a loaded CI run). The
   replacement looks up and makes the array under a lock. A GPU never had this defect: it is the
-  simulator's, not the kernels'.
+  simulator's, not the kernels'. A new floating-point array is filled with NaN, so that a kernel reading
+  a slot no thread wrote (a missing barrier, a reduction tree reading too far) gives NaN here rather
+  than whatever memory numpy reused, which may pass for a right value.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ def _shfl_down_sync(self: Any, mask: int, value: Any, delta: int) -> Any:
 
 def _shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> Any:
     """The block's shared array made at the calling line (one per line, as numba's simulator keys them),
-    the same array for every thread of the block: looked up and made atomically."""
+    the same array for every thread of the block: looked up and made atomically (NaN where floating)."""
     if alignment is not None or (isinstance(shape, int) and shape == 0):  # numba's refusal, or the launch's
         return _numba_shared_array(self, shape, dtype, alignment)        # dynamic memory: made beforehand
     from numba.core.types import Type
@@ -60,6 +62,8 @@ def _shared_array(self: Any, shape: Any, dtype: Any, alignment: Any = None) -> A
         array = self._allocations.get(key)
         if array is None:
             array = self._allocations[key] = np.empty(shape, as_dtype(dtype) if isinstance(dtype, Type) else dtype)
+            if array.dtype.kind in "fc":
+                array.fill(np.nan)
     return array
 
 
