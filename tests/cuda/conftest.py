@@ -41,8 +41,9 @@ def short_thread_switches():
 
 @pytest.fixture(scope="session", autouse=True)
 def simulator_shuffles():
-    """The simulator has no warp shuffles; the backend installs its emulation when it lowers a graph,
-    and the kernel library's own tests launch kernels without lowering one."""
+    """The simulator has no warp shuffles and its shared memory is not thread-safe; the backend mends
+    both when its ``launch`` module is imported (``simulator.install``), and a test launching a kernel
+    of its own may import none: installed here for every test."""
     if cuda_mode() == SIMULATOR:
         from jitgrad.backends.numba_cuda.simulator import install
         install()

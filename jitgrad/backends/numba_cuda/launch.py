@@ -18,7 +18,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from .errors import LoweringError
-from .simulator import is_simulator
+from .simulator import install, is_simulator
 
 GPU_THREADS, SIMULATOR_THREADS = 256, 32
 GPU_BLOCKS, SIMULATOR_BLOCKS = 4096, 4
@@ -29,6 +29,8 @@ GRID_LIMIT = 65535
 THREADS = SIMULATOR_THREADS if is_simulator() else GPU_THREADS
 """Threads per block, fixed when numba is imported: kernels size their shared memory by it."""
 MAX_BLOCKS = SIMULATOR_BLOCKS if is_simulator() else GPU_BLOCKS
+
+install()  # under the simulator: its shuffles and thread-safe shared memory, before any kernel launches here
 
 
 def blocks_for(elements: int) -> int:
