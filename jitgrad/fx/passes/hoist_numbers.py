@@ -77,6 +77,8 @@ def hoist_numbers(graph: Graph, predicates: list[tuple[Node, bool, str | None]] 
     hoisted = [n for n in graph.nodes if _is_number_node(n)]
     if not hoisted:
         return NumberPrelude()
+    hoisted, replaced = _without_repeats(graph, hoisted, record)
+    predicates = _distinct(predicates, replaced)
     inputs = [p.name for p in graph.placeholders if p.meta.get("python_number")]
     pool = ConstantPool()
     body = [f"    {n.name} = {n.target.source([literal(a, pool, n.name) for a in n.args])}" for n in hoisted]
@@ -101,6 +103,42 @@ def hoist_numbers(graph: Graph, predicates: list[tuple[Node, bool, str | None]] 
         source += "\n\n" + _first_change_source(inputs, hoisted, body, predicates)
     return NumberPrelude(inputs, outputs, source, [node.name for node, _, _ in predicates],
                          tuple(value for _, value, _ in predicates), [line for _, _, line in predicates])
+
+
+def _argument_key(value: object) -> object:
+    return ("node", value.name) if isinstance(value, Node) else (type(value), repr(value))
+
+
+def _without_repeats(graph: Graph, hoisted: list[Node], record) -> tuple[list[Node], dict[str, Node]]:
+    """The number ops, each computation once (the repeats erased, their users reading the first),
+    and the first by each repeat's name: an optimizer's ``1 - beta1`` is written once per parameter,
+    and each copy would be an input of the kernel and a line of every call's prelude."""
+    first: dict[tuple, Node] = {}
+    kept, replaced = [], {}
+    for node in hoisted:
+        key = (node.target.name, tuple(_argument_key(a) for a in node.args))
+        same = first.setdefault(key, node)
+        if same is node:
+            kept.append(node)
+            continue
+        node.replace_all_uses_with(same)
+        graph.erase_node(node)
+        replaced[node.name] = same
+        record.changes.append(f"{node.name} is {same.name}")
+    return kept, replaced
+
+
+def _distinct(predicates: list[tuple[Node, bool, str | None]],
+              replaced: dict[str, Node]) -> list[tuple[Node, bool, str | None]]:
+    """The predicates on the nodes ``_without_repeats`` kept, each node once (its first line)."""
+    seen: set[str] = set()
+    kept = []
+    for node, value, line in predicates:
+        node = replaced.get(node.name, node)
+        if node.name not in seen:
+            seen.add(node.name)
+            kept.append((node, value, line))
+    return kept
 
 
 def _first_change_source(inputs: list[str], hoisted: list[Node], body: list[str],
