@@ -32,10 +32,11 @@ from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
 from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
-from . import activation_functions, losses_more, normalization_functions
+from . import activation_functions, losses_more, normalization_functions, sampling_and_pooling
 from .activation_functions import *  # noqa: F401,F403 - re-exported: the names below, one module per kind
 from .losses_more import *  # noqa: F401,F403
 from .normalization_functions import *  # noqa: F401,F403
+from .sampling_and_pooling import *  # noqa: F401,F403
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
@@ -45,7 +46,8 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool
            "logsigmoid", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "pad",
            "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "relu", "relu6", "scaled_dot_product_attention",
            "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "softsign", "tanh", "unfold"]
-__all__ += activation_functions.__all__ + losses_more.__all__ + normalization_functions.__all__
+__all__ += (activation_functions.__all__ + losses_more.__all__ + normalization_functions.__all__
+            + sampling_and_pooling.__all__)
 
 
 # ---- layers ------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ from .activation import (CELU, ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, Leak
                          ReLU, ReLU6, SELU, SiLU, Sigmoid, Softmax, Softsign, Tanh)
 from .activation_more import (GLU, Hardshrink, PReLU, Softmax2d, Softmin, Softplus, Softshrink, Tanhshrink,
                               Threshold)
+from .adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d, AlphaDropout
 from .attention import MultiheadAttention
 from .bilinear import Bilinear
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -42,7 +43,7 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "
            "SmoothL1Loss", "Softmax", "Softsign", "Tanh", "Transformer", "TransformerDecoder",
            "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Upsample",
            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
-__all__ += ["Bilinear", "CosineEmbeddingLoss", "Fold", "GLU", "GaussianNLLLoss", "Hardshrink", "HingeEmbeddingLoss",
-            "InstanceNorm1d", "InstanceNorm2d", "LocalResponseNorm", "MarginRankingLoss", "MultiLabelSoftMarginLoss",
+__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AlphaDropout", "Bilinear", "CosineEmbeddingLoss", "Fold",
+            "GLU", "GaussianNLLLoss", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm1d", "InstanceNorm2d", "LocalResponseNorm", "MarginRankingLoss", "MultiLabelSoftMarginLoss",
             "MultiMarginLoss", "PReLU", "PoissonNLLLoss", "RMSNorm", "SoftMarginLoss", "Softmax2d", "Softmin",
             "Softplus", "Softshrink", "Tanhshrink", "Threshold", "TripletMarginLoss", "Unfold"]
