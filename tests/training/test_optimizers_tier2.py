@@ -1,0 +1,122 @@
+"""The second tier of optimizers against ``torch.optim``: from the same parameters and gradients, the
+same parameters after every one of eight steps (float64), with weight decay and each main option; the
+state dict's layout; a saved state resumes training; PyTorch's argument checks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from layer_pairs import assert_close, needs_torch, torch
+
+import jitgrad as jg
+import jitgrad.optim as optim
+
+RNG = np.random.default_rng(5)
+START = [RNG.standard_normal((3, 2)), RNG.standard_normal(2), RNG.standard_normal((2, 2))]
+GRADIENTS = [[RNG.standard_normal(w.shape) for w in START] for _ in range(8)]
+
+CONFIGS = [
+    ("RAdam", {}),  # rho_t passes 5 at step 6: both branches
+    ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.1, "maximize": True}),
+    ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("NAdam", {}),
+    ("NAdam", {"lr": 0.01, "betas": (0.8, 0.95), "weight_decay": 0.1, "momentum_decay": 0.01, "maximize": True}),
+    ("NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("Adamax", {}),
+    ("Adamax", {"lr": 0.01, "betas": (0.7, 0.9), "eps": 1e-3, "weight_decay": 0.1, "maximize": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.7, "eps": 1e-4, "weight_decay": 0.1, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.08), "maximize": True}),
+    ("ASGD", {}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 3, "weight_decay": 0.1, "maximize": True}),
+]
+IDS = [f"{n}-{i}" for i, (n, _) in enumerate(CONFIGS)]
+
+
+def params(lib) -> list:
+    return [lib.tensor(w.copy(), requires_grad=True) for w in START]
+
+
+def set_gradients(tensors, lib, gradients) -> None:
+    for tensor, gradient in zip(tensors, gradients):
+        tensor.grad = None if gradient is None else lib.tensor(gradient)
+
+
+def groups(tensors) -> list[dict]:
+    """Two groups, the second with its own learning rate, the last parameter without gradients at times."""
+    return [{"params": tensors[:2]}, {"params": tensors[2:], "lr": 0.05}]
+
+
+def steps(gradients_at, step: int) -> list:
+    gradients = gradients_at[step]
+    if step in (2, 3):  # Rprop's sign cases: the same sign twice, then a flip
+        gradients = [g if step == 2 else -g for g in GRADIENTS[1]]
+    return gradients[:2] + [None] if step % 3 == 1 else gradients  # a parameter skipped now and then
+
+
+@needs_torch
+@pytest.mark.parametrize("name,options", CONFIGS, ids=IDS)
+def test_optimizer_steps_as_pytorchs(name, options):
+    ours, theirs = params(jg), params(torch)
+    opt_ours = getattr(optim, name)(groups(ours), **options)
+    opt_theirs = getattr(torch.optim, name)(groups(theirs), **options)
+    for step in range(len(GRADIENTS)):
+        set_gradients(ours, jg, steps(GRADIENTS, step))
+        set_gradients(theirs, torch, steps(GRADIENTS, step))
+        opt_ours.step()
+        opt_theirs.step()
+        for a, b in zip(ours, theirs):
+            assert_close(a, b, tolerance=1e-12, what=f"step {step}")
+    for index, param in enumerate(ours):
+        for key, value in opt_theirs.state[theirs[index]].items():
+            assert_close(opt_ours.state[param][key], value, tolerance=1e-12, what=f"state {key}")
+            assert opt_ours.state[param][key].dtype.name == str(value.dtype).replace("torch.", "")
+
+
+@needs_torch
+@pytest.mark.parametrize("name,options", CONFIGS, ids=IDS)
+def test_state_dict_has_pytorchs_layout_and_resumes(name, options):
+    """PyTorch's keys; four steps, a save and a load into a new optimizer, four more: as eight steps
+    without a break."""
+    ours, theirs = getattr(optim, name)(groups(params(jg)), **options), \
+        getattr(torch.optim, name)(groups(params(torch)), **options)
+    for opt, lib in ((ours, jg), (theirs, torch)):
+        set_gradients([p for g in opt.param_groups for p in g["params"]], lib, GRADIENTS[0])
+        opt.step()
+    ours_state, theirs_state = ours.state_dict(), theirs.state_dict()
+    assert {k: sorted(v) for k, v in ours_state["state"].items()} == \
+        {k: sorted(v) for k, v in theirs_state["state"].items()}
+    assert set(theirs_state["param_groups"][0]) - set(ours_state["param_groups"][0]) <= {
+        "foreach", "differentiable", "fused", "capturable"}
+    straight, resumed = params(jg), params(jg)
+    opt = getattr(optim, name)(groups(straight), **options)
+    first = getattr(optim, name)(groups(resumed), **options)
+    for step in range(len(GRADIENTS)):
+        if step == 4:
+            state = first.state_dict()
+            first = getattr(optim, name)(groups(resumed), lr=123.0)
+            first.load_state_dict(state)
+        set_gradients(straight, jg, steps(GRADIENTS, step))
+        set_gradients(resumed, jg, steps(GRADIENTS, step))
+        opt.step()
+        first.step()
+    # PyTorch's load casts every floating state tensor but the step to the parameter's dtype: NAdam's
+    # mu_product and ASGD's eta and mu, float32 before, go on in float64, and so do ours
+    tolerance = 1e-8 if name in ("NAdam", "ASGD") else 0
+    for a, b in zip(straight, resumed):
+        assert_close(a, b, tolerance=tolerance)
+
+
+@needs_torch
+@pytest.mark.parametrize("name,options", [
+    ("RAdam", {"lr": -1.0}), ("RAdam", {"betas": (0.9, 1.0)}), ("NAdam", {"momentum_decay": -1.0}),
+    ("Adamax", {"eps": -1.0}), ("Adadelta", {"rho": 1.5}), ("Rprop", {"etas": (1.2, 0.5)}),
+    ("ASGD", {"weight_decay": -1.0}),
+])
+def test_bad_settings_raise_pytorchs_errors(name, options):
+    messages = []
+    for lib in (jg, torch):
+        with pytest.raises(ValueError) as caught:
+            getattr(lib.optim, name)(params(lib), **options)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
