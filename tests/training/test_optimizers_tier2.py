@@ -120,3 +120,61 @@ def test_bad_settings_raise_pytorchs_errors(name, options):
             getattr(lib.optim, name)(params(lib), **options)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
+
+
+CYCLES = {
+    "triangular": {"base_lr": 0.01, "max_lr": [0.1, 0.2], "step_size_up": 3},
+    "triangular2": {"base_lr": [0.01, 0.02], "max_lr": 0.1, "step_size_up": 2, "step_size_down": 3,
+                    "mode": "triangular2", "base_momentum": [0.7, 0.6], "max_momentum": 0.95},
+    "exp-range": {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 4, "step_size_down": 2, "mode": "exp_range",
+                  "gamma": 0.9},
+    "scale-fn-iterations": {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 2, "cycle_momentum": False,
+                            "scale_fn": lambda x: 1 / (1 + x), "scale_mode": "iterations"},
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", CYCLES)
+@pytest.mark.parametrize("kind", ["SGD", "Adam"])
+def test_cyclic_lr_is_pytorchs(name, kind):
+    """Each batch's rates and momenta (SGD's ``momentum`` or Adam's first beta) of two groups."""
+    runs = []
+    for lib in (jg, torch):
+        weights = [lib.ones(1, requires_grad=True), lib.ones(1, requires_grad=True)]
+        options = {"momentum": 0.9} if kind == "SGD" else {}
+        opt = getattr(optim if lib is jg else torch.optim, kind)(
+            [{"params": weights[:1]}, {"params": weights[1:], "lr": 0.5}], lr=0.1, **options)
+        schedule = (optim.lr_scheduler if lib is jg else torch.optim.lr_scheduler).CyclicLR(opt, **CYCLES[name])
+        seen = []
+        for _ in range(14):
+            momenta = [g["momentum"] if kind == "SGD" else g["betas"][0] for g in opt.param_groups]
+            seen.append(schedule.get_last_lr() + [g["lr"] for g in opt.param_groups] + momenta)
+            opt.step()
+            schedule.step()
+        runs.append(seen)
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-12)
+
+
+def test_cyclic_lr_resumes_from_its_state_dict_and_checks_its_arguments():
+    def schedule_of(weight):
+        opt = optim.SGD([weight], lr=0.1, momentum=0.9)
+        return opt, optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=2, mode="triangular2")
+    straight, resumed = schedule_of(jg.ones(1, requires_grad=True)), schedule_of(jg.ones(1, requires_grad=True))
+    for _ in range(5):
+        straight[1].step()
+        resumed[1].step()
+    state = resumed[1].state_dict()
+    assert state["_scale_fn_custom"] is None and "optimizer" not in state
+    opt = optim.SGD([jg.ones(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    opt.load_state_dict(resumed[0].state_dict())
+    again = optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=2, mode="triangular2", last_epoch=4)
+    again.load_state_dict(state)
+    for _ in range(4):
+        straight[1].step()
+        again.step()
+        assert again.get_last_lr() == straight[1].get_last_lr()
+        assert opt.param_groups[0]["momentum"] == straight[0].param_groups[0]["momentum"]
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, mode="square")
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+        optim.lr_scheduler.CyclicLR(optim.Adadelta([jg.ones(1, requires_grad=True)]), 0.01, 0.1)

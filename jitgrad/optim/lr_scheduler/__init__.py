@@ -7,12 +7,13 @@ remembers each group's starting rate as ``group["initial_lr"]``. ``StepLR`` and
 rate changed by hand between steps carries on from where it was set.
 """
 from .compound import ChainedScheduler, SequentialLR
+from .cyclic import CyclicLR
 from .cycles import CosineAnnealingWarmRestarts, OneCycleLR
 from .per_step import (ConstantLR, CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, MultiplicativeLR, MultiStepLR,
                        PolynomialLR, StepLR)
 from .plateau import ReduceLROnPlateau
 from .schedule import LRScheduler
 
-__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "ExponentialLR",
+__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR",
            "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR", "PolynomialLR",
            "ReduceLROnPlateau", "SequentialLR", "StepLR"]
