@@ -3,6 +3,8 @@ same parameters after every one of eight steps (float64), with weight decay and 
 state dict's layout; a saved state resumes training; PyTorch's argument checks."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from layer_pairs import assert_close, needs_torch, torch
@@ -178,3 +180,38 @@ def test_cyclic_lr_resumes_from_its_state_dict_and_checks_its_arguments():
         optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, mode="square")
     with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
         optim.lr_scheduler.CyclicLR(optim.Adadelta([jg.ones(1, requires_grad=True)]), 0.01, 0.1)
+
+
+def test_a_compiled_step_with_tier2_layers_loss_optimizer_and_cycle_matches_eager():
+    """PReLU, RMSNorm, GLU and a multilabel soft-margin loss, NAdam (its float32 ``mu_product`` and
+    powers of the step count) and CyclicLR moving the rate and Adam's first beta at every call: one
+    program from the second call on (the first makes NAdam's state, eagerly), steps as eager ones."""
+    from jitgrad.compile import CompileWarning
+    rng = np.random.default_rng(3)
+    x, y = jg.tensor(rng.standard_normal((6, 3))), jg.tensor((rng.random((6, 2)) > 0.5).astype(np.float64))
+    runs = []
+    for compiled in (False, True):
+        jg.manual_seed(0)
+        net = jg.nn.Sequential(jg.nn.Linear(3, 4), jg.nn.PReLU(4), jg.nn.RMSNorm(4), jg.nn.GLU()).double()
+        opt = optim.NAdam(net.parameters(), lr=0.05, weight_decay=0.01)
+        cycle = optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=2)
+
+        def train_step(x, y):
+            loss = jg.nn.functional.multilabel_soft_margin_loss(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        step = jg.compile(train_step, cache=False) if compiled else train_step
+        losses = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CompileWarning)  # never an eager fallback
+            for _ in range(5):
+                losses.append(step(x, y).item())
+                cycle.step()
+        runs.append((losses, [p.detach().numpy().copy() for p in net.parameters()], step))
+    (expected, eager_params, _), (losses, params_, compiled_step) = runs
+    np.testing.assert_allclose(losses, expected, rtol=1e-10, atol=1e-12)
+    for ours, theirs in zip(params_, eager_params):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    assert len(compiled_step.programs) == 1 and compiled_step.recompiles == 0, compiled_step.log
