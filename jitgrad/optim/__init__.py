@@ -5,6 +5,7 @@ from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -12,5 +13,5 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 
-__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop",
-           "SGD", "lr_scheduler"]
+__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam", "RMSprop",
+           "Rprop", "SGD", "lr_scheduler"]

@@ -215,3 +215,55 @@ def test_a_compiled_step_with_tier2_layers_loss_optimizer_and_cycle_matches_eage
     for ours, theirs in zip(params_, eager_params):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
     assert len(compiled_step.programs) == 1 and compiled_step.recompiles == 0, compiled_step.log
+
+
+def rosenbrock(lib, weights):
+    """A curved valley (and a quadratic term on a second parameter): LBFGS's history and line search
+    both have work to do."""
+    x, y = weights
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum() + ((y - 0.5) ** 2 * lib.tensor([1.0, 3.0])).sum()
+
+
+@needs_torch
+@pytest.mark.parametrize("options", [
+    {"lr": 0.1, "max_iter": 6, "history_size": 3},
+    {"lr": 1.0, "max_iter": 8, "history_size": 4, "line_search_fn": "strong_wolfe"},
+    {"lr": 1.0, "max_iter": 30, "max_eval": 12, "line_search_fn": "strong_wolfe", "tolerance_change": 1e-6},
+], ids=["fixed-steps", "strong-wolfe", "strong-wolfe-few-evaluations"])
+def test_lbfgs_steps_as_pytorchs(options):
+    runs = []
+    for lib in (jg, torch):
+        weights = [lib.tensor([-1.2, 1.0, 0.8], dtype=lib.float64, requires_grad=True),
+                   lib.tensor([2.0, -1.0], dtype=lib.float64, requires_grad=True)]
+        opt = (optim if lib is jg else torch.optim).LBFGS(weights, **options)
+
+        def closure():
+            opt.zero_grad()
+            loss = rosenbrock(lib, weights)
+            loss.backward()
+            return loss
+        seen = []
+        for _ in range(3):
+            loss = opt.step(closure)
+            state = opt.state[weights[0]]
+            seen.append([float(loss), state["func_evals"], state["n_iter"], float(state["t"])]
+                        + [float(v) for w in weights for v in w.detach().reshape(-1)])
+        runs.append((seen, sorted(opt.state[weights[0]])))
+    (ours, ours_keys), (theirs, theirs_keys) = runs
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+    assert ours_keys == theirs_keys
+
+
+def test_lbfgs_checks_its_arguments():
+    with pytest.raises(ValueError, match="LBFGS doesn't support per-parameter options"):
+        optim.LBFGS([{"params": [jg.ones(1, requires_grad=True)]}, {"params": [jg.ones(1, requires_grad=True)]}])
+    weight = jg.ones(1, requires_grad=True)
+    opt = optim.LBFGS([weight], line_search_fn="backtracking")
+
+    def closure():
+        opt.zero_grad()
+        loss = (weight * weight).sum()
+        loss.backward()
+        return loss
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        opt.step(closure)
