@@ -221,7 +221,8 @@ def rosenbrock(lib, weights):
     """A curved valley (and a quadratic term on a second parameter): LBFGS's history and line search
     both have work to do."""
     x, y = weights
-    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum() + ((y - 0.5) ** 2 * lib.tensor([1.0, 3.0])).sum()
+    valley = (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+    return valley + ((y - 0.5) ** 2 * lib.tensor([1.0, 3.0])).sum()
 
 
 @needs_torch

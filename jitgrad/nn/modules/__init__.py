@@ -44,6 +44,6 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "
            "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Upsample",
            "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AlphaDropout", "Bilinear", "CosineEmbeddingLoss", "Fold",
-            "GLU", "GaussianNLLLoss", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm1d", "InstanceNorm2d", "LocalResponseNorm", "MarginRankingLoss", "MultiLabelSoftMarginLoss",
-            "MultiMarginLoss", "PReLU", "PoissonNLLLoss", "RMSNorm", "SoftMarginLoss", "Softmax2d", "Softmin",
+            "GLU", "GaussianNLLLoss", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm1d", "InstanceNorm2d",
+            "LocalResponseNorm", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PReLU", "PoissonNLLLoss", "RMSNorm", "SoftMarginLoss", "Softmax2d", "Softmin",
             "Softplus", "Softshrink", "Tanhshrink", "Threshold", "TripletMarginLoss", "Unfold"]

@@ -42,9 +42,10 @@ class RMSNorm(Module):
 
 class _InstanceNorm(Module):
     """Normalizes each channel of each sample over its spatial dimensions. ``affine`` adds ``weight``
-    and ``bias`` (unless ``bias=False``) per channel; ``track_running_stats`` keeps ``running_mean``/``running_var`` (and
-    PyTorch's ``num_batches_tracked``, which instance norm leaves at 0), used in ``eval()``. Both are
-    off by default, as in PyTorch. An input without the batch dimension is taken as one sample."""
+    and ``bias`` (unless ``bias=False``) per channel; ``track_running_stats`` keeps
+    ``running_mean``/``running_var`` (and PyTorch's ``num_batches_tracked``, which instance norm
+    leaves at 0), used in ``eval()``. Both are off by default, as in PyTorch. An input without the
+    batch dimension is taken as one sample."""
 
     _input_dims: tuple[int, int] = (0, 0)  # (unbatched, batched)
 

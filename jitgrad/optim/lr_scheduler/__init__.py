@@ -14,6 +14,6 @@ from .per_step import (ConstantLR, CosineAnnealingLR, ExponentialLR, LambdaLR, L
 from .plateau import ReduceLROnPlateau
 from .schedule import LRScheduler
 
-__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ExponentialLR",
-           "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR", "PolynomialLR",
+__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+           "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR", "PolynomialLR",
            "ReduceLROnPlateau", "SequentialLR", "StepLR"]
