@@ -182,31 +182,40 @@ def test_cyclic_lr_resumes_from_its_state_dict_and_checks_its_arguments():
         optim.lr_scheduler.CyclicLR(optim.Adadelta([jg.ones(1, requires_grad=True)]), 0.01, 0.1)
 
 
-def test_a_compiled_step_with_tier2_layers_loss_optimizer_and_cycle_matches_eager():
-    """PReLU, RMSNorm, GLU and a multilabel soft-margin loss, NAdam (its float32 ``mu_product`` and
-    powers of the step count) and CyclicLR moving the rate and Adam's first beta at every call: one
-    program from the second call on (the first makes NAdam's state, eagerly), steps as eager ones."""
+def test_a_compiled_step_with_tier2_layers_loss_optimizers_and_cycle_matches_eager(monkeypatch):
+    """PReLU, RMSNorm, GLU and a multilabel soft-margin loss, each new optimizer on one parameter
+    (NAdam's float32 ``mu_product``, RAdam's switch, Rprop's sign cases, ASGD's averaging past t0)
+    and CyclicLR moving NAdam's rate and first beta at every call: one program from the second call
+    on (the first makes the optimizers' state, eagerly), steps as eager ones. On the interpreter
+    backend, as tests/compile's (tracing, lifting and guards are above the backend; a numba build of
+    this program takes seconds)."""
     from jitgrad.compile import CompileWarning
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
     rng = np.random.default_rng(3)
     x, y = jg.tensor(rng.standard_normal((6, 3))), jg.tensor((rng.random((6, 2)) > 0.5).astype(np.float64))
     runs = []
     for compiled in (False, True):
         jg.manual_seed(0)
-        net = jg.nn.Sequential(jg.nn.Linear(3, 4), jg.nn.PReLU(4), jg.nn.RMSNorm(4), jg.nn.GLU()).double()
-        opt = optim.NAdam(net.parameters(), lr=0.05, weight_decay=0.01)
-        cycle = optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=2)
+        net = jg.nn.Sequential(jg.nn.Linear(3, 4), jg.nn.PReLU(4), jg.nn.RMSNorm(4), jg.nn.GLU(),
+                               jg.nn.Linear(2, 2)).double()
+        first, slope, scale, last = net[0], net[1], net[2], net[4]
+        opts = [optim.NAdam([first.weight], lr=0.05, weight_decay=0.01), optim.RAdam([first.bias], lr=0.05),
+                optim.Adamax([slope.weight], weight_decay=0.1), optim.Adadelta([scale.weight]),
+                optim.Rprop([last.weight]), optim.ASGD([last.bias], t0=2)]
+        cycle = optim.lr_scheduler.CyclicLR(opts[0], 0.01, 0.1, step_size_up=2)
 
         def train_step(x, y):
             loss = jg.nn.functional.multilabel_soft_margin_loss(net(x), y)
             loss.backward()
-            opt.step()
-            opt.zero_grad()
+            for opt in opts:
+                opt.step()
+                opt.zero_grad()
             return loss
         step = jg.compile(train_step, cache=False) if compiled else train_step
         losses = []
         with warnings.catch_warnings():
             warnings.simplefilter("error", CompileWarning)  # never an eager fallback
-            for _ in range(5):
+            for _ in range(8):
                 losses.append(step(x, y).item())
                 cycle.step()
         runs.append((losses, [p.detach().numpy().copy() for p in net.parameters()], step))
@@ -215,6 +224,7 @@ def test_a_compiled_step_with_tier2_layers_loss_optimizer_and_cycle_matches_eage
     for ours, theirs in zip(params_, eager_params):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
     assert len(compiled_step.programs) == 1 and compiled_step.recompiles == 0, compiled_step.log
+    assert compiled_step.backend.name == "interpreter"
 
 
 def rosenbrock(lib, weights):
@@ -247,7 +257,7 @@ def test_lbfgs_steps_as_pytorchs(options):
         for _ in range(3):
             loss = opt.step(closure)
             state = opt.state[weights[0]]
-            seen.append([float(loss), state["func_evals"], state["n_iter"], float(state["t"])]
+            seen.append([float(loss.detach()), state["func_evals"], state["n_iter"], float(state["t"])]
                         + [float(v) for w in weights for v in w.detach().reshape(-1)])
         runs.append((seen, sorted(opt.state[weights[0]])))
     (ours, ours_keys), (theirs, theirs_keys) = runs
