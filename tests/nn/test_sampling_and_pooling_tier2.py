@@ -20,8 +20,8 @@ ROWS[3] = ROWS[1]  # a zero distance: its gradient is 0, as PyTorch's
 
 
 @needs_torch
-@pytest.mark.parametrize("output_size", [(3, 2), (4, 4), (7, 5), (2, None), 1])
-@pytest.mark.parametrize("unbatched", [False, True], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("output_size,unbatched", [((3, 2), False), ((4, 4), True), ((7, 5), False),
+                                                    ((2, None), True), (1, False)])
 def test_adaptive_max_pool2d_matches_pytorch(output_size, unbatched):
     array = IMAGES[0] if unbatched else IMAGES
     results = []
