@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..factories import arange, rand_like, tensor
-from ..ops import gather, index_select, softmax
+from ..ops import gather, index_select, softmax, where
 from ..ops.linalg import norm
 from ..tensor import Tensor
 
@@ -76,7 +76,9 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The ``p``-norm distances between every pair of rows ``i < j`` of an (N, M) input, in row-major
-    order (``N (N - 1) / 2`` of them); ``norm``'s gradient, 0 at a zero distance, as PyTorch's."""
+    order (``N (N - 1) / 2`` of them). The gradient is PyTorch's: 0 through a zero difference. For
+    ``p >= 1`` (and 0, inf) that is ``norm``'s; for ``0 < p < 1`` ``|d|^p`` is masked where ``d`` is 0,
+    whose own derivative there would be ``0 * inf`` (NaN)."""
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:
@@ -84,7 +86,13 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     first, second = np.triu_indices(input.shape[0], k=1)
     rows = index_select(input, 0, tensor(first.astype(np.int64), device=input.device))
     others = index_select(input, 0, tensor(second.astype(np.int64), device=input.device))
-    return norm(rows - others, float(p), -1)
+    differences = rows - others
+    if 0 < p < 1:
+        size = differences.abs()
+        zero = size == 0
+        powers = where(zero, 0.0, where(zero, 1.0, size) ** p)
+        return powers.sum(-1) ** (1.0 / p)
+    return norm(differences, float(p), -1)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:

@@ -16,7 +16,8 @@ RNG = np.random.default_rng(11)
 IMAGES = RNG.standard_normal((2, 3, 7, 5))
 WEIGHTS = RNG.standard_normal((2, 3, 7, 5))
 ROWS = RNG.standard_normal((5, 3))
-ROWS[3] = ROWS[1]  # a zero distance: its gradient is 0, as PyTorch's
+ROWS[3] = ROWS[1]  # a zero distance, and a zero difference below: their gradients are 0, as PyTorch's
+ROWS[4, 0] = ROWS[0, 0]
 
 
 @needs_torch
@@ -48,7 +49,7 @@ def test_adaptive_max_pool1d_matches_pytorch(output_size):
 
 
 @needs_torch
-@pytest.mark.parametrize("p", [2.0, 1.0, 1.5, math.inf, 0.0])
+@pytest.mark.parametrize("p", [2.0, 1.0, 1.5, 0.5, math.inf, 0.0])
 def test_pdist_matches_pytorch(p):
     results = []
     for lib in (jg, torch):
