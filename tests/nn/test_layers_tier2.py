@@ -218,3 +218,22 @@ def test_bad_input_raises_pytorchs_error(call, error):
             call(lib)
         messages.append(str(caught.value))
     assert messages[0].split()[:2] == messages[1].split()[:2], messages
+
+
+@needs_torch
+@pytest.mark.parametrize("name,fn", [
+    ("rms-norm", lambda L, x, y: L.nn.functional.rms_norm(x, (4,)).pow(3).sum()),
+    ("triplet-margin", lambda L, x, y: L.nn.functional.triplet_margin_loss(x, y, x * 0.5, margin=3.0)),
+    ("gaussian-nll", lambda L, x, y: L.nn.functional.gaussian_nll_loss(x, y, x.square() + 0.1)),
+    ("instance-norm", lambda L, x, y: L.nn.functional.instance_norm(x.reshape(1, 5, 4)).pow(3).sum()),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_second_derivatives_match_pytorch(name, fn):
+    """Composed of registry ops, the new functions differentiate twice (``create_graph``) as PyTorch's."""
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor(X, requires_grad=True)
+        grad, = lib.autograd.grad(fn(lib, x, lib.tensor(NOISE)), [x], create_graph=True)
+        second, = lib.autograd.grad((grad * lib.tensor(NOISE)).sum(), [x])
+        results.append((grad.detach(), second))
+    for ours, theirs in zip(*results):
+        assert_close(ours, theirs, tolerance=1e-9)
