@@ -166,6 +166,11 @@ def _type_as(self, other):
     return to_dtype(self, other._data.dtype)
 
 
+def _where(self, condition, y):
+    """``x.where(condition, y)``: ``where(condition, x, y)``, as PyTorch's method."""
+    return ops.where(condition, self, y)
+
+
 def _strides(array) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
@@ -207,6 +212,7 @@ def _attach() -> None:
     Tensor.contiguous = _contiguous
     Tensor.view_as = _view_as
     Tensor.type_as = _type_as
+    Tensor.where = _where
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
     Tensor.mT = property(_mT)
