@@ -15,7 +15,7 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import shape
 from .arithmetic import where
-from .comparisons import refuse_when_traced
+from .comparisons import host_values, refuse_when_traced
 from .device_copy import to
 from .gathering import gather, index_select
 from .public import public
@@ -177,7 +177,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     if repeats is None:
         counts = input
         refuse_when_traced("repeat_interleave")
-        return Tensor._make(np.repeat(np.arange(counts._data.size, dtype=np.int64), counts._host_data()))
+        return Tensor._make(np.repeat(np.arange(counts._data.size, dtype=np.int64), host_values(counts)))
     if dim is None:
         input, dim = input.reshape(-1), 0
     ndim = input._data.ndim
@@ -189,7 +189,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
         repeats = int(repeats.item())
     if isinstance(repeats, Tensor):
         refuse_when_traced("repeat_interleave")
-        counts = repeats._host_data()
+        counts = host_values(repeats)
         if counts.ndim != 1 or counts.size != length:
             raise RuntimeError("repeats must have the same size as input along dim, but got repeats.size(0) = "
                                f"{counts.size} and input.size({dim}) = {length}")

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import grad_mode
+from ..device import to_host
 from ..tensor import Tensor
 from . import arithmetic, math_functions, reductions, shape
 from .arithmetic import where
@@ -27,9 +28,14 @@ def refuse_when_traced(op: str) -> None:
                            f"function cannot follow; call it outside the compiled function")
 
 
+def host_values(tensor: Tensor) -> np.ndarray:
+    """The tensor's values as a numpy array (a copy of a CUDA tensor's)."""
+    return to_host(tensor._data)
+
+
 def from_host(array: np.ndarray) -> Tensor:
     """A result computed on the host from values that were read (``nonzero``...): no gradient."""
-    return Tensor._make(np.ascontiguousarray(array))
+    return Tensor._make(array if array.flags.c_contiguous else array.copy())
 
 
 def _dtype_name(t: Tensor | float) -> str:
@@ -150,7 +156,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
     """The indices of the non-zero elements, one row each (int64, ``(n, input.dim())``), in row-major
     order; ``as_tuple``: one index vector per dimension (a 0-d input read as 1-d, as in PyTorch)."""
     refuse_when_traced("nonzero")
-    values = input._host_data()
+    values = host_values(input)
     if as_tuple:
         return tuple(from_host(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(values)))
     return from_host(np.argwhere(values).astype(np.int64))
