@@ -12,10 +12,11 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor
-from . import arithmetic, math_functions
+from . import arithmetic, inplace, math_functions
 from .arithmetic import where
+from . import comparisons
 from .comparisons import signbit
-from .public import public
+from .public import declare_public, public
 
 
 def _is_integral(value: Tensor | float) -> bool:
@@ -140,3 +141,19 @@ def float_power(input: Tensor | float, exponent: Tensor | float) -> Tensor:
     def as_double(value):
         return value.double() if isinstance(value, Tensor) else float(value)
     return arithmetic.pow(as_double(input), as_double(exponent))
+
+
+def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
+    """``float_power`` written into a float64 ``self`` (any other dtype is PyTorch's error)."""
+    if self._data.dtype != np.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()} but the "
+                           "operation's result requires dtype Double")
+    return inplace.apply_inplace("float_power_", self, float_power, exponent)
+
+
+# The in-place forms PyTorch has (``x.addcmul_(a, b)``): the result written back, as the registry
+# ops' in-place forms are (``inplace.py``)
+for _fn in (addcmul, addcdiv, hypot, logit, xlogy, sinc, deg2rad, rad2deg, copysign, comparisons.heaviside,
+            comparisons.negative, comparisons.absolute, comparisons.true_divide, comparisons.sgn):
+    declare_public(f"{_fn.__name__}_", inplace._written_back(_fn.__name__, _fn), ("method",))
+declare_public("float_power_", float_power_, ("method",))

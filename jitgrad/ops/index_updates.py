@@ -212,16 +212,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 
 # ---- in place --------------------------------------------------------------------------------------------
-def _written_back(name: str, fn) -> None:
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return inplace.apply_inplace(f"{name}_", self, fn, *args, **kwargs)
-    method.__name__ = method.__qualname__ = f"{name}_"
-    method.__doc__ = f"``{name}`` of this tensor, written into its memory (``self``, as PyTorch's ``{name}_``)."
-    declare_public(f"{name}_", method, ("method",))
-
-
 for _fn in (index_add, index_copy, index_fill, scatter, scatter_reduce):
-    _written_back(_fn.__name__, _fn)
+    declare_public(f"{_fn.__name__}_", inplace._written_back(_fn.__name__, _fn), ("method",))
 
 
 # ---- random fills ----------------------------------------------------------------------------------------
