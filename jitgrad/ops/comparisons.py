@@ -10,7 +10,6 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import dtypes
 from ..autograd import grad_mode
 from ..device import to_host
 from ..tensor import Tensor
@@ -38,8 +37,13 @@ def from_host(array: np.ndarray) -> Tensor:
     return Tensor._make(array if array.flags.c_contiguous else array.copy())
 
 
-def _dtype_name(t: Tensor | float) -> str:
-    return dtypes.from_numpy_dtype(t._data.dtype).name if isinstance(t, Tensor) else type(t).__name__
+_SCALAR_TYPES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+                 "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type(t: Tensor) -> str:
+    """PyTorch's name of a tensor's dtype in its error messages (``Float``, ``Long``...)."""
+    return _SCALAR_TYPES.get(t._data.dtype.name, t._data.dtype.name)
 
 
 # ---- other names ------------------------------------------------------------------------------------
@@ -85,7 +89,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if not isinstance(other, Tensor):
         raise TypeError(f"isclose(): argument 'other' must be Tensor, not {type(other).__name__}")
     if input._data.dtype != other._data.dtype:
-        raise RuntimeError(f"{_dtype_name(input).capitalize()} did not match {_dtype_name(other).capitalize()}: "
+        raise RuntimeError(f"{scalar_type(input)} did not match {scalar_type(other)}: "
                            "isclose compares tensors of one dtype; convert one with .to(other.dtype)")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")

@@ -146,7 +146,7 @@ def float_power(input: Tensor | float, exponent: Tensor | float) -> Tensor:
 def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
     """``float_power`` written into a float64 ``self`` (any other dtype is PyTorch's error)."""
     if self._data.dtype != np.float64:
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()} but the "
+        raise RuntimeError(f"the base given to float_power_ has dtype {comparisons.scalar_type(self)} but the "
                            "operation's result requires dtype Double")
     return inplace.apply_inplace("float_power_", self, float_power, exponent)
 

@@ -14,22 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
 from ..random import Generator
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import arithmetic, gathering, inplace, reductions, sampling, shape
 from .arithmetic import where
 from .combining import constant
-from .comparisons import host_values
+from .comparisons import host_values, scalar_type
 from .public import declare_public, public
 from .registry import observed
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
-
-
-def _name(t: Tensor) -> str:
-    return dtypes.from_numpy_dtype(t._data.dtype).name.capitalize()
 
 
 def _counts(input: Tensor, dim: int, index: Tensor, dtype: Any) -> Tensor:
@@ -50,8 +45,8 @@ def _spread(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 def _check_source(op: str, input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     if input._data.dtype != source._data.dtype:
-        raise RuntimeError(f"{op}(): self ({_name(input)}) and source ({_name(source)}) must have the same scalar "
-                           "type")
+        raise RuntimeError(f"{op}(): self ({scalar_type(input)}) and source ({scalar_type(source)}) must have the "
+                           "same scalar type")
     count = index._data.reshape(-1).shape[0]
     if source._data.ndim != input._data.ndim or any(
             s != i for d, (s, i) in enumerate(zip(source._data.shape, input._data.shape)) if d != dim):
@@ -237,7 +232,7 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Generator | Non
     """Fills ``self`` with exponential samples of rate ``lambd``: ``-log(1 - u) / lambd`` of ``rand``'s
     numbers ``u`` (in [0, 1), so never an infinity)."""
     if self._data.dtype.kind != "f":
-        raise RuntimeError(f"exponential_ not implemented for '{_name(self)}'")
+        raise RuntimeError(f"exponential_ not implemented for '{scalar_type(self)}'")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return inplace.copy_(self, -(-_uniforms(self, generator)).log1p() / lambd)

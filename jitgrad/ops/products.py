@@ -10,23 +10,19 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import dtypes
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import linalg, shape
+from .comparisons import scalar_type
 from .public import public
-
-
-def _dtype_name(t: Tensor) -> str:
-    return dtypes.from_numpy_dtype(t._data.dtype).name.capitalize()
 
 
 def _check_vectors(op: str, input: Tensor, other: Tensor) -> None:
     if input._data.ndim != 1 or other._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and {other._data.ndim}D tensors")
     if input._data.dtype != other._data.dtype:
-        raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found {_dtype_name(input)} and "
-                           f"{_dtype_name(other)}")
+        raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found {scalar_type(input)} and "
+                           f"{scalar_type(other)}")
     if input._data.size != other._data.size:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input._data.size}] and src "
                            f"[{other._data.size}] to have the same number of elements, but got {input._data.size} and "
@@ -180,6 +176,6 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     if x1._data.dtype.kind != "f" or x2._data.dtype.kind != "f":
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {_dtype_name(x1)}")
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {scalar_type(x1)}")
     differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return linalg.norm(differences, p, dim=-1)

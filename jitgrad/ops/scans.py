@@ -18,7 +18,7 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import arithmetic, reductions, shape, sorting
 from .arithmetic import where
-from .comparisons import from_host, host_values, refuse_when_traced
+from .comparisons import from_host, host_values, refuse_when_traced, scalar_type
 from .compound_math import logaddexp
 from .device_copy import to
 from .gathering import gather
@@ -30,7 +30,7 @@ MinMax = namedtuple("aminmax", ["min", "max"])   # torch.return_types.aminmax's 
 def _floating_only(op: str, input: Tensor) -> None:
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected input to have floating point or complex dtype but got "
-                           f"{input.dtype.name.capitalize()}")
+                           f"{scalar_type(input)}")
 
 
 @public("function", "method")
