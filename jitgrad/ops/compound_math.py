@@ -63,7 +63,7 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     a, b = arithmetic.abs(input), arithmetic.abs(other)
     first_bigger = a >= b
     big, small = where(first_bigger, a, b), where(first_bigger, b, a)
-    ratio = small / where(big == 0.0, 1.0, big)
+    ratio = small / where(arithmetic.logical_or(big == 0.0, arithmetic.isinf(big)), 1.0, big)
     out = big * math_functions.sqrt(ratio * ratio + 1.0)
     return where(arithmetic.logical_or(arithmetic.isinf(a), arithmetic.isinf(b)), math.inf, out)
 
@@ -102,8 +102,11 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
         return x * log_y if math.isfinite(log_y) else where(x == 0.0, 0.0 if log_y == log_y else math.nan, x * log_y)
     if not isinstance(x, Tensor):   # a number: as a tensor of y's shape and dtype
         x = arithmetic.to_dtype(where(y.isnan(), x, x), y._data.dtype)
+    # where x is 0 (and y no NaN) the result is 0: y replaced by 1 where log(y) is not finite, so that
+    # 0 * log(y) is 0 and x's gradient is log(y) where that is finite, 0 elsewhere, as PyTorch's
     zero = arithmetic.logical_and(x == 0.0, arithmetic.logical_not(arithmetic.isnan(y)))
-    return where(zero, 0.0, x * math_functions.log(where(zero, 1.0, y)))
+    unsafe = arithmetic.logical_or(y <= 0.0, arithmetic.isinf(y))
+    return x * math_functions.log(where(arithmetic.logical_and(zero, unsafe), 1.0, y))
 
 
 @public("function", "method")
