@@ -75,7 +75,8 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     if _is_integral(input) and _is_integral(other):
         raise RuntimeError("logaddexp: not implemented for integer tensors (\"logaddexp_cpu\" not implemented for "
                            "'Long'): convert to a floating dtype first")
-    difference = where(input == other, 0.0, input - other)
+    equal = input == other   # inf - inf never computed (NaN, and numpy's warning)
+    difference = where(equal, 0.0, input) - where(equal, 0.0, other)
     return arithmetic.maximum(input, other) + math_functions.log1p(math_functions.exp(-arithmetic.abs(difference)))
 
 
