@@ -19,12 +19,13 @@ from .public import public
 from .registry import observed
 
 
-def refuse_when_traced(op: str) -> None:
-    """A compiled graph has its shapes fixed when it is traced: an op whose output's shape depends on
-    the input's values cannot be part of it (its values would be baked into the graph)."""
+def refuse_when_traced(op: str, reason: str = "its output's shape depends on the input's values") -> None:
+    """A compiled graph has its shapes fixed when it is traced and runs only ops a backend lowers: an op
+    whose output's shape depends on the input's values (whose values a trace would bake in), or that
+    runs a library call no backend has, cannot be part of it."""
     if observed():
-        raise RuntimeError(f"{op}: its output's shape depends on the input's values, which a compiled (traced) "
-                           f"function cannot follow; call it outside the compiled function")
+        raise RuntimeError(f"{op}: {reason}, which a compiled (traced) function cannot follow; call it outside "
+                           "the compiled function")
 
 
 def host_values(tensor: Tensor) -> np.ndarray:
