@@ -99,25 +99,26 @@ class LinalgDet(Function):
 
 
 class LinalgSlogdet(Function):
-    """``(sign, log|det(A)|)``; the sign has no gradient, ``log|det|``'s is ``g A^-T``."""
+    """``(sign, log|det(A)|)``; the sign's gradient is zero (it requires grad, as PyTorch's), ``log|det|``'s
+    is ``g A^-T``."""
 
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> tuple[Tensor, Tensor]:
         sign, logabs = np.linalg.slogdet(_matrices("linalg.slogdet", a))
         sign, logabs = _placed(sign, a), _placed(logabs, a)
-        ctx.mark_non_differentiable(sign)
         ctx.save_for_backward(a)
         ctx.input = a
         return sign, logabs
 
     @staticmethod
-    def backward(ctx: FunctionCtx, grad_sign: Tensor, grad: Tensor) -> Tensor:  # noqa: ARG004 - none for the sign
+    def backward(ctx: FunctionCtx, grad_sign: Tensor, grad: Tensor) -> Tensor:  # noqa: ARG004 - the sign's is zero
         (a,) = ctx.saved_tensors
         return grad.unsqueeze(-1).unsqueeze(-1) * _transposed_inverse(a)
 
     @staticmethod
-    def jvp(ctx: FunctionCtx, a_t: Tensor) -> tuple[None, Tensor]:
-        return None, (_transposed_inverse(ctx.input) * a_t).sum((-2, -1))
+    def jvp(ctx: FunctionCtx, a_t: Tensor) -> tuple[Tensor, Tensor]:
+        change = (_transposed_inverse(ctx.input) * a_t).sum((-2, -1))
+        return change * 0.0, change
 
 
 class SignAndLogAbsDet(NamedTuple):

@@ -194,6 +194,18 @@ PRODUCTS = {
     "cdist-inf": (lambda m, a, b: m.cdist(a, b, p=math.inf), [X, Y]),
 }
 
+SQUARE = values((2, 3, 3), seed=12) + 3.0 * np.eye(3)   # well conditioned
+MIXED_SIGNS = values((3, 3), seed=13)   # a negative determinant: logdet is NaN
+
+MATRIX = {
+    "inverse": (lambda m, a: m.inverse(a), [SQUARE]),
+    "det": (lambda m, a: a.det(), [SQUARE]),
+    "det-negative": (lambda m, a: m.det(a), [MIXED_SIGNS]),
+    "logdet": (lambda m, a: m.logdet(a), [SQUARE]),
+    "logdet-negative": (lambda m, a: a.logdet(), [MIXED_SIGNS]),
+    "slogdet": (lambda m, a: m.slogdet(a), [MIXED_SIGNS]),
+}
+
 SCANS = {
     "nansum": (lambda m, x: m.nansum(x, 1), [WITH_NAN]),
     "nansum-all": (lambda m, x: x.nansum(), [WITH_NAN]),
@@ -230,7 +242,7 @@ INDEXING["scatter_reduce-amax-ties"] = (
 INDEXING["scatter_reduce-prod-zero"] = (
     lambda m, x: x.scatter_reduce(1, m.tensor([[1, 1]] * 3), m.stack([x[:, 0], x[:, 1] * 0.0], 1), "prod"), [M34])
 
-CASES = {**COMPARISONS, **ELEMENTWISE, **COMBINING, **PRODUCTS, **SCANS, **INDEXING}
+CASES = {**COMPARISONS, **ELEMENTWISE, **COMBINING, **PRODUCTS, **MATRIX, **SCANS, **INDEXING}
 VALUES_ONLY = {"heaviside", "nonzero", "nonzero-tuple", "count_nonzero", "count_nonzero-dims", "isclose", "signbit",
                "signbit-int", "true_divide-int", "deg2rad-int", "float_power-int"}
 
@@ -244,7 +256,7 @@ def test_values_dtypes_shapes_and_gradients_are_pytorchs(name):
 GRADCHECKED = ["addcdiv", "hypot", "logaddexp", "logit", "xlogy", "sinc", "copysign", "fmax", "masked_select",
                "meshgrid-xy", "block_diag", "repeat_interleave", "diff-n-pre-append", "rot90", "diag_embed-offset",
                "take_along_dim-broadcast", "inner", "addbmm", "tensordot", "kron-ranks", "cross", "cdist", "cdist-3",
-               "nanmean", "cummax-dim0", "logcumsumexp", "kthvalue", "index_add", "index_copy", "index_fill-tensor",
+               "nanmean", "cummax-dim0", "logcumsumexp", "kthvalue", "inverse", "det", "logdet", "index_add", "index_copy", "index_fill-tensor",
                "scatter", "scatter_reduce-prod-True", "scatter_reduce-amin-False", "scatter_reduce-mean-True"]
 
 
@@ -253,6 +265,22 @@ def test_gradcheck(name):
     fn, arrays = CASES[name]
     inputs = tuple(jg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays)
     assert jg.autograd.gradcheck(lambda *xs: fn(jg, *xs), inputs, eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["inverse", "det", "logdet"])
+def test_matrix_functions_have_second_order_and_forward_mode_gradients(name):
+    """Their backward is jitgrad ops on the saved input and output, calling ``inverse`` again: second
+    order by gradgradcheck, forward mode against PyTorch's."""
+    fn = getattr(jg, name)
+    assert jg.autograd.gradgradcheck(fn, (jg.tensor(SQUARE, requires_grad=True),), eps=1e-6, atol=1e-5)
+    tangent = values((2, 3, 3), seed=14)
+    tangents = []
+    for m in (jg, torch):
+        forward_ad = m.autograd.forward_ad
+        with forward_ad.dual_level():
+            out = getattr(m, name)(forward_ad.make_dual(m.tensor(SQUARE), m.tensor(tangent)))
+            tangents.append(forward_ad.unpack_dual(out).tangent.numpy())
+    np.testing.assert_allclose(*tangents, rtol=1e-9)
 
 
 # ---- edge values -------------------------------------------------------------------------------------
@@ -346,7 +374,7 @@ def test_random_fills_draw_from_the_generator_and_repeat_with_the_seed():
 
 def test_value_dependent_ops_refuse_inside_a_trace():
     for fn in (lambda x: x.nonzero(), lambda x: x.unique(), lambda x: x.cummax(0).values,
-               lambda x: jg.bucketize(x, jg.tensor([0.0]))):
+               lambda x: jg.bucketize(x, jg.tensor([0.0])), lambda x: x.reshape(1, 2).expand(2, 2).det()):
         with pytest.raises(RuntimeError, match="compiled"):
             jg.fx.trace(fn, jg.tensor([1.0, -2.0]))
 
@@ -382,6 +410,10 @@ def test_value_dependent_ops_refuse_inside_a_trace():
     (lambda: jg.ones(3).index_add(0, jg.tensor([0]), jg.ones(1, dtype=jg.float64)), RuntimeError, "same scalar"),
     (lambda: jg.ones(3).index_copy(0, jg.tensor([1, 1]), jg.ones(2)), RuntimeError, "repeats"),
     (lambda: jg.ones(3).scatter_reduce(0, jg.tensor([0]), jg.ones(1), "max"), RuntimeError, "reduce argument"),
+    (lambda: jg.inverse(jg.zeros(2, 2)), RuntimeError, "singular"),
+    (lambda: jg.inverse(jg.ones(2, 3)), RuntimeError, "square matrices"),
+    (lambda: jg.det(jg.ones(2, 2, dtype=jg.int64)), RuntimeError, "floating point"),
+    (lambda: jg.det(jg.zeros(2, 2, requires_grad=True)).backward(), RuntimeError, "singular matrix"),
     (lambda: jg.ones(3).bernoulli_(1.5), RuntimeError, r"p to be in \[0, 1\]"),
     (lambda: jg.ones(3).exponential_(0.0), RuntimeError, "lambda > 0"),
     (lambda: jg.ones(3).random_(5, 5), RuntimeError, "'from' to be less than 'to'"),
