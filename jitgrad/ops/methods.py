@@ -171,6 +171,11 @@ def _where(self, condition, y):
     return ops.where(condition, self, y)
 
 
+def _polygamma(self, n):
+    """``x.polygamma(n)``: the function's arguments in the other order."""
+    return ops.polygamma(n, self)
+
+
 def _strides(array) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
@@ -213,6 +218,7 @@ def _attach() -> None:
     Tensor.view_as = _view_as
     Tensor.type_as = _type_as
     Tensor.where = _where
+    Tensor.polygamma = _polygamma
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
     Tensor.mT = property(_mT)

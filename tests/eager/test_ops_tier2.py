@@ -206,6 +206,17 @@ MATRIX = {
     "slogdet": (lambda m, a: m.slogdet(a), [MIXED_SIGNS]),
 }
 
+SPECIAL = {
+    "erfc": (lambda m, x: m.erfc(x * 3.0), [X]),
+    "erfinv": (lambda m, x: x.erfinv(), [values(low=-0.95, high=0.95)]),
+    "lgamma": (lambda m, x: m.lgamma(x), [values(low=-2.5, high=6.0, avoid=(-2.0, -1.0, 0.0))]),
+    "digamma": (lambda m, x: x.digamma(), [values(low=-2.5, high=6.0, avoid=(-2.0, -1.0, 0.0))]),
+    "polygamma": (lambda m, x: m.polygamma(2, x), [POSITIVE]),
+    "polygamma-method": (lambda m, x: x.polygamma(1), [POSITIVE]),
+    "lgamma-int": (lambda m, x: m.tensor([1, 2, 5]).lgamma(), [X]),
+    "erfc_": (lambda m, x: (x * 1.0).erfc_(), [X]),
+}
+
 SCANS = {
     "nansum": (lambda m, x: m.nansum(x, 1), [WITH_NAN]),
     "nansum-all": (lambda m, x: x.nansum(), [WITH_NAN]),
@@ -242,21 +253,27 @@ INDEXING["scatter_reduce-amax-ties"] = (
 INDEXING["scatter_reduce-prod-zero"] = (
     lambda m, x: x.scatter_reduce(1, m.tensor([[1, 1]] * 3), m.stack([x[:, 0], x[:, 1] * 0.0], 1), "prod"), [M34])
 
-CASES = {**COMPARISONS, **ELEMENTWISE, **COMBINING, **PRODUCTS, **MATRIX, **SCANS, **INDEXING}
+CASES = {**COMPARISONS, **ELEMENTWISE, **COMBINING, **PRODUCTS, **MATRIX, **SPECIAL, **SCANS, **INDEXING}
 VALUES_ONLY = {"heaviside", "nonzero", "nonzero-tuple", "count_nonzero", "count_nonzero-dims", "isclose", "signbit",
-               "signbit-int", "true_divide-int", "deg2rad-int", "float_power-int"}
+               "signbit-int", "true_divide-int", "deg2rad-int", "float_power-int", "lgamma-int"}
+
+
+# PyTorch's float64 trigamma, polygamma(1, x), is 4e-10 off near x = 1.7 (mpmath: 0.7932328301639984,
+# PyTorch 0.793232830501591); SciPy's, ours, is exact
+RTOL = {"polygamma-method": 1e-8}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_values_dtypes_shapes_and_gradients_are_pytorchs(name):
     fn, arrays = CASES[name]
-    check_against_torch(fn, arrays, differentiable=name not in VALUES_ONLY)
+    check_against_torch(fn, arrays, differentiable=name not in VALUES_ONLY, rtol=RTOL.get(name, 1e-10))
 
 
 GRADCHECKED = ["addcdiv", "hypot", "logaddexp", "logit", "xlogy", "sinc", "copysign", "fmax", "masked_select",
                "meshgrid-xy", "block_diag", "repeat_interleave", "diff-n-pre-append", "rot90", "diag_embed-offset",
                "take_along_dim-broadcast", "inner", "addbmm", "tensordot", "kron-ranks", "cross", "cdist", "cdist-3",
-               "nanmean", "cummax-dim0", "logcumsumexp", "kthvalue", "inverse", "det", "logdet", "index_add", "index_copy", "index_fill-tensor",
+               "nanmean", "cummax-dim0", "logcumsumexp", "kthvalue", "inverse", "det", "logdet", "erfc", "lgamma",
+               "digamma", "polygamma", "index_add", "index_copy", "index_fill-tensor",
                "scatter", "scatter_reduce-prod-True", "scatter_reduce-amin-False", "scatter_reduce-mean-True"]
 
 
@@ -267,20 +284,33 @@ def test_gradcheck(name):
     assert jg.autograd.gradcheck(lambda *xs: fn(jg, *xs), inputs, eps=1e-6, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["inverse", "det", "logdet"])
-def test_matrix_functions_have_second_order_and_forward_mode_gradients(name):
-    """Their backward is jitgrad ops on the saved input and output, calling ``inverse`` again: second
-    order by gradgradcheck, forward mode against PyTorch's."""
+@pytest.mark.parametrize("name, point", [("inverse", SQUARE), ("det", SQUARE), ("logdet", SQUARE),
+                                         ("erfc", X), ("erfinv", X * 0.4), ("lgamma", POSITIVE), ("digamma", POSITIVE)])
+def test_functions_have_second_order_and_forward_mode_gradients(name, point):
+    """The matrix and special functions' backwards are jitgrad ops on the saved input and output, calling
+    ``inverse`` or the next function of the family again: second order by gradgradcheck, forward mode
+    against PyTorch's."""
     fn = getattr(jg, name)
-    assert jg.autograd.gradgradcheck(fn, (jg.tensor(SQUARE, requires_grad=True),), eps=1e-6, atol=1e-5)
-    tangent = values((2, 3, 3), seed=14)
+    assert jg.autograd.gradgradcheck(fn, (jg.tensor(point, requires_grad=True),), eps=1e-6, atol=1e-5)
+    tangent = values(point.shape, seed=14)
     tangents = []
     for m in (jg, torch):
         forward_ad = m.autograd.forward_ad
         with forward_ad.dual_level():
-            out = getattr(m, name)(forward_ad.make_dual(m.tensor(SQUARE), m.tensor(tangent)))
+            out = getattr(m, name)(forward_ad.make_dual(m.tensor(point), m.tensor(tangent)))
             tangents.append(forward_ad.unpack_dual(out).tangent.numpy())
     np.testing.assert_allclose(*tangents, rtol=1e-9)
+
+
+def test_special_functions_at_their_poles_and_tails():
+    """erfc far in the tail (1 - erf would be 0), lgamma's poles and -inf, digamma's -inf at 0 and NaN
+    at the negative integers, erfinv's infinities at +-1: PyTorch's values."""
+    check_against_torch(lambda m, x: m.erfc(x), [np.array([10.0, 26.0, -30.0, 0.0, np.inf, np.nan])],
+                        differentiable=False, rtol=1e-13)
+    poles = np.array([0.0, -1.0, -2.0, np.inf, -np.inf, 1e-300, 1.0, 2.0])
+    check_against_torch(lambda m, x: m.lgamma(x), [poles], differentiable=False)
+    check_against_torch(lambda m, x: m.digamma(x), [poles[:6]], differentiable=False)
+    check_against_torch(lambda m, x: m.erfinv(x), [np.array([-1.0, 1.0, 0.0, 1.5])], differentiable=False)
 
 
 # ---- edge values -------------------------------------------------------------------------------------
@@ -374,7 +404,8 @@ def test_random_fills_draw_from_the_generator_and_repeat_with_the_seed():
 
 def test_value_dependent_ops_refuse_inside_a_trace():
     for fn in (lambda x: x.nonzero(), lambda x: x.unique(), lambda x: x.cummax(0).values,
-               lambda x: jg.bucketize(x, jg.tensor([0.0])), lambda x: x.reshape(1, 2).expand(2, 2).det()):
+               lambda x: jg.bucketize(x, jg.tensor([0.0])), lambda x: x.reshape(1, 2).expand(2, 2).det(),
+               lambda x: x.lgamma()):
         with pytest.raises(RuntimeError, match="compiled"):
             jg.fx.trace(fn, jg.tensor([1.0, -2.0]))
 
@@ -414,6 +445,8 @@ def test_value_dependent_ops_refuse_inside_a_trace():
     (lambda: jg.inverse(jg.ones(2, 3)), RuntimeError, "square matrices"),
     (lambda: jg.det(jg.ones(2, 2, dtype=jg.int64)), RuntimeError, "floating point"),
     (lambda: jg.det(jg.zeros(2, 2, requires_grad=True)).backward(), RuntimeError, "singular matrix"),
+    (lambda: jg.polygamma(-1, jg.ones(2)), RuntimeError, "negative n"),
+    (lambda: jg.tensor([True]).erfc(), RuntimeError, "Bool"),
     (lambda: jg.ones(3).bernoulli_(1.5), RuntimeError, r"p to be in \[0, 1\]"),
     (lambda: jg.ones(3).exponential_(0.0), RuntimeError, "lambda > 0"),
     (lambda: jg.ones(3).random_(5, 5), RuntimeError, "'from' to be less than 'to'"),
