@@ -15,7 +15,7 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import shape
 from .arithmetic import where
-from .comparisons import host_values, refuse_when_traced
+from .comparisons import from_host, host_values, refuse_when_traced
 from .device_copy import to
 from .gathering import gather, index_select
 from .public import public
@@ -177,7 +177,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     if repeats is None:
         counts = input
         refuse_when_traced("repeat_interleave")
-        return Tensor._make(np.repeat(np.arange(counts._data.size, dtype=np.int64), host_values(counts)))
+        return to(from_host(np.repeat(np.arange(counts._data.size, dtype=np.int64), host_values(counts))), counts.device)
     if dim is None:
         input, dim = input.reshape(-1), 0
     ndim = input._data.ndim
@@ -195,7 +195,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
                                f"{counts.size} and input.size({dim}) = {length}")
         if (counts < 0).any():
             raise RuntimeError("repeats can not be negative")
-        index = Tensor._make(np.repeat(np.arange(length, dtype=np.int64), counts))
+        index = from_host(np.repeat(np.arange(length, dtype=np.int64), counts))
         return index_select(input, dim, to(index, input.device))
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")

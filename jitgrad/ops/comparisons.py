@@ -15,6 +15,7 @@ from ..device import to_host
 from ..tensor import Tensor
 from . import arithmetic, math_functions, reductions, shape
 from .arithmetic import where
+from .device_copy import to
 from .public import public
 from .registry import observed
 
@@ -163,8 +164,8 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, 
     refuse_when_traced("nonzero")
     values = host_values(input)
     if as_tuple:
-        return tuple(from_host(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(values)))
-    return from_host(np.argwhere(values).astype(np.int64))
+        return tuple(to(from_host(i.astype(np.int64)), input.device) for i in np.nonzero(np.atleast_1d(values)))
+    return to(from_host(np.argwhere(values).astype(np.int64)), input.device)
 
 
 @public("function", "method")
