@@ -15,9 +15,9 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import shape
 from .arithmetic import where
-from .comparisons import from_host, host_values, refuse_when_traced
 from .device_copy import to
 from .gathering import gather, index_select
+from .host_reads import from_host, host_values, refuse_when_traced
 from .public import public
 from .registry import note_created
 

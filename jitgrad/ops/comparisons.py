@@ -11,32 +11,12 @@ from typing import Sequence
 import numpy as np
 
 from ..autograd import grad_mode
-from ..device import to_host
 from ..tensor import Tensor
 from . import arithmetic, math_functions, reductions, shape
 from .arithmetic import where
 from .device_copy import to
+from .host_reads import from_host, host_values, refuse_when_traced
 from .public import public
-from .registry import observed
-
-
-def refuse_when_traced(op: str, reason: str = "its output's shape depends on the input's values") -> None:
-    """A compiled graph has its shapes fixed when it is traced and runs only ops a backend lowers: an op
-    whose output's shape depends on the input's values (whose values a trace would bake in), or that
-    runs a library call no backend has, cannot be part of it."""
-    if observed():
-        raise RuntimeError(f"{op}: {reason}, which a compiled (traced) function cannot follow; call it outside "
-                           "the compiled function")
-
-
-def host_values(tensor: Tensor) -> np.ndarray:
-    """The tensor's values as a numpy array (a copy of a CUDA tensor's)."""
-    return to_host(tensor._data)
-
-
-def from_host(array: np.ndarray) -> Tensor:
-    """A result computed on the host from values that were read (``nonzero``...): no gradient."""
-    return Tensor._make(array if array.flags.c_contiguous else array.copy())
 
 
 _SCALAR_TYPES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",

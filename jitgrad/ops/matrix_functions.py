@@ -17,8 +17,9 @@ import numpy as np
 from ..autograd.function import Function, FunctionCtx
 from ..tensor import Tensor
 from .arithmetic import where
-from .comparisons import from_host, host_values, refuse_when_traced, scalar_type
+from .comparisons import scalar_type
 from .device_copy import to
+from .host_reads import from_host, host_values, refuse_when_traced
 from .public import public
 
 

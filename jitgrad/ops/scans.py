@@ -18,10 +18,11 @@ from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import arithmetic, reductions, shape, sorting
 from .arithmetic import where
-from .comparisons import from_host, host_values, refuse_when_traced, scalar_type
+from .comparisons import scalar_type
 from .compound_math import logaddexp
 from .device_copy import to
 from .gathering import gather
+from .host_reads import from_host, host_values, refuse_when_traced
 from .public import public
 
 MinMax = namedtuple("aminmax", ["min", "max"])   # torch.return_types.aminmax's fields

@@ -18,8 +18,8 @@ from .. import dtypes
 from ..autograd.function import Function, FunctionCtx
 from ..tensor import Tensor
 from . import inplace
-from .comparisons import from_host, host_values, refuse_when_traced
 from .device_copy import to
+from .host_reads import from_host, host_values, refuse_when_traced
 from .public import declare_public, public
 
 
