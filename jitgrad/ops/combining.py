@@ -49,7 +49,7 @@ def atleast_1d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
 
 @public("function")
 def atleast_2d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
-    out = tuple(t.reshape((1,) * (2 - t._data.ndim) + t._data.shape) if t._data.ndim < 2 else t
+    out = tuple(t.reshape((1,) * (2 - t._data.ndim) + t.shape) if t._data.ndim < 2 else t
                 for t in _tensors(tensors))
     return out[0] if len(out) == 1 else out
 
@@ -61,7 +61,7 @@ def atleast_3d(*tensors: Tensor) -> Tensor | tuple[Tensor, ...]:
         ndim = t._data.ndim
         if ndim >= 3:
             return t
-        return t.reshape((1, 1, 1) if ndim == 0 else (1, t._data.shape[0], 1) if ndim == 1 else t._data.shape + (1,))
+        return t.reshape((1, 1, 1) if ndim == 0 else (1, t.shape[0], 1) if ndim == 1 else t.shape + (1,))
     out = tuple(three(t) for t in _tensors(tensors))
     return out[0] if len(out) == 1 else out
 
@@ -148,10 +148,10 @@ def block_diag(*tensors: Tensor) -> Tensor:
         matrices.append(atleast_2d(t))
     if not matrices:
         return Tensor._make(np.zeros((1, 0), np.float32))
-    width = builtins.sum(m._data.shape[1] for m in matrices)
+    width = builtins.sum(m.shape[1] for m in matrices)
     rows, left = [], 0
     for m in matrices:
-        height, columns = m._data.shape
+        height, columns = m.shape
         parts = [_zeros((height, left), m), m, _zeros((height, width - left - columns), m)]
         rows.append(shape.cat(parts, 1))
         left += columns
@@ -184,7 +184,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     dim = wrap_dim(dim, ndim, "repeat_interleave") if ndim else 0
     if ndim == 0:
         input = input.reshape(1)
-    length = input._data.shape[dim]
+    length = input.shape[dim]
     if isinstance(repeats, Tensor) and repeats._data.size == 1:
         repeats = int(repeats.item())
     if isinstance(repeats, Tensor):
@@ -199,7 +199,7 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
         return index_select(input, dim, to(index, input.device))
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
-    sizes = input._data.shape
+    sizes = input.shape
     expanded = input.unsqueeze(dim + 1).expand(sizes[:dim + 1] + (repeats,) + sizes[dim + 1:])
     out = expanded.reshape(sizes[:dim] + (length * repeats,) + sizes[dim + 1:])
     if output_size is not None and output_size != length * repeats:
@@ -222,7 +222,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     pieces = [p for p in (prepend, input, append) if p is not None]
     out = shape.cat(pieces, dim) if len(pieces) > 1 else input
     for _ in range(n):
-        length = out._data.shape[dim]
+        length = out.shape[dim]
         if length == 0:
             break
         later, earlier = out.narrow(dim, 1, length - 1), out.narrow(dim, 0, length - 1)
@@ -277,10 +277,10 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     if first == second:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     values = input.reshape(1) if input._data.ndim == 0 else input
-    length = values._data.shape[-1]
+    length = values.shape[-1]
     side = length + builtins.abs(offset)
     if offset:
-        pad = _zeros(values._data.shape[:-1] + (builtins.abs(offset),), values)
+        pad = _zeros(values.shape[:-1] + (builtins.abs(offset),), values)
         values = shape.cat([values, pad] if offset > 0 else [pad, values], -1)
     mask = constant(np.eye(side, k=offset, dtype=np.bool_), values)
     zero = False if values._data.dtype == np.bool_ else 0
@@ -323,10 +323,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {ndim} dimensions for input, and {indices._data.ndim} dimensions for indices")
     dim = wrap_dim(dim, ndim, "take_along_dim")
-    outer = np.broadcast_shapes(tuple(1 if d == dim else s for d, s in enumerate(input._data.shape)),
-                                tuple(1 if d == dim else s for d, s in enumerate(indices._data.shape)))
-    input_shape = tuple(input._data.shape[d] if d == dim else outer[d] for d in range(ndim))
-    index_shape = tuple(indices._data.shape[d] if d == dim else outer[d] for d in range(ndim))
+    outer = np.broadcast_shapes(tuple(1 if d == dim else s for d, s in enumerate(input.shape)),
+                                tuple(1 if d == dim else s for d, s in enumerate(indices.shape)))
+    input_shape = tuple(input.shape[d] if d == dim else outer[d] for d in range(ndim))
+    index_shape = tuple(indices.shape[d] if d == dim else outer[d] for d in range(ndim))
     return gather(input.expand(input_shape), dim, indices.expand(index_shape))
 
 
@@ -337,13 +337,13 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     _check_long("take", index)
     size = input._data.size
     wrapped = where(index < 0, index + size, index)
-    return gather(input.reshape(-1), 0, wrapped.reshape(-1)).reshape(index._data.shape)
+    return gather(input.reshape(-1), 0, wrapped.reshape(-1)).reshape(index.shape)
 
 
 # ---- splitting --------------------------------------------------------------------------------------
 def _split_by(name: str, input: Tensor, sections: int | Sequence[int], dim: int) -> tuple[Tensor, ...]:
     if isinstance(sections, int):
-        length = input._data.shape[dim]
+        length = input.shape[dim]
         if sections == 0 or length % sections:
             raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
                                f"dimension {length} is not divisible by the split_size {sections}!")

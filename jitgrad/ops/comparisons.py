@@ -154,7 +154,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     row-major order; the gradient goes back to the selected elements."""
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    size = tuple(np.broadcast_shapes(input._data.shape, mask._data.shape))
+    size = tuple(np.broadcast_shapes(input.shape, mask.shape))
     values = input if tuple(input.shape) == size else shape.expand(input, size)
     chosen = mask if tuple(mask.shape) == size else shape.expand(mask, size)
     return values[chosen] if size else shape.reshape(values, (1,))[shape.reshape(chosen, (1,))]

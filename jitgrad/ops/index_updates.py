@@ -30,8 +30,8 @@ REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 def _counts(input: Tensor, dim: int, index: Tensor, dtype: Any) -> Tensor:
     """How many indices name each position of ``input`` along ``dim`` (a tensor of ``input``'s shape)."""
-    zeros = constant(np.zeros(input._data.shape, dtype), input)
-    ones = constant(np.ones(index._data.shape, dtype), input)
+    zeros = constant(np.zeros(input.shape, dtype), input)
+    ones = constant(np.ones(index.shape, dtype), input)
     return gathering.scatter_add(zeros, dim, index, ones)
 
 
@@ -50,13 +50,13 @@ def _check_source(op: str, input: Tensor, dim: int, index: Tensor, source: Tenso
                            "same scalar type")
     count = index._data.reshape(-1).shape[0]
     if source._data.ndim != input._data.ndim or any(
-            s != i for d, (s, i) in enumerate(zip(source._data.shape, input._data.shape)) if d != dim):
+            s != i for d, (s, i) in enumerate(zip(source.shape, input.shape)) if d != dim):
         raise RuntimeError(f"{op}(): source {list(source.shape)} must have the shape of self {list(input.shape)} "
                            f"outside dim {dim}")
-    if source._data.shape[dim] != count:
+    if source.shape[dim] != count:
         raise RuntimeError(f"{op}(): Number of indices ({count}) should be equal to source.size(dim) "
-                           f"({source._data.shape[dim]})")
-    return _spread(op, input, dim, index).expand(source._data.shape)
+                           f"({source.shape[dim]})")
+    return _spread(op, input, dim, index).expand(source.shape)
 
 
 def _refuse_repeats(op: str, index: Tensor, dim: int) -> None:
@@ -100,7 +100,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 def _placed(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``src`` written at ``index`` along ``dim``, ``input`` elsewhere (each position named once)."""
     covered = _counts(input, dim, index, np.float32) > 0
-    zeros = constant(np.zeros(input._data.shape, input._data.dtype), input)
+    zeros = constant(np.zeros(input.shape, input._data.dtype), input)
     return where(covered, gathering.scatter_add(zeros, dim, index, src), input)
 
 
@@ -113,11 +113,11 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: float | Tensor) ->
     if isinstance(value, Tensor) and value._data.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value._data.ndim} dimension(s).")
-    length = input._data.shape[dim]
+    length = input.shape[dim]
     line = constant(np.zeros((length,), np.float32), input)
     hits = gathering.scatter_add(line, 0, index.reshape(-1), constant(np.ones((index._data.size,), np.float32), input))
     mask = (hits > 0).reshape(tuple(-1 if d == dim else 1 for d in range(input._data.ndim)))
-    out = arithmetic.masked_fill(input, mask.expand(input._data.shape), value)
+    out = arithmetic.masked_fill(input, mask.expand(input.shape), value)
     return out.reshape(()) if flat else out
 
 
@@ -143,7 +143,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor | float | None =
         return arithmetic.masked_fill(input, covered, src)
     if input._data.dtype != src._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    zeros = constant(np.zeros(input._data.shape, input._data.dtype), input)
+    zeros = constant(np.zeros(input.shape, input._data.dtype), input)
     return where(covered, gathering.scatter_add(zeros, dim, index, src), input)
 
 
@@ -151,11 +151,11 @@ def _one_hot_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce:
     """``prod``/``amax``/``amin`` of the values landing at each position: every value compared with every
     target position along ``dim`` (a new axis after it), the others replaced by the reduction's
     identity, then reduced over the values' axis, with ``input`` as one more value when it counts."""
-    for d, (i, s) in enumerate(zip(index._data.shape, input._data.shape)):
+    for d, (i, s) in enumerate(zip(index.shape, input.shape)):
         if d != dim and i != s:
             raise RuntimeError(f"scatter_reduce(): reduce='{reduce}' needs index {list(index.shape)} of self's shape "
                                f"{list(input.shape)} outside dim {dim} (jitgrad does not cover a smaller index yet)")
-    ndim, targets = input._data.ndim, input._data.shape[dim]
+    ndim, targets = input._data.ndim, input.shape[dim]
     positions = constant(np.arange(targets).reshape((1,) * dim + (targets,) + (1,) * (ndim - dim)), input)
     hit = index.unsqueeze(dim) == positions
     dtype = input._data.dtype
@@ -190,7 +190,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     src = src.reshape(1) if src._data.ndim == 0 else src
     dim = wrap_dim(dim, input._data.ndim, "scatter_reduce")
     if tuple(src.shape) != tuple(index.shape):
-        src = src[tuple(slice(0, n) for n in index._data.shape)]
+        src = src[tuple(slice(0, n) for n in index.shape)]
     floating = input._data.dtype.kind == "f"
     counts = _counts(input, dim, index, input._data.dtype if floating else np.int64)
     covered = counts > 0

@@ -30,8 +30,8 @@ def _matrices(op: str, a: Tensor) -> np.ndarray:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {scalar_type(a)}")
     if a._data.dtype == np.float16:
         raise RuntimeError(f"{op}: not implemented for 'Half' on the CPU: convert to float32 first")
-    if a._data.ndim < 2 or a._data.shape[-1] != a._data.shape[-2]:
-        shape = a._data.shape
+    if a._data.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        shape = a.shape
         sizes = f"{shape[-2]} by {shape[-1]}" if a._data.ndim >= 2 else f"a {a._data.ndim}-D tensor"
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {sizes} matrices")
     return host_values(a)

@@ -49,14 +49,14 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     a 0-d operand multiplies."""
     if input._data.ndim == 0 or other._data.ndim == 0:
         return input * other
-    n, m = input._data.shape[-1], other._data.shape[-1]
+    n, m = input.shape[-1], other.shape[-1]
     if n != m:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
                            f"{list(input.shape)} and {list(other.shape)}")
     if input._data.ndim == 1 and other._data.ndim == 1:
         return linalg.matmul(input, other)
     product = linalg.matmul(input.reshape(-1, n), other.reshape(-1, n).transpose(0, 1))
-    return product.reshape(input._data.shape[:-1] + other._data.shape[:-1])
+    return product.reshape(input.shape[:-1] + other.shape[:-1])
 
 
 @public("function", "method")
@@ -106,15 +106,15 @@ def tensordot(a: Tensor, b: Tensor, dims: int | Sequence = 2) -> Tensor:
     dims_a = [wrap_dim(d, a._data.ndim, "tensordot") for d in dims_a]
     dims_b = [wrap_dim(d, b._data.ndim, "tensordot") for d in dims_b]
     for da, db in zip(dims_a, dims_b):
-        if a._data.shape[da] != b._data.shape[db]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a._data.shape[da]} in dim "
-                               f"{da} and second has size {b._data.shape[db]} in dim {db}")
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
+                               f"{da} and second has size {b.shape[db]} in dim {db}")
     free_a = [d for d in range(a._data.ndim) if d not in dims_a]
     free_b = [d for d in range(b._data.ndim) if d not in dims_b]
-    size = math.prod(a._data.shape[d] for d in dims_a)
+    size = math.prod(a.shape[d] for d in dims_a)
     left = a.permute(free_a + dims_a).reshape(-1, size)
     right = b.permute(dims_b + free_b).reshape(size, -1)
-    out_shape = tuple(a._data.shape[d] for d in free_a) + tuple(b._data.shape[d] for d in free_b)
+    out_shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
     return linalg.matmul(left, right).reshape(out_shape)
 
 
@@ -123,8 +123,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product: block ``i`` is ``input[i] * other``; the two padded with leading 1s to one
     number of dimensions, their dimensions interleaved, multiplied (broadcast) and merged."""
     ndim = builtins.max(input._data.ndim, other._data.ndim)
-    a_shape = (1,) * (ndim - input._data.ndim) + input._data.shape
-    b_shape = (1,) * (ndim - other._data.ndim) + other._data.shape
+    a_shape = (1,) * (ndim - input._data.ndim) + input.shape
+    b_shape = (1,) * (ndim - other._data.ndim) + other.shape
     a = input.reshape(tuple(s for size in a_shape for s in (size, 1)))
     b = other.reshape(tuple(s for size in b_shape for s in (1, size)))
     return (a * b).reshape(tuple(x * y for x, y in zip(a_shape, b_shape)))
@@ -144,7 +144,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     PyTorch's warning), the two broadcast against each other."""
     if input._data.ndim != other._data.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
-    size = tuple(np.broadcast_shapes(input._data.shape, other._data.shape))
+    size = tuple(np.broadcast_shapes(input.shape, other.shape))
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
@@ -154,8 +154,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
             raise RuntimeError(f"no dimension of size 3 in input: shapes {list(input.shape)}, {list(other.shape)}")
     dim = wrap_dim(dim, len(size), "cross")
     if size[dim] != 3:
-        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input._data.shape[dim]} "
-                           f"and {other._data.shape[dim]}")
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} "
+                           f"and {other.shape[dim]}")
     a, b = input.expand(size), other.expand(size)
     a1, a2, a3 = (a.narrow(dim, i, 1) for i in range(3))
     b1, b2, b3 = (b.narrow(dim, i, 1) for i in range(3))
@@ -170,9 +170,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
     PyTorch. ``compute_mode`` is accepted and has no effect."""
     if x1._data.ndim < 2 or x2._data.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1._data.ndim}D")
-    if x1._data.shape[-1] != x2._data.shape[-1]:
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1._data.shape[-1]} X2: "
-                           f"{x2._data.shape[-1]}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
+                           f"{x2.shape[-1]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     if x1._data.dtype.kind != "f" or x2._data.dtype.kind != "f":

@@ -100,7 +100,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     if input._data.ndim == 0:
         return input.clone()
     dim = wrap_dim(dim, input._data.ndim, "logcumsumexp")
-    length = input._data.shape[dim]
+    length = input.shape[dim]
     if length == 0:
         return input.clone()
     running = [input.narrow(dim, 0, 1)]
@@ -115,7 +115,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> red
     stable, so of equal values the first; NaN is the largest); the gradient goes to that element."""
     ndim = input._data.ndim
     dim = wrap_dim(dim, ndim, "kthvalue") if ndim else 0
-    length = input._data.shape[dim] if ndim else 1
+    length = input.shape[dim] if ndim else 1
     if not 1 <= k <= length:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     if ndim == 0:
