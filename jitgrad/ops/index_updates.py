@@ -228,6 +228,20 @@ def bernoulli_(self: Tensor, p: float | Tensor = 0.5, *, generator: Generator | 
     return inplace.copy_(self, _uniforms(self, generator) < p)
 
 
+@public("function", "method")
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
+    """A tensor of ``input``'s shape and dtype holding 1 with probability ``input`` (each element's own),
+    or ``p`` when given, else 0; no gradient, as in PyTorch."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"bernoulli: expected a floating point tensor of probabilities, got {scalar_type(input)}")
+    probability = input.detach() if p is None else p
+    if isinstance(probability, Tensor):
+        outside = arithmetic.logical_or(probability < 0, probability > 1).any()
+        if not observed() and bool(outside):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    return arithmetic.to_dtype(_uniforms(input, generator) < probability, input._data.dtype)
+
+
 @public("method")
 def exponential_(self: Tensor, lambd: float = 1.0, *, generator: Generator | None = None) -> Tensor:
     """Fills ``self`` with exponential samples of rate ``lambd``: ``-log(1 - u) / lambd`` of ``rand``'s

@@ -387,19 +387,21 @@ def test_random_fills_draw_from_the_generator_and_repeat_with_the_seed():
     def draws():
         return (jg.empty(200).bernoulli_(0.3), jg.empty(200, dtype=jg.float64).exponential_(2.0),
                 jg.empty(200, dtype=jg.int64).random_(3, 7), jg.empty(200, dtype=jg.int32).random_(5),
-                jg.empty(200).random_(), jg.empty(200).bernoulli_(jg.full((200,), 0.9)))
+                jg.empty(200).random_(), jg.empty(200).bernoulli_(jg.full((200,), 0.9)),
+                jg.bernoulli(jg.linspace(0, 1, 200, dtype=jg.float64)))
     jg.manual_seed(3)
     first = draws()
     jg.manual_seed(3)
     again = draws()
     assert all(jg.equal(a, b) for a, b in zip(first, again))
-    coins, waits, dice, small, floats, likely = first
+    coins, waits, dice, small, floats, likely, ramp = first
     assert set(coins.unique().tolist()) == {0.0, 1.0} and 0.15 < coins.mean().item() < 0.45
     assert waits.min().item() >= 0 and 0.35 < waits.mean().item() < 0.65   # mean 1 / lambda
     assert set(dice.unique().tolist()) == {3, 4, 5, 6} and dice.dtype == jg.int64
     assert 0 <= small.min().item() and small.max().item() <= 4 and small.dtype == jg.int32
     assert floats.min().item() >= 0 and floats.max().item() < 2 ** 24 and (floats == floats.floor()).all()
     assert likely.mean().item() > 0.75
+    assert ramp.dtype == jg.float64 and ramp[0].item() == 0 and ramp[-1].item() == 1 and 0.3 < ramp.mean().item() < 0.7
 
 
 def test_value_dependent_ops_refuse_inside_a_trace():
@@ -448,6 +450,7 @@ def test_value_dependent_ops_refuse_inside_a_trace():
     (lambda: jg.polygamma(-1, jg.ones(2)), RuntimeError, "negative n"),
     (lambda: jg.tensor([True]).erfc(), RuntimeError, "Bool"),
     (lambda: jg.ones(3).bernoulli_(1.5), RuntimeError, r"p to be in \[0, 1\]"),
+    (lambda: jg.bernoulli(jg.tensor([1.5])), RuntimeError, "p_in <= 1"),
     (lambda: jg.ones(3).exponential_(0.0), RuntimeError, "lambda > 0"),
     (lambda: jg.ones(3).random_(5, 5), RuntimeError, "'from' to be less than 'to'"),
 ])
