@@ -336,6 +336,17 @@ def test_logaddexp_and_hypot_of_infinities():
     check_against_torch(lambda m, x, y: m.hypot(x, y), [special, other], differentiable=False)
 
 
+def test_float16_composites_and_comparisons_with_numbers_are_pytorchs():
+    """A float16 tensor compared with a Python number gives bools (it gave float16 0s and 1s, so the
+    composites that pick with ``where`` refused float16)."""
+    half = np.array([0.5, -1.5, 2.0, 0.0], np.float16)
+    other = np.array([1.5, 0.5, -2.0, 3.0], np.float16)
+    for fn in (lambda m, x, y: x > 0.5, lambda m, x, y: m.sinc(x), lambda m, x, y: m.copysign(x, y),
+               lambda m, x, y: m.heaviside(x, y), lambda m, x, y: m.signbit(x),
+               lambda m, x, y: x.scatter_reduce(0, m.tensor([1, 1, 0, 3]), y, "mean")):
+        check_against_torch(fn, [half, other], differentiable=False, rtol=2e-3, atol=1e-3)
+
+
 def test_scans_of_nan_and_zero_length_edges():
     check_against_torch(lambda m, x: m.cummin(x, 0), [np.array([3.0, np.nan, 1.0, np.nan, 0.0])])
     check_against_torch(lambda m, x: m.logcumsumexp(x, 0), [np.array([-np.inf, -np.inf, 0.0, np.inf])],
