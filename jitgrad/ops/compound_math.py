@@ -60,6 +60,9 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input**2 + other**2)`` without overflow: ``big * sqrt(1 + (small / big)**2)``; infinite
     where either is (even with a NaN, as C's hypot). At (0, 0) the gradient is 0 (PyTorch's: NaN)."""
+    if _is_integral(input) and _is_integral(other):
+        raise NotImplementedError("\"hypot_cpu\" not implemented for integer tensors: convert to a floating dtype "
+                                  "first")
     a, b = arithmetic.abs(input), arithmetic.abs(other)
     first_bigger = a >= b
     big, small = where(first_bigger, a, b), where(first_bigger, b, a)

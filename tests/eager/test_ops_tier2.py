@@ -431,6 +431,7 @@ def test_value_dependent_ops_refuse_inside_a_trace():
     (lambda: jg.heaviside(jg.ones(2), jg.tensor([1])), RuntimeError, "different dtypes"),
     (lambda: jg.addcdiv(jg.ones(2), jg.tensor([1]), jg.tensor([2])), RuntimeError, "Integer division"),
     (lambda: jg.logaddexp(jg.tensor([1]), jg.tensor([2])), RuntimeError, "floating"),
+    (lambda: jg.hypot(jg.tensor([1]), jg.tensor([2])), NotImplementedError, "hypot_cpu"),
     (lambda: jg.ones(2).float_power_(2), RuntimeError, "requires dtype Double"),
     (lambda: jg.meshgrid(jg.ones(2, 2), indexing="ij"), RuntimeError, "0D or 1D"),
     (lambda: jg.meshgrid(jg.ones(2), indexing="yx"), RuntimeError, "indexing must be"),
