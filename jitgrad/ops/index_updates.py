@@ -204,6 +204,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             out = where(covered, total / number if floating else arithmetic.floor_divide(total, number), input)
     else:
         out = where(covered, _one_hot_reduce(input, dim, index, src, reduce, include_self), input)
+    if out._data.dtype != input._data.dtype:   # an int32 prod or mean computed in int64: the input's dtype, as PyTorch
+        out = arithmetic.to_dtype(out, input._data.dtype)
     return out.reshape(()) if flat else out
 
 

@@ -385,6 +385,10 @@ def test_non_differentiable_answers_are_pytorchs():
                         [np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[2.0], [3.5]])], differentiable=False)
     assert jg.bucketize(3, jg.tensor(bounds)).tolist() == 1 and jg.nonzero(jg.tensor(3.0)).shape == (1, 0)
     check_against_torch(lambda m, x: m.repeat_interleave(x), [np.array([2, 0, 1])], differentiable=False)
+    for reduce in ("prod", "mean", "amax"):
+        check_against_torch(lambda m, x, r=reduce: x.to(m.int32).scatter_reduce(1, m.tensor([[0, 0, 1], [2, 2, 2]]),
+                                                                                x.to(m.int32) + 1, r),
+                            [np.array([[3, -2, 5], [7, 1, -4]])], differentiable=False)
 
 
 def test_heaviside_has_no_gradient_and_meshgrid_warns_without_indexing():
