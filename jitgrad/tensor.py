@@ -135,6 +135,55 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
+    # ---- memory layout, as PyTorch reports it, read from the array's own ---------------------------
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def element_size(self) -> int:
+        """Bytes per element (4 for float32)."""
+        return self._data.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements take (``numel() * element_size()``), whatever the strides."""
+        return self._data.size * self._data.dtype.itemsize
+
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """Steps between neighbouring elements of each dimension, in elements (numpy's are bytes)."""
+        steps = tuple(s // self._data.dtype.itemsize for s in self._data.strides)
+        if dim is None:
+            return steps
+        check_not_0d(self._data.ndim, "stride", "measure", IndexError)
+        return steps[wrap_dim(dim, self._data.ndim, "stride")]
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:  # noqa: ARG002 - accepted as in PyTorch
+        """Whether the elements lie in row-major order without gaps (sizes of 1 ignored, as in PyTorch)."""
+        data = self._data
+        return bool(data.flags.c_contiguous) if type(data) is np.ndarray else bool(data.is_c_contiguous())
+
+    def data_ptr(self) -> int:
+        """The address of the first element (of a view: where the view starts), as PyTorch's."""
+        data = self._data
+        if type(data) is np.ndarray:
+            return data.__array_interface__["data"][0]
+        return data.__cuda_array_interface__["data"][0]
+
+    def storage_offset(self) -> int:
+        """Elements between the start of the memory this tensor views (its first base array's) and
+        its first element: 0 for a tensor that owns its memory, as in PyTorch."""
+        data = self._data
+        if type(data) is not np.ndarray:
+            return 0
+        root = data
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        low = np.byte_bounds(root)[0] if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(root)[0]
+        return (data.__array_interface__["data"][0] - low) // data.dtype.itemsize
+
     def numpy(self) -> np.ndarray:
         """The array inside (shared, not copied), as ``torch.Tensor.numpy`` does."""
         if self.is_cuda:

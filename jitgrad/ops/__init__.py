@@ -10,6 +10,9 @@ from ..autograd.provided import provide
 from . import activations, arithmetic, device_copy, indexing, linalg, losses, math_functions, reductions, sampling, shape  # noqa: I001
 from . import convolution, gathering, pooling, sorting
 from . import einsum, inplace, registry  # einsum: a composite of the ops above
+# the tier-2 ops (docs/ops.md), composites of the ops above and Functions over numpy/SciPy
+from . import combining, comparisons, compound_math, index_updates, matrix_functions, products, scans
+from . import special_functions
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names
 from .reductions import sum_to, sum_to_array, summed_dims

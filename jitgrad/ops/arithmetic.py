@@ -44,10 +44,12 @@ def _same_type(a, b) -> bool:
 def _half_with_number(fn, a, b):
     """``fn(a, b)`` of a float16 array and a Python number, or None for other operands. PyTorch keeps
     the number at full precision and computes in float32 (``x * 1e5`` of 1e-3 in float16 is 100, and
-    numpy's is inf: it casts 1e5 to float16 first), then rounds the result to float16."""
+    numpy's is inf: it casts 1e5 to float16 first), then rounds the result to float16; a comparison's
+    bools stay bools (``x > 0.5`` of a float16 ``x`` was a float16 tensor of 0s and 1s)."""
     if type(b) in (float, int) and type(a) is np.ndarray and a.dtype == np.float16 or \
             type(a) in (float, int) and type(b) is np.ndarray and b.dtype == np.float16:
-        return fn(_cast(a, np.dtype(np.float32)), _cast(b, np.dtype(np.float32))).astype(np.float16)
+        out = fn(_cast(a, np.dtype(np.float32)), _cast(b, np.dtype(np.float32)))
+        return out.astype(np.float16) if out.dtype.kind == "f" else out
     return None
 
 

@@ -166,6 +166,16 @@ def _type_as(self, other):
     return to_dtype(self, other._data.dtype)
 
 
+def _where(self, condition, y):
+    """``x.where(condition, y)``: ``where(condition, x, y)``, as PyTorch's method."""
+    return ops.where(condition, self, y)
+
+
+def _polygamma(self, n):
+    """``x.polygamma(n)``: the function's arguments in the other order."""
+    return ops.polygamma(n, self)
+
+
 def _strides(array) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
@@ -207,6 +217,8 @@ def _attach() -> None:
     Tensor.contiguous = _contiguous
     Tensor.view_as = _view_as
     Tensor.type_as = _type_as
+    Tensor.where = _where
+    Tensor.polygamma = _polygamma
     Tensor.clip = Tensor.clamp
     Tensor.T = property(lambda self: ops.permute(self, tuple(reversed(range(self._data.ndim)))))
     Tensor.mT = property(_mT)
