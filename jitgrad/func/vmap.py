@@ -66,6 +66,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                                f"in_dims has structure {describe(tree_flatten(dims_tree)[1])} but inputs has "
                                f"structure {describe(spec)}.")
         size = _batch_size(leaves, dims, head)
+        if size == 0:
+            raise ValueError(f"{head}: the mapped dimension has size 0; jitgrad's vmap runs the function once per "
+                             "slice (it has no batching rules), so it cannot find the shape of an empty batch's outputs")
         slices = [tree_unflatten([_slice(t, d, i) for t, d in zip(leaves, dims)], spec) for i in range(size)]
         results = _run(func, slices, kwargs, randomness)
         return _stacked(results, out_dims, func)
@@ -117,6 +120,14 @@ def _same_state(a: Tensor, b: Tensor) -> bool:
     return a.shape == b.shape and bool((a == b).all())
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """Whether two slices' results for an ``out_dims=None`` output agree: per slice, jitgrad cannot see
+    that an output depends on the batch, as PyTorch does, but it can see that it differs across it."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return a.shape == b.shape and bool((a.detach() == b.detach()).all())
+    return a is b or a == b
+
+
 def _stacked(results: list[Any], out_dims: Any, func: Callable) -> Any:
     flat0, spec = tree_flatten(results[0])
     where = (f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
@@ -127,6 +138,9 @@ def _stacked(results: list[Any], out_dims: Any, func: Callable) -> Any:
     out = []
     for j, (first, d) in enumerate(zip(flat0, dims)):
         if d is None:
+            if any(not _equal(first, f[j]) for f in flats[1:]):
+                raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor when "
+                                 "out_dim is None")
             out.append(first)
             continue
         if not isinstance(first, Tensor):

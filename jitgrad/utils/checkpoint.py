@@ -25,7 +25,7 @@ from ..ops.registry import observed
 from ..random import get_rng_state, set_rng_state
 from ..tensor import Tensor
 
-COMPILED_WARNING = ("jitgrad.utils.checkpoint inside jitgrad.compile: the checkpointed function is compiled as a "
+COMPILED_WARNING = ("jitgrad.utils.checkpoint inside jitgrad.compile (or fx.trace): the checkpointed function is compiled as a "
                     "plain call, without recomputation in backward; the compiled program's memory planner and "
                     "rematerialization pass decide which activations it keeps")
 

@@ -50,6 +50,7 @@ CASES = {
     "grad_dict_input": lambda L: L.F.grad(lambda p: f_two(p["x"], p["w"]))({"x": L.t(X), "w": L.t(W)}),
     "grad_list_input": lambda L: L.F.grad(lambda p: f_two(*p))([L.t(X), L.t(W)]),
     "grad_unused_input_is_zeros": lambda L: L.F.grad(lambda x, y: f_scalar(x), argnums=(0, 1))(L.t(X), L.t(W)),
+    "grad_of_constant_is_zeros": lambda L: L.F.grad(lambda x: L.t(np.array(2.0)))(L.t(X)),
     "grad_and_value": lambda L: L.F.grad_and_value(f_two, argnums=1)(L.t(X), L.t(W)),
     "grad_and_value_has_aux": lambda L: L.F.grad_and_value(lambda x: (f_scalar(x), x.cos()), has_aux=True)(L.t(X)),
     "grad_grad": lambda L: L.F.grad(lambda x: L.F.grad(f_scalar)(x).sum())(L.t(X)),

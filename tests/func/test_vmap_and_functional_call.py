@@ -31,6 +31,9 @@ VMAPS = {
     "nested": lambda L: L.F.vmap(L.F.vmap(lambda a, b: a * b, in_dims=(0, None)), in_dims=(None, 0))(L.t(B), L.t(C)),
     "kwargs_not_mapped": lambda L: L.F.vmap(lambda a, scale=1.0: a * scale)(L.t(C), scale=L.t(np.array(3.0))),
     "vmap_jacrev": lambda L: L.F.vmap(L.F.jacrev(lambda x: x.sin() * x.sum()))(L.t(C)),
+    "out_dims_none": lambda L: L.F.vmap(lambda a, b: (a * b, b.exp()), in_dims=(0, None), out_dims=(0, None))(
+        L.t(C), L.t(B[:3])),
+    "grad_of_vmap": lambda L: L.F.grad(lambda x: L.F.vmap(lambda r: (r.sin() * r).sum())(x).sum())(L.t(C)),
 }
 
 
@@ -67,6 +70,7 @@ VMAP_ERRORS = {
     "random_in_error_mode": lambda L: L.F.vmap(lambda a: a + L.m.rand(()))(L.t(B)),
     "randomness_value": lambda L: L.F.vmap(lambda a: a, randomness="x")(L.t(B)),
     "number_output": lambda L: L.F.vmap(lambda a: 3)(L.t(B)),
+    "batched_output_at_out_dim_none": lambda L: L.F.vmap(lambda a: a * 2, out_dims=None)(L.t(B)),
 }
 
 
