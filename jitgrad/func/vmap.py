@@ -67,8 +67,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                                f"structure {describe(spec)}.")
         size = _batch_size(leaves, dims, head)
         if size == 0:
-            raise ValueError(f"{head}: the mapped dimension has size 0; jitgrad's vmap runs the function once per "
-                             "slice (it has no batching rules), so it cannot find the shape of an empty batch's outputs")
+            raise ValueError(f"{head}: the mapped dimension has size 0; jitgrad's vmap runs the function once "
+                             "per slice (it has no batching rules), so it cannot find the shape of an empty "
+                             "batch's outputs")
         slices = [tree_unflatten([_slice(t, d, i) for t, d in zip(leaves, dims)], spec) for i in range(size)]
         results = _run(func, slices, kwargs, randomness)
         return _stacked(results, out_dims, func)

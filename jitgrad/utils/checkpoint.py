@@ -25,9 +25,9 @@ from ..ops.registry import observed
 from ..random import get_rng_state, set_rng_state
 from ..tensor import Tensor
 
-COMPILED_WARNING = ("jitgrad.utils.checkpoint inside jitgrad.compile (or fx.trace): the checkpointed function is compiled as a "
-                    "plain call, without recomputation in backward; the compiled program's memory planner and "
-                    "rematerialization pass decide which activations it keeps")
+COMPILED_WARNING = ("jitgrad.utils.checkpoint inside jitgrad.compile (or fx.trace): the checkpointed function "
+                    "is compiled as a plain call, without recomputation in backward; the compiled program's "
+                    "memory planner and rematerialization pass decide which activations it keeps")
 
 
 class _Recomputation:

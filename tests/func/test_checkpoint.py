@@ -1,5 +1,6 @@
-"""``jitgrad.utils.checkpoint`` against the plain run and PyTorch: the same values and gradients (parameters read inside the function included, dropout's numbers replayed), activations not
-kept (counted through an outer saved-tensor hook), a second backward and a double backward through it,
+"""``jitgrad.utils.checkpoint`` against the plain run and PyTorch: the same values and gradients
+(parameters read inside the function included, dropout's numbers replayed), activations not kept
+(counted through an outer saved-tensor hook), a second backward and a double backward through it,
 ``checkpoint_sequential``, and a compiled call (traced as a plain call, with a warning).
 
 PyTorch's side is its plain run, which ``torch.utils.checkpoint`` equals by construction: its first

@@ -10,7 +10,6 @@ import jitgrad as jg
 import jitgrad.func as jf
 
 torch = pytest.importorskip("torch")
-import torch.func as tf  # noqa: E402
 
 from test_transforms_against_torch import JG, TORCH, assert_same_tree  # noqa: E402
 
