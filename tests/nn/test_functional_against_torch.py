@@ -38,6 +38,7 @@ PADS = {  # non-constant modes pad the last 1, 2 or 3 dimensions of inputs with 
     "replicate": ((3, 4), {"mode": "replicate"}, CUBE[0]),
     "replicate-3d": ((1, 2, 2, 1, 1, 2), {"mode": "replicate"}, CUBE),
     "circular-2d": ((1, 2, 2, 3), {"mode": "circular"}, CUBE),
+    "circular-cropping": ((-1, 2, 2, -1), {"mode": "circular"}, CUBE),  # crops, then wraps what is left
 }
 
 
