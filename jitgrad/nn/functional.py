@@ -27,6 +27,7 @@ from ..ops.registry import observed
 from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
+from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
 from .padding import pad
@@ -407,14 +408,15 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 
 
 def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
-    """``target * (log(target) - input)`` for log-probabilities ``input`` (0 where ``target`` is 0);
-    ``exp(target) * (target - input)`` when ``log_target``. ``'batchmean'`` divides the sum by the
+    """``xlogy(target, target) - target * input`` for log-probabilities ``input``, as PyTorch: 0 where
+    ``target`` is 0, NaN where it is negative (not a probability); ``exp(target) * (target - input)``
+    when ``log_target``. Where the target is 0 its own gradient is ``-input`` (no log(0) is taken, so
+    no numpy warning), where PyTorch's is NaN. ``'batchmean'`` divides the sum by the
     batch size, the divergence's definition; ``'mean'`` divides by every element and warns, as PyTorch."""
     if log_target:
         pointwise = target.exp() * (target - input)
     else:
-        positive = target > 0  # t log t is 0 at t = 0, and so is its gradient (no log(0) reached)
-        pointwise = target * (where(positive, target, 1.0).log() - input)
+        pointwise = target * (where(target == 0, 1.0, target).log() - input)
     if reduction == "batchmean":
         return sum(pointwise) / (input.shape[0] if input.dim() else 1)
     if reduction == "mean":
@@ -427,20 +429,22 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
 
 # ---- distances and encodings ---------------------------------------------------------------------------
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / (|x1| |x2|)`` along ``dim`` (the inputs broadcast), each norm at least ``eps``."""
-    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
-    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    """``x1 . x2 / (|x1| |x2|)`` along ``dim``, as PyTorch computes it: the inputs broadcast first
+    (``dim`` counts in the broadcast shape), and each norm is raised to at least ``eps`` as a
+    constant, so that the gradient flows through the norm itself (zero at a zero vector), not
+    through the clamp (PyTorch clamps in place without recording it)."""
+    shape = broadcast_shapes("cosine_similarity", (tuple(x1.shape), tuple(x2.shape)))
+    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    n1, n2 = norm(x1, 2, dim, keepdim=True), norm(x2, 2, dim, keepdim=True)
+    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
+    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension."""
-    diff = (x1 - x2 + eps).abs()
-    if p == math.inf:
-        return diff.amax(-1, keepdim=keepdim)
-    if p == 2:
-        return (diff * diff).sum(-1, keepdim=keepdim).sqrt()
-    return (diff ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension: ``norm``'s, so ``p=0`` counts the
+    nonzero differences and a zero difference has a zero gradient, as in PyTorch."""
+    return norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -458,7 +462,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if values.size and values.min() < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
-        num_classes = int(values.max()) + 1 if values.size else 0
+        if not values.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(values.max()) + 1
     elif values.size and values.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).to(int64)

@@ -86,6 +86,8 @@ def test_one_hot_refuses_bad_classes():
         F.one_hot(jg.tensor([-1, 2]))
     with pytest.raises(RuntimeError, match="only applicable to index tensor of type LongTensor"):
         F.one_hot(jg.tensor([0.0, 1.0]))
+    with pytest.raises(RuntimeError, match="Can not infer total number of classes from empty tensor"):
+        F.one_hot(jg.zeros(0, dtype=jg.int64))
 
 
 DISTANCES = {
@@ -98,6 +100,13 @@ DISTANCES = {
     "pairwise-inf": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a, b, p=float("inf")),
     "cosine-layer": lambda lib: lambda a, b: lib.nn.CosineSimilarity(dim=0, eps=1e-6)(a, b),
     "pairwise-layer": lambda lib: lambda a, b: lib.nn.PairwiseDistance(p=1.5)(a, b),
+    # PyTorch clamps the norms to eps without recording it: the gradient flows through the norm
+    "cosine-clamped-norm": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a, b, eps=3.0),
+    # the inputs broadcast before dim is read: dim=1 of a 1-d x1
+    "cosine-broadcast-first": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a[0], b, dim=1),
+    # p=0 counts the differences that are not zero (a.sum gives both libraries a gradient to compare)
+    "pairwise-p0": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a.round(), b.round(), p=0.0,
+                                                                                 eps=0.0) + a.sum(-1),
 }
 
 
@@ -109,6 +118,16 @@ def test_distances_match_pytorch(name):
     assert tuple(ours.shape) == tuple(theirs.shape)
     assert_close(ours, theirs, what="distance")
     assert_close(grad, expected, tolerance=1e-9, what="gradient")
+
+
+@needs_torch
+def test_cosine_similarity_of_a_zero_vector_has_pytorchs_gradient():
+    a, b = RNG.standard_normal((4, 5)), RNG.standard_normal((4, 5))
+    a[:, 2] = 0.0
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda x, y: lib.nn.functional.cosine_similarity(x, y, dim=0),
+                                             a, b)
+    assert_close(ours, theirs, what="similarity")
+    assert_close(grad, expected, tolerance=1e-9, what="gradient at the zero vector")
 
 
 def test_poolings_refuse_bad_windows():

@@ -221,3 +221,23 @@ def test_loss_arguments_are_checked():
         F.huber_loss(jg.ones(3), jg.ones(3), delta=0.0)
     with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
         F.kl_div(jg.tensor(LOGITS), jg.tensor(PROBABILITIES))
+
+
+@needs_torch
+def test_kl_div_of_a_negative_target_is_nan_and_a_zero_target_adds_nothing():
+    """``xlogy(t, t)``: NaN for a target that is not a probability, as PyTorch (it was a finite number),
+    and 0 for a zero target, with the input's gradient -t = 0 there."""
+    log_p = np.log(np.array([[0.2, 0.3, 0.5]]))
+    target = np.array([[0.0, 0.4, -0.6]])
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor(log_p, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's log of the negative target
+            out = lib.nn.functional.kl_div(x, lib.tensor(target), reduction="none")
+        out[:, :2].sum().backward()
+        results.append((out, x.grad))
+    (ours, grad), (theirs, expected) = results
+    assert np.isnan(ours.detach().numpy()[0, 2])
+    assert_close(ours, theirs, what="pointwise divergence")
+    assert_close(grad, expected, what="input gradient")
