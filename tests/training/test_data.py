@@ -163,7 +163,11 @@ def test_weighted_sampler_draws_in_proportion_and_without_replacement():
     np.testing.assert_allclose(np.bincount(drawn, minlength=4) / 20000, np.array(weights) / 10, atol=0.015)
     unique = list(jg.utils.data.WeightedRandomSampler(weights, 3, replacement=False))
     assert sorted(unique) == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="not enough non-negative category to sample"):
+        list(jg.utils.data.WeightedRandomSampler(weights, 4, replacement=False))  # only 3 weights are nonzero
     with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
-        list(jg.utils.data.WeightedRandomSampler(weights, 4, replacement=False))
+        list(jg.utils.data.WeightedRandomSampler(weights, 5, replacement=False))
+    with pytest.raises(RuntimeError, match="probability tensor contains either `inf`, `nan` or element < 0"):
+        list(jg.utils.data.WeightedRandomSampler([1.0, -1.0], 1))
     with pytest.raises(ValueError, match="num_samples should be a positive integer value"):
         jg.utils.data.WeightedRandomSampler(weights, 0)

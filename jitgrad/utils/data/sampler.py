@@ -85,10 +85,16 @@ class WeightedRandomSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         generator = default_generator if self.generator is None else self.generator
         weights, count = self.weights, self.num_samples
-        if (weights < 0).any() or not np.isfinite(weights).all() or weights.sum() <= 0:
+        if (weights < 0).any() or not np.isfinite(weights).all():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if weights.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not self.replacement and count > np.count_nonzero(weights):
+        if not self.replacement and count > len(weights):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        if not self.replacement and count > np.count_nonzero(weights):
+            raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough non-negative "
+                               f"category to sample): {count} samples asked of {np.count_nonzero(weights)} nonzero "
+                               "weights")
         draws = sampling.sample(generator.take(count if self.replacement else len(weights)),
                                 (count if self.replacement else len(weights),), np.float64, "uniform")
         if self.replacement:
