@@ -9,7 +9,7 @@ from ..autograd.provided import provide
 # Importing a module declares its ops; the in-place methods, which write with the others, come last.
 from . import activations, arithmetic, device_copy, indexing, linalg, losses, math_functions, reductions, sampling, shape  # noqa: I001
 from . import convolution, gathering, pooling, sorting
-from . import einsum, inplace, registry  # einsum: a composite of the ops above
+from . import arithmetic_arguments, einsum, inplace, registry  # composites of the ops above
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names
 from .reductions import sum_to, sum_to_array, summed_dims
