@@ -208,9 +208,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     ``1 / sqrt(E)`` by default; ``is_causal`` lets query ``i`` see keys ``j <= i``. A boolean
     ``attn_mask`` says which positions take part (True), a float one is added to the scores. A query
     whose every key is masked attends to nothing (zeros, as PyTorch's math kernel gives) with a zero
-    gradient, not NaN: its scores are replaced by zeros before the softmax, whose row is then zeroed."""
+    gradient, not NaN: its scores are replaced by zeros before the softmax, whose row is then zeroed.
+    ``enable_gqa`` lets keys and values have fewer heads (dimension -3) than the queries, each serving
+    a run of consecutive query heads, as PyTorch's ``repeat_interleave`` does."""
     if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported by jitgrad")
+        key, value = _repeat_heads(key, query.shape[-3]), _repeat_heads(value, query.shape[-3])
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -224,6 +226,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
+
+
+def _repeat_heads(x: Tensor, heads: int) -> Tensor:
+    """``x.repeat_interleave(heads // x.shape[-3], -3)``, as an expand and a reshape."""
+    own = x.shape[-3]
+    if heads % own:
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+    shape = tuple(x.shape)
+    return x.unsqueeze(-3).expand(*shape[:-2], heads // own, *shape[-2:]).reshape(*shape[:-3], heads, *shape[-2:])
 
 
 def _attention_weights(scores: Tensor) -> Tensor:

@@ -173,6 +173,19 @@ def test_scaled_dot_product_attention_matches_pytorch(name):
 
 
 @needs_torch
+def test_grouped_query_attention_matches_pytorch():
+    """``enable_gqa``: two key and value heads each serve two consecutive query heads."""
+    q, k, v = RNG.standard_normal((2, 4, 3, 5)), RNG.standard_normal((2, 2, 3, 5)), RNG.standard_normal((2, 2, 3, 5))
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda query, key, value: lib.nn.functional.
+                                             scaled_dot_product_attention(query, key, value, is_causal=True,
+                                                                          enable_gqa=True), q, k, v)
+    assert_close(ours, theirs, what="attention")
+    assert_close(grad, expected, what="gradient of the queries")
+    with pytest.raises(RuntimeError, match="Number of heads in key and value must divide the number of heads"):
+        F.scaled_dot_product_attention(jg.tensor(q), jg.tensor(q[:, :3]), jg.tensor(q[:, :3]), enable_gqa=True)
+
+
+@needs_torch
 def test_multihead_attention_masks_match_pytorch():
     """Boolean masks say which keys are *not* attended (the opposite of scaled_dot_product_attention's),
     float masks add; with and without the weights, averaged over the heads or not."""
@@ -195,6 +208,32 @@ def test_multihead_attention_masks_match_pytorch():
             assert (ours is None) == (theirs is None)
             if ours is not None:
                 assert_close(ours, theirs, tolerance=1e-9)
+
+
+@needs_torch
+@pytest.mark.parametrize("options", [{"kdim": 3, "vdim": 5}, {"add_bias_kv": True, "add_zero_attn": True},
+                                     {"kdim": 3, "vdim": 5, "add_bias_kv": True, "batch_first": True}],
+                         ids=["kdim-vdim", "bias-kv-zero-attn", "all-batch-first"])
+def test_multihead_attention_of_other_key_sizes_and_appended_keys_matches_pytorch(options):
+    """Separate projection weights for keys and values of their own sizes; a learnt and a zero key
+    appended to every sequence, which the masks (padded) let every query see."""
+    theirs = torch.nn.MultiheadAttention(6, 3, **options).double()
+    ours = jg.nn.MultiheadAttention(6, 3, **options).double()
+    assert sorted(dict(ours.named_parameters())) == sorted(dict(theirs.named_parameters()))
+    ours.load_state_dict({k: jg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    batch_first = options.get("batch_first", False)
+    shapes = [(4, 2, 6), (3, 2, options.get("kdim", 6)), (3, 2, options.get("vdim", 6))]
+    arrays = [RNG.standard_normal((s[1], s[0], s[2]) if batch_first else s) for s in shapes]
+    padding = np.array([[False, False, True], [False, True, False]])
+    results = []
+    for lib, module in ((jg, ours), (torch, theirs)):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays)
+        out, weights = module(q, k, v, key_padding_mask=lib.tensor(padding), attn_mask=lib.tensor(BLOCKED[:, :3]),
+                              average_attn_weights=False)
+        ((out * out).sum() + weights.sum()).backward()
+        results.append((out, weights, q.grad, k.grad, v.grad, *(p.grad for _, p in sorted(module.named_parameters()))))
+    for mine, expected in zip(*results):
+        assert_close(mine, expected, tolerance=1e-9)
 
 
 def test_attention_refuses_what_pytorch_refuses():
