@@ -58,6 +58,9 @@ def sub_with_alpha(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other`` (``SubBackward0``, as PyTorch's)."""
     if alpha == 1 and alpha is not True:
         return _sub(input, other)
+    if all(isinstance(v, Tensor) and v._data.dtype == np.bool_ for v in (input, other)):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
     return _sub(input, _scaled(other, input, alpha))
 
 
