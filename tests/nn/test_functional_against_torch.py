@@ -287,6 +287,10 @@ RESIZES = {
     "bilinear-corners-down": ((2, 3, 5, 7), {"size": (3, 1), "mode": "bilinear", "align_corners": True}),
     "trilinear": ((1, 2, 3, 4, 5), {"size": (4, 2, 7), "mode": "trilinear"}),
     "area": ((2, 3, 5, 7), {"size": (2, 3), "mode": "area"}),
+    "area-3d": ((1, 2, 3, 5, 4), {"size": (2, 3, 6), "mode": "area"}),
+    "bicubic-up": ((2, 3, 5, 7), {"size": (9, 4), "mode": "bicubic"}),
+    "bicubic-scale": ((2, 3, 5, 7), {"scale_factor": (0.6, 2.5), "mode": "bicubic"}),
+    "bicubic-corners": ((2, 3, 5, 7), {"size": (8, 3), "mode": "bicubic", "align_corners": True}),
 }
 
 
