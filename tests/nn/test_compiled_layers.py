@@ -133,9 +133,9 @@ def test_one_hot_with_its_classes_given_compiles_and_refuses_a_class_outside(mon
 
 
 @pytest.mark.xfail(strict=True, raises=(KeyError, GraphError),
-                   reason="fx passes: a node reads im2col_N before it is defined (lint's GraphError; without lint, "
-                          "KeyError in fusion.group_fusions) when one convolution of one input appears twice in a "
-                          "compiled graph (reported to the lead: the fix belongs in fx)")
+                   reason="fx pass share_convolution_columns leaves a node reading im2col_N before it is defined "
+                          "(lint's GraphError; without lint, KeyError in fusion.group_fusions) when one convolution "
+                          "of one input appears twice in a compiled graph (reported to the lead: the fix is in fx)")
 def test_the_same_convolution_twice_compiles(monkeypatch):
     """A compiled loss reading ``conv2d(x, w)`` twice (a layer called twice on one batch) matches eager."""
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
