@@ -382,15 +382,31 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
                       "same size.", UserWarning, stacklevel=3)
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def _weighted(loss: Tensor, weight: Tensor | None, reduction: str, op: str, mean_over_weights: bool) -> Tensor:
+    """``weight * loss`` reduced as PyTorch 2.13 reduces it: ``'mean'`` divides the sum by the weights'
+    sum for ``mse_loss`` and ``l1_loss`` (``mean_over_weights``), by the element count for
+    ``huber_loss``."""
+    if weight is None:
+        return _reduce(loss, reduction, op)
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ValueError("Weights and input must have the same size.")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    weighted = loss * weight
+    if reduction == "mean" and mean_over_weights:
+        return sum(weighted) / sum(weight)
+    return _reduce(weighted, reduction, op)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     _warn_if_broadcast(input, target)
     diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
+    return _weighted(diff * diff, weight, reduction, "mse_loss", True)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     _warn_if_broadcast(input, target)
-    return _reduce((input - target).abs(), reduction, "l1_loss")
+    return _weighted((input - target).abs(), weight, reduction, "l1_loss", True)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
@@ -405,14 +421,16 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
     return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
 
 
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
-    return _reduce(where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta), reduction, "huber_loss")
+    loss = where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta)
+    return _weighted(loss, weight, reduction, "huber_loss", False)
 
 
 def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:

@@ -84,6 +84,15 @@ def losses(lib):
             f"kl-div-log-target-{reduction}": (
                 lambda x, y, r=reduction: F_.kl_div(x.log_softmax(1), y.log(), reduction=r, log_target=True),
                 [LOGITS, PROBABILITIES]),
+            f"mse-weighted-{reduction}": (  # PyTorch 2.13's weight=: the mean is over the weights' sum
+                lambda x, y, r=reduction: F_.mse_loss(x, y, reduction=r, weight=t(PROBABILITIES[::-1].copy())),
+                [LOGITS, PROBABILITIES]),
+            f"l1-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.l1_loss(x, y, reduction=r, weight=t(PROBABILITIES[::-1].copy())),
+                [LOGITS, PROBABILITIES]),
+            f"huber-weighted-{reduction}": (  # ... and over the elements for huber_loss, as PyTorch's
+                lambda x, y, r=reduction: F_.huber_loss(x, y, r, 0.5, weight=t(PROBABILITIES[::-1].copy())),
+                [LOGITS, PROBABILITIES]),
             # the margin, ranking and likelihood losses (nn/margin_losses.py)
             f"margin-ranking-{reduction}": (
                 lambda x, y, r=reduction: F_.margin_ranking_loss(x[:, 0], y[:, 0], t(SIGNS), 0.2, reduction=r),
