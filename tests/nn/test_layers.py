@@ -115,9 +115,9 @@ LAYERS = {
     "padding-layers-1d": (lambda L: L.nn.Sequential(L.nn.ReflectionPad1d(2), L.nn.ConstantPad1d((1, 0), -1.0),
                                                     L.nn.ReplicationPad1d((0, 3)), L.nn.CircularPad1d(1)),
                           [IMAGES[:, :, 0]]),
-    "conv-padding-modes": (lambda L: L.nn.Sequential(L.nn.Conv2d(2, 2, 3, padding=(1, 2), padding_mode="reflect"),
-                                                     L.nn.Conv2d(2, 2, 2, padding=1, padding_mode="circular", groups=2)),
-                           [IMAGES]),
+    "conv-padding-modes": (lambda L: L.nn.Sequential(
+        L.nn.Conv2d(2, 2, 3, padding=(1, 2), padding_mode="reflect"),
+        L.nn.Conv2d(2, 2, 2, padding=1, padding_mode="circular", groups=2)), [IMAGES]),
     "conv1d-same-even-kernel": (lambda L: L.nn.Sequential(L.nn.Conv1d(2, 3, 4, padding="same"),
                                                           L.nn.Conv1d(3, 2, 4, padding="same", dilation=3,
                                                                       padding_mode="replicate")), [IMAGES[:, :, 0]]),
