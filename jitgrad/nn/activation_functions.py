@@ -1,11 +1,10 @@
 """The activations of PyTorch's ``nn.functional`` that are gates or shrinkages: ``softmin``, ``glu``,
-``threshold``, ``softshrink``, ``hardshrink``, ``tanhshrink``, ``rrelu`` and ``prelu``, composed of registry
+``threshold``, ``softshrink``, ``hardshrink``, ``tanhshrink`` and ``prelu``, composed of registry
 ops (so their gradients and compiling come from ``where``, ``softmax`` and the arithmetic), with
 PyTorch's gradients at the kinks: each passes the gradient only where its condition holds strictly.
 """
 from __future__ import annotations
 
-from ..factories import rand_like
 from ..ops import sigmoid, softmax, tanh, where
 from ..tensor import Tensor
 
@@ -48,16 +47,6 @@ def tanhshrink(input: Tensor) -> Tensor:
     return input - tanh(input)
 
 
-def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
-          inplace: bool = False) -> Tensor:  # noqa: ARG001
-    """``input`` where positive, else ``input`` times a slope: drawn uniformly from ``[lower, upper]``
-    for each element while training (from jitgrad's generator), their mean ``(lower + upper) / 2``
-    otherwise."""
-    if not training:
-        return where(input > 0, input, input * ((lower + upper) / 2))
-    return where(input > 0, input, input * (rand_like(input) * (upper - lower) + lower))
-
-
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``input`` where positive, else ``weight * input``: one weight for all, or one per channel
     (dimension 1; a vector has one channel, as in PyTorch)."""
@@ -74,4 +63,4 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return where(input > 0, input, weight * input)
 
 
-__all__ = ["glu", "hardshrink", "prelu", "rrelu", "softmin", "softshrink", "tanhshrink", "threshold"]
+__all__ = ["glu", "hardshrink", "prelu", "softmin", "softshrink", "tanhshrink", "threshold"]

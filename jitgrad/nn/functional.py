@@ -17,7 +17,7 @@ from ..autograd import Function, no_grad
 from ..dtypes import bool as bool_
 from ..dtypes import int64
 from ..factories import arange, eye, full, rand_like, tensor
-from ..ops import einsum, gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
+from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
                                selu, silu, softsign)
 from ..ops.linalg import norm
@@ -29,27 +29,26 @@ from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
-from .activation_functions import glu, hardshrink, prelu, rrelu, softmin, softshrink, tanhshrink, threshold
+from .activation_functions import glu, hardshrink, prelu, softmin, softshrink, tanhshrink, threshold
 from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
 from .margin_losses import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
-                            multi_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
-                            triplet_margin_loss)
+                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
 from .margin_losses import reduce_loss as _reduce
 from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 
-__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "bilinear",
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
            "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
            "dropout2d", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink",
            "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss", "interpolate", "kl_div",
            "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "margin_ranking_loss",
-           "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_margin_loss", "multilabel_soft_margin_loss",
-           "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
-           "poisson_nll_loss", "prelu", "relu", "relu6", "rrelu", "scaled_dot_product_attention", "selu", "sigmoid",
-           "silu", "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign",
-           "tanh", "tanhshrink", "threshold", "triplet_margin_loss", "unfold"]
+           "max_pool1d", "max_pool2d", "mish", "mse_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize",
+           "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
+           "relu", "relu6", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+           "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink",
+           "threshold", "triplet_margin_loss", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -67,12 +66,6 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"not promote dtypes: convert the bias first, e.g. "
                            f"bias.to(jitgrad.{out.dtype.name})")
     return out + bias
-
-
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``y_o = x1ᵀ W_o x2 + b_o`` for ``weight`` (out, in1, in2), over any leading dimensions."""
-    out = einsum("...i,oij,...j->...o", input1, weight, input2)
-    return out if bias is None else out + bias
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:

@@ -3,14 +3,13 @@ reference formulas in registry ops (so gradients and compiling come from them), 
 every loss shares.
 
 ``margin_ranking_loss``, ``hinge_embedding_loss``, ``soft_margin_loss``,
-``multi_margin_loss``, ``multilabel_soft_margin_loss``, ``cosine_embedding_loss``, ``triplet_margin_loss``,
+``multilabel_soft_margin_loss``, ``cosine_embedding_loss``, ``triplet_margin_loss``,
 ``poisson_nll_loss`` and ``gaussian_nll_loss``.
 """
 from __future__ import annotations
 
 import math
 
-from ..factories import arange
 from ..ops import minimum, where
 from ..ops.activations import logsigmoid
 from ..ops.linalg import norm
@@ -49,27 +48,6 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, red
 def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``, as PyTorch computes it."""
     return reduce_loss((-input * target).exp().log1p(), reduction, "soft_margin_loss")
-
-
-def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
-                      reduction: str = "mean") -> Tensor:
-    """The multi-class hinge loss: ``sum over j != y of max(0, margin - x[y] + x[j]) ** p`` (times
-    ``weight[y]``) over the ``C`` classes, for each sample of (N, C) or (C,) scores."""
-    if p not in (1, 2):
-        raise ValueError("only p == 1 and p == 2 supported")
-    scores = input if input.dim() == 2 else input.reshape(1, -1)
-    labels = target.reshape(-1, 1)
-    if labels.shape[0] != scores.shape[0]:
-        raise RuntimeError(f"inconsistent target size, expected {scores.shape[0]} but got {tuple(target.shape)}")
-    chosen = scores.gather(1, labels)
-    gaps = (margin - chosen + scores).clamp(min=0.0)
-    if p == 2:
-        gaps = gaps * gaps
-    if weight is not None:
-        gaps = gaps * weight[labels]
-    others = labels != arange(scores.shape[1], device=scores.device)
-    loss = where(others, gaps, 0.0).sum(1) / scores.shape[1]
-    return reduce_loss(loss if input.dim() == 2 else loss.reshape(()), reduction, "multi_margin_loss")
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -147,5 +125,4 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
 
 
 __all__ = ["cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
-           "multi_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss", "reduce_loss", "soft_margin_loss",
-           "triplet_margin_loss"]
+           "multilabel_soft_margin_loss", "poisson_nll_loss", "reduce_loss", "soft_margin_loss", "triplet_margin_loss"]

@@ -94,9 +94,6 @@ def losses(lib):
                 lambda x, y, r=reduction: F_.huber_loss(x, y, r, 0.5, weight=t(PROBABILITIES[::-1].copy())),
                 [LOGITS, PROBABILITIES]),
             # the margin, ranking and likelihood losses (nn/margin_losses.py)
-            f"multi-margin-{reduction}": (
-                lambda x, y, r=reduction: F_.multi_margin_loss(x, y, p=2, margin=0.7, weight=t(WEIGHT), reduction=r),
-                [LOGITS, LABELS]),
             f"margin-ranking-{reduction}": (
                 lambda x, y, r=reduction: F_.margin_ranking_loss(x[:, 0], y[:, 0], t(SIGNS), 0.2, reduction=r),
                 [LOGITS, PROBABILITIES]),
@@ -175,10 +172,9 @@ def test_loss_matches_pytorch(name):
     ("KLDivLoss", {"reduction": "batchmean"}, lambda x: x.log_softmax(1)),
     ("MultiLabelSoftMarginLoss", {"reduction": "sum"}, lambda x: x),
     ("PoissonNLLLoss", {"log_input": False, "full": True}, lambda x: x.exp()),
-    ("MultiMarginLoss", {"margin": 0.5}, lambda x: x),
 ])
 def test_loss_layers_call_their_functions(layer, arguments, fn):
-    target = LABELS if layer in ("CrossEntropyLoss", "NLLLoss", "MultiMarginLoss") else PROBABILITIES
+    target = LABELS if layer in ("CrossEntropyLoss", "NLLLoss") else PROBABILITIES
     ours = getattr(nn, layer)(**arguments)(fn(jg.tensor(LOGITS)), jg.tensor(target))
     theirs = getattr(torch.nn, layer)(**arguments)(fn(torch.tensor(LOGITS)), torch.tensor(target))
     assert_close(ours, theirs)

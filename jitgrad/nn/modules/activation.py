@@ -229,18 +229,6 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-class RReLU(_Elementwise):
-    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
-        super().__init__(inplace)
-        self.lower, self.upper = lower, upper
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.rrelu(input, self.lower, self.upper, self.training)
-
-    def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
-
-
 class PReLU(Module):
     """``max(0, x) + weight * min(0, x)`` with a learnt ``weight``: one, or one per channel
     (``num_parameters``), starting at ``init``."""
@@ -263,5 +251,5 @@ class PReLU(Module):
 
 
 __all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
-           "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "RReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax",
+           "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax",
            "Softmin", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold"]
