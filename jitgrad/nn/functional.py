@@ -29,26 +29,19 @@ from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
-from .activation_functions import glu, hardshrink, prelu, softmin, softshrink, tanhshrink, threshold
 from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
-from .margin_losses import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss,
-                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
-from .margin_losses import reduce_loss as _reduce
 from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
-           "dropout2d", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink",
-           "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss", "interpolate", "kl_div",
-           "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "margin_ranking_loss",
-           "max_pool1d", "max_pool2d", "mish", "mse_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize",
-           "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
-           "relu", "relu6", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
-           "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink",
-           "threshold", "triplet_margin_loss", "unfold"]
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
+           "conv_transpose1d", "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "dropout2d", "elu", "embedding", "fold", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
+           "huber_loss", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "logsigmoid", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "pad",
+           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "relu", "relu6", "scaled_dot_product_attention",
+           "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "softsign", "tanh", "unfold"]
 
 
 # ---- layers ------------------------------------------------------------------------------------------
@@ -251,6 +244,16 @@ def _attention_weights(scores: Tensor) -> Tensor:
 
 
 # ---- losses ------------------------------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: {reduction} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
+
+
 def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]:
     """An (N, C, d1, ...) input as (N * d1 * ..., C) rows and its targets as one vector, with the
     shape to give a per-element loss back."""

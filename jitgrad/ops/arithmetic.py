@@ -13,6 +13,7 @@ from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import scalar
 from .meta_rules import TensorMeta, boolean, elementwise, floating, promoted, unchanged
+from .public import public
 from .registry import OpDef, defop
 from .scalar import RESULT, Expr, cast, truth
 

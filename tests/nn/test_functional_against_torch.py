@@ -130,38 +130,6 @@ def test_cosine_similarity_of_a_zero_vector_has_pytorchs_gradient():
     assert_close(grad, expected, tolerance=1e-9, what="gradient at the zero vector")
 
 
-GATES = {  # nn/activation_functions.py: at the kinks too (CUBE holds 0.5 and -0.5 once each)
-    "softmin": lambda lib: lambda x: lib.nn.functional.softmin(x, 1),
-    "glu": lambda lib: lambda x: lib.nn.functional.glu(x, 2),
-    "threshold": lambda lib: lambda x: lib.nn.functional.threshold(x, 0.5, -2.0),
-    "shrinks": lambda lib: lambda x: lib.nn.functional.softshrink(x, 0.5) * lib.nn.functional.hardshrink(x, 0.5)
-    + lib.nn.functional.tanhshrink(x),
-    "prelu-channels": lambda lib: lambda x: lib.nn.functional.prelu(x, lib.tensor(np.array([0.1, -0.2, 0.3]))),
-    "layers": lambda lib: lambda x: lib.nn.Sequential(lib.nn.Softmin(-1), lib.nn.GLU(2), lib.nn.Threshold(0.1, 0.0),
-                                                      lib.nn.Softshrink(0.2), lib.nn.Hardshrink(0.01),
-                                                      lib.nn.Tanhshrink(), lib.nn.PReLU()).double()(x),
-}
-
-
-@needs_torch
-@pytest.mark.parametrize("name", GATES)
-def test_gates_and_shrinkages_match_pytorch(name):
-    cube = CUBE.copy()
-    cube[0, 0, 0, :2] = [0.5, -0.5]
-    (ours, grad), (theirs, expected) = _both(GATES[name], cube)
-    assert_close(ours, theirs, what=name)
-    assert_close(grad, expected, what="gradient")
-
-
-def test_gates_refuse_what_pytorch_refuses():
-    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"):
-        F.glu(jg.ones(2, 3), 1)
-    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
-        F.softshrink(jg.ones(2), -1.0)
-    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size"):
-        F.prelu(jg.ones(2, 3), jg.ones(2))
-
-
 def test_poolings_refuse_bad_windows():
     with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
         F.avg_pool2d(jg.ones(1, 2, 5, 5), 3, padding=2)

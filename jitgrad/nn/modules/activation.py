@@ -3,11 +3,8 @@ from __future__ import annotations
 
 import warnings
 
-from ...dtypes import dtype as DType
 from ...tensor import Tensor
 from .. import functional as F
-from ..init import constant_
-from ..parameter import new_parameter
 from .module import Module
 
 
@@ -171,85 +168,5 @@ class ReLU6(Hardtanh):
         return "inplace=True" if self.inplace else ""
 
 
-class Softmin(Module):
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softmin(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class GLU(Module):
-    def __init__(self, dim: int = -1) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.glu(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class Threshold(_Elementwise):
-    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
-        super().__init__(inplace)
-        self.threshold, self.value = threshold, value
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.threshold(input, self.threshold, self.value)
-
-    def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
-
-
-class Softshrink(Module):
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softshrink(input, self.lambd)
-
-    def extra_repr(self) -> str:
-        return str(self.lambd)
-
-
-class Hardshrink(Softshrink):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.hardshrink(input, self.lambd)
-
-
-class Tanhshrink(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.tanhshrink(input)
-
-
-class PReLU(Module):
-    """``max(0, x) + weight * min(0, x)`` with a learnt ``weight``: one, or one per channel
-    (``num_parameters``), starting at ``init``."""
-
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: str | None = None,
-                 dtype: DType | None = None) -> None:
-        super().__init__()
-        self.num_parameters, self.init = num_parameters, init
-        self.weight = new_parameter(num_parameters, device=device, dtype=dtype)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        constant_(self.weight, self.init)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.prelu(input, self.weight)
-
-    def extra_repr(self) -> str:
-        return f"num_parameters={self.num_parameters}"
-
-
-__all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
-           "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax",
-           "Softmin", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold"]
+__all__ = ["CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax",
+           "Mish", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softsign", "Tanh"]
