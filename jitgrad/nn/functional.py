@@ -27,6 +27,7 @@ from ..ops.registry import observed
 from ..ops.convolution import conv1d, conv2d, fold, unfold
 from ..ops.pooling import max_pool2d
 from ..ops.reductions import mean, sum
+from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from .interpolation import interpolate, pixel_shuffle, pixel_unshuffle
 from .padding import pad
@@ -214,9 +215,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     ``1 / sqrt(E)`` by default; ``is_causal`` lets query ``i`` see keys ``j <= i``. A boolean
     ``attn_mask`` says which positions take part (True), a float one is added to the scores. A query
     whose every key is masked attends to nothing (zeros, as PyTorch's math kernel gives) with a zero
-    gradient, not NaN: its scores are replaced by zeros before the softmax, whose row is then zeroed."""
+    gradient, not NaN: its scores are replaced by zeros before the softmax, whose row is then zeroed.
+    ``enable_gqa`` lets keys and values have fewer heads (dimension -3) than the queries, each serving
+    a run of consecutive query heads, as PyTorch's ``repeat_interleave`` does."""
     if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported by jitgrad")
+        key, value = _repeat_heads(key, query.shape[-3]), _repeat_heads(value, query.shape[-3])
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -230,6 +233,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
+
+
+def _repeat_heads(x: Tensor, heads: int) -> Tensor:
+    """``x.repeat_interleave(heads // x.shape[-3], -3)``, as an expand and a reshape."""
+    own = x.shape[-3]
+    if heads % own:
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+    shape = tuple(x.shape)
+    return x.unsqueeze(-3).expand(*shape[:-2], heads // own, *shape[-2:]).reshape(*shape[:-3], heads, *shape[-2:])
 
 
 def _attention_weights(scores: Tensor) -> Tensor:
@@ -380,15 +392,31 @@ def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
                       "same size.", UserWarning, stacklevel=3)
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def _weighted(loss: Tensor, weight: Tensor | None, reduction: str, op: str, mean_over_weights: bool) -> Tensor:
+    """``weight * loss`` reduced as PyTorch 2.13 reduces it: ``'mean'`` divides the sum by the weights'
+    sum for ``mse_loss`` and ``l1_loss`` (``mean_over_weights``), by the element count for
+    ``huber_loss``."""
+    if weight is None:
+        return _reduce(loss, reduction, op)
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ValueError("Weights and input must have the same size.")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    weighted = loss * weight
+    if reduction == "mean" and mean_over_weights:
+        return sum(weighted) / sum(weight)
+    return _reduce(weighted, reduction, op)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     _warn_if_broadcast(input, target)
     diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
+    return _weighted(diff * diff, weight, reduction, "mse_loss", True)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     _warn_if_broadcast(input, target)
-    return _reduce((input - target).abs(), reduction, "l1_loss")
+    return _weighted((input - target).abs(), weight, reduction, "l1_loss", True)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
@@ -403,25 +431,28 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
     return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
 
 
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
     """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
-    return _reduce(where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta), reduction, "huber_loss")
+    loss = where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta)
+    return _weighted(loss, weight, reduction, "huber_loss", False)
 
 
 def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
-    """``target * (log(target) - input)`` for log-probabilities ``input`` (0 where ``target`` is 0);
-    ``exp(target) * (target - input)`` when ``log_target``. ``'batchmean'`` divides the sum by the
+    """``xlogy(target, target) - target * input`` for log-probabilities ``input``, as PyTorch: 0 where
+    ``target`` is 0, NaN where it is negative (not a probability); ``exp(target) * (target - input)``
+    when ``log_target``. Where the target is 0 its own gradient is ``-input`` (no log(0) is taken, so
+    no numpy warning), where PyTorch's is NaN. ``'batchmean'`` divides the sum by the
     batch size, the divergence's definition; ``'mean'`` divides by every element and warns, as PyTorch."""
     if log_target:
         pointwise = target.exp() * (target - input)
     else:
-        positive = target > 0  # t log t is 0 at t = 0, and so is its gradient (no log(0) reached)
-        pointwise = target * (where(positive, target, 1.0).log() - input)
+        pointwise = target * (where(target == 0, 1.0, target).log() - input)
     if reduction == "batchmean":
         return sum(pointwise) / (input.shape[0] if input.dim() else 1)
     if reduction == "mean":
@@ -434,20 +465,22 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
 
 # ---- distances and encodings ---------------------------------------------------------------------------
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / (|x1| |x2|)`` along ``dim`` (the inputs broadcast), each norm at least ``eps``."""
-    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
-    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    """``x1 . x2 / (|x1| |x2|)`` along ``dim``, as PyTorch computes it: the inputs broadcast first
+    (``dim`` counts in the broadcast shape), and each norm is raised to at least ``eps`` as a
+    constant, so that the gradient flows through the norm itself (zero at a zero vector), not
+    through the clamp (PyTorch clamps in place without recording it)."""
+    shape = broadcast_shapes("cosine_similarity", (tuple(x1.shape), tuple(x2.shape)))
+    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    n1, n2 = norm(x1, 2, dim, keepdim=True), norm(x2, 2, dim, keepdim=True)
+    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
+    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension."""
-    diff = (x1 - x2 + eps).abs()
-    if p == math.inf:
-        return diff.amax(-1, keepdim=keepdim)
-    if p == 2:
-        return (diff * diff).sum(-1, keepdim=keepdim).sqrt()
-    return (diff ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dimension: ``norm``'s, so ``p=0`` counts the
+    nonzero differences and a zero difference has a zero gradient, as in PyTorch."""
+    return norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -465,7 +498,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if values.size and values.min() < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
-        num_classes = int(values.max()) + 1 if values.size else 0
+        if not values.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(values.max()) + 1
     elif values.size and values.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).to(int64)

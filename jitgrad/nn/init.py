@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ..autograd import no_grad
-from ..factories import empty
+from ..factories import empty, randperm
 from ..factories import tensor as tensor_of
 from ..ops import where
 from ..random import Generator
@@ -166,6 +166,22 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
         return tensor
 
 
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
+    """A 2-d tensor drawn from ``normal(0, std)`` with ``ceil(sparsity * rows)`` elements of each
+    column, at rows of a random permutation, set to zero."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, columns = tuple(tensor.shape)
+    zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        keep = np.ones((rows, columns))
+        for column in range(columns):
+            keep[randperm(rows, generator=generator).numpy()[:zeros], column] = 0.0
+        tensor.mul_(_like(keep, tensor))
+        return tensor
+
+
 def eye_(tensor: Tensor) -> Tensor:
     """The identity matrix (ones on the diagonal of a 2-d tensor of any shape)."""
     if tensor.dim() != 2:
@@ -200,4 +216,4 @@ def _like(values: np.ndarray, like: Tensor) -> Tensor:
 
 
 __all__ = ["calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
-           "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_"]
+           "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_"]

@@ -3,9 +3,10 @@ composed of registry ops.
 
 Resizing is separable: each spatial dimension is resized in turn by one small matrix made here in
 numpy, whose row ``i`` holds the weights output position ``i`` gives the input positions (one 1 for
-``nearest``, two weights for ``linear``, PyTorch's source positions for each ``align_corners``); so
-the gradient (the transposed matrix, adding where positions are read twice) and compiling come
-from ``matmul``. ``area`` is adaptive average pooling, as in PyTorch.
+``nearest``, two weights for ``linear``, four for ``bicubic``, PyTorch's source positions for each
+``align_corners``); so the gradient (the transposed matrix, adding where positions are read twice)
+and compiling come from ``matmul``. ``area`` is adaptive average pooling, as in PyTorch (over three dimensions, one
+matrix of its windows per dimension).
 """
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from ..factories import tensor
 from ..tensor import Tensor
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
-_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}  # the mode and the spatial dimensions it takes
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+# the interpolating modes and the spatial dimensions each takes
+_LINEAR = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
 
 
 def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
@@ -30,10 +33,8 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     (the output ``floor(size * scale_factor)``; the source positions use ``1 / scale_factor`` unless
     ``recompute_scale_factor``, as PyTorch's)."""
     spatial = input.dim() - 2
-    if mode in ("bicubic",) or antialias:
-        raise NotImplementedError(f"interpolate: mode={mode!r}{' with antialias' if antialias else ''} is not "
-                                  "supported by jitgrad (nearest, nearest-exact, linear, bilinear, trilinear and "
-                                  "area are)")
+    if antialias:
+        raise NotImplementedError(f"interpolate: mode={mode!r} with antialias is not supported by jitgrad")
     if mode not in _MODES:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
@@ -47,13 +48,17 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D)")
     sizes = list(input.shape[2:])
     out, scales = _output_sizes(sizes, size, scale_factor, recompute_scale_factor)
-    if mode == "area":
-        if spatial == 3:
-            raise NotImplementedError("interpolate: mode='area' over 3 spatial dimensions is not supported by jitgrad")
+    if mode == "area" and spatial < 3:
         return adaptive_avg_pool1d(input, out[0]) if spatial == 1 else adaptive_avg_pool2d(input, tuple(out))
     for axis, (n, m, scale) in enumerate(zip(sizes, out, scales)):
-        weights = _nearest(n, m, scale, mode == "nearest-exact") if mode.startswith("nearest") \
-            else _linear(n, m, scale, bool(align_corners))
+        if mode.startswith("nearest"):
+            weights = _nearest(n, m, scale, mode == "nearest-exact")
+        elif mode == "area":  # adaptive average pooling, whose box windows are separable
+            weights = _area(n, m)
+        elif mode == "bicubic":
+            weights = _cubic(n, m, scale, bool(align_corners))
+        else:
+            weights = _linear(n, m, scale, bool(align_corners))
         input = _resize_axis(input, 2 + axis, weights)
     return input
 
@@ -104,6 +109,39 @@ def _linear(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndar
     weights = np.zeros((m, n))
     np.add.at(weights, (np.arange(m), low), 1.0 - fraction)
     np.add.at(weights, (np.arange(m), high), fraction)
+    return weights
+
+
+def _cubic(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndarray:
+    """PyTorch's bicubic taps: four input positions around each source position (clamped to the
+    edges), weighted by the cubic convolution kernel; the source position is not clamped at 0, unlike
+    linear's."""
+    if align_corners:
+        source = np.arange(m) * ((n - 1) / (m - 1) if m > 1 else 0.0)
+    else:
+        source = (np.arange(m) + 0.5) * (n / m if scale is None else scale) - 0.5
+    low = np.floor(source)
+    t = source - low
+    a = _CUBIC_A
+
+    def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = np.zeros((m, n))
+    for k, coefficient in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))):
+        np.add.at(weights, (np.arange(m), np.clip(low.astype(np.int64) - 1 + k, 0, n - 1)), coefficient)
+    return weights
+
+
+def _area(n: int, m: int) -> np.ndarray:
+    """Adaptive average pooling's windows: output ``i`` averages ``[floor(i n / m), ceil((i + 1) n / m))``."""
+    weights = np.zeros((m, n))
+    for i in range(m):
+        start, stop = (i * n) // m, -((-(i + 1) * n) // m)
+        weights[i, start:stop] = 1.0 / (stop - start)
     return weights
 
 

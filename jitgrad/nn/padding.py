@@ -66,9 +66,12 @@ def _positions(shape: tuple[int, ...], dim: int, before: int, after: int, mode: 
     if mode == "replicate":
         return np.clip(wanted, 0, size - 1)
     if mode == "circular":
-        if before > size or after > size:
+        # PyTorch crops first and wraps within what is left: pad (-1, 2) of [0 1 2 3 4] is [1 2 3 4 1 2].
+        start = max(-before, 0)
+        kept = size - start - max(-after, 0)
+        if before > kept or after > kept:
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        return wanted % size
+        return start + (wanted - start) % kept
     if before >= size or after >= size:
         raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but "
                            f"got: padding ({before}, {after}) at dimension {dim} of input {list(shape)}")

@@ -9,7 +9,7 @@ from ..autograd.provided import provide
 # Importing a module declares its ops; the in-place methods, which write with the others, come last.
 from . import activations, arithmetic, device_copy, indexing, linalg, losses, math_functions, reductions, sampling, shape  # noqa: I001
 from . import convolution, gathering, pooling, sorting
-from . import einsum, inplace, registry  # einsum: a composite of the ops above
+from . import arithmetic_arguments, einsum, inplace, registry  # composites of the ops above
 # the tier-2 ops (docs/ops.md), composites of the ops above and Functions over numpy/SciPy
 from . import combining, comparisons, compound_math, index_updates, matrix_functions, products, scans
 from . import special_functions

@@ -13,7 +13,6 @@ from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import scalar
 from .meta_rules import TensorMeta, boolean, elementwise, floating, promoted, unchanged
-from .public import public
 from .registry import OpDef, defop
 from .scalar import RESULT, Expr, cast, truth
 
@@ -105,7 +104,6 @@ def _explain_binary(values: tuple, attrs: dict) -> str | None:
 
 
 add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_explain_binary,
-            public=("function", "method"),
             meta=elementwise(promoted), kind="elementwise", recompute=True, lower=lambda self, other: self + other,
             self=lambda grad: grad,
             other=lambda grad: grad,
@@ -113,7 +111,6 @@ add = defop("add", ("self", "other"), _binary(np.add), "AddBackward0", explain=_
 
 sub = defop("sub", ("self", "other"), _binary(np.subtract),
             lambda args, attrs: "SubBackward0" if hasattr(args[0], "_data") else "RsubBackward1",
-            public=("function", "method"),
             explain=_explain_binary,
             meta=elementwise(promoted), kind="elementwise", recompute=True, lower=lambda self, other: self - other,
             self=lambda grad: grad,
@@ -129,7 +126,6 @@ mul = defop("mul", ("self", "other"), _binary(np.multiply), "MulBackward0", expl
                                                                  None if other_t is None else self * other_t))
 
 div = defop("div", ("self", "other"), _binary(np.true_divide, floating=True), "DivBackward0",
-            public=("function", "method"),
             explain=_explain_binary,
             meta=elementwise(floating), kind="elementwise", recompute=True,
             lower=lambda self, other: cast(self) / cast(other),  # an int divides as the float it promotes to
@@ -259,7 +255,6 @@ def _where_forward(condition, a, b):
 
 
 where = defop("where", ("condition", "self", "other"), _where_forward, "WhereBackward0",
-              public=("function",),
               explain=_explain_binary,
               meta=elementwise(lambda condition, self, other: promoted(self, other)), kind="elementwise",
               recompute=True, lower=lambda condition, self, other: scalar.where(condition, cast(self, RESULT),
@@ -343,9 +338,9 @@ _clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",
                jvp=lambda self_t, self, min, max: _clamp_grad(self_t, self, min, max))  # noqa: A006
 
 
-@public("function", "method")
 def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
-    """Limits values to ``[min, max]``; the gradient is zero where a limit applied."""
+    """Limits values to numbers ``[min, max]``; the gradient is zero where a limit applied. The public
+    ``clamp`` (``arithmetic_arguments``) takes tensor limits too."""
     return _clamp(input, min=min, max=max)
 
 

@@ -295,7 +295,8 @@ def _same_padding(kernel: tuple, dilation: tuple, stride: tuple) -> tuple[int, .
     totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
     if any(t % 2 for t in totals):
         raise NotImplementedError(f"padding='same' with kernel size {tuple(kernel)} and dilation {tuple(dilation)} "
-                                  f"needs uneven padding, which jitgrad does not support: pad the input first")
+                                  "needs uneven padding, which jitgrad's functional convolutions do not support: "
+                                  "pad the input first (nn.functional.pad), or use a Conv layer, which does")
     return tuple(t // 2 for t in totals)
 
 

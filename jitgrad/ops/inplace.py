@@ -19,7 +19,7 @@ from ..autograd.versions import (IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, NO_GRAD_
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
-from . import arithmetic, sampling
+from . import arithmetic, arithmetic_arguments, sampling
 from .indexing import getitem, in_pytorch_order, is_advanced, normalize_index
 from .lowering import intrinsic
 from .meta_rules import like
@@ -216,12 +216,16 @@ _copy_slices = defop("copy_slices", ("self", "src"), _copy_slices_forward, "Copy
 
 @public("method")
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply_inplace("add_", self, arithmetic.add, other if alpha == 1 else other * alpha)
+    if alpha == 1 and alpha is not True:
+        return apply_inplace("add_", self, arithmetic.add, other)
+    return apply_inplace("add_", self, arithmetic_arguments.add_with_alpha, other, alpha=alpha)
 
 
 @public("method")
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply_inplace("sub_", self, arithmetic.sub, other if alpha == 1 else other * alpha)
+    if alpha == 1 and alpha is not True:
+        return apply_inplace("sub_", self, arithmetic.sub, other)
+    return apply_inplace("sub_", self, arithmetic_arguments.sub_with_alpha, other, alpha=alpha)
 
 
 @public("method")
@@ -230,8 +234,10 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 
 
 @public("method")
-def div_(self: Tensor, other: Any) -> Tensor:
-    return apply_inplace("div_", self, arithmetic.div, other)
+def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is None:
+        return apply_inplace("div_", self, arithmetic.div, other)
+    return apply_inplace("div_", self, arithmetic_arguments.div_with_rounding, other, rounding_mode=rounding_mode)
 
 
 @public("method")
@@ -240,8 +246,8 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
 
 
 @public("method")
-def clamp_(self: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
-    return apply_inplace("clamp_", self, arithmetic.clamp, min, max)
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    return apply_inplace("clamp_", self, arithmetic_arguments.clamp, min, max)
 
 
 @public("method")

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import ops
 from ..tensor import Tensor
-from . import inplace
+from . import arithmetic, inplace
 from ..device import CPU, as_device, device
 from .arithmetic import to_dtype
 from .device_copy import to as copy_to
@@ -176,6 +176,19 @@ def _polygamma(self, n):
     return ops.polygamma(n, self)
 
 
+# PyTorch's casting methods (``x.half()`` is ``x.to(torch.float16)``); bfloat16 has no numpy dtype.
+_CASTS = {"half": "float16", "float": "float32", "double": "float64", "char": "int8", "byte": "uint8",
+          "short": "int16", "int": "int32", "long": "int64", "bool": "bool"}
+
+
+def _cast_method(name: str, dtype: str):
+    def cast(self, memory_format=None):  # noqa: ARG001 - accepted as in PyTorch
+        return to_dtype(self, dtype)
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = f"``self.to({dtype})``: this tensor itself when it has that dtype already, as in PyTorch."
+    return cast
+
+
 def _strides(array) -> list[int]:
     return [s // array.itemsize for s in array.strides]
 
@@ -184,8 +197,10 @@ def _attach() -> None:
     for name, method in public_names("method").items():
         setattr(Tensor, name, method)
     operators = {
-        "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reversed(ops.sub),
-        "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reversed(ops.div),
+        # the ops themselves, not the public functions that take PyTorch's alpha= and rounding_mode=
+        "__add__": arithmetic.add, "__radd__": arithmetic.add, "__sub__": arithmetic.sub,
+        "__rsub__": _reversed(caller(arithmetic.sub)), "__mul__": ops.mul, "__rmul__": ops.mul,
+        "__truediv__": arithmetic.div, "__rtruediv__": _reversed(caller(arithmetic.div)),
         "__pow__": ops.pow, "__rpow__": _reversed(ops.pow), "__floordiv__": ops.floor_divide,
         "__rfloordiv__": _reversed(ops.floor_divide), "__mod__": ops.remainder,
         "__rmod__": _reversed(ops.remainder), "__matmul__": ops.matmul,
@@ -206,11 +221,9 @@ def _attach() -> None:
     Tensor.to = _to
     Tensor.cuda = _cuda
     Tensor.cpu = _cpu
-    Tensor.float = lambda self: to_dtype(self, "float32")
-    Tensor.double = lambda self: to_dtype(self, "float64")
-    Tensor.long = lambda self: to_dtype(self, "int64")
+    for name, dtype in _CASTS.items():
+        setattr(Tensor, name, _cast_method(name, dtype))
     Tensor.type = _type
-    Tensor.bool = lambda self: to_dtype(self, "bool")
     Tensor.view = _view
     Tensor.t = _t
     Tensor.expand_as = _expand_as

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import dtypes
 from ..shapes import wrap_dim, wrap_dims
 from ..autograd import grad_mode
 from ..tensor import Tensor
@@ -379,12 +380,22 @@ def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:
 
 @public("function", "method")
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
-    out = _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
-    return out if dtype is None else out.to(dtype)
+    """With ``dtype`` the input is cast before it is summed, as in PyTorch (float32 summed as float64
+    keeps what a float32 sum would round away)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
 
 
 @public("function", "method")
-def mean(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:
+def mean(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """With ``dtype`` (a floating one, as PyTorch asks) the input is cast before the mean is taken."""
+    if dtype is not None:
+        target = np.dtype(dtypes.as_numpy_dtype(dtype))
+        if target.kind != "f":
+            raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating "
+                               f"point or complex dtype. Got: {target.name}")
+        input = input.to(dtype)
     return _mean(input, dim=_dims(input, dim, "mean"), keepdim=keepdim)
 
 

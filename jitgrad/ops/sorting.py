@@ -115,7 +115,10 @@ _cumsum = defop("cumsum", ("self",), _cumsum_forward, "CumsumBackward0",
 
 
 @public("function", "method")
-def cumsum(input: Tensor, dim: int) -> Tensor:
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """With ``dtype`` the input is cast before it is summed, as in PyTorch."""
+    if dtype is not None:
+        input = input.to(dtype)
     return _cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum"))
 
 

@@ -28,12 +28,18 @@ class Adagrad(Optimizer):
                                   "initial_accumulator_value": initial_accumulator_value, "maximize": maximize})
         for group in self.param_groups:
             for param in group["params"]:
-                state = self.state[param]
-                state["step"] = tensor(0.0)
-                state["sum"] = full_like(param, group["initial_accumulator_value"])
+                self._init_state(param, group)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> None:
+        state = self.state[param]
+        state["step"] = tensor(0.0)
+        state["sum"] = full_like(param, group["initial_accumulator_value"])
 
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
         state = self.state[param]
+        if not state:  # a group added with add_param_group: its state is made at its first step, as PyTorch's
+            self._init_state(param, group)
+            state = self.state[param]
         state["step"].add_(1)
         grad = -param.grad if group["maximize"] else param.grad
         if group["weight_decay"] != 0:

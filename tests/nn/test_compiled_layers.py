@@ -13,6 +13,7 @@ import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 from jitgrad.compile import CompileWarning
+from jitgrad.fx.graph import GraphError
 
 RNG = np.random.default_rng(3)
 X = jg.tensor(RNG.standard_normal((6, 4)))
@@ -129,3 +130,20 @@ def test_one_hot_with_its_classes_given_compiles_and_refuses_a_class_outside(mon
     assert len(fn.programs) == 1
     with pytest.raises(IndexError, match="out of (range|bounds)"):   # the interpreter's, a kernel's
         fn(jg.tensor([0, 4, 1]))
+
+
+@pytest.mark.xfail(strict=True, raises=(KeyError, GraphError),
+                   reason="fx pass share_convolution_columns leaves a node reading im2col_N before it is defined "
+                          "(lint's GraphError; without lint, KeyError in fusion.group_fusions) when one convolution "
+                          "of one input appears twice in a compiled graph (reported to the lead: the fix is in fx)")
+def test_the_same_convolution_twice_compiles(monkeypatch):
+    """A compiled loss reading ``conv2d(x, w)`` twice (a layer called twice on one batch) matches eager."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    weight = jg.tensor(RNG.standard_normal((2, 2, 1, 1)), requires_grad=True)
+
+    def loss(x):
+        return F.conv2d(x, weight).pow(2).mean() + F.conv2d(x, weight).sum()
+
+    compiled = jg.compile(loss, cache=False)
+    for batch in (IMAGES, IMAGES * 2.0):
+        np.testing.assert_allclose(compiled(batch).item(), loss(batch).item(), rtol=1e-12)

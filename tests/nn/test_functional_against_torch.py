@@ -38,6 +38,7 @@ PADS = {  # non-constant modes pad the last 1, 2 or 3 dimensions of inputs with 
     "replicate": ((3, 4), {"mode": "replicate"}, CUBE[0]),
     "replicate-3d": ((1, 2, 2, 1, 1, 2), {"mode": "replicate"}, CUBE),
     "circular-2d": ((1, 2, 2, 3), {"mode": "circular"}, CUBE),
+    "circular-cropping": ((-1, 2, 2, -1), {"mode": "circular"}, CUBE),  # crops, then wraps what is left
 }
 
 
@@ -85,6 +86,8 @@ def test_one_hot_refuses_bad_classes():
         F.one_hot(jg.tensor([-1, 2]))
     with pytest.raises(RuntimeError, match="only applicable to index tensor of type LongTensor"):
         F.one_hot(jg.tensor([0.0, 1.0]))
+    with pytest.raises(RuntimeError, match="Can not infer total number of classes from empty tensor"):
+        F.one_hot(jg.zeros(0, dtype=jg.int64))
 
 
 DISTANCES = {
@@ -97,6 +100,13 @@ DISTANCES = {
     "pairwise-inf": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a, b, p=float("inf")),
     "cosine-layer": lambda lib: lambda a, b: lib.nn.CosineSimilarity(dim=0, eps=1e-6)(a, b),
     "pairwise-layer": lambda lib: lambda a, b: lib.nn.PairwiseDistance(p=1.5)(a, b),
+    # PyTorch clamps the norms to eps without recording it: the gradient flows through the norm
+    "cosine-clamped-norm": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a, b, eps=3.0),
+    # the inputs broadcast before dim is read: dim=1 of a 1-d x1
+    "cosine-broadcast-first": lambda lib: lambda a, b: lib.nn.functional.cosine_similarity(a[0], b, dim=1),
+    # p=0 counts the differences that are not zero (a.sum gives both libraries a gradient to compare)
+    "pairwise-p0": lambda lib: lambda a, b: lib.nn.functional.pairwise_distance(a.round(), b.round(), p=0.0,
+                                                                                 eps=0.0) + a.sum(-1),
 }
 
 
@@ -108,6 +118,16 @@ def test_distances_match_pytorch(name):
     assert tuple(ours.shape) == tuple(theirs.shape)
     assert_close(ours, theirs, what="distance")
     assert_close(grad, expected, tolerance=1e-9, what="gradient")
+
+
+@needs_torch
+def test_cosine_similarity_of_a_zero_vector_has_pytorchs_gradient():
+    a, b = RNG.standard_normal((4, 5)), RNG.standard_normal((4, 5))
+    a[:, 2] = 0.0
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda x, y: lib.nn.functional.cosine_similarity(x, y, dim=0),
+                                             a, b)
+    assert_close(ours, theirs, what="similarity")
+    assert_close(grad, expected, tolerance=1e-9, what="gradient at the zero vector")
 
 
 def test_poolings_refuse_bad_windows():
@@ -153,6 +173,19 @@ def test_scaled_dot_product_attention_matches_pytorch(name):
 
 
 @needs_torch
+def test_grouped_query_attention_matches_pytorch():
+    """``enable_gqa``: two key and value heads each serve two consecutive query heads."""
+    q, k, v = RNG.standard_normal((2, 4, 3, 5)), RNG.standard_normal((2, 2, 3, 5)), RNG.standard_normal((2, 2, 3, 5))
+    (ours, grad), (theirs, expected) = _both(lambda lib: lambda query, key, value: lib.nn.functional.
+                                             scaled_dot_product_attention(query, key, value, is_causal=True,
+                                                                          enable_gqa=True), q, k, v)
+    assert_close(ours, theirs, what="attention")
+    assert_close(grad, expected, what="gradient of the queries")
+    with pytest.raises(RuntimeError, match="Number of heads in key and value must divide the number of heads"):
+        F.scaled_dot_product_attention(jg.tensor(q), jg.tensor(q[:, :3]), jg.tensor(q[:, :3]), enable_gqa=True)
+
+
+@needs_torch
 def test_multihead_attention_masks_match_pytorch():
     """Boolean masks say which keys are *not* attended (the opposite of scaled_dot_product_attention's),
     float masks add; with and without the weights, averaged over the heads or not."""
@@ -175,6 +208,32 @@ def test_multihead_attention_masks_match_pytorch():
             assert (ours is None) == (theirs is None)
             if ours is not None:
                 assert_close(ours, theirs, tolerance=1e-9)
+
+
+@needs_torch
+@pytest.mark.parametrize("options", [{"kdim": 3, "vdim": 5}, {"add_bias_kv": True, "add_zero_attn": True},
+                                     {"kdim": 3, "vdim": 5, "add_bias_kv": True, "batch_first": True}],
+                         ids=["kdim-vdim", "bias-kv-zero-attn", "all-batch-first"])
+def test_multihead_attention_of_other_key_sizes_and_appended_keys_matches_pytorch(options):
+    """Separate projection weights for keys and values of their own sizes; a learnt and a zero key
+    appended to every sequence, which the masks (padded) let every query see."""
+    theirs = torch.nn.MultiheadAttention(6, 3, **options).double()
+    ours = jg.nn.MultiheadAttention(6, 3, **options).double()
+    assert sorted(dict(ours.named_parameters())) == sorted(dict(theirs.named_parameters()))
+    ours.load_state_dict({k: jg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    batch_first = options.get("batch_first", False)
+    shapes = [(4, 2, 6), (3, 2, options.get("kdim", 6)), (3, 2, options.get("vdim", 6))]
+    arrays = [RNG.standard_normal((s[1], s[0], s[2]) if batch_first else s) for s in shapes]
+    padding = np.array([[False, False, True], [False, True, False]])
+    results = []
+    for lib, module in ((jg, ours), (torch, theirs)):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays)
+        out, weights = module(q, k, v, key_padding_mask=lib.tensor(padding), attn_mask=lib.tensor(BLOCKED[:, :3]),
+                              average_attn_weights=False)
+        ((out * out).sum() + weights.sum()).backward()
+        results.append((out, weights, q.grad, k.grad, v.grad, *(p.grad for _, p in sorted(module.named_parameters()))))
+    for mine, expected in zip(*results):
+        assert_close(mine, expected, tolerance=1e-9)
 
 
 def test_attention_refuses_what_pytorch_refuses():
@@ -228,6 +287,10 @@ RESIZES = {
     "bilinear-corners-down": ((2, 3, 5, 7), {"size": (3, 1), "mode": "bilinear", "align_corners": True}),
     "trilinear": ((1, 2, 3, 4, 5), {"size": (4, 2, 7), "mode": "trilinear"}),
     "area": ((2, 3, 5, 7), {"size": (2, 3), "mode": "area"}),
+    "area-3d": ((1, 2, 3, 5, 4), {"size": (2, 3, 6), "mode": "area"}),
+    "bicubic-up": ((2, 3, 5, 7), {"size": (9, 4), "mode": "bicubic"}),
+    "bicubic-scale": ((2, 3, 5, 7), {"scale_factor": (0.6, 2.5), "mode": "bicubic"}),
+    "bicubic-corners": ((2, 3, 5, 7), {"size": (8, 3), "mode": "bicubic", "align_corners": True}),
 }
 
 

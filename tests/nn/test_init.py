@@ -120,3 +120,13 @@ def test_eye_and_dirac_are_pytorchs():
         init.eye_(jg.empty(2, 2, 2))
     with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
         init.dirac_(jg.empty(3, 2, 3), groups=2)
+
+
+def test_sparse_zeroes_the_same_count_in_every_column():
+    """PyTorch's ``sparse_``: ceil(sparsity * rows) zeros per column at random rows, normal(0, std) elsewhere."""
+    values = fill(init.sparse_, 60, 50, sparsity=0.25, std=0.5)
+    assert ((values == 0).sum(0) == 15).all()
+    assert abs(values[values != 0].std() - 0.5) < 0.03
+    assert not np.array_equal(values[:, 0] == 0, values[:, 1] == 0)  # each column draws its own rows
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
+        init.sparse_(jg.empty(3), 0.5)

@@ -18,6 +18,8 @@ LOGITS = RNG.standard_normal((6, 4))
 LABELS = np.array([0, 3, 1, 1, 2, 3])
 WEIGHT = np.array([0.5, 2.0, 1.0, 3.0])
 PROBABILITIES = np.exp(LOGITS) / np.exp(LOGITS).sum(1, keepdims=True)
+SIGNS = np.where(LABELS % 2 == 1, 1.0, -1.0)
+SIGNS_2D = np.where(LOGITS > 0.3, 1.0, -1.0)
 SPATIAL = RNG.standard_normal((2, 4, 3, 2))
 SPATIAL_LABELS = RNG.integers(0, 4, (2, 3, 2))
 
@@ -82,6 +84,41 @@ def losses(lib):
             f"kl-div-log-target-{reduction}": (
                 lambda x, y, r=reduction: F_.kl_div(x.log_softmax(1), y.log(), reduction=r, log_target=True),
                 [LOGITS, PROBABILITIES]),
+            f"mse-weighted-{reduction}": (  # PyTorch 2.13's weight=: the mean is over the weights' sum
+                lambda x, y, r=reduction: F_.mse_loss(x, y, reduction=r, weight=t(PROBABILITIES[::-1].copy())),
+                [LOGITS, PROBABILITIES]),
+            f"l1-weighted-{reduction}": (
+                lambda x, y, r=reduction: F_.l1_loss(x, y, reduction=r, weight=t(PROBABILITIES[::-1].copy())),
+                [LOGITS, PROBABILITIES]),
+            f"huber-weighted-{reduction}": (  # ... and over the elements for huber_loss, as PyTorch's
+                lambda x, y, r=reduction: F_.huber_loss(x, y, r, 0.5, weight=t(PROBABILITIES[::-1].copy())),
+                [LOGITS, PROBABILITIES]),
+            # the margin, ranking and likelihood losses (nn/margin_losses.py)
+            f"margin-ranking-{reduction}": (
+                lambda x, y, r=reduction: F_.margin_ranking_loss(x[:, 0], y[:, 0], t(SIGNS), 0.2, reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"hinge-embedding-{reduction}": (
+                lambda x, r=reduction: F_.hinge_embedding_loss(x, t(SIGNS_2D), margin=0.5, reduction=r), [LOGITS]),
+            f"soft-margin-{reduction}": (lambda x, r=reduction: F_.soft_margin_loss(x, t(SIGNS_2D), reduction=r),
+                                         [LOGITS]),
+            f"multilabel-soft-margin-{reduction}": (
+                lambda x, y, r=reduction: F_.multilabel_soft_margin_loss(x, y, weight=t(WEIGHT), reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"cosine-embedding-{reduction}": (
+                lambda x, y, r=reduction: F_.cosine_embedding_loss(x, y, t(SIGNS), margin=0.1, reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"triplet-margin-{reduction}": (
+                lambda x, y, r=reduction: F_.triplet_margin_loss(x, y, y.flip(0), p=1, swap=True, reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"poisson-nll-{reduction}": (
+                lambda x, y, r=reduction: F_.poisson_nll_loss(x, y * 3, full=True, reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"poisson-nll-rates-{reduction}": (
+                lambda x, y, r=reduction: F_.poisson_nll_loss(x.exp(), y, log_input=False, reduction=r),
+                [LOGITS, PROBABILITIES]),
+            f"gaussian-nll-{reduction}": (  # one variance per sample, two of them below eps
+                lambda x, y, r=reduction: F_.gaussian_nll_loss(x, y, t(np.array([1e-9, 0.5, 2.0, 0.0, 1.0, 3.0])),
+                                                               full=True, reduction=r), [LOGITS, PROBABILITIES]),
         })
     cases["smooth-l1-at-beta-zero"] = (lambda x, y: F_.smooth_l1_loss(x, y, beta=0.0), [LOGITS, PROBABILITIES])
     cases["l1-and-smooth-l1-where-input-is-target"] = (
@@ -133,12 +170,33 @@ def test_loss_matches_pytorch(name):
     ("SmoothL1Loss", {"beta": 0.3}, lambda x: x),
     ("HuberLoss", {"delta": 0.3, "reduction": "none"}, lambda x: x),
     ("KLDivLoss", {"reduction": "batchmean"}, lambda x: x.log_softmax(1)),
+    ("MultiLabelSoftMarginLoss", {"reduction": "sum"}, lambda x: x),
+    ("PoissonNLLLoss", {"log_input": False, "full": True}, lambda x: x.exp()),
 ])
 def test_loss_layers_call_their_functions(layer, arguments, fn):
     target = LABELS if layer in ("CrossEntropyLoss", "NLLLoss") else PROBABILITIES
     ours = getattr(nn, layer)(**arguments)(fn(jg.tensor(LOGITS)), jg.tensor(target))
     theirs = getattr(torch.nn, layer)(**arguments)(fn(torch.tensor(LOGITS)), torch.tensor(target))
     assert_close(ours, theirs)
+
+
+@needs_torch
+def test_margin_and_likelihood_loss_layers_call_their_functions():
+    x, y, z = (jg.tensor(a) for a in (LOGITS, PROBABILITIES, PROBABILITIES[::-1].copy()))
+    tx, ty, tz = (torch.tensor(a) for a in (LOGITS, PROBABILITIES, PROBABILITIES[::-1].copy()))
+    calls = [("MarginRankingLoss", {"margin": 0.1}, lambda lib, a, b, c: (a[:, 0], b[:, 0], lib.tensor(SIGNS))),
+             ("HingeEmbeddingLoss", {"margin": 2.0}, lambda lib, a, b, c: (a, lib.tensor(SIGNS_2D))),
+             ("SoftMarginLoss", {}, lambda lib, a, b, c: (a, lib.tensor(SIGNS_2D))),
+             ("CosineEmbeddingLoss", {"margin": -0.2}, lambda lib, a, b, c: (a, b, lib.tensor(SIGNS))),
+             ("TripletMarginLoss", {"margin": 0.5, "swap": True}, lambda lib, a, b, c: (a, b, c)),
+             ("GaussianNLLLoss", {"full": True}, lambda lib, a, b, c: (a, b, c + 0.1))]
+    for layer, arguments, args in calls:
+        assert_close(getattr(nn, layer)(**arguments)(*args(jg, x, y, z)),
+                     getattr(torch.nn, layer)(**arguments)(*args(torch, tx, ty, tz)), what=layer)
+    with pytest.raises(ValueError, match="var is of incorrect size"):
+        F.gaussian_nll_loss(x, y, jg.ones(3))
+    with pytest.raises(ValueError, match="var has negative entry"):
+        F.gaussian_nll_loss(x, y, -jg.ones(6))
 
 
 def test_weighted_loss_layers_keep_their_weight_as_a_buffer():
@@ -221,3 +279,23 @@ def test_loss_arguments_are_checked():
         F.huber_loss(jg.ones(3), jg.ones(3), delta=0.0)
     with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
         F.kl_div(jg.tensor(LOGITS), jg.tensor(PROBABILITIES))
+
+
+@needs_torch
+def test_kl_div_of_a_negative_target_is_nan_and_a_zero_target_adds_nothing():
+    """``xlogy(t, t)``: NaN for a target that is not a probability, as PyTorch (it was a finite number),
+    and 0 for a zero target, with the input's gradient -t = 0 there."""
+    log_p = np.log(np.array([[0.2, 0.3, 0.5]]))
+    target = np.array([[0.0, 0.4, -0.6]])
+    results = []
+    for lib in (jg, torch):
+        x = lib.tensor(log_p, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's log of the negative target
+            out = lib.nn.functional.kl_div(x, lib.tensor(target), reduction="none")
+        out[:, :2].sum().backward()
+        results.append((out, x.grad))
+    (ours, grad), (theirs, expected) = results
+    assert np.isnan(ours.detach().numpy()[0, 2])
+    assert_close(ours, theirs, what="pointwise divergence")
+    assert_close(grad, expected, what="input gradient")

@@ -349,6 +349,18 @@ def test_get_submodule():
         model.get_submodule("0.1")
 
 
+def test_get_parameter_and_get_buffer_take_dotted_paths():
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    assert model.get_parameter("0.weight") is model[0].weight
+    assert model.get_buffer("1.running_mean") is model[1].running_mean
+    with pytest.raises(AttributeError, match="`running_mean` is not an nn.Parameter"):
+        model.get_parameter("1.running_mean")
+    with pytest.raises(AttributeError, match="`weight` is not a buffer"):
+        model.get_buffer("0.weight")
+    with pytest.raises(AttributeError, match="Linear has no attribute `foo`"):
+        model.get_parameter("0.foo")
+
+
 def test_a_parameter_or_child_assigned_anew_keeps_its_place():
     """PyTorch replaces a parameter (or child) where it stands; jitgrad once moved it to the end, so
     ``parameters()`` and ``state_dict()`` (and an optimizer's state, numbered by them) changed order."""

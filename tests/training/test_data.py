@@ -102,6 +102,18 @@ def test_samplers_and_a_dataset_of_ones_own():
     assert [s for s in DataLoader(Squares(), sampler=[4, 0], batch_size=None)] == [16, 0]
 
 
+def test_random_sampler_takes_num_samples_and_replacement_as_pytorchs():
+    longer = list(RandomSampler(range(3), num_samples=7, generator=Generator(2)))
+    assert len(longer) == 7 and sorted(longer[:3]) == sorted(longer[3:6]) == [0, 1, 2]  # whole permutations first
+    drawn = list(RandomSampler(range(4), replacement=True, num_samples=4000, generator=Generator(3)))
+    assert len(RandomSampler(range(4), replacement=True, num_samples=4000)) == 4000
+    np.testing.assert_allclose(np.bincount(drawn, minlength=4) / 4000, 0.25, atol=0.03)
+    with pytest.raises(ValueError, match="num_samples should be a positive integer value, but got num_samples=0"):
+        RandomSampler(range(3), num_samples=0)
+    with pytest.raises(TypeError, match="replacement should be a boolean value"):
+        RandomSampler(range(3), replacement=1)
+
+
 def test_loader_arguments_are_checked():
     with pytest.raises(ValueError, match="sampler option is mutually exclusive with shuffle"):
         DataLoader(range(3), shuffle=True, sampler=[0, 1, 2])
@@ -163,7 +175,11 @@ def test_weighted_sampler_draws_in_proportion_and_without_replacement():
     np.testing.assert_allclose(np.bincount(drawn, minlength=4) / 20000, np.array(weights) / 10, atol=0.015)
     unique = list(jg.utils.data.WeightedRandomSampler(weights, 3, replacement=False))
     assert sorted(unique) == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="not enough non-negative category to sample"):
+        list(jg.utils.data.WeightedRandomSampler(weights, 4, replacement=False))  # only 3 weights are nonzero
     with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
-        list(jg.utils.data.WeightedRandomSampler(weights, 4, replacement=False))
+        list(jg.utils.data.WeightedRandomSampler(weights, 5, replacement=False))
+    with pytest.raises(RuntimeError, match="probability tensor contains either `inf`, `nan` or element < 0"):
+        list(jg.utils.data.WeightedRandomSampler([1.0, -1.0], 1))
     with pytest.raises(ValueError, match="num_samples should be a positive integer value"):
         jg.utils.data.WeightedRandomSampler(weights, 0)

@@ -62,6 +62,26 @@ def test_optimizer_steps_as_pytorchs(name, options):
             assert_close(a, b, tolerance=1e-12, what=f"step {step}")
 
 
+@needs_torch
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad"])
+def test_a_group_added_after_some_steps_steps_as_pytorchs(name):
+    """``add_param_group`` between steps: the new group's state is made at its first step (Adagrad's,
+    made with the optimizer, raised KeyError for a parameter added later)."""
+    options = {"lr": 0.1, "momentum": 0.5} if name in ("SGD", "RMSprop") else {"initial_accumulator_value": 0.3} \
+        if name == "Adagrad" else {}
+    ours, theirs = params(jg), params(torch)
+    optimizers = [getattr(lib.optim, name)([{"params": t[:2]}], **options) for lib, t in ((jg, ours), (torch, theirs))]
+    for step, gradients in enumerate(GRADIENTS[:4]):
+        if step == 2:
+            for opt, tensors in zip(optimizers, (ours, theirs)):
+                opt.add_param_group({"params": tensors[2:], "lr": 0.05})
+        for opt, tensors, lib in zip(optimizers, (ours, theirs), (jg, torch)):
+            set_gradients(tensors, lib, gradients)
+            opt.step()
+        for a, b in zip(ours, theirs):
+            assert_close(a, b, tolerance=1e-12, what=f"step {step}")
+
+
 @pytest.mark.parametrize("name,options", CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CONFIGS)])
 def test_state_dict_resumes_training(name, options):
     """Four steps, a save and a load into a new optimizer, four more: as eight steps without a break."""

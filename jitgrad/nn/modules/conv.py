@@ -16,6 +16,22 @@ from ..parameter import new_parameter
 from .module import Module
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _pad_amounts(padding: tuple[int, ...] | str, kernel: tuple[int, ...], dilation: tuple[int, ...]) -> tuple:
+    """``F.pad``'s amounts (last dimension first, before and after) of a layer's padding: "same" puts
+    the odd one of an uneven total on the right, as PyTorch does."""
+    if padding == "valid":
+        return (0,) * 2 * len(kernel)
+    if padding == "same":
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        pairs = [(t // 2, t - t // 2) for t in totals]
+    else:
+        pairs = [(p, p) for p in padding]
+    return tuple(amount for pair in reversed(pairs) for amount in pair)
+
+
 def _check_channels(in_channels: int, out_channels: int, groups: int) -> None:
     if groups <= 0:
         raise ValueError("groups must be a positive integer")
@@ -35,8 +51,9 @@ class _ConvNd(Module):
                  device: str | None = None, dtype: DType | None = None) -> None:
         super().__init__()
         _check_channels(in_channels, out_channels, groups)
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode={padding_mode!r}: jitgrad's convolutions pad with zeros only")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got padding_mode="
+                             f"'{padding_mode}'")
         n = self.spatial
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = tuple_of(kernel_size, n, "kernel_size")
@@ -51,6 +68,7 @@ class _ConvNd(Module):
         else:
             self.padding = tuple_of(padding, n, "padding")
         self.padding_mode = padding_mode
+        self._pads = _pad_amounts(self.padding, self.kernel_size, self.dilation)
         self.weight = new_parameter(out_channels, in_channels // groups, *self.kernel_size, device=device,
                                     dtype=dtype)
         if bias:
@@ -79,11 +97,19 @@ class _ConvNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
     def _convolve(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """A padding mode other than zeros, or a "same" padding of one more on the right (an even kernel),
+        pads the input first with ``F.pad``, as PyTorch's layers do, and convolves it unpadded."""
         conv = F.conv1d if self.spatial == 1 else F.conv2d
-        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        pads = self._pads
+        if self.padding_mode == "zeros" and all(pads[i] == pads[i + 1] for i in range(0, len(pads), 2)):
+            return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        mode = "constant" if self.padding_mode == "zeros" else self.padding_mode
+        return conv(F.pad(input, pads, mode=mode), weight, bias, self.stride, 0, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Tensor:
         return self._convolve(input, self.weight, self.bias)

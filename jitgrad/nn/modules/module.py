@@ -338,6 +338,23 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at the dotted path ``target`` ("layer.0.weight"), with PyTorch's errors."""
+        return self._get_registered(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` ("norm.running_mean"), with PyTorch's errors."""
+        return self._get_registered(target, "_buffers", "a buffer")
+
+    def _get_registered(self, target: str, registry: str, kind: str) -> Tensor:
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        if name not in getattr(module, registry):
+            raise AttributeError(f"`{name}` is not {kind}")
+        return getattr(module, name)
+
     def apply(self, fn: Callable[["Module"], Any]) -> "Module":
         """``fn`` on every child (recursively), then on this module: how a custom initialisation is
         applied to a whole model."""

@@ -72,6 +72,10 @@ class ReflectionPad2d(_PadNd):
     mode, dims = "reflect", 2
 
 
+class ReflectionPad3d(_PadNd):
+    mode, dims = "reflect", 3
+
+
 class ReplicationPad1d(_PadNd):
     mode, dims = "replicate", 1
 
@@ -92,6 +96,10 @@ class CircularPad2d(_PadNd):
     mode, dims = "circular", 2
 
 
-__all__ = ["CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d",
-           "ZeroPad3d"]
+class CircularPad3d(_PadNd):
+    mode, dims = "circular", 3
+
+
+__all__ = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+           "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+           "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]

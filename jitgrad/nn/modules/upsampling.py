@@ -29,6 +29,20 @@ class Upsample(Module):
         return f"{shown}, mode={self.mode!r}"
 
 
+class UpsamplingNearest2d(Upsample):
+    """``Upsample(mode="nearest")`` of images, PyTorch's older name for it."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample(mode="bilinear", align_corners=True)`` of images, PyTorch's older name for it."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
 class PixelShuffle(Module):
     def __init__(self, upscale_factor: int) -> None:
         super().__init__()
@@ -53,4 +67,4 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
-__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]

@@ -36,18 +36,39 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A new permutation of the indices at every iteration (every epoch), drawn from ``generator``."""
+    """A new permutation of the indices at every iteration (every epoch), drawn from ``generator``;
+    ``num_samples`` more than the dataset's size runs through whole permutations and then part of
+    one, as PyTorch's. With ``replacement``, ``num_samples`` independent uniform indices."""
 
-    def __init__(self, data_source: Sized, generator: Generator | None = None) -> None:
-        self.data_source = data_source
+    def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
+                 generator: Generator | None = None) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        self.data_source, self.replacement, self._num_samples = data_source, replacement, num_samples
         self.generator = generator
+        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self) -> int:
+        """The dataset's size unless given: read at each epoch, as the dataset may grow."""
+        return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
         generator = default_generator if self.generator is None else self.generator
-        return iter(permutation(len(self.data_source), generator))
+        size, count = len(self.data_source), self.num_samples
+        if self.replacement:
+            draws = sampling.sample(generator.take(count), (count,), np.float64, "uniform")
+            return iter(np.minimum((draws * size).astype(np.int64), size - 1).tolist())
+        order: list[int] = []
+        for _ in range(count // size):
+            order += permutation(size, generator)
+        if count % size:
+            order += permutation(size, generator)[:count % size]
+        return iter(order)
 
     def __len__(self) -> int:
-        return len(self.data_source)
+        return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
@@ -85,10 +106,16 @@ class WeightedRandomSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         generator = default_generator if self.generator is None else self.generator
         weights, count = self.weights, self.num_samples
-        if (weights < 0).any() or not np.isfinite(weights).all() or weights.sum() <= 0:
+        if (weights < 0).any() or not np.isfinite(weights).all():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if weights.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not self.replacement and count > np.count_nonzero(weights):
+        if not self.replacement and count > len(weights):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        if not self.replacement and count > np.count_nonzero(weights):
+            raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough non-negative "
+                               f"category to sample): {count} samples asked of {np.count_nonzero(weights)} nonzero "
+                               "weights")
         draws = sampling.sample(generator.take(count if self.replacement else len(weights)),
                                 (count if self.replacement else len(weights),), np.float64, "uniform")
         if self.replacement:
