@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 from .compile import compile  # noqa: E402,A001 - the decorator; the package stays importable as jitgrad.compile
 from . import cuda  # noqa: E402 - imports no numba until CUDA is used
 from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cuda
+from . import distributions  # noqa: E402 - torch.distributions: families built from the ops and factories
 
 
 # Imported on first use, so that a process that runs compiled functions from the warm-start index loads
