@@ -11,15 +11,16 @@ from . import constraints
 from .distribution import Distribution
 from .parameters import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
-exp, log1p, where = (FUNCTIONS[name] for name in ("exp", "log1p", "where"))
+softplus, where = FUNCTIONS["softplus"], FUNCTIONS["where"]
 
 __all__ = ["Bernoulli", "binary_cross_entropy_with_logits"]
 
 
 def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor) -> Tensor:
-    """``-(target log p + (1 - target) log(1 - p))`` for ``p = sigmoid(logits)``, element by element,
-    written so that no ``exp`` overflows: ``max(l, 0) - l t + log1p(exp(-|l|))``."""
-    return logits.clamp(min=0) - logits * target + log1p(exp(-logits.abs()))
+    """``-(target log p + (1 - target) log(1 - p))`` for ``p = sigmoid(logits)``, element by element:
+    ``softplus(l) - l t``, whose ``softplus`` overflows nowhere and whose derivative is ``sigmoid(l) - t``
+    everywhere (``max(l, 0) + log1p(exp(-|l|))`` has the same values but a kink's gradient at 0)."""
+    return softplus(logits) - logits * target
 
 
 class Bernoulli(Distribution):
