@@ -122,7 +122,9 @@ class OneHotCategorical(Distribution):
 
     def __init__(self, probs: Tensor | None = None, logits: Tensor | None = None,
                  validate_args: bool | None = None) -> None:
-        self._categorical = Categorical(probs, logits)
+        # validate_args reaches the inner Categorical (PyTorch's validates it by the default alone), so
+        # that validate_args=False turns every check off; the errors are PyTorch's, Categorical's own
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
         param = self._categorical.param_shape
         super().__init__(self._categorical.batch_shape, param[-1:], validate_args=validate_args)
 

@@ -83,16 +83,22 @@ class LogNormal(Distribution):
 
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
         self.base_dist = Normal(loc, scale, validate_args=validate_args)
-        self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
         super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> LogNormal:
         new = self._get_checked_instance(LogNormal, _instance)
         new.base_dist = self.base_dist.expand(batch_shape)
-        new.loc, new.scale = new.base_dist.loc, new.base_dist.scale
         Distribution.__init__(new, Size(batch_shape), validate_args=False)
         new._validate_args = self._validate_args
         return new
+
+    @property
+    def loc(self) -> Tensor:
+        return self.base_dist.loc
+
+    @property
+    def scale(self) -> Tensor:
+        return self.base_dist.scale
 
     @property
     def mean(self) -> Tensor:

@@ -1,6 +1,7 @@
 """``Uniform``: flat on ``[low, high)``, reparameterised as ``low + u * (high - low)``."""
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from ..factories import rand
@@ -11,7 +12,7 @@ from . import constraints
 from .distribution import Distribution
 from .parameters import broadcast_all
 
-clamp, log = FUNCTIONS["clamp"], FUNCTIONS["log"]
+clamp, log, where = FUNCTIONS["clamp"], FUNCTIONS["log"], FUNCTIONS["where"]
 
 __all__ = ["Uniform"]
 
@@ -61,8 +62,8 @@ class Uniform(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        inside = (self.low <= value).type_as(self.low) * (self.high > value).type_as(self.low)
-        return log(inside) - log(self.high - self.low)
+        inside = (self.low <= value) & (self.high > value)
+        return where(inside, -log(self.high - self.low), -math.inf)  # log(0) outside, without numpy's warning
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
