@@ -7,11 +7,12 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
 from .exponential import Exponential
+from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .normal import LogNormal, Normal
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "LogNormal",
-           "Normal", "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
+           "Laplace", "LogNormal", "Normal", "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]

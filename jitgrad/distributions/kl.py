@@ -13,13 +13,15 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
 from .exponential import Exponential
+from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .laplace import Laplace
 from .normal import LogNormal, Normal
 from .parameters import sum_rightmost
 from .uniform import Uniform
 
-exp, log, softplus, where = (FUNCTIONS[name] for name in ("exp", "log", "softplus", "where"))
+digamma, exp, lgamma, log, softplus, where = (FUNCTIONS[name] for name in
+                                              ("digamma", "exp", "lgamma", "log", "softplus", "where"))
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -145,3 +147,31 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    p1, p0, q1, q0 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    sum_p, sum_q = p1 + p0, q1 + q0
+    t1 = lgamma(q1) + lgamma(q0) + lgamma(sum_p)
+    t2 = lgamma(p1) + lgamma(p0) + lgamma(sum_q)
+    return t1 - t2 + (p1 - q1) * digamma(p1) + (p0 - q0) * digamma(p0) + (sum_q - sum_p) * digamma(sum_p)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)

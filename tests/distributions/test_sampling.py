@@ -49,13 +49,15 @@ def test_rsample_gradients_match_torch_on_the_same_noise(name):
 
 
 @pytest.mark.parametrize("name", ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Bernoulli",
-                                  "Categorical", "OneHotCategorical"])
+                                  "Categorical", "OneHotCategorical", "Gamma", "Beta", "Dirichlet"])
 def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
     params = {"Normal": dict(loc=0.5, scale=2.0), "LogNormal": dict(loc=0.1, scale=0.4),
               "Uniform": dict(low=-1.0, high=3.0), "Exponential": dict(rate=2.0),
               "Laplace": dict(loc=0.5, scale=1.5), "Bernoulli": dict(probs=0.3),
               "Categorical": dict(probs=jitgrad.tensor([0.2, 0.5, 0.3])),
-              "OneHotCategorical": dict(probs=jitgrad.tensor([0.2, 0.5, 0.3]))}[name]
+              "OneHotCategorical": dict(probs=jitgrad.tensor([0.2, 0.5, 0.3])),
+              "Gamma": dict(concentration=2.5, rate=1.5), "Beta": dict(concentration1=2.0, concentration0=3.0),
+              "Dirichlet": dict(concentration=jitgrad.tensor([1.5, 2.0, 0.5]))}[name]
     dist = getattr(jd, name)(**params)
     jitgrad.manual_seed(0)
     first = dist.sample((20000,))
