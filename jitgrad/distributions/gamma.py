@@ -39,6 +39,13 @@ def standard_gamma(concentration: Tensor, shape: tuple[int, ...], family: str) -
     return np.maximum(draws, tiny).astype(dtypes.as_numpy_dtype(concentration.dtype))  # never exactly 0
 
 
+def no_rsample(self: Distribution, sample_shape: Sequence[int] = ()) -> Tensor:
+    """The gamma family's ``rsample``: refused, since a draw without PyTorch's implicit
+    reparameterisation would carry a wrong (zero) gradient."""
+    raise NotImplementedError(f"{type(self).__name__}.rsample is not built: its draws have no reparameterised "
+                              "gradient in jitgrad (use sample(), which carries none, or a score-function estimator)")
+
+
 class Gamma(Distribution):
     """The gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
 
@@ -68,6 +75,8 @@ class Gamma(Distribution):
     @property
     def variance(self) -> Tensor:
         return self.concentration / self.rate.pow(2)
+
+    rsample = no_rsample
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
@@ -125,6 +134,8 @@ class Dirichlet(Distribution):
         total = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (total - self.concentration) / (total.pow(2) * (total + 1))
 
+    rsample = no_rsample
+
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         draws = standard_gamma(self.concentration, tuple(self._extended_shape(sample_shape)), "Dirichlet")
         return tensor(draws / draws.sum(-1, keepdims=True), dtype=self.concentration.dtype)
@@ -180,6 +191,8 @@ class Beta(Distribution):
     def variance(self) -> Tensor:
         total = self._alpha + self._beta
         return self._alpha * self._beta / (total.pow(2) * (total + 1))
+
+    rsample = no_rsample
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
