@@ -11,8 +11,9 @@ from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal
 from .normal import LogNormal, Normal
 from .uniform import Uniform
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
-           "Laplace", "LogNormal", "Normal", "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]
+           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]

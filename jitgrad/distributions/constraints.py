@@ -12,8 +12,8 @@ from typing import Any
 from ..tensor import Tensor
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
-           "independent", "integer_interval", "interval", "is_dependent", "nonnegative", "nonnegative_integer",
-           "one_hot", "positive", "real", "real_vector", "simplex", "unit_interval"]
+           "independent", "integer_interval", "interval", "is_dependent", "lower_cholesky", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive_definite", "positive", "real", "real_vector", "simplex", "unit_interval"]
 
 
 class Constraint:
@@ -148,6 +148,26 @@ class OneHot(Constraint):
         return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
 
 
+class LowerCholesky(Constraint):
+    """Lower-triangular square matrices with a positive diagonal (over the last two dimensions)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        lower = (value.tril() == value).all(-1).all(-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class PositiveDefinite(Constraint):
+    """Symmetric matrices with positive eigenvalues: named for ``MultivariateNormal``'s arguments; its
+    check needs a Cholesky factorisation or eigenvalues, which jitgrad lacks for now."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        raise NotImplementedError("positive_definite.check needs a cholesky, which jitgrad does not have yet")
+
+
 class IndependentConstraint(Constraint):
     """``base_constraint`` with its rightmost ``reinterpreted_batch_ndims`` batch dimensions made part
     of the event: the check holds where it holds for every element of those dimensions."""
@@ -186,6 +206,8 @@ nonnegative_integer = IntegerGreaterThan(0)
 unit_interval = Interval(0.0, 1.0)
 simplex = Simplex()
 one_hot = OneHot()
+lower_cholesky = LowerCholesky()
+positive_definite = PositiveDefinite()
 greater_than = GreaterThan
 greater_than_eq = GreaterThanEq
 interval = Interval

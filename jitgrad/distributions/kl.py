@@ -16,6 +16,7 @@ from .exponential import Exponential
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal, half_log_det, inverse_tril, mahalanobis
 from .normal import LogNormal, Normal
 from .parameters import sum_rightmost
 from .uniform import Uniform
@@ -175,3 +176,15 @@ def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
     t3 = p.concentration - q.concentration
     t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
     return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be computed")
+    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = half_log_det(q_tril) - half_log_det(p_tril)
+    term2 = (inverse_tril(q_tril) @ p_tril).pow(2).sum((-2, -1))  # tr(Sigma_q^-1 Sigma_p)
+    term3 = mahalanobis(q_tril, q.loc - p.loc)
+    result = half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
+    return result.expand(tuple(p.batch_shape)) if len(p.batch_shape) else result
