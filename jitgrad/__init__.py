@@ -26,14 +26,13 @@ __version__ = "0.1.0"
 from .compile import compile  # noqa: E402,A001 - the decorator; the package stays importable as jitgrad.compile
 from . import cuda  # noqa: E402 - imports no numba until CUDA is used
 from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cuda
-from . import distributions  # noqa: E402 - torch.distributions: families built from the ops and factories
 
 
 # Imported on first use, so that a process that runs compiled functions from the warm-start index loads
 # only what it runs (docs/compile.md): graph mode, which it never traces with, and training's optimizers,
-# data loading and save/load, which a script names after its imports.
+# data loading and save/load, which a script names after its imports; and torch.distributions' families.
 _ON_FIRST_USE = {"fx": ".fx", "optim": ".optim", "utils": ".utils", "load": ".serialization",
-                 "save": ".serialization"}
+                 "save": ".serialization", "distributions": ".distributions"}
 
 
 def __getattr__(name: str) -> object:
