@@ -16,4 +16,5 @@ from .normal import LogNormal, Normal
 from .uniform import Uniform
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
-           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]
+           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
+           "kl_divergence", "register_kl"]

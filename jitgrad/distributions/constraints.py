@@ -13,7 +13,8 @@ from ..tensor import Tensor
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "independent", "integer_interval", "interval", "is_dependent", "lower_cholesky", "nonnegative",
-           "nonnegative_integer", "one_hot", "positive_definite", "positive", "real", "real_vector", "simplex", "unit_interval"]
+           "nonnegative_integer", "one_hot", "positive_definite", "positive", "real", "real_vector", "simplex",
+           "unit_interval"]
 
 
 class Constraint:

@@ -177,7 +177,7 @@ class Distribution:
                              f"but found invalid values:\n{shown(value)}")
 
     def __repr__(self) -> str:
-        names = [name for name in self.arg_constraints if name in self.__dict__]
-        args = ", ".join(f"{name}: {shown(self.__dict__[name]) if self.__dict__[name].numel() == 1 else self.__dict__[name].size()}"
-                         for name in names)
+        given = {name: self.__dict__[name] for name in self.arg_constraints if name in self.__dict__}
+        args = ", ".join(f"{name}: {shown(value) if value.numel() == 1 else value.size()}"
+                         for name, value in given.items())
         return f"{type(self).__name__}({args})"

@@ -50,7 +50,9 @@ class Independent(Distribution):
     @constraints.dependent_property
     def support(self) -> constraints.Constraint:
         result = self.base_dist.support
-        return constraints.independent(result, self.reinterpreted_batch_ndims) if self.reinterpreted_batch_ndims else result
+        if not self.reinterpreted_batch_ndims:
+            return result
+        return constraints.independent(result, self.reinterpreted_batch_ndims)
 
     @property
     def mean(self) -> Tensor:

@@ -55,7 +55,8 @@ class MultivariateNormal(Distribution):
             raise NotImplementedError("MultivariateNormal from a covariance_matrix or precision_matrix needs a "
                                       "differentiable cholesky, which jitgrad does not have yet: pass scale_tril")
         if scale_tril.dim() < 2:
-            raise ValueError("scale_tril matrix must be at least two-dimensional, with optional leading batch dimensions")
+            raise ValueError("scale_tril matrix must be at least two-dimensional, with optional leading batch "
+                             "dimensions")
         k = loc.shape[-1]
         batch_shape = broadcast_shapes("MultivariateNormal", (tuple(scale_tril.shape[:-2]), tuple(loc.shape[:-1])))
         self.scale_tril = scale_tril.expand(batch_shape + (k, k))

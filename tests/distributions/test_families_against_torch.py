@@ -102,7 +102,8 @@ def test_shapes_support_and_flags_match_torch(name):
         assert repr(j_dist.support) == repr(t_dist.support)
     assert j_dist.support.is_discrete == t_dist.support.is_discrete
     assert j_dist.support.event_dim == t_dist.support.event_dim
-    expanded_t, expanded_j = t_dist.expand((4,) + tuple(t_dist.batch_shape)), j_dist.expand((4,) + tuple(j_dist.batch_shape))
+    expanded_t = t_dist.expand((4,) + tuple(t_dist.batch_shape))
+    expanded_j = j_dist.expand((4,) + tuple(j_dist.batch_shape))
     assert tuple(expanded_j.batch_shape) == tuple(expanded_t.batch_shape)
     assert tuple(expanded_j.sample((2,)).shape) == tuple(expanded_t.sample((2,)).shape)
     assert str(expanded_j.sample().dtype).split(".")[1] == str(expanded_t.sample().dtype).split(".")[1]

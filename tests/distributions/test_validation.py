@@ -93,7 +93,8 @@ def test_set_default_validate_args_turns_checks_off_and_on():
 
 def test_repr_and_support_constraints_read_as_torchs():
     assert repr(jd.Normal(0.0, 1.0)) == repr(td.Normal(0.0, 1.0))
-    assert repr(jd.Bernoulli(logits=jitgrad.zeros(2))).replace("jitgrad", "torch") == repr(td.Bernoulli(logits=torch.zeros(2)))
+    bernoulli = repr(jd.Bernoulli(logits=jitgrad.zeros(2)))
+    assert bernoulli.replace("jitgrad", "torch") == repr(td.Bernoulli(logits=torch.zeros(2)))
     assert repr(jd.OneHotCategorical(jitgrad.ones(3))) == repr(td.OneHotCategorical(torch.ones(3)))
     for name in ("real", "positive", "unit_interval", "simplex", "boolean", "nonnegative_integer", "one_hot",
                  "real_vector", "nonnegative"):
