@@ -63,7 +63,14 @@ class Distribution:
         if observed():
             log.info("%s: parameters not validated while traced (they have no values yet)", type(self).__name__)
             return
-        for param, constraint in self.arg_constraints.items():
+        try:
+            arg_constraints = self.arg_constraints
+        except NotImplementedError:
+            warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set `arg_constraints = {{}}` "
+                          "or initialize the distribution with `validate_args=False` to turn off validation.",
+                          stacklevel=3)
+            arg_constraints = {}
+        for param, constraint in arg_constraints.items():
             if constraints.is_dependent(constraint):
                 continue
             if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):

@@ -100,3 +100,13 @@ def test_repr_and_support_constraints_read_as_torchs():
                  "real_vector", "nonnegative"):
         assert repr(getattr(jd.constraints, name)) == repr(getattr(td.constraints, name))
     assert repr(jd.constraints.integer_interval(0, 2)) == repr(td.constraints.integer_interval(0, 2))
+
+
+def test_a_subclass_without_arg_constraints_is_warned_about_as_in_torch():
+    class Coin(jd.Distribution):
+        pass
+
+    with pytest.warns(UserWarning, match="does not define `arg_constraints`"):
+        coin = Coin(batch_shape=(2,))
+    assert tuple(coin.batch_shape) == (2,)
+    assert tuple(Coin(validate_args=False).event_shape) == ()  # no warning when not validating
