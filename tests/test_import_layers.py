@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.fx",),
     ("jitgrad.backends",),
     ("jitgrad.compile", "jitgrad.cuda", "jitgrad.accelerator"),  # jitgrad.cuda installs the backend's eager runner
-    ("jitgrad.optim", "jitgrad.utils", "jitgrad.serialization"),  # training: optimizers tell jitgrad.compile to run their first step eagerly
+    ("jitgrad.optim", "jitgrad.utils", "jitgrad.serialization", "jitgrad.func"),  # training: optimizers tell jitgrad.compile to run their first step eagerly
 )
 TOP = len(LAYERS)  # the package itself: the public namespace over every layer
 METADATA = {"__version__"}  # names of the package itself any layer may read
