@@ -30,9 +30,9 @@ from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cu
 
 # Imported on first use, so that a process that runs compiled functions from the warm-start index loads
 # only what it runs (docs/compile.md): graph mode, which it never traces with, and training's optimizers,
-# data loading and save/load, which a script names after its imports.
+# data loading and save/load, which a script names after its imports; and torch.distributions' families.
 _ON_FIRST_USE = {"fx": ".fx", "func": ".func", "optim": ".optim", "utils": ".utils", "load": ".serialization",
-                 "save": ".serialization"}
+                 "save": ".serialization", "distributions": ".distributions"}
 
 
 def __getattr__(name: str) -> object:

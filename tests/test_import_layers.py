@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.ops",),
     ("jitgrad.distributed",),  # collectives over MPI on tensors; nn.parallel's DistributedDataParallel builds on them
     ("jitgrad.factories", "jitgrad.nn"),
+    ("jitgrad.distributions",),  # torch.distributions: families made of ops, drawing through the factories
     ("jitgrad.fx",),
     ("jitgrad.backends",),
     ("jitgrad.compile", "jitgrad.cuda", "jitgrad.accelerator"),  # jitgrad.cuda installs the backend's eager runner

@@ -1,0 +1,20 @@
+"""Probability distributions, as ``torch.distributions``: parameters as tensors, ``sample``/``rsample``
+from jitgrad's generator, ``log_prob``, ``entropy``, moments, ``cdf``/``icdf``, and ``kl_divergence``
+with a registry; everything computed with jitgrad ops, so gradients reach the parameters and a
+compiled function that uses a distribution compiles (docs/distributions.md)."""
+from . import constraints
+from .bernoulli import Bernoulli
+from .categorical import Categorical, OneHotCategorical
+from .distribution import Distribution
+from .exponential import Exponential
+from .gamma import Beta, Dirichlet, Gamma
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal
+from .normal import LogNormal, Normal
+from .uniform import Uniform
+
+__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
+           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
+           "kl_divergence", "register_kl"]

@@ -1,0 +1,191 @@
+"""``kl_divergence(p, q)`` and ``register_kl``: KL(p || q) looked up by the pair of types, the most
+specific registered pair winning (a subclass's pair before its base's), as PyTorch's registry."""
+from __future__ import annotations
+
+import math
+import warnings
+from functools import total_ordering
+from typing import Callable
+
+from ..ops import FUNCTIONS
+from ..tensor import Tensor
+from .bernoulli import Bernoulli
+from .categorical import Categorical, OneHotCategorical
+from .distribution import Distribution
+from .exponential import Exponential
+from .gamma import Beta, Dirichlet, Gamma
+from .independent import Independent
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal, half_log_det, inverse_tril, mahalanobis
+from .normal import LogNormal, Normal
+from .parameters import sum_rightmost
+from .uniform import Uniform
+
+digamma, exp, lgamma, log, softplus, where = (FUNCTIONS[name] for name in
+                                              ("digamma", "exp", "lgamma", "log", "softplus", "where"))
+
+__all__ = ["kl_divergence", "register_kl"]
+
+KLFunction = Callable[[Distribution, Distribution], Tensor]
+_KL_REGISTRY: dict[tuple[type, type], KLFunction] = {}
+_KL_MEMOIZE: dict[tuple[type, type], KLFunction] = {}
+
+
+def register_kl(type_p: type, type_q: type) -> Callable[[KLFunction], KLFunction]:
+    """A decorator that registers ``fun(p, q)`` as KL(p || q) for ``p`` of ``type_p`` and ``q`` of
+    ``type_q`` (or their subclasses, where no more specific pair is registered)."""
+    for name, given in (("type_p", type_p), ("type_q", type_q)):
+        if not (isinstance(given, type) and issubclass(given, Distribution)):
+            raise TypeError(f"Expected {name} to be a Distribution subclass but got {given}")
+
+    def decorator(fun: KLFunction) -> KLFunction:
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()  # a new pair may be more specific than one remembered
+        return fun
+
+    return decorator
+
+
+@total_ordering
+class _Match:
+    """A registered pair ordered by specificity: one pair is below another when each of its types is a
+    subclass of the other's."""
+
+    def __init__(self, *types: type) -> None:
+        self.types = types
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Match) and self.types == other.types
+
+    def __le__(self, other: _Match) -> bool:
+        for x, y in zip(self.types, other.types):
+            if not issubclass(x, y):
+                return False
+            if x is not y:
+                break
+        return True
+
+
+def _dispatch_kl(type_p: type, type_q: type) -> KLFunction | None:
+    matches = [(p, q) for p, q in _KL_REGISTRY if issubclass(type_p, p) and issubclass(type_q, q)]
+    if not matches:
+        return None
+    left_p, left_q = min(_Match(*m) for m in matches).types
+    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
+    left_fun, right_fun = _KL_REGISTRY[left_p, left_q], _KL_REGISTRY[right_p, right_q]
+    if left_fun is not right_fun:
+        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl("
+                      f"{left_p.__name__}, {right_q.__name__})", RuntimeWarning, stacklevel=2)
+    return left_fun
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    """KL(p || q) = E_p[log p(x) - log q(x)], batched over the distributions' batch shape."""
+    key = (type(p), type(q))
+    if key not in _KL_MEMOIZE:
+        _KL_MEMOIZE[key] = _dispatch_kl(*key)
+    fun = _KL_MEMOIZE[key]
+    if fun is None:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} and "
+                                  f"q type {type(q).__name__}")
+    return fun(p, q)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - log(var_ratio))
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p: LogNormal, q: LogNormal) -> Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    t1 = where(p.probs == 0, 0.0, where(q.probs == 0, math.inf, t1))
+    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    t2 = where(p.probs == 1, 0.0, where(q.probs == 1, math.inf, t2))
+    return t1 + t2
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
+    t = p.probs * (p.logits - q.logits)
+    t = where(p.probs == 0, 0.0, where(q.probs == 0, math.inf, t))
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
+    result = log((q.high - q.low) / (p.high - p.low))
+    return where((q.low > p.low) | (q.high < p.high), math.inf, result)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Tensor:
+    rate_ratio = q.rate / p.rate
+    return -log(rate_ratio) + rate_ratio - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    return -log(scale_ratio) + loc_abs_diff / q.scale + scale_ratio * exp(-loc_abs_diff / p.scale) - 1
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    t1 = q.concentration * log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    p1, p0, q1, q0 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    sum_p, sum_q = p1 + p0, q1 + q0
+    t1 = lgamma(q1) + lgamma(q0) + lgamma(sum_p)
+    t2 = lgamma(p1) + lgamma(p0) + lgamma(sum_q)
+    return t1 - t2 + (p1 - q1) * digamma(p1) + (p0 - q0) * digamma(p0) + (sum_q - sum_p) * digamma(sum_p)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    sum_p, sum_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = half_log_det(q_tril) - half_log_det(p_tril)
+    term2 = (inverse_tril(q_tril) @ p_tril).pow(2).sum((-2, -1))  # tr(Sigma_q^-1 Sigma_p)
+    term3 = mahalanobis(q_tril, q.loc - p.loc)
+    result = half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
+    return result.expand(tuple(p.batch_shape)) if len(p.batch_shape) else result

@@ -1,0 +1,95 @@
+"""Draws: repeatable under ``jitgrad.manual_seed``, in the support, with the family's moments; and
+``rsample``'s reparameterisation: the draw is the family's transform of jitgrad's noise, and its
+gradients with respect to the parameters are torch's for the same transform of the same noise."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import jitgrad
+import jitgrad.distributions as jd
+
+torch = pytest.importorskip("torch")
+
+# family -> (parameters, a function of torch parameters and jitgrad's noise giving the same draw, noise)
+REPARAMETERISED = {
+    "Normal": ({"loc": [0.3, -1.2], "scale": [0.5, 2.0]}, lambda p, e: p["loc"] + p["scale"] * e, "randn"),
+    "LogNormal": ({"loc": [0.3, -1.2], "scale": [0.5, 2.0]}, lambda p, e: (p["loc"] + p["scale"] * e).exp(), "randn"),
+    "Uniform": ({"low": [0.0, -2.0], "high": [1.0, 3.0]}, lambda p, u: p["low"] + u * (p["high"] - p["low"]), "rand"),
+    "Exponential": ({"rate": [0.5, 3.0]}, lambda p, u: -torch.log1p(-u) / p["rate"], "rand"),
+    "Laplace": ({"loc": [0.3, -1.2], "scale": [0.5, 2.0]}, None, "rand"),
+}
+
+
+def laplace_draw(p, u):
+    eps = float(np.finfo(np.float64).eps)
+    u = u * (2 - eps) + (eps - 1)
+    return p["loc"] - p["scale"] * u.sign() * torch.log1p(-u.abs())
+
+
+@pytest.mark.parametrize("name", REPARAMETERISED)
+def test_rsample_gradients_match_torch_on_the_same_noise(name):
+    params, transform, noise = REPARAMETERISED[name]
+    transform = transform or laplace_draw
+    j_params = {k: jitgrad.tensor(v, dtype=jitgrad.float64, requires_grad=True) for k, v in params.items()}
+    t_params = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in params.items()}
+    jitgrad.manual_seed(3)
+    draw = getattr(jd, name)(**j_params).rsample((3,))
+    jitgrad.manual_seed(3)
+    eps = getattr(jitgrad, noise)((3, 2), dtype=jitgrad.float64)
+    expected = transform(t_params, torch.tensor(eps.numpy()))
+    np.testing.assert_allclose(draw.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+    weights = np.arange(1.0, 7.0).reshape(3, 2)
+    j_grads = jitgrad.autograd.grad((draw * jitgrad.tensor(weights)).sum(), list(j_params.values()))
+    t_grads = torch.autograd.grad((expected * torch.tensor(weights)).sum(), list(t_params.values()))
+    for key, j_grad, t_grad in zip(params, j_grads, t_grads):
+        np.testing.assert_allclose(j_grad.numpy(), t_grad.numpy(), rtol=1e-10, err_msg=f"{name} d/d{key}")
+
+
+@pytest.mark.parametrize("name", ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Bernoulli",
+                                  "Categorical", "OneHotCategorical", "Gamma", "Beta", "Dirichlet"])
+def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
+    params = {"Normal": dict(loc=0.5, scale=2.0), "LogNormal": dict(loc=0.1, scale=0.4),
+              "Uniform": dict(low=-1.0, high=3.0), "Exponential": dict(rate=2.0),
+              "Laplace": dict(loc=0.5, scale=1.5), "Bernoulli": dict(probs=0.3),
+              "Categorical": dict(probs=jitgrad.tensor([0.2, 0.5, 0.3])),
+              "OneHotCategorical": dict(probs=jitgrad.tensor([0.2, 0.5, 0.3])),
+              "Gamma": dict(concentration=2.5, rate=1.5), "Beta": dict(concentration1=2.0, concentration0=3.0),
+              "Dirichlet": dict(concentration=jitgrad.tensor([1.5, 2.0, 0.5]))}[name]
+    dist = getattr(jd, name)(**params)
+    jitgrad.manual_seed(0)
+    first = dist.sample((20000,))
+    jitgrad.manual_seed(0)
+    np.testing.assert_array_equal(first.numpy(), dist.sample((20000,)).numpy())
+    assert not first.requires_grad
+    assert bool(dist.support.check(first).all())
+    values = first.numpy().astype(np.float64)
+    if name == "Categorical":  # the moments of its one-hot form: each category's frequency
+        values = np.eye(3)[first.numpy()]
+    mean, variance = dist.mean.numpy(), dist.variance.numpy()
+    if name == "Categorical":
+        mean, variance = dist.probs.numpy(), (dist.probs * (1 - dist.probs)).numpy()
+    standard_error = np.sqrt(variance / len(values))
+    assert np.all(np.abs(values.mean(0) - mean) < 5 * standard_error + 1e-12), (values.mean(0), mean)
+    if name != "LogNormal":  # its fourth moment is too heavy for a tight check of the variance
+        assert np.allclose(values.var(0), variance, rtol=0.1)
+
+
+def test_normal_rsample_keeps_the_generator_and_the_sample_shape():
+    dist = jd.Normal(jitgrad.zeros(2, 3), 1.0)
+    assert tuple(dist.rsample((4, 5)).shape) == (4, 5, 2, 3)
+    generator_state = jitgrad.get_rng_state()
+    dist.rsample()
+    assert not np.array_equal(generator_state.numpy(), jitgrad.get_rng_state().numpy())
+    assert math.isclose(float(jd.Normal(0.0, 1.0).perplexity()), math.exp(0.5 + 0.5 * math.log(2 * math.pi)),
+                        rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("dist", [jd.Gamma(2.0, 1.0), jd.Beta(2.0, 1.0), jd.Dirichlet(jitgrad.ones(3))],
+                         ids=["Gamma", "Beta", "Dirichlet"])
+def test_gamma_family_refuses_rsample_rather_than_give_no_gradient(dist):
+    assert not dist.has_rsample
+    with pytest.raises(NotImplementedError, match="rsample is not built"):
+        dist.rsample()
