@@ -355,6 +355,25 @@ def test_the_weight_gradient_reads_the_forward_columns():
     assert len(record.changes) == 1
 
 
+def test_two_convolutions_of_one_image_and_windows_read_the_first_ones_columns():
+    """A layer called twice on one batch, or two weights of one shape: one gather for both forwards
+    and both weight gradients, defined before the first (the second convolution once made its own
+    columns after the first had read them: a node read before it was defined)."""
+    x, w, b = conv_inputs()
+    w2 = jg.randn(*w.shape, dtype=jg.float64, requires_grad=True)
+
+    def twice(x, w, b, w2):
+        f = jg.nn.functional.conv2d
+        return jg.autograd.grad((f(x, w, b, groups=2).tanh() + f(x, w2, b, groups=2) * f(x, w, b, groups=2)).sum(),
+                                [x, w, b, w2])
+    g = fx.trace(twice, x, w, b, w2).graph
+    assert names(g).count("convolution") == 3
+    record = run_pass(share_convolution_columns, g, x, w, b, w2)
+    run_pass(eliminate_dead_code, g, x, w, b, w2)
+    assert "convolution" not in names(g) and names(g).count("im2col") == 1
+    assert len(record.changes) == 3
+
+
 def test_a_convolution_without_a_weight_gradient_or_of_one_dimension_is_left_alone():
     x, w, b = conv_inputs()
 

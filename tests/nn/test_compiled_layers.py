@@ -13,7 +13,6 @@ import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 from jitgrad.compile import CompileWarning
-from jitgrad.fx.graph import GraphError
 
 RNG = np.random.default_rng(3)
 X = jg.tensor(RNG.standard_normal((6, 4)))
@@ -132,10 +131,6 @@ def test_one_hot_with_its_classes_given_compiles_and_refuses_a_class_outside(mon
         fn(jg.tensor([0, 4, 1]))
 
 
-@pytest.mark.xfail(strict=True, raises=(KeyError, GraphError),
-                   reason="fx pass share_convolution_columns leaves a node reading im2col_N before it is defined "
-                          "(lint's GraphError; without lint, KeyError in fusion.group_fusions) when one convolution "
-                          "of one input appears twice in a compiled graph (reported to the lead: the fix is in fx)")
 def test_the_same_convolution_twice_compiles(monkeypatch):
     """A compiled loss reading ``conv2d(x, w)`` twice (a layer called twice on one batch) matches eager."""
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")

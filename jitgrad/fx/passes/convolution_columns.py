@@ -38,13 +38,12 @@ def _same_gather(node: Node, image: Node, attrs: dict) -> bool:
             and all(tuple(node.kwargs[k]) == v for k, v in attrs.items()))
 
 
-def _from_columns(graph: Graph, convolution: Node, attrs: dict) -> tuple[Node, Node]:
-    """The columns and the convolution's value computed from them, placed before ``convolution``."""
+def _from_columns(graph: Graph, convolution: Node, columns: Node) -> Node:
+    """The convolution's value computed from ``columns``, placed before ``convolution``."""
     image, weight, bias = convolution.args
     n, out_channels, *spatial = convolution.meta["shape"]
     groups = convolution.kwargs["groups"]
     length = math.prod(spatial)
-    columns = call_like(graph, "im2col", (image,), attrs, convolution, convolution)
     rows = columns.meta["shape"][1]
     grouped = call_like(graph, "reshape", (columns,), {"shape": (n, groups, rows // groups, length)},
                         convolution, convolution)
@@ -56,22 +55,32 @@ def _from_columns(graph: Graph, convolution: Node, attrs: dict) -> tuple[Node, N
     if bias is not None:
         column = call_like(graph, "reshape", (bias,), {"shape": (out_channels, 1, 1)}, convolution, convolution)
         value = call_like(graph, "add", (value, column), {}, convolution, convolution)
-    return columns, value
+    return value
 
 
 def share_convolution_columns(graph: Graph) -> Graph:
+    """Each convolution with a gather of its columns in the graph computed from those columns; a
+    second convolution of the same image and windows (a layer called twice on one batch) reads the
+    columns the first made, which are defined before both."""
     record = graph.record_pass("share_convolution_columns")
     target = REGISTRY["convolution"]
+    made: dict[tuple, Node] = {}   # (image, windows) -> the columns made for an earlier convolution
     for convolution in [node for node in graph.nodes if node.target is target]:
         attrs = _window_attrs(convolution)
         if attrs is None:
             continue
         image = convolution.args[0]
+        key = (image.name, tuple(sorted(attrs.items())))
+        columns = made.get(key)
+        if columns is not None:
+            graph.replace_node(convolution, _from_columns(graph, convolution, columns))
+            record.changes.append(f"{convolution.name}: reads columns {columns.name}")
+            continue
         gathers = [user for user in image.users if _same_gather(user, image, attrs)]
         if not gathers:
             continue
-        columns, value = _from_columns(graph, convolution, attrs)
-        graph.replace_node(convolution, value)
+        columns = made[key] = call_like(graph, "im2col", (image,), attrs, convolution, convolution)
+        graph.replace_node(convolution, _from_columns(graph, convolution, columns))
         for gather in gathers:
             graph.replace_node(gather, columns)
         record.changes.append(f"{convolution.name}: columns {columns.name} shared with "
