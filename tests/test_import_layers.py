@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.autograd",),
     ("jitgrad.ops",),
     ("jitgrad.distributed",),  # collectives over MPI on tensors; nn.parallel's DistributedDataParallel builds on them
-    ("jitgrad.factories", "jitgrad.nn"),
+    ("jitgrad.factories", "jitgrad.nn", "jitgrad.linalg"),  # linalg: torch.linalg over the ops
     ("jitgrad.fx",),
     ("jitgrad.backends",),
     ("jitgrad.compile", "jitgrad.cuda", "jitgrad.accelerator"),  # jitgrad.cuda installs the backend's eager runner

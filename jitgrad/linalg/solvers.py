@@ -1,0 +1,247 @@
+"""Solvers and inverses of ``jitgrad.linalg``: ``solve``, ``inv_ex``, ``cholesky(_ex)``, ``eigh``,
+``svd``, ``qr``, ``pinv``, ``lstsq``, ``matrix_power``, with PyTorch's signatures, named-tuple results
+and error messages; their gradients are the decompositions' (``decompositions.py``)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..autograd.function import Function, FunctionCtx
+from ..ops.comparisons import scalar_type
+from ..ops.host_reads import from_host, host_values
+from ..ops.matrix_functions import inverse
+from ..ops.reductions import sum_to
+from ..tensor import Tensor
+from .decompositions import Cholesky, Eigh, Qr, Svd, batch_element, matrices, placed
+
+
+class LinalgSolve(Function):
+    """``X = A^-1 B`` for (batches of) square ``A`` and matrix ``B``; backward ``gB = A^-T gX``,
+    ``gA = -gB X^T``, each summed down to its operand's (broadcast) shape."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
+        values, rhs = matrices("linalg.solve", a), host_values(b)
+        batch = np.broadcast_shapes(values.shape[:-2], rhs.shape[:-2])
+        try:
+            result = np.linalg.solve(np.broadcast_to(values, batch + values.shape[-2:]),
+                                     np.broadcast_to(rhs, batch + rhs.shape[-2:]))
+        except np.linalg.LinAlgError:
+            raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.") from None
+        result = placed(result, a)
+        ctx.save_for_backward(a, result)
+        ctx.shapes = (tuple(a.shape), tuple(b.shape))
+        return result
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:
+        a, result = ctx.saved_tensors
+        grad_b = LinalgSolve.apply(a.mT, grad)
+        grad_a = -(grad_b @ result.mT)
+        return sum_to(grad_a, ctx.shapes[0]), sum_to(grad_b, ctx.shapes[1])
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` where not ``left``); ``B`` is a (batch of) vector(s)
+    where it is 1-D or has ``A``'s shape less its last dimension, as in PyTorch."""
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_type(A)} and B of type {scalar_type(B)} instead")
+    matrices("linalg.solve", A)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        if not left:
+            raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for "
+                               "left=False. In this case linalg.solve is equivalent to B / A.squeeze(-1)")
+        B = B.unsqueeze(-1)
+    if not left:
+        return solve(A.mT, B.mT).mT
+    if A.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    result = LinalgSolve.apply(A, B)
+    return result.squeeze(-1) if vector else result
+
+
+class InverseWithInfo(NamedTuple):
+    inverse: Tensor
+    info: Tensor
+
+
+def _lu_failures(values: np.ndarray) -> np.ndarray:
+    """LAPACK's ``getrf`` info per matrix: 0, or the (1-based) index of the first zero pivot."""
+    from scipy.linalg import lapack   # imported on first use: only a singular matrix needs it
+    flat = values.reshape((-1,) + values.shape[-2:])
+    getrf = lapack.get_lapack_funcs("getrf", (flat,))
+    return np.asarray([getrf(matrix)[2] for matrix in flat], np.int32).reshape(values.shape[:-2])
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
+    """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse is NaN here
+    (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
+    values = matrices("linalg.inv_ex", A)
+    try:
+        np.linalg.inv(values)
+    except np.linalg.LinAlgError:
+        info = _lu_failures(values)
+    else:
+        return InverseWithInfo(inverse(A), from_host(np.zeros(values.shape[:-2], np.int32)))
+    if check_errors:
+        flat = int(np.flatnonzero(info.reshape(-1))[0])
+        raise RuntimeError(f"{batch_element('linalg.inv_ex', values.shape[:-2], flat)}The diagonal element "
+                           f"{info.reshape(-1)[flat]} is zero, the inversion could not be completed because the "
+                           "input matrix is singular.")
+    singular = placed(info != 0, A).bool().unsqueeze(-1).unsqueeze(-1)
+    eye = placed(np.eye(A.shape[-1]), A)
+    return InverseWithInfo(inverse(A.where(~singular, eye)).masked_fill(singular, float("nan")), from_host(info))
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of a square matrix (of each of a batch): ``jitgrad.inverse``."""
+    return inverse(A)
+
+
+class FactorWithInfo(NamedTuple):
+    L: Tensor
+    info: Tensor
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> FactorWithInfo:
+    """``(L, info)``: ``info`` the order of the first leading minor that is not positive-definite (0 when
+    the factorization succeeds); that matrix's factor is NaN. Reads ``A``'s lower (``upper``) triangle."""
+    if upper:
+        lower, info = Cholesky.apply(A.mT, check_errors)
+        return FactorWithInfo(lower.mT, info)
+    return FactorWithInfo(*Cholesky.apply(A, check_errors))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor ``L`` (``L L^T = A``), or ``U = L^T`` where ``upper``."""
+    return cholesky_ex(A, upper=upper, check_errors=True).L
+
+
+class Eigen(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> Eigen:
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix, read from
+    its lower (``UPLO="L"``) or upper (``"U"``) triangle. Gradients need distinct eigenvalues."""
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return Eigen(*Eigh.apply(A, UPLO))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """The eigenvalues of ``eigh``."""
+    return eigh(A, UPLO).eigenvalues
+
+
+class SingularValueDecomposition(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+def svd(A: Tensor, full_matrices: bool = True) -> SingularValueDecomposition:
+    """``A = U diag(S) Vh``, singular values descending. Only the reduced form (``full_matrices=False``):
+    the full one's extra columns have no gradient PyTorch defines either."""
+    if full_matrices and A.shape[-1] != A.shape[-2]:
+        raise NotImplementedError("linalg.svd: full_matrices=True is not implemented for non-square matrices: "
+                                  "pass full_matrices=False")
+    return SingularValueDecomposition(*Svd.apply(A))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values, descending."""
+    return Svd.apply(A)[1]
+
+
+class QR(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+def qr(A: Tensor, mode: str = "reduced") -> QR:
+    """``A = Q R`` with orthonormal columns in ``Q`` and upper-triangular ``R`` (``mode="reduced"``)."""
+    if mode != "reduced":
+        raise NotImplementedError(f"linalg.qr: mode={mode!r} is not implemented: only mode='reduced'")
+    return QR(*Qr.apply(A))
+
+
+def _cutoff(values: Tensor, atol: float | None, rtol: float | None, size: int) -> Tensor:
+    """PyTorch's threshold below which singular values (eigenvalue magnitudes) count as zero:
+    ``max(atol, rtol * largest)``, ``rtol`` defaulting to ``eps * max(m, n)`` unless ``atol > 0`` is given."""
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else size * float(np.finfo(values._data.dtype).eps)
+    return (values.amax(-1, keepdim=True).detach() * rtol).clamp_min(0.0 if atol is None else atol)
+
+
+def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
+         hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse through the SVD (``eigh`` where ``hermitian``), values at or below
+    ``max(atol, rtol * largest)`` taken as zero; differentiable where the kept values are distinct."""
+    size = max(A.shape[-2:])
+    if hermitian:
+        values, vectors = eigh(A)
+        keep = values.abs() > _cutoff(values.abs(), atol, rtol, size)
+        scale = keep / values.where(keep, 1.0)
+        return (vectors * scale.unsqueeze(-2)) @ vectors.mT
+    u, s, vh = svd(A, full_matrices=False)
+    keep = s > _cutoff(s, atol, rtol, size)
+    scale = keep / s.where(keep, 1.0)
+    return (vh.mT * scale.unsqueeze(-2)) @ u.mT
+
+
+class LeastSquares(NamedTuple):
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LeastSquares:
+    """The least-squares solution of ``A X = B`` through ``pinv`` (``rcond`` its relative cutoff). Only the
+    solution is computed: ``residuals``, ``rank`` and ``singular_values`` are empty tensors (PyTorch fills
+    them only for some drivers)."""
+    if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
+                           f"but got {driver}")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {scalar_type(A)} and other's dtype {scalar_type(B)}")
+    matrices("linalg.lstsq", A, square=False)
+    vector = B.ndim == A.ndim - 1
+    rhs = B.unsqueeze(-1) if vector else B
+    if A.shape[-2] != rhs.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got "
+                           f"{A.shape[-2]} and {rhs.shape[-2]}")
+    solution = pinv(A, rtol=rcond) @ rhs
+    empty = placed(np.empty(0), A)
+    return LeastSquares(solution.squeeze(-1) if vector else solution, empty,
+                        from_host(np.empty(0, np.int64)), empty)
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (by repeated squaring), the identity for 0, powers of the
+    inverse for negative ``n``."""
+    if not isinstance(n, int):
+        raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        sizes = f"{A.shape[-2]} by {A.shape[-1]}" if A.ndim >= 2 else f"a {A.ndim}-D tensor"
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {sizes} "
+                           "matrices")
+    if n == 0:
+        return placed(np.broadcast_to(np.eye(A.shape[-1]), tuple(A.shape)), A.detach())
+    base = inverse(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
