@@ -44,8 +44,9 @@ def batch_element(op: str, batch_shape: tuple[int, ...], flat_index: int) -> str
     return f"{op}: (Batch element {flat_index}): " if batch_shape else f"{op}: "
 
 
-def _eye_like(a: Tensor) -> Tensor:
-    return placed(np.eye(a.shape[-1]), a)
+def _eye_like(values: Tensor) -> Tensor:
+    """The identity matrix of the size of ``values``' last dimension, in its dtype."""
+    return placed(np.eye(values.shape[-1]), values)
 
 
 class SolveTriangular(Function):
@@ -110,6 +111,14 @@ def leading_minor_failures(values: np.ndarray) -> np.ndarray:
     return np.asarray(info, np.int32).reshape(values.shape[:-2])
 
 
+def lu_failures(values: np.ndarray) -> np.ndarray:
+    """LAPACK's ``getrf`` info per matrix: 0, or the (1-based) index of the first zero pivot."""
+    from scipy.linalg import lapack   # imported on first use: only a singular matrix needs it
+    flat = values.reshape((-1,) + values.shape[-2:])
+    getrf = lapack.get_lapack_funcs("getrf", (flat,))
+    return np.asarray([getrf(matrix)[2] for matrix in flat], np.int32).reshape(values.shape[:-2])
+
+
 class Cholesky(Function):
     """``L`` with ``L L^T = A`` from ``A``'s lower triangle; backward PyTorch's: ``gA = L^-T Φ(L^T gL) L^-1``
     with ``Φ`` the lower triangle, its diagonal halved, made symmetric."""
@@ -161,7 +170,7 @@ class Eigh(Function):
         values, vectors = ctx.saved_tensors
         inner = vectors.mT @ grad_vectors
         inner = 0.5 * (inner - inner.mT)
-        eye = _eye_like(values.unsqueeze(-1))
+        eye = _eye_like(values)
         gaps = values.unsqueeze(-2) - values.unsqueeze(-1)
         inner = inner / (gaps + eye) * (1.0 - eye) + grad_values.diag_embed()
         return vectors @ inner @ vectors.mT, None
@@ -186,7 +195,7 @@ class Svd(Function):
         inner_u, inner_v = u.mT @ grad_u, v.mT @ grad_v
         inner_u, inner_v = inner_u - inner_u.mT, inner_v - inner_v.mT
         squares = s * s
-        eye = _eye_like(s.unsqueeze(-1))
+        eye = _eye_like(s)
         gaps = squares.unsqueeze(-2) - squares.unsqueeze(-1) + eye
         grad = (inner_u * s.unsqueeze(-2) + s.unsqueeze(-1) * inner_v) / gaps + grad_s.diag_embed()
         if m > k:

@@ -13,7 +13,7 @@ from ..ops.host_reads import from_host, host_values
 from ..ops.matrix_functions import inverse
 from ..ops.reductions import sum_to
 from ..tensor import Tensor
-from .decompositions import Cholesky, Eigh, Qr, Svd, batch_element, matrices, placed
+from .decompositions import Cholesky, Eigh, Qr, Svd, batch_element, lu_failures, matrices, placed
 
 
 class LinalgSolve(Function):
@@ -28,7 +28,9 @@ class LinalgSolve(Function):
             result = np.linalg.solve(np.broadcast_to(values, batch + values.shape[-2:]),
                                      np.broadcast_to(rhs, batch + rhs.shape[-2:]))
         except np.linalg.LinAlgError:
-            raise RuntimeError("linalg.solve: The solver failed because the input matrix is singular.") from None
+            flat = int(np.flatnonzero(lu_failures(values).reshape(-1))[0]) if values.ndim > 2 else 0
+            raise RuntimeError(f"{batch_element('torch.linalg.solve', values.shape[:-2], flat)}The solver failed "
+                               "because the input matrix is singular.") from None
         result = placed(result, a)
         ctx.save_for_backward(a, result)
         ctx.shapes = (tuple(a.shape), tuple(b.shape))
@@ -69,14 +71,6 @@ class InverseWithInfo(NamedTuple):
     info: Tensor
 
 
-def _lu_failures(values: np.ndarray) -> np.ndarray:
-    """LAPACK's ``getrf`` info per matrix: 0, or the (1-based) index of the first zero pivot."""
-    from scipy.linalg import lapack   # imported on first use: only a singular matrix needs it
-    flat = values.reshape((-1,) + values.shape[-2:])
-    getrf = lapack.get_lapack_funcs("getrf", (flat,))
-    return np.asarray([getrf(matrix)[2] for matrix in flat], np.int32).reshape(values.shape[:-2])
-
-
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
     """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse is NaN here
     (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
@@ -84,7 +78,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
     try:
         np.linalg.inv(values)
     except np.linalg.LinAlgError:
-        info = _lu_failures(values)
+        info = lu_failures(values)
     else:
         return InverseWithInfo(inverse(A), from_host(np.zeros(values.shape[:-2], np.int32)))
     if check_errors:
@@ -130,7 +124,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> Eigen:
     """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix, read from
     its lower (``UPLO="L"``) or upper (``"U"``) triangle. Gradients need distinct eigenvalues."""
     if UPLO not in ("L", "U"):
-        raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return Eigen(*Eigh.apply(A, UPLO))
 
 
@@ -171,28 +165,58 @@ def qr(A: Tensor, mode: str = "reduced") -> QR:
     return QR(*Qr.apply(A))
 
 
-def _cutoff(values: Tensor, atol: float | None, rtol: float | None, size: int) -> Tensor:
+def _cutoff(values: np.ndarray, atol: float | None, rtol: float | None, size: int) -> np.ndarray:
     """PyTorch's threshold below which singular values (eigenvalue magnitudes) count as zero:
     ``max(atol, rtol * largest)``, ``rtol`` defaulting to ``eps * max(m, n)`` unless ``atol > 0`` is given."""
     if rtol is None:
-        rtol = 0.0 if atol is not None and atol > 0 else size * float(np.finfo(values._data.dtype).eps)
-    return (values.amax(-1, keepdim=True).detach() * rtol).clamp_min(0.0 if atol is None else atol)
+        rtol = 0.0 if atol is not None and atol > 0 else size * float(np.finfo(values.dtype).eps)
+    return np.maximum(values.max(-1, keepdims=True, initial=0.0) * rtol, 0.0 if atol is None else atol)
 
 
-def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
-         hermitian: bool = False) -> Tensor:
-    """The Moore-Penrose pseudo-inverse through the SVD (``eigh`` where ``hermitian``), values at or below
-    ``max(atol, rtol * largest)`` taken as zero; differentiable where the kept values are distinct."""
-    size = max(A.shape[-2:])
-    if hermitian:
-        values, vectors = eigh(A)
-        keep = values.abs() > _cutoff(values.abs(), atol, rtol, size)
-        scale = keep / values.where(keep, 1.0)
-        return (vectors * scale.unsqueeze(-2)) @ vectors.mT
-    u, s, vh = svd(A, full_matrices=False)
-    keep = s > _cutoff(s, atol, rtol, size)
-    scale = keep / s.where(keep, 1.0)
-    return (vh.mT * scale.unsqueeze(-2)) @ u.mT
+class PseudoInverse(Function):
+    """The Moore-Penrose pseudo-inverse from numpy's SVD (``eigh`` for a symmetric matrix), values at or
+    below the cutoff taken as zero; backward PyTorch's ``pinv_backward``, in products of ``A`` and
+    ``A^+`` only, so it needs no distinct singular values."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, a: Tensor, atol: float | None, rtol: float | None, hermitian: bool) -> Tensor:
+        values = matrices("linalg.pinv", a, square=hermitian)
+        size = max(values.shape[-2:])
+        if hermitian:
+            spectrum, vectors = np.linalg.eigh(values)
+            keep = np.abs(spectrum) > _cutoff(np.abs(spectrum), atol, rtol, size)
+            scale = np.where(keep, 1.0 / np.where(keep, spectrum, 1.0), 0.0)
+            result = (vectors * scale[..., None, :]) @ np.swapaxes(vectors, -1, -2)
+        else:
+            u, s, vh = np.linalg.svd(values, full_matrices=False)
+            keep = s > _cutoff(s, atol, rtol, size)
+            scale = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+            result = (np.swapaxes(vh, -1, -2) * scale[..., None, :]) @ np.swapaxes(u, -1, -2)
+        result = placed(result, a)
+        ctx.save_for_backward(a, result)
+        return result
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        a, pinv_a = ctx.saved_tensors
+        grad_t, pinv_t = grad.mT, pinv_a.mT
+        if a.shape[-2] <= a.shape[-1]:
+            k = grad_t @ pinv_a
+            k_pinv_t = k @ pinv_t
+            grad_a = -(pinv_a @ k).mT + k_pinv_t - (a @ pinv_a) @ k_pinv_t + (pinv_t @ pinv_a) @ (grad_t - k @ a)
+        else:
+            k = pinv_a @ grad_t
+            pinv_t_k = pinv_t @ k
+            grad_a = -(k @ pinv_a).mT + (grad_t - a @ k) @ pinv_a @ pinv_t + pinv_t_k - pinv_t_k @ pinv_a @ a
+        return grad_a, None, None, None
+
+
+def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse: singular values (eigenvalue magnitudes where ``hermitian``) at or
+    below ``max(atol, rtol * largest)`` count as zero, ``rtol`` defaulting to ``eps * max(m, n)``."""
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        raise NotImplementedError("linalg.pinv: tensor atol/rtol are not implemented: pass Python floats")
+    return PseudoInverse.apply(A, atol, rtol, hermitian)
 
 
 class LeastSquares(NamedTuple):
