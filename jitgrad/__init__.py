@@ -16,7 +16,7 @@ from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, f
                         randn_like, randperm, tensor, zeros, zeros_like)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .shapes import Size
-from . import linalg, special  # noqa: E402 - torch.linalg's and torch.special's namespaces, over the ops
+from . import linalg, special, testing  # noqa: E402 - torch.linalg, torch.special, torch.testing
 
 globals().update(ops.FUNCTIONS)  # jitgrad.exp, jitgrad.reshape...: every op declared public as a function
 clip = ops.clamp

@@ -95,3 +95,71 @@ def test_scipy_functions_refuse_inside_a_compiled_function():
 
     with pytest.raises(RuntimeError, match="special.ndtri cannot run inside a compiled"):
         f(jg.tensor([0.5]))
+
+
+# ---- jitgrad.testing --------------------------------------------------------------------------------
+NAN, INF = float("nan"), float("inf")
+CLOSE_CASES = [
+    (lambda m: (m.tensor([1.0, 2.0, 3.0]), m.tensor([1.0, 2.5, 3.0])), {}),
+    (lambda m: (m.tensor([[1.0, 2.0], [3.0, 4.0]]), m.tensor([[1.0, 2.0], [3.0, NAN]])), {}),
+    (lambda m: (m.tensor([1, 2, 3]), m.tensor([1, 3, 3])), {}),
+    (lambda m: (m.tensor([True]), m.tensor([False])), {}),
+    (lambda m: (m.tensor(1.0), m.tensor(2.0)), {}),
+    (lambda m: (1.0, 1.5), {}),
+    (lambda m: (1, 2), {}),
+    (lambda m: (m.tensor([1.0, 2.0]), m.tensor([1.0, 2.0, 3.0])), {}),
+    (lambda m: (m.tensor([1.0, 2.0]), m.tensor([1.0, 2.0], dtype=m.float64)), {}),
+    (lambda m: (m.tensor([1.0, 2.0]), m.tensor([1.0, 2.0 + 1e-9], dtype=m.float64)), {"check_dtype": False}),
+    (lambda m: (m.tensor([1.0, 2.0]), m.tensor([1.0, 2.0])), {"rtol": 1e-3}),
+    (lambda m: (m.tensor([1.0, 2.0]), 1.0), {}),
+    (lambda m: (m.tensor([1.0, 2.0]), [1.0, 2.0]), {}),
+    (lambda m: ([m.tensor([1.0, 2.0])], [m.tensor([1.0, 3.0])]), {}),
+    (lambda m: ({"a": [m.tensor([1.0, 2.0])]}, {"a": [m.tensor([1.0, 3.0])]}), {}),
+    (lambda m: (m.tensor([1.0, 2.0]), m.tensor([1.0, 3.0])), {"msg": "custom"}),
+    (lambda m: (m.tensor([1.0, 2.0]), m.tensor([1.0, 3.0])), {"msg": lambda text: "X" + text[:10]}),
+    (lambda m: (m.tensor([NAN, INF]), m.tensor([NAN, INF])), {"equal_nan": True}),
+    (lambda m: (m.tensor([NAN]), m.tensor([NAN])), {}),
+    (lambda m: (m.tensor([0.0, 1.0]), m.tensor([1e-6, 1.01])), {"rtol": 0.02, "atol": 1e-5}),
+    (lambda m: (m.tensor([0.0], dtype=m.float16), m.tensor([1e-3], dtype=m.float16)), {}),
+    (lambda m: ([1.0, 2.0], [1.0, 2.0, 3.0]), {}),
+]
+
+
+@pytest.mark.parametrize("case, options", CLOSE_CASES)
+def test_assert_close_passes_and_fails_with_torch_testings_messages(case, options):
+    try:
+        torch.testing.assert_close(*case(torch), **options)
+    except Exception as error:   # noqa: BLE001 - the same kind and text are expected of jitgrad
+        with pytest.raises(type(error)) as got:
+            jg.testing.assert_close(*case(jg), **options)
+        assert str(got.value) == str(error).replace("torch.Tensor", "jitgrad.tensor.Tensor").replace("torch.", "jitgrad.")
+    else:
+        jg.testing.assert_close(*case(jg), **options)
+
+
+@pytest.mark.parametrize("dtype, low, high, expected", [
+    ("float32", None, None, (-9, 9)), ("float64", 0.5, 0.75, (0.5, 0.75)), ("int64", None, None, (-9, 9)),
+    ("uint8", None, None, (0, 9)), ("int32", 2.5, 4.5, (3, 4)), ("bool", None, None, (0, 1))])
+def test_make_tensor_draws_in_pytorchs_ranges(dtype, low, high, expected):
+    jg.manual_seed(0)
+    ours = jg.testing.make_tensor(400, dtype=getattr(jg, dtype), device="cpu", low=low, high=high)
+    theirs = torch.testing.make_tensor(400, dtype=getattr(torch, dtype), device="cpu", low=low, high=high)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1] and tuple(ours.shape) == (400,)
+    values = ours.numpy().astype(float)
+    assert expected[0] <= values.min() and values.max() <= expected[1]
+    if dtype != "float64":   # integers: every value drawn; floats: the range is covered
+        assert values.min() < expected[0] + 1 and values.max() > expected[1] - 1
+    jg.manual_seed(0)
+    assert (jg.testing.make_tensor((400,), dtype=getattr(jg, dtype), device="cpu", low=low, high=high) == ours).all()
+
+
+def test_make_tensor_requires_grad_and_refuses_what_pytorch_refuses():
+    x = jg.testing.make_tensor(2, 3, dtype=jg.float64, device="cpu", requires_grad=True, exclude_zero=True)
+    assert x.requires_grad and x.is_leaf and tuple(x.shape) == (2, 3) and (x != 0).all()
+    for kwargs in [dict(dtype="int64", requires_grad=True), dict(dtype="int64", low=3, high=3),
+                   dict(dtype="float32", low=3, high=1), dict(dtype="float32", low=NAN)]:
+        with pytest.raises(ValueError) as expected:
+            torch.testing.make_tensor(2, **{**kwargs, "dtype": getattr(torch, kwargs["dtype"])}, device="cpu")
+        with pytest.raises(ValueError) as got:
+            jg.testing.make_tensor(2, **{**kwargs, "dtype": getattr(jg, kwargs["dtype"])}, device="cpu")
+        assert str(got.value) == str(expected.value).replace("torch", "jitgrad")
