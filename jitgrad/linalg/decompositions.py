@@ -163,16 +163,24 @@ class Eigh(Function):
         values, vectors = np.linalg.eigh(matrices("linalg.eigh", a), UPLO=uplo)
         values, vectors = placed(values, a), placed(vectors, a)
         ctx.save_for_backward(values, vectors)
+        ctx.set_materialize_grads(False)   # without the vectors' gradient no eigenvalue gap is divided by
         return values, vectors
 
     @staticmethod
-    def backward(ctx: FunctionCtx, grad_values: Tensor, grad_vectors: Tensor) -> tuple[Tensor, None]:
+    def backward(ctx: FunctionCtx, grad_values: Tensor | None,
+                 grad_vectors: Tensor | None) -> tuple[Tensor | None, None]:
         values, vectors = ctx.saved_tensors
+        if grad_vectors is None:
+            if grad_values is None:
+                return None, None
+            return (vectors * grad_values.unsqueeze(-2)) @ vectors.mT, None   # exact at repeated eigenvalues
         inner = vectors.mT @ grad_vectors
         inner = 0.5 * (inner - inner.mT)
         eye = _eye_like(values)
         gaps = values.unsqueeze(-2) - values.unsqueeze(-1)
-        inner = inner / (gaps + eye) * (1.0 - eye) + grad_values.diag_embed()
+        inner = inner / (gaps + eye) * (1.0 - eye)
+        if grad_values is not None:
+            inner = inner + grad_values.diag_embed()
         return vectors @ inner @ vectors.mT, None
 
 
@@ -185,11 +193,18 @@ class Svd(Function):
         u, s, vh = np.linalg.svd(matrices("linalg.svd", a, square=False), full_matrices=False)
         u, s, vh = placed(u, a), placed(s, a), placed(vh, a)
         ctx.save_for_backward(u, s, vh)
+        ctx.set_materialize_grads(False)   # without U's and Vh's gradients no gap is divided by
         return u, s, vh
 
     @staticmethod
-    def backward(ctx: FunctionCtx, grad_u: Tensor, grad_s: Tensor, grad_vh: Tensor) -> Tensor:
+    def backward(ctx: FunctionCtx, grad_u: Tensor | None, grad_s: Tensor | None,
+                 grad_vh: Tensor | None) -> Tensor | None:
         u, s, vh = ctx.saved_tensors
+        if grad_u is None and grad_vh is None:
+            return None if grad_s is None else (u * grad_s.unsqueeze(-2)) @ vh   # exact at repeated values
+        grad_u = u * 0.0 if grad_u is None else grad_u
+        grad_vh = vh * 0.0 if grad_vh is None else grad_vh
+        grad_s = s * 0.0 if grad_s is None else grad_s
         m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
         v, grad_v = vh.mT, grad_vh.mT
         inner_u, inner_v = u.mT @ grad_u, v.mT @ grad_v
