@@ -15,8 +15,12 @@ from .solvers import svdvals
 
 
 def _floating(op: str, x: Tensor, dtype) -> None:
-    if x._data.dtype.kind != "f" and (dtype is None or dtype.is_floating_point is False):
+    """PyTorch's checks: a floating input, and a ``dtype`` it converts to without narrowing."""
+    if x._data.dtype.kind != "f":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {scalar_type(x)}")
+    if dtype is not None and dtype.numpy.itemsize < x._data.dtype.itemsize:
+        raise RuntimeError(f"{op}: the dtype of the input ({scalar_type(x)}) should be convertible without "
+                           f"narrowing to the specified dtype ({scalar_type(x.to(dtype))})")
 
 
 def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
@@ -24,8 +28,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     """The ``ord``-norm of ``x``'s elements over ``dim`` (all of them for ``None``), computed in ``dtype``
     where given: 2, 1, ``inf``, ``-inf``, 0 (the count of nonzeros) or any other number."""
     if isinstance(ord, str):
-        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}: the matrix norms "
-                           "('fro', 'nuc') are linalg.matrix_norm's")
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not str: the matrix "
+                        "norms ('fro', 'nuc') are linalg.matrix_norm's")
     _floating("linalg.vector_norm", x, dtype)
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)

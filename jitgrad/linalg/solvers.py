@@ -227,25 +227,33 @@ class LeastSquares(NamedTuple):
 
 
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LeastSquares:
-    """The least-squares solution of ``A X = B`` through ``pinv`` (``rcond`` its relative cutoff). Only the
-    solution is computed: ``residuals``, ``rank`` and ``singular_values`` are empty tensors (PyTorch fills
-    them only for some drivers)."""
+    """The least-squares solution of ``A X = B`` through ``pinv`` (``rcond`` its relative cutoff, by
+    default ``eps * max(m, n)``), and what PyTorch's CPU drivers give besides: the ``rank`` (all but
+    ``gels``), the squared ``residuals`` where ``m > n`` and every matrix has full rank (``gels``,
+    ``gelsd``, ``gelss``), the ``singular_values`` (``gelsd``, ``gelss``); the others are empty."""
     if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
         raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
                            f"but got {driver}")
     if A.dtype != B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {scalar_type(A)} and other's dtype {scalar_type(B)}")
-    matrices("linalg.lstsq", A, square=False)
+    values = matrices("linalg.lstsq", A, square=False)
     vector = B.ndim == A.ndim - 1
     rhs = B.unsqueeze(-1) if vector else B
-    if A.shape[-2] != rhs.shape[-2]:
-        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got "
-                           f"{A.shape[-2]} and {rhs.shape[-2]}")
+    m, n = A.shape[-2], A.shape[-1]
+    if m != rhs.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), got {m} and "
+                           f"{rhs.shape[-2]}")
     solution = pinv(A, rtol=rcond) @ rhs
+    singular = np.linalg.svd(values, compute_uv=False)
+    rank = (singular > _cutoff(singular, None, rcond, max(m, n))).sum(-1)
     empty = placed(np.empty(0), A)
-    return LeastSquares(solution.squeeze(-1) if vector else solution, empty,
-                        from_host(np.empty(0, np.int64)), empty)
+    residuals = empty
+    if driver in ("gels", "gelsd", "gelss") and m > n and (rank == n).all():
+        residuals = ((A @ solution - rhs) ** 2).sum(-2)
+    return LeastSquares(solution.squeeze(-1) if vector else solution,
+                        residuals, from_host(np.empty(0, np.int64) if driver == "gels" else np.asarray(rank, np.int64)),
+                        placed(singular, A) if driver in ("gelsd", "gelss") else empty)
 
 
 def matrix_power(A: Tensor, n: int) -> Tensor:

@@ -104,7 +104,11 @@ CASES = {
     "qr": (lambda m, a: m.linalg.qr(a), [TALL]),
     "pinv-tall": (lambda m, a: m.linalg.pinv(a), [TALL]),
     "pinv-hermitian": (lambda m, a: m.linalg.pinv(a, hermitian=True), [SPD]),
-    "lstsq": (lambda m, a, b: m.linalg.lstsq(a, b).solution, [TALL, RNG.standard_normal((2, 4, 2))]),
+    "lstsq": (lambda m, a, b: m.linalg.lstsq(a, b), [TALL, RNG.standard_normal((2, 4, 2))]),
+    "lstsq-gelsd": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd")[:3], [TALL, RNG.standard_normal((2, 4, 2))]),
+    "lstsq-gels-vector": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gels"), [TALL[0], RNG.standard_normal(4)]),
+    "lstsq-rank-deficient": (lambda m, a, b: m.linalg.lstsq(a, b, driver="gelss"),
+                             [np.ones((4, 3)), RNG.standard_normal((4, 2))]),
 }
 
 
@@ -169,6 +173,9 @@ def test_failures_are_reported_in_info_or_raised_as_pytorch():
     lambda m: m.linalg.cholesky(m.ones(3)),
     lambda m: m.linalg.eigh(m.eye(2), UPLO="X"),
     lambda m: m.linalg.vector_norm(m.arange(3)),
+    lambda m: m.linalg.vector_norm(m.arange(3), dtype=m.float32),
+    lambda m: m.linalg.vector_norm(m.ones(3, dtype=m.float64), dtype=m.float32),
+    lambda m: m.linalg.vector_norm(m.ones(3), "fro"),
     lambda m: m.linalg.norm(m.ones(2, 2, 2), 2),
     lambda m: m.linalg.matrix_norm(m.ones(2, 2), 3),
     lambda m: m.linalg.matrix_power(m.ones(2, 3), 2),
