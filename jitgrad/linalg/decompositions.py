@@ -73,7 +73,17 @@ class SolveTriangular(Function):
         ctx.save_for_backward(a, result)
         ctx.upper, ctx.unitriangular = upper, unitriangular
         ctx.shapes = (tuple(a.shape), tuple(b.shape))
+        ctx.input, ctx.result = a, result
         return result
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor | None, b_t: Tensor | None, upper_t: None, unit_t: None) -> Tensor:  # noqa: ARG004
+        """``dX = A^-1 (dB - tri(dA) X)``."""
+        change = ctx.result * 0.0 if b_t is None else b_t
+        if a_t is not None:
+            offset = 1 if ctx.unitriangular else 0
+            change = change - (a_t.triu(offset) if ctx.upper else a_t.tril(-offset)) @ ctx.result
+        return solve_triangular(ctx.input, change, upper=ctx.upper, unitriangular=ctx.unitriangular)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor, None, None]:
@@ -143,7 +153,15 @@ class Cholesky(Function):
         info = from_host(info)
         ctx.mark_non_differentiable(info)
         ctx.save_for_backward(result)
+        ctx.result = result
         return result, info
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor, check_t: None) -> tuple[Tensor, None]:  # noqa: ARG004
+        """``dL = L Φ(L^-1 dA L^-T)``, ``Φ`` the lower triangle with its diagonal halved."""
+        lower = ctx.result
+        inner = solve_triangular(lower.mT, solve_triangular(lower, a_t, upper=False), upper=True, left=False)
+        return lower @ (inner.tril() - 0.5 * inner.diagonal(0, -2, -1).diag_embed()), None
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor, grad_info: Tensor) -> tuple[Tensor, None]:  # noqa: ARG004
@@ -164,7 +182,17 @@ class Eigh(Function):
         values, vectors = placed(values, a), placed(vectors, a)
         ctx.save_for_backward(values, vectors)
         ctx.set_materialize_grads(False)   # without the vectors' gradient no eigenvalue gap is divided by
+        ctx.values, ctx.vectors = values, vectors
         return values, vectors
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor, uplo_t: None) -> tuple[Tensor, Tensor]:  # noqa: ARG004
+        """``dL = diag(V^T dA V)``, ``dV = V (V^T dA V / E)`` off the diagonal, ``E_ij = L_j - L_i``."""
+        values, vectors = ctx.values, ctx.vectors
+        inner = vectors.mT @ a_t @ vectors
+        eye = _eye_like(values)
+        gaps = values.unsqueeze(-2) - values.unsqueeze(-1)
+        return inner.diagonal(0, -2, -1), vectors @ (inner / (gaps + eye) * (1.0 - eye))
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad_values: Tensor | None,

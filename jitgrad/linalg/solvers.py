@@ -34,7 +34,16 @@ class LinalgSolve(Function):
         result = placed(result, a)
         ctx.save_for_backward(a, result)
         ctx.shapes = (tuple(a.shape), tuple(b.shape))
+        ctx.input, ctx.result = a, result
         return result
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor | None, b_t: Tensor | None) -> Tensor:
+        """``dX = A^-1 (dB - dA X)``."""
+        change = ctx.result * 0.0 if b_t is None else b_t
+        if a_t is not None:
+            change = change - a_t @ ctx.result
+        return LinalgSolve.apply(ctx.input, change)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, Tensor]:

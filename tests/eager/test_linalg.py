@@ -210,3 +210,28 @@ def test_lapack_functions_refuse_inside_a_compiled_function():
 def test_values_alone_have_exact_gradients_at_repeated_eigenvalues(fn):
     # without the vectors' gradient no gap is divided by: the identity's eigenvalues are all 1
     check(fn, np.stack([np.eye(3), np.diag([2.0, 2.0, 1.0])]))
+
+
+FORWARD = {
+    "solve": (lambda m, a, b: m.linalg.solve(a, b), [GENERAL, RHS]),
+    "solve_triangular": (lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True, unitriangular=True),
+                         [GENERAL, RHS]),
+    "cholesky": (lambda m, a: m.linalg.cholesky(a), [SPD]),
+    "eigh": (lambda m, a: (lambda r: (r[0], r[1] * r[1]))(m.linalg.eigh(a)), [SPD]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORWARD))
+def test_forward_mode_tangents_are_pytorchs(name):
+    fn, arrays = FORWARD[name]
+    directions = [np.random.default_rng(3).standard_normal(a.shape) for a in arrays]
+    directions = [d + d.swapaxes(-1, -2) if name in ("cholesky", "eigh") else d for d in directions]
+    results = []
+    for m in (jg, torch):
+        with m.autograd.forward_ad.dual_level():
+            duals = [m.autograd.forward_ad.make_dual(m.tensor(a), m.tensor(d)) for a, d in zip(arrays, directions)]
+            outs = fn(m, *duals)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            results.append([m.autograd.forward_ad.unpack_dual(o).tangent.numpy() for o in outs])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9)
