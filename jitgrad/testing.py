@@ -118,8 +118,8 @@ def _compare(actual: Any, expected: Any, path: str, options: dict) -> tuple[str,
         return None if message is None else (message, path)
     if _number(actual) and _number(expected):
         a, e = np.asarray(actual), np.asarray(expected)
-        if options["check_dtype"] and (a.dtype.kind == "f") != (e.dtype.kind == "f") and type(actual) is not type(expected):
-            return (f"The values for attribute 'dtype' do not match: {type(actual)} != {type(expected)}.", path)
+        if options["check_dtype"] and type(actual) is not type(expected):
+            return f"The (d)types do not match: {type(actual)} != {type(expected)}.", path
         rtol, atol = options["rtol"], options["atol"]
         if rtol is None:
             rtol, atol = _tolerances(a.dtype, e.dtype)

@@ -58,8 +58,9 @@ class SolveTriangular(Function):
         values = matrices("linalg.solve_triangular", a)
         rhs = host_values(b)
         triangle = np.triu(values) if upper else np.tril(values)
-        if unitriangular:
-            triangle = triangle - np.diagonal(triangle, 0, -2, -1)[..., None] * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+        if unitriangular:   # the diagonal is taken as ones, whatever A holds there
+            diagonal = np.arange(a.shape[-1])
+            triangle[..., diagonal, diagonal] = 1.0
         batch = np.broadcast_shapes(values.shape[:-2], rhs.shape[:-2])
         triangle = np.broadcast_to(triangle, batch + triangle.shape[-2:])
         rhs = np.broadcast_to(rhs, batch + rhs.shape[-2:])
@@ -77,7 +78,8 @@ class SolveTriangular(Function):
         return result
 
     @staticmethod
-    def jvp(ctx: FunctionCtx, a_t: Tensor | None, b_t: Tensor | None, upper_t: None, unit_t: None) -> Tensor:  # noqa: ARG004
+    def jvp(ctx: FunctionCtx, a_t: Tensor | None, b_t: Tensor | None,
+            upper_t: None, unit_t: None) -> Tensor:  # noqa: ARG004 - flags have no tangents
         """``dX = A^-1 (dB - tri(dA) X)``."""
         change = ctx.result * 0.0 if b_t is None else b_t
         if a_t is not None:

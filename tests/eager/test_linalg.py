@@ -153,7 +153,8 @@ def test_failures_are_reported_in_info_or_raised_as_pytorch():
     ours, theirs = jg.linalg.inv_ex(jg.tensor(singular)), torch.linalg.inv_ex(torch.tensor(singular))
     assert ours.info.tolist() == theirs.info.tolist() == [0, 1]
     np.testing.assert_allclose(ours.inverse[0].numpy(), np.eye(2))
-    for ours, theirs in [(lambda: jg.linalg.cholesky(jg.tensor(not_pd)), lambda: torch.linalg.cholesky(torch.tensor(not_pd))),
+    for ours, theirs in [(lambda: jg.linalg.cholesky(jg.tensor(not_pd)),
+                          lambda: torch.linalg.cholesky(torch.tensor(not_pd))),
                          (lambda: jg.linalg.inv_ex(jg.tensor(singular), check_errors=True),
                           lambda: torch.linalg.inv_ex(torch.tensor(singular), check_errors=True))]:
         with pytest.raises(RuntimeError) as expected:

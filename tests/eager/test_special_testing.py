@@ -122,6 +122,8 @@ CLOSE_CASES = [
     (lambda m: (m.tensor([0.0, 1.0]), m.tensor([1e-6, 1.01])), {"rtol": 0.02, "atol": 1e-5}),
     (lambda m: (m.tensor([0.0], dtype=m.float16), m.tensor([1e-3], dtype=m.float16)), {}),
     (lambda m: ([1.0, 2.0], [1.0, 2.0, 3.0]), {}),
+    (lambda m: (1, 1.0), {}),
+    (lambda m: (1, 1.0), {"check_dtype": False}),
 ]
 
 
@@ -129,10 +131,11 @@ CLOSE_CASES = [
 def test_assert_close_passes_and_fails_with_torch_testings_messages(case, options):
     try:
         torch.testing.assert_close(*case(torch), **options)
-    except Exception as error:   # noqa: BLE001 - the same kind and text are expected of jitgrad
+    except Exception as error:   # noqa: BLE001 - jitgrad must raise the same kind, same text
         with pytest.raises(type(error)) as got:
             jg.testing.assert_close(*case(jg), **options)
-        assert str(got.value) == str(error).replace("torch.Tensor", "jitgrad.tensor.Tensor").replace("torch.", "jitgrad.")
+        expected = str(error).replace("torch.Tensor", "jitgrad.tensor.Tensor").replace("torch.", "jitgrad.")
+        assert str(got.value) == expected
     else:
         jg.testing.assert_close(*case(jg), **options)
 
