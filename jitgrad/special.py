@@ -56,11 +56,15 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
 
 
 def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
-    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN), as ``xlogy``."""
+    """``input * log1p(other)``, 0 where ``input`` is 0 unless ``other`` is NaN (as ``xlogy``); a number
+    ``other`` goes through ``math.log1p``, exact for tiny values."""
     if not isinstance(other, Tensor):
-        return xlogy(input, 1.0 + other)
-    return xlogy(input, 1.0 + _floating(other)) if not isinstance(input, Tensor) else \
-        where((input == 0) & ~other.isnan(), 0.0, _floating(input) * log1p(_floating(other)))
+        x = _floating(input)
+        return x * math.log1p(other) if math.isnan(other) else where(x == 0, 0.0, x * math.log1p(other))
+    y = _floating(other)
+    if not isinstance(input, Tensor):
+        return where(y.isnan(), y, y * 0.0) if input == 0 else log1p(y) * input
+    return where((input == 0) & ~y.isnan(), 0.0, _floating(input) * log1p(y))
 
 
 def entr(input: Tensor) -> Tensor:

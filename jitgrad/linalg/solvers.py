@@ -9,6 +9,7 @@ import numpy as np
 
 from ..autograd.function import Function, FunctionCtx
 from ..ops.comparisons import scalar_type
+from ..ops.device_copy import to
 from ..ops.host_reads import from_host, host_values
 from ..ops.matrix_functions import inverse
 from ..ops.reductions import sum_to
@@ -257,7 +258,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     singular = np.linalg.svd(values, compute_uv=False)
     rank = (singular > _cutoff(singular, None, rcond, max(m, n))).sum(-1)
     empty = placed(np.empty(0), A)
-    residuals = empty
+    residuals = A.reshape(-1)[:0]   # empty, with A's history as PyTorch's
     if driver in ("gels", "gelsd", "gelss") and m > n and (rank == n).all():
         residuals = ((A @ solution - rhs) ** 2).sum(-2)
     return LeastSquares(solution.squeeze(-1) if vector else solution,
@@ -274,8 +275,9 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         sizes = f"{A.shape[-2]} by {A.shape[-1]}" if A.ndim >= 2 else f"a {A.ndim}-D tensor"
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {sizes} "
                            "matrices")
-    if n == 0:
-        return placed(np.broadcast_to(np.eye(A.shape[-1]), tuple(A.shape)), A.detach())
+    if n == 0:   # the identity, requiring grad (zeros) as PyTorch's does, whatever A holds (NaN too)
+        everywhere = to(from_host(np.ones(A.shape[-2:], np.bool_)), A.device)
+        return placed(np.eye(A.shape[-1]), A).where(everywhere, A)
     base = inverse(A) if n < 0 else A
     n = abs(n)
     result = None

@@ -29,6 +29,7 @@ CASES = {
     "xlogy": (lambda m, x: m.special.xlogy(x, x.abs() + 0.5), REAL),
     "xlog1py": (lambda m, x: m.special.xlog1py(x, x.abs()), REAL),
     "xlog1py-number": (lambda m, x: m.special.xlog1py(2.0, x), POSITIVE),
+    "xlog1py-tiny-number": (lambda m, x: m.special.xlog1py(x, 1e-20), REAL),
     "log1p": (lambda m, x: m.special.log1p(x), POSITIVE),
     "expm1": (lambda m, x: m.special.expm1(x), REAL),
     "exp2": (lambda m, x: m.special.exp2(x), REAL),
@@ -78,6 +79,13 @@ def test_ndtr_is_exact_in_the_lower_tail():
     # PyTorch's ndtr is 0 at x = -20 and 2% off at x = -8 in float64; jitgrad's takes erfc's exact tail
     scipy_special = pytest.importorskip("scipy.special")
     np.testing.assert_allclose(jg.special.ndtr(jg.tensor(TAIL)).numpy(), scipy_special.ndtr(TAIL), rtol=1e-13)
+
+
+def test_xlog1py_at_zero_nan_and_minus_one_is_pytorchs():
+    def edges(m):
+        return (m.special.xlog1py(0.0, m.tensor([NAN, 1.0])).tolist(),
+                m.special.xlog1py(m.tensor([0.0, 0.0, 2.0]), m.tensor([-1.0, NAN, -1.0])).tolist())
+    np.testing.assert_equal(edges(jg), edges(torch))
 
 
 def test_integer_inputs_promote_and_multigammaln_checks_its_domain():
