@@ -39,6 +39,11 @@ def placed(array: np.ndarray, like: Tensor) -> Tensor:
     return to(from_host(np.asarray(array, like._data.dtype)), like.device)
 
 
+def on_device_of(array: np.ndarray, like: Tensor) -> Tensor:
+    """A result computed on the host (an ``info``, a rank), in its own dtype, on ``like``'s device."""
+    return to(from_host(np.asarray(array)), like.device)
+
+
 def batch_element(op: str, batch_shape: tuple[int, ...], flat_index: int) -> str:
     """PyTorch's ``"(Batch element i): "`` prefix of an error in one matrix of a batch."""
     return f"{op}: (Batch element {flat_index}): " if batch_shape else f"{op}: "
@@ -152,7 +157,7 @@ class Cholesky(Function):
             safe = np.where((info == 0)[..., None, None], values, np.eye(values.shape[-1]))
             result = np.where((info == 0)[..., None, None], np.linalg.cholesky(safe), np.nan)
         result = placed(result, a)
-        info = from_host(info)
+        info = on_device_of(info, a)
         ctx.mark_non_differentiable(info)
         ctx.save_for_backward(result)
         ctx.result = result

@@ -28,7 +28,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     """The ``ord``-norm of ``x``'s elements over ``dim`` (all of them for ``None``), computed in ``dtype``
     where given: 2, 1, ``inf``, ``-inf``, 0 (the count of nonzeros) or any other number."""
     if isinstance(ord, str):
-        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not str: the matrix "
+        raise TypeError("linalg_vector_norm(): argument 'ord' (position 2) must be Number, not str: the matrix "
                         "norms ('fro', 'nuc') are linalg.matrix_norm's")
     _floating("linalg.vector_norm", x, dtype)
     if dim is not None and not isinstance(dim, int):
@@ -40,7 +40,7 @@ def _matrix_dims(A: Tensor, dim: Sequence[int]) -> tuple[int, int]:
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     if A.ndim < 2:
-        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     rows, cols = (d % A.ndim if -A.ndim <= d < A.ndim else None for d in dim)
     if rows is None or cols is None:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-A.ndim}, {A.ndim - 1}], but got "

@@ -9,12 +9,12 @@ import numpy as np
 
 from ..autograd.function import Function, FunctionCtx
 from ..ops.comparisons import scalar_type
-from ..ops.device_copy import to
-from ..ops.host_reads import from_host, host_values
+from ..ops.host_reads import host_values
 from ..ops.matrix_functions import inverse
 from ..ops.reductions import sum_to
 from ..tensor import Tensor
-from .decompositions import Cholesky, Eigh, Qr, Svd, batch_element, lu_failures, matrices, placed
+from .decompositions import (Cholesky, Eigh, Qr, Svd, batch_element, lu_failures, matrices, on_device_of,
+                             placed)
 
 
 class LinalgSolve(Function):
@@ -90,7 +90,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
     except np.linalg.LinAlgError:
         info = lu_failures(values)
     else:
-        return InverseWithInfo(inverse(A), from_host(np.zeros(values.shape[:-2], np.int32)))
+        return InverseWithInfo(inverse(A), on_device_of(np.zeros(values.shape[:-2], np.int32), A))
     if check_errors:
         flat = int(np.flatnonzero(info.reshape(-1))[0])
         raise RuntimeError(f"{batch_element('linalg.inv_ex', values.shape[:-2], flat)}The diagonal element "
@@ -98,7 +98,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
                            "input matrix is singular.")
     singular = placed(info != 0, A).bool().unsqueeze(-1).unsqueeze(-1)
     eye = placed(np.eye(A.shape[-1]), A)
-    return InverseWithInfo(inverse(A.where(~singular, eye)).masked_fill(singular, float("nan")), from_host(info))
+    return InverseWithInfo(inverse(A.where(~singular, eye)).masked_fill(singular, float("nan")), on_device_of(info, A))
 
 
 def inv(A: Tensor) -> Tensor:
@@ -262,7 +262,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if driver in ("gels", "gelsd", "gelss") and m > n and (rank == n).all():
         residuals = ((A @ solution - rhs) ** 2).sum(-2)
     return LeastSquares(solution.squeeze(-1) if vector else solution,
-                        residuals, from_host(np.empty(0, np.int64) if driver == "gels" else np.asarray(rank, np.int64)),
+                        residuals, on_device_of(np.empty(0, np.int64) if driver == "gels" else np.asarray(rank, np.int64), A),
                         placed(singular, A) if driver in ("gelsd", "gelss") else empty)
 
 
@@ -276,7 +276,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {sizes} "
                            "matrices")
     if n == 0:   # the identity, requiring grad (zeros) as PyTorch's does, whatever A holds (NaN too)
-        everywhere = to(from_host(np.ones(A.shape[-2:], np.bool_)), A.device)
+        everywhere = on_device_of(np.ones(A.shape[-2:], np.bool_), A)
         return placed(np.eye(A.shape[-1]), A).where(everywhere, A)
     base = inverse(A) if n < 0 else A
     n = abs(n)
