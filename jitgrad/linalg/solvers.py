@@ -204,7 +204,16 @@ class PseudoInverse(Function):
             result = (np.swapaxes(vh, -1, -2) * scale[..., None, :]) @ np.swapaxes(u, -1, -2)
         result = placed(result, a)
         ctx.save_for_backward(a, result)
+        ctx.input, ctx.result = a, result
         return result
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor, atol_t: None, rtol_t: None, hermitian_t: None) -> Tensor:  # noqa: ARG004
+        """``dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P`` (at a constant rank)."""
+        a, p = ctx.input, ctx.result
+        a_t_t = a_t.mT
+        return (-(p @ a_t @ p) + p @ p.mT @ (a_t_t - a_t_t @ a @ p)
+                + (a_t_t - p @ a @ a_t_t) @ p.mT @ p)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None, None, None]:

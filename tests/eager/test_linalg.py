@@ -219,6 +219,8 @@ FORWARD = {
                          [GENERAL, RHS]),
     "cholesky": (lambda m, a: m.linalg.cholesky(a), [SPD]),
     "eigh": (lambda m, a: (lambda r: (r[0], r[1] * r[1]))(m.linalg.eigh(a)), [SPD]),
+    "pinv": (lambda m, a: m.linalg.pinv(a), [TALL]),
+    "pinv-wide": (lambda m, a: m.linalg.pinv(a), [WIDE]),
 }
 
 
