@@ -208,7 +208,8 @@ class PseudoInverse(Function):
         return result
 
     @staticmethod
-    def jvp(ctx: FunctionCtx, a_t: Tensor, atol_t: None, rtol_t: None, hermitian_t: None) -> Tensor:  # noqa: ARG004
+    def jvp(ctx: FunctionCtx, a_t: Tensor, atol_t: None, rtol_t: None,
+            hermitian_t: None) -> Tensor:  # noqa: ARG004 - the options have no tangents
         """``dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P`` (at a constant rank)."""
         a, p = ctx.input, ctx.result
         a_t_t = a_t.mT
@@ -270,8 +271,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     residuals = A.reshape(-1)[:0]   # empty, with A's history as PyTorch's
     if driver in ("gels", "gelsd", "gelss") and m > n and (rank == n).all():
         residuals = ((A @ solution - rhs) ** 2).sum(-2)
-    return LeastSquares(solution.squeeze(-1) if vector else solution,
-                        residuals, on_device_of(np.empty(0, np.int64) if driver == "gels" else np.asarray(rank, np.int64), A),
+    ranks = np.empty(0, np.int64) if driver == "gels" else np.asarray(rank, np.int64)
+    return LeastSquares(solution.squeeze(-1) if vector else solution, residuals, on_device_of(ranks, A),
                         placed(singular, A) if driver in ("gelsd", "gelss") else empty)
 
 
