@@ -229,7 +229,26 @@ class Svd(Function):
         u, s, vh = placed(u, a), placed(s, a), placed(vh, a)
         ctx.save_for_backward(u, s, vh)
         ctx.set_materialize_grads(False)   # without U's and Vh's gradients no gap is divided by
+        ctx.factors = (u, s, vh)
         return u, s, vh
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """With ``dP = U^T dA V`` and ``F_ij = 1 / (s_j^2 - s_i^2)``: ``dS = diag(dP)``,
+        ``dU = U (F o (dP S + S dP^T)) + (I - U U^T) dA V / S``, and ``dV`` likewise with ``dA^T``."""
+        u, s, vh = ctx.factors
+        v = vh.mT
+        projected = u.mT @ a_t @ v
+        squares = s * s
+        eye = _eye_like(s)
+        gaps = (squares.unsqueeze(-2) - squares.unsqueeze(-1) + eye)
+        column, row = s.unsqueeze(-2), s.unsqueeze(-1)
+        spin_u = (projected * column + row * projected.mT) / gaps * (1.0 - eye)
+        spin_v = (row * projected + projected.mT * column) / gaps * (1.0 - eye)
+        a_v, a_t_u = a_t @ v, a_t.mT @ u
+        grad_u = u @ spin_u + (a_v - u @ (u.mT @ a_v)) / column
+        grad_v = v @ spin_v + (a_t_u - v @ (v.mT @ a_t_u)) / column
+        return grad_u, projected.diagonal(0, -2, -1), grad_v.mT
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad_u: Tensor | None, grad_s: Tensor | None,
@@ -267,7 +286,22 @@ class Qr(Function):
         q, r = placed(q, a), placed(r, a)
         ctx.save_for_backward(q, r)
         ctx.wide = a.shape[-2] < a.shape[-1]
+        ctx.factors = (q, r)
         return q, r
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, a_t: Tensor) -> tuple[Tensor, Tensor]:
+        """For ``m >= n``, with ``X = Q^T dA R^-1`` and ``Ω`` its strictly lower part made skew:
+        ``dR = (X - Ω) R``, ``dQ = dA R^-1 - Q (X - Ω)``."""
+        if ctx.wide:
+            raise NotImplementedError("linalg.qr: the derivative of QR of a wide matrix (more columns than rows) "
+                                      "is not implemented: pass A.mT, or pad it to be square")
+        q, r = ctx.factors
+        a_t_r = solve_triangular(r, a_t, upper=True, left=False)
+        inner = q.mT @ a_t_r
+        lower = inner.tril(-1)
+        upper_part = inner - (lower - lower.mT)
+        return a_t_r - q @ upper_part, upper_part @ r
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad_q: Tensor, grad_r: Tensor) -> Tensor:

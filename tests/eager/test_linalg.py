@@ -219,6 +219,10 @@ FORWARD = {
                          [GENERAL, RHS]),
     "cholesky": (lambda m, a: m.linalg.cholesky(a), [SPD]),
     "eigh": (lambda m, a: (lambda r: (r[0], r[1] * r[1]))(m.linalg.eigh(a)), [SPD]),
+    "svd-tall": CASES["svd-tall"],
+    "svd-wide": CASES["svd-wide"],
+    "svd-square": (lambda m, a: (lambda r: (r.U * r.U, r.S, r.Vh * r.Vh))(m.linalg.svd(a)), [GENERAL]),
+    "qr": CASES["qr"],
     "pinv": (lambda m, a: m.linalg.pinv(a), [TALL]),
     "pinv-wide": (lambda m, a: m.linalg.pinv(a), [WIDE]),
 }
