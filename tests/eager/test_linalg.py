@@ -59,6 +59,9 @@ CASES = {
     "vector_norm-ord1-dim": (lambda m, x: m.linalg.vector_norm(x, 1, dim=1, keepdim=True), [VECTORS]),
     "vector_norm-inf-dims": (lambda m, x: m.linalg.vector_norm(x, math.inf, dim=(0, 2)), [TALL]),
     "vector_norm-3": (lambda m, x: m.linalg.vector_norm(x, 3.0, dim=-1), [VECTORS]),
+    # the count of nonzeros: values only (its gradient is zeros here, None in PyTorch: ops/linalg.py's norm)
+    "vector_norm-0": (lambda m, x: m.linalg.vector_norm((x * (x > 0)).detach(), 0, dim=-1), [VECTORS]),
+    "vector_norm--1": (lambda m, x: m.linalg.vector_norm(x, -1.5, dim=0, keepdim=True), [VECTORS]),
     "vector_norm-dtype": (lambda m, x: m.linalg.vector_norm(x.float(), dtype=m.float64), [VECTORS]),
     "matrix_norm-fro": (lambda m, x: m.linalg.matrix_norm(x), [GENERAL]),
     "matrix_norm-1": (lambda m, x: m.linalg.matrix_norm(x, 1), [GENERAL]),
