@@ -21,6 +21,12 @@ from ..tensor import Tensor
 
 def matrices(op: str, a: Tensor, *, square: bool = True) -> np.ndarray:
     """``a``'s values, checked to be float32/float64 (batches of) matrices, square where ``square``."""
+    check_matrices(op, a, square=square)
+    return host_values(a)
+
+
+def check_matrices(op: str, a: Tensor, *, square: bool = True) -> None:
+    """``matrices``' checks, without reading the values: PyTorch's errors, and the refusal to be traced."""
     refuse_when_traced(op, "its forward is numpy's LAPACK call, which no backend lowers")
     if a._data.dtype.kind != "f":
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {scalar_type(a)}")
@@ -31,7 +37,6 @@ def matrices(op: str, a: Tensor, *, square: bool = True) -> np.ndarray:
     if square and a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are {a.shape[-2]} by "
                            f"{a.shape[-1]} matrices")
-    return host_values(a)
 
 
 def placed(array: np.ndarray, like: Tensor) -> Tensor:

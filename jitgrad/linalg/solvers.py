@@ -13,8 +13,8 @@ from ..ops.host_reads import host_values
 from ..ops.matrix_functions import inverse
 from ..ops.reductions import sum_to
 from ..tensor import Tensor
-from .decompositions import (Cholesky, Eigh, Qr, Svd, batch_element, lu_failures, matrices, on_device_of,
-                             placed)
+from .decompositions import (Cholesky, Eigh, Qr, Svd, batch_element, check_matrices, lu_failures, matrices,
+                             on_device_of, placed)
 
 
 class LinalgSolve(Function):
@@ -60,7 +60,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     if A.dtype != B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{scalar_type(A)} and B of type {scalar_type(B)} instead")
-    matrices("linalg.solve", A)
+    check_matrices("linalg.solve", A)
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:
         if not left:
@@ -84,13 +84,11 @@ class InverseWithInfo(NamedTuple):
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
     """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse is NaN here
     (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
-    values = matrices("linalg.inv_ex", A)
+    values = matrices("linalg.inv_ex", A)   # checked here: inverse's only error left is a singular matrix
     try:
-        np.linalg.inv(values)
-    except np.linalg.LinAlgError:
-        info = lu_failures(values)
-    else:
         return InverseWithInfo(inverse(A), on_device_of(np.zeros(values.shape[:-2], np.int32), A))
+    except RuntimeError:
+        info = lu_failures(values)
     if check_errors:
         flat = int(np.flatnonzero(info.reshape(-1))[0])
         raise RuntimeError(f"{batch_element('linalg.inv_ex', values.shape[:-2], flat)}The diagonal element "
@@ -257,7 +255,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     if A.dtype != B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {scalar_type(A)} and other's dtype {scalar_type(B)}")
-    values = matrices("linalg.lstsq", A, square=False)
+    values = matrices("linalg.lstsq", A, square=False)   # for the rank
     vector = B.ndim == A.ndim - 1
     rhs = B.unsqueeze(-1) if vector else B
     m, n = A.shape[-2], A.shape[-1]
