@@ -32,7 +32,8 @@ from . import accelerator  # noqa: E402 - torch.accelerator's view of jitgrad.cu
 # only what it runs (docs/compile.md): graph mode, which it never traces with, and training's optimizers,
 # data loading and save/load, which a script names after its imports; and torch.distributions' families.
 _ON_FIRST_USE = {"fx": ".fx", "func": ".func", "optim": ".optim", "utils": ".utils", "load": ".serialization",
-                 "save": ".serialization", "distributions": ".distributions"}
+                 "save": ".serialization", "distributions": ".distributions", "linalg": ".linalg",
+                 "special": ".special", "testing": ".testing"}
 
 
 def __getattr__(name: str) -> object:

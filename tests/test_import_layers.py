@@ -30,7 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jitgrad.autograd",),
     ("jitgrad.ops",),
     ("jitgrad.distributed",),  # collectives over MPI on tensors; nn.parallel's DistributedDataParallel builds on them
-    ("jitgrad.factories", "jitgrad.nn"),
+    ("jitgrad.factories", "jitgrad.nn", "jitgrad.linalg", "jitgrad.special",
+     "jitgrad.testing"),  # torch.linalg, torch.special over the ops; torch.testing over the factories
     ("jitgrad.distributions",),  # torch.distributions: families made of ops, drawing through the factories
     ("jitgrad.fx",),
     ("jitgrad.backends",),

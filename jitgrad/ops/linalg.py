@@ -225,8 +225,8 @@ def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] 
     if p is None or p == "fro":
         p = 2.0
     if isinstance(p, str):
-        raise RuntimeError(f"norm: p={p!r} is not supported (the nuclear norm needs an SVD, which jitgrad "
-                           "lacks): pass a number, or 'fro'")
+        raise RuntimeError(f"norm: p={p!r} is not supported here (the nuclear norm takes an SVD): use "
+                           f"jitgrad.linalg.matrix_norm(input, {p!r}), or pass a number, or 'fro'")
     magnitude = input.abs()
     if p == math.inf:
         return magnitude.amax(dim, keepdim=keepdim)

@@ -48,7 +48,7 @@ def test_a_name_is_declared_public_once():
 
 def test_the_names_imported_on_first_use_are_listed_and_found():
     listed = dir(jg)
-    for name in ("fx", "optim", "utils", "save", "load", "distributions"):
+    for name in ("fx", "optim", "utils", "save", "load", "distributions", "linalg", "special", "testing"):
         assert name in listed
         assert getattr(jg, name) is not None
     assert jg.optim.SGD is not None and callable(jg.save)

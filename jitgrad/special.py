@@ -1,0 +1,200 @@
+"""``jitgrad.special``: PyTorch's ``torch.special`` names over jitgrad's ops.
+
+Most are the ops under their SciPy-style names (``expit`` is ``sigmoid``, ``gammaln`` is ``lgamma``,
+``psi`` is ``digamma``) or short composites of them (``ndtr``, ``multigammaln``, ``xlog1py``, ``entr``).
+``log_ndtr``, ``ndtri``, ``i0`` and ``i1`` have no composite that keeps PyTorch's precision in the tails
+(``log(ndtr(x))`` is ``-inf`` below x = -38, ``sqrt(2) erfinv(2p - 1)`` loses every digit near p = 0), so
+they are ``autograd.Function``s over SciPy, as ``jitgrad.erfc`` is: SciPy's forward, a backward in jitgrad
+ops (second order follows), refused inside a compiled function."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes
+from .autograd.function import Function, FunctionCtx
+from .ops import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, log_softmax, logit, logsumexp,
+                  polygamma, round, sigmoid, sinc, softmax, where, xlogy)
+from .ops.device_copy import to
+from .ops.host_reads import from_host, host_values, refuse_when_traced
+from .tensor import Tensor
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i1", "log1p",
+           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
+           "round", "sinc", "softmax", "xlog1py", "xlogy"]
+
+expit = sigmoid
+gammaln = lgamma
+psi = digamma
+
+
+def _floating(input: Tensor | float) -> Tensor:
+    """``input`` as a floating tensor (the default dtype for integers and bools), as PyTorch promotes."""
+    if not isinstance(input, Tensor):
+        return input
+    return input if input._data.dtype.kind == "f" else input.to(dtypes.get_default_dtype())
+
+
+def ndtr(input: Tensor) -> Tensor:
+    """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2`` (exact in the lower tail, as ``erfc`` is)."""
+    return erfc(_floating(input) * -math.sqrt(0.5)) * 0.5
+
+
+def multigammaln(input: Tensor, p: int) -> Tensor:
+    """The log of the multivariate gamma function of dimension ``p``. Every element must exceed
+    ``(p - 1) / 2``: PyTorch documents the result as undefined elsewhere, jitgrad refuses it."""
+    x = _floating(input)
+    limit = (p - 1) / 2
+    if not bool((x > limit).all()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {limit}: multigammaln(input, p={p}) "
+                           "is undefined there")
+    total = x * 0.0 + p * (p - 1) / 4 * math.log(math.pi)
+    for j in range(p):
+        total = total + lgamma(x - j / 2)
+    return total
+
+
+def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input`` is 0 unless ``other`` is NaN (as ``xlogy``); a number
+    ``other`` goes through ``math.log1p``, exact for tiny values."""
+    if not isinstance(other, Tensor):
+        x = _floating(input)
+        return x * math.log1p(other) if math.isnan(other) else where(x == 0, 0.0, x * math.log1p(other))
+    y = _floating(other)
+    if not isinstance(input, Tensor):
+        return where(y.isnan(), y, y * 0.0) if input == 0 else log1p(y) * input
+    return where((input == 0) & ~y.isnan(), 0.0, _floating(input) * log1p(y))
+
+
+def entr(input: Tensor) -> Tensor:
+    """The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative ``x``."""
+    x = _floating(input)
+    positive = x > 0
+    safe = where(positive, x, 1.0)
+    return where(positive, -safe * safe.log(), where(x == 0, 0.0, -math.inf))
+
+
+def _values(op: str, input: Tensor) -> np.ndarray:
+    refuse_when_traced(op, "its forward is SciPy's, which no backend lowers")
+    return host_values(_floating(input))
+
+
+def _placed(array: np.ndarray, values: np.ndarray, like: Tensor) -> Tensor:
+    return to(from_host(np.asarray(array, values.dtype)), like.device)
+
+
+def _scipy(name: str):
+    import scipy.special   # imported on first use: most programs never call these
+    return getattr(scipy.special, name)
+
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+class LogNdtr(Function):
+    """``log(ndtr(x))``, finite far into the lower tail; d/dx = exp(-x**2/2 - log(sqrt(2 pi)) - log_ndtr(x))."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
+        values = _values("special.log_ndtr", input)
+        result = _placed(_scipy("log_ndtr")(values), values, input)
+        ctx.save_for_backward(input, result)
+        ctx.input, ctx.result = input, result
+        return result
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        input, result = ctx.saved_tensors
+        return grad * (input * input * -0.5 - _LOG_SQRT_2PI - result).exp()
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
+        return input_t * (ctx.input * ctx.input * -0.5 - _LOG_SQRT_2PI - ctx.result).exp()
+
+
+class Ndtri(Function):
+    """The inverse of ``ndtr`` on (0, 1); d/dp = sqrt(2 pi) exp(ndtri(p)**2 / 2)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
+        values = _values("special.ndtri", input)
+        result = _placed(_scipy("ndtri")(values), values, input)
+        ctx.save_for_backward(result)
+        ctx.result = result
+        return result
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        (result,) = ctx.saved_tensors
+        return grad * (result * result * 0.5 + _LOG_SQRT_2PI).exp()
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
+        return input_t * (ctx.result * ctx.result * 0.5 + _LOG_SQRT_2PI).exp()
+
+
+class BesselI0(Function):
+    """The modified Bessel function of the first kind, order 0; d/dx = i1(x)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
+        values = _values("special.i0", input)
+        ctx.save_for_backward(input)
+        ctx.input = input
+        return _placed(_scipy("i0")(values), values, input)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        (input,) = ctx.saved_tensors
+        return grad * i1(input)
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
+        return input_t * i1(ctx.input)
+
+
+class BesselI1(Function):
+    """Order 1; d/dx = i0(x) - i1(x) / x, which is 1/2 at x = 0."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
+        values = _values("special.i1", input)
+        result = _placed(_scipy("i1")(values), values, input)
+        ctx.save_for_backward(input, result)
+        ctx.input, ctx.result = input, result
+        return result
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        input, result = ctx.saved_tensors
+        return grad * _i1_slope(input, result)
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
+        return input_t * _i1_slope(ctx.input, ctx.result)
+
+
+def _i1_slope(x: Tensor, i1_x: Tensor) -> Tensor:
+    zero = x == 0
+    return where(zero, 0.5, i0(x) - i1_x / where(zero, 1.0, x))
+
+
+def log_ndtr(input: Tensor) -> Tensor:
+    """The log of the standard normal CDF."""
+    return LogNdtr.apply(input)
+
+
+def ndtri(input: Tensor) -> Tensor:
+    """The standard normal quantile function (the inverse of ``ndtr``)."""
+    return Ndtri.apply(input)
+
+
+def i0(input: Tensor) -> Tensor:
+    """The modified Bessel function of the first kind of order 0."""
+    return BesselI0.apply(input)
+
+
+def i1(input: Tensor) -> Tensor:
+    """The modified Bessel function of the first kind of order 1."""
+    return BesselI1.apply(input)
