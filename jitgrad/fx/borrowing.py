@@ -74,13 +74,22 @@ class Loan:
             setattr(tensor, name, value)
 
 
+def memory_owner(array: np.ndarray) -> np.ndarray:
+    """The array owning ``array``'s memory. numpy's ``base`` of a view of a view names that owner, not
+    the view it was taken of, so "is ``b`` a view of ``a``" cannot be answered by walking ``b``'s
+    bases when ``a`` is a view itself (``randn``'s result, a reshape, a transpose)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def same_memory(a: np.ndarray, b: Any) -> bool:
-    """Whether ``b`` is ``a`` or a view of it (numpy's ``base`` chain)."""
-    while isinstance(b, np.ndarray):
-        if b is a:
-            return True
-        b = b.base
-    return False
+    """Whether ``b`` may reach memory of ``a``: ``a`` itself, or an array over the same owner whose
+    bytes overlap ``a``'s (an overlap of the bounds: a strided view beside ``a`` counts, which errs
+    on the side of refusing a write)."""
+    if b is a:
+        return True
+    return isinstance(b, np.ndarray) and memory_owner(b) is memory_owner(a) and np.may_share_memory(a, b)
 
 
-__all__ = ["BorrowError", "Loan", "same_memory"]
+__all__ = ["BorrowError", "Loan", "memory_owner", "same_memory"]

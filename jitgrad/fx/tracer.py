@@ -45,7 +45,7 @@ from ..random import Draw, Generator
 from ..signatures import positional_names
 from ..tensor import Tensor
 from .backward_calls import BackwardCalls
-from .borrowing import BorrowError, Loan, same_memory
+from .borrowing import BorrowError, Loan, memory_owner, same_memory
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
@@ -114,6 +114,9 @@ class Tracer:
         # ``writes`` maps the placeholder to the node of the value it now holds.
         self.capture_writes = capture_writes
         self._arguments: dict[int, Node] = {}
+        # The same arrays by the id of the array owning their memory, to tell a view of an argument
+        # (whose numpy ``base`` names that owner, not the argument, when the argument is a view too).
+        self._arguments_by_owner: dict[int, list[np.ndarray]] = {}
         self.writes: dict[Node, Node] = {}
         self.outside = outside
         self.loans: dict[int, Loan] = {}           # borrowed tensors, by id
@@ -261,7 +264,7 @@ class Tracer:
         traced = TracedTensor._make(value._data, value._requires_grad)
         node = self.graph.placeholder(name, {**tensor_meta(value), **meta})
         self._bind(traced, node)
-        self._arguments.setdefault(id(traced._data), node)
+        self._add_argument(traced._data, node)
         if traced._requires_grad:
             self._watch_grad(traced)
         return traced
@@ -294,7 +297,7 @@ class Tracer:
         node = self.graph.placeholder(name, tensor_meta(tensor))
         self._placeholders[id(tensor)] = node
         self._bind(tensor, node)
-        self._arguments.setdefault(id(tensor._data), node)
+        self._add_argument(tensor._data, node)
         if tensor._requires_grad:
             self._watch_grad(tensor)
         return node
@@ -451,7 +454,7 @@ class Tracer:
         if isinstance(source, Draw) and self.draws_as_input:
             node = self._draw_state(source)
             if node.op is Opcode.PLACEHOLDER:
-                self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
+                self._add_argument(tensor._data, node, replace=True)  # the tensor holds the input's value
             tensor.__class__ = TracedTensor
             self._bind(tensor, node)
             return
@@ -471,7 +474,7 @@ class Tracer:
         if tensor._data.dtype != source.dtype:
             node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         else:
-            self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
+            self._add_argument(tensor._data, node, replace=True)  # the tensor holds the input's value
         tensor.__class__ = TracedTensor
         self._bind(tensor, node)
 
@@ -507,7 +510,7 @@ class Tracer:
             own = loan.copy_on_write()
             if own is not None:
                 self._loans_by_array[id(own)] = loan
-                self._arguments[id(own)] = self._arguments[id(loan.original_data)]
+                self._add_argument(own, self._arguments[id(loan.original_data)], replace=True)
             tensor._data = loan.tensor._data
             return
         if id(tensor._data) in self._arguments and not self.capture_writes:
@@ -536,13 +539,19 @@ class Tracer:
             self._rewritten[id(tensor._data)] = node
         self._bind(tensor, node)
 
+    def _add_argument(self, array: np.ndarray, node: Node, replace: bool = False) -> None:
+        if replace:
+            self._arguments[id(array)] = node
+        elif self._arguments.setdefault(id(array), node) is not node:
+            return
+        self._arguments_by_owner.setdefault(id(memory_owner(array)), []).append(array)
+
     def _views_an_argument(self, array: np.ndarray) -> bool:
-        base = array.base
-        while isinstance(base, np.ndarray):
-            if id(base) in self._arguments:
-                return True
-            base = base.base
-        return False
+        """Whether ``array`` (not an argument's own) reaches an argument's memory."""
+        if not isinstance(array.base, np.ndarray):
+            return False
+        arguments = self._arguments_by_owner.get(id(memory_owner(array)), ())
+        return any(same_memory(argument, array) for argument in arguments)
 
     def _bind_output(self, tensor: Tensor, node: Node) -> None:
         tensor.__class__ = TracedTensor
