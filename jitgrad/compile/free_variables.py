@@ -286,6 +286,10 @@ class _Walker:
             if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__"):
                 continue
             if isinstance(attribute, (staticmethod, classmethod, property)):
+                # guarded as it sits in the dict: reading the attribute unwraps it (a classmethod into a
+                # new bound method at every read), and a rebinding (``Act.fn = staticmethod(g)``) ran
+                # the old function, silently, before 2026-11-28
+                self.found.guards.append((source.attr("__dict__").entry(name), "identity", attribute))
                 self._descriptor(attribute, source.attr(name), names)
                 continue
             self.value(attribute, source.attr(name), names)

@@ -406,6 +406,26 @@ def test_a_rebound_global_function_recompiles():
         helper = original
 
 
+@pytest.mark.parametrize("wrap", [staticmethod, lambda g: classmethod(lambda cls, v: g(v)),
+                                  lambda g: property(lambda self: g)], ids=["staticmethod", "classmethod", "property"])
+def test_a_descriptor_rebound_on_a_class_recompiles(wrap):
+    """Before 2026-11-28 the walk entered the function a staticmethod, classmethod or property wraps but
+    guarded neither: ``Act.fn = staticmethod(g)`` between calls ran the old function, silently."""
+    class Act:
+        pass
+    act = Act()
+    activations = [lambda v: v.tanh(), lambda v: v.exp()]
+
+    def f(x):
+        return act.fn(x).sum()
+    compiled = jg.compile(f, cache=False)
+    x = inputs()
+    for g in activations:
+        Act.fn = wrap(g)
+        assert_close(compiled(x), f(x))
+    assert len(compiled.programs) == 2
+
+
 def test_a_numpy_array_read_from_outside_is_an_input():
     table = np.arange(6.0).reshape(3, 2)
 
