@@ -256,6 +256,7 @@ class _Walker:
         elif kind is types.FunctionType:
             if not _library(value.__module__):
                 self.found.guards.append((source, "identity", value))
+                self.found.guards.append((source.attr("__code__"), "identity", value.__code__))
                 self.function(value)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
         elif kind is types.MethodType:
@@ -343,6 +344,9 @@ def find_free_variables(fn: Callable, object_arguments: list[tuple[Source, Any]]
     walker = _Walker()
     if isinstance(fn, types.FunctionType):
         walker.function(fn)
+        # its code, which a reloader replaces in place (IPython's autoreload sets ``f.__code__``): the
+        # same holds for every user function the walk reaches (``_enter``)
+        walker.found.guards.append((Source("held", fn, None).attr("__code__"), "identity", fn.__code__))
         # its own attributes (``f.scale = 2``, read inside as ``f.scale``): held by the function itself
         walker._attributes(fn, vars(fn), Source("held", fn, None), code_names(fn.__code__))
     else:  # a bound method, a callable object, a functools.partial: walked from the object itself

@@ -426,6 +426,25 @@ def test_a_descriptor_rebound_on_a_class_recompiles(wrap):
     assert len(compiled.programs) == 2
 
 
+def test_code_replaced_in_place_recompiles():
+    """A reloader (IPython's autoreload) edits a function by setting its ``__code__``: the function
+    compiled and a helper it calls are the same objects, with other code. Before 2026-11-28 both kept
+    running the program traced from the old code, silently."""
+    def helper(v):
+        return v.tanh()
+
+    def f(x):
+        return helper(x).sum()
+    compiled = jg.compile(f, cache=False)
+    x = inputs()
+    assert_close(compiled(x), f(x))
+    helper.__code__ = (lambda v: v.exp()).__code__
+    assert_close(compiled(x), f(x))
+    f.__code__ = (lambda x: helper(x).mean()).__code__
+    assert_close(compiled(x), f(x))
+    assert len(compiled.programs) == 3
+
+
 def test_a_numpy_array_read_from_outside_is_an_input():
     table = np.arange(6.0).reshape(3, 2)
 
