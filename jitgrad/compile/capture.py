@@ -338,7 +338,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
             snapshots = free.snapshots + side_effects.container_snapshots(_containers(call_args, call_kwargs))
             with side_effects.locating(snapshots) if locate_changes else nullcontext({}) as lines:
                 try:
-                    with _symbols_in_place(placed):
+                    with _symbols_in_place(placed, args, kwargs):
                         result = fn(*call_args, **call_kwargs)
                     if not tracer.specialized:
                         _refuse_numbers(tracer, result)
@@ -373,7 +373,8 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
 
 
 @contextmanager
-def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Iterator[None]:
+def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]], args: tuple,
+                      kwargs: dict) -> Iterator[None]:
     """Puts each free run-time number's ``SymbolicNumber`` where the function reads it (a parameter
     group's ``lr``; an item of a tuple, Adam's ``betas``, by a tuple of them in the tuple's place)
     while it runs, and the number back afterwards, before side effects are looked for. A function that
@@ -383,26 +384,26 @@ def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Itera
     tuples: dict[Source, list] = {}
     for source, symbol, value in placed:
         parent = source.parent()
-        if source.steps[-1][0] == "item" and type(parent.read()) is tuple:
-            items = tuples.setdefault(parent, list(parent.read()))
+        if source.steps[-1][0] == "item" and type(parent.read(args, kwargs)) is tuple:
+            items = tuples.setdefault(parent, list(parent.read(args, kwargs)))
             items[source.steps[-1][1]] = symbol
         else:
             stored[source] = (value, symbol)
     for parent, items in tuples.items():
-        stored[parent] = (parent.read(), tuple(items))
+        stored[parent] = (parent.read(args, kwargs), tuple(items))
     changed: list[Source] = []
     try:
         for source, (_, symbol) in stored.items():
-            source.store(symbol)
+            source.store(symbol, args, kwargs)
         yield
     finally:
         for source, (value, symbol) in stored.items():
             try:
-                if source.read() is not symbol:
+                if source.read(args, kwargs) is not symbol:
                     changed.append(source)
             except READ_ERRORS:
                 changed.append(source)
-            source.store(value)
+            source.store(value, args, kwargs)
     if changed:
         raise Unsupported("the function sets " + ", ".join(s.describe() for s in changed) + ", a run-time "
                           "number a compiled call reads but would not set again; set it outside the function",

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import gc
 import sys
+import types
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -174,6 +175,12 @@ class CompiledFunction:
         self.log: list[str] = []       # one line per (re)compile: which guard failed, where
 
     # ---- calling ---------------------------------------------------------------------------------------
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """``@jitgrad.compile`` on a ``def`` in a class body binds as the function would: the instance is
+        the first argument, an object whose attributes are walked and guarded (each instance its own
+        programs), where without this ``model.loss(x)`` called the function without ``self``."""
+        return self if instance is None else types.MethodType(self, instance)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if anomaly_mode.state.enabled or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
