@@ -506,6 +506,9 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), which "
                           "eager mode returns as views of one another and a compiled function as separate copies")
     needs_grad = grad_mode.is_grad_enabled() and any(t._requires_grad for t in leaves)
+    if not grad_mode.is_grad_enabled() and any(t._grad_fn is not None for t in leaves):
+        raise Unsupported("the function turns grad mode on (enable_grad, set_grad_enabled) for a result it returns "
+                          "while it is off at the call: a compiled call would return it without its graph")
     if needs_grad and not differentiated:
         grads, writes = _step_outputs(tracer, inputs)
         if writes or grads:

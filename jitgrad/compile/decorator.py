@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from ..autograd import anomaly_mode
+from ..autograd import anomaly_mode, grad_mode
 from ..autograd.differentiate import grad as autograd_grad
 from ..ops.registry import observed
 from ..random import default_generator
@@ -141,6 +141,16 @@ def _cycle_collection_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _mark_inference(result: Any, arguments: list) -> None:
+    """Under ``inference_mode`` every tensor an eager op makes is an inference tensor; so is every
+    tensor a compiled call returns but the arguments it returns themselves."""
+    from .templates import tensor_leaves
+    given = {id(a) for a in arguments}
+    for tensor in tensor_leaves(result):
+        if id(tensor) not in given:
+            tensor._is_inference = True
+
+
 class CompiledFunction:
     """What ``@jitgrad.compile`` returns: call it like the function; ``explain`` shows what it runs."""
 
@@ -201,9 +211,10 @@ class CompiledFunction:
         layout = program.layout
         state = None if layout.random is None else layout.take_state()  # the common case pays no call
         inputs = layout.gather(leaves + list(free), state)
-        if program.kind == "step":
-            return self._run_step(program, inputs, args, kwargs, state)
-        return self._run_loss(program, inputs, args, kwargs, state)
+        result = (self._run_step if program.kind == "step" else self._run_loss)(program, inputs, args, kwargs, state)
+        if grad_mode.state.inference:
+            _mark_inference(result, leaves)
+        return result
 
     def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict,
                   state: np.ndarray | None) -> Any:

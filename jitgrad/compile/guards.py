@@ -128,10 +128,18 @@ class FreeGuards:
         return self._index[(source, kind)]
 
 
+def grad_mode_key() -> bool | str:
+    """What a call's key holds of the autograd modes: whether grad mode is on, or ``"inference"``
+    inside ``inference_mode``, where ops record nothing even under ``enable_grad`` and make inference
+    tensors (a program traced under ``no_grad`` is not one traced there)."""
+    state = grad_mode.state
+    return "inference" if state.inference else state.grad_enabled
+
+
 def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str], dynamic: frozenset = frozenset()) -> tuple:
     """The key of a call (see the module docstring). ``dynamic`` holds the key positions of numbers
     that are run-time inputs: their values are left out."""
-    parts: list[Any] = [grad_mode.state.grad_enabled, get_default_dtype(), spec]
+    parts: list[Any] = [grad_mode_key(), get_default_dtype(), spec]
     ids: list[int] = []
     for value in leaves:
         if isinstance(value, Tensor):
@@ -233,7 +241,9 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str], ignore: fro
     """The first guard that differs between ``old`` (a key compiled before) and ``new``, the positions
     in ``ignore`` (numbers that are run-time inputs) aside."""
     if old[0] != new[0]:
-        return Miss(f"grad mode changed: is_grad_enabled() was {old[0]}, now {new[0]}", False, [])
+        def mode(key: bool | str) -> str:
+            return "inference_mode" if key == "inference" else f"is_grad_enabled() {key}"
+        return Miss(f"grad mode changed: was {mode(old[0])}, now {mode(new[0])}", False, [])
     if old[1] != new[1]:
         return Miss(f"the default dtype changed: was {old[1]}, now {new[1]}", False, [])
     if old[2] != new[2] or len(old) != len(new):
@@ -276,4 +286,4 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]
+           "distance", "grad_mode_key", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]

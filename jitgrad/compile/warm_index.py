@@ -31,7 +31,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import grad_mode
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from . import guards
@@ -92,7 +91,7 @@ def call_description(spec: Any, leaves: list) -> dict[str, Any]:
     """What a call's trace depends on among its arguments and the global modes (see the module
     docstring), as JSON data; raises ``NotIndexed`` for an argument with no such description."""
     aliasing = guards.call_key(spec, leaves, (), ())[-1]
-    return {"grad_mode": grad_mode.state.grad_enabled, "default_dtype": get_default_dtype().name,
+    return {"grad_mode": guards.grad_mode_key(), "default_dtype": get_default_dtype().name,
             "spec": _spec(spec), "leaves": [_leaf(v) for v in leaves],
             "aliasing": aliasing if aliasing is True else list(aliasing)}
 
