@@ -157,9 +157,14 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
         if not isinstance(tensor, Tensor):
             continue
         loan = tracer.loans[id(tensor)]
-        if placeholder is not None and placeholder in tracer.writes:
+        if loan.written and tensor._data.dtype != loan.original_data.dtype:
+            raise Unsupported(f"the function sets .data of a {loan.original_data.dtype} input to a {tensor._data.dtype} "
+                              "tensor, which a compiled call would write back in the input's dtype; convert it "
+                              "outside the function")
+        if placeholder is not None and placeholder in tracer.writes and tracer.writes[placeholder] is \
+                tracer.bound_node(Tensor._make(tensor._data)):
             writes[index] = tracer.writes[placeholder]
-        elif loan.written:
+        elif loan.written:   # .data set (after a write too: its value is the last one set)
             writes[index] = tracer.node_of(Tensor._make(tensor._data))
         old, new = loan.original("_grad"), tensor._grad
         if new is old:

@@ -163,8 +163,8 @@ class Tracer:
         if self._rewritten and id(tensor._data) in self._rewritten:
             return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
-        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
-            node = None  # an argument whose ``.data`` was replaced: it holds another value now
+        if node is not None and argument is not node and (node.op is Opcode.PLACEHOLDER or id(tensor) in self.loans):
+            node = None  # an argument whose ``.data`` was replaced (after a write too): it holds another value now
         if node is not None and tensor._view is not None and \
                 self._view_versions.get(id(tensor)) != tensor._version_counter[0]:
             return self._retake_view(tensor)
@@ -182,7 +182,7 @@ class Tracer:
         if self._rewritten and id(tensor._data) in self._rewritten:
             return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
-        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
+        if node is not None and argument is not node and (node.op is Opcode.PLACEHOLDER or id(tensor) in self.loans):
             node = None
         if node is not None and tensor._view is not None and \
                 self._view_versions.get(id(tensor)) != tensor._version_counter[0]:

@@ -136,3 +136,40 @@ def test_template_filler_rebuilds_every_kind_of_container():
     assert filled == ((2, "z"), [(0, "x"), (), ((1, "y"),)], {"a": (0, "x"), 3: None},
                       Pair((1, "y"), constant), 7)
     assert type(filled[3]) is Pair and filled[3].right is constant and type(filled[1]) is list
+
+
+def _write_then_rebind(w, x):
+    with jg.no_grad():
+        w.add_(1.0)                # written in place: the trace binds w to the sum
+    w.data = x.data * 3.0          # then given other memory: later reads see this value
+    return (w * 2.0).sum()
+
+
+def _rebind_to_float32(w, x):
+    w.data = w.data.float()
+    return (w * x).sum()
+
+
+def test_data_set_after_an_in_place_write_is_what_later_reads_and_the_write_back_see():
+    """Until 2026-11-28 a read of ``w`` after ``w.data = ...`` that followed an in-place write gave
+    the written value, and the call wrote that value back: the result and ``w`` were stale."""
+    compiled = jg.compile(_write_then_rebind, cache=False, fullgraph=True)
+    for _ in range(2):
+        w, x = jg.zeros(3, dtype=jg.float64), jg.arange(3.0, dtype=jg.float64)
+        we = w.clone()
+        assert_close(compiled(w, x), _write_then_rebind(we, x))
+        assert_close(w, we)
+
+
+def test_data_set_to_another_dtype_runs_eagerly():
+    """A compiled call writes an input back in its own dtype: ``w.data = w.data.float()`` kept w
+    float64 (until 2026-11-28, silently)."""
+    import warnings
+    from jitgrad.compile import CompileWarning
+    compiled = jg.compile(_rebind_to_float32, cache=False)
+    w, x = jg.ones(3, dtype=jg.float64), jg.ones(3, dtype=jg.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled(w, x)
+    assert w.dtype == jg.float32
+    assert any(issubclass(c.category, CompileWarning) and "sets .data" in str(c.message) for c in caught)
