@@ -81,6 +81,7 @@ class Captured:
     returned_requires_grad: list = field(default_factory=list)
     backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
     grads_added_into: list = field(default_factory=list)  # step: ``_grads_added_into``
+    rebound: list = field(default_factory=list)  # step: inputs whose new value was set as ``.data`` (``_rebound``)
     # comparisons of run-time numbers the function branched on (``Tracer.predicates``)
     predicates: list = field(default_factory=list)
 
@@ -161,9 +162,11 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
             raise Unsupported(f"the function sets .data of a {loan.original_data.dtype} input to a {tensor._data.dtype} "
                               "tensor, which a compiled call would write back in the input's dtype; convert it "
                               "outside the function")
-        if placeholder is not None and placeholder in tracer.writes and tracer.writes[placeholder] is \
-                tracer.bound_node(Tensor._make(tensor._data)):
+        if not _rebound(tracer, tensor, placeholder):
             writes[index] = tracer.writes[placeholder]
+        elif placeholder is not None and placeholder in tracer.writes:
+            raise Unsupported("the function writes into an input in place and then sets its .data: a compiled call "
+                              "gives it one new value, where eager mode leaves the written one in its old memory")
         elif loan.written:   # .data set (after a write too: its value is the last one set)
             writes[index] = tracer.node_of(Tensor._make(tensor._data))
         old, new = loan.original("_grad"), tensor._grad
@@ -171,6 +174,13 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
             continue
         grads[index] = None if new is None else tracer.node_of(new)
     return grads, writes
+
+
+def _rebound(tracer: Tracer, tensor: Tensor, placeholder: Node | None) -> bool:
+    """Whether an input the step changed holds memory set with ``.data = ...`` (eager gives it that
+    memory: a view of its old memory keeps the old values) rather than its own memory written in place."""
+    return placeholder is None or placeholder not in tracer.writes or \
+        tracer.writes[placeholder] is not tracer.bound_node(Tensor._make(tensor._data))
 
 
 def _grads_added_into(tracer: Tracer, inputs: "_Inputs", grads: dict) -> list[int]:
@@ -547,6 +557,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     graph.output((value, grads, writes))
     captured = Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
     captured.grads_added_into = _grads_added_into(tracer, inputs, grads)
+    captured.rebound = [i for i in writes if _rebound(tracer, inputs.values[i], inputs.nodes[i])]
     returned = tensor_leaves(result)
     captured.host_results = any(isinstance(t._data, np.ndarray) for t in returned)
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]

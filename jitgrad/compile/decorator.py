@@ -227,6 +227,9 @@ class CompiledFunction:
                 raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")
             self._warn(f"running {self.name} eagerly for such calls: {reason}", "shared memory")
             return replay(self.fn, args, kwargs, state)
+        if program.written and not program.writes_allowed(inputs):
+            from .loss_program import replay
+            return replay(self.fn, args, kwargs, state)  # raises eager's error: an expanded view is read-only
         if not self.check:
             return program.run(inputs)
         from .loss_program import replay
@@ -524,7 +527,8 @@ class CompiledFunction:
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
-            return StepProgram(lowered, template, layout, numbers, backend, frozenset(captured.grads_added_into))
+            return StepProgram(lowered, template, layout, numbers, backend, frozenset(captured.grads_added_into),
+                               frozenset(captured.rebound))
         return loss_program(captured, layout, numbers, backend, self.options, name, self.disk_cache, example,
                             device)
 

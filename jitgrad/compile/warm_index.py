@@ -40,7 +40,7 @@ from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
 from .result_template import InputAlias, Slot, TupleOf
 
-INDEX_FORMAT = "jitgrad-warm-index-2"
+INDEX_FORMAT = "jitgrad-warm-index-3"
 # What ``explain`` shows as the IR before the passes of a program from the index. The traced graph is
 # not kept: printing it cost a first call of W4 over 500 steps 27-44 ms (the passes edit the graph,
 # so only a text or a copy can keep it), and a warm process would read and hash its text (about 1 MB
@@ -194,7 +194,7 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
     table, arrays = _arrays(constants)
     result, grads, writes = program.template
     text = json.dumps({"template": _template(result), "grads": _slots(grads), "writes": _slots(writes),
-            "added_into": sorted(program.added_into),
+            "added_into": sorted(program.added_into), "rebound": sorted(program.rebound),
             "layout": {"positions": layout.positions, "grad_of": layout.grad_of, "random": layout.random,
                        "draws": layout.draws},
             "lowered": {"label": lowered.label, "source": lowered.source, "ir_after": lowered.ir_after,
@@ -224,7 +224,8 @@ def restore(sizes: dict[str, Any], data: bytes, backend: Backend, cache: DiskCac
     return StepProgram(lowered, (_from_template(entry["template"]), grads, writes),
                        InputLayout(list(layout["positions"]), list(layout["grad_of"]), layout["random"],
                                    int(layout["draws"])),
-                       no_numbers(), backend, frozenset(int(i) for i in entry["added_into"]))
+                       no_numbers(), backend, frozenset(int(i) for i in entry["added_into"]),
+                       frozenset(int(i) for i in entry["rebound"]))
 
 
 __all__ = ["INDEX_FORMAT", "NOT_INDEXED_IR", "NotIndexed", "call_description", "describe", "index_key", "restore"]

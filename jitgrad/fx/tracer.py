@@ -507,6 +507,8 @@ class Tracer:
             if not self.capture_writes:
                 raise conversion_error("An in-place change to an argument of the traced function (not "
                                         "captured by fx.trace; jitgrad.compile captures it)")
+            if not getattr(getattr(tensor._data, "flags", None), "writeable", True):
+                return  # an expanded view: the write raises eager's error, as it would on a copy-free call
             own = loan.copy_on_write()
             if own is not None:
                 self._loans_by_array[id(own)] = loan

@@ -145,20 +145,39 @@ def _write_then_rebind(w, x):
     return (w * 2.0).sum()
 
 
+def _rebind(w, x):
+    w.data = w.data - x            # the idiom of hand-written updates
+    return (w * 2.0).sum()
+
+
 def _rebind_to_float32(w, x):
     w.data = w.data.float()
     return (w * x).sum()
 
 
-def test_data_set_after_an_in_place_write_is_what_later_reads_and_the_write_back_see():
-    """Until 2026-11-28 a read of ``w`` after ``w.data = ...`` that followed an in-place write gave
-    the written value, and the call wrote that value back: the result and ``w`` were stale."""
-    compiled = jg.compile(_write_then_rebind, cache=False, fullgraph=True)
-    for _ in range(2):
-        w, x = jg.zeros(3, dtype=jg.float64), jg.arange(3.0, dtype=jg.float64)
-        we = w.clone()
-        assert_close(compiled(w, x), _write_then_rebind(we, x))
-        assert_close(w, we)
+def _add_one(w, x):
+    with jg.no_grad():
+        w.add_(x)
+    return w.sum()
+
+
+@pytest.mark.parametrize("fn", [_write_then_rebind, _rebind], ids=["written, then .data set", ".data set"])
+def test_data_set_gives_the_input_new_memory_as_eager_mode_does(fn):
+    """``w.data = ...`` gives ``w`` new memory: a view of its old memory taken before keeps the old
+    values (until 2026-11-28 a compiled call wrote the new value into the old memory). After an
+    in-place write of ``w`` it runs eagerly: the write stays in the old memory (until then the
+    result and ``w`` took the written value instead of the one set)."""
+    import warnings
+    compiled = jg.compile(fn, cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            w, x = jg.zeros(3, dtype=jg.float64), jg.arange(3.0, dtype=jg.float64)
+            we = w.clone()
+            held, held_eager = w.detach(), we.detach()
+            assert_close(compiled(w, x), fn(we, x))
+            assert_close(w, we)
+            assert_close(held, held_eager)
 
 
 def test_data_set_to_another_dtype_runs_eagerly():
@@ -173,3 +192,18 @@ def test_data_set_to_another_dtype_runs_eagerly():
         compiled(w, x)
     assert w.dtype == jg.float32
     assert any(issubclass(c.category, CompileWarning) and "sets .data" in str(c.message) for c in caught)
+
+
+def test_a_write_into_an_expanded_input_raises_as_eagerly():
+    """An expanded view is read-only: eager's in-place write raises. Until 2026-11-28 a compiled step
+    gave the input new memory instead (traced on it, or on an ordinary tensor first), silently."""
+    compiled = jg.compile(_add_one, cache=False)
+    x = jg.ones(3, dtype=jg.float64)
+    assert_close(compiled(jg.zeros(2, 3, dtype=jg.float64), x), 6.0)
+    for _ in range(2):
+        w = jg.zeros(1, 3, dtype=jg.float64).expand(2, 3)
+        with pytest.raises(RuntimeError, match="read-only"):
+            compiled(w, x)
+        assert_close(w, np.zeros((2, 3)))
+    with pytest.raises(RuntimeError, match="read-only"):
+        jg.compile(_add_one, cache=False)(jg.zeros(1, 3, dtype=jg.float64).expand(2, 3), x)
