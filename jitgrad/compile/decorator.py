@@ -29,6 +29,7 @@ import numpy as np
 
 from ..autograd import anomaly_mode, grad_mode
 from ..autograd.differentiate import grad as autograd_grad
+from ..autograd.saved_tensor import saving_hooks
 from ..ops.registry import observed
 from ..random import default_generator
 from ..signatures import positional_names
@@ -194,6 +195,13 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if anomaly_mode.state.enabled or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
+        if saving_hooks():
+            reason = ("saved-tensor hooks are active (saved_tensors_hooks, save_on_cpu): eager mode passes what its "
+                      "graph saves through them, which a compiled call does not save")
+            if self.fullgraph:
+                raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")
+            self._warn(f"running {self.name} eagerly for such calls: {reason}", "saved-tensor hooks")
+            return self.fn(*args, **kwargs)
         leaves, spec = flatten(args, kwargs)
         free = self._free.read(args, kwargs)
         program = None

@@ -199,6 +199,35 @@ def test_anomaly_mode_runs_eagerly():
     assert type(out.grad_fn).__name__ == "SumBackward0"
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["loss", "step"])
+def test_saved_tensor_hooks_around_a_call_run_it_eagerly(inside):
+    """Eager mode passes what its graph saves through active saved-tensor hooks (here doubling it, so
+    the gradient doubles too); a compiled call saves nothing of that graph. Until 2026-11-28 the call
+    ran compiled and its gradient ignored the hooks, silently."""
+    def loss(x, w):
+        return (x * w).tanh().sum()
+
+    def step(x, w):
+        loss(x, w).backward()
+        return w.grad
+
+    fn = step if inside else loss
+    compiled = jg.compile(fn, cache=False)
+    x = jg.randn(3, dtype=jg.float64)
+    w, we = (jg.randn(3, dtype=jg.float64, requires_grad=True) for _ in range(2))
+    with jg.no_grad():
+        we.copy_(w)
+    compiled(x, w)   # compiled first, outside the hooks
+    w.grad = None
+    with pytest.warns(CompileWarning, match="saved-tensor hooks are active"), \
+            jg.autograd.graph.saved_tensors_hooks(lambda t: t * 2.0, lambda t: t):
+        out, expected = compiled(x, w), fn(x, we)
+        if not inside:
+            out.backward()
+            expected.backward()
+    assert_close(w.grad, we.grad)
+
+
 def test_check_passes_and_catches_a_wrong_backend(monkeypatch):
     def f(x, w):
         return (x * w).tanh().sum()
