@@ -382,6 +382,8 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                                   + "; return the values instead, or run it eagerly")
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
+        for generator, state in tracer.drawn_from.values():  # a generator of the user's own (randn(generator=g))
+            generator.set_state(state)
         default_generator.set_state(generator_state)
         tracer.release()
     return captured

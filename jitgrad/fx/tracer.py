@@ -139,6 +139,7 @@ class Tracer:
         self.predicates: list[tuple[Node, bool, str | None]] = []
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
+        self.drawn_from: dict[int, tuple[Any, np.ndarray]] = {}  # each generator drawn from, its first state
         self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
         self._grad_fn_nodes: dict[Any, Node] = {}  # an op's backward node -> the op's node
         self.backward_calls = None if backward_calls is None else \
@@ -481,6 +482,7 @@ class Tracer:
     def _draw_state(self, draw: Draw) -> Node:
         """The node of a draw's state: the call's starting state, offset by the elements drawn before
         it in the trace. Draws must follow one another on one generator, as a call would make them."""
+        self.drawn_from.setdefault(id(draw.generator), (draw.generator, draw.state.copy()))
         if self.draws is None:
             node = self.graph.placeholder("rng_state", tensor_meta(Tensor._make(draw.state)))
             self.draws = RandomDraws(node, draw.generator, draw.state.copy())
