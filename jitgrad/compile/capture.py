@@ -354,7 +354,7 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
             with side_effects.locating(snapshots) if locate_changes else nullcontext({}) as lines:
                 try:
                     with _symbols_in_place(placed, args, kwargs):
-                        result = fn(*call_args, **call_kwargs)
+                        result = _call_traced(fn, call_args, call_kwargs)
                     if not tracer.specialized:
                         _refuse_numbers(tracer, result)
                 except Specialize as error:
@@ -387,6 +387,18 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
         default_generator.set_state(generator_state)
         tracer.release()
     return captured
+
+
+def _call_traced(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """``fn`` called in the trace. An exception of its own runs the call eagerly, where it is raised
+    again after the effects eager mode has before it (a ``.grad`` set, a write), which the trace gave
+    back: until 2026-11-28 it came out of the trace with none of them."""
+    try:
+        return fn(*args, **kwargs)
+    except (TraceError, Specialize, Unsupported):
+        raise
+    except Exception as error:
+        raise EagerThisCall(f"the function raised {type(error).__name__} while traced") from error
 
 
 @contextmanager

@@ -228,6 +228,27 @@ def test_saved_tensor_hooks_around_a_call_run_it_eagerly(inside):
     assert_close(w.grad, we.grad)
 
 
+def _fails_after_backward(x, w, fail):
+    (x * w).sum().backward()
+    if fail:
+        raise ValueError("a bad batch")
+    return w.grad * 1.0
+
+
+def test_an_exception_of_the_function_comes_after_the_effects_eager_mode_has_before_it():
+    """Until 2026-11-28 an exception raised while tracing came out of the trace, which had given
+    ``w.grad`` back: the caller saw no gradient where eager mode leaves one."""
+    compiled = jg.compile(_fails_after_backward, cache=False)
+    x = jg.randn(3, dtype=jg.float64)
+    w = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    for _ in range(2):
+        w.grad = None
+        with pytest.raises(ValueError, match="a bad batch"):
+            compiled(x, w, True)
+        assert_close(w.grad, x)
+    assert_close(compiled(x, w, False), 2.0 * x)   # compiles once the function returns
+
+
 def test_check_passes_and_catches_a_wrong_backend(monkeypatch):
     def f(x, w):
         return (x * w).tanh().sum()
