@@ -19,6 +19,7 @@ structural changed (a *recompile*).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -71,6 +72,8 @@ def value_descriptor(value: Any) -> Any:
     objects that define equality, shape, dtype and values for an array, identity for the rest."""
     kind = type(value)
     if kind in _PLAIN:
+        if kind is float and value == 0.0 and math.copysign(1.0, value) < 0.0:
+            return (kind, value, "negative")  # equal to 0.0, but 1 / -0.0 is -inf: baked in, it must not serve 0.0
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
@@ -230,7 +233,7 @@ def _array_change(label: str, old: tuple, new: tuple) -> str:
 def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
         return f"a run-time {value[0].__name__}"
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type):
+    if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[0], type):   # (3: -0.0)
         return repr(value[1])
     if isinstance(value, tuple) and value and value[0] == "object":
         return f"another object (id {value[1]:#x})"

@@ -84,6 +84,22 @@ def test_inference_mode_is_a_grad_mode_of_its_own_and_the_results_are_inference_
     assert any("was inference_mode, now is_grad_enabled() False" in line for line in f.log), f.log
 
 
+SIGN = {"zero": 0.0}
+
+
+def test_a_negative_zero_is_not_the_zero_it_equals():
+    """``0.0 == -0.0``, so until 2026-11-28 a program with 0.0 baked in served -0.0: ``1 / (x * a)``
+    gave inf where eager mode gives -inf, as an argument or read from outside."""
+    def reciprocals(x, a):
+        return jg.stack([1.0 / (x * a), 1.0 / (x * SIGN["zero"])])
+    f = jg.compile(reciprocals, cache=False)
+    x = jg.ones(2, dtype=jg.float64)
+    for a in (0.0, -0.0, 0.0):
+        SIGN["zero"] = a
+        np.testing.assert_array_equal(f(x, a).numpy(), reciprocals(x, a).numpy())
+    assert "value was 0.0, now -0.0" in f.log[0], f.log
+
+
 def repeat_rows(x, n):
     return jg.stack([x] * n).sum()  # n is needed as a Python value: a guarded constant
 
