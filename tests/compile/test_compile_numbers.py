@@ -103,6 +103,24 @@ def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
         assert_close(compiled(x, s), f(x, s))
 
 
+def test_a_loss_scaled_by_a_run_time_number_compiles_its_gradient():
+    """The gradient of ``loss * scale`` starts as ``1 * scale``, which simplify_algebra took for
+    ``scale``, a Python number a reshape cannot take: until 2026-11-28 the call that made ``scale``
+    dynamic raised AttributeError."""
+    w = jg.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+
+    def step(x, scale):
+        ((x * w).sum() * scale).backward()
+        return w.grad
+
+    compiled = jg.compile(step, cache=False, fullgraph=True)
+    x = data()
+    for scale in (1.0, 2.0, 0.5):
+        w.grad = None
+        assert_close(compiled(x, scale), x.sum(0) * scale)
+    assert any("made dynamic" in line for line in compiled.log), compiled.log
+
+
 def test_an_int_argument_an_op_takes_as_a_dimension_specializes():
     """``sum(dim=t)`` tells an int from a tuple of them by ``isinstance``: until 2026-11-28 the
     symbolic ``t`` was neither, and the call raised ``TypeError`` where eager mode sums."""
