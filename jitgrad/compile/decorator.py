@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from ..autograd import anomaly_mode, grad_mode
+from ..autograd import anomaly_mode, forward_ad, grad_mode
 from ..autograd.differentiate import grad as autograd_grad
 from ..autograd.saved_tensor import saving_hooks
 from ..ops.registry import observed
@@ -193,7 +193,7 @@ class CompiledFunction:
         return self if instance is None else types.MethodType(self, instance)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if anomaly_mode.state.enabled or self._eager_from_now or observed():
+        if anomaly_mode.state.enabled or forward_ad.state.level is not None or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
         if saving_hooks():
             reason = ("saved-tensor hooks are active (saved_tensors_hooks, save_on_cpu): eager mode passes what its "

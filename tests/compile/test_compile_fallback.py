@@ -191,6 +191,21 @@ def test_an_index_tensor_argument_is_never_baked_into_the_graph():
         assert_close(f(x, index), gather(x, index))
 
 
+def test_forward_mode_ad_runs_eagerly():
+    """Inside a dual level a compiled call ran its kernels and the result had no tangent (until
+    2026-11-28, silently); it runs eagerly there, as under anomaly mode."""
+    import jitgrad.autograd.forward_ad as fwAD
+    fn = lambda x: (x * 0.5).tanh().sum()   # noqa: E731
+    compiled = jg.compile(fn, cache=False)
+    x = jg.tensor(np.arange(3.0))
+    compiled(x)
+    with fwAD.dual_level():
+        tangent = fwAD.unpack_dual(compiled(fwAD.make_dual(x, jg.ones(3, dtype=jg.float64)))).tangent
+        expected = fwAD.unpack_dual(fn(fwAD.make_dual(x, jg.ones(3, dtype=jg.float64)))).tangent
+    assert tangent is not None
+    assert_close(tangent, expected)
+
+
 def test_anomaly_mode_runs_eagerly():
     f = jg.compile(lambda x: (x * 2.0).sum())
     x = jg.randn(3, requires_grad=True)
