@@ -393,6 +393,12 @@ class Tracer:
                 self.added_into[id(new)] = old
             new.__class__ = TracedTensor
             self._bind(new, node)
+            loan = self.loans.get(id(leaf))
+            if old is not None and (loan is None or old is not loan.original("_grad")):
+                # a .grad set in the function (``w.grad = g``): eager mode sums into g's memory, which
+                # later reads of g (or of an argument set as .grad) see; the call's own .grad is
+                # summed into after the call (``compile.capture._grads_added_into``)
+                self.alias(old, new)
 
         accumulator.register_prehook(remember_old)
         accumulator.register_hook(record_new)

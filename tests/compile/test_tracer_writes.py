@@ -207,3 +207,23 @@ def test_a_write_into_an_expanded_input_raises_as_eagerly():
         assert_close(w, np.zeros((2, 3)))
     with pytest.raises(RuntimeError, match="read-only"):
         jg.compile(_add_one, cache=False)(jg.zeros(1, 3, dtype=jg.float64).expand(2, 3), x)
+
+
+def _grad_set_to_a_value_then_backward(x, w, into_argument):
+    g = x if into_argument else x * 0.0 + 1.0
+    w.grad = g                    # backward sums into g's memory, as AccumulateGrad does eagerly
+    (x * w).sum().backward()
+    return g * 1.0
+
+
+@pytest.mark.parametrize("into_argument", [False, True], ids=["a value of the function", "an argument"])
+def test_backward_sums_into_a_grad_set_inside_as_eagerly(into_argument):
+    """Until 2026-11-28 the trace summed into a new tensor: ``g`` (and the argument set as ``.grad``)
+    kept its old value in the compiled call, silently."""
+    compiled = jg.compile(_grad_set_to_a_value_then_backward, cache=False)
+    for _ in range(2):
+        x, w = jg.tensor(np.array([1.0, 2.0, 3.0])), jg.ones(3, dtype=jg.float64, requires_grad=True)
+        xe, we = x.clone(), w.detach().clone().requires_grad_()
+        assert_close(compiled(x, w, into_argument), _grad_set_to_a_value_then_backward(xe, we, into_argument))
+        assert_close(x, xe)
+        assert_close(w.grad, we.grad)
