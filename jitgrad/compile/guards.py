@@ -3,8 +3,8 @@
 A call's *key* is one flat tuple: the grad mode and default dtype, the nesting of the arguments
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
-requires_grad, whether it has a ``.grad`` and hooks, and its device (a CUDA program and a CPU one never
-serve each other's calls; its values are read afresh at every call); a
+requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
+serve each other's calls) and whether it is a leaf; its values are read afresh at every call; a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
 may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
@@ -45,7 +45,8 @@ def tensor_descriptor(t: Tensor) -> tuple:
     data = t._data
     device = CPU if type(data) is np.ndarray else array_device(data)
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
-            bool(t._hooks) or bool(t._post_accumulate_grad_hooks), device)
+            bool(t._hooks) or bool(t._post_accumulate_grad_hooks), device,
+            t._grad_fn is not None)   # computed: the trace reads ``is_leaf`` eagerly (``fx.traced_tensor``)
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -194,7 +195,7 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0, v0), (s1, d1, r1, g1, h1, v1) = old, new
+    (s0, d0, r0, g0, h0, v0, c0), (s1, d1, r1, g1, h1, v1, c1) = old, new
     if v0 != v1:
         return f"{label}: device was {v0}, now {v1}", False
     if len(s0) != len(s1):
@@ -210,11 +211,13 @@ def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
         return f"{label}: shape was {s0}, now {s1}", True
     if g0 != g1:
         return f"{label}: .grad was {'set' if g0 else 'None'}, now {'set' if g1 else 'None'}", True
+    if c0 != c1:
+        return f"{label}: was {'computed' if c0 else 'a leaf'}, now {'computed' if c1 else 'a leaf'}", True
     return f"{label}: {'had' if h0 else 'had no'} tensor hooks, now {'has' if h1 else 'has none'}", True
 
 
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 6 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return isinstance(value, tuple) and len(value) == 7 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
 
 
 def _is_array_descriptor(value: Any) -> bool:

@@ -25,7 +25,7 @@ from ..tensor import Tensor
 def graph_outlives_the_call(tensor: Tensor) -> bool:
     """Whether a backward from ``tensor`` outside the function would run eagerly: it has a graph and
     no node of it has freed what it saved."""
-    fn = tensor.grad_fn
+    fn = tensor._grad_fn   # not the property: a borrowed input's refuses to answer (fx.traced_tensor)
     if fn is None:
         return False
     seen: set[int] = set()

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..device import copy_array
 from ..tensor import Tensor
+from .traced_tensor import BORROWED_WITH_HISTORY
 
 # What a borrowed tensor gives up for the trace, in the order ``Loan`` saves it.
 _STATE = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks", "_grad_accumulator",
@@ -43,6 +44,8 @@ class Loan:
         except TypeError as error:
             raise BorrowError(f"a {self.kind.__name__} cannot be traced ({error})") from None
         version = tensor._version_counter[0] if tensor._version_counter else 0
+        if tensor._grad_fn is not None:
+            BORROWED_WITH_HISTORY.add(id(tensor))
         tensor._grad_fn, tensor._output_nr, tensor._view, tensor._hooks = None, 0, None, None
         tensor._post_accumulate_grad_hooks = None
         tensor._grad_accumulator, tensor._version_counter = None, [version]
@@ -69,6 +72,7 @@ class Loan:
 
     def give_back(self) -> None:
         tensor = self.tensor
+        BORROWED_WITH_HISTORY.discard(id(tensor))
         tensor.__class__ = self.kind
         for name, value in zip(_STATE, self.state):
             setattr(tensor, name, value)

@@ -206,6 +206,21 @@ def test_forward_mode_ad_runs_eagerly():
     assert_close(tangent, expected)
 
 
+@pytest.mark.parametrize("read", [lambda x: x.grad_fn is None, lambda x: x.is_leaf], ids=["grad_fn", "is_leaf"])
+def test_the_history_of_a_computed_input_is_read_eagerly(read):
+    """A borrowed input has no history in the trace; until 2026-11-28 ``x.grad_fn is None`` read there
+    took the leaf's branch for an input computed outside, silently. Now such a read runs the call
+    eagerly; a leaf's is answered in the trace."""
+    def scaled(x):
+        return (x * (2.0 if read(x) else 3.0)).sum()
+    compiled = jg.compile(scaled, cache=False)
+    leaf = jg.tensor(np.arange(3.0), requires_grad=True)
+    computed = leaf * 1.0
+    assert_close(compiled(leaf), scaled(leaf))
+    with pytest.warns(CompileWarning, match="computed outside the function"):
+        assert_close(compiled(computed), scaled(computed))
+
+
 def test_anomaly_mode_runs_eagerly():
     f = jg.compile(lambda x: (x * 2.0).sum())
     x = jg.randn(3, requires_grad=True)
