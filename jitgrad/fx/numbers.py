@@ -159,7 +159,9 @@ class SymbolicNumber(SymbolicValue):
     def __getattr__(self, name: str) -> Any:
         """A method or attribute of the number itself (``lr.is_integer()``, ``t.bit_length()``,
         ``x.real``) needs its value; other names are not there, as on a number."""
-        if not name.startswith("_") and hasattr(self.value, name):
+        if name in ("value", "node", "roots", "recorder") or name.startswith("_"):
+            raise AttributeError(name)   # a slot not set yet, or a protocol's name: simply missing
+        if hasattr(self.value, name):
             self._needs_value(f".{name}")
         raise AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'")
 
