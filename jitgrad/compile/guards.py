@@ -45,8 +45,8 @@ def tensor_descriptor(t: Tensor) -> tuple:
     data = t._data
     device = CPU if type(data) is np.ndarray else array_device(data)
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
-            bool(t._hooks) or bool(t._post_accumulate_grad_hooks), device,
-            t._grad_fn is not None)   # computed: the trace reads ``is_leaf`` eagerly (``fx.traced_tensor``)
+            bool(t._hooks) or bool(t._post_accumulate_grad_hooks),
+            t._grad_fn is not None, device)   # computed: the trace reads ``is_leaf`` eagerly (``fx.traced_tensor``)
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -195,7 +195,7 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0, v0, c0), (s1, d1, r1, g1, h1, v1, c1) = old, new
+    (s0, d0, r0, g0, h0, c0, v0), (s1, d1, r1, g1, h1, c1, v1) = old, new
     if v0 != v1:
         return f"{label}: device was {v0}, now {v1}", False
     if len(s0) != len(s1):

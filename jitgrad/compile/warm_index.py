@@ -75,7 +75,7 @@ def _spec(spec: Any) -> Any:
 
 def _leaf(value: Any) -> list:
     if isinstance(value, Tensor):
-        shape, dtype, requires_grad, has_grad, hooks, device, computed = guards.tensor_descriptor(value)
+        shape, dtype, requires_grad, has_grad, hooks, computed, device = guards.tensor_descriptor(value)
         return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device), computed]
     if type(value) in _PLAIN:
         return [type(value).__name__, repr(value)]
