@@ -40,7 +40,7 @@ from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
 from .guards import array_contents, unguarded_array
 from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
-from .returned_values import graph_outlives_the_call, share_memory
+from .returned_values import check_returned_objects, graph_outlives_the_call, share_memory
 from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types, viewed_node
 from .unsupported import Unsupported
@@ -174,37 +174,6 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
             continue
         grads[index] = None if new is None else tracer.node_of(new)
     return grads, writes
-
-
-def _holds_tensors(value: Any, depth: int = 0) -> bool:
-    """Whether an object (its attributes, a dataclass's fields, the items of containers in them) holds
-    a tensor, a few levels down."""
-    if isinstance(value, Tensor):
-        return True
-    if depth > 3:
-        return False
-    if isinstance(value, dict):
-        return any(_holds_tensors(v, depth + 1) for v in value.values())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return any(_holds_tensors(v, depth + 1) for v in value)
-    attributes = getattr(value, "__dict__", None)
-    if isinstance(attributes, dict) and not isinstance(value, type):
-        return any(_holds_tensors(v, depth + 1) for v in attributes.values())
-    return any(_holds_tensors(getattr(value, name, None), depth + 1) for name in getattr(type(value), "__slots__", ())
-               if isinstance(name, str))
-
-
-def _check_returned_objects(result: Any) -> None:
-    """A result is returned as the structure of tuples, lists, dicts and named tuples the trace made,
-    its tensors new at each call; any other object in it is returned as it is, the one made while
-    tracing. One holding tensors (a dataclass of outputs) would give every call the trace's values:
-    until 2026-11-28 it did, silently."""
-    for leaf in iter_leaves(result):
-        if not isinstance(leaf, Tensor) and type(leaf) not in (int, float, bool, complex, str, bytes, type(None)) \
-                and _holds_tensors(leaf):
-            raise Unsupported(f"the function returns a {type(leaf).__name__} holding tensors, which a compiled call "
-                              "would return as the object made while tracing; return its tensors in a tuple, list, "
-                              "dict or named tuple")
 
 
 def _rebound(tracer: Tracer, tensor: Tensor, placeholder: Node | None) -> bool:
@@ -561,7 +530,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     _check_retained(tracer, result, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
     _check_borrowed(tracer, inputs.tensors, differentiated)
-    _check_returned_objects(result)
+    check_returned_objects(result)
     leaves = tensor_leaves(result)
     if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
         raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), which "
