@@ -142,16 +142,6 @@ def _cycle_collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _mark_inference(result: Any, arguments: list) -> None:
-    """Under ``inference_mode`` every tensor an eager op makes is an inference tensor; so is every
-    tensor a compiled call returns but the arguments it returns themselves."""
-    from .templates import tensor_leaves
-    given = {id(a) for a in arguments}
-    for tensor in tensor_leaves(result):
-        if id(tensor) not in given:
-            tensor._is_inference = True
-
-
 class CompiledFunction:
     """What ``@jitgrad.compile`` returns: call it like the function; ``explain`` shows what it runs."""
 
@@ -221,7 +211,8 @@ class CompiledFunction:
         inputs = layout.gather(leaves + list(free), state)
         result = (self._run_step if program.kind == "step" else self._run_loss)(program, inputs, args, kwargs, state)
         if grad_mode.state.inference:
-            _mark_inference(result, leaves)
+            from .templates import mark_inference
+            mark_inference(result, leaves)
         return result
 
     def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict,
