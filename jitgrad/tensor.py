@@ -93,6 +93,9 @@ class Tensor:
         if self._requires_grad and value._data.dtype.kind not in "fc":  # else: an integer tensor requiring grad
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex "
                                "dtype")
+        if self._grad_accumulator is not None and (value._data.dtype != self._data.dtype
+                                                   or type(value._data) is not type(self._data)):
+            self._grad_accumulator = None  # as PyTorch's set_data: its node describes the old dtype and device
         self._data = value._data
 
     @property

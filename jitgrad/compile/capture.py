@@ -40,7 +40,7 @@ from .free_variables import SCALAR_TYPES, FreeVariables, find_free_variables
 from .guards import array_contents, unguarded_array
 from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
-from .returned_values import graph_outlives_the_call, share_memory
+from .returned_values import check_returned_objects, graph_outlives_the_call, share_memory
 from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types, viewed_node
 from .unsupported import Unsupported
@@ -81,6 +81,7 @@ class Captured:
     returned_requires_grad: list = field(default_factory=list)
     backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
     grads_added_into: list = field(default_factory=list)  # step: ``_grads_added_into``
+    rebound: list = field(default_factory=list)  # step: inputs whose new value was set as ``.data`` (``_rebound``)
     # comparisons of run-time numbers the function branched on (``Tracer.predicates``)
     predicates: list = field(default_factory=list)
 
@@ -157,15 +158,29 @@ def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
         if not isinstance(tensor, Tensor):
             continue
         loan = tracer.loans[id(tensor)]
-        if placeholder is not None and placeholder in tracer.writes:
+        if loan.written and tensor._data.dtype != loan.original_data.dtype:
+            raise Unsupported(f"the function sets .data of a {loan.original_data.dtype} input to a {tensor._data.dtype} "
+                              "tensor, which a compiled call would write back in the input's dtype; convert it "
+                              "outside the function")
+        if not _rebound(tracer, tensor, placeholder):
             writes[index] = tracer.writes[placeholder]
-        elif loan.written:
+        elif placeholder is not None and placeholder in tracer.writes:
+            raise Unsupported("the function writes into an input in place and then sets its .data: a compiled call "
+                              "gives it one new value, where eager mode leaves the written one in its old memory")
+        elif loan.written:   # .data set (after a write too: its value is the last one set)
             writes[index] = tracer.node_of(Tensor._make(tensor._data))
         old, new = loan.original("_grad"), tensor._grad
         if new is old:
             continue
         grads[index] = None if new is None else tracer.node_of(new)
     return grads, writes
+
+
+def _rebound(tracer: Tracer, tensor: Tensor, placeholder: Node | None) -> bool:
+    """Whether an input the step changed holds memory set with ``.data = ...`` (eager gives it that
+    memory: a view of its old memory keeps the old values) rather than its own memory written in place."""
+    return placeholder is None or placeholder not in tracer.writes or \
+        tracer.writes[placeholder] is not tracer.bound_node(Tensor._make(tensor._data))
 
 
 def _grads_added_into(tracer: Tracer, inputs: "_Inputs", grads: dict) -> list[int]:
@@ -338,8 +353,8 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
             snapshots = free.snapshots + side_effects.container_snapshots(_containers(call_args, call_kwargs))
             with side_effects.locating(snapshots) if locate_changes else nullcontext({}) as lines:
                 try:
-                    with _symbols_in_place(placed):
-                        result = fn(*call_args, **call_kwargs)
+                    with _symbols_in_place(placed, args, kwargs):
+                        result = _call_traced(fn, call_args, call_kwargs)
                     if not tracer.specialized:
                         _refuse_numbers(tracer, result)
                 except Specialize as error:
@@ -367,13 +382,28 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                                   + "; return the values instead, or run it eagerly")
     finally:
         side_effects.undo(changes or side_effects.find_changes(snapshots))
+        for generator, state in tracer.drawn_from.values():  # a generator of the user's own (randn(generator=g))
+            generator.set_state(state)
         default_generator.set_state(generator_state)
         tracer.release()
     return captured
 
 
+def _call_traced(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """``fn`` called in the trace. An exception of its own runs the call eagerly, where it is raised
+    again after the effects eager mode has before it (a ``.grad`` set, a write), which the trace gave
+    back: until 2026-11-28 it came out of the trace with none of them."""
+    try:
+        return fn(*args, **kwargs)
+    except (TraceError, Specialize, Unsupported):
+        raise
+    except Exception as error:
+        raise EagerThisCall(f"the function raised {type(error).__name__} while traced") from error
+
+
 @contextmanager
-def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Iterator[None]:
+def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]], args: tuple,
+                      kwargs: dict) -> Iterator[None]:
     """Puts each free run-time number's ``SymbolicNumber`` where the function reads it (a parameter
     group's ``lr``; an item of a tuple, Adam's ``betas``, by a tuple of them in the tuple's place)
     while it runs, and the number back afterwards, before side effects are looked for. A function that
@@ -383,26 +413,26 @@ def _symbols_in_place(placed: list[tuple[Source, SymbolicNumber, Any]]) -> Itera
     tuples: dict[Source, list] = {}
     for source, symbol, value in placed:
         parent = source.parent()
-        if source.steps[-1][0] == "item" and type(parent.read()) is tuple:
-            items = tuples.setdefault(parent, list(parent.read()))
+        if source.steps[-1][0] == "item" and type(parent.read(args, kwargs)) is tuple:
+            items = tuples.setdefault(parent, list(parent.read(args, kwargs)))
             items[source.steps[-1][1]] = symbol
         else:
             stored[source] = (value, symbol)
     for parent, items in tuples.items():
-        stored[parent] = (parent.read(), tuple(items))
+        stored[parent] = (parent.read(args, kwargs), tuple(items))
     changed: list[Source] = []
     try:
         for source, (_, symbol) in stored.items():
-            source.store(symbol)
+            source.store(symbol, args, kwargs)
         yield
     finally:
         for source, (value, symbol) in stored.items():
             try:
-                if source.read() is not symbol:
+                if source.read(args, kwargs) is not symbol:
                     changed.append(source)
             except READ_ERRORS:
                 changed.append(source)
-            source.store(value)
+            source.store(value, args, kwargs)
     if changed:
         raise Unsupported("the function sets " + ", ".join(s.describe() for s in changed) + ", a run-time "
                           "number a compiled call reads but would not set again; set it outside the function",
@@ -500,11 +530,15 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     _check_retained(tracer, result, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
     _check_borrowed(tracer, inputs.tensors, differentiated)
+    check_returned_objects(result)
     leaves = tensor_leaves(result)
     if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
         raise Unsupported("the function returns tensors that share memory (y and y[0], or y.detach()), which "
                           "eager mode returns as views of one another and a compiled function as separate copies")
     needs_grad = grad_mode.is_grad_enabled() and any(t._requires_grad for t in leaves)
+    if not grad_mode.is_grad_enabled() and any(t._grad_fn is not None for t in leaves):
+        raise Unsupported("the function turns grad mode on (enable_grad, set_grad_enabled) for a result it returns "
+                          "while it is off at the call: a compiled call would return it without its graph")
     if needs_grad and not differentiated:
         grads, writes = _step_outputs(tracer, inputs)
         if writes or grads:
@@ -538,6 +572,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     graph.output((value, grads, writes))
     captured = Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
     captured.grads_added_into = _grads_added_into(tracer, inputs, grads)
+    captured.rebound = [i for i in writes if _rebound(tracer, inputs.values[i], inputs.nodes[i])]
     returned = tensor_leaves(result)
     captured.host_results = any(isinstance(t._data, np.ndarray) for t in returned)
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]

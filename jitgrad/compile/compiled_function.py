@@ -192,9 +192,11 @@ class StepProgram:
     kind = "step"
 
     def __init__(self, lowered: Lowered, template: Any, layout: InputLayout, numbers: NumberInputs | None = None,
-                 backend: Backend | None = None, added_into: frozenset[int] = frozenset()) -> None:
+                 backend: Backend | None = None, added_into: frozenset[int] = frozenset(),
+                 rebound: frozenset[int] = frozenset()) -> None:
         self.lowered, self.template, self.layout = lowered, template, layout
         self.added_into = added_into   # inputs whose .grad the step sums into, as eager's AccumulateGrad
+        self.rebound = rebound         # inputs given new memory (``w.data = ...``), not written in place
         self.numbers = no_numbers() if numbers is None else numbers
         self.backend = backend
         self._fill_result = template_filler(self.template[0])
@@ -204,11 +206,19 @@ class StepProgram:
     def lowered_graphs(self) -> list[Lowered]:
         return [self.lowered]
 
+    def writes_allowed(self, inputs: list) -> bool:
+        """Whether every input the step writes in place can take the write: an expanded view cannot,
+        and the call must raise eager's error rather than give the input new memory."""
+        return all(placement.writeable(inputs[i]._data) for i in self.written if i not in self.rebound)
+
     def run(self, inputs: list) -> Any:
         flat = run_lowered(self.lowered, arrays_of(self.numbers.extend(inputs)))
         _, grads, writes = self.template
         for index, slot in writes.items():
             tensor = inputs[index]
+            if index in self.rebound:   # as the setter does: new memory, the version counter left alone
+                tensor._data = placement.copy(placement.to_device_of(tensor._data, flat[slot.index]))
+                continue
             placement.write_back(tensor, flat[slot.index])
             increment_version(tensor)
         for index, slot in grads.items():

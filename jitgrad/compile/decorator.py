@@ -21,13 +21,15 @@ import contextlib
 import functools
 import gc
 import sys
+import types
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from ..autograd import anomaly_mode
+from ..autograd import anomaly_mode, forward_ad, grad_mode
 from ..autograd.differentiate import grad as autograd_grad
+from ..autograd.saved_tensor import saving_hooks
 from ..ops.registry import observed
 from ..random import default_generator
 from ..signatures import positional_names
@@ -174,9 +176,22 @@ class CompiledFunction:
         self.log: list[str] = []       # one line per (re)compile: which guard failed, where
 
     # ---- calling ---------------------------------------------------------------------------------------
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """``@jitgrad.compile`` on a ``def`` in a class body binds as the function would: the instance is
+        the first argument, an object whose attributes are walked and guarded (each instance its own
+        programs), where without this ``model.loss(x)`` called the function without ``self``."""
+        return self if instance is None else types.MethodType(self, instance)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if anomaly_mode.state.enabled or self._eager_from_now or observed():
+        if anomaly_mode.state.enabled or forward_ad.state.level is not None or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
+        if saving_hooks():
+            reason = ("saved-tensor hooks are active (saved_tensors_hooks, save_on_cpu): eager mode passes what its "
+                      "graph saves through them, which a compiled call does not save")
+            if self.fullgraph:
+                raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")
+            self._warn(f"running {self.name} eagerly for such calls: {reason}", "saved-tensor hooks")
+            return self.fn(*args, **kwargs)
         leaves, spec = flatten(args, kwargs)
         free = self._free.read(args, kwargs)
         program = None
@@ -194,9 +209,11 @@ class CompiledFunction:
         layout = program.layout
         state = None if layout.random is None else layout.take_state()  # the common case pays no call
         inputs = layout.gather(leaves + list(free), state)
-        if program.kind == "step":
-            return self._run_step(program, inputs, args, kwargs, state)
-        return self._run_loss(program, inputs, args, kwargs, state)
+        result = (self._run_step if program.kind == "step" else self._run_loss)(program, inputs, args, kwargs, state)
+        if grad_mode.state.inference:
+            from .templates import mark_inference
+            mark_inference(result, leaves)
+        return result
 
     def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict,
                   state: np.ndarray | None) -> Any:
@@ -209,6 +226,9 @@ class CompiledFunction:
                 raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")
             self._warn(f"running {self.name} eagerly for such calls: {reason}", "shared memory")
             return replay(self.fn, args, kwargs, state)
+        if program.written and not program.writes_allowed(inputs):
+            from .loss_program import replay
+            return replay(self.fn, args, kwargs, state)  # raises eager's error: an expanded view is read-only
         if not self.check:
             return program.run(inputs)
         from .loss_program import replay
@@ -506,7 +526,8 @@ class CompiledFunction:
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)
-            return StepProgram(lowered, template, layout, numbers, backend, frozenset(captured.grads_added_into))
+            return StepProgram(lowered, template, layout, numbers, backend, frozenset(captured.grads_added_into),
+                               frozenset(captured.rebound))
         return loss_program(captured, layout, numbers, backend, self.options, name, self.disk_cache, example,
                             device)
 

@@ -193,6 +193,9 @@ class _Walker:
             self.found.guards.append((source, "array", value))
             if array_contents(value) is None and self.found.unguardable is None:
                 self.found.unguardable = unguarded_array(value, source.describe())
+            elif value.flags.writeable and id(value) not in self.visited:   # ``arr[0] += 1`` inside
+                self.visited.add(id(value))
+                self.found.snapshots.append(Snapshot(source, "array", value, None, value.copy()))
             return
         if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype, bytearray, memoryview)):
             self.found.guards.append((source, "value", value))
@@ -246,8 +249,12 @@ class _Walker:
         elif kind in (set, frozenset):
             if all(type(v) in SCALAR_TYPES for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
+            if kind is set:   # ``seen.add(...)`` inside
+                self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
         elif kind is types.ModuleType:
             if not _library(value.__name__):
+                # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
+                self.found.snapshots.append(Snapshot(source, "object", value, None, dict(value.__dict__)))
                 if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
                     names = names | set(value.__dict__)
                 for name in sorted(names):
@@ -256,6 +263,8 @@ class _Walker:
         elif kind is types.FunctionType:
             if not _library(value.__module__):
                 self.found.guards.append((source, "identity", value))
+                self.found.guards.append((source.attr("__code__"), "identity", value.__code__))
+                self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self.function(value)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
         elif kind is types.MethodType:
@@ -269,6 +278,8 @@ class _Walker:
         elif isinstance(value, type):
             if not _library_class(value):
                 self.found.guards.append((source, "identity", value))
+                # ``Counter.calls += 1`` inside: a class's attributes are a place too
+                self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self._attributes(value, vars(value), source, names)
         elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
                                 types.MethodDescriptorType, staticmethod, classmethod, property)):
@@ -286,6 +297,10 @@ class _Walker:
             if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__"):
                 continue
             if isinstance(attribute, (staticmethod, classmethod, property)):
+                # guarded as it sits in the dict: reading the attribute unwraps it (a classmethod into a
+                # new bound method at every read), and a rebinding (``Act.fn = staticmethod(g)``) ran
+                # the old function, silently, before 2026-11-28
+                self.found.guards.append((source.attr("__dict__").entry(name), "identity", attribute))
                 self._descriptor(attribute, source.attr(name), names)
                 continue
             self.value(attribute, source.attr(name), names)
@@ -339,8 +354,12 @@ def find_free_variables(fn: Callable, object_arguments: list[tuple[Source, Any]]
     walker = _Walker()
     if isinstance(fn, types.FunctionType):
         walker.function(fn)
+        # its code, which a reloader replaces in place (IPython's autoreload sets ``f.__code__``): the
+        # same holds for every user function the walk reaches (``_enter``)
+        walker.found.guards.append((Source("held", fn, None).attr("__code__"), "identity", fn.__code__))
         # its own attributes (``f.scale = 2``, read inside as ``f.scale``): held by the function itself
         walker._attributes(fn, vars(fn), Source("held", fn, None), code_names(fn.__code__))
+        walker.found.snapshots.append(Snapshot(Source("held", fn, None), "object", fn, None, dict(vars(fn))))
     else:  # a bound method, a callable object, a functools.partial: walked from the object itself
         walker.value(fn, Source("held", fn, None), frozenset())
     names = code_names(fn.__code__) if isinstance(fn, types.FunctionType) else frozenset()

@@ -3,8 +3,8 @@
 A call's *key* is one flat tuple: the grad mode and default dtype, the nesting of the arguments
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
-requires_grad, whether it has a ``.grad`` and hooks, and its device (a CUDA program and a CPU one never
-serve each other's calls; its values are read afresh at every call); a
+requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
+serve each other's calls) and whether it is a leaf; its values are read afresh at every call; a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
 may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
@@ -19,6 +19,7 @@ structural changed (a *recompile*).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -44,7 +45,8 @@ def tensor_descriptor(t: Tensor) -> tuple:
     data = t._data
     device = CPU if type(data) is np.ndarray else array_device(data)
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
-            bool(t._hooks) or bool(t._post_accumulate_grad_hooks), device)
+            bool(t._hooks) or bool(t._post_accumulate_grad_hooks),
+            t._grad_fn is not None, device)   # computed: the trace reads ``is_leaf`` eagerly (``fx.traced_tensor``)
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -71,6 +73,8 @@ def value_descriptor(value: Any) -> Any:
     objects that define equality, shape, dtype and values for an array, identity for the rest."""
     kind = type(value)
     if kind in _PLAIN:
+        if kind is float and value == 0.0 and math.copysign(1.0, value) < 0.0:
+            return (kind, value, "negative")  # equal to 0.0, but 1 / -0.0 is -inf: baked in, it must not serve 0.0
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
@@ -128,10 +132,18 @@ class FreeGuards:
         return self._index[(source, kind)]
 
 
+def grad_mode_key() -> bool | str:
+    """What a call's key holds of the autograd modes: whether grad mode is on, or ``"inference"``
+    inside ``inference_mode``, where ops record nothing even under ``enable_grad`` and make inference
+    tensors (a program traced under ``no_grad`` is not one traced there)."""
+    state = grad_mode.state
+    return "inference" if state.inference else state.grad_enabled
+
+
 def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str], dynamic: frozenset = frozenset()) -> tuple:
     """The key of a call (see the module docstring). ``dynamic`` holds the key positions of numbers
     that are run-time inputs: their values are left out."""
-    parts: list[Any] = [grad_mode.state.grad_enabled, get_default_dtype(), spec]
+    parts: list[Any] = [grad_mode_key(), get_default_dtype(), spec]
     ids: list[int] = []
     for value in leaves:
         if isinstance(value, Tensor):
@@ -183,7 +195,7 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0, v0), (s1, d1, r1, g1, h1, v1) = old, new
+    (s0, d0, r0, g0, h0, c0, v0), (s1, d1, r1, g1, h1, c1, v1) = old, new
     if v0 != v1:
         return f"{label}: device was {v0}, now {v1}", False
     if len(s0) != len(s1):
@@ -199,11 +211,13 @@ def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
         return f"{label}: shape was {s0}, now {s1}", True
     if g0 != g1:
         return f"{label}: .grad was {'set' if g0 else 'None'}, now {'set' if g1 else 'None'}", True
+    if c0 != c1:
+        return f"{label}: was {'computed' if c0 else 'a leaf'}, now {'computed' if c1 else 'a leaf'}", True
     return f"{label}: {'had' if h0 else 'had no'} tensor hooks, now {'has' if h1 else 'has none'}", True
 
 
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 6 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return isinstance(value, tuple) and len(value) == 7 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
 
 
 def _is_array_descriptor(value: Any) -> bool:
@@ -222,7 +236,7 @@ def _array_change(label: str, old: tuple, new: tuple) -> str:
 def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
         return f"a run-time {value[0].__name__}"
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], type):
+    if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[0], type):   # (3: -0.0)
         return repr(value[1])
     if isinstance(value, tuple) and value and value[0] == "object":
         return f"another object (id {value[1]:#x})"
@@ -233,7 +247,9 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str], ignore: fro
     """The first guard that differs between ``old`` (a key compiled before) and ``new``, the positions
     in ``ignore`` (numbers that are run-time inputs) aside."""
     if old[0] != new[0]:
-        return Miss(f"grad mode changed: is_grad_enabled() was {old[0]}, now {new[0]}", False, [])
+        def mode(key: bool | str) -> str:
+            return "inference_mode" if key == "inference" else f"is_grad_enabled() {key}"
+        return Miss(f"grad mode changed: was {mode(old[0])}, now {mode(new[0])}", False, [])
     if old[1] != new[1]:
         return Miss(f"the default dtype changed: was {old[1]}, now {new[1]}", False, [])
     if old[2] != new[2] or len(old) != len(new):
@@ -276,4 +292,4 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]
+           "distance", "grad_mode_key", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]

@@ -10,7 +10,9 @@ That is what eager mode gives wherever no one can tell the difference; two cases
   gradient would be dropped without a word;
 - returned tensors that share memory (``y`` and ``y[0]``, ``y.detach()``): eagerly a write into one
   shows in the other, compiled they are separate copies (results that view an *input* are handled
-  by ``InputAlias``).
+  by ``InputAlias``);
+- an object other than a tuple, list, dict or named tuple holding tensors (a dataclass of outputs):
+  a compiled call would return the one the trace made (``check_returned_objects``).
 """
 from __future__ import annotations
 
@@ -19,13 +21,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.saved_tensor import FREED
+from ..fx.node import iter_leaves
 from ..tensor import Tensor
+from .unsupported import Unsupported
 
 
 def graph_outlives_the_call(tensor: Tensor) -> bool:
     """Whether a backward from ``tensor`` outside the function would run eagerly: it has a graph and
     no node of it has freed what it saved."""
-    fn = tensor.grad_fn
+    fn = tensor._grad_fn   # not the property: a borrowed input's refuses to answer (fx.traced_tensor)
     if fn is None:
         return False
     seen: set[int] = set()
@@ -49,4 +53,35 @@ def share_memory(values: Sequence[Tensor], inputs: Sequence[Tensor]) -> bool:
     return any(np.may_share_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:])
 
 
-__all__ = ["graph_outlives_the_call", "share_memory"]
+def _holds_tensors(value: Any, depth: int = 0) -> bool:
+    """Whether an object (its attributes, a dataclass's fields, the items of containers in them) holds
+    a tensor, a few levels down."""
+    if isinstance(value, Tensor):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_tensors(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_tensors(v, depth + 1) for v in value)
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict) and not isinstance(value, type):
+        return any(_holds_tensors(v, depth + 1) for v in attributes.values())
+    return any(_holds_tensors(getattr(value, name, None), depth + 1) for name in getattr(type(value), "__slots__", ())
+               if isinstance(name, str))
+
+
+def check_returned_objects(result: Any) -> None:
+    """A result is returned as the structure of tuples, lists, dicts and named tuples the trace made,
+    its tensors new at each call; any other object in it is returned as it is, the one made while
+    tracing. One holding tensors (a dataclass of outputs) would give every call the trace's values:
+    until 2026-11-28 it did, silently."""
+    for leaf in iter_leaves(result):
+        if not isinstance(leaf, Tensor) and type(leaf) not in (int, float, bool, complex, str, bytes, type(None)) \
+                and _holds_tensors(leaf):
+            raise Unsupported(f"the function returns a {type(leaf).__name__} holding tensors, which a compiled call "
+                              "would return as the object made while tracing; return its tensors in a tuple, list, "
+                              "dict or named tuple")
+
+
+__all__ = ["check_returned_objects", "graph_outlives_the_call", "share_memory"]

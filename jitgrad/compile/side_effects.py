@@ -77,6 +77,10 @@ def _difference(snapshot: Snapshot) -> str | None:
         return None if now is before else ("was created" if before is MISSING else "was rebound")
     if kind == "rng":
         return None if random_state(holder)[0] == before[0] else "was advanced (a random draw while tracing)"
+    if kind == "set":
+        return None if holder == before else f"went from {len(before)} to {len(holder)} items"
+    if kind == "array":
+        return None if holder.tobytes() == before.tobytes() else "had elements written"
     if kind == "list":  # a list or a deque
         if _same_items(holder, before):
             return None
@@ -152,10 +156,21 @@ def undo(changes: list[Change]) -> None:
             holder.extend(before)
         elif kind == "rng":
             holder.setstate(before[1]) if holder is not np.random else np.random.set_state(before[1])
-        else:
+        elif kind == "set":
+            holder.clear()
+            holder.update(before)
+        elif kind == "array":
+            holder[...] = before
+        elif kind == "dict" or isinstance(holder.__dict__, dict):
             attributes = holder if kind == "dict" else holder.__dict__
             attributes.clear()
             attributes.update(before)
+        else:   # a class: its attributes are set one by one
+            for key in _changed_keys(before, holder.__dict__):
+                if key in before:
+                    setattr(holder, key, before[key])
+                else:
+                    delattr(holder, key)
 
 
 __all__ = ["Change", "container_snapshots", "find_changes", "locating", "undo", "with_lines"]

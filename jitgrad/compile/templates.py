@@ -115,5 +115,14 @@ def tensor_leaves(value: Any) -> list[Tensor]:
     return list(iter_leaves(value, Tensor))
 
 
-__all__ = ["alias_inputs", "flatten_output", "make_template", "slots", "tensor_leaves", "tuple_types", "viewed_node",
-           "with_tuple_types"]
+def mark_inference(result: Any, arguments: list) -> None:
+    """Under ``inference_mode`` every tensor an eager op makes is an inference tensor; so is every
+    tensor a compiled call returns but the arguments it returns themselves."""
+    given = {id(a) for a in arguments}
+    for tensor in tensor_leaves(result):
+        if id(tensor) not in given:
+            tensor._is_inference = True
+
+
+__all__ = ["alias_inputs", "flatten_output", "make_template", "mark_inference", "slots", "tensor_leaves", "tuple_types",
+           "viewed_node", "with_tuple_types"]

@@ -31,7 +31,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import grad_mode
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from . import guards
@@ -41,7 +40,7 @@ from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
 from .result_template import InputAlias, Slot, TupleOf
 
-INDEX_FORMAT = "jitgrad-warm-index-2"
+INDEX_FORMAT = "jitgrad-warm-index-3"
 # What ``explain`` shows as the IR before the passes of a program from the index. The traced graph is
 # not kept: printing it cost a first call of W4 over 500 steps 27-44 ms (the passes edit the graph,
 # so only a text or a copy can keep it), and a warm process would read and hash its text (about 1 MB
@@ -76,8 +75,8 @@ def _spec(spec: Any) -> Any:
 
 def _leaf(value: Any) -> list:
     if isinstance(value, Tensor):
-        shape, dtype, requires_grad, has_grad, hooks, device = guards.tensor_descriptor(value)
-        return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device)]
+        shape, dtype, requires_grad, has_grad, hooks, computed, device = guards.tensor_descriptor(value)
+        return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device), computed]
     if type(value) in _PLAIN:
         return [type(value).__name__, repr(value)]
     if type(value) is np.ndarray:  # its values too, as its in-process guard has them (guards.array_contents)
@@ -92,7 +91,7 @@ def call_description(spec: Any, leaves: list) -> dict[str, Any]:
     """What a call's trace depends on among its arguments and the global modes (see the module
     docstring), as JSON data; raises ``NotIndexed`` for an argument with no such description."""
     aliasing = guards.call_key(spec, leaves, (), ())[-1]
-    return {"grad_mode": grad_mode.state.grad_enabled, "default_dtype": get_default_dtype().name,
+    return {"grad_mode": guards.grad_mode_key(), "default_dtype": get_default_dtype().name,
             "spec": _spec(spec), "leaves": [_leaf(v) for v in leaves],
             "aliasing": aliasing if aliasing is True else list(aliasing)}
 
@@ -195,7 +194,7 @@ def describe(program: Any, leaf_count: int, backend: Backend) -> tuple[dict[str,
     table, arrays = _arrays(constants)
     result, grads, writes = program.template
     text = json.dumps({"template": _template(result), "grads": _slots(grads), "writes": _slots(writes),
-            "added_into": sorted(program.added_into),
+            "added_into": sorted(program.added_into), "rebound": sorted(program.rebound),
             "layout": {"positions": layout.positions, "grad_of": layout.grad_of, "random": layout.random,
                        "draws": layout.draws},
             "lowered": {"label": lowered.label, "source": lowered.source, "ir_after": lowered.ir_after,
@@ -225,7 +224,8 @@ def restore(sizes: dict[str, Any], data: bytes, backend: Backend, cache: DiskCac
     return StepProgram(lowered, (_from_template(entry["template"]), grads, writes),
                        InputLayout(list(layout["positions"]), list(layout["grad_of"]), layout["random"],
                                    int(layout["draws"])),
-                       no_numbers(), backend, frozenset(int(i) for i in entry["added_into"]))
+                       no_numbers(), backend, frozenset(int(i) for i in entry["added_into"]),
+                       frozenset(int(i) for i in entry["rebound"]))
 
 
 __all__ = ["INDEX_FORMAT", "NOT_INDEXED_IR", "NotIndexed", "call_description", "describe", "index_key", "restore"]

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..device import copy_array
 from ..tensor import Tensor
+from .traced_tensor import BORROWED_WITH_HISTORY
 
 # What a borrowed tensor gives up for the trace, in the order ``Loan`` saves it.
 _STATE = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_hooks", "_grad_accumulator",
@@ -43,6 +44,8 @@ class Loan:
         except TypeError as error:
             raise BorrowError(f"a {self.kind.__name__} cannot be traced ({error})") from None
         version = tensor._version_counter[0] if tensor._version_counter else 0
+        if tensor._grad_fn is not None:
+            BORROWED_WITH_HISTORY.add(id(tensor))
         tensor._grad_fn, tensor._output_nr, tensor._view, tensor._hooks = None, 0, None, None
         tensor._post_accumulate_grad_hooks = None
         tensor._grad_accumulator, tensor._version_counter = None, [version]
@@ -69,18 +72,28 @@ class Loan:
 
     def give_back(self) -> None:
         tensor = self.tensor
+        BORROWED_WITH_HISTORY.discard(id(tensor))
         tensor.__class__ = self.kind
         for name, value in zip(_STATE, self.state):
             setattr(tensor, name, value)
 
 
+def memory_owner(array: np.ndarray) -> np.ndarray:
+    """The array owning ``array``'s memory. numpy's ``base`` of a view of a view names that owner, not
+    the view it was taken of, so "is ``b`` a view of ``a``" cannot be answered by walking ``b``'s
+    bases when ``a`` is a view itself (``randn``'s result, a reshape, a transpose)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
 def same_memory(a: np.ndarray, b: Any) -> bool:
-    """Whether ``b`` is ``a`` or a view of it (numpy's ``base`` chain)."""
-    while isinstance(b, np.ndarray):
-        if b is a:
-            return True
-        b = b.base
-    return False
+    """Whether ``b`` may reach memory of ``a``: ``a`` itself, or an array over the same owner whose
+    bytes overlap ``a``'s (an overlap of the bounds: a strided view beside ``a`` counts, which errs
+    on the side of refusing a write)."""
+    if b is a:
+        return True
+    return isinstance(b, np.ndarray) and memory_owner(b) is memory_owner(a) and np.may_share_memory(a, b)
 
 
-__all__ = ["BorrowError", "Loan", "same_memory"]
+__all__ = ["BorrowError", "Loan", "memory_owner", "same_memory"]

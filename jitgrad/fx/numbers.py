@@ -148,11 +148,31 @@ class SymbolicNumber(SymbolicValue):
     def __gt__(self, other): return self._compare(other, "number_gt")   # noqa: E704
     def __ge__(self, other): return self._compare(other, "number_ge")   # noqa: E704
 
+    def __divmod__(self, other): return self // other, self % other      # noqa: E704 - Python's own pair
+    def __rdivmod__(self, other): return other // self, other % self     # noqa: E704
+
+    # ``isinstance(lr, float)`` and ``isinstance(dim, int)`` answer for the number's type (the guards keep
+    # it), as eager code sees it; ``type(lr)`` still names this class, and jitgrad tells the two apart by
+    # the type. Before 2026-11-28 such a test was False, silently, once the number was made dynamic.
+    __class__ = property(lambda self: type(self.value))  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:
+        """A method or attribute of the number itself (``lr.is_integer()``, ``t.bit_length()``,
+        ``x.real``) needs its value; other names are not there, as on a number."""
+        if name in ("value", "node", "roots", "recorder") or name.startswith("_"):
+            raise AttributeError(name)   # a slot not set yet, or a protocol's name: simply missing
+        if hasattr(self.value, name):
+            self._needs_value(f".{name}")
+        raise AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'")
+
     def __repr__(self) -> str:
         return repr(self.value)
 
+    def __str__(self) -> str:
+        return self._needs_value("str()")
+
     def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
+        return self._needs_value("formatting (an f-string, format())")
 
 
 def _value(operand: Any) -> Any:

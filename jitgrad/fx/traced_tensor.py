@@ -26,10 +26,29 @@ def conversion_error(operation: str) -> TraceError:
                       "(e.g. jitgrad.where instead of if) or pass the value in as a non-tensor argument.")
 
 
+# Borrowed tensors (``borrowing.Loan``) that had a history when lent, by id: the trace gives them none
+# (its backward must not reach the caller's graph), so their ``grad_fn`` and ``is_leaf`` would answer
+# for a leaf. Such a read raises: the function runs eagerly (until 2026-11-28, ``if x.grad_fn is None:``
+# took the leaf's branch for a computed input, silently).
+BORROWED_WITH_HISTORY: set[int] = set()
+
+
 class TracedTensor(Tensor):
     """A tensor inside a trace: a real value, but one that refuses to become a Python value."""
 
     __slots__ = ()
+
+    @property
+    def grad_fn(self) -> Any:
+        if id(self) in BORROWED_WITH_HISTORY:
+            raise conversion_error("Tensor.grad_fn of a tensor computed outside the function")
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        if id(self) in BORROWED_WITH_HISTORY:
+            raise conversion_error("Tensor.is_leaf of a tensor computed outside the function")
+        return self._grad_fn is None
 
     def item(self) -> Any:
         raise conversion_error("Tensor.item()")
@@ -53,4 +72,4 @@ class TracedTensor(Tensor):
         raise conversion_error("Use as an index (__index__)")
 
 
-__all__ = ["TraceError", "TracedTensor", "conversion_error"]
+__all__ = ["BORROWED_WITH_HISTORY", "TraceError", "TracedTensor", "conversion_error"]

@@ -45,7 +45,7 @@ from ..random import Draw, Generator
 from ..signatures import positional_names
 from ..tensor import Tensor
 from .backward_calls import BackwardCalls
-from .borrowing import BorrowError, Loan, same_memory
+from .borrowing import BorrowError, Loan, memory_owner, same_memory
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
@@ -114,6 +114,9 @@ class Tracer:
         # ``writes`` maps the placeholder to the node of the value it now holds.
         self.capture_writes = capture_writes
         self._arguments: dict[int, Node] = {}
+        # The same arrays by the id of the array owning their memory, to tell a view of an argument
+        # (whose numpy ``base`` names that owner, not the argument, when the argument is a view too).
+        self._arguments_by_owner: dict[int, list[np.ndarray]] = {}
         self.writes: dict[Node, Node] = {}
         self.outside = outside
         self.loans: dict[int, Loan] = {}           # borrowed tensors, by id
@@ -136,6 +139,7 @@ class Tracer:
         self.predicates: list[tuple[Node, bool, str | None]] = []
         self.draws_as_input = draws_as_input
         self.draws: RandomDraws | None = None  # with draws_as_input, once the function drew
+        self.drawn_from: dict[int, tuple[Any, np.ndarray]] = {}  # each generator drawn from, its first state
         self._metas: dict[Any, dict[str, Any]] = {}  # call_meta's answers, by call_meta_key
         self._grad_fn_nodes: dict[Any, Node] = {}  # an op's backward node -> the op's node
         self.backward_calls = None if backward_calls is None else \
@@ -160,8 +164,8 @@ class Tracer:
         if self._rewritten and id(tensor._data) in self._rewritten:
             return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
-        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
-            node = None  # an argument whose ``.data`` was replaced: it holds another value now
+        if node is not None and argument is not node and (node.op is Opcode.PLACEHOLDER or id(tensor) in self.loans):
+            node = None  # an argument whose ``.data`` was replaced (after a write too): it holds another value now
         if node is not None and tensor._view is not None and \
                 self._view_versions.get(id(tensor)) != tensor._version_counter[0]:
             return self._retake_view(tensor)
@@ -179,7 +183,7 @@ class Tracer:
         if self._rewritten and id(tensor._data) in self._rewritten:
             return self._rewritten[id(tensor._data)]
         node = self._nodes.get(id(tensor))
-        if node is not None and node.op is Opcode.PLACEHOLDER and argument is not node:
+        if node is not None and argument is not node and (node.op is Opcode.PLACEHOLDER or id(tensor) in self.loans):
             node = None
         if node is not None and tensor._view is not None and \
                 self._view_versions.get(id(tensor)) != tensor._version_counter[0]:
@@ -261,7 +265,7 @@ class Tracer:
         traced = TracedTensor._make(value._data, value._requires_grad)
         node = self.graph.placeholder(name, {**tensor_meta(value), **meta})
         self._bind(traced, node)
-        self._arguments.setdefault(id(traced._data), node)
+        self._add_argument(traced._data, node)
         if traced._requires_grad:
             self._watch_grad(traced)
         return traced
@@ -294,7 +298,7 @@ class Tracer:
         node = self.graph.placeholder(name, tensor_meta(tensor))
         self._placeholders[id(tensor)] = node
         self._bind(tensor, node)
-        self._arguments.setdefault(id(tensor._data), node)
+        self._add_argument(tensor._data, node)
         if tensor._requires_grad:
             self._watch_grad(tensor)
         return node
@@ -389,6 +393,12 @@ class Tracer:
                 self.added_into[id(new)] = old
             new.__class__ = TracedTensor
             self._bind(new, node)
+            loan = self.loans.get(id(leaf))
+            if old is not None and (loan is None or old is not loan.original("_grad")):
+                # a .grad set in the function (``w.grad = g``): eager mode sums into g's memory, which
+                # later reads of g (or of an argument set as .grad) see; the call's own .grad is
+                # summed into after the call (``compile.capture._grads_added_into``)
+                self.alias(old, new)
 
         accumulator.register_prehook(remember_old)
         accumulator.register_hook(record_new)
@@ -451,7 +461,7 @@ class Tracer:
         if isinstance(source, Draw) and self.draws_as_input:
             node = self._draw_state(source)
             if node.op is Opcode.PLACEHOLDER:
-                self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
+                self._add_argument(tensor._data, node, replace=True)  # the tensor holds the input's value
             tensor.__class__ = TracedTensor
             self._bind(tensor, node)
             return
@@ -471,13 +481,14 @@ class Tracer:
         if tensor._data.dtype != source.dtype:
             node = self.call(REGISTRY["to_dtype"], (node,), {"dtype": tensor._data.dtype}, tensor)
         else:
-            self._arguments[id(tensor._data)] = node  # the tensor holds the input's value
+            self._add_argument(tensor._data, node, replace=True)  # the tensor holds the input's value
         tensor.__class__ = TracedTensor
         self._bind(tensor, node)
 
     def _draw_state(self, draw: Draw) -> Node:
         """The node of a draw's state: the call's starting state, offset by the elements drawn before
         it in the trace. Draws must follow one another on one generator, as a call would make them."""
+        self.drawn_from.setdefault(id(draw.generator), (draw.generator, draw.state.copy()))
         if self.draws is None:
             node = self.graph.placeholder("rng_state", tensor_meta(Tensor._make(draw.state)))
             self.draws = RandomDraws(node, draw.generator, draw.state.copy())
@@ -504,10 +515,12 @@ class Tracer:
             if not self.capture_writes:
                 raise conversion_error("An in-place change to an argument of the traced function (not "
                                         "captured by fx.trace; jitgrad.compile captures it)")
+            if not getattr(getattr(tensor._data, "flags", None), "writeable", True):
+                return  # an expanded view: the write raises eager's error, as it would on a copy-free call
             own = loan.copy_on_write()
             if own is not None:
                 self._loans_by_array[id(own)] = loan
-                self._arguments[id(own)] = self._arguments[id(loan.original_data)]
+                self._add_argument(own, self._arguments[id(loan.original_data)], replace=True)
             tensor._data = loan.tensor._data
             return
         if id(tensor._data) in self._arguments and not self.capture_writes:
@@ -536,13 +549,19 @@ class Tracer:
             self._rewritten[id(tensor._data)] = node
         self._bind(tensor, node)
 
+    def _add_argument(self, array: np.ndarray, node: Node, replace: bool = False) -> None:
+        if replace:
+            self._arguments[id(array)] = node
+        elif self._arguments.setdefault(id(array), node) is not node:
+            return
+        self._arguments_by_owner.setdefault(id(memory_owner(array)), []).append(array)
+
     def _views_an_argument(self, array: np.ndarray) -> bool:
-        base = array.base
-        while isinstance(base, np.ndarray):
-            if id(base) in self._arguments:
-                return True
-            base = base.base
-        return False
+        """Whether ``array`` (not an argument's own) reaches an argument's memory."""
+        if not isinstance(array.base, np.ndarray):
+            return False
+        arguments = self._arguments_by_owner.get(id(memory_owner(array)), ())
+        return any(same_memory(argument, array) for argument in arguments)
 
     def _bind_output(self, tensor: Tensor, node: Node) -> None:
         tensor.__class__ = TracedTensor

@@ -177,8 +177,9 @@ def test_a_grad_present_in_the_second_trace_only_is_accumulated_into():
 
 def test_a_graph_kept_in_the_first_trace_only_is_freed_as_eager_frees_it():
     """``retain_graph`` true in the first trace, false in the second: the second's second backward
-    fails as it does eagerly (the graph was freed), so the step is not compiled."""
-    flip = itertools.cycle([True, False])
+    fails as it does eagerly (the graph was freed), so the step is not compiled; the call runs
+    eagerly, false again, and raises there."""
+    flip = itertools.cycle([True, False, False])
     w = jg.tensor(_values()[0], requires_grad=True)
 
     def step(xs):

@@ -191,12 +191,92 @@ def test_an_index_tensor_argument_is_never_baked_into_the_graph():
         assert_close(f(x, index), gather(x, index))
 
 
+def test_forward_mode_ad_runs_eagerly():
+    """Inside a dual level a compiled call ran its kernels and the result had no tangent (until
+    2026-11-28, silently); it runs eagerly there, as under anomaly mode."""
+    import jitgrad.autograd.forward_ad as fwAD
+    fn = lambda x: (x * 0.5).tanh().sum()   # noqa: E731
+    compiled = jg.compile(fn, cache=False)
+    x = jg.tensor(np.arange(3.0))
+    compiled(x)
+    with fwAD.dual_level():
+        tangent = fwAD.unpack_dual(compiled(fwAD.make_dual(x, jg.ones(3, dtype=jg.float64)))).tangent
+        expected = fwAD.unpack_dual(fn(fwAD.make_dual(x, jg.ones(3, dtype=jg.float64)))).tangent
+    assert tangent is not None
+    assert_close(tangent, expected)
+
+
+@pytest.mark.parametrize("read", [lambda x: x.grad_fn is None, lambda x: x.is_leaf], ids=["grad_fn", "is_leaf"])
+def test_the_history_of_a_computed_input_is_read_eagerly(read):
+    """A borrowed input has no history in the trace; until 2026-11-28 ``x.grad_fn is None`` read there
+    took the leaf's branch for an input computed outside, silently. Now such a read runs the call
+    eagerly; a leaf's is answered in the trace."""
+    def scaled(x):
+        return (x * (2.0 if read(x) else 3.0)).sum()
+    compiled = jg.compile(scaled, cache=False)
+    leaf = jg.tensor(np.arange(3.0), requires_grad=True)
+    computed = leaf * 1.0
+    assert_close(compiled(leaf), scaled(leaf))
+    with pytest.warns(CompileWarning, match="computed outside the function"):
+        assert_close(compiled(computed), scaled(computed))
+
+
 def test_anomaly_mode_runs_eagerly():
     f = jg.compile(lambda x: (x * 2.0).sum())
     x = jg.randn(3, requires_grad=True)
     with pytest.warns(UserWarning, match="Anomaly"), jg.autograd.detect_anomaly():
         out = f(x)
     assert type(out.grad_fn).__name__ == "SumBackward0"
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["loss", "step"])
+def test_saved_tensor_hooks_around_a_call_run_it_eagerly(inside):
+    """Eager mode passes what its graph saves through active saved-tensor hooks (here doubling it, so
+    the gradient doubles too); a compiled call saves nothing of that graph. Until 2026-11-28 the call
+    ran compiled and its gradient ignored the hooks, silently."""
+    def loss(x, w):
+        return (x * w).tanh().sum()
+
+    def step(x, w):
+        loss(x, w).backward()
+        return w.grad
+
+    fn = step if inside else loss
+    compiled = jg.compile(fn, cache=False)
+    x = jg.randn(3, dtype=jg.float64)
+    w, we = (jg.randn(3, dtype=jg.float64, requires_grad=True) for _ in range(2))
+    with jg.no_grad():
+        we.copy_(w)
+    compiled(x, w)   # compiled first, outside the hooks
+    w.grad = None
+    with pytest.warns(CompileWarning, match="saved-tensor hooks are active"), \
+            jg.autograd.graph.saved_tensors_hooks(lambda t: t * 2.0, lambda t: t):
+        out, expected = compiled(x, w), fn(x, we)
+        if not inside:
+            out.backward()
+            expected.backward()
+    assert_close(w.grad, we.grad)
+
+
+def _fails_after_backward(x, w, fail):
+    (x * w).sum().backward()
+    if fail:
+        raise ValueError("a bad batch")
+    return w.grad * 1.0
+
+
+def test_an_exception_of_the_function_comes_after_the_effects_eager_mode_has_before_it():
+    """Until 2026-11-28 an exception raised while tracing came out of the trace, which had given
+    ``w.grad`` back: the caller saw no gradient where eager mode leaves one."""
+    compiled = jg.compile(_fails_after_backward, cache=False)
+    x = jg.randn(3, dtype=jg.float64)
+    w = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    for _ in range(2):
+        w.grad = None
+        with pytest.raises(ValueError, match="a bad batch"):
+            compiled(x, w, True)
+        assert_close(w.grad, x)
+    assert_close(compiled(x, w, False), 2.0 * x)   # compiles once the function returns
 
 
 def test_check_passes_and_catches_a_wrong_backend(monkeypatch):

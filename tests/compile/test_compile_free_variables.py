@@ -406,6 +406,45 @@ def test_a_rebound_global_function_recompiles():
         helper = original
 
 
+@pytest.mark.parametrize("wrap", [staticmethod, lambda g: classmethod(lambda cls, v: g(v)),
+                                  lambda g: property(lambda self: g)], ids=["staticmethod", "classmethod", "property"])
+def test_a_descriptor_rebound_on_a_class_recompiles(wrap):
+    """Before 2026-11-28 the walk entered the function a staticmethod, classmethod or property wraps but
+    guarded neither: ``Act.fn = staticmethod(g)`` between calls ran the old function, silently."""
+    class Act:
+        pass
+    act = Act()
+    activations = [lambda v: v.tanh(), lambda v: v.exp()]
+
+    def f(x):
+        return act.fn(x).sum()
+    compiled = jg.compile(f, cache=False)
+    x = inputs()
+    for g in activations:
+        Act.fn = wrap(g)
+        assert_close(compiled(x), f(x))
+    assert len(compiled.programs) == 2
+
+
+def test_code_replaced_in_place_recompiles():
+    """A reloader (IPython's autoreload) edits a function by setting its ``__code__``: the function
+    compiled and a helper it calls are the same objects, with other code. Before 2026-11-28 both kept
+    running the program traced from the old code, silently."""
+    def helper(v):
+        return v.tanh()
+
+    def f(x):
+        return helper(x).sum()
+    compiled = jg.compile(f, cache=False)
+    x = inputs()
+    assert_close(compiled(x), f(x))
+    helper.__code__ = (lambda v: v.exp()).__code__
+    assert_close(compiled(x), f(x))
+    f.__code__ = (lambda x: helper(x).mean()).__code__
+    assert_close(compiled(x), f(x))
+    assert len(compiled.programs) == 3
+
+
 def test_a_numpy_array_read_from_outside_is_an_input():
     table = np.arange(6.0).reshape(3, 2)
 
@@ -454,6 +493,63 @@ def test_an_attribute_set_on_a_captured_object_is_a_side_effect():
     with pytest.raises(CompileError, match=r"attributes calls changed at .*:\d+ \(counter\.calls \+= 1\)"):
         jg.compile(f, cache=False, fullgraph=True)(inputs())
     assert counter.calls == 0
+
+
+class Calls:
+    count = 0
+
+
+CONFIG_MODULE = types.ModuleType("user_config")
+CONFIG_MODULE.count = 0
+SEEN: set = set()
+TALLY = np.zeros(2)
+
+
+def count_in_class(x):
+    Calls.count += 1
+    return x.sum()
+
+
+def count_in_module(x):
+    CONFIG_MODULE.count += 1
+    return x.sum()
+
+
+def count_on_itself(x):
+    count_on_itself.count = getattr(count_on_itself, "count", 0) + 1
+    return x.sum()
+
+
+def count_in_set(x):
+    SEEN.add(len(SEEN))
+    return x.sum()
+
+
+def count_in_array(x):
+    TALLY[0] += 1
+    return x.sum()
+
+
+COUNTERS = {count_in_class: lambda: Calls.count, count_in_module: lambda: CONFIG_MODULE.count,
+            count_on_itself: lambda: getattr(count_on_itself, "count", 0), count_in_set: lambda: len(SEEN),
+            count_in_array: lambda: int(TALLY[0])}
+
+
+@pytest.mark.parametrize("fn", list(COUNTERS), ids=["class attribute", "module attribute", "function attribute",
+                                                      "set", "numpy array"])
+def test_a_change_to_a_class_module_function_set_or_array_is_a_side_effect(fn):
+    """Until 2026-11-28 these places had no snapshot: both traces made the change and no call did
+    (the count went 2, 2, 2 where eager mode counts 1, 2, 3)."""
+    count = COUNTERS[fn]
+    start = count()
+    with pytest.raises(CompileError, match="changes Python state outside itself"):
+        jg.compile(fn, cache=False, fullgraph=True)(inputs())
+    assert count() == start   # the traces' changes were undone
+    with pytest.warns(CompileWarning, match="changes Python state outside itself"):
+        f = jg.compile(fn, cache=False)
+        for _ in range(3):
+            f(inputs())
+    assert count() == start + 3
 
 
 def test_a_tensor_reached_in_no_way_a_call_could_read_runs_eagerly_with_the_reason():

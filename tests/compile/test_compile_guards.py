@@ -59,6 +59,47 @@ def test_grad_mode_and_non_tensor_values_are_guarded(capsys):
     assert "argument 'scale': value was 2.0, now 3.0" in f.log[-1]
 
 
+def grad_inside(x, w):
+    with jg.enable_grad():
+        return (x * w).sum() * 2.0
+
+
+def test_inference_mode_is_a_grad_mode_of_its_own_and_the_results_are_inference_tensors():
+    """Until 2026-11-28 a call under ``inference_mode`` ran what a ``no_grad`` call had traced (the key
+    held only is_grad_enabled()), its results were not inference tensors, and a function turning grad
+    mode on inside a ``no_grad`` call returned its result without the graph eager mode makes."""
+    f = jg.compile(grad_inside, cache=False)
+    x, w = jg.randn(3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    with jg.inference_mode():
+        out = f(x, w)
+        assert out.is_inference() and grad_inside(x, w).is_inference()
+        assert_close(out, grad_inside(x, w))
+    with jg.no_grad(), pytest.warns(CompileWarning, match="turns grad mode on"):
+        out = f(x, w)
+    assert out.requires_grad and not out.is_inference()
+    out.backward()
+    assert_close(w.grad, 2.0 * x)
+    with jg.inference_mode():
+        assert f(x, w).is_inference()
+    assert any("was inference_mode, now is_grad_enabled() False" in line for line in f.log), f.log
+
+
+SIGN = {"zero": 0.0}
+
+
+def test_a_negative_zero_is_not_the_zero_it_equals():
+    """``0.0 == -0.0``, so until 2026-11-28 a program with 0.0 baked in served -0.0: ``1 / (x * a)``
+    gave inf where eager mode gives -inf, as an argument or read from outside."""
+    def reciprocals(x, a):
+        return jg.stack([1.0 / (x * a), 1.0 / (x * SIGN["zero"])])
+    f = jg.compile(reciprocals, cache=False)
+    x = jg.ones(2, dtype=jg.float64)
+    for a in (0.0, -0.0, 0.0):
+        SIGN["zero"] = a
+        np.testing.assert_array_equal(f(x, a).numpy(), reciprocals(x, a).numpy())
+    assert "value was 0.0, now -0.0" in f.log[0], f.log
+
+
 def repeat_rows(x, n):
     return jg.stack([x] * n).sum()  # n is needed as a Python value: a guarded constant
 

@@ -88,6 +88,11 @@ def test_a_number_the_backward_of_a_loss_compares_stays_a_run_time_input():
     lambda x, s: x * math.sqrt(s),                 # math calls float()
     lambda x, s: x * np.float64(s),                # numpy asks for the value
     lambda x, s: x.clamp(min=s),                   # an attribute of an op
+    # until 2026-11-28 these four gave the traced value (or type) silently, or raised
+    lambda x, s: x * float(f"{s}"),                # formatting
+    lambda x, s: x * (2.0 if isinstance(s, float) else 3.0),   # its type, through isinstance
+    lambda x, s: x * (2.0 if s.is_integer() else 3.0),         # a method of the number
+    lambda x, s: x * divmod(s, 0.3)[0] + divmod(s, 0.3)[1],    # divmod, recorded as // and %
 ])
 def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
     def f(x, s):
@@ -96,6 +101,35 @@ def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
     x = data()
     for s in (0.5, 2.0, 4.0):
         assert_close(compiled(x, s), f(x, s))
+
+
+def test_a_loss_scaled_by_a_run_time_number_compiles_its_gradient():
+    """The gradient of ``loss * scale`` starts as ``1 * scale``, which simplify_algebra took for
+    ``scale``, a Python number a reshape cannot take: until 2026-11-28 the call that made ``scale``
+    dynamic raised AttributeError."""
+    w = jg.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+
+    def step(x, scale):
+        ((x * w).sum() * scale).backward()
+        return w.grad
+
+    compiled = jg.compile(step, cache=False, fullgraph=True)
+    x = data()
+    for scale in (1.0, 2.0, 0.5):
+        w.grad = None
+        assert_close(compiled(x, scale), x.sum(0) * scale)
+    assert any("made dynamic" in line for line in compiled.log), compiled.log
+
+
+def test_an_int_argument_an_op_takes_as_a_dimension_specializes():
+    """``sum(dim=t)`` tells an int from a tuple of them by ``isinstance``: until 2026-11-28 the
+    symbolic ``t`` was neither, and the call raised ``TypeError`` where eager mode sums."""
+    def f(x, t):
+        return x.sum(dim=t).pow(2).sum()
+    compiled = jg.compile(f, cache=False, fullgraph=True)
+    x = data()
+    for t in (0, 1, 0, -1):
+        assert_close(compiled(x, t), f(x, t))
 
 
 @pytest.mark.parametrize("branch", [

@@ -389,3 +389,43 @@ def test_a_step_that_clips_its_gradients_compiles_and_matches_eager(norm_type):
         x, y = data()
         runs.append([tuple(float(v) for v in fn(x, y)) for _ in range(STEPS)])
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-10)
+
+
+class Trainer:
+    """A trainer whose step is a compiled method: ``self`` is its first argument, and the optimizer's
+    run-time numbers are found through it."""
+
+    def __init__(self, seed: int, compile_step: bool) -> None:
+        jg.manual_seed(seed)
+        self.net = nn.Sequential(nn.Linear(3, 2)).double()
+        self.opt = optim.SGD(self.net.parameters(), lr=0.1, momentum=0.9)
+        self.compiled = compile_step
+
+    def _step(self, x, y):
+        loss = ((self.net(x) - y) ** 2).mean()
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad()
+        return loss.detach()
+
+    compiled_step = jg.compile(_step, cache=False)
+
+    def step(self, x, y):
+        return self.compiled_step(x, y) if self.compiled else self._step(x, y)
+
+
+def test_a_compiled_method_binds_and_reads_the_rate_through_self():
+    """``@jitgrad.compile`` on a method binds as the function would (before 2026-11-28 ``trainer.step(x,
+    y)`` called it without ``self``), and a run-time number found through an argument (the ``lr`` of
+    ``self.opt``) is put in place through the call's arguments (its trace raised ``IndexError``)."""
+    x, y = data()
+    trainers = {compiled: [Trainer(seed, compiled) for seed in (1, 2)] for compiled in (True, False)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for t in range(4):
+            for ours, theirs in zip(trainers[True], trainers[False]):
+                np.testing.assert_allclose(ours.step(x, y).item(), theirs.step(x, y).item(), rtol=1e-10)
+                np.testing.assert_allclose(ours.net[0].weight.detach().numpy(), theirs.net[0].weight.detach().numpy(),
+                                           rtol=1e-10)
+                for trainer in (ours, theirs):
+                    trainer.opt.param_groups[0]["lr"] = 0.1 / (t + 2)

@@ -163,6 +163,21 @@ def test_a_function_that_seeds_the_generator_runs_eagerly():
     np.testing.assert_array_equal(f(x).numpy(), first.numpy())   # as eager: the same numbers every call
 
 
+def test_a_generator_of_the_users_own_draws_eagers_numbers():
+    """A draw from a generator of one's own runs the function eagerly; until 2026-11-28 the traces'
+    draws moved that generator, so the eager calls drew numbers eager mode never would, silently."""
+    def noisy(x, g):
+        return x + jg.randn(3, generator=g)
+    f = jg.compile(noisy, cache=False)
+    x = jg.zeros(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompileWarning)
+        got = [f(x, g).numpy() for g in [jg.Generator().manual_seed(5)] for _ in range(2)]
+    g = jg.Generator().manual_seed(5)
+    expected = [noisy(x, g).numpy() for _ in range(2)]
+    np.testing.assert_array_equal(np.array(got), np.array(expected))
+
+
 def test_tracing_does_not_draw():
     f = jg.compile(lambda x: x * jg.randn(2), fullgraph=True, cache=False)
     jg.manual_seed(4)

@@ -3,6 +3,7 @@ outside could still run through, and returned tensors sharing memory, make the f
 (``compile/returned_values.py``); an ordinary step's loss, whose graph its backward freed, compiles."""
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -99,3 +100,28 @@ def _through_data(x):
 def test_a_write_through_an_alias_of_a_value_made_inside_is_seen_by_it(fn):
     x = jg.tensor([1.0, 2.0])
     np.testing.assert_array_equal(jg.compile(fn, cache=False)(x).numpy(), fn(x).numpy())
+
+
+@dataclasses.dataclass
+class StepOutput:
+    loss: jg.Tensor
+    steps: int
+
+
+def _returns_a_dataclass(x, w):
+    loss = (x * w).sum()
+    loss.backward()
+    return StepOutput(loss.detach(), 1)
+
+
+def test_a_returned_object_holding_tensors_runs_eagerly():
+    """Any object but tuples, lists, dicts and named tuples is returned as it is: until 2026-11-28 a
+    dataclass of outputs came back as the one the trace made, with the trace's tensors, at every call."""
+    compiled = jg.compile(_returns_a_dataclass, cache=False)
+    w = jg.ones(3, dtype=jg.float64, requires_grad=True)
+    with pytest.warns(CompileWarning, match="returns a StepOutput holding tensors"):
+        for scale in (1.0, 2.0):
+            x = jg.full((3,), scale, dtype=jg.float64)
+            out = compiled(x, w)
+            assert type(out.loss) is jg.Tensor
+            np.testing.assert_allclose(out.loss.numpy(), 3.0 * scale)

@@ -138,6 +138,20 @@ def test_a_chain_of_elementwise_ops_and_two_pass_reductions_equals_eager(monkeyp
     assert "jitgrad_kernel" in step.programs[0].lowered.source
 
 
+@pytest.mark.parametrize("reduce", [
+    lambda x: (x * 2.0)[:, :1].sum(), lambda x: (x * 2.0)[:, 1:].mean(), lambda x: (x * 2.0)[::2].amax(),
+    lambda x: (x * 2.0).t()[1:].sum(), lambda x: (x + 1.0)[:, :2].sum() * x[:, 2:].sum(),
+], ids=["columns", "mean", "strided rows", "transposed", "two views"])
+def test_a_reduction_over_a_strided_view_reads_its_strides(monkeypatch, reduce):
+    """Until 2026-11-28 a whole reduction of a view that is not C-contiguous ran as one flat loop over
+    the first elements of its memory: ``(x * 2)[:, :1].sum()`` summed x's first row and more."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    x = jg.tensor(np.arange(15.0).reshape(5, 3) ** 1.5)
+    compiled = jg.compile(reduce, cache=False, fullgraph=True)
+    assert_close(compiled(x).numpy(), reduce(x).numpy())
+    assert "jitgrad_kernel" in compiled.programs[0].lowered.source
+
+
 def test_logsumexp_rows_with_nan_and_infinities_are_torchs(monkeypatch):
     """The generator folds logsumexp's shift with NaN skipped (the row's exps bring it back), as numba's
     kernels do: a NaN row is NaN, a row with +inf is inf, a row of -inf is -inf (PyTorch's values), the

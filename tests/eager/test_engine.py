@@ -540,3 +540,17 @@ def test_grad_captures_a_non_leaf_that_also_runs_before_its_hooks():
         results.append([g.numpy() for g in (*both, only)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs)
+
+
+def test_data_of_another_dtype_gets_gradients_of_its_dtype_while_an_old_graph_lives():
+    """``module.float()`` sets each parameter's ``.data``; a graph built before (a loss still held)
+    keeps the parameter's AccumulateGrad, which described the old dtype: until 2026-11-28 the next
+    backward cast the new gradients to float64. PyTorch's set_data drops the accumulator then."""
+    w = jg.randn(3, dtype=jg.float64, requires_grad=True)
+    old = (w * 2.0).sum()
+    old.backward(retain_graph=True)
+    w.grad = None
+    w.data = w.data.float()
+    (w * 2.0).sum().backward()
+    assert w.grad.dtype == jg.float32
+    del old

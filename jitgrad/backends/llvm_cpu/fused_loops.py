@@ -158,12 +158,10 @@ class FusedLoops:
             if dims is not None and set(dims) != set(range(len(self.reduction.args[0].meta["shape"]))):
                 return
         for node in self.members:
-            if node is self.reduction:
-                continue
-            if kernel_shape(tuple(node.meta["shape"])) != whole or (
-                    "buffer" in node.meta and not self.k.views[node].contiguous):
+            if node is not self.reduction and (kernel_shape(tuple(node.meta["shape"])) != whole or (
+                    "buffer" in node.meta and not self.k.views[node].contiguous)):
                 return
-            for value in node.args:
+            for value in node.args:   # the reduction's too: ``x[:, :1].sum()`` reads a strided view
                 if not isinstance(value, Node) or value in self.members or is_python_number(value):
                     continue
                 shape = kernel_shape(tuple(value.meta["shape"]))

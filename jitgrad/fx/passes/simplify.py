@@ -38,9 +38,11 @@ def _equals(graph: Graph, value: Any, scalar: float) -> bool:
 
 
 def same_value_type(node: Node, other: Any) -> bool:
-    """Whether ``other`` is a node whose value has ``node``'s shape and dtype."""
+    """Whether ``other`` is a node whose value has ``node``'s shape and dtype: a tensor, not a Python
+    number's node (``loss * scale``'s gradient ``1 * scale`` is a 0-d tensor, ``scale`` a number that a
+    reshape cannot take)."""
     return isinstance(other, Node) and other.meta.get("shape") == node.meta["shape"] \
-        and other.meta.get("dtype") == node.meta["dtype"]
+        and other.meta.get("dtype") == node.meta["dtype"] and not other.meta.get("python_number")
 
 
 def _identity(left: float | None, right: float | None) -> Callable[[Graph, Node], Node | None]:
