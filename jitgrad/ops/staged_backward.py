@@ -379,7 +379,9 @@ class _Step:
 
 
 # Arithmetic whose result is rounded once per element whichever loop numpy picks, so that writing it
-# into an operand's memory (``out=``) gives the bits a fresh array would.
+# into an operand's memory (``out=``) gives the bits a fresh array would; but only where the operand's
+# layout is the one numpy gives a fresh result (``_steps_lines``): a later reduction sums in memory
+# order, so another layout changes its last bits.
 _IN_PLACE = {np.add, np.subtract, np.multiply, np.true_divide, np.negative}
 _VARIABLE = re.compile(r"\bv\d+\b")
 
@@ -389,7 +391,10 @@ def _steps_lines(steps: list[_Step], returned: str) -> list[str]:
     earlier step of the stage made (so memory nobody else can see), used for the last time here, of
     the result's shape and dtype, writes its result there: ``1 - y * y`` then ``grad * that`` (tanh's
     derivative) make one array instead of three. Each array fewer is memory a step need not find in
-    the cache: W2's backward runs between matrix products whose packing reads what is cached."""
+    the cache: W2's backward runs between matrix products whose packing reads what is cached. The
+    operand must also have the strides the fresh result had when staged: ``cos`` of a stacked broadcast
+    keeps its input's permuted layout, ``grad * cos`` is C-ordered, and a sum over the gradient read
+    in the permuted order rounded otherwise than the engine's."""
     last_use: dict[str, int] = {}
     for index, step in enumerate(steps):
         for name in _VARIABLE.findall(step.call):
@@ -406,7 +411,7 @@ def _steps_lines(steps: list[_Step], returned: str) -> list[str]:
             for name in _VARIABLE.findall(step.call):
                 held = arrays.get(name)
                 if name in private and last_use[name] == index and held.shape == result.shape \
-                        and held.dtype == result.dtype:
+                        and held.dtype == result.dtype and held.strides == result.strides:
                     out = f", out={name}"
                     break
         target = ", ".join(step.names) + "," if step.several else step.names[0]

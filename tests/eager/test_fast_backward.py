@@ -328,6 +328,31 @@ def test_a_stage_writes_its_own_dead_temporaries_in_place():
     np.testing.assert_array_equal(fast, slow.numpy())
 
 
+def test_a_temporary_of_another_layout_is_not_written_in_place(taken, monkeypatch):
+    """``cos`` of a stack of broadcast views keeps their permuted layout; ``grad * cos`` written into it
+    kept that layout where the engine's fresh product is C-ordered, and the sum of the two stacked
+    halves that ``expand``'s gradient takes then rounded otherwise in its last bits (a random program
+    found it: ``test_eager_fast_path_matches_the_engine``)."""
+    def program(x, w):
+        return (jg.stack([x.reshape(2, 1).expand(2, 2, 2)] * 2).sin() * w).sum()
+
+    rng = np.random.default_rng(0)
+    draws = [(rng.standard_normal(2), rng.standard_normal((2, 2, 2, 2))) for _ in range(40)]
+
+    def grads():
+        found = []
+        for x, w in draws:
+            xt = jg.tensor(x, requires_grad=True)
+            program(xt, jg.tensor(w, requires_grad=True)).backward()
+            found.append(xt.grad.numpy())
+        return found
+    fast = grads()
+    assert taken and all(taken)
+    engine_only(monkeypatch)
+    for i, (a, e) in enumerate(zip(fast, grads())):
+        assert np.array_equal(a, e), f"draw {i}: {a - e}"
+
+
 def test_a_bias_gradient_kept_as_it_is_shares_no_memory(taken):
     """A bias's gradient is summed with keepdim and reshaped: a view, which ``.grad`` keeps without a
     copy only when nothing else holds its memory."""
