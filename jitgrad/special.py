@@ -16,8 +16,8 @@ from . import dtypes
 from .autograd.function import Function, FunctionCtx
 from .ops import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, log_softmax, logit, logsumexp,
                   polygamma, round, sigmoid, sinc, softmax, where, xlogy)
-from .ops.device_copy import to
-from .ops.host_reads import from_host, host_values, refuse_when_traced
+from .ops.host_reads import host_values, refuse_when_traced
+from .ops.special_functions import result_like, scipy_special
 from .tensor import Tensor
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i1", "log1p",
@@ -80,15 +80,6 @@ def _values(op: str, input: Tensor) -> np.ndarray:
     return host_values(_floating(input))
 
 
-def _placed(array: np.ndarray, values: np.ndarray, like: Tensor) -> Tensor:
-    return to(from_host(np.asarray(array, values.dtype)), like.device)
-
-
-def _scipy(name: str):
-    import scipy.special   # imported on first use: most programs never call these
-    return getattr(scipy.special, name)
-
-
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -98,7 +89,7 @@ class LogNdtr(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
         values = _values("special.log_ndtr", input)
-        result = _placed(_scipy("log_ndtr")(values), values, input)
+        result = result_like(scipy_special("log_ndtr")(values), values, input)
         ctx.save_for_backward(input, result)
         ctx.input, ctx.result = input, result
         return result
@@ -119,7 +110,7 @@ class Ndtri(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
         values = _values("special.ndtri", input)
-        result = _placed(_scipy("ndtri")(values), values, input)
+        result = result_like(scipy_special("ndtri")(values), values, input)
         ctx.save_for_backward(result)
         ctx.result = result
         return result
@@ -142,7 +133,7 @@ class BesselI0(Function):
         values = _values("special.i0", input)
         ctx.save_for_backward(input)
         ctx.input = input
-        return _placed(_scipy("i0")(values), values, input)
+        return result_like(scipy_special("i0")(values), values, input)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
@@ -160,7 +151,7 @@ class BesselI1(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
         values = _values("special.i1", input)
-        result = _placed(_scipy("i1")(values), values, input)
+        result = result_like(scipy_special("i1")(values), values, input)
         ctx.save_for_backward(input, result)
         ctx.input, ctx.result = input, result
         return result

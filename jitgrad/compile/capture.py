@@ -33,6 +33,7 @@ from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
 from ..fx.numbers import Specialize, SymbolicNumber
 from ..fx.tracer import TraceError, Tracer, user_line
+from ..ops.host_reads import TraceRefused
 from ..random import default_generator
 from ..tensor import Tensor
 from . import side_effects
@@ -397,6 +398,8 @@ def _call_traced(fn: Callable, args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     except (TraceError, Specialize, Unsupported):
         raise
+    except TraceRefused as error:  # an op no graph can hold (a SciPy or LAPACK forward...): eager, said
+        raise Unsupported(str(error)) from error
     except Exception as error:
         raise EagerThisCall(f"the function raised {type(error).__name__} while traced") from error
 

@@ -2,49 +2,23 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .. import dtypes
 from ..factories import rand
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
-from . import constraints
-from .distribution import Distribution
-from .parameters import broadcast_all
+from .location_scale import LocationScale
 
 expm1, log, log1p, sign = (FUNCTIONS[name] for name in ("expm1", "log", "log1p", "sign"))
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale):
     """The Laplace distribution with location ``loc`` and scale ``scale``."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Laplace:
-        new = self._get_checked_instance(Laplace, _instance)
-        new.loc, new.scale = self.loc.expand(tuple(batch_shape)), self.scale.expand(tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

@@ -10,38 +10,15 @@ from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
-from .parameters import broadcast_all
+from .location_scale import LocationScale
 
 erf, erfinv, exp, log = (FUNCTIONS[name] for name in ("erf", "erfinv", "exp", "log"))
 
 __all__ = ["LogNormal", "Normal"]
 
 
-class Normal(Distribution):
+class Normal(LocationScale):
     """The normal distribution with mean ``loc`` and standard deviation ``scale``."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Normal:
-        new = self._get_checked_instance(Normal, _instance)
-        new.loc, new.scale = self.loc.expand(tuple(batch_shape)), self.scale.expand(tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:

@@ -10,13 +10,18 @@ from ..tensor import Tensor
 from .registry import observed
 
 
+class TraceRefused(RuntimeError):
+    """An op that cannot be part of a traced graph was called in a trace (``refuse_when_traced``):
+    ``jitgrad.compile`` runs such a call eagerly, with a warning that names the op."""
+
+
 def refuse_when_traced(op: str, reason: str = "its result is computed from values read on the host, which "
                                                "a trace would keep as constants") -> None:
     """A compiled graph has its shapes fixed when it is traced and runs only ops a backend lowers: an op
     whose result comes from values read on the host (a trace would bake them in), or that runs a library
     call no backend has, cannot be part of it."""
     if observed():
-        raise RuntimeError(f"{op} cannot run inside a compiled (traced) function: {reason}; call it outside the "
+        raise TraceRefused(f"{op} cannot run inside a compiled (traced) function: {reason}; call it outside the "
                            "compiled function")
 
 

@@ -32,12 +32,14 @@ def _floating_values(op: str, input: Tensor) -> np.ndarray:
     return values if values.dtype.kind == "f" else values.astype(dtypes.get_default_dtype().numpy)
 
 
-def _result(array: np.ndarray, values: np.ndarray, like: Tensor) -> Tensor:
+def result_like(array: np.ndarray, values: np.ndarray, like: Tensor) -> Tensor:
+    """A SciPy function's ``array`` of ``values`` as a tensor of their dtype, on ``like``'s device."""
     return to(from_host(np.asarray(array, values.dtype)), like.device)
 
 
-def _scipy(name: str) -> Callable[..., np.ndarray]:
-    import scipy.special   # imported on first use: most programs never call these
+def scipy_special(name: str) -> Callable[..., np.ndarray]:
+    """``scipy.special.<name>``, SciPy imported on first use: most programs never call these."""
+    import scipy.special
     return getattr(scipy.special, name)
 
 
@@ -49,7 +51,7 @@ class Erfc(Function):
         values = _floating_values("erfc", input)
         ctx.save_for_backward(input)
         ctx.input = input
-        return _result(_scipy("erfc")(values), values, input)
+        return result_like(scipy_special("erfc")(values), values, input)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
@@ -67,7 +69,7 @@ class Erfinv(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
         values = _floating_values("erfinv", input)
-        result = _result(_scipy("erfinv")(values), values, input)
+        result = result_like(scipy_special("erfinv")(values), values, input)
         ctx.save_for_backward(result)
         ctx.result = result
         return result
@@ -90,7 +92,7 @@ class Lgamma(Function):
         values = _floating_values("lgamma", input)
         ctx.save_for_backward(input)
         ctx.input = input
-        return _result(np.where(values == -np.inf, np.inf, _scipy("gammaln")(values)), values, input)
+        return result_like(np.where(values == -np.inf, np.inf, scipy_special("gammaln")(values)), values, input)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
@@ -111,8 +113,8 @@ class Polygamma(Function):
         values = _floating_values("digamma" if n == 0 else "polygamma", input)
         ctx.save_for_backward(input)
         ctx.n, ctx.input = n, input
-        out = _scipy("digamma")(values) if n == 0 else _scipy("polygamma")(n, values)
-        return _result(out, values, input)
+        out = scipy_special("digamma")(values) if n == 0 else scipy_special("polygamma")(n, values)
+        return result_like(out, values, input)
 
     @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[None, Tensor]:
