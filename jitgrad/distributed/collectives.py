@@ -16,6 +16,7 @@ import numpy as np
 
 from ..autograd.versions import increment_version
 from ..device import copy_into, to_device, to_host
+from ..ops.host_reads import TraceRefused
 from ..ops.registry import observed
 from ..tensor import Tensor
 from .process_group import ProcessGroup, ReduceOp, check_group
@@ -62,9 +63,10 @@ def _check_tensor(tensor: Any, op: str, argument: str = "tensor") -> Tensor:
 
 def check_not_traced(what: str) -> None:
     """Refuses communication while a tracer (``jitgrad.compile``) records the thread's ops: it would
-    happen once, at trace time, and never in the compiled calls."""
+    happen once, at trace time, and never in the compiled calls (``jitgrad.compile`` then runs the call
+    eagerly, with a warning that names it)."""
     if observed():
-        raise RuntimeError(f"jitgrad.distributed: {what} cannot run inside a function jitgrad.compile traces: a "
+        raise TraceRefused(f"jitgrad.distributed: {what} cannot run inside a function jitgrad.compile traces: a "
                            "compiled call would not communicate. Call it outside the compiled function")
 
 
