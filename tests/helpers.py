@@ -88,6 +88,17 @@ def assert_close(actual, expected, what: str = "", *, rtol: float | None = None,
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=what)
 
 
+def values_off_kinks(shape=(2, 3), low=-2.0, high=2.0, avoid=(0.0,), seed=0) -> np.ndarray:
+    """float64 values in [low, high], at least 0.05 from each point of ``avoid`` (an op's kinks, where
+    its gradient and a finite difference part)."""
+    rng = np.random.default_rng(seed)
+    out = rng.uniform(low, high, size=shape)
+    for point in avoid:
+        near = np.abs(out - point) < 0.05
+        out[near] = point + np.where(out[near] < point, -0.05, 0.05)
+    return out
+
+
 def leaves(arrays, requires_grad: bool = True) -> list[jg.Tensor]:
     """Fresh leaf tensors of numpy arrays; the floating ones require grad (unless ``requires_grad=False``)."""
     return [jg.tensor(a, requires_grad=requires_grad and a.dtype.kind == "f") for a in arrays]

@@ -14,22 +14,13 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+from helpers import values_off_kinks as values
 from jitgrad.compile import CompileWarning
 
 torch = pytest.importorskip("torch")
 
 
 # ---- inputs ---------------------------------------------------------------------------------------------
-def values(shape=(2, 3), low=-2.0, high=2.0, avoid=(0.0,), seed=0):
-    """float64 values in [low, high], at least 0.05 from each point of ``avoid`` (the kinks)."""
-    rng = np.random.default_rng(seed)
-    out = rng.uniform(low, high, size=shape)
-    for point in avoid:
-        near = np.abs(out - point) < 0.05
-        out[near] = point + np.where(out[near] < point, -0.05, 0.05)
-    return out
-
-
 X = values()
 Y = values(seed=1)
 POSITIVE = values(low=0.3, high=2.0, seed=2)
