@@ -1,13 +1,15 @@
-"""``MultivariateNormal`` given by ``scale_tril`` (the lower Cholesky factor ``L`` of the covariance):
+"""``MultivariateNormal`` over its ``scale_tril`` (the lower Cholesky factor ``L`` of the covariance):
 ``rsample`` is ``loc + L eps`` and ``log_prob`` solves with ``L``, so both are differentiable in ``loc``
-and ``L``. A ``covariance_matrix`` or ``precision_matrix`` needs a differentiable ``cholesky``, which
-jitgrad lacks for now: those forms raise ``NotImplementedError`` rather than factor without a gradient."""
+and ``L``. A ``covariance_matrix`` is factored by ``jitgrad.linalg.cholesky`` and a ``precision_matrix``
+inverted first (``cholesky(inverse(P))``, the same factor as PyTorch's flip-and-solve), both
+differentiable, so gradients reach the matrix given."""
 from __future__ import annotations
 
 import math
 from typing import Any, Sequence
 
 from ..factories import randn
+from ..linalg import cholesky
 from ..ops import FUNCTIONS
 from ..shapes import Size, broadcast_shapes
 from ..tensor import Tensor
@@ -51,18 +53,21 @@ class MultivariateNormal(Distribution):
             raise ValueError("loc must be at least one-dimensional.")
         if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        if scale_tril is None:
-            raise NotImplementedError("MultivariateNormal from a covariance_matrix or precision_matrix needs a "
-                                      "differentiable cholesky, which jitgrad does not have yet: pass scale_tril")
-        if scale_tril.dim() < 2:
-            raise ValueError("scale_tril matrix must be at least two-dimensional, with optional leading batch "
-                             "dimensions")
+        name, matrix = next((n, m) for n, m in (("scale_tril", scale_tril), ("covariance_matrix", covariance_matrix),
+                                                ("precision_matrix", precision_matrix)) if m is not None)
+        if matrix.dim() < 2:
+            raise ValueError(f"{name.replace('_tril', '_tril matrix')} must be at least two-dimensional, with "
+                             "optional leading batch dimensions")
         k = loc.shape[-1]
-        batch_shape = broadcast_shapes("MultivariateNormal", (tuple(scale_tril.shape[:-2]), tuple(loc.shape[:-1])))
-        self.scale_tril = scale_tril.expand(batch_shape + (k, k))
-        self._unbroadcasted_scale_tril = scale_tril
+        batch_shape = broadcast_shapes("MultivariateNormal", (tuple(matrix.shape[:-2]), tuple(loc.shape[:-1])))
         self.loc = loc.expand(batch_shape + (k,))
+        setattr(self, name, matrix.expand(batch_shape + (k, k)))   # the given one, checked by the base class
         super().__init__(batch_shape, (k,), validate_args=validate_args)
+        if name == "covariance_matrix":
+            matrix = cholesky(matrix)
+        elif name == "precision_matrix":
+            matrix = cholesky(inverse(matrix))
+        self._unbroadcasted_scale_tril = matrix
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> MultivariateNormal:
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -72,6 +77,10 @@ class MultivariateNormal(Distribution):
         Distribution.__init__(new, Size(shape), self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
+
+    @lazy_property
+    def scale_tril(self) -> Tensor:
+        return self._unbroadcasted_scale_tril.expand(self.batch_shape + self.event_shape + self.event_shape)
 
     @lazy_property
     def covariance_matrix(self) -> Tensor:

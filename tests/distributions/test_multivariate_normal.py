@@ -1,5 +1,6 @@
-"""``MultivariateNormal`` from ``scale_tril``: log_prob, entropy, moments, KL and rsample against torch,
-values and gradients (the whole of ``scale_tril``'s gradient, its upper triangle included)."""
+"""``MultivariateNormal`` from ``scale_tril``, a covariance or a precision matrix: log_prob, entropy,
+moments, KL and rsample against torch, values and gradients (the whole of ``scale_tril``'s gradient, its
+upper triangle included)."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,7 +50,7 @@ def test_values_and_gradients_match_torch(what):
             np.testing.assert_allclose(j_grad.numpy(), t_grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
-def test_shapes_errors_and_the_forms_not_built():
+def test_shapes_and_errors():
     j = jd.MultivariateNormal(jitgrad.zeros(3, dtype=jitgrad.float64), scale_tril=jitgrad.tensor(TRIL))
     t = td.MultivariateNormal(torch.zeros(3, dtype=torch.float64), scale_tril=torch.tensor(TRIL))
     assert (tuple(j.batch_shape), tuple(j.event_shape)) == (tuple(t.batch_shape), tuple(t.event_shape))
@@ -59,5 +60,23 @@ def test_shapes_errors_and_the_forms_not_built():
         jd.MultivariateNormal(jitgrad.zeros(3), scale_tril=jitgrad.tensor(TRIL).mT)
     with pytest.raises(ValueError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
         jd.MultivariateNormal(jitgrad.zeros(3))
-    with pytest.raises(NotImplementedError, match="cholesky"):
-        jd.MultivariateNormal(jitgrad.zeros(3), covariance_matrix=jitgrad.eye(3))
+    with pytest.raises(ValueError, match="Expected parameter covariance_matrix"):
+        jd.MultivariateNormal(jitgrad.zeros(2), covariance_matrix=jitgrad.tensor([[1.0, 2.0], [2.0, 1.0]]))
+
+
+@pytest.mark.parametrize("form", ["covariance_matrix", "precision_matrix"])
+def test_a_covariance_or_precision_matrix_is_factored_with_gradients(form):
+    """``cholesky`` of the covariance (of the precision's inverse): values and the matrix's gradient
+    against torch, the matrix kept as given."""
+    factor = TRIL[0]
+    matrix = factor @ factor.T if form == "covariance_matrix" else np.linalg.inv(factor @ factor.T)
+    j_matrix, t_matrix = jitgrad.tensor(matrix, requires_grad=True), torch.tensor(matrix, requires_grad=True)
+    j = jd.MultivariateNormal(jitgrad.tensor(LOC), **{form: j_matrix})
+    t = td.MultivariateNormal(torch.tensor(LOC), **{form: t_matrix})
+    np.testing.assert_allclose(j.scale_tril.detach().numpy(), t.scale_tril.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert np.array_equal(getattr(j, form).detach().numpy(), matrix)
+    got = j.log_prob(jitgrad.tensor(VALUE)).sum() + j.entropy()
+    expected = t.log_prob(torch.tensor(VALUE)).sum() + t.entropy()
+    np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12)
+    (j_grad,), (t_grad,) = jitgrad.autograd.grad(got, [j_matrix]), torch.autograd.grad(expected, [t_matrix])
+    np.testing.assert_allclose(j_grad.numpy(), t_grad.numpy(), rtol=1e-8, atol=1e-10)
