@@ -117,6 +117,10 @@ class NumberInputs:
         """Whether a call's numbers compare as the trace's did (True for a program that compared none)."""
         return not self.checked or self.prelude.holds(*[values[i] for i in self.value_positions])
 
+    def first_change(self, values: list) -> int:
+        """The index of the first comparison a call's numbers make otherwise than the trace's; -1 for none."""
+        return self.prelude.first_change(*[values[i] for i in self.value_positions]) if self.checked else -1
+
     def outcomes(self, values: list) -> list[str]:
         """The comparisons a call's numbers make otherwise than the trace's, described."""
         return self.prelude.outcomes(*[values[i] for i in self.value_positions]) if self.checked else []

@@ -167,8 +167,10 @@ class CompiledFunction:
         self._static: dict[Any, set[int]] = {}         # ... and of numbers the function needs by value
         self._static_free: frozenset = frozenset()     # free run-time numbers it needs by value (sources)
         self._reasons: dict[tuple, str] = {}
-        # programs traced for outcomes of comparisons of run-time numbers, by key (``fx.numbers``)
+        # programs traced for outcomes of comparisons of run-time numbers, by key (``fx.numbers``), and
+        # the outcomes whose trace failed, as (program, index of its first comparison that changed)
         self._variants: dict[tuple, list[Any]] = {}
+        self._eager_outcomes: set[tuple[int, int]] = set()
         self._names_by_count: dict[int, list[str]] = {}
         self.recompiles = 0
         self._eager_from_now = False
@@ -331,6 +333,7 @@ class CompiledFunction:
         miss: guards.Miss | None = None
         if free is None:  # a guarded place cannot be read as it was (an attribute deleted...): start over
             self._free, self._tables, self._seen, self._variants = guards.FreeGuards(), {}, [], {}
+            self._eager_outcomes = set()
             miss = guards.Miss("a value the function reads from outside is no longer where it was (an attribute "
                                "or item was removed)", False, [])
             free = ()
@@ -341,6 +344,9 @@ class CompiledFunction:
                 if program.numbers.holds(values):
                     self._tables.setdefault(len(free), {})[key] = program
                     return program, free
+            outcome = (id(compared), compared.numbers.first_change(values))
+            if outcome in self._eager_outcomes:  # its trace failed once: eager, the other outcomes compiled
+                return EAGER, free
             miss = guards.Miss("; ".join(compared.numbers.outcomes(values)), False, [])
         else:
             key, program = self._find(spec, leaves, free)
@@ -374,6 +380,9 @@ class CompiledFunction:
             return EAGER, free
         except (TraceError, Unsupported) as error:
             self._fall_back(error)
+            if compared is not None:  # keep the key's compiled outcomes: only this one runs eagerly
+                self._eager_outcomes.add(outcome)
+                return EAGER, self._free.read(args, kwargs) or ()
             program, reason = EAGER, str(error)
         free = self._register(program, args, kwargs, leaves, spec, reason)
         if retrace is not None and program is not EAGER:

@@ -166,6 +166,24 @@ def test_a_predicate_is_checked_before_what_its_branch_computes():
     assert len(compiled.programs) == 3, compiled.log
 
 
+def test_an_outcome_that_cannot_compile_runs_eagerly_and_leaves_the_others_compiled():
+    """One branch calls an op no trace can hold: calls taking it run eagerly (said once, traced once),
+    calls taking the other still run its compiled program."""
+    from jitgrad.compile import CompileWarning
+
+    def f(x, s):
+        if s > 1:
+            return jg.special.ndtri(x.sigmoid()).sum()
+        return (x * s).sum()
+    compiled = jg.compile(f, cache=False)
+    x = data()
+    with pytest.warns(CompileWarning, match="special.ndtri cannot run inside"):
+        for s in (0.5, 0.7, 2.0, 0.3, 3.0, 0.4, 2.5):
+            assert_close(compiled(x, s), f(x, s))
+    assert compiled.recompiles == 2, compiled.log      # 0.7 made s dynamic; 2.0 took the other outcome
+    assert compiled.explain(x, 0.2).program != "eager" and compiled.explain(x, 5.0).program == "eager"
+
+
 def test_a_predicate_names_the_line_that_compared():
     def f(x, s):
         if s > 1:

@@ -52,10 +52,14 @@ class NumberPrelude:
     def holds(self, *numbers: Any) -> bool:
         return self._first_change is None or self._first_change(*numbers) < 0
 
+    def first_change(self, *numbers: Any) -> int:
+        """The index of the first comparison that comes out otherwise than in the trace; -1 for none."""
+        return -1 if self._first_change is None else self._first_change(*numbers)
+
     def outcomes(self, *numbers: Any) -> list[str]:
         """The first comparison that comes out otherwise than in the trace, with the user's line that
         made it (the later ones eager mode would not reach as the trace did)."""
-        index = -1 if self._first_change is None else self._first_change(*numbers)
+        index = self.first_change(*numbers)
         if index < 0:
             return []
         was = self.expected[index]
