@@ -34,6 +34,7 @@ from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 from . import activation_functions, losses_more, normalization_functions, sampling_and_pooling
+from .losses_more import reduce_loss  # the losses' reduction, one for every loss
 from .activation_functions import *  # noqa: F401,F403 - re-exported: the names below, one module per kind
 from .losses_more import *  # noqa: F401,F403
 from .normalization_functions import *  # noqa: F401,F403
@@ -251,16 +252,6 @@ def _attention_weights(scores: Tensor) -> Tensor:
 
 
 # ---- losses ------------------------------------------------------------------------------------------
-def _reduce(loss: Tensor, reduction: str, op: str) -> Tensor:
-    if reduction == "mean":
-        return mean(loss)
-    if reduction == "sum":
-        return sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{op}: {reduction} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
-
-
 def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]:
     """An (N, C, d1, ...) input as (N * d1 * ..., C) rows and its targets as one vector, with the
     shape to give a per-element loss back."""
@@ -382,7 +373,7 @@ def _cross_entropy_of_probabilities(log_probs: Tensor, target: Tensor, weight: T
         return -sum(products) / count
     if reduction == "sum":
         return -sum(products)
-    return _reduce(-sum(products, dim=class_dim), reduction, "cross_entropy")
+    return reduce_loss(-sum(products, dim=class_dim), reduction, "cross_entropy")
 
 
 def _warn_if_broadcast(input: Tensor, target: Tensor) -> None:
@@ -397,7 +388,7 @@ def _weighted(loss: Tensor, weight: Tensor | None, reduction: str, op: str, mean
     sum for ``mse_loss`` and ``l1_loss`` (``mean_over_weights``), by the element count for
     ``huber_loss``."""
     if weight is None:
-        return _reduce(loss, reduction, op)
+        return reduce_loss(loss, reduction, op)
     if tuple(weight.shape) != tuple(loss.shape):
         raise ValueError("Weights and input must have the same size.")
     if reduction not in ("mean", "sum", "none"):
@@ -405,7 +396,7 @@ def _weighted(loss: Tensor, weight: Tensor | None, reduction: str, op: str, mean
     weighted = loss * weight
     if reduction == "mean" and mean_over_weights:
         return sum(weighted) / sum(weight)
-    return _reduce(weighted, reduction, op)
+    return reduce_loss(weighted, reduction, op)
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
@@ -427,8 +418,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
     diff = input - target
     size = diff.abs()
     if beta == 0:
-        return _reduce(size, reduction, "smooth_l1_loss")
-    return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
+        return reduce_loss(size, reduction, "smooth_l1_loss")
+    return reduce_loss(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -460,7 +451,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       UserWarning, stacklevel=2)
-    return _reduce(pointwise, reduction, "kl_div")
+    return reduce_loss(pointwise, reduction, "kl_div")
 
 
 # ---- distances and encodings ---------------------------------------------------------------------------
@@ -542,7 +533,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     losses = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         losses = losses * weight
-    return _reduce(losses, reduction, "binary_cross_entropy")
+    return reduce_loss(losses, reduction, "binary_cross_entropy")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -555,4 +546,4 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     losses = (1.0 - target) * input + log_sigmoid_weight * softplus(-input)
     if weight is not None:
         losses = losses * weight
-    return _reduce(losses, reduction, "binary_cross_entropy_with_logits")
+    return reduce_loss(losses, reduction, "binary_cross_entropy_with_logits")
