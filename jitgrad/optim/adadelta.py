@@ -35,9 +35,7 @@ class Adadelta(Optimizer):
             state["acc_delta"] = zeros_like(param)
         state["step"].add_(1)
         rho, eps = group["rho"], group["eps"]
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = self._gradient(param, group)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
         delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad

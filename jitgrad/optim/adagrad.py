@@ -41,9 +41,7 @@ class Adagrad(Optimizer):
             self._init_state(param, group)
             state = self.state[param]
         state["step"].add_(1)
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = self._gradient(param, group)
         lr = group["lr"]
         if group["lr_decay"] != 0:  # PyTorch takes the count as a Python float: float64
             lr = lr / (1 + (state["step"].to(float64) - 1) * group["lr_decay"])

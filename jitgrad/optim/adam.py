@@ -48,13 +48,8 @@ class Adam(Optimizer):
         state = self._state(param, group["amsgrad"])
         state["step"].add_(1)
         step = state["step"].to(float64)  # PyTorch takes the count as a Python float: float64
-        lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
-        grad = -param.grad if group["maximize"] else param.grad
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + weight_decay * param
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        grad = self._gradient(param, group, decoupled=group["decoupled_weight_decay"])
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
         exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)

@@ -31,9 +31,7 @@ class Adamax(Optimizer):
             state["exp_inf"] = zeros_like(param)
         state["step"].add_(1)
         lr, (beta1, beta2) = group["lr"], group["betas"]
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = self._gradient(param, group)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
         exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + group["eps"]))

@@ -37,9 +37,7 @@ class ASGD(Optimizer):
             state["ax"] = zeros_like(param)
         state["step"].add_(1)
         lr, lambd = group["lr"], group["lambd"]
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = self._gradient(param, group)
         eta = state["eta"].to(float64)
         param.mul_(1 - lambd * eta)
         param.sub_(grad * eta)

@@ -38,13 +38,8 @@ class NAdam(Optimizer):
             state["exp_avg_sq"] = zeros_like(param)
         state["step"].add_(1)
         step = state["step"].to(float64)
-        lr, (beta1, beta2), weight_decay = group["lr"], group["betas"], group["weight_decay"]
-        grad = -param.grad if group["maximize"] else param.grad
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + weight_decay * param
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        grad = self._gradient(param, group, decoupled=group["decoupled_weight_decay"])
         decay = group["momentum_decay"]
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))

@@ -99,6 +99,20 @@ class Optimizer:
                     self._update(param, group)
         return loss
 
+    @staticmethod
+    def _gradient(param: Tensor, group: dict[str, Any], decoupled: bool = False) -> Tensor:
+        """The gradient an update follows: negated for ``maximize``, with the group's weight decay as
+        PyTorch applies it, added (``weight_decay * param``, L2) or, ``decoupled`` (AdamW and the
+        Adam family's ``decoupled_weight_decay``), the parameter shrunk by ``1 - lr * weight_decay``."""
+        grad = -param.grad if group["maximize"] else param.grad
+        weight_decay = group["weight_decay"]
+        if weight_decay != 0:
+            if decoupled:
+                param.mul_(1 - group["lr"] * weight_decay)
+            else:
+                grad = grad + weight_decay * param
+        return grad
+
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
         raise NotImplementedError
 

@@ -34,9 +34,7 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = zeros_like(param)
         state["step"].add_(1)  # a tensor, as PyTorch keeps it: a compiled step reads and writes it
         alpha = group["alpha"]
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = self._gradient(param, group)
         square_avg = state["square_avg"]
         square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
         if group["centered"]:

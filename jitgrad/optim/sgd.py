@@ -28,9 +28,7 @@ class SGD(Optimizer):
                                   "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize})
 
     def _update(self, param: Tensor, group: dict[str, Any]) -> None:
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param
+        grad = self._gradient(param, group)
         momentum = group["momentum"]
         if momentum != 0:
             state = self.state[param]
