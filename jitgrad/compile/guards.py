@@ -4,7 +4,7 @@ A call's *key* is one flat tuple: the grad mode and default dtype, the nesting o
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
 requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
-serve each other's calls) and whether it is a leaf; its values are read afresh at every call; a
+serve each other's calls) and whether it is a leaf, computed or an inference tensor; its values are read afresh at every call; a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
 may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
@@ -46,7 +46,8 @@ def tensor_descriptor(t: Tensor) -> tuple:
     device = CPU if type(data) is np.ndarray else array_device(data)
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
             bool(t._hooks) or bool(t._post_accumulate_grad_hooks),
-            t._grad_fn is not None, device)   # computed: the trace reads ``is_leaf`` eagerly (``fx.traced_tensor``)
+            "inference" if t._is_inference else t._grad_fn is not None,   # the trace reads ``is_leaf`` and
+            device)                                                         # ``is_inference()`` eagerly
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -212,8 +213,11 @@ def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
     if g0 != g1:
         return f"{label}: .grad was {'set' if g0 else 'None'}, now {'set' if g1 else 'None'}", True
     if c0 != c1:
-        return f"{label}: was {'computed' if c0 else 'a leaf'}, now {'computed' if c1 else 'a leaf'}", True
+        return f"{label}: was {_KINDS[c0]}, now {_KINDS[c1]}", True
     return f"{label}: {'had' if h0 else 'had no'} tensor hooks, now {'has' if h1 else 'has none'}", True
+
+
+_KINDS = {True: "computed", False: "a leaf", "inference": "an inference tensor"}   # a descriptor's sixth item
 
 
 def _is_tensor_descriptor(value: Any) -> bool:

@@ -84,6 +84,26 @@ def test_inference_mode_is_a_grad_mode_of_its_own_and_the_results_are_inference_
     assert any("was inference_mode, now is_grad_enabled() False" in line for line in f.log), f.log
 
 
+def test_an_inference_tensor_is_not_the_normal_tensor_of_its_shape(capsys):
+    """Until 2026-11-28 the key did not hold ``is_inference()``: a function branching on it ran the branch
+    traced for a normal tensor, and an inference tensor went where eager refuses to save it."""
+    def f(x, w):
+        if x.is_inference():
+            return (x * 2.0).sum()
+        return (x * w).sum()
+    compiled = jg.compile(f, cache=False)
+    x, w = jg.randn(3), jg.randn(3, requires_grad=True)
+    with jg.inference_mode():
+        inference = jg.randn(3)
+    for argument in (x, inference, x):
+        assert_close(compiled(argument, w), f(argument, w))
+    assert any("was a leaf, now an inference tensor" in line for line in compiled.log), compiled.log
+    product = jg.compile(lambda x, w: (x * w).sum(), cache=False)
+    product(x, w)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        product(inference, w)
+
+
 SIGN = {"zero": 0.0}
 
 
