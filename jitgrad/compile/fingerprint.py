@@ -115,6 +115,7 @@ class _Walk:
         self.parts: list[Any] = []
         self.seen: dict[int, int] = {}
         self.alive: list[Any] = []   # every object whose id is in ``seen``: no id is reused mid-walk
+        self.module_names: dict[int, set[str]] = {}   # a module's id -> the attributes described
 
     def add(self, *part: Any) -> None:
         self.parts.append(part)
@@ -186,6 +187,8 @@ class _Walk:
                             "its arguments")
         elif not self.again(value):
             self._enter(value, kind, names)
+        elif kind is types.ModuleType:   # met again from code naming other attributes: those too
+            self._attributes(value, names)
 
     def _enter(self, value: Any, kind: type, names: frozenset[str]) -> None:
         if kind is list or kind is tuple or kind is collections.deque:
@@ -245,12 +248,23 @@ class _Walk:
         ``jitgrad.nn.functional.relu`` made before the call is then seen). Other libraries' modules,
         the standard library's included, are refused: their state is not described."""
         name = module.__name__
-        library = _library(name)
-        if not library and _installed_library(module):
+        if not _library(name) and _installed_library(module):
             raise NotStable(f"it reads the module {name}, a library outside jitgrad and numpy")
         self.add("module", name)
+        self._attributes(module, names)
+
+    def _attributes(self, module: types.ModuleType, names: frozenset[str]) -> None:
+        """The attributes of ``module`` that ``names`` holds and no code met before named: a module
+        is met again from each function naming it (``helper`` reads ``config.B``, the function
+        ``config.A``), and each names its own (``config.A`` went undescribed, its entry silently
+        stale, before 2026-11-28)."""
+        name = module.__name__
+        library = _library(name)
+        described = self.module_names.setdefault(id(module), set())
+        new = sorted(names - described)
+        described.update(new)
         lazy = "__getattr__" in module.__dict__   # numpy makes ``np.random`` on first use
-        for attribute in sorted(names):
+        for attribute in new:
             if attribute in module.__dict__:
                 value = module.__dict__[attribute]
             elif not lazy:

@@ -143,6 +143,7 @@ class _Walker:
         self.found = FreeVariables()
         self.visited: set[int] = set()
         self.functions: set[int] = set()
+        self.module_names: dict[int, set[str]] = {}   # a user module's id -> the attributes walked
         self.alive: list[Any] = []  # every object whose id is in the sets above: no id is reused mid-walk
 
     # ---- roots --------------------------------------------------------------------------------------
@@ -203,7 +204,9 @@ class _Walker:
         if self.found.unguardable is not None:
             return
         if id(value) in self.visited:  # reached again by another path: that path must still hold it
-            if isinstance(value, tuple) or _guarded_by_identity(value):
+            if kind is types.ModuleType:
+                self._module(value, source, names)
+            elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
             elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
@@ -252,14 +255,7 @@ class _Walker:
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
         elif kind is types.ModuleType:
-            if not _library(value.__name__):
-                # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
-                self.found.snapshots.append(Snapshot(source, "object", value, None, dict(value.__dict__)))
-                if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
-                    names = names | set(value.__dict__)
-                for name in sorted(names):
-                    if name in value.__dict__:
-                        self.value(value.__dict__[name], source.attr(name), names)
+            self._module(value, source, names)
         elif kind is types.FunctionType:
             if not _library(value.__module__):
                 self.found.guards.append((source, "identity", value))
@@ -286,6 +282,26 @@ class _Walker:
             self._descriptor(value, source, names)
         else:
             self._object(value, kind, source, names)
+
+    def _module(self, module: types.ModuleType, source: Source, names: frozenset[str]) -> None:
+        """A user module's attributes that the code reaching it names. A module reached again, from code
+        naming other attributes, has those walked then: ``helper`` reading ``config.B`` reached
+        ``config`` first, and ``config.A``, read by the function itself, went unguarded (a silently
+        stale result, in-process and from the warm-start index, before 2026-11-28)."""
+        if _library(module.__name__):
+            return
+        walked = self.module_names.get(id(module))
+        if walked is None:
+            walked = self.module_names[id(module)] = set()
+            # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
+            self.found.snapshots.append(Snapshot(source, "object", module, None, dict(module.__dict__)))
+        if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
+            names = names | set(module.__dict__)
+        new = sorted(names - walked)
+        walked.update(new)
+        for name in new:
+            if name in module.__dict__:
+                self.value(module.__dict__[name], source.attr(name), names)
 
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
