@@ -9,9 +9,11 @@ closure, the globals its code names, its defaults, and from those, containers an
 functions) but describes each value by what it *is*, never by where it lives:
 
 - a user function by its code (bytecode, constants, names, recursively through nested code) and,
-  walked again, its own cells, globals and defaults; a user module by the attributes the code names;
+  walked again, its own cells, globals and defaults; a user module by the attributes the code of
+  every function that reaches it names;
 - a number, string, bool, None, numpy scalar or dtype by type and value; a list, tuple, dict or set
-  by its items; an object met twice by "the same as the n-th value" (aliasing is part of it);
+  by its items, in their order (a set's is the order a loop visits it, which the hash seed sets);
+  an object met twice by "the same as the n-th value" (aliasing is part of it);
 - jitgrad, numpy and ``math`` functions, classes and modules by name (their code is fixed by the
   versions the cache keys hold, jitgrad's by a hash of its source files), and Python's builtins that
   compute from their arguments alone (``len``, ``range``, ``zip``...) by name.
@@ -88,8 +90,8 @@ def _constant(value: Any) -> Any:
         return code_fingerprint(value)
     if type(value) is tuple:
         return ("tuple", *(_constant(v) for v in value))
-    if type(value) is frozenset:
-        return ("frozenset", *sorted(repr(_constant(v)) for v in value))
+    if type(value) is frozenset:   # in its order, as a loop over it visits it (see ``_Walk._enter``)
+        return ("frozenset", *(_constant(v) for v in value))
     return (type(value).__name__, repr(value))
 
 
@@ -205,7 +207,10 @@ class _Walk:
         elif kind is set or kind is frozenset:
             if not all(type(v) in _SCALARS for v in value):
                 raise NotStable("it reads a set of values other than numbers and strings")
-            self.add(kind.__name__, *sorted(f"{type(v).__name__}:{v!r}" for v in value))
+            # in its order, not sorted: a loop over a set of strings visits them in an order that the
+            # hash seed sets, another in each process (``PYTHONHASHSEED``), and the trace bakes it in;
+            # sorted, a process ran the stored program's order, silently, until 2026-11-28
+            self.add(kind.__name__, *(f"{type(v).__name__}:{v!r}" for v in value))
         elif kind is types.ModuleType:
             self._module(value, names)
         elif kind is types.FunctionType:

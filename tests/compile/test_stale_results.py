@@ -8,6 +8,7 @@ warm-start index"); these run in one process, where the index is consulted by ev
 """
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -15,13 +16,23 @@ import pytest
 
 import jitgrad as jg
 
+BACKEND = ""  # read by conftest.compile_backend: the default CPU lowering, which the index serves
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("JITGRAD_LOG", "cache")
+
+    def log() -> str:
+        return capfd.readouterr().err
+    return log
+
 
 @pytest.mark.parametrize("reads", ["x.is_contiguous()", "x.stride()[0] == 2", "x.storage_offset() == 0",
                                    "x.data_ptr() == base.data_ptr()"])
-def test_a_branch_on_a_tensors_layout_runs_eagerly(reads, tmp_path, monkeypatch):
+def test_a_branch_on_a_tensors_layout_runs_eagerly(reads, cache):
     """A tensor's key holds its shape, not its strides, offset or address: a branch on them took the
     first call's branch for a transposed or sliced input, in the process and from the index."""
-    monkeypatch.setenv("JITGRAD_CACHE_DIR", str(tmp_path))
     namespace = {}
     exec(f"def step(x, base):\n    return x * 2.0 if {reads} else x * 3.0", namespace)
     step = namespace["step"]
@@ -34,3 +45,48 @@ def test_a_branch_on_a_tensors_layout_runs_eagerly(reads, tmp_path, monkeypatch)
             want = step(x, b).numpy()
             np.testing.assert_array_equal(first(x, b).numpy(), want)
             np.testing.assert_array_equal(jg.compile(step)(x, b).numpy(), want)
+
+
+def test_a_set_is_keyed_by_the_order_a_loop_visits_it(cache):
+    """Equal sets can be visited in other orders (``{1, 9}`` and ``{9, 1}`` here; a set of strings in
+    another process, whose hash seed differs), and a trace bakes the order in. The index described sets
+    (a global one, a constant of the code) sorted and the in-process guard compared them as sets: a
+    program traced for one order served the other."""
+    one, other = {1, 9}, {9, 1}
+    assert list(one) != list(other)
+    namespace = {"jg": jg, "KEYS": one}
+    exec("def step(x):\n    return jg.stack([x * k for k in KEYS])\n"
+         "def literal(x):\n    return jg.stack([x * k for k in {1, 9}])", namespace)
+    x = jg.ones(1)
+    first = jg.compile(namespace["step"])
+    assert first(x).flatten().tolist() == list(one)
+    namespace["KEYS"] = other
+    assert jg.compile(namespace["step"])(x).flatten().tolist() == list(other)   # not the stored entry
+    assert first(x).flatten().tolist() == list(other)   # the in-process guard
+    literal = namespace["literal"]
+    constants = literal.__code__.co_consts
+    for items in (one, other):   # the same code, its constant frozenset in either order
+        code = literal.__code__.replace(co_consts=tuple(
+            frozenset(items) if type(c) is frozenset else c for c in constants))
+        literal.__code__ = code
+        assert jg.compile(literal)(x).flatten().tolist() == list(frozenset(items)) == literal(x).flatten().tolist()
+
+
+def test_a_module_two_functions_read_is_described_by_what_each_names(cache, tmp_path):
+    """``step`` reads ``config.A`` and ``helper`` ``config.B``: the walk met ``config`` first from one of
+    them, and the attribute only the other names was neither guarded in the process nor in the index's
+    key: changed, it ran stale. Each attribute is changed in turn (the walk's order is the names')."""
+    config = types.ModuleType("warm_config")
+    config.__file__ = str(tmp_path / "warm_config.py")   # the user's module, not a library's
+    config.A, config.B = 2.0, 3.0
+    namespace = {"config": config}
+    exec("def helper(x):\n    return x * config.B\ndef step(x):\n    return helper(x) + config.A", namespace)
+    x = jg.tensor(np.ones(2, np.float32))
+    first = jg.compile(namespace["step"])
+    assert first(x).tolist() == [5.0, 5.0]
+    for name, value, want in [("A", 10.0, 13.0), ("B", 4.0, 14.0)]:
+        setattr(config, name, value)
+        cache()
+        assert jg.compile(namespace["step"])(x).tolist() == [want, want], name   # a new key, not the entry
+        assert "no entry for this code" in cache(), name
+        assert first(x).tolist() == [want, want], name   # the in-process guard

@@ -9,8 +9,6 @@ tests/compile/test_warm_start.py.
 """
 from __future__ import annotations
 
-import types
-
 import numpy as np
 import pytest
 
@@ -161,22 +159,3 @@ def test_an_entry_that_fails_a_check_is_not_used(cache, tmp_path):
         check(run(build(), x, w), x, w, 2.0)
     assert "not trusted" in cache()
 
-
-def test_a_module_two_functions_read_is_described_by_what_each_names(cache, tmp_path):
-    """``step`` reads ``config.A`` and ``helper`` ``config.B``: the walk met ``config`` first from one of
-    them, and the attribute only the other names was neither guarded in the process nor in the index's
-    key: changed, it ran stale. Each attribute is changed in turn (the walk's order is the names')."""
-    config = types.ModuleType("warm_config")
-    config.__file__ = str(tmp_path / "warm_config.py")   # the user's module, not a library's
-    config.A, config.B = 2.0, 3.0
-    namespace = {"config": config}
-    exec("def helper(x):\n    return x * config.B\ndef step(x):\n    return helper(x) + config.A", namespace)
-    x = jg.tensor(np.ones(2, np.float32))
-    first = jg.compile(namespace["step"])
-    assert first(x).tolist() == [5.0, 5.0]
-    for name, value, want in [("A", 10.0, 13.0), ("B", 4.0, 14.0)]:
-        setattr(config, name, value)
-        cache()
-        assert jg.compile(namespace["step"])(x).tolist() == [want, want], name   # a new key, not the entry
-        assert "no entry for this code" in cache(), name
-        assert first(x).tolist() == [want, want], name   # the in-process guard
