@@ -105,11 +105,13 @@ def imported_modules(code: types.CodeType) -> frozenset[str]:
 
 
 def code_fingerprint(code: types.CodeType) -> tuple:
-    """What a code object computes: its bytecode, constants (nested code included), names and
-    signature (line numbers and the file name aside)."""
-    return (code.co_qualname, code.co_code, tuple(_constant(c) for c in code.co_consts), code.co_names,
-            code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount, code.co_posonlyargcount,
-            code.co_kwonlyargcount, code.co_flags)
+    """What a code object computes: its bytecode, its exception table (which instructions each
+    ``except`` covers: the same bytecode, a statement moved from a ``try`` body to its ``else``, catches
+    less; keyed since 2026-11-28), constants (nested code included), names and signature (line numbers
+    and the file name aside)."""
+    return (code.co_qualname, code.co_code, code.co_exceptiontable, tuple(_constant(c) for c in code.co_consts),
+            code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount,
+            code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags)
 
 
 class _Walk:

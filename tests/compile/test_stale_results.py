@@ -90,3 +90,34 @@ def test_a_module_two_functions_read_is_described_by_what_each_names(cache, tmp_
         assert jg.compile(namespace["step"])(x).tolist() == [want, want], name   # a new key, not the entry
         assert "no entry for this code" in cache(), name
         assert first(x).tolist() == [want, want], name   # the in-process guard
+
+
+NESTED_TRY = """
+def step(x):
+    try:
+        try:
+            y = x * 2.0
+            y = y * OPTS["b"]
+        except KeyError:
+            y = x * 3.0
+    except KeyError:
+        y = x * 5.0
+    return y
+"""
+
+
+def test_code_that_differs_only_in_what_its_except_covers_is_another_key(cache):
+    """A statement moved from a ``try`` body into its ``else`` leaves the bytecode as it was; only the
+    exception table says the inner ``except`` no longer covers it. The index took it for the same code."""
+    moved = NESTED_TRY.replace('            y = y * OPTS["b"]\n        except KeyError:\n            y = x * 3.0\n',
+                               '        except KeyError:\n            y = x * 3.0\n        else:\n'
+                               '            y = y * OPTS["b"]\n')
+    steps = []
+    for source in (NESTED_TRY, moved):
+        namespace = {"OPTS": {}}
+        exec(source, namespace)
+        steps.append(namespace["step"])
+    assert steps[0].__code__.co_code == steps[1].__code__.co_code
+    x = jg.ones(1)
+    for step, want in zip(steps, (3.0, 5.0)):
+        assert jg.compile(step)(x).tolist() == step(x).tolist() == [want]
