@@ -263,6 +263,8 @@ class _Walker:
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self.function(value)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
+            else:   # ``ACT = jg.tanh``, rebound to ``jg.sigmoid``: see ``_guarded_by_identity``
+                self.found.guards.append((source, "identity", value))
         elif kind is types.MethodType:
             self.value(value.__func__, source.attr("__func__"), names)
             self.value(value.__self__, source.attr("__self__"), names)
@@ -277,8 +279,11 @@ class _Walker:
                 # ``Counter.calls += 1`` inside: a class's attributes are a place too
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self._attributes(value, vars(value), source, names)
+            else:
+                self.found.guards.append((source, "identity", value))
         elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
                                 types.MethodDescriptorType, staticmethod, classmethod, property)):
+            self.found.guards.append((source, "identity", value))
             self._descriptor(value, source, names)
         else:
             self._object(value, kind, source, names)
@@ -323,7 +328,8 @@ class _Walker:
 
     def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
         wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
-        if _library_class(kind):
+        if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
+            self.found.guards.append((source, "identity", value))
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
             return
@@ -341,19 +347,13 @@ class _Walker:
 
 
 def _guarded_by_identity(value: Any) -> bool:
-    """Whether the walk guards ``value``'s identity where it first meets it (containers, the user's
-    functions, classes and objects): a second path to it gets the same guard, so that rebinding either
-    path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
-    tuple, guarded by its items the first time, is guarded by identity on the other paths."""
-    if isinstance(value, (list, dict, collections.deque, functools.partial)):
-        return True
-    if isinstance(value, types.FunctionType):
-        return not _library(value.__module__)
-    if isinstance(value, type):
-        return not _library_class(value)
-    if isinstance(value, (types.ModuleType, types.MethodType, set, frozenset)):
-        return False
-    return not _library_class(type(value))
+    """Whether the walk guards ``value``'s identity where it first meets it (containers, functions,
+    classes and objects, a library's too): a second path to it gets the same guard, so that rebinding
+    either path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
+    tuple, guarded by its items the first time, is guarded by identity on the other paths. A library's
+    function, class or object is not entered but is guarded: ``ACT = jg.tanh`` rebound to
+    ``jg.sigmoid``, or ``DT = np.float32`` to ``np.int32``, ran the old program until 2026-11-28."""
+    return not isinstance(value, (types.ModuleType, types.MethodType, set, frozenset))
 
 
 def _slots(kind: type) -> list[str]:

@@ -8,6 +8,7 @@ warm-start index"); these run in one process, where the index is consulted by ev
 """
 from __future__ import annotations
 
+import math
 import types
 import warnings
 
@@ -121,3 +122,24 @@ def test_code_that_differs_only_in_what_its_except_covers_is_another_key(cache):
     x = jg.ones(1)
     for step, want in zip(steps, (3.0, 5.0)):
         assert jg.compile(step)(x).tolist() == step(x).tolist() == [want]
+
+
+@pytest.mark.parametrize("before, after, uses", [
+    ("jg.tanh", "jg.sigmoid", "VALUE(x)"),                                # a library's function
+    ("np.tanh", "np.sin", "x * float(VALUE(0.5))"),                       # a ufunc (a library's object)
+    ("math.tanh", "math.sin", "x * VALUE(0.5)"),                          # a builtin function
+    ("jg.float32", "jg.float64", "x.to(VALUE) * 2"),                      # a library's object
+    ("np.float32", "np.int32", "x * float(np.array(1.5, dtype=VALUE))"),  # a library's class
+])
+def test_a_global_rebound_to_another_librarys_name_retraces(before, after, uses):
+    """Globals holding a library's function, class or object were not entered by the free-variable
+    walk and so not guarded at all: rebound, the old program ran, silently."""
+    namespace = {"jg": jg, "np": np, "math": math}
+    exec(f"VALUE = {before}\ndef step(x):\n    return {uses}", namespace)
+    x = jg.tensor([-1.0, 2.0])
+    compiled = jg.compile(namespace["step"], cache=False)
+    np.testing.assert_allclose(compiled(x).numpy(), namespace["step"](x).numpy())
+    exec(f"VALUE = {after}", namespace)
+    want, got = namespace["step"](x), compiled(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
