@@ -58,6 +58,9 @@ PURE_BUILTINS = frozenset({
     "pow", "range", "reversed", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "type",
     "zip", "repr", "format", "iter", "next", "print", "NotImplemented", "Ellipsis", "None", "True", "False"})
 _SCALARS = (int, float, bool, complex, str, bytes, type(None))
+# jitgrad's objects that their name says all of: a dtype, an op (``OpDef``). (Any jitgrad object with a
+# ``name`` was described by it before 2026-11-28, a compiled function by its function's name among them.)
+_NAMED_OBJECTS = frozenset({("jitgrad.dtypes", "dtype"), ("jitgrad.ops.registry", "OpDef")})
 
 
 class NotStable(Exception):
@@ -244,8 +247,14 @@ class _Walk:
         elif _library(kind.__module__) and isinstance(getattr(value, "__qualname__", None), str) \
                 and _library(getattr(value, "__module__", None)):  # numpy's array-function dispatchers
             self.add("callable", *_named(value))
-        elif kind.__module__.partition(".")[0] == "jitgrad" and isinstance(getattr(value, "name", None), str):
-            self.add("jitgrad object", kind.__qualname__, value.name)  # an op (``OpDef``), a dtype
+        elif _library(kind.__module__) and isinstance(getattr(value, "__wrapped__", None), types.FunctionType):
+            # a compiled function (``jg.compile``), a library's decorator: it runs the function it wraps,
+            # described as the user's (by its name alone, an edit of it, or of a global it read, found
+            # the entry of the code before, until 2026-11-28)
+            self.add("wraps", kind.__module__, kind.__qualname__)
+            self.value(value.__wrapped__, names)
+        elif (kind.__module__, kind.__qualname__) in _NAMED_OBJECTS and isinstance(getattr(value, "name", None), str):
+            self.add("jitgrad object", kind.__qualname__, value.name)
         else:
             raise NotStable(f"it reads a {kind.__module__}.{kind.__qualname__} object, whose state is not "
                             "described across processes")

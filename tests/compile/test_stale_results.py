@@ -143,3 +143,15 @@ def test_a_global_rebound_to_another_librarys_name_retraces(before, after, uses)
     want, got = namespace["step"](x), compiled(x)
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_compiled_function_the_function_calls_is_described_by_the_function_it_wraps(cache):
+    """``inner = jg.compile(...)`` read as a global was described by its name alone: an edit of the
+    function it wraps, or of a global that function reads, found the entry stored before."""
+    source = "S = 2.0\n@jg.compile\ndef inner(x):\n    return x * S\ndef step(x):\n    return inner(x) + 1"
+    x = jg.ones(1)
+    for edited, want in [(source, 3.0), (source.replace("S = 2.0", "S = 6.0"), 7.0),
+                         (source.replace("x * S", "x * S * 4"), 9.0)]:
+        namespace = {"jg": jg}
+        exec(edited, namespace)
+        assert jg.compile(namespace["step"])(x).tolist() == namespace["step"](x).tolist() == [want], edited
