@@ -58,6 +58,11 @@ PURE_BUILTINS = frozenset({
     "pow", "range", "reversed", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "type",
     "zip", "repr", "format", "iter", "next", "print", "NotImplemented", "Ellipsis", "None", "True", "False"})
 _SCALARS = (int, float, bool, complex, str, bytes, type(None))
+# Attributes through which code reads a module's or a function's globals by a string
+# (``config.__dict__["scale"]``, ``helper.__globals__["scale"]``): their values were not described, and
+# a changed one found the entry stored before, until 2026-11-28.
+READS_BY_NAME = frozenset({"__dict__", "__globals__", "__builtins__", "__getattribute__"})
+FORMATS = frozenset({"format", "format_map"})   # a format string reads attributes it names: "{0.scale}"
 # jitgrad's objects that their name says all of: a dtype, an op (``OpDef``). (Any jitgrad object with a
 # ``name`` was described by it before 2026-11-28, a compiled function by its function's name among them.)
 _NAMED_OBJECTS = frozenset({("jitgrad.dtypes", "dtype"), ("jitgrad.ops.registry", "OpDef")})
@@ -143,6 +148,8 @@ class _Walk:
     def function(self, fn: types.FunctionType) -> None:
         code = fn.__code__
         names = code_names(code)
+        if names & READS_BY_NAME:   # what it reads there is named by a string: no name says which
+            raise NotStable(f"it reads {', '.join(sorted(names & READS_BY_NAME))}, by names the code does not hold")
         self.add("function", code_fingerprint(code))
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             self.add("cell", name)
@@ -277,6 +284,8 @@ class _Walk:
         name = module.__name__
         library = _library(name)
         described = self.module_names.setdefault(id(module), set())
+        if not library and names & FORMATS:   # ``"{0.scale}".format(config)``: any attribute of it
+            names = names | {n for n in module.__dict__ if not (n.startswith("__") and n.endswith("__"))}
         new = sorted(names - described)
         described.update(new)
         lazy = "__getattr__" in module.__dict__   # numpy makes ``np.random`` on first use
@@ -319,5 +328,5 @@ def fingerprint(fn: Callable) -> str:
     return hashlib.sha256(repr(walk.parts).encode()).hexdigest()
 
 
-__all__ = ["MAX_VALUES", "NotStable", "PROCESS_STATE", "PURE_BUILTINS", "STABLE_LIBRARIES", "code_fingerprint",
-           "fingerprint"]
+__all__ = ["FORMATS", "MAX_VALUES", "NotStable", "PROCESS_STATE", "PURE_BUILTINS", "READS_BY_NAME", "STABLE_LIBRARIES",
+           "code_fingerprint", "fingerprint"]

@@ -87,7 +87,9 @@ def code_names(code: types.CodeType) -> frozenset[str]:
 # Names whose use lets code read globals, or a module's attributes, that it does not name: the walk then
 # takes every one (of the function's module, or of each user module it reaches).
 _READ_ANY_GLOBAL = frozenset({"globals", "eval", "exec"})
-_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "eval", "exec"})
+# (``"{0.scale}".format(config)`` reads an attribute named in a string too.)
+_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "__getattribute__", "eval", "exec", "format",
+                                 "format_map"})
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
 
 
@@ -263,6 +265,10 @@ class _Walker:
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self.function(value)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
+                if "__globals__" in names:   # ``helper.__globals__["scale"]``: any global of its module
+                    for name, item in list(value.__globals__.items()):
+                        if name != "__builtins__":
+                            self.value(item, source.attr("__globals__").entry(name), names)
             else:   # ``ACT = jg.tanh``, rebound to ``jg.sigmoid``: see ``_guarded_by_identity``
                 self.found.guards.append((source, "identity", value))
         elif kind is types.MethodType:

@@ -155,3 +155,21 @@ def test_a_compiled_function_the_function_calls_is_described_by_the_function_it_
         namespace = {"jg": jg}
         exec(edited, namespace)
         assert jg.compile(namespace["step"])(x).tolist() == namespace["step"](x).tolist() == [want], edited
+
+
+@pytest.mark.parametrize("reads", ['helper.__globals__["X"]', 'config.__dict__["X"]', 'config.__getattribute__("X")',
+                                   'float("{0.X}".format(config))'])
+def test_a_value_read_by_a_name_in_a_string_is_guarded_and_not_indexed(reads, cache, tmp_path):
+    """Code that reads a global or a module's attribute by a string names no attribute the walks
+    follow: neither the in-process guards nor the index's key held it, and a change ran stale."""
+    config = types.ModuleType("stale_config")
+    config.__file__ = str(tmp_path / "stale_config.py")
+    config.X = 2.0
+    namespace = {"config": config, "X": 2.0}
+    exec(f"def helper(x):\n    return x\ndef step(x):\n    return x * {reads}", namespace)
+    x = jg.ones(1)
+    first = jg.compile(namespace["step"])
+    assert first(x).tolist() == [2.0]
+    config.X = namespace["X"] = 5.0
+    assert jg.compile(namespace["step"])(x).tolist() == [5.0]
+    assert first(x).tolist() == [5.0]
