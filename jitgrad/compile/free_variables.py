@@ -307,7 +307,7 @@ class _Walker:
             # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
             self.found.snapshots.append(Snapshot(source, "object", module, None, dict(module.__dict__)))
         if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
-            names = names | set(module.__dict__)
+            names = names | (set(module.__dict__) - {"__builtins__"})   # Python's own: not the user's values
         new = sorted(names - walked)
         walked.update(new)
         for name in new:
