@@ -78,6 +78,10 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
+    if kind is complex or isinstance(value, (np.floating, np.complexfloating)):   # -0.0, as a float's above
+        if any(p == 0 and math.copysign(1.0, p) < 0 for p in (value.real, value.imag)):
+            return (kind, value, "negative")
+        return (kind, value)
     if kind is bytearray or kind is memoryview:   # by their bytes: mutable, so an identity would miss a write
         return (kind, value.tobytes() if kind is memoryview else bytes(value))
     if kind is set or kind is frozenset:
