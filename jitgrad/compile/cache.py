@@ -65,7 +65,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .cache_files import Rejected, read_regular, sha256_hex, unsafe_folder, write_atomically
+from .cache_files import Rejected, Vanished, read_regular, sha256_hex, unsafe_folder, write_atomically
 from ..backends.host_cpu import host_cpu
 from .packages import installed_version
 
@@ -169,6 +169,24 @@ class CacheStats:
 stats = CacheStats()
 _SHARED: dict[tuple[str, Path], "DiskCache"] = {}
 _REFUSED: set[str] = set()   # why a cache folder was not used, as said in this process
+
+
+def _touch(entry_path: Path) -> None:
+    """Marks an entry recently used (the last to be evicted). Another process sharing the cache may
+    have removed it since it was read and verified (rewriting it, or evicting): what was read stands,
+    and the mark is lost (until 2026-11-28 the ``FileNotFoundError`` came out of the caller's call)."""
+    try:
+        os.utime(entry_path)
+    except OSError:
+        pass
+
+
+def _size(path: Path) -> int:
+    """A file's size, 0 if it is not there (any more: another process may remove it at any time)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _log(line: str) -> None:
@@ -290,10 +308,14 @@ class DiskCache:
             return None
         try:
             module = self._verified_module(entry_path, name, key, source)
+        except Vanished as vanished:   # another process is rewriting or evicting it: a miss
+            stats.misses += 1
+            _log(f"kernel cache entry {name} changed while read ({vanished}): compiling")
+            return None
         except Rejected as rejected:
             self._reject(name, str(rejected))
             return None
-        os.utime(entry_path)  # recently used: the last to be evicted
+        _touch(entry_path)
         stats.hits += 1
         return module
 
@@ -450,6 +472,10 @@ class DiskCache:
             return None
         try:
             entry, code = self._verified_data(name, key, "object", ".o", "loader")
+        except Vanished as vanished:   # another process is rewriting or evicting it: a miss
+            stats.misses += 1
+            _log(f"object code {name} changed while read ({vanished}): compiling")
+            return None
         except Rejected as rejected:
             self._reject(name, str(rejected))
             _log(f"object code for kernel {code_key[:12]} not trusted: {rejected}; compiling")
@@ -471,7 +497,7 @@ class DiskCache:
         data = read_regular(self.kernels / f"{name}{suffix}", MACHINE_CODE_LIMIT)
         if sha256_hex(data) != entry.get(what):
             raise Rejected(f"{name}{suffix} does not match its recorded hash")
-        os.utime(entry_path)
+        _touch(entry_path)
         stats.hits += 1
         return entry, data
 
@@ -521,6 +547,10 @@ class DiskCache:
             return None
         try:
             entry, data = self._verified_data(name, key, "arrays", ".bin", "program")
+        except Vanished as vanished:   # another process is rewriting or evicting it: a miss
+            stats.misses += 1
+            _log(f"warm-start index entry {name} changed while read ({vanished}): tracing")
+            return None
         except Rejected as rejected:
             self._reject(name, str(rejected))
             _log(f"warm-start index entry {name} not trusted: {rejected}; tracing")
@@ -559,8 +589,12 @@ class DiskCache:
         total = 0
         for entry in (e for prefix in KINDS.values() for e in self.directory.glob(f"{prefix}*.json")):
             name = entry.name[:-len(".json")]
-            size = sum(p.stat().st_size for p in self._entry_files(name) if p.exists())
-            entries.append((entry.stat().st_mtime, name, size))
+            try:
+                used = entry.stat().st_mtime
+            except OSError:   # removed by another process since the listing
+                continue
+            size = sum(_size(p) for p in self._entry_files(name))
+            entries.append((used, name, size))
             total += size
         for _, name, size in sorted(entries):
             if total <= max_bytes:

@@ -87,7 +87,9 @@ def code_names(code: types.CodeType) -> frozenset[str]:
 # Names whose use lets code read globals, or a module's attributes, that it does not name: the walk then
 # takes every one (of the function's module, or of each user module it reaches).
 _READ_ANY_GLOBAL = frozenset({"globals", "eval", "exec"})
-_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "eval", "exec"})
+# (``"{0.scale}".format(config)`` reads an attribute named in a string too.)
+_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "__getattribute__", "eval", "exec", "format",
+                                 "format_map"})
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
 
 
@@ -143,6 +145,7 @@ class _Walker:
         self.found = FreeVariables()
         self.visited: set[int] = set()
         self.functions: set[int] = set()
+        self.module_names: dict[int, set[str]] = {}   # a user module's id -> the attributes walked
         self.alive: list[Any] = []  # every object whose id is in the sets above: no id is reused mid-walk
 
     # ---- roots --------------------------------------------------------------------------------------
@@ -203,7 +206,9 @@ class _Walker:
         if self.found.unguardable is not None:
             return
         if id(value) in self.visited:  # reached again by another path: that path must still hold it
-            if isinstance(value, tuple) or _guarded_by_identity(value):
+            if kind is types.ModuleType:
+                self._module(value, source, names)
+            elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
             elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
@@ -252,14 +257,7 @@ class _Walker:
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
         elif kind is types.ModuleType:
-            if not _library(value.__name__):
-                # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
-                self.found.snapshots.append(Snapshot(source, "object", value, None, dict(value.__dict__)))
-                if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
-                    names = names | set(value.__dict__)
-                for name in sorted(names):
-                    if name in value.__dict__:
-                        self.value(value.__dict__[name], source.attr(name), names)
+            self._module(value, source, names)
         elif kind is types.FunctionType:
             if not _library(value.__module__):
                 self.found.guards.append((source, "identity", value))
@@ -267,6 +265,12 @@ class _Walker:
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self.function(value)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
+                if "__globals__" in names:   # ``helper.__globals__["scale"]``: any global of its module
+                    for name, item in list(value.__globals__.items()):
+                        if name != "__builtins__":
+                            self.value(item, source.attr("__globals__").entry(name), names)
+            else:   # ``ACT = jg.tanh``, rebound to ``jg.sigmoid``: see ``_guarded_by_identity``
+                self.found.guards.append((source, "identity", value))
         elif kind is types.MethodType:
             self.value(value.__func__, source.attr("__func__"), names)
             self.value(value.__self__, source.attr("__self__"), names)
@@ -281,11 +285,34 @@ class _Walker:
                 # ``Counter.calls += 1`` inside: a class's attributes are a place too
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self._attributes(value, vars(value), source, names)
+            else:
+                self.found.guards.append((source, "identity", value))
         elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
                                 types.MethodDescriptorType, staticmethod, classmethod, property)):
+            self.found.guards.append((source, "identity", value))
             self._descriptor(value, source, names)
         else:
             self._object(value, kind, source, names)
+
+    def _module(self, module: types.ModuleType, source: Source, names: frozenset[str]) -> None:
+        """A user module's attributes that the code reaching it names. A module reached again, from code
+        naming other attributes, has those walked then: ``helper`` reading ``config.B`` reached
+        ``config`` first, and ``config.A``, read by the function itself, went unguarded (a silently
+        stale result, in-process and from the warm-start index, before 2026-11-28)."""
+        if _library(module.__name__):
+            return
+        walked = self.module_names.get(id(module))
+        if walked is None:
+            walked = self.module_names[id(module)] = set()
+            # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
+            self.found.snapshots.append(Snapshot(source, "object", module, None, dict(module.__dict__)))
+        if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
+            names = names | (set(module.__dict__) - {"__builtins__"})   # Python's own: not the user's values
+        new = sorted(names - walked)
+        walked.update(new)
+        for name in new:
+            if name in module.__dict__:
+                self.value(module.__dict__[name], source.attr(name), names)
 
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
@@ -307,7 +334,8 @@ class _Walker:
 
     def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
         wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
-        if _library_class(kind):
+        if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
+            self.found.guards.append((source, "identity", value))
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
             return
@@ -325,19 +353,13 @@ class _Walker:
 
 
 def _guarded_by_identity(value: Any) -> bool:
-    """Whether the walk guards ``value``'s identity where it first meets it (containers, the user's
-    functions, classes and objects): a second path to it gets the same guard, so that rebinding either
-    path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
-    tuple, guarded by its items the first time, is guarded by identity on the other paths."""
-    if isinstance(value, (list, dict, collections.deque, functools.partial)):
-        return True
-    if isinstance(value, types.FunctionType):
-        return not _library(value.__module__)
-    if isinstance(value, type):
-        return not _library_class(value)
-    if isinstance(value, (types.ModuleType, types.MethodType, set, frozenset)):
-        return False
-    return not _library_class(type(value))
+    """Whether the walk guards ``value``'s identity where it first meets it (containers, functions,
+    classes and objects, a library's too): a second path to it gets the same guard, so that rebinding
+    either path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
+    tuple, guarded by its items the first time, is guarded by identity on the other paths. A library's
+    function, class or object is not entered but is guarded: ``ACT = jg.tanh`` rebound to
+    ``jg.sigmoid``, or ``DT = np.float32`` to ``np.int32``, ran the old program until 2026-11-28."""
+    return not isinstance(value, (types.ModuleType, types.MethodType, set, frozenset))
 
 
 def _slots(kind: type) -> list[str]:

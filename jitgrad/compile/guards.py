@@ -79,13 +79,17 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
+    if kind is complex or isinstance(value, (np.floating, np.complexfloating)):   # -0.0, as a float's above
+        if any(p == 0 and math.copysign(1.0, p) < 0 for p in (value.real, value.imag)):
+            return (kind, value, "negative")
+        return (kind, value)
     if kind is bytearray or kind is memoryview:   # by their bytes: mutable, so an identity would miss a write
         return (kind, value.tobytes() if kind is memoryview else bytes(value))
-    if kind is set:   # by its items (the walk guards only sets of plain values); an identity would miss an add
-        try:
-            return (kind, frozenset(value))
-        except TypeError:
-            pass
+    if kind is set or kind is frozenset:
+        # by its items (the walk guards only sets of plain values; an identity would miss an add), in the
+        # order a loop visits them: equal sets can differ in it (``{1, 9}`` and ``{9, 1}``), and the
+        # trace bakes it in (until 2026-11-28 one ran the other's program, silently)
+        return (kind, tuple(value))
     if kind.__eq__ is not object.__eq__:
         try:
             hash(value)

@@ -50,6 +50,22 @@ class TracedTensor(Tensor):
             raise conversion_error("Tensor.is_leaf of a tensor computed outside the function")
         return self._grad_fn is None
 
+    # The layout of the trace's value (its strides, its offset, its address) is this call's, not what
+    # a compiled program keys or guards (a tensor's descriptor holds its shape, not its strides): a
+    # branch on it ran a transposed input through the contiguous input's program, silently, until
+    # 2026-11-28. Read, the function runs eagerly.
+    def stride(self, dim: int | None = None) -> Any:
+        raise conversion_error("Tensor.stride()")
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        raise conversion_error("Tensor.is_contiguous()")
+
+    def storage_offset(self) -> int:
+        raise conversion_error("Tensor.storage_offset()")
+
+    def data_ptr(self) -> int:
+        raise conversion_error("Tensor.data_ptr()")
+
     def item(self) -> Any:
         raise conversion_error("Tensor.item()")
 
