@@ -158,14 +158,20 @@ class FusedLoop:
         dtype = node_dtype(self.reduction)
         return self.rendered(self.reduction, expression, dtype, dtype)
 
-    def wrapped(self, source: str, dtype: np.dtype) -> str:
-        """A member's value cast to its integer dtype when that is narrower than int64: numba types
-        ``int32 * int32`` as an int64, so a product that wraps around in the stored array (eager's
-        value) kept its unwrapped value in the scalar a later member or the reduction read
-        (``(x * y).sum()`` of int32 summed the exact products until 2026-11-28)."""
-        if dtype.kind in "iu" and dtype != np.int64:
-            return f"{self.dialect.type_name(dtype)}({source})"
-        return source
+    def wrapped(self, source: str, node: Node) -> str:
+        """A member's value cast to its dtype where numba's typing would widen it: an integer narrower
+        than int64 (numba types ``int32 * int32`` as an int64), and a float32 computed from another
+        dtype (``float32 + int64`` is a float64 in numba, as in numpy). Unwrapped, the stored array
+        held eager's value but the scalar a later member or the reduction read did not: ``(x * y).sum()``
+        of int32 summed the exact products, ``((a + i) * b)`` of float32 ``a``, int ``i`` and float64
+        ``b`` kept ``a + i`` unrounded (until 2026-11-28)."""
+        dtype = node_dtype(node)
+        if dtype.kind not in "iuf" or dtype.itemsize >= 8:
+            return source
+        inputs = [value for value in node.all_input_nodes if not is_python_number(value)]
+        if dtype.kind == "f" and all(node_dtype(value) == dtype for value in inputs):
+            return source
+        return f"{self.dialect.type_name(dtype)}({source})"
 
     def body(self, write_outputs: bool) -> list[str]:
         """Each elementwise member as a scalar at the loop index, and stores of those the memory plan
@@ -178,7 +184,7 @@ class FusedLoop:
             lines.append(self.w.comment(node))
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
             source = self.given[node] if node in self.given else self.expression(node)
-            lines.append(f"{value} = {self.wrapped(source, node_dtype(node))}")
+            lines.append(f"{value} = {self.wrapped(source, node)}")
             if write_outputs and "buffer" in node.meta:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
         return lines

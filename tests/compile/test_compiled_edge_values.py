@@ -18,11 +18,13 @@ NARROW = np.array([2**31 - 1, -2**31, 3, -3, 100, 7], dtype=np.int64)
 FACTORS = np.array([13, 2, 1, 7, 100, 50], dtype=np.int64)
 
 
-def edge_program(x64, x32, i32, f32, i8, g8):
+def edge_program(x64, x32, i32, j32, i8, j8, i64, f32):
     return {
         # numba types int32 * int32 as int64: the scalar a later member reads must wrap as the array does
-        "int32 product summed": (i32 * f32).sum(), "int32 product's max": (i32 * f32 + 1).amax(),
-        "int8 product summed by rows": (i8 * g8).reshape(2, 3).sum(1),
+        "int32 product summed": (i32 * j32).sum(), "int32 product's max": (i32 * j32 + 1).amax(),
+        "int8 product summed by rows": (i8 * j8).reshape(2, 3).sum(1),
+        # and float32 + int64 as a float64: ``a + i`` must be rounded to float32 before the float64 product
+        "float32 plus int64 times float64": ((f32 * 1.1 + i64) * x64[:6]).reshape(2, 3).sum(1),
         # sign(-0.0) is +0.0 in numpy and PyTorch (numba's np.sign and the generator's gave -0.0)
         "sign float64": x64.sign(), "sign float32": x32.sign(),
         # x ** 0.5 of a number exponent is sqrt in numpy and PyTorch: NaN at -inf, -0.0 at -0.0 (C's pow:
@@ -40,8 +42,8 @@ def _arguments():
     with np.errstate(over="ignore"):
         x32 = SPECIAL.astype(np.float32)
     return (jg.tensor(SPECIAL), jg.tensor(x32), jg.tensor(NARROW.astype(np.int32)), jg.tensor(FACTORS.astype(np.int32)),
-            jg.tensor(np.array([127, -128, 3, -3, 100, 7], dtype=np.int8)),
-            jg.tensor(np.array([13, 2, 1, 7, 100, 50], dtype=np.int8)))
+            jg.tensor(np.array([127, -128, 3, -3, 100, 7], dtype=np.int8)), jg.tensor(FACTORS.astype(np.int8)),
+            jg.tensor(NARROW), jg.tensor(np.linspace(-1.0, 1.0, 6, dtype=np.float32) / 3))
 
 
 def _bits(value):
@@ -82,6 +84,10 @@ def test_narrow_integer_products_wrap_around_before_a_reduction_reads_them(compi
     """Until 2026-11-28 numba's kernels summed the exact int32 products (``(x * y).sum()`` of int32
     was 23622320118 where eager's wrapped products sum to 2147483638)."""
     _assert_same(compiled_edges, "int32 product summed", "int32 product's max", "int8 product summed by rows")
+
+
+def test_a_float32_member_computed_from_int64_is_rounded_to_float32(compiled_edges):
+    _assert_same(compiled_edges, "float32 plus int64 times float64")
 
 
 def test_sign_of_negative_zero_is_positive_zero(compiled_edges):
