@@ -18,6 +18,7 @@ import numpy as np
 
 from ..fx.node import Node, NodeKind
 from ..ops.lowering import element_expression
+from ..ops import scalar
 from ..ops.scalar import Expr, Var, cast
 from .expressions import Dialect, render
 from .nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
@@ -26,22 +27,49 @@ from .nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_s
 SMALL_POWERS = (1, 2, 3)
 
 
-def small_power(node: Node) -> int | None:
+def small_power(node: Node) -> int | float | None:
     """The exponent of ``x ** n`` when the graph holds it as a constant 1, 2 or 3 (``x ** 2`` as the
-    user wrote it, or the backward's ``x ** (2 - 1)``) and the base is a number array: the power is
-    then written as products, ``x * x``, where ``pow`` is a call per element that LLVM neither inlines
-    nor vectorizes. ``x * x`` is the correctly rounded square, as ``pow`` and numpy's ``square`` are;
-    ``x * x * x`` may differ from ``pow`` in the last bit (PyTorch computes it so too). Only a constant
-    of the graph qualifies: the code then depends on its value, so another exponent is another
-    kernel, never this one; an exponent passed at run time (a number input) keeps ``pow``."""
+    user wrote it, or the backward's ``x ** (2 - 1)``), or 0.5 of a float, and the base is a number
+    array: the power is then written as products, ``x * x``, where ``pow`` is a call per element that
+    LLVM neither inlines nor vectorizes, or as ``sqrt``. ``x * x`` is the correctly rounded square, as
+    ``pow`` and numpy's ``square`` are; ``x * x * x`` may differ from ``pow`` in the last bit (PyTorch
+    computes it so too). ``x ** 0.5`` is ``sqrt(x)`` in numpy and PyTorch (a number exponent), which
+    C's ``pow`` is not at -inf (inf, not NaN) and -0.0 (0.0, not -0.0). Only a constant of the graph
+    qualifies: the code then depends on its value, so another exponent is another kernel, never this
+    one; an exponent passed at run time (a number input) is ``runtime_power``'s."""
     if node.target_name != "pow" or len(node.args) != 2 or isinstance(node.args[0], (int, float)):
         return None
     exponent = node.args[1]
     if isinstance(exponent, (bool, np.bool_)) or not is_scalar(exponent) or not isinstance(node.args[0], Node):
         return None
-    if compute_dtype(node).kind not in "fiu" or float(exponent) not in SMALL_POWERS:
+    kind = compute_dtype(node).kind
+    if kind == "f" and float(exponent) == 0.5:
+        return 0.5
+    if kind not in "fiu" or float(exponent) not in SMALL_POWERS:
         return None
     return int(exponent)
+
+
+def powered(base: Expr, power: int | float) -> Expr:
+    """``small_power``'s expression of ``base ** power``: products, or the square root."""
+    if power == 0.5:
+        return scalar.sqrt(cast(base))
+    product = cast(base)
+    for _ in range(int(power) - 1):
+        product = product * cast(base)
+    return product
+
+
+def runtime_power(node: Node, inputs: list[Expr]) -> Expr | None:
+    """``x ** e`` of floats where ``e`` is a number passed at run time: ``sqrt(x)`` when it is 0.5, as
+    numpy and PyTorch take a number exponent of 0.5 (``small_power``), else ``pow``; None for any
+    other node (a tensor exponent is C's ``pow`` in PyTorch too)."""
+    if node.target_name != "pow" or len(inputs) != 2 or not is_python_number(node.args[1]):
+        return None
+    if compute_dtype(node).kind != "f":
+        return None
+    base, exponent = inputs
+    return scalar.where(cast(exponent) == 0.5, scalar.sqrt(cast(base)), cast(base) ** cast(exponent))
 
 
 def group_loop(members: list[Node]) -> tuple[Node | None, tuple[int, ...]]:
@@ -109,14 +137,14 @@ class FusedLoop:
         power = small_power(node)
         if power is not None:
             base = Var(self.read(node.args[0], node, op.inputs[0]))
-            product = cast(base)
-            for _ in range(power - 1):
-                product = product * cast(base)
-            return self.rendered(node, product, compute_dtype(node), node_dtype(node))
+            return self.rendered(node, powered(base, power), compute_dtype(node), node_dtype(node))
         inputs = [Var(self.read(value, node, name)) for name, value in zip(op.inputs, node.args)]
         attrs = {key: Var(self.read(value, node, key)) if is_scalar(value) and not isinstance(value, bool) else value
                  for key, value in node.kwargs.items()}
-        return self.rendered(node, element_expression(op.lower, inputs, attrs), compute_dtype(node), node_dtype(node))
+        expression = runtime_power(node, inputs)
+        if expression is None:
+            expression = element_expression(op.lower, inputs, attrs)
+        return self.rendered(node, expression, compute_dtype(node), node_dtype(node))
 
     def rendered(self, node: Node, expression: Expr, compute: Any, result: Any) -> str:
         """``expression`` as source; a function the dialect lacks is the backend's lowering error."""
@@ -130,6 +158,21 @@ class FusedLoop:
         dtype = node_dtype(self.reduction)
         return self.rendered(self.reduction, expression, dtype, dtype)
 
+    def wrapped(self, source: str, node: Node) -> str:
+        """A member's value cast to its dtype where numba's typing would widen it: an integer narrower
+        than int64 (numba types ``int32 * int32`` as an int64), and a float32 computed from another
+        dtype (``float32 + int64`` is a float64 in numba, as in numpy). Unwrapped, the stored array
+        held eager's value but the scalar a later member or the reduction read did not: ``(x * y).sum()``
+        of int32 summed the exact products, ``((a + i) * b)`` of float32 ``a``, int ``i`` and float64
+        ``b`` kept ``a + i`` unrounded (until 2026-11-28)."""
+        dtype = node_dtype(node)
+        if dtype.kind not in "iuf" or dtype.itemsize >= 8:
+            return source
+        inputs = [value for value in node.all_input_nodes if not is_python_number(value)]
+        if dtype.kind == "f" and all(node_dtype(value) == dtype for value in inputs):
+            return source
+        return f"{self.dialect.type_name(dtype)}({source})"
+
     def body(self, write_outputs: bool) -> list[str]:
         """Each elementwise member as a scalar at the loop index, and stores of those the memory plan
         keeps (when ``write_outputs``)."""
@@ -140,10 +183,11 @@ class FusedLoop:
                 break
             lines.append(self.w.comment(node))
             value = self.scalar_var[node] = self.w.fresh(f"{node.name}_v")
-            lines.append(f"{value} = {self.given[node] if node in self.given else self.expression(node)}")
+            source = self.given[node] if node in self.given else self.expression(node)
+            lines.append(f"{value} = {self.wrapped(source, node)}")
             if write_outputs and "buffer" in node.meta:
                 lines.append(f"{self.element(self.w.var[node], node.meta['shape'])} = {value}")
         return lines
 
 
-__all__ = ["FusedLoop"]
+__all__ = ["FusedLoop", "group_loop", "powered", "runtime_power", "small_power"]

@@ -29,8 +29,8 @@ import numpy as np
 
 from ...fx.node import Node
 from ...ops.lowering import element_expression
-from ...ops.scalar import Var, cast
-from ..fused_loop import group_loop, small_power
+from ...ops.scalar import Var
+from ..fused_loop import group_loop, powered, runtime_power, small_power
 from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
 from .arrays import ArrayView, load, store
 from .expressions import ExpressionWriter, Value, convert
@@ -125,14 +125,14 @@ class FusedLoops:
         compute, result = compute_dtype(node), node_dtype(node)
         if power is not None:
             base = self.variable(self.read(node.args[0], node, op.inputs[0]))
-            product = cast(base)
-            for _ in range(power - 1):
-                product = product * cast(base)
-            return self.written(node, product, compute, result)
+            return self.written(node, powered(base, power), compute, result)
         inputs = [self.variable(self.read(v, node, name)) for name, v in zip(op.inputs, node.args)]
         attrs = {key: self.variable(self.read(v, node, key)) if is_scalar(v) and not isinstance(v, bool) else v
                  for key, v in node.kwargs.items()}
-        return self.written(node, element_expression(op.lower, inputs, attrs), compute, result)
+        expression = runtime_power(node, inputs)
+        if expression is None:
+            expression = element_expression(op.lower, inputs, attrs)
+        return self.written(node, expression, compute, result)
 
     def body(self, write: bool = True) -> None:
         """Each elementwise member at the loop index, stored where the memory plan keeps it (when

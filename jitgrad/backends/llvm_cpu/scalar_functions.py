@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import float32_functions as f32
 from .. import float64_functions as f64
-from .expressions import BOOL, Value, compare, convert, negate, select
+from .expressions import BOOL, Value, arithmetic, compare, convert, negate, select
 from .function_writer import FunctionWriter, float_literal, literal, value_type
 
 FunctionCode = Callable[[FunctionWriter, Sequence[Value], np.dtype], Value]
@@ -245,13 +245,15 @@ def _extreme_of_two(comparison: str) -> FunctionCode:
 
 
 def _sign(w: FunctionWriter, args: Sequence[Value], dtype: np.dtype) -> Value:
-    """numpy's sign: 1, -1, or the value itself (a zero, or NaN)."""
+    """numpy's sign: 1, -1, or the value itself (a zero, or NaN) plus +0, so that -0.0 gives +0.0 as
+    numpy's and PyTorch's sign do."""
     x = args[0]
     if x.dtype == BOOL:
         return x
     zero, one = Value(literal(0, x.dtype), x.dtype), Value(literal(1, x.dtype), x.dtype)
     minus = Value(literal(-1, x.dtype), x.dtype) if x.dtype.kind != "u" else zero
-    negative = select(w, compare(w, "lt", x, zero), minus, x)
+    itself = arithmetic(w, "add", x, zero) if x.dtype.kind == "f" else x
+    negative = select(w, compare(w, "lt", x, zero), minus, itself)
     return select(w, compare(w, "gt", x, zero), one, negative)
 
 

@@ -38,6 +38,12 @@ def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
     return source
 
 
+def _sign(args: Sequence[str], dtype: np.dtype) -> str:
+    """``np.sign``, plus +0 for floats: numba's ``np.sign(-0.0)`` is -0.0, numpy's and PyTorch's +0.0."""
+    sign = f"np.sign({args[0]})"
+    return f"({sign} + {numpy_type(dtype)}(0))" if dtype.kind == "f" else sign
+
+
 # Calls of the C library (through numba's ``math``), which keep the loop around them scalar.
 _LIBRARY_CALL = re.compile(r"math\.(sin|cos|tan|log|log1p|expm1|erf|exp|tanh)\(")
 _OWN_FLOAT64 = re.compile(r"\b(exp|tanh)_float64\(")
@@ -61,7 +67,7 @@ FUNCTIONS: dict[str, FunctionSource] = {
     "tanh": _own_for_floats("tanh"),
     **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf", "atan",
                                                  "isfinite")},
-    "sign": call("np.sign"),
+    "sign": _sign,
     "abs": call("abs"), "max": call("max"), "min": call("min"),
     "floordiv": _checked_for_integers("floor_divide_int", "//"),
     "mod": _checked_for_integers("remainder_int", "%"),

@@ -1,0 +1,111 @@
+"""Values at the edges (signed zeros, infinities, integers that wrap around) through both CPU code
+generators, the LLVM generator and numba, against eager, bit for bit: what a hunt for wrong results
+found. One program per backend holds every probe (a numba compile is slow); each test reads its own
+outputs of it."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+BACKEND = ""   # conftest.compile_backend's default; each fixture below names its backend itself
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-310, 4.0, 1e300])
+NARROW = np.array([2**31 - 1, -2**31, 3, -3, 100, 7], dtype=np.int64)
+FACTORS = np.array([13, 2, 1, 7, 100, 50], dtype=np.int64)
+
+
+def edge_program(x64, x32, i32, j32, i8, j8, i64, f32):
+    return {
+        # numba types int32 * int32 as int64: the scalar a later member reads must wrap as the array does
+        "int32 product summed": (i32 * j32).sum(), "int32 product's max": (i32 * j32 + 1).amax(),
+        "int8 product summed by rows": (i8 * j8).reshape(2, 3).sum(1),
+        # and float32 + int64 as a float64: ``a + i`` must be rounded to float32 before the float64 product
+        "float32 plus int64 times float64": ((f32 * 1.1 + i64) * x64[:6]).reshape(2, 3).sum(1),
+        # sign(-0.0) is +0.0 in numpy and PyTorch (numba's np.sign and the generator's gave -0.0)
+        "sign float64": x64.sign(), "sign float32": x32.sign(),
+        # x ** 0.5 of a number exponent is sqrt in numpy and PyTorch: NaN at -inf, -0.0 at -0.0 (C's pow:
+        # inf and 0.0); a number passed at each call: test_a_run_time_exponent_of_one_half_is_a_square_root
+        "pow 0.5 float64": x64 ** 0.5, "pow 0.5 float32": x32 ** 0.5, "pow 0.5 gradient": _power_gradient(x64),
+    }
+
+
+def _power_gradient(x):
+    x = x.detach().requires_grad_()
+    return jg.autograd.grad((x ** 0.5).sum(), [x])[0]
+
+
+def _arguments():
+    with np.errstate(over="ignore"):
+        x32 = SPECIAL.astype(np.float32)
+    return (jg.tensor(SPECIAL), jg.tensor(x32), jg.tensor(NARROW.astype(np.int32)), jg.tensor(FACTORS.astype(np.int32)),
+            jg.tensor(np.array([127, -128, 3, -3, 100, 7], dtype=np.int8)), jg.tensor(FACTORS.astype(np.int8)),
+            jg.tensor(NARROW), jg.tensor(np.linspace(-1.0, 1.0, 6, dtype=np.float32) / 3))
+
+
+def _bits(value):
+    """A result as a comparable record: dtype, shape and bytes (NaNs have one pattern here)."""
+    array = value.detach().numpy()
+    if array.dtype.kind == "f":
+        array = np.where(np.isnan(array), np.nan, array).astype(array.dtype)
+    return array.dtype, array.shape, array.tobytes()
+
+
+@pytest.fixture(scope="module", params=["llvm_cpu", "numba_cpu"])
+def compiled_edges(request):
+    """The backend's name, a call of its compiled program and eager's results."""
+    previous = os.environ.get("JITGRAD_COMPILE_BACKEND")
+    os.environ["JITGRAD_COMPILE_BACKEND"] = request.param
+    try:
+        program = jg.compile(edge_program, fullgraph=True, cache=False)
+        with np.errstate(all="ignore"):
+            got = program(*_arguments())
+            expected = edge_program(*_arguments())
+        source = program.programs[0].lowered.source
+    finally:
+        if previous is None:
+            os.environ.pop("JITGRAD_COMPILE_BACKEND")
+        else:
+            os.environ["JITGRAD_COMPILE_BACKEND"] = previous
+    assert ("jitgrad_kernel" in source) == (request.param == "llvm_cpu")   # the backend asked for ran it
+    return request.param, got, expected
+
+
+def _assert_same(compiled_edges, *names):
+    backend, got, expected = compiled_edges
+    for name in names:
+        assert _bits(got[name]) == _bits(expected[name]), (backend, name, got[name], expected[name])
+
+
+def test_narrow_integer_products_wrap_around_before_a_reduction_reads_them(compiled_edges):
+    """Until 2026-11-28 numba's kernels summed the exact int32 products (``(x * y).sum()`` of int32
+    was 23622320118 where eager's wrapped products sum to 2147483638)."""
+    _assert_same(compiled_edges, "int32 product summed", "int32 product's max", "int8 product summed by rows")
+
+
+def test_a_float32_member_computed_from_int64_is_rounded_to_float32(compiled_edges):
+    _assert_same(compiled_edges, "float32 plus int64 times float64")
+
+
+def test_sign_of_negative_zero_is_positive_zero(compiled_edges):
+    _assert_same(compiled_edges, "sign float64", "sign float32")
+
+
+def test_a_constant_exponent_of_one_half_is_a_square_root(compiled_edges):
+    _assert_same(compiled_edges, "pow 0.5 float64", "pow 0.5 float32", "pow 0.5 gradient")
+
+
+def test_a_run_time_exponent_of_one_half_is_a_square_root(monkeypatch):
+    """An exponent passed at each call (a number made dynamic at its first change) is sqrt's at 0.5 and
+    pow's elsewhere, in one kernel. On the LLVM generator only (numba's kernel would be two more slow
+    compiles): both write the expression ``fused_loop.runtime_power`` makes."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    power = jg.compile(lambda x, e: x ** e, fullgraph=True, cache=False)
+    x = jg.tensor(SPECIAL)
+    with np.errstate(all="ignore"):
+        for exponent in (0.5, 2.5, 0.5, 3.0):
+            assert _bits(power(x, exponent)) == _bits(x ** exponent), exponent
+    assert len(power.programs) == 2 and "jitgrad_kernel" in power.programs[-1].lowered.source
