@@ -84,3 +84,85 @@ def test_a_multi_grad_hook_gets_a_list(lib):
     (a * 2).sum().backward()
     assert len(calls) == 1 and type(calls[0]) is list
     assert values(calls[0][0]) == [2.0, 2.0] and calls[0][1] is None
+
+
+def function_class(lib: Any, forward: Callable, backward: Callable, **more: Callable) -> type:
+    """A custom Function of ``lib`` made of the given static methods."""
+    methods = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
+    methods.update({name: staticmethod(method) for name, method in more.items()})
+    return type("Scale", (lib.autograd.Function,), methods)
+
+
+class TestCustomFunctions:
+    @each_library
+    def test_setup_context_style_forward_takes_no_ctx(self, lib):
+        seen = []
+
+        def setup_context(ctx, inputs, output):
+            seen.append((len(inputs), lib.is_grad_enabled(), output.requires_grad))
+            ctx.scale = inputs[1]
+            ctx.save_for_backward(inputs[0])
+
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * ctx.scale * x, None
+
+        scale = function_class(lib, lambda x, k: x * x * k / 2, backward, setup_context=setup_context)
+        x = leaf(lib, 1.0, 2.0)
+        y = scale.apply(x, 3.0)
+        y.sum().backward()
+        assert seen == [(2, False, False)] and y.grad_fn.name() == "ScaleBackward"
+        assert values(x.grad) == [3.0, 6.0]
+
+    @each_library
+    def test_a_non_tensor_output_gets_a_none_gradient(self, lib):
+        grads = []
+
+        def backward(ctx, grad, grad_of_number):
+            grads.append(grad_of_number)
+            return grad * 2
+
+        pair = function_class(lib, lambda ctx, x: (x * 2, 3), backward)
+        x = leaf(lib, 1.0, 2.0)
+        y, number = pair.apply(x)
+        y.sum().backward()
+        assert number == 3 and grads == [None] and values(x.grad) == [2.0, 2.0]
+
+    @each_library
+    def test_mark_dirty_bumps_the_version_and_must_return_the_tensor(self, lib):
+        def double_in_place(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        def double_copy(ctx, x):
+            ctx.mark_dirty(x)
+            return x * 2
+
+        h = leaf(lib, 1.0, 2.0) * 1
+        out = function_class(lib, double_in_place, lambda ctx, grad: grad * 2).apply(h)
+        assert out is h and h._version == 2  # the op's bump and mark_dirty's
+        with pytest.raises(RuntimeError, match="Some elements marked as dirty during the forward method were "
+                                               "not returned as output"):
+            function_class(lib, double_copy, lambda ctx, grad: grad * 2).apply(leaf(lib, 1.0) * 1)
+
+    @each_library
+    @pytest.mark.parametrize("case", ["save a number", "return a number", "leaf marked dirty"])
+    def test_misuse_gets_pytorchs_error(self, lib, case):
+        def forward(ctx, x):
+            if case == "save a number":
+                ctx.save_for_backward(x, 3)
+            if case == "leaf marked dirty":
+                ctx.mark_dirty(x)
+                return x
+            return x * 2
+
+        function = function_class(lib, forward, lambda ctx, grad: 3.0 if case == "return a number" else grad)
+        error, message = {
+            "save a number": (TypeError, "save_for_backward can only save variables, but argument 1 is of type int"),
+            "return a number": (RuntimeError, re.escape("expected Variable or None (got float)")),
+            "leaf marked dirty": (RuntimeError, "a leaf Variable that requires grad has been used in an in-place "
+                                                "operation."),
+        }[case]
+        with pytest.raises(error, match=message):
+            function.apply(leaf(lib, 1.0, 2.0)).sum().backward()
