@@ -166,3 +166,33 @@ class TestCustomFunctions:
         }[case]
         with pytest.raises(error, match=message):
             function.apply(leaf(lib, 1.0, 2.0)).sum().backward()
+
+
+class TestGradArguments:
+    @each_library
+    def test_is_grads_batched_gives_one_row_per_grad_output_row(self, lib):
+        x = leaf(lib, 1.0, 2.0)
+        y = x.sin() * x
+        rows = lib.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0]], dtype=lib.float64)
+        (batched,) = lib.autograd.grad(y, x, rows, is_grads_batched=True, create_graph=True)
+        expected = [lib.autograd.grad(y, x, row, retain_graph=True)[0] for row in rows]
+        assert np.array_equal(batched.detach().numpy(), np.stack([values(g) for g in expected]))
+        batched.sum().backward()  # the rows stay differentiable under create_graph
+        assert x.grad is not None
+        with pytest.raises(RuntimeError, match="If `is_grads_batched=True`, we interpret the first dimension"):
+            lib.autograd.grad(x * 2, x, lib.ones(2, dtype=lib.float64), is_grads_batched=True)
+
+    @each_library
+    def test_materialize_grads_refuses_allow_unused_false(self, lib):
+        x, unused = leaf(lib, 1.0), leaf(lib, 2.0)
+        with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed when "
+                                             "materialize_grads=True, but got: allow_unused=False."):
+            lib.autograd.grad(x.sum(), [x, unused], allow_unused=False, materialize_grads=True)
+
+    @each_library
+    def test_empty_inputs_get_pytorchs_messages(self, lib):
+        x = leaf(lib, 1.0)
+        with pytest.raises(RuntimeError, match=re.escape("`inputs` argument to `grad()` cannot be empty.")):
+            lib.autograd.grad((x * 2).sum(), [])
+        with pytest.raises(RuntimeError, match=re.escape("`inputs` argument to `backward()` cannot be empty.")):
+            (x * 2).sum().backward(inputs=[])
