@@ -196,3 +196,20 @@ class TestGradArguments:
             lib.autograd.grad((x * 2).sum(), [])
         with pytest.raises(RuntimeError, match=re.escape("`inputs` argument to `backward()` cannot be empty.")):
             (x * 2).sum().backward(inputs=[])
+
+
+@each_library
+@pytest.mark.parametrize("program, owner", [
+    (lambda x: (lambda y: (y, y.add_(1)))(x.exp()), ", which is output 0 of Exp,"),
+    (lambda x: (lambda h: (h * h, h.add_(1)))(x * 1), ", which is output 0 of Add,"),
+    (lambda x: (x.sin(), x.detach().add_(1)), ""),
+])
+def test_a_saved_tensor_changed_in_place_names_its_node_as_pytorch_2_13_does(lib, program, owner):
+    x = leaf(lib, 1.0, 2.0)
+    out, _ = program(x)
+    message = (r"one of the variables needed for gradient computation has been modified by an inplace operation: "
+               r"\[\S+ \[2\]\]" + re.escape(owner) + r" is at version 1; expected version 0 instead. Hint: "
+               r"enable anomaly detection to find the operation that failed to compute its gradient, with \w+"
+               + re.escape(".autograd.set_detect_anomaly(True, check_nan=False)."))
+    with pytest.raises(RuntimeError, match=message):
+        out.sum().backward()
