@@ -79,8 +79,11 @@ class Tensor:
         return self._alias()
 
     def _alias(self) -> "Tensor":
-        """A tensor of this class on the same array and version counter, with no history."""
+        """A tensor of this class on the same array and version counter, with no history; an alias of an
+        inference tensor is one too (PyTorch's ``detach()`` and ``.data``; before 2026-11-28 it was
+        not, so an in-place change through it went past the inference tensor's guard)."""
         out = type(self)._make(self._data)
+        out._is_inference = self._is_inference
         if self._version_counter is None:
             self._version_counter = [0]
         out._version_counter = self._version_counter

@@ -89,8 +89,10 @@ def check_version(tensor: Tensor, version: int, node: "Node") -> Tensor:
 
 def check_savable(tensor: Tensor) -> None:
     if tensor._is_inference:
-        raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
-                           "clone to get a normal tensor and use it in autograd.")
+        raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created "
+                           "in inference mode in computation tracked by autograd. To work around this, you can "
+                           "make a clone to get a normal tensor and use it in autograd, or use "
+                           "`jitgrad.no_grad()` instead of `jitgrad.inference_mode()`.")
 
 
 def saving_hooks() -> bool:
