@@ -246,3 +246,18 @@ class TestModes:
             loss = (x * 2).sum()
             with pytest.raises(RuntimeError, match="Function 'SumBackward0' returned nan values in its 0th output."):
                 loss.backward(lib.tensor(float("nan"), dtype=lib.float64))
+
+
+@each_library
+def test_assigning_a_grad_of_another_dtype_or_size_gets_pytorchs_error(lib):
+    x = leaf(lib, 1.0, 2.0)
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient with dtype '.*float.*' to a tensor with "
+                                           "grad_dtype"):
+        x.grad = lib.ones(3, dtype=lib.float32)  # both wrong: the dtype is named first
+    with pytest.raises(RuntimeError, match=re.escape("attempting to assign a gradient of size '[3]' to a tensor of "
+                                                     "size '[2]'. Please ensure that the gradient and the tensor "
+                                                     "are the same size")):
+        x.grad = lib.ones(3, dtype=lib.float64)
+    with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None but got grad of type list"):
+        x.grad = [1.0, 2.0]
+    assert x.grad is None
