@@ -466,6 +466,27 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
     return result
 
 
+def check_node_hook_result(hook: object, grads: Sequence, result: object) -> list:
+    """What a node's pre- or post-hook returned, checked as PyTorch checks it: a tuple of one entry per
+    gradient, each None (that gradient dropped) or a tensor of the same shape and dtype in place of one
+    that was not None. Before 2026-11-28 a shorter tuple left the missing gradients None and a number
+    went into the formulas, silently."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(grads):
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', type(hook).__name__)}' has returned an "
+                           f"incorrect number of values (got {len(result)}, but expected {len(grads)})")
+    for grad, new in zip(grads, result):
+        if new is None:
+            continue
+        if grad is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        if not isinstance(new, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+        check_hook_result(hook, grad, new)
+    return list(result)
+
+
 def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue) -> None:
     exec_info = task.exec_info
     info = exec_info.get(fn) if exec_info else None
@@ -488,7 +509,8 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
     if anomaly_mode.state.enabled:
         try:
             outputs = call_function(task, fn, grads)
-            if anomaly_mode.state.check_nan:
+            # a lone root's seed is checked where it arrives, as PyTorch, which has no GraphRoot for it
+            if anomaly_mode.state.check_nan and (type(fn) is not GraphRoot or len(fn._next_edges) > 1):
                 anomaly_mode.check_nan(fn, outputs)
         except Exception as error:
             anomaly_mode.report_error(fn, error)
@@ -522,7 +544,7 @@ def call_function(task: GraphTask, fn: Node, grads: list) -> list:
         for hook in list(fn._pre_hooks.values()):
             result = hook(tuple(grads))
             if result is not None:
-                grads = list(result)
+                grads = check_node_hook_result(hook, grads, result)
     edges = fn._next_edges
     exec_info = task.exec_info
     needed = None
@@ -534,7 +556,7 @@ def call_function(task: GraphTask, fn: Node, grads: list) -> list:
         for hook in list(fn._post_hooks.values()):
             result = hook(tuple(outputs), tuple(grads))
             if result is not None:
-                outputs = validate_outputs(fn, edges, list(result))
+                outputs = validate_outputs(fn, edges, check_node_hook_result(hook, outputs, result))
     return outputs
 
 

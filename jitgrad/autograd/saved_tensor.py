@@ -7,6 +7,8 @@ cycle never forms and a graph is freed by reference counting alone; unpacking re
 """
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -87,8 +89,10 @@ def check_version(tensor: Tensor, version: int, node: "Node") -> Tensor:
 
 def check_savable(tensor: Tensor) -> None:
     if tensor._is_inference:
-        raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
-                           "clone to get a normal tensor and use it in autograd.")
+        raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created "
+                           "in inference mode in computation tracked by autograd. To work around this, you can "
+                           "make a clone to get a normal tensor and use it in autograd, or use "
+                           "`jitgrad.no_grad()` instead of `jitgrad.inference_mode()`.")
 
 
 def saving_hooks() -> bool:
@@ -98,9 +102,13 @@ def saving_hooks() -> bool:
 
 def _history_of(tensor: Tensor | None) -> str | None:
     """What PyTorch's message says of a saved input: the node whose output it is now (after the in-place
-    change, its node), nothing for a leaf or a tensor that does not require grad."""
+    change, its node), nothing for a leaf or a tensor that does not require grad. PyTorch 2.13 names
+    the node without its ``Backward0`` ending ("output 0 of Exp"; "of My" for ``MyBackward``)."""
     fn = tensor._grad_fn if tensor is not None else None
-    return f"output {tensor._output_nr} of {fn.name()}" if fn is not None else None
+    return f"output {tensor._output_nr} of {_BACKWARD_ENDING.sub('', fn.name())}" if fn is not None else None
+
+
+_BACKWARD_ENDING = re.compile(r"Backward\d*$")
 
 
 def modified_error(dtype: np.dtype, shape: tuple, owner: str | None, now: int, expected: int) -> RuntimeError:
@@ -110,7 +118,7 @@ def modified_error(dtype: np.dtype, shape: tuple, owner: str | None, now: int, e
         f"operation: [{dtype.name} {list(shape)}]{which} is at version "
         f"{now}; expected version {expected} instead. Hint: enable anomaly "
         "detection to find the operation that failed to compute its gradient, with "
-        "jitgrad.autograd.set_detect_anomaly(True).")
+        "jitgrad.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 class SavedTensor:
@@ -173,8 +181,8 @@ class SavedTensor:
             raise RuntimeError(FREED_ERROR)
         if self._counter[0] != self._version:
             dtype, shape = self._description or (self.array().dtype, self.array().shape)
-            owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
-                     else _history_of(self._tensor))
+            owner = (f"output {self._output_nr} of {_BACKWARD_ENDING.sub('', node.name())}"
+                     if self._output_nr is not None else _history_of(self._tensor))
             raise modified_error(dtype, shape, owner, self._counter[0], self._version)
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)
