@@ -291,7 +291,7 @@ copysign = defop("copysign", ("self", "other"), arithmetic._binary(np.copysign, 
                  meta=elementwise(floating), kind="elementwise", lower=_copysign_lower,
                  self=lambda grad, self, result: grad * _copysign_slope(self, result),
                  other=lambda grad: grad * 0.0,
-                 jvp=lambda self_t, self, result: self_t * _copysign_slope(self, result))
+                 jvp=lambda self_t, self, result: None if self_t is None else self_t * _copysign_slope(self, result))
 
 
 log2 = defop("log2", ("self",), floating_forward(np.log2), "Log2Backward0",
