@@ -108,6 +108,7 @@ class FreeGuards:
         self._index: dict[tuple[Source, str], int] = {}
         self._kept: list[Any] = []   # objects guarded by identity: their ids must stay theirs
         self._read: Callable[[tuple, dict], tuple | None] | None = None
+        self._kinds: FreeKinds | None = None
 
     def add(self, source: Source, kind: str, value: Any = None) -> int:
         key = (source, kind)
@@ -130,8 +131,10 @@ class FreeGuards:
             self._read = reader([(s, _READERS[k]) for s, k in self.entries], {"_value": value_descriptor})
         return self._read(args, kwargs)
 
-    def kinds(self) -> list[str]:
-        return [k for _, k in self.entries]
+    def kinds(self) -> FreeKinds:
+        if self._kinds is None or len(self._kinds) != len(self.entries):
+            self._kinds = FreeKinds([k for _, k in self.entries])
+        return self._kinds
 
     def index(self, source: Source, kind: str) -> int:
         return self._index[(source, kind)]
@@ -145,9 +148,24 @@ def grad_mode_key() -> bool | str:
     return "inference" if state.inference else state.grad_enabled
 
 
+class FreeKinds(tuple):
+    """The kinds of a ``FreeGuards``' entries, with the positions ``call_key`` describes itself (tensors,
+    arrays, run-time numbers): every other kind is read as its guard already (an identity, a value,
+    keys, a length), so a call's key takes those values as they are, without a test per entry."""
+
+    def __new__(cls, kinds: Sequence[str]) -> "FreeKinds":
+        self = super().__new__(cls, kinds)
+        self.tensors = tuple(i for i, k in enumerate(kinds) if k == "tensor")
+        self.arrays = tuple(i for i, k in enumerate(kinds) if k == "array")
+        self.numbers = tuple(i for i, k in enumerate(kinds) if k == "number")
+        return self
+
+
 def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str], dynamic: frozenset = frozenset()) -> tuple:
     """The key of a call (see the module docstring). ``dynamic`` holds the key positions of numbers
-    that are run-time inputs: their values are left out."""
+    that are run-time inputs: their values are left out. ``free`` may be shorter than ``free_kinds``
+    (the values of an earlier, shorter set of guards)."""
+    kinds = free_kinds if type(free_kinds) is FreeKinds else FreeKinds(free_kinds)
     parts: list[Any] = [grad_mode_key(), get_default_dtype(), spec]
     ids: list[int] = []
     for value in leaves:
@@ -156,16 +174,24 @@ def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str],
             ids.append(id(value))
         else:
             parts.append(value_descriptor(value))
-    for value, kind in zip(free, free_kinds):
-        if kind == "tensor":
-            parts.append(tensor_descriptor(value) if isinstance(value, Tensor) else value_descriptor(value))
-            ids.append(id(value))
-        elif kind == "array":
-            parts.append(value_descriptor(value))
-        elif kind == "number":  # a run-time input: its type only
-            parts.append((type(value),))
-        else:
-            parts.append(value)
+    start, count = len(parts), len(free)
+    parts += free
+    if count > len(kinds):
+        del parts[start + len(kinds):]
+    for i in kinds.tensors:
+        if i >= count:
+            break
+        value = free[i]
+        parts[start + i] = tensor_descriptor(value) if isinstance(value, Tensor) else value_descriptor(value)
+        ids.append(id(value))
+    for i in kinds.arrays:
+        if i >= count:
+            break
+        parts[start + i] = value_descriptor(free[i])
+    for i in kinds.numbers:  # a run-time input: its type only
+        if i >= count:
+            break
+        parts[start + i] = (type(free[i]),)
     for position in dynamic:
         part = parts[position]
         if part[0] is int or part[0] is float:  # a tensor or another value there now keeps its whole guard
@@ -299,5 +325,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
     return sum(a != b for i, (a, b) in enumerate(zip(old, new)) if i not in ignore)
 
 
-__all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
+__all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
            "distance", "grad_mode_key", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]
