@@ -291,7 +291,9 @@ copysign = defop("copysign", ("self", "other"), arithmetic._binary(np.copysign, 
                  meta=elementwise(floating), kind="elementwise", lower=_copysign_lower,
                  self=lambda grad, self, result: grad * _copysign_slope(self, result),
                  other=lambda grad: grad * 0.0,
-                 jvp=lambda self_t, self, result: self_t * _copysign_slope(self, result))
+                 jvp=lambda self_t, other_t, self, result: tangent_sum(
+                     None if self_t is None else self_t * _copysign_slope(self, result),
+                     None if other_t is None else other_t * 0.0))
 
 
 log2 = defop("log2", ("self",), floating_forward(np.log2), "Log2Backward0",
