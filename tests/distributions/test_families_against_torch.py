@@ -28,7 +28,6 @@ CASES = {
     "Dirichlet": ({"concentration": [[1.5, 2.0, 3.5], [1.2, 1.5, 2.0]]}, [[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]]),
 }
 NOT_BUILT = {("Gamma", "cdf")}  # needs the regularised incomplete gamma function, which jitgrad lacks
-NO_RSAMPLE = {"Gamma", "Beta", "Dirichlet"}  # PyTorch's implicit reparameterisation of gamma draws is not built
 QUANTITIES = ("log_prob", "cdf", "icdf", "entropy", "mean", "mode", "variance", "stddev")
 
 
@@ -97,7 +96,7 @@ def test_shapes_support_and_flags_match_torch(name):
     j_dist, _ = build(name, jd, params, jitgrad.float32)
     assert tuple(j_dist.batch_shape) == tuple(t_dist.batch_shape)
     assert tuple(j_dist.event_shape) == tuple(t_dist.event_shape)
-    assert j_dist.has_rsample == (t_dist.has_rsample and name not in NO_RSAMPLE)
+    assert j_dist.has_rsample == t_dist.has_rsample
     if name != "Uniform":  # Uniform's support shows its bounds, tensors printed by each library
         assert repr(j_dist.support) == repr(t_dist.support)
     assert j_dist.support.is_discrete == t_dist.support.is_discrete
