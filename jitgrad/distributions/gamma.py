@@ -1,12 +1,11 @@
 """``Gamma``, ``Beta`` and ``Dirichlet``: densities built on ``lgamma`` (entropies and KLs on
 ``digamma``), so their values and gradients in the parameters are jitgrad ops.
 
-Their draws are unit-rate gamma draws (``standard_gamma.py``) with PyTorch's implicit
-reparameterisation gradient, so ``rsample`` differentiates in the parameters as PyTorch's does;
-``Beta`` and ``Dirichlet`` normalise gamma draws (``x_i = g_i / sum g``), whose gradient is a valid
-reparameterisation gradient (its mean is the gradient of the expectation) but not per draw the one
-PyTorch's ``_dirichlet_grad`` gives. They cannot be drawn inside ``jitgrad.compile`` (an error says
-so, rather than a compiled call repeating one draw)."""
+Their draws (``gamma_draws.py``) carry PyTorch's implicit reparameterisation gradients: ``Gamma``'s
+those of ``_standard_gamma``, ``Dirichlet``'s and ``Beta``'s (a two-coordinate Dirichlet, as in
+PyTorch) those of ``_Dirichlet``, so ``rsample`` differentiates in the parameters as PyTorch's does.
+They cannot be traced by ``jitgrad.compile`` (an error says so, rather than a compiled call repeating
+one draw)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -18,7 +17,7 @@ from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .parameters import broadcast_all
-from .standard_gamma import standard_gamma
+from .gamma_draws import dirichlet, standard_gamma
 
 digamma, lgamma, log, where, xlogy = (FUNCTIONS[name] for name in ("digamma", "lgamma", "log", "where", "xlogy"))
 
@@ -113,8 +112,7 @@ class Dirichlet(Distribution):
         return self.concentration * (total - self.concentration) / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        draws = standard_gamma(self.concentration, tuple(self._extended_shape(sample_shape)), "Dirichlet")
-        return draws / draws.sum(-1, keepdim=True)
+        return dirichlet(self.concentration, tuple(self._extended_shape(sample_shape)), "Dirichlet")
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -170,9 +168,9 @@ class Beta(Distribution):
         return self._alpha * self._beta / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        shape = tuple(self._extended_shape(sample_shape))
-        a, b = standard_gamma(self._alpha, shape, "Beta"), standard_gamma(self._beta, shape, "Beta")
-        return a / (a + b)
+        shape = tuple(self._extended_shape(sample_shape)) + (2,)
+        pair = FUNCTIONS["stack"]([self._alpha, self._beta], -1)
+        return dirichlet(pair, shape, "Beta")[..., 0]
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
