@@ -77,30 +77,23 @@ def test_dirichlet_and_beta_rsample_gradients_are_pytorchs_on_the_same_draws():
     np.testing.assert_allclose(np.stack([a.grad.numpy(), b.grad.numpy()], -1), expected.numpy(), rtol=3e-3)
 
 
-@pytest.mark.parametrize("family", ["Beta", "Dirichlet"])
-def test_beta_and_dirichlet_rsample_gradients_are_unbiased(family):
-    """Twenty independent parameters of one value, 500 draws each: the mean gradient of E[x_0 ** 2]
-    over the draws is within five standard errors of the exact gradient, for each parameter."""
-    alpha, beta, copies, draws = 1.7, 0.8, 20, 500
+def test_beta_rsample_gradients_are_unbiased():
+    """Twenty independent parameters of one value, 300 draws each: the mean gradient of E[x ** 2]
+    over the draws is within five standard errors of the exact gradient, for each parameter (Beta's
+    draws are a Dirichlet's, so this checks the Dirichlet estimator too)."""
+    alpha, beta, copies, draws = 1.7, 0.8, 20, 300
     a = jitgrad.tensor(np.full(copies, alpha), requires_grad=True)
     b = jitgrad.tensor(np.full(copies, beta), requires_grad=True)
     jitgrad.manual_seed(2)
-    if family == "Beta":
-        x = jd.Beta(a, b).rsample((draws,))
-    else:
-        x = jd.Dirichlet(jitgrad.stack([a, b, b], -1)).rsample((draws,))[..., 0]
-    (x ** 2).mean(0).sum().backward()
-    rest = beta if family == "Beta" else 2 * beta
+    (jd.Beta(a, b).rsample((draws,)) ** 2).mean(0).sum().backward()
 
-    def second_moment(a_, rest_):
-        t = a_ + rest_
-        return a_ * (a_ + 1) / (t * (t + 1))
+    def second_moment(a_, b_):
+        return a_ * (a_ + 1) / ((a_ + b_) * (a_ + b_ + 1))
     step = 1e-6
-    exact_a = (second_moment(alpha + step, rest) - second_moment(alpha - step, rest)) / (2 * step)
-    exact_b = (second_moment(alpha, rest + step) - second_moment(alpha, rest - step)) / (2 * step)
-    exact_b *= 1 if family == "Beta" else 2   # b enters the Dirichlet twice
+    exact_a = (second_moment(alpha + step, beta) - second_moment(alpha - step, beta)) / (2 * step)
+    exact_b = (second_moment(alpha, beta + step) - second_moment(alpha, beta - step)) / (2 * step)
     for grads, exact in ((a.grad.numpy(), exact_a), (b.grad.numpy(), exact_b)):
-        assert abs(grads.mean() - exact) < 5 * grads.std() / np.sqrt(copies), (family, grads.mean(), exact)
+        assert abs(grads.mean() - exact) < 5 * grads.std() / np.sqrt(copies), (grads.mean(), exact)
 
 
 def test_gamma_draws_refuse_a_trace():
