@@ -298,7 +298,9 @@ class _Reader:
         try:
             dtype = np.dtype(node["dtype"])
             from_numpy_dtype(dtype)
-        except TypeError:
+            if dtype.str != node["dtype"]:   # only numpy's own spelling ("<f4"), as save writes it
+                raise TypeError
+        except (TypeError, ValueError):
             raise self.fail(f"{STRUCTURE}: {where} has the dtype {node['dtype']!r}, not one jitgrad has") from None
         index = node["storage"]
         if index not in self.storages:

@@ -215,6 +215,9 @@ HOSTILE = {
     "a view of an object dtype": (
         lambda p: archive_with(p, view_document(dtype="|O"), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
         "not one jitgrad has"),
+    "a dtype in another spelling": (
+        lambda p: archive_with(p, view_document(dtype="\x00"), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
+        "not one jitgrad has"),
     "a storage that is not bytes": (
         lambda p: archive_with(p, view_document(), {"storages/0.npy": npy(np.zeros(2))}), "not bytes"),
     "a malformed view": (lambda p: archive_with(p, view_document(shape=[-2]), {}), "malformed view node"),
