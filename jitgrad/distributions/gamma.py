@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from ..factories import arange
 from ..ops import FUNCTIONS
 from ..shapes import Size
+from ..special import gammainc
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -64,6 +65,12 @@ class Gamma(Distribution):
             self._validate_sample(value)
         return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
                 - self.rate * value - lgamma(self.concentration))
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``P(concentration, rate * value)``; like PyTorch's, it has no gradient in ``concentration``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self) -> Tensor:
         c = self.concentration
