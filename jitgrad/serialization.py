@@ -15,9 +15,10 @@ is a zip archive (numpy's ``.npz`` layout) of plain data only:
 - ``storages/<k>.npy``: memory that several saved tensors share (a tensor and its views: ``x``,
   ``x[1]``, ``x.t()``), as bytes (uint8), once; each of those tensors is the node ``{"type": "tensor",
   "view": v, "storage": k, "offset": bytes, "shape": [...], "strides": [bytes, ...], "dtype": "<f4",
-  ...}`` (``v`` numbers the tensor, held once however often it appears) and loads as a view of that memory, so that writing into one shows in the others, as after
-  ``torch.load``. Numpy checks that every view lies inside its storage. A tensor sharing memory with
-  no other saved tensor is stored alone (a slice of a big tensor saves the slice).
+  ...}`` (``v`` numbers the tensor, held once however often it appears) and loads as a view of that
+  memory, so that writing into one shows in the others, as after ``torch.load``. Numpy checks that
+  every view lies inside its storage. A tensor sharing memory with no other saved tensor is stored
+  alone (a slice of a big tensor saves the slice).
 
 Loading checks everything before trusting it: the archive's members, the JSON, every node's shape,
 every array's header (no object arrays, a dtype jitgrad has, a size the member actually holds), and
