@@ -14,10 +14,11 @@ is a zip archive (numpy's ``.npz`` layout) of plain data only:
   ``allow_pickle=False``. A tensor held in several places is stored once and loads as one tensor.
 - ``storages/<k>.npy``: memory that several saved tensors share (a tensor and its views: ``x``,
   ``x[1]``, ``x.t()``), as bytes (uint8), once; each of those tensors is the node ``{"type": "tensor",
-  "storage": k, "offset": bytes, "shape": [...], "strides": [bytes, ...], "dtype": "<f4", ...}`` and
-  loads as a view of that memory, so that writing into one shows in the others, as after
-  ``torch.load``. Numpy checks that every view lies inside its storage. A tensor sharing memory with
-  no other saved tensor is stored alone (a slice of a big tensor saves the slice).
+  "view": v, "storage": k, "offset": bytes, "shape": [...], "strides": [bytes, ...], "dtype": "<f4",
+  ...}`` (``v`` numbers the tensor, held once however often it appears) and loads as a view of that
+  memory, so that writing into one shows in the others, as after ``torch.load``. Numpy checks that
+  every view lies inside its storage. A tensor sharing memory with no other saved tensor is stored
+  alone (a slice of a big tensor saves the slice).
 
 Loading checks everything before trusting it: the archive's members, the JSON, every node's shape,
 every array's header (no object arrays, a dtype jitgrad has, a size the member actually holds), and
@@ -100,7 +101,8 @@ class _SharedMemory:
                 continue   # no flat run of bytes to store: saved alone
             roots[id(root)] = root
             groups.setdefault(id(root), []).append((tensor, array))
-        self.view_of: dict[int, tuple[int, int, np.ndarray]] = {}   # id(tensor) -> (storage, its first byte, array)
+        # id(tensor) -> (its view number, its storage, the storage's first byte, its array)
+        self.view_of: dict[int, tuple[int, int, int, np.ndarray]] = {}
         self.storages: list[np.ndarray] = []
         for key, members in groups.items():
             if len(members) < 2:
@@ -111,7 +113,7 @@ class _SharedMemory:
             start = low - _byte_bounds(root)[0]
             self.storages.append(root.ravel(order="K").view(np.uint8)[start:start + high - low])
             for tensor, array in members:
-                self.view_of[id(tensor)] = (len(self.storages) - 1, low, array)
+                self.view_of[id(tensor)] = (len(self.view_of), len(self.storages) - 1, low, array)
 
 
 def _tensors(value: Any, found: list[Tensor], open_containers: set[int]) -> None:
@@ -162,8 +164,8 @@ class _Writer:
     def tensor(self, value: Tensor) -> dict[str, Any]:
         flags = {"requires_grad": value.requires_grad, "parameter": isinstance(value, Parameter)}
         if id(value) in self.shared.view_of:
-            storage, low, array = self.shared.view_of[id(value)]
-            return {"type": "tensor", "storage": storage, "offset": _address(array) - low,
+            view, storage, low, array = self.shared.view_of[id(value)]
+            return {"type": "tensor", "view": view, "storage": storage, "offset": _address(array) - low,
                     "shape": list(array.shape), "strides": list(array.strides), "dtype": array.dtype.str, **flags}
         if id(value) not in self.index_of:
             self.index_of[id(value)] = len(self.arrays)
@@ -226,7 +228,7 @@ class _Reader:
         self.members = {info.filename: info for info in archive.infolist()}
         self.tensors: dict[int, Tensor] = {}
         self.storages: dict[int, np.ndarray] = {}
-        self.views: dict[tuple, Tensor] = {}
+        self.views: dict[int, Tensor] = {}
 
     def fail(self, reason: str) -> SerializationError:
         return SerializationError(f"jitgrad.load({self.name}): {reason}")
@@ -285,20 +287,23 @@ class _Reader:
     def view(self, node: dict[str, Any], where: str) -> np.ndarray:
         """The array of a tensor node that views a storage, checked: numpy refuses a view that
         reaches outside its storage."""
-        if set(node) != {"type", "storage", "offset", "shape", "strides", "dtype", "requires_grad", "parameter"} \
+        if set(node) != {"type", "view", "storage", "offset", "shape", "strides", "dtype", "requires_grad",
+                         "parameter"} or type(node["view"]) is not int \
                 or type(node["storage"]) is not int or type(node["offset"]) is not int \
                 or not isinstance(node["shape"], list) or not isinstance(node["strides"], list) \
                 or len(node["shape"]) != len(node["strides"]) \
                 or not all(type(n) is int and n >= 0 for n in node["shape"]) \
                 or not all(type(n) is int for n in node["strides"]) or not isinstance(node["dtype"], str) \
                 or not isinstance(node["requires_grad"], bool) or not isinstance(node["parameter"], bool):
-            raise self.fail(f"{STRUCTURE}: {where} is a malformed view node (it needs int \"storage\" and "
-                            "\"offset\", lists of ints \"shape\" and \"strides\", a \"dtype\" string and bools "
+            raise self.fail(f"{STRUCTURE}: {where} is a malformed view node (it needs ints \"view\", \"storage\" "
+                            "and \"offset\", lists of ints \"shape\" and \"strides\", a \"dtype\" string and bools "
                             "\"requires_grad\" and \"parameter\")")
         try:
             dtype = np.dtype(node["dtype"])
             from_numpy_dtype(dtype)
-        except TypeError:
+            if dtype.str != node["dtype"]:   # only numpy's own spelling ("<f4"), as save writes it
+                raise TypeError
+        except (TypeError, ValueError):
             raise self.fail(f"{STRUCTURE}: {where} has the dtype {node['dtype']!r}, not one jitgrad has") from None
         index = node["storage"]
         if index not in self.storages:
@@ -314,8 +319,8 @@ class _Reader:
 
     def tensor(self, node: dict[str, Any], where: str) -> Tensor:
         if "storage" in node:
-            key = tuple(json.dumps(node.get(k)) for k in ("storage", "offset", "shape", "strides", "dtype"))
-            if key not in self.views:   # two saves of one view load as one tensor, as two of one tensor do
+            key = node.get("view")
+            if key not in self.views:   # a tensor held twice loads as one tensor
                 data = self.view(node, where)
                 if node["requires_grad"] and data.dtype.kind != "f":
                     raise self.fail(f"{STRUCTURE}: {where} requires grad but its array is {data.dtype}")

@@ -12,7 +12,7 @@ from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from . import arithmetic, scalar
 from .arithmetic import where
-from .meta_rules import elementwise, floating, promoted
+from .meta_rules import elementwise, floating, promoted, scalar_type_name
 from .public import public
 from .registry import defop
 from .special import erf_ufunc
@@ -236,8 +236,8 @@ atan2 = defop("atan2", ("self", "other"), arithmetic._binary(np.arctan2, floatin
 
 def _hypot_forward(a, b):
     if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub":
-        raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{np.asarray(a).dtype.name}': hypot takes a "
-                                  "floating tensor; convert one input first, e.g. with .float()")
+        raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{scalar_type_name(np.asarray(a).dtype)}': hypot "
+                                  "takes a floating tensor; convert one input first, e.g. with .float()")
     return _floating_hypot(a, b)
 
 
@@ -291,7 +291,9 @@ copysign = defop("copysign", ("self", "other"), arithmetic._binary(np.copysign, 
                  meta=elementwise(floating), kind="elementwise", lower=_copysign_lower,
                  self=lambda grad, self, result: grad * _copysign_slope(self, result),
                  other=lambda grad: grad * 0.0,
-                 jvp=lambda self_t, self, result: None if self_t is None else self_t * _copysign_slope(self, result))
+                 jvp=lambda self_t, other_t, self, result: tangent_sum(
+                     None if self_t is None else self_t * _copysign_slope(self, result),
+                     None if other_t is None else other_t * 0.0))
 
 
 log2 = defop("log2", ("self",), floating_forward(np.log2), "Log2Backward0",

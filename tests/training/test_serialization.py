@@ -61,6 +61,14 @@ def test_views_keep_sharing_memory_after_loading(tmp_path):
     with zipfile.ZipFile(path) as archive:
         sizes = {info.filename: info.file_size for info in archive.infolist()}
     assert sizes["tensors/0.npy"] < 200 and len([m for m in sizes if m.startswith("storages/")]) == 2
+    weight = nn.Parameter(jg.ones(2, 3))
+    jg.save([weight, weight.detach(), weight, weight[0]], path)   # one view held twice, two of one memory
+    loaded = jg.load(path)
+    assert loaded[0] is loaded[2] and loaded[1] is not loaded[0]
+    assert isinstance(loaded[0], nn.Parameter) and not isinstance(loaded[1], nn.Parameter)
+    assert loaded[0].requires_grad and not loaded[1].requires_grad
+    loaded[1][0, 1] = 5.0
+    assert loaded[0][0, 1].item() == 5.0 and loaded[3].tolist() == [1.0, 5.0, 1.0]
     jg.save({"row": base[1], "last": base[3, 4:]}, path)   # a span of the memory: rows 1 to 3, not row 0
     with zipfile.ZipFile(path) as archive:
         assert archive.getinfo("storages/0.npy").file_size == 128 + 18 * 8   # elements 6 to 23 of 24
@@ -161,7 +169,7 @@ def tensor_document(index=0, **node) -> dict:
 
 
 def view_document(**node) -> dict:
-    view = {"type": "tensor", "storage": 0, "offset": 0, "shape": [2], "strides": [8], "dtype": "<f8",
+    view = {"type": "tensor", "view": 0, "storage": 0, "offset": 0, "shape": [2], "strides": [8], "dtype": "<f8",
             "requires_grad": False, "parameter": False, **node}
     return {"format": "jitgrad.save", "version": 1, "object": view}
 
@@ -214,6 +222,9 @@ HOSTILE = {
         "does not fit in storage 0"),
     "a view of an object dtype": (
         lambda p: archive_with(p, view_document(dtype="|O"), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
+        "not one jitgrad has"),
+    "a dtype in another spelling": (
+        lambda p: archive_with(p, view_document(dtype="\x00"), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
         "not one jitgrad has"),
     "a storage that is not bytes": (
         lambda p: archive_with(p, view_document(), {"storages/0.npy": npy(np.zeros(2))}), "not bytes"),

@@ -1,6 +1,6 @@
 """The activation layers beside ``activation.py``'s: ``Softplus``, ``Softmin``, ``Softmax2d``, ``GLU``,
-``PReLU`` (a learned slope), ``RReLU`` (a random one), ``Threshold`` and the shrinkages. Each calls the function of the same
-name in ``jitgrad.nn.functional``; reprs are PyTorch's."""
+``PReLU`` (a learned slope), ``RReLU`` (a random one), ``Threshold`` and the shrinkages. Each calls the
+function of the same name in ``jitgrad.nn.functional``; reprs are PyTorch's."""
 from __future__ import annotations
 
 from ...dtypes import dtype as DType
@@ -130,4 +130,5 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-__all__ = ["GLU", "Hardshrink", "PReLU", "RReLU", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Tanhshrink", "Threshold"]
+__all__ = ["GLU", "Hardshrink", "PReLU", "RReLU", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Tanhshrink",
+           "Threshold"]
