@@ -68,6 +68,13 @@ def _library_class(kind: type) -> bool:
     return _library(module) and not any(module == p or module.startswith(p + ".") for p in _USER_FACING_PACKAGES)
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` compares by value alone: a number, string, bytes or None, or a tuple of them."""
+    if type(value) is tuple:
+        return all(_plain(v) for v in value)
+    return type(value) in SCALAR_TYPES
+
+
 def _literal(key: Any) -> bool:
     """Whether a dict key can be written into a guard's source (a number, a string, a tuple of them)."""
     if type(key) is tuple:
@@ -210,7 +217,7 @@ class _Walker:
                 self._module(value, source, names)
             elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
-            elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
+            elif kind in (set, frozenset) and all(_plain(v) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
@@ -252,7 +259,7 @@ class _Walker:
             if not _library_class(kind):
                 self._object(value, kind, source, names)
         elif kind in (set, frozenset):
-            if all(type(v) in SCALAR_TYPES for v in value):
+            if all(_plain(v) for v in value):   # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran stale)
                 self.found.guards.append((source, "value", frozenset(value)))
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))

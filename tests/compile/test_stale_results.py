@@ -124,6 +124,16 @@ def test_code_that_differs_only_in_what_its_except_covers_is_another_key(cache):
         assert jg.compile(step)(x).tolist() == step(x).tolist() == [want]
 
 
+def test_a_set_of_tuples_is_guarded_by_its_items():
+    """A set of tuples (of numbers) read from outside had a snapshot but no guard: an item added
+    between calls ran the old program."""
+    namespace = {"PAIRS": {(1.0, 2.0)}}
+    exec("def step(x):\n    for a, b in sorted(PAIRS):\n        x = x * a + b\n    return x", namespace)
+    compiled, x = jg.compile(namespace["step"], cache=False), jg.ones(2)
+    assert compiled(x).tolist() == [3.0, 3.0]
+    namespace["PAIRS"].add((3.0, 4.0))
+    assert compiled(x).tolist() == namespace["step"](x).tolist() == [13.0, 13.0]
+
 @pytest.mark.parametrize("before, after, uses", [
     ("jg.tanh", "jg.sigmoid", "VALUE(x)"),                                # a library's function
     ("np.tanh", "np.sin", "x * float(VALUE(0.5))"),                       # a ufunc (a library's object)
