@@ -291,7 +291,14 @@ class _Walker:
                 self.found.guards.append((source, "identity", value))
                 # ``Counter.calls += 1`` inside: a class's attributes are a place too
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
+                # which attributes it has (one set later may shadow a base's) and, through its user base
+                # classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new ``Base.f``
+                # ran the old program for ``obj.scale`` of a ``Child(Base)``
+                self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
                 self._attributes(value, vars(value), source, names)
+                for i, base in enumerate(value.__mro__[1:], 1):
+                    if not _library(base.__module__):
+                        self.value(base, source.attr("__mro__").item(i), names)
             else:
                 self.found.guards.append((source, "identity", value))
         elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,

@@ -134,6 +134,31 @@ def test_a_set_of_tuples_is_guarded_by_its_items():
     namespace["PAIRS"].add((3.0, 4.0))
     assert compiled(x).tolist() == namespace["step"](x).tolist() == [13.0, 13.0]
 
+INHERITED = """
+class Base:
+    scale = 2.0
+    def f(self, x):
+        return x * 2.0
+class Child(Base):
+    pass
+obj = Child()
+def step(x):
+    return obj.f(x) * obj.scale
+"""
+
+
+@pytest.mark.parametrize("change, want", [
+    ("Base.scale = 5.0", 10.0), ("Base.f = lambda self, x: x * 3.0", 6.0), ("Child.scale = 7.0", 14.0)])
+def test_what_an_object_inherits_is_guarded(change, want):
+    """The walk entered an object's class but not the user's base classes, and guarded no class's
+    set of attributes: a changed base attribute, or one its subclass now shadows, ran stale."""
+    namespace = {"__name__": "user_module"}
+    exec(INHERITED, namespace)
+    compiled, x = jg.compile(namespace["step"], cache=False), jg.ones(1)
+    assert compiled(x).tolist() == [4.0]
+    exec(change, namespace)
+    assert compiled(x).tolist() == namespace["step"](x).tolist() == [want]
+
 @pytest.mark.parametrize("before, after, uses", [
     ("jg.tanh", "jg.sigmoid", "VALUE(x)"),                                # a library's function
     ("np.tanh", "np.sin", "x * float(VALUE(0.5))"),                       # a ufunc (a library's object)
