@@ -291,12 +291,14 @@ class _Walker:
                 self.found.guards.append((source, "identity", value))
                 # ``Counter.calls += 1`` inside: a class's attributes are a place too
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
-                # which attributes it has (one set later may shadow a base's) and, through its user base
-                # classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new ``Base.f``
-                # ran the old program for ``obj.scale`` of a ``Child(Base)``
-                self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
-                self._attributes(value, vars(value), source, names)
-                for i, base in enumerate(value.__mro__[1:], 1):
+                users = not _library(value.__module__)   # the user's class, not jitgrad's ``Linear``
+                if users:
+                    # which attributes it has (one set later may shadow a base's) and, through its user
+                    # base classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new
+                    # ``Base.f`` ran the old program for ``obj.scale`` of a ``Child(Base)``
+                    self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
+                self._attributes(value, vars(value), source, names, methods=users)
+                for i, base in enumerate(value.__mro__[1:] if users else (), 1):
                     if not _library(base.__module__):
                         self.value(base, source.attr("__mro__").item(i), names)
             else:
@@ -333,9 +335,15 @@ class _Walker:
         if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
             self.function(inner)
 
-    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str]) -> None:
+    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str],
+                    methods: bool = True) -> None:
+        """The attributes of ``owner`` (its ``__dict__``): Python's own entries aside (``__module__``,
+        ``__doc__``...), and special methods unless ``methods`` is False (jitgrad's classes): such as
+        ``__mul__`` or ``__getattr__``, they run the user's code (``s * x``, ``cfg.anything``), and a
+        global they read went unguarded until 2026-11-28."""
         for name, attribute in list(attributes.items()):
-            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__"):
+            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__") and not (
+                    methods and isinstance(attribute, (types.FunctionType, staticmethod, classmethod, property))):
                 continue
             if isinstance(attribute, (staticmethod, classmethod, property)):
                 # guarded as it sits in the dict: reading the attribute unwraps it (a classmethod into a

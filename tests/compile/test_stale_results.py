@@ -159,6 +159,28 @@ def test_what_an_object_inherits_is_guarded(change, want):
     exec(change, namespace)
     assert compiled(x).tolist() == namespace["step"](x).tolist() == [want]
 
+SPECIAL_METHODS = """
+SCALE = 2.0
+class Scaler:
+    def __mul__(self, x):
+        return x * SCALE
+    def __getattr__(self, name):
+        return SCALE
+s = Scaler()
+"""
+
+
+@pytest.mark.parametrize("body", ["s * x", "x * s.anything"])
+def test_a_global_a_special_method_reads_is_guarded(body):
+    """``__mul__`` and ``__getattr__`` of the user's class run its code, but the walk skipped every
+    ``__dunder__`` entry of a class: a global they read went unguarded."""
+    namespace = {"__name__": "user_module"}
+    exec(f"{SPECIAL_METHODS}def step(x):\n    return {body}", namespace)
+    compiled, x = jg.compile(namespace["step"], cache=False), jg.ones(1)
+    assert compiled(x).tolist() == [2.0]
+    namespace["SCALE"] = 5.0
+    assert compiled(x).tolist() == [5.0]
+
 @pytest.mark.parametrize("before, after, uses", [
     ("jg.tanh", "jg.sigmoid", "VALUE(x)"),                                # a library's function
     ("np.tanh", "np.sin", "x * float(VALUE(0.5))"),                       # a ufunc (a library's object)
