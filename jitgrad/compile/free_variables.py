@@ -259,7 +259,8 @@ class _Walker:
             if not _library_class(kind):
                 self._object(value, kind, source, names)
         elif kind in (set, frozenset):
-            if all(_plain(v) for v in value):   # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran stale)
+            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program)
+            if all(_plain(v) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
