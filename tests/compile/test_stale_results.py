@@ -2,9 +2,9 @@
 key held, so that a later call (or a later process) ran a program traced for something else. Each test
 changes one thing between two calls and compares with the same code run eagerly.
 
-The cross-process probes, and the ones that found nothing, are listed in docs/compile.md ("The
-warm-start index"); these run in one process, where the index is consulted by every new
-``jitgrad.compile`` object, as in a new process.
+What was probed, and found nothing, is listed in docs/compile.md ("The warm-start index"); these
+tests run in one process, where the index is consulted by every new ``jitgrad.compile`` object, as in
+a new process (tests/compile/test_warm_start.py runs two).
 """
 from __future__ import annotations
 
