@@ -68,6 +68,13 @@ def _library_class(kind: type) -> bool:
     return _library(module) and not any(module == p or module.startswith(p + ".") for p in _USER_FACING_PACKAGES)
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` compares by value alone: a number, string, bytes or None, or a tuple of them."""
+    if type(value) is tuple:
+        return all(_plain(v) for v in value)
+    return type(value) in SCALAR_TYPES
+
+
 def _literal(key: Any) -> bool:
     """Whether a dict key can be written into a guard's source (a number, a string, a tuple of them)."""
     if type(key) is tuple:
@@ -210,7 +217,7 @@ class _Walker:
                 self._module(value, source, names)
             elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
-            elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
+            elif kind in (set, frozenset) and all(_plain(v) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
@@ -252,7 +259,8 @@ class _Walker:
             if not _library_class(kind):
                 self._object(value, kind, source, names)
         elif kind in (set, frozenset):
-            if all(type(v) in SCALAR_TYPES for v in value):
+            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program)
+            if all(_plain(v) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
@@ -284,7 +292,16 @@ class _Walker:
                 self.found.guards.append((source, "identity", value))
                 # ``Counter.calls += 1`` inside: a class's attributes are a place too
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
-                self._attributes(value, vars(value), source, names)
+                users = not _library(value.__module__)   # the user's class, not jitgrad's ``Linear``
+                if users:
+                    # which attributes it has (one set later may shadow a base's) and, through its user
+                    # base classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new
+                    # ``Base.f`` ran the old program for ``obj.scale`` of a ``Child(Base)``
+                    self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
+                self._attributes(value, vars(value), source, names, methods=users)
+                for i, base in enumerate(value.__mro__[1:] if users else (), 1):
+                    if not _library(base.__module__):
+                        self.value(base, source.attr("__mro__").item(i), names)
             else:
                 self.found.guards.append((source, "identity", value))
         elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
@@ -319,9 +336,15 @@ class _Walker:
         if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
             self.function(inner)
 
-    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str]) -> None:
+    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str],
+                    methods: bool = True) -> None:
+        """The attributes of ``owner`` (its ``__dict__``): Python's own entries aside (``__module__``,
+        ``__doc__``...), and special methods unless ``methods`` is False (jitgrad's classes): such as
+        ``__mul__`` or ``__getattr__``, they run the user's code (``s * x``, ``cfg.anything``), and a
+        global they read went unguarded until 2026-11-28."""
         for name, attribute in list(attributes.items()):
-            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__"):
+            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__") and not (
+                    methods and isinstance(attribute, (types.FunctionType, staticmethod, classmethod, property))):
                 continue
             if isinstance(attribute, (staticmethod, classmethod, property)):
                 # guarded as it sits in the dict: reading the attribute unwraps it (a classmethod into a

@@ -3,8 +3,8 @@
 A compiled function takes its tensors wherever the call puts them (``step(params, batch)`` with
 ``params`` a list and ``batch`` a dict), as JAX's pytrees do. ``flatten`` turns the call's arguments
 into leaves and a *spec*, a hashable description of the nesting (container types, lengths, dict keys
-in order, and their types where they are not all strings), which a guard compares: the same spec means the i-th leaf stands where it stood when the
-function was traced. A spec is a nested tuple so that comparing and hashing it is one C-level call.
+in order, and their types where they are not all strings), which a guard compares: the same spec means
+the i-th leaf stands where it stood when the function was traced. A spec is a nested tuple so that comparing and hashing it is one C-level call.
 """
 from __future__ import annotations
 

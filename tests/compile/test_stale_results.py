@@ -2,9 +2,9 @@
 key held, so that a later call (or a later process) ran a program traced for something else. Each test
 changes one thing between two calls and compares with the same code run eagerly.
 
-The cross-process probes, and the ones that found nothing, are listed in docs/compile.md ("The
-warm-start index"); these run in one process, where the index is consulted by every new
-``jitgrad.compile`` object, as in a new process.
+What was probed, and found nothing, is listed in docs/compile.md ("The warm-start index"); these
+tests run in one process, where the index is consulted by every new ``jitgrad.compile`` object, as in
+a new process (tests/compile/test_warm_start.py runs two).
 """
 from __future__ import annotations
 
@@ -123,6 +123,63 @@ def test_code_that_differs_only_in_what_its_except_covers_is_another_key(cache):
     for step, want in zip(steps, (3.0, 5.0)):
         assert jg.compile(step)(x).tolist() == step(x).tolist() == [want]
 
+
+def test_a_set_of_tuples_is_guarded_by_its_items():
+    """A set of tuples (of numbers) read from outside had a snapshot but no guard: an item added
+    between calls ran the old program."""
+    namespace = {"PAIRS": {(1.0, 2.0)}}
+    exec("def step(x):\n    for a, b in sorted(PAIRS):\n        x = x * a + b\n    return x", namespace)
+    compiled, x = jg.compile(namespace["step"], cache=False), jg.ones(2)
+    assert compiled(x).tolist() == [3.0, 3.0]
+    namespace["PAIRS"].add((3.0, 4.0))
+    assert compiled(x).tolist() == namespace["step"](x).tolist() == [13.0, 13.0]
+
+INHERITED = """
+class Base:
+    scale = 2.0
+    def f(self, x):
+        return x * 2.0
+class Child(Base):
+    pass
+obj = Child()
+def step(x):
+    return obj.f(x) * obj.scale
+"""
+
+
+@pytest.mark.parametrize("change, want", [
+    ("Base.scale = 5.0", 10.0), ("Base.f = lambda self, x: x * 3.0", 6.0), ("Child.scale = 7.0", 14.0)])
+def test_what_an_object_inherits_is_guarded(change, want):
+    """The walk entered an object's class but not the user's base classes, and guarded no class's
+    set of attributes: a changed base attribute, or one its subclass now shadows, ran stale."""
+    namespace = {"__name__": "user_module"}
+    exec(INHERITED, namespace)
+    compiled, x = jg.compile(namespace["step"], cache=False), jg.ones(1)
+    assert compiled(x).tolist() == [4.0]
+    exec(change, namespace)
+    assert compiled(x).tolist() == namespace["step"](x).tolist() == [want]
+
+SPECIAL_METHODS = """
+SCALE = 2.0
+class Scaler:
+    def __mul__(self, x):
+        return x * SCALE
+    def __getattr__(self, name):
+        return SCALE
+s = Scaler()
+"""
+
+
+@pytest.mark.parametrize("body", ["s * x", "x * s.anything"])
+def test_a_global_a_special_method_reads_is_guarded(body):
+    """``__mul__`` and ``__getattr__`` of the user's class run its code, but the walk skipped every
+    ``__dunder__`` entry of a class: a global they read went unguarded."""
+    namespace = {"__name__": "user_module"}
+    exec(f"{SPECIAL_METHODS}def step(x):\n    return {body}", namespace)
+    compiled, x = jg.compile(namespace["step"], cache=False), jg.ones(1)
+    assert compiled(x).tolist() == [2.0]
+    namespace["SCALE"] = 5.0
+    assert compiled(x).tolist() == [5.0]
 
 @pytest.mark.parametrize("before, after, uses", [
     ("jg.tanh", "jg.sigmoid", "VALUE(x)"),                                # a library's function
