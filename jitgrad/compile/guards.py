@@ -4,7 +4,8 @@ A call's *key* is one flat tuple: the grad mode and default dtype, the nesting o
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
 requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
-serve each other's calls) and whether it is a leaf, computed or an inference tensor; its values are read afresh at every call; a
+serve each other's calls), whether it is a leaf, computed or an inference tensor, and its class (a
+``Parameter`` is one inside the trace too); its values are read afresh at every call; a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
 may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
@@ -47,7 +48,7 @@ def tensor_descriptor(t: Tensor) -> tuple:
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
             bool(t._hooks) or bool(t._post_accumulate_grad_hooks),
             "inference" if t._is_inference else t._grad_fn is not None,   # the trace reads ``is_leaf`` and
-            device)                                                         # ``is_inference()`` eagerly
+            device, type(t))   # ``is_inference()`` eagerly, and a ``Parameter`` is one inside it too
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -226,9 +227,11 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0, c0, v0), (s1, d1, r1, g1, h1, c1, v1) = old, new
+    (s0, d0, r0, g0, h0, c0, v0, k0), (s1, d1, r1, g1, h1, c1, v1, k1) = old, new
     if v0 != v1:
         return f"{label}: device was {v0}, now {v1}", False
+    if k0 is not k1:
+        return f"{label}: was a {k0.__qualname__}, now a {k1.__qualname__}", False
     if len(s0) != len(s1):
         return f"{label}: rank was {len(s0)}, now {len(s1)}", False
     if d0 != d1:
@@ -251,7 +254,7 @@ _KINDS = {True: "computed", False: "a leaf", "inference": "an inference tensor"}
 
 
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 7 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return isinstance(value, tuple) and len(value) == 8 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
 
 
 def _is_array_descriptor(value: Any) -> bool:

@@ -88,4 +88,21 @@ class TracedTensor(Tensor):
         raise conversion_error("Use as an index (__index__)")
 
 
-__all__ = ["BORROWED_WITH_HISTORY", "TraceError", "TracedTensor", "conversion_error"]
+_TRACED_CLASSES: dict[type, type] = {}
+
+
+def traced_class(kind: type) -> type:
+    """The class a caller's tensor of class ``kind`` has while lent to a trace: ``TracedTensor``, or
+    for a subclass of ``Tensor`` (``nn.Parameter``) a class deriving from both, so that
+    ``isinstance(w, nn.Parameter)`` answers inside the trace as it does outside (until 2026-11-28 it
+    was False there, and a branch on it ran the other way than eager mode's)."""
+    if kind is Tensor or issubclass(kind, TracedTensor):
+        return TracedTensor
+    traced = _TRACED_CLASSES.get(kind)
+    if traced is None:
+        traced = _TRACED_CLASSES[kind] = type(f"Traced{kind.__name__}", (TracedTensor, kind),
+                                              {"__slots__": (), "__module__": __name__})
+    return traced
+
+
+__all__ = ["BORROWED_WITH_HISTORY", "TraceError", "TracedTensor", "conversion_error", "traced_class"]

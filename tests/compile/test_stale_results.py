@@ -253,11 +253,9 @@ def test_arguments_equal_to_python_but_not_to_the_code_are_other_keys(before, af
             np.testing.assert_array_equal(compiled(x, d).numpy(), step(x, d).numpy())
 
 
-@pytest.mark.xfail(reason="the trace lends a Parameter to the function as a plain traced tensor (fx.borrowing): "
-                          "isinstance(x, nn.Parameter) is False inside, even at the first call; once the trace "
-                          "keeps the subclass, a tensor's key must hold its class too (guards.tensor_descriptor)",
-                   strict=True)
 def test_a_branch_on_a_tensors_class_follows_the_argument():
+    """Until 2026-11-28 the trace lent a Parameter as a plain traced tensor: ``isinstance(x,
+    nn.Parameter)`` was False inside, even at the first call, and the key did not hold the class."""
     def step(x):
         return x * (2.0 if isinstance(x, jg.nn.Parameter) else 3.0)
     compiled = jg.compile(step, cache=False)
