@@ -426,8 +426,9 @@ def _into_accumulators(fn: Node, outputs: list, keep_graph: bool) -> None:
 
 
 def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
-    for slot in range(len(grads)):
-        hooks = fn._tensor_hooks(slot)
+    # Outputs in the order their first hook was registered, as PyTorch keeps one entry per tensor (before
+    # 2026-11-28, in output order: split's second output's hooks ran second even when registered first).
+    for slot, hooks in fn._tensor_hooks_by_output():
         if hooks and grads[slot] is not None:
             for hook in list(hooks.values()):
                 result = hook(grads[slot])

@@ -11,7 +11,7 @@ import functools
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -176,9 +176,9 @@ class Node:
             self._retains_grad = {}
         self._retains_grad[output_nr] = tensor_ref
 
-    def _tensor_hooks(self, slot: int) -> dict | None:
-        hooks = self._tensor_pre_hooks
-        return hooks.get(slot) if hooks else None
+    def _tensor_hooks_by_output(self) -> Iterable[tuple[int, dict]]:
+        """``(output_nr, hooks)`` of the outputs with tensor hooks, in the order of their first hook."""
+        return self._tensor_pre_hooks.items() if self._tensor_pre_hooks else ()
 
     def _retained_tensors(self) -> list["Tensor"]:
         """The live non-leaf tensors whose ``.grad`` this node's inputs fill (``retain_grad``)."""
@@ -255,8 +255,8 @@ class AccumulateGrad(Node):
         if anomaly_mode.state.enabled:
             anomaly_mode.record_creation(self.metadata)
 
-    def _tensor_hooks(self, slot: int) -> dict | None:
-        return self.variable._hooks
+    def _tensor_hooks_by_output(self) -> Iterable[tuple[int, dict]]:
+        return ((0, self.variable._hooks),) if self.variable._hooks else ()
 
     def hooked(self) -> bool:
         variable = self.variable

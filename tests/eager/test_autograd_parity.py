@@ -83,6 +83,18 @@ class TestNodeHookResults:
 
 
 @each_library
+def test_hooks_on_outputs_of_one_node_run_in_the_order_they_were_registered(lib):
+    x = leaf(lib, 1.0, 2.0, 3.0, 4.0)
+    first, second = x.split(2)
+    order = []
+    second.register_hook(lambda grad: order.append("second"))
+    first.register_hook(lambda grad: order.append("first"))
+    second.register_hook(lambda grad: order.append("second again"))
+    (first * 2 + second * 3).sum().backward()
+    assert order == ["second", "second again", "first"]
+    assert values(x.grad) == [2.0, 2.0, 3.0, 3.0]
+
+@each_library
 def test_a_multi_grad_hook_gets_a_list(lib):
     a, b = leaf(lib, 1.0, 2.0), leaf(lib, 3.0, 4.0)
     calls = []
