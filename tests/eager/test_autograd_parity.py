@@ -302,3 +302,46 @@ class TestViewsChangedInPlace:
         view.mul_(3)
         (y.sum() + (view * 5).sum()).backward()
         assert values(view.grad) == [5.0] and values(x.grad) == [36.0, 2.0]
+
+
+class TestCustomFunctionsForwardMode:
+    @each_library
+    def test_jvp_reads_what_save_for_forward_saved(self, lib):
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x * x
+
+        def jvp(ctx, tangent):
+            (x,) = ctx.saved_tensors
+            return 2 * x * tangent
+
+        square = function_class(lib, forward, lambda ctx, grad: grad, jvp=jvp)
+        forward_ad = lib.autograd.forward_ad
+        with forward_ad.dual_level():
+            dual = forward_ad.make_dual(lib.tensor([1.0, 2.0], dtype=lib.float64),
+                                        lib.tensor([1.0, 0.5], dtype=lib.float64))
+            assert values(forward_ad.unpack_dual(square.apply(dual)).tangent) == [2.0, 2.0]
+
+    @each_library
+    def test_vjp_is_backwards_other_name(self, lib):
+        methods = {"forward": staticmethod(lambda ctx, x: x * 2), "vjp": staticmethod(lambda ctx, grad: grad * 3)}
+        triple = type("Triple", (lib.autograd.Function,), methods)
+        x = leaf(lib, 1.0, 2.0)
+        triple.apply(x).sum().backward()
+        assert values(x.grad) == [3.0, 3.0]
+        both = type("Both", (triple,), {"backward": staticmethod(lambda ctx, grad: grad)})
+        with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp' for a custom Function is not "
+                                               "allowed"):
+            both.apply(x).sum().backward()
+
+    @each_library
+    def test_forward_mode_misuse_gets_pytorchs_errors(self, lib):
+        forward_ad = lib.autograd.forward_ad
+        with pytest.raises(RuntimeError, match="Trying to create a dual Tensor for forward AD but no level exists"):
+            forward_ad.make_dual(lib.ones(2), lib.ones(2))
+        with forward_ad.dual_level():
+            with pytest.raises(RuntimeError, match="Nested forward mode AD is not supported at the moment"):
+                with forward_ad.dual_level():
+                    pass
+            with pytest.raises(ValueError, match="Expected tangent to be floating point or complex, but got"):
+                forward_ad.make_dual(lib.ones(2), lib.tensor([1, 0]))
