@@ -137,6 +137,11 @@ class SavedTensor:
             pack, self._unpack_hook = _hooks.stack[-1]
             self._description = (tensor._data.dtype, tensor._data.shape)
             self._tensor, self._data = None, pack(tensor)
+            if counter[0] != self._version:  # the saved values would be the changed ones, silently
+                raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                                   "input to pack hook cannot be modified by in-place operations as this can lead "
+                                   "to unexpected side-effects. Please open an issue if you need to perform "
+                                   "in-place operations on the input to a pack hook.")
             return
         self._unpack_hook = self._description = None
         if output_nr is None:
@@ -187,8 +192,8 @@ class SavedTensor:
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)
             if not isinstance(value, Tensor):
-                raise TypeError(f"the unpack hook of saved_tensors_hooks returned {type(value).__name__}; "
-                                "it must return a Tensor")
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                                f"type {type(value).__name__}")
             if self._output_nr is None:
                 return value
             data = value._data

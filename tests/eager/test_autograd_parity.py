@@ -345,3 +345,26 @@ class TestCustomFunctionsForwardMode:
                     pass
             with pytest.raises(ValueError, match="Expected tangent to be floating point or complex, but got"):
                 forward_ad.make_dual(lib.ones(2), lib.tensor([1, 0]))
+
+
+class TestSavedTensorHooks:
+    @each_library
+    def test_a_pack_hook_that_changes_its_input_in_place_is_refused(self, lib):
+        def pack(tensor):
+            with lib.no_grad():
+                tensor.mul_(2)
+            return tensor
+
+        x = leaf(lib, 1.0, 2.0)
+        with lib.autograd.graph.saved_tensors_hooks(pack, lambda packed: packed):
+            with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place"):
+                x * x
+
+    @each_library
+    def test_an_unpack_hook_must_return_a_tensor(self, lib):
+        x = leaf(lib, 1.0, 2.0)
+        with lib.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, lambda packed: 3):
+            y = x.exp()
+        with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor but got "
+                                            "result of type int"):
+            y.sum().backward()
