@@ -368,3 +368,13 @@ class TestSavedTensorHooks:
         with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor but got "
                                             "result of type int"):
             y.sum().backward()
+
+
+@each_library
+def test_grad_takes_only_inputs_where_pytorch_has_it(lib):
+    x = leaf(lib, 1.0, 2.0)
+    # outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused
+    (grad, unused) = lib.autograd.grad((x * 2).sum(), [x, leaf(lib, 3.0)], None, None, False, True, True)
+    assert values(grad) == [2.0, 2.0] and unused is None
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+        lib.autograd.grad((x * 2).sum(), x, only_inputs=False)
