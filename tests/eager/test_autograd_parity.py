@@ -379,3 +379,10 @@ def test_grad_takes_only_inputs_where_pytorch_has_it(lib):
     assert values(grad) == [2.0, 2.0] and unused is None
     with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
         lib.autograd.grad((x * 2).sum(), x, only_inputs=False)
+
+
+def test_gradcheck_takes_fast_mode():
+    """jitgrad only: PyTorch's gradcheck takes 1.9 s to warm up; its signature has fast_mode."""
+    x = leaf(jg, 1.0, 2.0)
+    assert jg.autograd.gradcheck(lambda t: t.sin() * t, (x,), fast_mode=True)
+    assert jg.autograd.gradgradcheck(lambda t: t.sin() * t, (x,), fast_mode=True)
