@@ -456,8 +456,8 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
     """A hook may replace a gradient, but only with a tensor of the same shape and dtype."""
     name = getattr(hook, "__name__", type(hook).__name__)
     if not isinstance(result, Tensor):
-        raise TypeError(f"hook '{name}' returned {type(result).__name__}; a tensor hook must return a "
-                        "Tensor or None")
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}' (hook '{name}': a "
+                        "tensor hook returns a Tensor or None)")
     if result._data.shape != grad._data.shape:
         raise RuntimeError(f"hook '{name}' has changed the size of value: the gradient has shape "
                            f"{tuple(grad._data.shape)} but the hook returned {tuple(result._data.shape)}")

@@ -95,6 +95,15 @@ def test_hooks_on_outputs_of_one_node_run_in_the_order_they_were_registered(lib)
     assert values(x.grad) == [2.0, 2.0, 3.0, 3.0]
 
 @each_library
+def test_a_tensor_hook_returning_a_non_tensor_gets_pytorchs_error(lib):
+    x = leaf(lib, 1.0, 2.0)
+    y = x * 2
+    y.register_hook(lambda grad: [grad])
+    with pytest.raises(TypeError, match="expected Variable, but hook returned 'list'"):
+        y.sum().backward()
+
+
+@each_library
 def test_a_multi_grad_hook_gets_a_list(lib):
     a, b = leaf(lib, 1.0, 2.0), leaf(lib, 3.0, 4.0)
     calls = []

@@ -66,7 +66,7 @@ CASES = [
     ('hook-wrong-shape', lambda L, w: (lambda x: (x.register_hook(lambda g: L.ones(5)), (x*2).sum().backward()))(w),
      RuntimeError, "hook '<lambda>' has changed the size"),
     ('hook-non-tensor', lambda L, w: (lambda x: (x.register_hook(lambda g: 3), (x*2).sum().backward()))(w),
-     TypeError, "hook '<lambda>' returned int; a tensor"),
+     TypeError, "expected Variable, but hook returned 'int'"),
     ('requires-grad-false-nonleaf', lambda L, w: (w*2).requires_grad_(False),
      RuntimeError, 'you can only change requires_grad flags'),
     ('grad-nonscalar', lambda L, w: L.autograd.grad(w*2, [w]),
