@@ -379,6 +379,27 @@ class TestSavedTensorHooks:
                                             "result of type int"):
             y.sum().backward()
 
+    @each_library
+    def test_disable_saved_tensors_hooks_refuses_them_inside(self, lib):
+        graph = lib.autograd.graph
+
+        @graph.disable_saved_tensors_hooks("no hooks in here")
+        def guarded():
+            with graph.saved_tensors_hooks(lambda tensor: tensor, lambda packed: packed):
+                pass
+
+        with pytest.raises(RuntimeError, match="no hooks in here"):
+            guarded()
+        with graph.disable_saved_tensors_hooks("outer"):
+            with graph.disable_saved_tensors_hooks("inner"), pytest.raises(RuntimeError, match="inner"):
+                graph.saved_tensors_hooks(lambda tensor: tensor, lambda packed: packed).__enter__()
+            with pytest.raises(RuntimeError, match="outer"):
+                graph.saved_tensors_hooks(lambda tensor: tensor, lambda packed: packed).__enter__()
+        with graph.saved_tensors_hooks(lambda tensor: tensor, lambda packed: packed):
+            with pytest.raises(RuntimeError, match="hooks are on"):
+                with graph.disable_saved_tensors_hooks("hooks are on"):
+                    pass
+
 
 @each_library
 def test_grad_takes_only_inputs_where_pytorch_has_it(lib):
