@@ -416,3 +416,17 @@ def test_gradcheck_takes_fast_mode():
     x = leaf(jg, 1.0, 2.0)
     assert jg.autograd.gradcheck(lambda t: t.sin() * t, (x,), fast_mode=True)
     assert jg.autograd.gradgradcheck(lambda t: t.sin() * t, (x,), fast_mode=True)
+
+
+@each_library
+def test_a_node_shows_what_it_saved_under_pytorchs_names(lib):
+    x, w = leaf(lib, 1.0, 2.0), leaf(lib, 3.0, 4.0)
+    product, power = x * w, x.exp()
+    assert values(product.grad_fn._saved_self) == [1.0, 2.0] and values(product.grad_fn._saved_other) == [3.0, 4.0]
+    assert {"_saved_self", "_saved_other"} <= set(dir(product.grad_fn))
+    assert np.allclose(values(power.grad_fn._saved_result), np.exp([1.0, 2.0]))
+    with pytest.raises(AttributeError, match="_saved_nothing"):
+        product.grad_fn._saved_nothing
+    power.sum().backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        power.grad_fn._saved_result
