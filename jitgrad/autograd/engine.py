@@ -442,8 +442,8 @@ def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
             task.record_grad(tensor)
             if tensor._grad is not None:
                 tensor._grad = tensor._grad + grad
-            else:  # with create_graph the retained gradient stays differentiable
-                tensor._grad = grad if task.create_graph else _copied(grad)
+            else:  # with create_graph the retained gradient stays differentiable (a recorded copy)
+                tensor._grad = grad.clone() if task.create_graph else _copied(grad)
     return grads
 
 

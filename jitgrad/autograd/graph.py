@@ -270,9 +270,9 @@ class AccumulateGrad(Node):
         if not self.variable._requires_grad:  # requires_grad_(False) since the graph was recorded
             return self._skip_accumulation()
         if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
-            with self._lock:
-                old = self.variable._grad
-                self.variable._grad = grad if old is None else old + grad
+            with self._lock:  # a first one is a (recorded) copy, as PyTorch's: the incoming gradient may be
+                old = self.variable._grad  # another leaf's too, or a read-only broadcast (until 2026-11-28)
+                self.variable._grad = grad.clone() if old is None else old + grad
         else:
             self._accumulate(grad, copy=True)
         if self.variable._post_accumulate_grad_hooks:

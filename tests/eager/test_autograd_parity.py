@@ -430,3 +430,22 @@ def test_a_node_shows_what_it_saved_under_pytorchs_names(lib):
     power.sum().backward()
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         power.grad_fn._saved_result
+
+
+@each_library
+def test_gradients_kept_under_create_graph_are_copies_of_their_own(lib):
+    x, w = leaf(lib, 1.0, 2.0), leaf(lib, 3.0, 4.0)
+    h = x * 1
+    h.retain_grad()
+    (h + w).sum().backward(create_graph=True)  # one incoming gradient (a broadcast of the seed) for all three
+    assert x.grad is not w.grad and h.grad is not x.grad
+    with lib.no_grad():
+        x.grad.zero_()
+        h.grad.mul_(5)
+    assert values(x.grad) == [0.0, 0.0] and values(w.grad) == [1.0, 1.0] and values(h.grad) == [5.0, 5.0]
+    x.grad = None
+    (x ** 3).sum().backward(create_graph=True)
+    first = x.grad
+    x.grad = None
+    first.sum().backward()  # the copy stays differentiable
+    assert values(x.grad) == [6.0, 12.0]
