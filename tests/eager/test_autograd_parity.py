@@ -449,3 +449,19 @@ def test_gradients_kept_under_create_graph_are_copies_of_their_own(lib):
     x.grad = None
     first.sum().backward()  # the copy stays differentiable
     assert values(x.grad) == [6.0, 12.0]
+
+
+@each_library
+def test_autograd_functional_misuse_gets_pytorchs_words(lib):
+    functional, x = lib.autograd.functional, lib.tensor([1.0, 2.0], dtype=lib.float64)
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function does not require gradients. The "
+                                           "outputs must be computed in a differentiable manner from the input when "
+                                           "running in strict mode"):
+        functional.vjp(lambda t: t.detach().sum(), x, strict=True)
+    with pytest.raises(RuntimeError, match="The vector v can only be None if the user-provided function returns a "
+                                           "single Tensor with a single element."):
+        functional.vjp(lambda t: t * 2, x)
+    with pytest.raises(TypeError, match="The outputs of the user-provided function given to jacobian must be either a "
+                                        "Tensor or a tuple of Tensors but the given outputs of the user-provided "
+                                        "function has type <class 'float'>."):
+        functional.jacobian(lambda t: 3.0, x)
