@@ -1,6 +1,7 @@
 """``backward`` and ``grad``: check what the user asked for, then hand it to the engine."""
 from __future__ import annotations
 
+import warnings
 from itertools import repeat
 from operator import is_
 from typing import Sequence, Union
@@ -107,12 +108,17 @@ def tensor_backward(tensor: Tensor, gradient: Tensor | None, retain_graph: bool 
 
 
 def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
-         retain_graph: bool | None = None, create_graph: bool = False,
+         retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
          allow_unused: bool | None = None, is_grads_batched: bool = False,
          materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
     """The gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``; only the
     part of the graph between them runs. With ``is_grads_batched``, each of ``grad_outputs`` has a
-    leading batch dimension, and each result one too: a backward per row (PyTorch vmaps it)."""
+    leading batch dimension, and each result one too: a backward per row (PyTorch vmaps it).
+    ``only_inputs`` is taken and ignored, as PyTorch does (where it sits, so arguments by position match)."""
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use jitgrad.autograd.backward.", FutureWarning,
+                      stacklevel=2)
     outs = (outputs,) if type(outputs) is Tensor else _as_tuple(outputs)  # a loss: no call
     wanted = _as_tuple(inputs)
     if not wanted:

@@ -426,8 +426,9 @@ def _into_accumulators(fn: Node, outputs: list, keep_graph: bool) -> None:
 
 
 def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
-    for slot in range(len(grads)):
-        hooks = fn._tensor_hooks(slot)
+    # Outputs in the order their first hook was registered, as PyTorch keeps one entry per tensor (before
+    # 2026-11-28, in output order: split's second output's hooks ran second even when registered first).
+    for slot, hooks in fn._tensor_hooks_by_output():
         if hooks and grads[slot] is not None:
             for hook in list(hooks.values()):
                 result = hook(grads[slot])
@@ -441,8 +442,8 @@ def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
             task.record_grad(tensor)
             if tensor._grad is not None:
                 tensor._grad = tensor._grad + grad
-            else:  # with create_graph the retained gradient stays differentiable
-                tensor._grad = grad if task.create_graph else _copied(grad)
+            else:  # with create_graph the retained gradient stays differentiable (a recorded copy)
+                tensor._grad = grad.clone() if task.create_graph else _copied(grad)
     return grads
 
 
@@ -455,8 +456,8 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
     """A hook may replace a gradient, but only with a tensor of the same shape and dtype."""
     name = getattr(hook, "__name__", type(hook).__name__)
     if not isinstance(result, Tensor):
-        raise TypeError(f"hook '{name}' returned {type(result).__name__}; a tensor hook must return a "
-                        "Tensor or None")
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}' (hook '{name}': a "
+                        "tensor hook returns a Tensor or None)")
     if result._data.shape != grad._data.shape:
         raise RuntimeError(f"hook '{name}' has changed the size of value: the gradient has shape "
                            f"{tuple(grad._data.shape)} but the hook returned {tuple(result._data.shape)}")

@@ -28,6 +28,11 @@ class FunctionCtx:
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         self._to_save = tensors
 
+    def save_for_forward(self, *tensors: Tensor | None) -> None:
+        """Tensors that ``jvp`` reads as ``ctx.saved_tensors`` (PyTorch's name; without it ``jvp`` reads
+        what ``save_for_backward`` saved, where PyTorch's gets nothing)."""
+        self._saved_for_forward = tensors
+
     def mark_dirty(self, *tensors: Tensor) -> None:
         """Declares inputs that ``forward`` modified in place and returns; their history is rebased
         onto this function."""
@@ -42,6 +47,8 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        if self._in_jvp and self._saved_for_forward is not None:
+            return tuple(self._saved_for_forward)
         return tuple(s.unpack(self) if s is not None else None for s in self._saved)
 
 
@@ -57,6 +64,8 @@ class FunctionBackward(FunctionCtx, Node):
         self.needs_input_grad = needs_input_grad
         self.materialize_grads = True
         self._to_save: tuple = ()
+        self._saved_for_forward: tuple | None = None
+        self._in_jvp = False
         self._dirty: tuple = ()
         self._non_differentiable: tuple = ()
         self._saved: tuple = ()
@@ -65,7 +74,7 @@ class FunctionBackward(FunctionCtx, Node):
         if self.materialize_grads:  # a non-Tensor output's slot (metadata None) always gets None
             grads = [g if g is not None or m is None else Tensor._make(zeros_on(m.shape, m.dtype, m.device))
                      for g, m in zip(grads, self._input_metadata)]
-        result = self.function.backward(self, *grads)
+        result = self.function.user_backward()(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         expected = len(self.needs_input_grad)
@@ -143,6 +152,18 @@ class Function:
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
+    vjp = backward  # PyTorch's other name for it: a Function defines one of the two
+
+    @classmethod
+    def user_backward(cls) -> Callable[..., Any]:
+        """The ``backward`` or ``vjp`` the Function defines (both is PyTorch's error)."""
+        if cls.vjp is Function.vjp:
+            return cls.backward
+        if cls.backward is not Function.backward:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+                               "should only implement one of them.")
+        return cls.vjp
+
     @staticmethod
     def jvp(ctx: FunctionCtx, *grad_inputs: Tensor | None) -> Any:
         """Forward mode: the outputs' tangents from the inputs' (None for inputs without one)."""
@@ -176,7 +197,11 @@ class Function:
             outputs = _connect(ctx, args, outputs)
         _save(ctx, outputs, records)
         if tangents is not None:
-            forward_ad.run_jvp(lambda: cls.jvp(ctx, *tangents), [o for o in outputs if isinstance(o, Tensor)])
+            ctx._in_jvp = True
+            try:
+                forward_ad.run_jvp(lambda: cls.jvp(ctx, *tangents), [o for o in outputs if isinstance(o, Tensor)])
+            finally:
+                ctx._in_jvp = False
         return outputs if isinstance(output, tuple) else outputs[0]
 
 

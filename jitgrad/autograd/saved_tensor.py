@@ -7,9 +7,10 @@ cycle never forms and a graph is freed by reference counting alone; unpacking re
 """
 from __future__ import annotations
 
+import contextlib
 import re
-
-from typing import TYPE_CHECKING, Any, Callable
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -46,11 +47,34 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self) -> "saved_tensors_hooks":
+        if _disabled.message is not None:
+            raise RuntimeError(_disabled.message)
         _hooks.stack = _hooks.stack + ((self.pack_hook, self.unpack_hook),)
         return self
 
     def __exit__(self, *exc: object) -> None:
         _hooks.stack = _hooks.stack[:-1]
+
+
+class _Disabled(threading.local):
+    message: str | None = None  # while set, saved_tensors_hooks raises it (a plain local: ops never read it)
+
+
+_disabled = _Disabled()
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
+    """PyTorch's guard for code that saved-tensor hooks would break: inside it (a block or a decorated
+    function), entering ``saved_tensors_hooks`` raises ``RuntimeError(error_message)``; so does
+    entering it while hooks are active."""
+    if _hooks.stack:
+        raise RuntimeError(error_message)
+    previous, _disabled.message = _disabled.message, error_message
+    try:
+        yield
+    finally:
+        _disabled.message = previous
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -137,6 +161,11 @@ class SavedTensor:
             pack, self._unpack_hook = _hooks.stack[-1]
             self._description = (tensor._data.dtype, tensor._data.shape)
             self._tensor, self._data = None, pack(tensor)
+            if counter[0] != self._version:  # the saved values would be the changed ones, silently
+                raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                                   "input to pack hook cannot be modified by in-place operations as this can lead "
+                                   "to unexpected side-effects. Please open an issue if you need to perform "
+                                   "in-place operations on the input to a pack hook.")
             return
         self._unpack_hook = self._description = None
         if output_nr is None:
@@ -187,8 +216,8 @@ class SavedTensor:
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)
             if not isinstance(value, Tensor):
-                raise TypeError(f"the unpack hook of saved_tensors_hooks returned {type(value).__name__}; "
-                                "it must return a Tensor")
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                                f"type {type(value).__name__}")
             if self._output_nr is None:
                 return value
             data = value._data
