@@ -128,16 +128,20 @@ class _InverseTransform(Transform):
         return f"{type(self).__name__}({self._inv!r})"
 
 
-class ExpTransform(Transform):
+class _WithoutParameters(Transform):
+    """A transform with no parameters: every instance of it is the same map, and equal to the others."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    __hash__ = object.__hash__
+
+
+class ExpTransform(_WithoutParameters):
     """``y = exp(x)``: the reals onto the positive numbers; ``log |dy/dx| = x``."""
 
     bijective, sign = True, 1
     domain, codomain = constraints.real, constraints.positive
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
         return exp(x)
@@ -156,17 +160,12 @@ def _clipped_probability(p: Tensor) -> Tensor:
     return clamp(p, min=float(info.tiny), max=1.0 - float(info.eps))
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_WithoutParameters):
     """``y = sigmoid(x)``: the reals onto the unit interval; ``log |dy/dx| = -softplus(-x) -
     softplus(x)``."""
 
     bijective, sign = True, 1
     domain, codomain = constraints.real, constraints.unit_interval
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
         return _clipped_probability(sigmoid(x))
