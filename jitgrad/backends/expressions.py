@@ -20,6 +20,8 @@ FunctionSource = Callable[[Sequence[str], np.dtype], str]
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "lt": "<", "le": "<=", "gt": ">",
            "ge": ">=", "eq": "==", "ne": "!=", "logical_and": "and", "logical_or": "or"}
+# A constant's source where ``repr`` gives no Python expression (``inf``): numba reads ``math``'s.
+_NON_FINITE = {"inf": "math.inf", "-inf": "(-math.inf)", "nan": "math.nan"}
 _BOOLEAN = {"add": "or", "mul": "and"}  # what + and * are between bool tensors, as numpy and PyTorch have them
 
 
@@ -44,7 +46,9 @@ def render(expression: Expr, dialect: Dialect, compute: np.dtype, result: np.dty
         if isinstance(e, Var):
             return e.name
         if isinstance(e, Const):
-            return repr(e.value) if isinstance(e.value, bool) else f"{dialect.type_name(compute)}({e.value!r})"
+            if isinstance(e.value, bool):
+                return repr(e.value)
+            return f"{dialect.type_name(compute)}({_NON_FINITE.get(repr(e.value), repr(e.value))})"
         if not isinstance(e, Apply):
             raise TypeError(f"not a scalar expression: {e!r}")
         args = [write(a) for a in e.args]

@@ -163,3 +163,20 @@ def test_bools_add_and_multiply_as_logical_operators_in_source_kernels():
         source = render(expression, NUMBA_CPU, boolean, boolean)
         assert eval(source, {"a": True, "b": True}) is expected  # noqa: S307 - our own rendered source
     assert render(a + b, NUMBA_CPU, np.dtype(np.int64), np.dtype(np.int64)) == "(a + b)"
+
+
+def test_a_non_finite_constant_renders_as_source_numba_compiles():
+    """``repr(inf)`` is no Python expression: a lowering with an infinite constant made a numba kernel
+    fail with a NameError (found when ``hypot`` was given its lowering)."""
+    import math
+
+    import numba
+
+    from jitgrad.backends.numba_cpu.scalar_functions import NUMBA_CPU
+    from jitgrad.ops.scalar import Apply, Const
+    for value in (math.inf, -math.inf, math.nan):
+        source = render(Apply("add", (Var("x"), Const(value))), NUMBA_CPU, np.dtype(np.float32), np.dtype(np.float32))
+        namespace = {"np": np, "math": math}
+        exec(f"def f(x):\n    return {source}\n", namespace)  # noqa: S102 - the test's own source
+        got = numba.njit(namespace["f"])(np.float32(1.0))
+        np.testing.assert_array_equal(got, np.float32(1.0) + np.float32(value))
