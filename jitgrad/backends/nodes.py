@@ -51,6 +51,14 @@ def is_python_number(value: Any) -> bool:
     return isinstance(value, Node) and bool(value.meta.get("python_number"))
 
 
+def inexact_integer(value: Any, dtype: np.dtype) -> bool:
+    """Whether ``value``, a Python number of the graph used as ``dtype``, is an integer the float64
+    array of a kernel's numbers cannot hold (beyond 2**53): it is written into the kernel as a literal
+    instead (``i + (2**60 + 1)`` was off by one), where every other number is read at each call."""
+    return (np.dtype(dtype).kind in "iu" and type(value) is int and float(value) != value
+            and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max)
+
+
 def is_scalar(value: Any) -> bool:
     return isinstance(value, (bool, int, float, np.number, np.bool_))
 
@@ -88,5 +96,5 @@ def check_lowerings(graph: Graph, statements: Mapping[str, Any], backend: str, e
             raise error(f"the {backend} backend has no lowering for op {node.target_name!r} (IR node {ir_line(node)})")
 
 
-__all__ = ["check_lowerings", "compute_dtype", "ir_line", "is_python_number", "is_scalar", "kernel_comment",
+__all__ = ["check_lowerings", "compute_dtype", "inexact_integer", "ir_line", "is_python_number", "is_scalar", "kernel_comment",
            "kernel_shape", "node_dtype"]

@@ -29,7 +29,7 @@ from ...fx.node import Node, Opcode, iter_nodes, tuple_item
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
 from ...ops.lowering import Intrinsic
-from ..nodes import ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
+from ..nodes import inexact_integer, ir_line, is_python_number, kernel_comment, kernel_shape, node_dtype
 from .arrays import ArrayView, contiguous_view, copy
 from .expressions import Value, convert
 from .function_writer import FunctionWriter, memory_type
@@ -130,6 +130,8 @@ class KernelWriter:
     def scalar(self, value: Any, dtype: np.dtype) -> Value:
         """A Python number of the graph: an entry of ``scalars`` cast once to ``dtype`` (as numba's
         kernel writes ``np.float32(scalars[k])``)."""
+        if inexact_integer(value, dtype):
+            return Value(str(int(value)), np.dtype(dtype))
         key = (repr(float(value)), np.dtype(dtype).str)
         if key not in self.number_values:
             w = self.fn

@@ -37,7 +37,7 @@ from ...fx.loop import Loop
 from ...fx.node import Node, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ..nodes import kernel_shape, node_dtype
+from ..nodes import inexact_integer, kernel_shape, node_dtype
 from ..source import product
 from ..source_writer import SourceWriter
 from .context import OpContext
@@ -93,6 +93,8 @@ class _Writer(SourceWriter):
         """A Python number of the graph, read from ``scalars`` and cast once to ``dtype``; one variable
         per distinct number and dtype (W1's fifty ``* 1.01`` read one), which keeps the function
         numba compiles short."""
+        if inexact_integer(value, dtype):
+            return f"{numpy_type(dtype)}({int(value)})"
         key = (repr(float(value)), np.dtype(dtype).str)  # repr: 0.0 and -0.0 stay apart
         if key not in self.scalar_names:
             name = self.fresh(hint)

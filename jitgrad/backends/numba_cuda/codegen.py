@@ -28,7 +28,7 @@ from ...fx.graph import Graph
 from ...fx.node import Node, NodeKind, Opcode, iter_nodes
 from ...fx.passes.memory import is_planned, output_buffer
 from ...fx.passes.schedule import units
-from ..nodes import check_lowerings, kernel_shape, node_dtype
+from ..nodes import check_lowerings, inexact_integer, kernel_shape, node_dtype
 from ..source import product, shape_tuple
 from ..source_writer import SourceWriter
 from .context import OpContext
@@ -106,7 +106,10 @@ class HostWriter(SourceWriter):
 
     def scalar(self, value: Any, dtype: np.dtype, hint: str) -> str:
         """A kernel-local variable holding a Python number of the graph cast to ``dtype``: the kernel
-        takes the host's float64 and casts it once at its top, so float32 code stays float32."""
+        takes the host's float64 and casts it once at its top, so float32 code stays float32 (an integer
+        float64 cannot hold is written as it is)."""
+        if inexact_integer(value, dtype):
+            return f"{numba_type(dtype)}({int(value)})"
         key = (repr(float(value)), np.dtype(dtype).str)
         if key not in self.scalar_names:
             name = self.fresh(hint)
