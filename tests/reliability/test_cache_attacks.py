@@ -24,6 +24,7 @@ import jitgrad as jg
 from jitgrad import fx
 from jitgrad.backends.numba_cpu import clear_cache, lower, object_loader
 from jitgrad.compile import cache as cache_module
+from jitgrad.compile import source_fingerprint
 from jitgrad.compile.cache import DiskCache
 from jitgrad.fx import passes
 
@@ -356,12 +357,12 @@ def test_a_source_file_rewritten_with_its_size_and_modification_time_changes_the
     tree = _source_tree(tmp_path)
     edited = tree / "inner" / "ops.py"
     later = edited.stat().st_ctime + 60   # as a later process sees it: no file recent
-    before = cache_module.tree_fingerprint(str(tree), later)
+    before = source_fingerprint.tree_fingerprint(str(tree), later)
     times = edited.stat()
     edited.write_text("B = 3\n")
     os.utime(edited, ns=(times.st_atime_ns, times.st_mtime_ns))
     assert edited.stat().st_size == times.st_size and edited.stat().st_mtime_ns == times.st_mtime_ns
-    assert cache_module.tree_fingerprint(str(tree), later) != before
+    assert source_fingerprint.tree_fingerprint(str(tree), later) != before
 
 
 def test_a_source_file_changed_within_its_timestamps_granularity_is_read(tmp_path):
@@ -369,7 +370,7 @@ def test_a_source_file_changed_within_its_timestamps_granularity_is_read(tmp_pat
     timestamp); later the same tree fingerprints by status alone."""
     tree = _source_tree(tmp_path)
     written = max(os.stat(p).st_ctime for p in (tree / "top.py", tree / "inner" / "ops.py"))
-    recent = cache_module.tree_fingerprint(str(tree), written)
-    later = cache_module.tree_fingerprint(str(tree), written + cache_module.RACY_SECONDS + 1)
+    recent = source_fingerprint.tree_fingerprint(str(tree), written)
+    later = source_fingerprint.tree_fingerprint(str(tree), written + source_fingerprint.RACY_SECONDS + 1)
     assert recent != later
-    assert cache_module.tree_fingerprint(str(tree), written) == recent
+    assert source_fingerprint.tree_fingerprint(str(tree), written) == recent
