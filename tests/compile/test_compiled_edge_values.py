@@ -18,8 +18,16 @@ NARROW = np.array([2**31 - 1, -2**31, 3, -3, 100, 7], dtype=np.int64)
 FACTORS = np.array([13, 2, 1, 7, 100, 50], dtype=np.int64)
 
 
-def edge_program(x64, x32, i32, j32, i8, j8, i64, f32):
+def edge_program(x64, x32, i32, j32, i8, j8, i64, f32, s64):
     return {
+        # every operand in the computation's dtype first, as PyTorch: an int64 tensor against 2.5 compares
+        # in float32 (the 2.5 was cast to the int64 2), float32 against a float64 0-d tensor in float32,
+        # an int64 tensor against a float32 one in float32; and float32 arithmetic rounds its operands
+        "int64 less than 2.5": i64 < 2.5, "int64 equal to 2.5": i64 == 2.5, "int64 above 2.5": i64 >= 2.5 + i64 * 0,
+        "float32 above float64 0-d": f32 > s64, "float32 equal to float64 0-d": f32 == s64,
+        "int64 above float32": i64 > f32 * 2**30,
+        "float32 times float64 0-d": f32 * s64 + 1.0, "float32 plus int32": f32 * 1e-3 + i32,
+        "int64 times 1.5 as float32": i64 * 1.5, "square root of int64": i64.abs().sqrt(),
         # numba types int32 * int32 as int64: the scalar a later member reads must wrap as the array does
         "int32 product summed": (i32 * j32).sum(), "int32 product's max": (i32 * j32 + 1).amax(),
         "int8 product summed by rows": (i8 * j8).reshape(2, 3).sum(1),
@@ -43,7 +51,8 @@ def _arguments():
         x32 = SPECIAL.astype(np.float32)
     return (jg.tensor(SPECIAL), jg.tensor(x32), jg.tensor(NARROW.astype(np.int32)), jg.tensor(FACTORS.astype(np.int32)),
             jg.tensor(np.array([127, -128, 3, -3, 100, 7], dtype=np.int8)), jg.tensor(FACTORS.astype(np.int8)),
-            jg.tensor(NARROW), jg.tensor(np.linspace(-1.0, 1.0, 6, dtype=np.float32) / 3))
+            jg.tensor(NARROW), jg.tensor(np.array([0.1, 2.0, 3.0, -3.0, 100.0, 2.0**24], dtype=np.float32) / 3),
+            jg.tensor(np.float64(0.1) / 3))
 
 
 def _bits(value):
@@ -88,6 +97,18 @@ def test_narrow_integer_products_wrap_around_before_a_reduction_reads_them(compi
 
 def test_a_float32_member_computed_from_int64_is_rounded_to_float32(compiled_edges):
     _assert_same(compiled_edges, "float32 plus int64 times float64")
+
+
+def test_comparisons_of_mixed_dtypes_compare_in_the_promoted_dtype(compiled_edges):
+    """Until 2026-11-28 a Python float met an int64 tensor cast to int64 (``l < 2.5`` was False at 2),
+    and a float32 tensor met a float64 0-d tensor in float64 (``f > s`` True where PyTorch's is False)."""
+    _assert_same(compiled_edges, "int64 less than 2.5", "int64 equal to 2.5", "int64 above 2.5",
+                 "float32 above float64 0-d", "float32 equal to float64 0-d", "int64 above float32")
+
+
+def test_operands_of_another_dtype_are_converted_before_the_arithmetic(compiled_edges):
+    _assert_same(compiled_edges, "float32 times float64 0-d", "float32 plus int32", "int64 times 1.5 as float32",
+                 "square root of int64")
 
 
 def test_sign_of_negative_zero_is_positive_zero(compiled_edges):
