@@ -58,7 +58,9 @@ def llvm_program(*args):
 
 def numba_program(*args):
     """``edge_program`` and what only numba lowers (the generator sends float ``%`` there)."""
-    return {**edge_program(*args), "fmod of a small dividend": jg.fmod(args[0], 1e300)}   # fmod(-2.5, 1e300): -2.5
+    least = (args[6] * 0 - 2**62) * 2   # the least int64, whose // -1 wraps around to itself
+    return {**edge_program(*args), "fmod of a small dividend": jg.fmod(args[0], 1e300),   # fmod(-2.5, 1e300): -2.5
+            "least int64 over -1": least // -1}
 
 
 PROGRAMS = {"llvm_cpu": llvm_program, "numba_cpu": numba_program}
@@ -132,6 +134,12 @@ def test_comparisons_of_mixed_dtypes_compare_in_the_promoted_dtype(compiled_edge
 def test_operands_of_another_dtype_are_converted_before_the_arithmetic(compiled_edges):
     _assert_same(compiled_edges, "float32 times float64 0-d", "float32 plus int32", "int64 times 1.5 as float32",
                  "square root of int64")
+
+
+def test_the_least_int64_floor_divided_by_minus_one_wraps_around(compiled_edges):
+    """numba's ``//`` gave 0 (numpy and PyTorch: the least int64 again)."""
+    _on(compiled_edges, "numba_cpu")
+    _assert_same(compiled_edges, "least int64 over -1")
 
 
 def test_sign_of_negative_zero_is_positive_zero(compiled_edges):
