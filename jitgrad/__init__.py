@@ -9,6 +9,7 @@ from .device import device  # noqa: E402 - the class, as torch.device; the modul
 from . import autograd, distributed, nn, ops  # distributed imports no MPI until init_process_group
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                        set_grad_enabled)
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, set_default_dtype, uint8)
 from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,

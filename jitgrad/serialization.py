@@ -12,6 +12,13 @@ is a zip archive (numpy's ``.npz`` layout) of plain data only:
   an int key, as an optimizer's state needs);
 - ``tensors/<i>.npy``: tensor ``i``'s array in numpy's format, written and read with
   ``allow_pickle=False``. A tensor held in several places is stored once and loads as one tensor.
+- ``storages/<k>.npy``: memory that several saved tensors share (a tensor and its views: ``x``,
+  ``x[1]``, ``x.t()``), as bytes (uint8), once; each of those tensors is the node ``{"type": "tensor",
+  "view": v, "storage": k, "offset": bytes, "shape": [...], "strides": [bytes, ...], "dtype": "<f4",
+  ...}`` (``v`` numbers the tensor, held once however often it appears) and loads as a view of that
+  memory, so that writing into one shows in the others, as after ``torch.load``. Numpy checks that
+  every view lies inside its storage. A tensor sharing memory with no other saved tensor is stored
+  alone (a slice of a big tensor saves the slice).
 
 Loading checks everything before trusting it: the archive's members, the JSON, every node's shape,
 every array's header (no object arrays, a dtype jitgrad has, a size the member actually holds), and
@@ -47,7 +54,7 @@ FORMAT = "jitgrad.save"
 VERSION = 1
 STRUCTURE = "structure.json"
 MAX_STRUCTURE_BYTES = 256 * 2 ** 20
-_TENSOR_MEMBER = re.compile(r"tensors/(0|[1-9][0-9]*)\.npy")
+_TENSOR_MEMBER = re.compile(r"(tensors|storages)/(0|[1-9][0-9]*)\.npy")
 _CONTAINERS = ("list", "tuple", "dict", "ordered_dict")
 
 FileLike = str | os.PathLike | IO[bytes]
@@ -58,13 +65,78 @@ class SerializationError(RuntimeError):
 
 
 # ---- saving ---------------------------------------------------------------------------------------------
-class _Writer:
-    """Turns an object into JSON nodes, collecting each distinct tensor's array once."""
+def _root(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (itself if it owns its memory)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
-    def __init__(self) -> None:
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _byte_bounds(array: np.ndarray) -> tuple[int, int]:
+    """The first byte ``array`` reads and the one after its last (its strides may be negative)."""
+    low = high = _address(array)
+    if array.size == 0:
+        return low, high
+    for size, stride in zip(array.shape, array.strides):
+        low += min(0, stride * (size - 1))
+        high += max(0, stride * (size - 1))
+    return low, high + array.itemsize
+
+
+class _SharedMemory:
+    """The CPU tensors of an object that share memory with another of its tensors, found before
+    writing (``tensors(obj)``): each group's span of bytes becomes one storage."""
+
+    def __init__(self, tensors: list[Tensor]) -> None:
+        groups: dict[int, list[tuple[Tensor, np.ndarray]]] = {}
+        roots: dict[int, np.ndarray] = {}   # kept alive, so that no id is reused while grouping
+        for tensor in {id(t): t for t in tensors if not t.is_cuda}.values():
+            array = tensor.detach().numpy()
+            root = _root(array)
+            if root.size == 0 or not (root.flags.c_contiguous or root.flags.f_contiguous):
+                continue   # no flat run of bytes to store: saved alone
+            roots[id(root)] = root
+            groups.setdefault(id(root), []).append((tensor, array))
+        # id(tensor) -> (its view number, its storage, the storage's first byte, its array)
+        self.view_of: dict[int, tuple[int, int, int, np.ndarray]] = {}
+        self.storages: list[np.ndarray] = []
+        for key, members in groups.items():
+            if len(members) < 2:
+                continue
+            root = roots[key]
+            low = min(_byte_bounds(a)[0] for _, a in members)
+            high = max(_byte_bounds(a)[1] for _, a in members)
+            start = low - _byte_bounds(root)[0]
+            self.storages.append(root.ravel(order="K").view(np.uint8)[start:start + high - low])
+            for tensor, array in members:
+                self.view_of[id(tensor)] = (len(self.view_of), len(self.storages) - 1, low, array)
+
+
+def _tensors(value: Any, found: list[Tensor], open_containers: set[int]) -> None:
+    if isinstance(value, Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple, dict)) and id(value) not in open_containers:
+        open_containers.add(id(value))
+        for item in (value.values() if isinstance(value, dict) else value):
+            _tensors(item, found, open_containers)
+        open_containers.discard(id(value))
+
+
+class _Writer:
+    """Turns an object into JSON nodes, collecting each distinct tensor's array once, and the memory
+    several tensors share once (``_SharedMemory``)."""
+
+    def __init__(self, obj: Any) -> None:
         self.arrays: list[np.ndarray] = []
         self.index_of: dict[int, int] = {}
         self.open_containers: set[int] = set()
+        found: list[Tensor] = []
+        _tensors(obj, found, set())
+        self.shared = _SharedMemory(found)
 
     def node(self, value: Any, where: str) -> Any:
         if value is None or isinstance(value, (bool, str)):
@@ -90,11 +162,15 @@ class _Writer:
                         "a model's or an optimizer's state_dict()")
 
     def tensor(self, value: Tensor) -> dict[str, Any]:
+        flags = {"requires_grad": value.requires_grad, "parameter": isinstance(value, Parameter)}
+        if id(value) in self.shared.view_of:
+            view, storage, low, array = self.shared.view_of[id(value)]
+            return {"type": "tensor", "view": view, "storage": storage, "offset": _address(array) - low,
+                    "shape": list(array.shape), "strides": list(array.strides), "dtype": array.dtype.str, **flags}
         if id(value) not in self.index_of:
             self.index_of[id(value)] = len(self.arrays)
             self.arrays.append(value.detach().cpu().numpy())
-        node = {"type": "tensor", "index": self.index_of[id(value)], "requires_grad": value.requires_grad,
-                "parameter": isinstance(value, Parameter)}
+        node = {"type": "tensor", "index": self.index_of[id(value)], **flags}
         if value.is_cuda:
             node["device"] = str(value.device)
         return node
@@ -112,29 +188,30 @@ class _Writer:
         return {"type": kind, "items": [self.node(item, f"{where}[{i}]") for i, item in enumerate(value)]}
 
 
-def _write_archive(target: BinaryIO, structure: bytes, arrays: list[np.ndarray]) -> None:
+def _write_archive(target: BinaryIO, structure: bytes, arrays: list[np.ndarray], storages: list[np.ndarray]) -> None:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as archive:
         archive.writestr(STRUCTURE, structure)
-        for index, array in enumerate(arrays):
-            with archive.open(f"tensors/{index}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, array, allow_pickle=False)
+        for folder, members in (("tensors", arrays), ("storages", storages)):
+            for index, array in enumerate(members):
+                with archive.open(f"{folder}/{index}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
 
 
 def save(obj: Any, f: FileLike) -> None:
     """Writes ``obj`` (a tensor, a state dict, or lists, tuples and dicts of tensors, numbers, strings
     and None) to ``f``, a path or a binary file object. A path is written whole or not at all (a
     temporary file in the same folder, renamed into place)."""
-    writer = _Writer()
+    writer = _Writer(obj)
     document = {"format": FORMAT, "version": VERSION, "object": writer.node(obj, "obj")}
     structure = json.dumps(document).encode("utf-8")
     if not isinstance(f, (str, os.PathLike)):
-        _write_archive(f, structure, writer.arrays)
+        _write_archive(f, structure, writer.arrays, writer.shared.storages)
         return
     path = os.fspath(f)
     handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".jitgrad-save-")
     try:
         with os.fdopen(handle, "wb") as file:
-            _write_archive(file, structure, writer.arrays)
+            _write_archive(file, structure, writer.arrays, writer.shared.storages)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -150,6 +227,8 @@ class _Reader:
         self.archive, self.name = archive, name
         self.members = {info.filename: info for info in archive.infolist()}
         self.tensors: dict[int, Tensor] = {}
+        self.storages: dict[int, np.ndarray] = {}
+        self.views: dict[int, Tensor] = {}
 
     def fail(self, reason: str) -> SerializationError:
         return SerializationError(f"jitgrad.load({self.name}): {reason}")
@@ -205,7 +284,48 @@ class _Reader:
             result[key] = self.node(pair[1], f"{where}[{key!r}]")
         return result
 
+    def view(self, node: dict[str, Any], where: str) -> np.ndarray:
+        """The array of a tensor node that views a storage, checked: numpy refuses a view that
+        reaches outside its storage."""
+        if set(node) != {"type", "view", "storage", "offset", "shape", "strides", "dtype", "requires_grad",
+                         "parameter"} or type(node["view"]) is not int \
+                or type(node["storage"]) is not int or type(node["offset"]) is not int \
+                or not isinstance(node["shape"], list) or not isinstance(node["strides"], list) \
+                or len(node["shape"]) != len(node["strides"]) \
+                or not all(type(n) is int and n >= 0 for n in node["shape"]) \
+                or not all(type(n) is int for n in node["strides"]) or not isinstance(node["dtype"], str) \
+                or not isinstance(node["requires_grad"], bool) or not isinstance(node["parameter"], bool):
+            raise self.fail(f"{STRUCTURE}: {where} is a malformed view node (it needs ints \"view\", \"storage\" "
+                            "and \"offset\", lists of ints \"shape\" and \"strides\", a \"dtype\" string and bools "
+                            "\"requires_grad\" and \"parameter\")")
+        try:
+            dtype = np.dtype(node["dtype"])
+            from_numpy_dtype(dtype)
+            if dtype.str != node["dtype"]:   # only numpy's own spelling ("<f4"), as save writes it
+                raise TypeError
+        except (TypeError, ValueError):
+            raise self.fail(f"{STRUCTURE}: {where} has the dtype {node['dtype']!r}, not one jitgrad has") from None
+        index = node["storage"]
+        if index not in self.storages:
+            storage = self.array(index, "storages")
+            if storage.dtype != np.uint8 or storage.ndim != 1:
+                raise self.fail(f"storages/{index}.npy holds {storage.dtype} of shape {storage.shape}, not bytes")
+            self.storages[index] = storage
+        try:
+            return np.ndarray(tuple(node["shape"]), dtype, buffer=self.storages[index], offset=node["offset"],
+                              strides=tuple(node["strides"]))
+        except (TypeError, ValueError) as error:
+            raise self.fail(f"{STRUCTURE}: {where} does not fit in storage {index} ({error})") from None
+
     def tensor(self, node: dict[str, Any], where: str) -> Tensor:
+        if "storage" in node:
+            key = node.get("view")
+            if key not in self.views:   # a tensor held twice loads as one tensor
+                data = self.view(node, where)
+                if node["requires_grad"] and data.dtype.kind != "f":
+                    raise self.fail(f"{STRUCTURE}: {where} requires grad but its array is {data.dtype}")
+                self.views[key] = self._finish(from_numpy(data), node)
+            return self.views[key]
         index = node.get("index")
         place = node.get("device", "cpu")
         if set(node) - {"device"} != {"type", "index", "requires_grad", "parameter"} or type(index) is not int \
@@ -224,15 +344,19 @@ class _Reader:
                     raise RuntimeError(f"jitgrad.load({self.name}): {where} was saved from a CUDA device, but CUDA "
                                        "is not available; pass map_location='cpu' to load it on the CPU")
                 tensor = tensor.to(place)
-            if node["parameter"]:
-                tensor = Parameter(tensor, node["requires_grad"])
-            elif node["requires_grad"]:
-                tensor.requires_grad_(True)
-            self.tensors[index] = tensor
+            self.tensors[index] = self._finish(tensor, node)
         return self.tensors[index]
 
-    def array(self, index: int) -> np.ndarray:
-        member = f"tensors/{index}.npy"
+    @staticmethod
+    def _finish(tensor: Tensor, node: dict[str, Any]) -> Tensor:
+        if node["parameter"]:
+            return Parameter(tensor, node["requires_grad"])
+        if node["requires_grad"]:
+            tensor.requires_grad_(True)
+        return tensor
+
+    def array(self, index: int, folder: str = "tensors") -> np.ndarray:
+        member = f"{folder}/{index}.npy"
         info = self.members.get(member)
         if info is None:
             raise self.fail(f"{STRUCTURE} refers to tensor {index}, but the archive has no {member}")

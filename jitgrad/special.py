@@ -2,7 +2,7 @@
 
 Most are the ops under their SciPy-style names (``expit`` is ``sigmoid``, ``gammaln`` is ``lgamma``,
 ``psi`` is ``digamma``) or short composites of them (``ndtr``, ``multigammaln``, ``xlog1py``, ``entr``).
-``log_ndtr``, ``ndtri``, ``i0`` and ``i1`` have no composite that keeps PyTorch's precision in the tails
+``log_ndtr``, ``ndtri``, ``i0``, ``i1``, ``gammainc`` and ``gammaincc`` have no composite that keeps PyTorch's precision in the tails
 (``log(ndtr(x))`` is ``-inf`` below x = -38, ``sqrt(2) erfinv(2p - 1)`` loses every digit near p = 0), so
 they are ``autograd.Function``s over SciPy, as ``jitgrad.erfc`` is: SciPy's forward, a backward in jitgrad
 ops (second order follows), refused inside a compiled function."""
@@ -13,14 +13,17 @@ import math
 import numpy as np
 
 from . import dtypes
+from .autograd import is_grad_enabled
 from .autograd.function import Function, FunctionCtx
 from .ops import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, log_softmax, logit, logsumexp,
                   polygamma, round, sigmoid, sinc, softmax, where, xlogy)
+from .ops.comparisons import scalar_type
 from .ops.host_reads import host_values, refuse_when_traced
 from .ops.special_functions import result_like, scipy_special
 from .tensor import Tensor
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i1", "log1p",
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
+           "i0", "i1", "log1p",
            "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi",
            "round", "sinc", "softmax", "xlog1py", "xlogy"]
 
@@ -189,3 +192,62 @@ def i0(input: Tensor) -> Tensor:
 def i1(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 1."""
     return BesselI1.apply(input)
+
+
+class _NoDerivative(Function):
+    """Zeros of ``input``'s shape whose backward refuses: added to a result that has no derivative in
+    ``input``, it raises PyTorch's error only when a backward asks for ``input``'s gradient."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor, message: str) -> Tensor:
+        ctx.message = message
+        return input.detach() * 0.0
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[None, None]:
+        raise NotImplementedError(ctx.message)
+
+
+class Igamma(Function):
+    """``P(a, x)`` (``upper=False``) or ``Q(a, x) = 1 - P(a, x)``, the regularised incomplete gamma
+    functions of ``input`` (a) and ``other`` (x); d/dx is plus or minus the gamma density,
+    ``exp((a - 1) log x - x - lgamma(a))``."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, input: Tensor, other: Tensor, upper: bool) -> Tensor:
+        name = "igammac" if upper else "igamma"
+        if input._data.dtype.kind != "f" and other._data.dtype.kind != "f":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{scalar_type(input)}': convert the "
+                                      "inputs to a floating dtype first")
+        a, x = _values(f"special.{'gammaincc' if upper else 'gammainc'}", input), _values(name, other)
+        dtype = dtypes.result_type(*(np.empty((1,) * v.ndim, v.dtype) for v in (a, x)))   # PyTorch's promotion
+        ctx.save_for_backward(input, other)
+        ctx.upper = upper
+        values = scipy_special("gammaincc" if upper else "gammainc")(a.astype(dtype), x.astype(dtype))
+        return result_like(values, np.empty(0, dtype), input)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[None, Tensor, None]:
+        input, other = ctx.saved_tensors
+        a, x = _floating(input), _floating(other)
+        density = ((a - 1.0) * x.log() - x - lgamma(a)).exp()
+        return None, grad * (-density if ctx.upper else density), None
+
+
+def _regularized_gamma(input: Tensor, other: Tensor, upper: bool) -> Tensor:
+    """PyTorch has no derivative of these in ``input``: its error is raised by a backward that asks."""
+    result = Igamma.apply(input.detach(), other, upper)
+    if input.requires_grad and is_grad_enabled():
+        name = "igammac" if upper else "igamma"
+        result = result + _NoDerivative.apply(input, f"the derivative for '{name}: input' is not implemented.")
+    return result
+
+
+def gammainc(input: Tensor, other: Tensor) -> Tensor:
+    """The regularised lower incomplete gamma function ``P(input, other)`` (``torch.special.gammainc``)."""
+    return _regularized_gamma(input, other, False)
+
+
+def gammaincc(input: Tensor, other: Tensor) -> Tensor:
+    """The regularised upper incomplete gamma function ``Q(input, other) = 1 - P(input, other)``."""
+    return _regularized_gamma(input, other, True)

@@ -79,8 +79,11 @@ class Tensor:
         return self._alias()
 
     def _alias(self) -> "Tensor":
-        """A tensor of this class on the same array and version counter, with no history."""
+        """A tensor of this class on the same array and version counter, with no history; an alias of an
+        inference tensor is one too (PyTorch's ``detach()`` and ``.data``; before 2026-11-28 it was
+        not, so an in-place change through it went past the inference tensor's guard)."""
         out = type(self)._make(self._data)
+        out._is_inference = self._is_inference
         if self._version_counter is None:
             self._version_counter = [0]
         out._version_counter = self._version_counter
@@ -329,13 +332,17 @@ class Tensor:
     def grad(self, value: "Tensor | None") -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
-            if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: grad is "
-                                   f"{tuple(value._data.shape)} but the tensor is {tuple(self._data.shape)}")
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            # PyTorch 2.13's messages, the dtype checked first as there
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: grad is "
-                                   f"{value.dtype!r} but the tensor is {self.dtype!r}")
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor with "
+                                   f"grad_dtype '{self.dtype}'. The gradient must match the tensor's grad_dtype "
+                                   "(defaults to the tensor's dtype).")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                                   f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                                   "and the tensor are the same size")
             if value.device != self.device:
                 raise RuntimeError("assigned grad has data located on a different device")
         self._grad = value

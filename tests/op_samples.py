@@ -436,6 +436,11 @@ SAMPLES: list[Sample] = [
     # atan2 jumps by 2 pi across the negative x axis: y kept away from 0
     Sample("atan2", "bcast", lambda y, x: jg.atan2(y, x), lambda y, x: torch.atan2(y, x), BCAST,
            (real(avoid=(0.0,)), REAL)),
+    # two elements broadcast against one: each elementwise kernel costs the CUDA simulator per element
+    Sample("hypot", "bcast", lambda x, y: jg.hypot(x, y), lambda x, y: torch.hypot(x, y), ((2, 1), (1,))),
+    Sample("copysign", "bcast", lambda x, y: x.copysign(y), SAME, ((1, 2), (2, 1)), (NONZERO, NONZERO)),
+    Sample("copysign", "number", lambda x: jg.copysign(x, -0.0), lambda x: torch.copysign(x, -0.0), ((2, 3),),
+           NONZERO),
     Sample("log2", "method", lambda x: x.log2(), SAME, ((2, 3),), POSITIVE),
     Sample("log10", "function", lambda x: jg.log10(x), lambda x: torch.log10(x), ((2, 3),), POSITIVE),
     Sample("exp2", "method", lambda x: x.exp2(), SAME, ((2, 3),)),

@@ -1,6 +1,7 @@
 """``backward`` and ``grad``: check what the user asked for, then hand it to the engine."""
 from __future__ import annotations
 
+import warnings
 from itertools import repeat
 from operator import is_
 from typing import Sequence, Union
@@ -9,7 +10,7 @@ import numpy as np
 
 from ..device import to_device
 from ..tensor import Tensor
-from . import engine
+from . import engine, provided
 from .graph import Edge, GradientEdge, gradient_edge
 
 Tensors = Union[Tensor, Sequence[Tensor]]
@@ -87,8 +88,7 @@ def backward(tensors: Tensors, grad_tensors: Tensors | None = None, retain_graph
     outputs = _as_tuple(tensors)
     wanted = _as_tuple(inputs)
     if inputs is not None and not wanted:
-        raise RuntimeError("backward: inputs argument must not be empty; pass None to accumulate into "
-                           "every leaf")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     grads = _make_grads(outputs, _as_tuple(grad_tensors))
     roots = _root_edges(outputs)
     input_edges = [_input_edge(t, i, True) for i, t in enumerate(wanted)]
@@ -108,16 +108,29 @@ def tensor_backward(tensor: Tensor, gradient: Tensor | None, retain_graph: bool 
 
 
 def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
-         retain_graph: bool | None = None, create_graph: bool = False,
-         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+         retain_graph: bool | None = None, create_graph: bool = False, only_inputs: bool = True,
+         allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
     """The gradients of ``outputs`` with respect to ``inputs``, without touching any ``.grad``; only the
-    part of the graph between them runs."""
+    part of the graph between them runs. With ``is_grads_batched``, each of ``grad_outputs`` has a
+    leading batch dimension, and each result one too: a backward per row (PyTorch vmaps it).
+    ``only_inputs`` is taken and ignored, as PyTorch does (where it sits, so arguments by position match)."""
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use jitgrad.autograd.backward.", FutureWarning,
+                      stacklevel=2)
     outs = (outputs,) if type(outputs) is Tensor else _as_tuple(outputs)  # a loss: no call
     wanted = _as_tuple(inputs)
     if not wanted:
-        raise RuntimeError("grad requires at least one input")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
+    if is_grads_batched:
+        return _batched_grad(outs, wanted, _as_tuple(grad_outputs), retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     grads = _make_grads(outs, () if grad_outputs is None else _as_tuple(grad_outputs))
     roots = _root_edges(outs)
     input_edges = []
@@ -145,3 +158,30 @@ def grad(outputs: Tensors, inputs: Inputs, grad_outputs: Tensors | None = None,
                 grad = _on_device_of(value, np.zeros(value._data.shape, value._data.dtype))
         results.append(grad)
     return tuple(results)
+
+
+def _batched_grad(outputs: tuple[Tensor, ...], inputs: tuple, grad_outputs: tuple, retain_graph: bool | None,
+                  create_graph: bool, allow_unused: bool, materialize_grads: bool) -> tuple[Tensor | None, ...]:
+    """``grad(..., is_grads_batched=True)``: one ``grad`` per row of the batched ``grad_outputs`` (the
+    graph kept until the last), each input's rows stacked."""
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad_outputs has {len(grad_outputs)} entries but there are {len(outputs)} "
+                           "outputs; with is_grads_batched=True give one batched gradient per output")
+    sizes = []
+    for i, (out, batched) in enumerate(zip(outputs, grad_outputs)):
+        shape = tuple(batched._data.shape) if isinstance(batched, Tensor) else ()
+        if shape[1:] != tuple(out._data.shape) or not shape:
+            raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                               "as the batch dimension. The sizes of the remaining dimensions are expected to "
+                               "match the shape of corresponding output, but a mismatch was detected: "
+                               f"grad_output[{i}] has a shape of {shape} and output[{i}] has a shape of "
+                               f"{tuple(out._data.shape)}.")
+        sizes.append(shape[0])
+    if len(set(sizes)) > 1:
+        raise ValueError(f"is_grads_batched=True: every grad_output needs the same batch size, got sizes {sizes}")
+    rows = [grad(outputs, inputs, [g[b] for g in grad_outputs],
+                 retain_graph=True if b < sizes[0] - 1 else retain_graph, create_graph=create_graph,
+                 allow_unused=allow_unused, materialize_grads=materialize_grads) for b in range(sizes[0])]
+    if not rows:  # an empty batch: nothing ran, every result is empty
+        return tuple(_on_device_of(t, np.zeros((0,) + t._data.shape, t._data.dtype)) for t in inputs)
+    return tuple(None if column[0] is None else provided.stack(list(column)) for column in zip(*rows))

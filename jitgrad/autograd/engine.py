@@ -426,8 +426,9 @@ def _into_accumulators(fn: Node, outputs: list, keep_graph: bool) -> None:
 
 
 def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
-    for slot in range(len(grads)):
-        hooks = fn._tensor_hooks(slot)
+    # Outputs in the order their first hook was registered, as PyTorch keeps one entry per tensor (before
+    # 2026-11-28, in output order: split's second output's hooks ran second even when registered first).
+    for slot, hooks in fn._tensor_hooks_by_output():
         if hooks and grads[slot] is not None:
             for hook in list(hooks.values()):
                 result = hook(grads[slot])
@@ -441,8 +442,8 @@ def _call_tensor_pre_hooks(task: GraphTask, fn: Node, grads: list) -> list:
             task.record_grad(tensor)
             if tensor._grad is not None:
                 tensor._grad = tensor._grad + grad
-            else:  # with create_graph the retained gradient stays differentiable
-                tensor._grad = grad if task.create_graph else _copied(grad)
+            else:  # with create_graph the retained gradient stays differentiable (a recorded copy)
+                tensor._grad = grad.clone() if task.create_graph else _copied(grad)
     return grads
 
 
@@ -455,8 +456,8 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
     """A hook may replace a gradient, but only with a tensor of the same shape and dtype."""
     name = getattr(hook, "__name__", type(hook).__name__)
     if not isinstance(result, Tensor):
-        raise TypeError(f"hook '{name}' returned {type(result).__name__}; a tensor hook must return a "
-                        "Tensor or None")
+        raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}' (hook '{name}': a "
+                        "tensor hook returns a Tensor or None)")
     if result._data.shape != grad._data.shape:
         raise RuntimeError(f"hook '{name}' has changed the size of value: the gradient has shape "
                            f"{tuple(grad._data.shape)} but the hook returned {tuple(result._data.shape)}")
@@ -464,6 +465,27 @@ def check_hook_result(hook: object, grad: Tensor, result: object) -> Tensor:
         raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.dtype!r} got "
                            f"{result.dtype!r})")
     return result
+
+
+def check_node_hook_result(hook: object, grads: Sequence, result: object) -> list:
+    """What a node's pre- or post-hook returned, checked as PyTorch checks it: a tuple of one entry per
+    gradient, each None (that gradient dropped) or a tensor of the same shape and dtype in place of one
+    that was not None. Before 2026-11-28 a shorter tuple left the missing gradients None and a number
+    went into the formulas, silently."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(grads):
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', type(hook).__name__)}' has returned an "
+                           f"incorrect number of values (got {len(result)}, but expected {len(grads)})")
+    for grad, new in zip(grads, result):
+        if new is None:
+            continue
+        if grad is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        if not isinstance(new, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+        check_hook_result(hook, grad, new)
+    return list(result)
 
 
 def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue) -> None:
@@ -488,7 +510,8 @@ def evaluate_function(task: GraphTask, fn: Node, grads: list, queue: ReadyQueue)
     if anomaly_mode.state.enabled:
         try:
             outputs = call_function(task, fn, grads)
-            if anomaly_mode.state.check_nan:
+            # a lone root's seed is checked where it arrives, as PyTorch, which has no GraphRoot for it
+            if anomaly_mode.state.check_nan and (type(fn) is not GraphRoot or len(fn._next_edges) > 1):
                 anomaly_mode.check_nan(fn, outputs)
         except Exception as error:
             anomaly_mode.report_error(fn, error)
@@ -522,7 +545,7 @@ def call_function(task: GraphTask, fn: Node, grads: list) -> list:
         for hook in list(fn._pre_hooks.values()):
             result = hook(tuple(grads))
             if result is not None:
-                grads = list(result)
+                grads = check_node_hook_result(hook, grads, result)
     edges = fn._next_edges
     exec_info = task.exec_info
     needed = None
@@ -534,7 +557,7 @@ def call_function(task: GraphTask, fn: Node, grads: list) -> list:
         for hook in list(fn._post_hooks.values()):
             result = hook(tuple(outputs), tuple(grads))
             if result is not None:
-                outputs = validate_outputs(fn, edges, list(result))
+                outputs = validate_outputs(fn, edges, check_node_hook_result(hook, outputs, result))
     return outputs
 
 

@@ -108,8 +108,7 @@ _suspended = _Suspended()
 def enter_dual_level() -> int:
     """Opens a dual level and returns its index (always 0: only one level may be open)."""
     if state.level is not None:
-        raise RuntimeError("Nested forward mode AD is not supported: a dual level is already open "
-                           "(jitgrad, like PyTorch, allows one dual_level() at a time)")
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
     state.level = _DualLevel(0)
     return 0
 
@@ -141,6 +140,9 @@ class dual_level:
 def _current_level(level: int | None, caller: str) -> _DualLevel:
     current = state.level
     if current is None:
+        if caller == "make_dual":  # PyTorch's words
+            raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+                               "enter_dual_level() first.")
         raise RuntimeError(f"{caller}: no dual level is open; enter one with "
                            "jitgrad.autograd.forward_ad.dual_level() first")
     if level is not None and level != current.index:
@@ -159,9 +161,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         raise TypeError(f"make_dual expects two Tensors, got {type(tensor).__name__} and "
                         f"{type(tangent).__name__}")
     if tensor._data.dtype.kind != "f":
-        raise ValueError(f"Expected primal to be floating point, but got: {tensor.dtype!r}")
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype!r}")
     if tangent._data.dtype.kind != "f":
-        raise ValueError(f"Expected tangent to be floating point, but got: {tangent.dtype!r}")
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype!r}")
     if tangent._data.shape != tensor._data.shape:
         raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
                            f"original Tensor, this is not supported. Tensor is of size "

@@ -29,10 +29,10 @@ def _as_tuple(value: Any, what: str, fn: str) -> tuple[bool, tuple[Tensor, ...]]
     was_tuple = isinstance(value, tuple)
     values = value if was_tuple else (value,)
     for i, v in enumerate(values):
-        if not isinstance(v, Tensor):
-            where = f"entry {i} is" if was_tuple else "it is"
-            raise TypeError(f"{fn}: the {what} must be a Tensor or a tuple of Tensors, but {where} a "
-                            f"{type(v).__name__}")
+        if not isinstance(v, Tensor):  # PyTorch's words
+            where = f"the value at index {i}" if was_tuple else f"the given {what}"
+            raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of Tensors but {where} "
+                            f"has type {type(v)}.")
     return was_tuple, values
 
 
@@ -71,8 +71,10 @@ def _checked_v(v: Any, like: tuple[Tensor, ...], like_tuple: bool, create_graph:
     """``v`` as a tuple checked against the tensors it pairs with; ones when it may be left out."""
     if v is None:
         if len(like) != 1 or like[0]._data.size != 1:
-            raise RuntimeError(f"The vector v can only be None if the {paired_with} is a single Tensor "
-                               "with a single element.")
+            condition = ("the user-provided function returns" if paired_with.startswith("output")
+                         else f"the {paired_with} is")
+            raise RuntimeError(f"The vector v can only be None if {condition} a single Tensor with a single "
+                               "element.")
         return (_ones_like(like[0]),)
     _, v = _as_tuple(v, "v", fn)
     if len(v) != len(like):
@@ -91,9 +93,9 @@ def _check_outputs(outputs: tuple[Tensor, ...], strict: bool, fn: str) -> None:
         return
     for i, o in enumerate(outputs):
         if not o.requires_grad:
-            raise RuntimeError(f"{fn}: output {i} of the user-provided function does not require "
-                               "gradients; with strict=True every output must be computed from the "
-                               "inputs with differentiable ops")
+            raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
+                               "outputs must be computed in a differentiable manner from the input when running "
+                               f"in strict mode ({fn}).")
 
 
 def _reverse(outputs: tuple, inputs: tuple, seeds: tuple | None, create_graph: bool) -> tuple:

@@ -102,11 +102,13 @@ def _fail(message: str, raise_exception: bool) -> bool:
 
 def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, raise_exception: bool = True, check_undefined_grad: bool = True,
-              nondet_tol: float = 0.0) -> bool:
+              nondet_tol: float = 0.0, fast_mode: bool = False) -> bool:
     """Whether ``func``'s gradients w.r.t. the inputs that require grad match finite differences.
 
     Use float64 inputs: float32 finite differences are too coarse for these tolerances. On failure,
-    the error names the output, the input and the first element that differs."""
+    the error names the output, the input and the first element that differs. ``fast_mode`` is taken
+    for PyTorch's signature and changes nothing: the whole Jacobians are compared, where PyTorch's fast
+    mode compares a random projection of them (the whole check is the stricter one)."""
     inputs = _as_tuple(inputs)
     if not _differentiable(inputs):
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of "
@@ -143,11 +145,11 @@ def _check_zero_grads(func: Callable, inputs: tuple) -> bool:
 def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6,
                   atol: float = 1e-5, rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False,
                   raise_exception: bool = True, nondet_tol: float = 0.0,
-                  check_undefined_grad: bool = True) -> bool:
+                  check_undefined_grad: bool = True, fast_mode: bool = False) -> bool:
     """``gradcheck`` of the first-order gradient: checks the derivatives that ``create_graph=True``
     records. ``grad_outputs`` defaults to random tensors that require grad.
-    ``gen_non_contig_grad_outputs`` is accepted for PyTorch's signature; no jitgrad op depends on
-    memory layout, so it changes nothing."""
+    ``gen_non_contig_grad_outputs`` and ``fast_mode`` are accepted for PyTorch's signature and change
+    nothing: no jitgrad op depends on memory layout, and the whole Jacobians are compared."""
     inputs = _as_tuple(inputs)
     outputs = _outputs(func, inputs)
     if grad_outputs is None:

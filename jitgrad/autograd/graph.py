@@ -11,7 +11,7 @@ import functools
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -176,9 +176,9 @@ class Node:
             self._retains_grad = {}
         self._retains_grad[output_nr] = tensor_ref
 
-    def _tensor_hooks(self, slot: int) -> dict | None:
-        hooks = self._tensor_pre_hooks
-        return hooks.get(slot) if hooks else None
+    def _tensor_hooks_by_output(self) -> Iterable[tuple[int, dict]]:
+        """``(output_nr, hooks)`` of the outputs with tensor hooks, in the order of their first hook."""
+        return self._tensor_pre_hooks.items() if self._tensor_pre_hooks else ()
 
     def _retained_tensors(self) -> list["Tensor"]:
         """The live non-leaf tensors whose ``.grad`` this node's inputs fill (``retain_grad``)."""
@@ -255,8 +255,8 @@ class AccumulateGrad(Node):
         if anomaly_mode.state.enabled:
             anomaly_mode.record_creation(self.metadata)
 
-    def _tensor_hooks(self, slot: int) -> dict | None:
-        return self.variable._hooks
+    def _tensor_hooks_by_output(self) -> Iterable[tuple[int, dict]]:
+        return ((0, self.variable._hooks),) if self.variable._hooks else ()
 
     def hooked(self) -> bool:
         variable = self.variable
@@ -270,9 +270,9 @@ class AccumulateGrad(Node):
         if not self.variable._requires_grad:  # requires_grad_(False) since the graph was recorded
             return self._skip_accumulation()
         if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
-            with self._lock:
-                old = self.variable._grad
-                self.variable._grad = grad if old is None else old + grad
+            with self._lock:  # a first one is a (recorded) copy, as PyTorch's: the incoming gradient may be
+                old = self.variable._grad  # another leaf's too, or a read-only broadcast (until 2026-11-28)
+                self.variable._grad = grad.clone() if old is None else old + grad
         else:
             self._accumulate(grad, copy=True)
         if self.variable._post_accumulate_grad_hooks:
@@ -447,5 +447,5 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
 # PyTorch's torch.autograd.graph spells these here too (and increment_version, imported above); they live
 # in modules of their own.
 from .multi_grad_hooks import register_multi_grad_hook  # noqa: E402,F401
-from .saved_tensor import save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
+from .saved_tensor import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
 from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

@@ -53,7 +53,7 @@ def register_multi_grad_hook(tensors: Sequence[Tensor], fn: Callable[..., Any], 
             state[1][index] = grad
             state[0] -= 1
             if state[0] == 0:
-                fn(tuple(state[1]))
+                fn(list(state[1]))
         return hook
 
     return MultiHandle([t.register_hook(hook_for(i)) for i, t in enumerate(tensors) if t.requires_grad])

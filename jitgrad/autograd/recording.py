@@ -24,7 +24,8 @@ import numpy as np
 from ..tensor import Tensor
 from . import anomaly_mode
 from .graph import _ONE_CPU_SLOT, Node, _one_cpu_slot, _sequence, grad_accumulator, gradient_edge, set_history
-from .saved_tensor import FREED, FREED_ERROR, SavedTensor, _hooks, check_savable, saving_hooks, version_of
+from .saved_tensor import (FREED, FREED_ERROR, SavedTensor, _hooks, check_savable, check_version, saving_hooks,
+                           version_of)
 
 # Where a saved formula parameter comes from: a save plan's entries are (parameter, source, index).
 SAVE_RESULT, SAVE_RESULTS, SAVE_INPUT, SAVE_SHAPE, SAVE_ATTR = range(5)
@@ -47,6 +48,28 @@ class SavingNode(Node):
     def versions(self) -> tuple:
         """The version of each saved input tensor when it was saved (None for other values)."""
         return (self.saved_versions,) if len(self.save_plan.entries) == 1 else self.saved_versions
+
+    def __getattr__(self, name: str) -> Any:
+        """PyTorch's ``node._saved_self``, ``_saved_other``, ``_saved_result``...: a saved value by the name
+        its formulas read it under, checked as the formulas get it (PyTorch's errors once freed or
+        changed in place). Only asked for names the node's slots do not hold, so it costs nothing else."""
+        param = name[7:] if name.startswith("_saved_") else None
+        plan = self.save_plan if param is not None else None
+        if plan is None or param not in plan.positions:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        position = plan.positions[param]
+        value = self.saved()[position]
+        if isinstance(value, SavedTensor):
+            return value.unpack(self)
+        if isinstance(value, Tensor):
+            return check_version(value, self.versions()[position], self)
+        if type(value) is tuple and value and isinstance(value[0], SavedTensor):
+            return tuple(v.unpack(self) for v in value)
+        return value
+
+    def __dir__(self) -> list[str]:
+        plan = getattr(self, "save_plan", None)
+        return list(super().__dir__()) + ([f"_saved_{param}" for param in plan.positions] if plan else [])
 
     def release_variables(self) -> None:
         """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as

@@ -7,7 +7,10 @@ cycle never forms and a graph is freed by reference counting alone; unpacking re
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+import contextlib
+import re
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -44,11 +47,34 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self) -> "saved_tensors_hooks":
+        if _disabled.message is not None:
+            raise RuntimeError(_disabled.message)
         _hooks.stack = _hooks.stack + ((self.pack_hook, self.unpack_hook),)
         return self
 
     def __exit__(self, *exc: object) -> None:
         _hooks.stack = _hooks.stack[:-1]
+
+
+class _Disabled(threading.local):
+    message: str | None = None  # while set, saved_tensors_hooks raises it (a plain local: ops never read it)
+
+
+_disabled = _Disabled()
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
+    """PyTorch's guard for code that saved-tensor hooks would break: inside it (a block or a decorated
+    function), entering ``saved_tensors_hooks`` raises ``RuntimeError(error_message)``; so does
+    entering it while hooks are active."""
+    if _hooks.stack:
+        raise RuntimeError(error_message)
+    previous, _disabled.message = _disabled.message, error_message
+    try:
+        yield
+    finally:
+        _disabled.message = previous
 
 
 class save_on_cpu(saved_tensors_hooks):
@@ -87,8 +113,10 @@ def check_version(tensor: Tensor, version: int, node: "Node") -> Tensor:
 
 def check_savable(tensor: Tensor) -> None:
     if tensor._is_inference:
-        raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
-                           "clone to get a normal tensor and use it in autograd.")
+        raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created "
+                           "in inference mode in computation tracked by autograd. To work around this, you can "
+                           "make a clone to get a normal tensor and use it in autograd, or use "
+                           "`jitgrad.no_grad()` instead of `jitgrad.inference_mode()`.")
 
 
 def saving_hooks() -> bool:
@@ -98,9 +126,13 @@ def saving_hooks() -> bool:
 
 def _history_of(tensor: Tensor | None) -> str | None:
     """What PyTorch's message says of a saved input: the node whose output it is now (after the in-place
-    change, its node), nothing for a leaf or a tensor that does not require grad."""
+    change, its node), nothing for a leaf or a tensor that does not require grad. PyTorch 2.13 names
+    the node without its ``Backward0`` ending ("output 0 of Exp"; "of My" for ``MyBackward``)."""
     fn = tensor._grad_fn if tensor is not None else None
-    return f"output {tensor._output_nr} of {fn.name()}" if fn is not None else None
+    return f"output {tensor._output_nr} of {_BACKWARD_ENDING.sub('', fn.name())}" if fn is not None else None
+
+
+_BACKWARD_ENDING = re.compile(r"Backward\d*$")
 
 
 def modified_error(dtype: np.dtype, shape: tuple, owner: str | None, now: int, expected: int) -> RuntimeError:
@@ -110,7 +142,7 @@ def modified_error(dtype: np.dtype, shape: tuple, owner: str | None, now: int, e
         f"operation: [{dtype.name} {list(shape)}]{which} is at version "
         f"{now}; expected version {expected} instead. Hint: enable anomaly "
         "detection to find the operation that failed to compute its gradient, with "
-        "jitgrad.autograd.set_detect_anomaly(True).")
+        "jitgrad.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 class SavedTensor:
@@ -129,6 +161,11 @@ class SavedTensor:
             pack, self._unpack_hook = _hooks.stack[-1]
             self._description = (tensor._data.dtype, tensor._data.shape)
             self._tensor, self._data = None, pack(tensor)
+            if counter[0] != self._version:  # the saved values would be the changed ones, silently
+                raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                                   "input to pack hook cannot be modified by in-place operations as this can lead "
+                                   "to unexpected side-effects. Please open an issue if you need to perform "
+                                   "in-place operations on the input to a pack hook.")
             return
         self._unpack_hook = self._description = None
         if output_nr is None:
@@ -173,14 +210,14 @@ class SavedTensor:
             raise RuntimeError(FREED_ERROR)
         if self._counter[0] != self._version:
             dtype, shape = self._description or (self.array().dtype, self.array().shape)
-            owner = (f"output {self._output_nr} of {node.name()}" if self._output_nr is not None
-                     else _history_of(self._tensor))
+            owner = (f"output {self._output_nr} of {_BACKWARD_ENDING.sub('', node.name())}"
+                     if self._output_nr is not None else _history_of(self._tensor))
             raise modified_error(dtype, shape, owner, self._counter[0], self._version)
         if self._unpack_hook is not None:
             value = self._unpack_hook(self._data)
             if not isinstance(value, Tensor):
-                raise TypeError(f"the unpack hook of saved_tensors_hooks returned {type(value).__name__}; "
-                                "it must return a Tensor")
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                                f"type {type(value).__name__}")
             if self._output_nr is None:
                 return value
             data = value._data

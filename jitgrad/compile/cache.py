@@ -59,12 +59,13 @@ import hashlib
 import json
 import os
 import sys
+import time
 import types
 import warnings
 from pathlib import Path
 from typing import Any
 
-from .cache_files import Rejected, read_regular, sha256_hex, unsafe_folder, write_atomically
+from .cache_files import Rejected, Vanished, read_regular, sha256_hex, unsafe_folder, write_atomically
 from ..backends.host_cpu import host_cpu
 from .packages import installed_version
 
@@ -87,26 +88,44 @@ def default_directory() -> Path:
     return Path(base) / "jitgrad"
 
 
+RACY_SECONDS = 3   # a file changed this recently may change again within its timestamps' granularity
+
+
 @functools.lru_cache(maxsize=None)
 def source_fingerprint() -> str:
-    """A hash of jitgrad's own source files: a development checkout changes code without changing
-    ``__version__``, and machine code built by other code must not be trusted. (``os.scandir``, not
-    ``Path.rglob``: every warm process pays for this walk.)"""
+    """A fingerprint of jitgrad's own source files: a development checkout changes code without
+    changing ``__version__``, and machine code built by other code must not be trusted."""
+    return tree_fingerprint(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), time.time())
+
+
+def tree_fingerprint(folder: str, now: float) -> str:
+    """A hash of the ``.py`` files under ``folder`` by their status (inode, size, modification and
+    change times): every write to a file moves its change time, which no user can set back, and
+    renaming a new file into place gives another inode, so a changed file is a changed fingerprint.
+    Reading the files instead cost every warm process 6-20 ms (350 files). A file whose times are within
+    ``RACY_SECONDS`` of ``now`` could still be rewritten within the same timestamp (as git's "racily
+    clean" files), so its bytes are hashed too."""
     digest = hashlib.sha256()
-    for path in sorted(_python_files(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))):
-        with open(path, "rb") as file:
-            digest.update(file.read())
+    recent = int((now - RACY_SECONDS) * 1e9)
+    for path, status in sorted(_python_files(folder)):
+        digest.update(f"{path}\0{status.st_ino}\0{status.st_size}\0{status.st_mtime_ns}\0"
+                      f"{status.st_ctime_ns}\n".encode())
+        if max(status.st_mtime_ns, status.st_ctime_ns) >= recent:
+            with open(path, "rb") as file:
+                digest.update(file.read())
     return digest.hexdigest()[:16]
 
 
-def _python_files(folder: str) -> list[str]:
+def _python_files(folder: str) -> list[tuple[str, os.stat_result]]:
+    """Each ``.py`` file under ``folder`` with its status (``os.scandir``: every warm process pays for
+    this walk)."""
     found = []
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
                 found += _python_files(entry.path)
             elif entry.name.endswith(".py") and entry.is_file():
-                found.append(entry.path)
+                found.append((entry.path, entry.stat()))
     return found
 
 
@@ -150,6 +169,24 @@ class CacheStats:
 stats = CacheStats()
 _SHARED: dict[tuple[str, Path], "DiskCache"] = {}
 _REFUSED: set[str] = set()   # why a cache folder was not used, as said in this process
+
+
+def _touch(entry_path: Path) -> None:
+    """Marks an entry recently used (the last to be evicted). Another process sharing the cache may
+    have removed it since it was read and verified (rewriting it, or evicting): what was read stands,
+    and the mark is lost (until 2026-11-28 the ``FileNotFoundError`` came out of the caller's call)."""
+    try:
+        os.utime(entry_path)
+    except OSError:
+        pass
+
+
+def _size(path: Path) -> int:
+    """A file's size, 0 if it is not there (any more: another process may remove it at any time)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _log(line: str) -> None:
@@ -271,10 +308,14 @@ class DiskCache:
             return None
         try:
             module = self._verified_module(entry_path, name, key, source)
+        except Vanished as vanished:   # another process is rewriting or evicting it: a miss
+            stats.misses += 1
+            _log(f"kernel cache entry {name} changed while read ({vanished}): compiling")
+            return None
         except Rejected as rejected:
             self._reject(name, str(rejected))
             return None
-        os.utime(entry_path)  # recently used: the last to be evicted
+        _touch(entry_path)
         stats.hits += 1
         return module
 
@@ -431,6 +472,10 @@ class DiskCache:
             return None
         try:
             entry, code = self._verified_data(name, key, "object", ".o", "loader")
+        except Vanished as vanished:   # another process is rewriting or evicting it: a miss
+            stats.misses += 1
+            _log(f"object code {name} changed while read ({vanished}): compiling")
+            return None
         except Rejected as rejected:
             self._reject(name, str(rejected))
             _log(f"object code for kernel {code_key[:12]} not trusted: {rejected}; compiling")
@@ -452,7 +497,7 @@ class DiskCache:
         data = read_regular(self.kernels / f"{name}{suffix}", MACHINE_CODE_LIMIT)
         if sha256_hex(data) != entry.get(what):
             raise Rejected(f"{name}{suffix} does not match its recorded hash")
-        os.utime(entry_path)
+        _touch(entry_path)
         stats.hits += 1
         return entry, data
 
@@ -502,6 +547,10 @@ class DiskCache:
             return None
         try:
             entry, data = self._verified_data(name, key, "arrays", ".bin", "program")
+        except Vanished as vanished:   # another process is rewriting or evicting it: a miss
+            stats.misses += 1
+            _log(f"warm-start index entry {name} changed while read ({vanished}): tracing")
+            return None
         except Rejected as rejected:
             self._reject(name, str(rejected))
             _log(f"warm-start index entry {name} not trusted: {rejected}; tracing")
@@ -540,8 +589,12 @@ class DiskCache:
         total = 0
         for entry in (e for prefix in KINDS.values() for e in self.directory.glob(f"{prefix}*.json")):
             name = entry.name[:-len(".json")]
-            size = sum(p.stat().st_size for p in self._entry_files(name) if p.exists())
-            entries.append((entry.stat().st_mtime, name, size))
+            try:
+                used = entry.stat().st_mtime
+            except OSError:   # removed by another process since the listing
+                continue
+            size = sum(_size(p) for p in self._entry_files(name))
+            entries.append((used, name, size))
             total += size
         for _, name, size in sorted(entries):
             if total <= max_bytes:

@@ -15,6 +15,12 @@ class Rejected(Exception):
     """An entry, or a file of it, that fails a check."""
 
 
+class Vanished(Rejected):
+    """A file of an entry that is not there: another process sharing the cache removed it between
+    two reads (rewriting the entry, or evicting it). A miss, not a failed check: nothing is removed
+    and no warning is given (until 2026-11-28 it was one, and removed what that process had just written)."""
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -25,6 +31,8 @@ def read_regular(path: Path, limit: int) -> bytes:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        raise Vanished(f"{path.name} is not there") from None
     except OSError as error:
         raise Rejected(f"{path.name} cannot be opened as a regular file ({error.strerror})") from None
     with os.fdopen(descriptor, "rb") as file:

@@ -209,6 +209,17 @@ class EagerThisCall(TraceError):
     program for it."""
 
 
+class RaisedWhileTraced(EagerThisCall):
+    """The function raised an exception of its own while traced: the call runs eagerly, where the
+    exception comes again if it is the function's; if eager mode returns instead, the trace cannot run
+    this function (``CompiledFunction`` then runs such calls eagerly, said)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(f"the function raised {type(error).__name__} while traced ({error}), and not when "
+                         "run eagerly")
+        self.error = error
+
+
 class NeedsValues(Exception):
     """The trace needed some of the numbers it was given as run-time inputs as Python values: the
     argument leaves in ``leaves``, and the free numbers at ``sources``, must stay guarded constants
@@ -401,7 +412,7 @@ def _call_traced(fn: Callable, args: tuple, kwargs: dict) -> Any:
     except TraceRefused as error:  # an op no graph can hold (a SciPy or LAPACK forward...): eager, said
         raise Unsupported(str(error)) from error
     except Exception as error:
-        raise EagerThisCall(f"the function raised {type(error).__name__} while traced") from error
+        raise RaisedWhileTraced(error) from error
 
 
 @contextmanager

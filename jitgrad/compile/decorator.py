@@ -37,6 +37,7 @@ from ..tensor import Tensor
 from . import guards, placement, warm_index
 from .backend import Backend, get_backend
 from .cache import DiskCache
+from .check_against_eager import CompileCheckError, Snapshot, compare
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, writes_shared_memory
 from .explain import Explanation
 from .free_variables import find_free_variables
@@ -52,6 +53,17 @@ EAGER = "eager"
 NO_DYNAMIC: frozenset[int] = frozenset()
 
 
+class _FailedTrace:
+    """What a call whose trace raised an exception of the function's own runs: the function eagerly.
+    Only once eager mode has returned (the failure was the trace's, not the function's) is the call
+    filed as eager by ``commit``, so that later such calls neither trace again nor lose the error a
+    bad input raises."""
+    __slots__ = ("error", "commit")
+
+    def __init__(self, error: Exception, commit: Callable[[], Any]) -> None:
+        self.error, self.commit = error, commit
+
+
 class CompileError(RuntimeError):
     """``fullgraph=True`` and the function cannot be compiled whole (names the op and source line)."""
 
@@ -60,62 +72,9 @@ class CompileWarning(UserWarning):
     """A compiled function falls back to eager execution."""
 
 
-class CompileCheckError(AssertionError):
-    """``check=True``: the compiled function disagrees with eager execution."""
-
-
 def _caller(depth: int = 2) -> str:
     frame = sys._getframe(depth)
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
-def _tolerances(dtype: np.dtype) -> tuple[float, float]:
-    return (1e-4, 1e-5) if np.dtype(dtype).itemsize <= 4 else (1e-7, 1e-9)
-
-
-def _values(value: Any) -> np.ndarray | None:
-    """A tensor's or array's values on the host, for ``check=True``'s comparisons."""
-    return None if value is None else np.asarray(placement.host(value._data if isinstance(value, Tensor) else value))
-
-
-def _compare(what: str, compiled: Any, eager: Any) -> None:
-    a, b = _values(compiled), _values(eager)
-    if a is None and b is None:
-        return
-    if a is None or b is None:  # a missing gradient is a zero one
-        a = np.zeros_like(b) if a is None else a
-        b = np.zeros_like(a) if b is None else b
-    if a.shape != b.shape or a.dtype != b.dtype:
-        raise CompileCheckError(f"check=True: {what}: compiled gives {a.dtype}{list(a.shape)}, eager "
-                                f"{b.dtype}{list(b.shape)}")
-    rtol, atol = _tolerances(a.dtype) if a.dtype.kind == "f" else (0.0, 0.0)
-    scale = float(np.max(np.abs(b))) if b.size and b.dtype.kind == "f" else 1.0
-    if not np.allclose(a, b, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True):
-        worst = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-        raise CompileCheckError(f"check=True: {what} differs from eager (largest difference {worst:.3g})")
-
-
-class _Snapshot:
-    """The values and ``.grad``s of a call's input tensors, so that ``check=True`` can run the function
-    eagerly, remember what it left, and put everything back before the compiled call runs."""
-
-    def __init__(self, tensors: list[Tensor]) -> None:
-        self.tensors = tensors
-        copy = placement.copy
-        self.saved = [(t._data, copy(t._data), t._grad, None if t._grad is None else copy(t._grad._data))
-                      for t in tensors]
-
-    def after(self) -> list[tuple[Any, Any]]:
-        copy = placement.copy
-        return [(copy(t._data), None if t._grad is None else copy(t._grad._data)) for t in self.tensors]
-
-    def restore(self) -> None:
-        for t, (data, values, grad, grad_values) in zip(self.tensors, self.saved):
-            t._data, t._grad = data, grad
-            if placement.writeable(data):
-                placement.copy_into(data, values)
-            if grad is not None:
-                placement.copy_into(grad._data, grad_values)
 
 
 def _free_kind(inp: GraphInput) -> str:
@@ -204,10 +163,16 @@ class CompiledFunction:
                                                     self._dynamic.get(spec, NO_DYNAMIC)))
         if program is None:
             program, free = self._program_for(args, kwargs, leaves, spec, _caller())
-        if program is not EAGER and program.numbers.checked and not program.numbers.holds(leaves + list(free)):
+        if program is not EAGER and type(program) is not _FailedTrace and program.numbers.checked \
+                and not program.numbers.holds(leaves + list(free)):
             program, free = self._program_for(args, kwargs, leaves, spec, _caller(), program)
         if program is EAGER:
             return self.fn(*args, **kwargs)
+        if type(program) is _FailedTrace:
+            result = self.fn(*args, **kwargs)   # the function's own exception comes again here
+            self._warn(f"running {self.name} eagerly for such calls: {program.error}")
+            program.commit()
+            return result
         layout = program.layout
         state = None if layout.random is None else layout.take_state()  # the common case pays no call
         inputs = layout.gather(leaves + list(free), state)
@@ -236,16 +201,16 @@ class CompiledFunction:
         from .loss_program import replay
         from .templates import tensor_leaves
         tensors = [t for t in inputs if isinstance(t, Tensor)]
-        snapshot = _Snapshot(tensors)
+        snapshot = Snapshot(tensors)
         expected = replay(self.fn, args, kwargs, state)
         eager_state = snapshot.after()
         snapshot.restore()
         result = program.run(inputs)
         for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
-            _compare(f"output {i}", a, b)
+            compare(f"output {i}", a, b)
         for i, (t, (data, grad)) in enumerate(zip(tensors, eager_state)):
-            _compare(f"input {i} after the call", t, data)
-            _compare(f"input {i}.grad after the call", t._grad, grad)
+            compare(f"input {i} after the call", t, data)
+            compare(f"input {i}.grad after the call", t._grad, grad)
         return result
 
     def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict,
@@ -265,10 +230,10 @@ class CompiledFunction:
                                   allow_unused=True) if pairs else [None] * len(wanted)
             for i, (a, b, m) in enumerate(zip(result, eager, mask)):
                 if m:
-                    _compare(f"gradient of input {program.wanted[i]}", a, b)
+                    compare(f"gradient of input {program.wanted[i]}", a, b)
         result = program.run(inputs, call, check)
         for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
-            _compare(f"output {i}", a, b)
+            compare(f"output {i}", a, b)
         return result
 
     # ---- compiling -------------------------------------------------------------------------------------
@@ -372,10 +337,18 @@ class CompiledFunction:
         program = None if warm_key is None else self._from_index(warm_key, leaves)
         if program is not None:
             return program, self._register(program, args, kwargs, leaves, spec, None)
-        from .capture import EagerThisCall, TraceError, Unsupported
+        from .capture import EagerThisCall, RaisedWhileTraced, TraceError, Unsupported
         try:
             with _cycle_collection_paused():
                 program = self._build_specializing(args, kwargs, leaves, spec)
+        except RaisedWhileTraced as error:
+            if self.fullgraph:
+                raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot compile it: the "
+                                   f"function raised {type(error.error).__name__} while traced") from error.error
+            if compared is not None:
+                return _FailedTrace(error, lambda: self._eager_outcomes.add(outcome)), free
+            reason = str(error)
+            return _FailedTrace(error, lambda: self._register(EAGER, args, kwargs, leaves, spec, reason)), free
         except EagerThisCall:  # an optimizer's first step: eager now, compiled from the next call
             return EAGER, free
         except (TraceError, Unsupported) as error:
@@ -579,10 +552,12 @@ class CompiledFunction:
         the memory plan and the generated source (compiling first if needed; nothing is run)."""
         leaves, spec = flatten(args, kwargs)
         program, free = self._program_for(args, kwargs, leaves, spec, _caller())
-        if program is not EAGER and not program.numbers.holds(leaves + list(free)):
+        if program is not EAGER and type(program) is not _FailedTrace and not program.numbers.holds(leaves + list(free)):
             program, free = self._program_for(args, kwargs, leaves, spec, _caller(), program)
         key = self._key(spec, leaves, free)
         reason = self._reasons.get(key) if program is EAGER else None
+        if type(program) is _FailedTrace:   # not run: whether eager mode raises too is not known
+            program, reason = EAGER, f"{program.error} (if eager mode does not raise it too)"
         if program is EAGER and reason is None:
             reason = ("calls after the limit of recompiles run eagerly" if self._eager_from_now
                       else "a trace of this call failed")

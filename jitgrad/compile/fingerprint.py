@@ -9,9 +9,11 @@ closure, the globals its code names, its defaults, and from those, containers an
 functions) but describes each value by what it *is*, never by where it lives:
 
 - a user function by its code (bytecode, constants, names, recursively through nested code) and,
-  walked again, its own cells, globals and defaults; a user module by the attributes the code names;
+  walked again, its own cells, globals and defaults; a user module by the attributes the code of
+  every function that reaches it names;
 - a number, string, bool, None, numpy scalar or dtype by type and value; a list, tuple, dict or set
-  by its items; an object met twice by "the same as the n-th value" (aliasing is part of it);
+  by its items, in their order (a set's is the order a loop visits it, which the hash seed sets);
+  an object met twice by "the same as the n-th value" (aliasing is part of it);
 - jitgrad, numpy and ``math`` functions, classes and modules by name (their code is fixed by the
   versions the cache keys hold, jitgrad's by a hash of its source files), and Python's builtins that
   compute from their arguments alone (``len``, ``range``, ``zip``...) by name.
@@ -56,6 +58,14 @@ PURE_BUILTINS = frozenset({
     "pow", "range", "reversed", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "type",
     "zip", "repr", "format", "iter", "next", "print", "NotImplemented", "Ellipsis", "None", "True", "False"})
 _SCALARS = (int, float, bool, complex, str, bytes, type(None))
+# Attributes through which code reads a module's or a function's globals by a string
+# (``config.__dict__["scale"]``, ``helper.__globals__["scale"]``): their values were not described, and
+# a changed one found the entry stored before, until 2026-11-28.
+READS_BY_NAME = frozenset({"__dict__", "__globals__", "__builtins__", "__getattribute__"})
+FORMATS = frozenset({"format", "format_map"})   # a format string reads attributes it names: "{0.scale}"
+# jitgrad's objects that their name says all of: a dtype, an op (``OpDef``). (Any jitgrad object with a
+# ``name`` was described by it before 2026-11-28, a compiled function by its function's name among them.)
+_NAMED_OBJECTS = frozenset({("jitgrad.dtypes", "dtype"), ("jitgrad.ops.registry", "OpDef")})
 
 
 class NotStable(Exception):
@@ -88,8 +98,8 @@ def _constant(value: Any) -> Any:
         return code_fingerprint(value)
     if type(value) is tuple:
         return ("tuple", *(_constant(v) for v in value))
-    if type(value) is frozenset:
-        return ("frozenset", *sorted(repr(_constant(v)) for v in value))
+    if type(value) is frozenset:   # in its order, as a loop over it visits it (see ``_Walk._enter``)
+        return ("frozenset", *(_constant(v) for v in value))
     return (type(value).__name__, repr(value))
 
 
@@ -103,11 +113,13 @@ def imported_modules(code: types.CodeType) -> frozenset[str]:
 
 
 def code_fingerprint(code: types.CodeType) -> tuple:
-    """What a code object computes: its bytecode, constants (nested code included), names and
-    signature (line numbers and the file name aside)."""
-    return (code.co_qualname, code.co_code, tuple(_constant(c) for c in code.co_consts), code.co_names,
-            code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount, code.co_posonlyargcount,
-            code.co_kwonlyargcount, code.co_flags)
+    """What a code object computes: its bytecode, its exception table (which instructions each
+    ``except`` covers: the same bytecode, a statement moved from a ``try`` body to its ``else``, catches
+    less; keyed since 2026-11-28), constants (nested code included), names and signature (line numbers
+    and the file name aside)."""
+    return (code.co_qualname, code.co_code, code.co_exceptiontable, tuple(_constant(c) for c in code.co_consts),
+            code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_argcount,
+            code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags)
 
 
 class _Walk:
@@ -115,6 +127,7 @@ class _Walk:
         self.parts: list[Any] = []
         self.seen: dict[int, int] = {}
         self.alive: list[Any] = []   # every object whose id is in ``seen``: no id is reused mid-walk
+        self.module_names: dict[int, set[str]] = {}   # a module's id -> the attributes described
 
     def add(self, *part: Any) -> None:
         self.parts.append(part)
@@ -135,6 +148,8 @@ class _Walk:
     def function(self, fn: types.FunctionType) -> None:
         code = fn.__code__
         names = code_names(code)
+        if names & READS_BY_NAME:   # what it reads there is named by a string: no name says which
+            raise NotStable(f"it reads {', '.join(sorted(names & READS_BY_NAME))}, by names the code does not hold")
         self.add("function", code_fingerprint(code))
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             self.add("cell", name)
@@ -186,6 +201,8 @@ class _Walk:
                             "its arguments")
         elif not self.again(value):
             self._enter(value, kind, names)
+        elif kind is types.ModuleType:   # met again from code naming other attributes: those too
+            self._attributes(value, names)
 
     def _enter(self, value: Any, kind: type, names: frozenset[str]) -> None:
         if kind is list or kind is tuple or kind is collections.deque:
@@ -202,7 +219,10 @@ class _Walk:
         elif kind is set or kind is frozenset:
             if not all(type(v) in _SCALARS for v in value):
                 raise NotStable("it reads a set of values other than numbers and strings")
-            self.add(kind.__name__, *sorted(f"{type(v).__name__}:{v!r}" for v in value))
+            # in its order, not sorted: a loop over a set of strings visits them in an order that the
+            # hash seed sets, another in each process (``PYTHONHASHSEED``), and the trace bakes it in;
+            # sorted, a process ran the stored program's order, silently, until 2026-11-28
+            self.add(kind.__name__, *(f"{type(v).__name__}:{v!r}" for v in value))
         elif kind is types.ModuleType:
             self._module(value, names)
         elif kind is types.FunctionType:
@@ -234,8 +254,14 @@ class _Walk:
         elif _library(kind.__module__) and isinstance(getattr(value, "__qualname__", None), str) \
                 and _library(getattr(value, "__module__", None)):  # numpy's array-function dispatchers
             self.add("callable", *_named(value))
-        elif kind.__module__.partition(".")[0] == "jitgrad" and isinstance(getattr(value, "name", None), str):
-            self.add("jitgrad object", kind.__qualname__, value.name)  # an op (``OpDef``), a dtype
+        elif _library(kind.__module__) and isinstance(getattr(value, "__wrapped__", None), types.FunctionType):
+            # a compiled function (``jg.compile``), a library's decorator: it runs the function it wraps,
+            # described as the user's (by its name alone, an edit of it, or of a global it read, found
+            # the entry of the code before, until 2026-11-28)
+            self.add("wraps", kind.__module__, kind.__qualname__)
+            self.value(value.__wrapped__, names)
+        elif (kind.__module__, kind.__qualname__) in _NAMED_OBJECTS and isinstance(getattr(value, "name", None), str):
+            self.add("jitgrad object", kind.__qualname__, value.name)
         else:
             raise NotStable(f"it reads a {kind.__module__}.{kind.__qualname__} object, whose state is not "
                             "described across processes")
@@ -245,12 +271,25 @@ class _Walk:
         ``jitgrad.nn.functional.relu`` made before the call is then seen). Other libraries' modules,
         the standard library's included, are refused: their state is not described."""
         name = module.__name__
-        library = _library(name)
-        if not library and _installed_library(module):
+        if not _library(name) and _installed_library(module):
             raise NotStable(f"it reads the module {name}, a library outside jitgrad and numpy")
         self.add("module", name)
+        self._attributes(module, names)
+
+    def _attributes(self, module: types.ModuleType, names: frozenset[str]) -> None:
+        """The attributes of ``module`` that ``names`` holds and no code met before named: a module
+        is met again from each function naming it (``helper`` reads ``config.B``, the function
+        ``config.A``), and each names its own (``config.A`` went undescribed, its entry silently
+        stale, before 2026-11-28)."""
+        name = module.__name__
+        library = _library(name)
+        described = self.module_names.setdefault(id(module), set())
+        if not library and names & FORMATS:   # ``"{0.scale}".format(config)``: any attribute of it
+            names = names | {n for n in module.__dict__ if not (n.startswith("__") and n.endswith("__"))}
+        new = sorted(names - described)
+        described.update(new)
         lazy = "__getattr__" in module.__dict__   # numpy makes ``np.random`` on first use
-        for attribute in sorted(names):
+        for attribute in new:
             if attribute in module.__dict__:
                 value = module.__dict__[attribute]
             elif not lazy:
@@ -289,5 +328,5 @@ def fingerprint(fn: Callable) -> str:
     return hashlib.sha256(repr(walk.parts).encode()).hexdigest()
 
 
-__all__ = ["MAX_VALUES", "NotStable", "PROCESS_STATE", "PURE_BUILTINS", "STABLE_LIBRARIES", "code_fingerprint",
-           "fingerprint"]
+__all__ = ["FORMATS", "MAX_VALUES", "NotStable", "PROCESS_STATE", "PURE_BUILTINS", "READS_BY_NAME", "STABLE_LIBRARIES",
+           "code_fingerprint", "fingerprint"]

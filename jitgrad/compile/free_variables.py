@@ -68,6 +68,13 @@ def _library_class(kind: type) -> bool:
     return _library(module) and not any(module == p or module.startswith(p + ".") for p in _USER_FACING_PACKAGES)
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` compares by value alone: a number, string, bytes or None, or a tuple of them."""
+    if type(value) is tuple:
+        return all(_plain(v) for v in value)
+    return type(value) in SCALAR_TYPES
+
+
 def _literal(key: Any) -> bool:
     """Whether a dict key can be written into a guard's source (a number, a string, a tuple of them)."""
     if type(key) is tuple:
@@ -87,7 +94,9 @@ def code_names(code: types.CodeType) -> frozenset[str]:
 # Names whose use lets code read globals, or a module's attributes, that it does not name: the walk then
 # takes every one (of the function's module, or of each user module it reaches).
 _READ_ANY_GLOBAL = frozenset({"globals", "eval", "exec"})
-_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "eval", "exec"})
+# (``"{0.scale}".format(config)`` reads an attribute named in a string too.)
+_READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "__getattribute__", "eval", "exec", "format",
+                                 "format_map"})
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
 
 
@@ -143,6 +152,7 @@ class _Walker:
         self.found = FreeVariables()
         self.visited: set[int] = set()
         self.functions: set[int] = set()
+        self.module_names: dict[int, set[str]] = {}   # a user module's id -> the attributes walked
         self.alive: list[Any] = []  # every object whose id is in the sets above: no id is reused mid-walk
 
     # ---- roots --------------------------------------------------------------------------------------
@@ -203,9 +213,11 @@ class _Walker:
         if self.found.unguardable is not None:
             return
         if id(value) in self.visited:  # reached again by another path: that path must still hold it
-            if isinstance(value, tuple) or _guarded_by_identity(value):
+            if kind is types.ModuleType:
+                self._module(value, source, names)
+            elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
-            elif kind in (set, frozenset) and all(type(v) in SCALAR_TYPES for v in value):
+            elif kind in (set, frozenset) and all(_plain(v) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
@@ -247,19 +259,13 @@ class _Walker:
             if not _library_class(kind):
                 self._object(value, kind, source, names)
         elif kind in (set, frozenset):
-            if all(type(v) in SCALAR_TYPES for v in value):
+            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program)
+            if all(_plain(v) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
         elif kind is types.ModuleType:
-            if not _library(value.__name__):
-                # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
-                self.found.snapshots.append(Snapshot(source, "object", value, None, dict(value.__dict__)))
-                if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
-                    names = names | set(value.__dict__)
-                for name in sorted(names):
-                    if name in value.__dict__:
-                        self.value(value.__dict__[name], source.attr(name), names)
+            self._module(value, source, names)
         elif kind is types.FunctionType:
             if not _library(value.__module__):
                 self.found.guards.append((source, "identity", value))
@@ -267,6 +273,12 @@ class _Walker:
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
                 self.function(value)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
+                if "__globals__" in names:   # ``helper.__globals__["scale"]``: any global of its module
+                    for name, item in list(value.__globals__.items()):
+                        if name != "__builtins__":
+                            self.value(item, source.attr("__globals__").entry(name), names)
+            else:   # ``ACT = jg.tanh``, rebound to ``jg.sigmoid``: see ``_guarded_by_identity``
+                self.found.guards.append((source, "identity", value))
         elif kind is types.MethodType:
             self.value(value.__func__, source.attr("__func__"), names)
             self.value(value.__self__, source.attr("__self__"), names)
@@ -280,21 +292,59 @@ class _Walker:
                 self.found.guards.append((source, "identity", value))
                 # ``Counter.calls += 1`` inside: a class's attributes are a place too
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
-                self._attributes(value, vars(value), source, names)
+                users = not _library(value.__module__)   # the user's class, not jitgrad's ``Linear``
+                if users:
+                    # which attributes it has (one set later may shadow a base's) and, through its user
+                    # base classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new
+                    # ``Base.f`` ran the old program for ``obj.scale`` of a ``Child(Base)``
+                    self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
+                self._attributes(value, vars(value), source, names, methods=users)
+                for i, base in enumerate(value.__mro__[1:] if users else (), 1):
+                    if not _library(base.__module__):
+                        self.value(base, source.attr("__mro__").item(i), names)
+            else:
+                self.found.guards.append((source, "identity", value))
         elif isinstance(value, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
                                 types.MethodDescriptorType, staticmethod, classmethod, property)):
+            self.found.guards.append((source, "identity", value))
             self._descriptor(value, source, names)
         else:
             self._object(value, kind, source, names)
+
+    def _module(self, module: types.ModuleType, source: Source, names: frozenset[str]) -> None:
+        """A user module's attributes that the code reaching it names. A module reached again, from code
+        naming other attributes, has those walked then: ``helper`` reading ``config.B`` reached
+        ``config`` first, and ``config.A``, read by the function itself, went unguarded (a silently
+        stale result, in-process and from the warm-start index, before 2026-11-28)."""
+        if _library(module.__name__):
+            return
+        walked = self.module_names.get(id(module))
+        if walked is None:
+            walked = self.module_names[id(module)] = set()
+            # ``config.steps += 1`` inside (its own globals are snapshotted by name, ``function``)
+            self.found.snapshots.append(Snapshot(source, "object", module, None, dict(module.__dict__)))
+        if names & _READ_ANY_ATTRIBUTE:   # ``vars(config)["scale"]``, ``getattr(config, name)``
+            names = names | (set(module.__dict__) - {"__builtins__"})   # Python's own: not the user's values
+        new = sorted(names - walked)
+        walked.update(new)
+        for name in new:
+            if name in module.__dict__:
+                self.value(module.__dict__[name], source.attr(name), names)
 
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
         if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
             self.function(inner)
 
-    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str]) -> None:
+    def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str],
+                    methods: bool = True) -> None:
+        """The attributes of ``owner`` (its ``__dict__``): Python's own entries aside (``__module__``,
+        ``__doc__``...), and special methods unless ``methods`` is False (jitgrad's classes): such as
+        ``__mul__`` or ``__getattr__``, they run the user's code (``s * x``, ``cfg.anything``), and a
+        global they read went unguarded until 2026-11-28."""
         for name, attribute in list(attributes.items()):
-            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__"):
+            if name.startswith("__") and name.endswith("__") and name not in ("__call__", "__wrapped__") and not (
+                    methods and isinstance(attribute, (types.FunctionType, staticmethod, classmethod, property))):
                 continue
             if isinstance(attribute, (staticmethod, classmethod, property)):
                 # guarded as it sits in the dict: reading the attribute unwraps it (a classmethod into a
@@ -307,7 +357,8 @@ class _Walker:
 
     def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
         wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
-        if _library_class(kind):
+        if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
+            self.found.guards.append((source, "identity", value))
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
             return
@@ -325,19 +376,13 @@ class _Walker:
 
 
 def _guarded_by_identity(value: Any) -> bool:
-    """Whether the walk guards ``value``'s identity where it first meets it (containers, the user's
-    functions, classes and objects): a second path to it gets the same guard, so that rebinding either
-    path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
-    tuple, guarded by its items the first time, is guarded by identity on the other paths."""
-    if isinstance(value, (list, dict, collections.deque, functools.partial)):
-        return True
-    if isinstance(value, types.FunctionType):
-        return not _library(value.__module__)
-    if isinstance(value, type):
-        return not _library_class(value)
-    if isinstance(value, (types.ModuleType, types.MethodType, set, frozenset)):
-        return False
-    return not _library_class(type(value))
+    """Whether the walk guards ``value``'s identity where it first meets it (containers, functions,
+    classes and objects, a library's too): a second path to it gets the same guard, so that rebinding
+    either path (``group["betas"] = (0.5, 0.9)`` when the tuple was shared with ``defaults``) is seen. A
+    tuple, guarded by its items the first time, is guarded by identity on the other paths. A library's
+    function, class or object is not entered but is guarded: ``ACT = jg.tanh`` rebound to
+    ``jg.sigmoid``, or ``DT = np.float32`` to ``np.int32``, ran the old program until 2026-11-28."""
+    return not isinstance(value, (types.ModuleType, types.MethodType, set, frozenset))
 
 
 def _slots(kind: type) -> list[str]:

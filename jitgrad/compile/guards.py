@@ -4,7 +4,8 @@ A call's *key* is one flat tuple: the grad mode and default dtype, the nesting o
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
 requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
-serve each other's calls) and whether it is a leaf; its values are read afresh at every call; a
+serve each other's calls), whether it is a leaf, computed or an inference tensor, and its class (a
+``Parameter`` is one inside the trace too); its values are read afresh at every call; a
 Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
 type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
 may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
@@ -46,7 +47,8 @@ def tensor_descriptor(t: Tensor) -> tuple:
     device = CPU if type(data) is np.ndarray else array_device(data)
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
             bool(t._hooks) or bool(t._post_accumulate_grad_hooks),
-            t._grad_fn is not None, device)   # computed: the trace reads ``is_leaf`` eagerly (``fx.traced_tensor``)
+            "inference" if t._is_inference else t._grad_fn is not None,   # the trace reads ``is_leaf`` and
+            device, type(t))   # ``is_inference()`` eagerly, and a ``Parameter`` is one inside it too
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -78,13 +80,17 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is np.ndarray:
         return ("array", value.shape, value.dtype, array_contents(value))
+    if kind is complex or isinstance(value, (np.floating, np.complexfloating)):   # -0.0, as a float's above
+        if any(p == 0 and math.copysign(1.0, p) < 0 for p in (value.real, value.imag)):
+            return (kind, value, "negative")
+        return (kind, value)
     if kind is bytearray or kind is memoryview:   # by their bytes: mutable, so an identity would miss a write
         return (kind, value.tobytes() if kind is memoryview else bytes(value))
-    if kind is set:   # by its items (the walk guards only sets of plain values); an identity would miss an add
-        try:
-            return (kind, frozenset(value))
-        except TypeError:
-            pass
+    if kind is set or kind is frozenset:
+        # by its items (the walk guards only sets of plain values; an identity would miss an add), in the
+        # order a loop visits them: equal sets can differ in it (``{1, 9}`` and ``{9, 1}``), and the
+        # trace bakes it in (until 2026-11-28 one ran the other's program, silently)
+        return (kind, tuple(value))
     if kind.__eq__ is not object.__eq__:
         try:
             hash(value)
@@ -103,6 +109,7 @@ class FreeGuards:
         self._index: dict[tuple[Source, str], int] = {}
         self._kept: list[Any] = []   # objects guarded by identity: their ids must stay theirs
         self._read: Callable[[tuple, dict], tuple | None] | None = None
+        self._kinds: FreeKinds | None = None
 
     def add(self, source: Source, kind: str, value: Any = None) -> int:
         key = (source, kind)
@@ -125,8 +132,10 @@ class FreeGuards:
             self._read = reader([(s, _READERS[k]) for s, k in self.entries], {"_value": value_descriptor})
         return self._read(args, kwargs)
 
-    def kinds(self) -> list[str]:
-        return [k for _, k in self.entries]
+    def kinds(self) -> FreeKinds:
+        if self._kinds is None or len(self._kinds) != len(self.entries):
+            self._kinds = FreeKinds([k for _, k in self.entries])
+        return self._kinds
 
     def index(self, source: Source, kind: str) -> int:
         return self._index[(source, kind)]
@@ -140,9 +149,24 @@ def grad_mode_key() -> bool | str:
     return "inference" if state.inference else state.grad_enabled
 
 
+class FreeKinds(tuple):
+    """The kinds of a ``FreeGuards``' entries, with the positions ``call_key`` describes itself (tensors,
+    arrays, run-time numbers): every other kind is read as its guard already (an identity, a value,
+    keys, a length), so a call's key takes those values as they are, without a test per entry."""
+
+    def __new__(cls, kinds: Sequence[str]) -> "FreeKinds":
+        self = super().__new__(cls, kinds)
+        self.tensors = tuple(i for i, k in enumerate(kinds) if k == "tensor")
+        self.arrays = tuple(i for i, k in enumerate(kinds) if k == "array")
+        self.numbers = tuple(i for i, k in enumerate(kinds) if k == "number")
+        return self
+
+
 def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str], dynamic: frozenset = frozenset()) -> tuple:
     """The key of a call (see the module docstring). ``dynamic`` holds the key positions of numbers
-    that are run-time inputs: their values are left out."""
+    that are run-time inputs: their values are left out. ``free`` may be shorter than ``free_kinds``
+    (the values of an earlier, shorter set of guards)."""
+    kinds = free_kinds if type(free_kinds) is FreeKinds else FreeKinds(free_kinds)
     parts: list[Any] = [grad_mode_key(), get_default_dtype(), spec]
     ids: list[int] = []
     for value in leaves:
@@ -151,16 +175,24 @@ def call_key(spec: Any, leaves: list, free: Sequence, free_kinds: Sequence[str],
             ids.append(id(value))
         else:
             parts.append(value_descriptor(value))
-    for value, kind in zip(free, free_kinds):
-        if kind == "tensor":
-            parts.append(tensor_descriptor(value) if isinstance(value, Tensor) else value_descriptor(value))
-            ids.append(id(value))
-        elif kind == "array":
-            parts.append(value_descriptor(value))
-        elif kind == "number":  # a run-time input: its type only
-            parts.append((type(value),))
-        else:
-            parts.append(value)
+    start, count = len(parts), len(free)
+    parts += free
+    if count > len(kinds):
+        del parts[start + len(kinds):]
+    for i in kinds.tensors:
+        if i >= count:
+            break
+        value = free[i]
+        parts[start + i] = tensor_descriptor(value) if isinstance(value, Tensor) else value_descriptor(value)
+        ids.append(id(value))
+    for i in kinds.arrays:
+        if i >= count:
+            break
+        parts[start + i] = value_descriptor(free[i])
+    for i in kinds.numbers:  # a run-time input: its type only
+        if i >= count:
+            break
+        parts[start + i] = (type(free[i]),)
     for position in dynamic:
         part = parts[position]
         if part[0] is int or part[0] is float:  # a tensor or another value there now keeps its whole guard
@@ -195,9 +227,11 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0, c0, v0), (s1, d1, r1, g1, h1, c1, v1) = old, new
+    (s0, d0, r0, g0, h0, c0, v0, k0), (s1, d1, r1, g1, h1, c1, v1, k1) = old, new
     if v0 != v1:
         return f"{label}: device was {v0}, now {v1}", False
+    if k0 is not k1:
+        return f"{label}: was a {k0.__qualname__}, now a {k1.__qualname__}", False
     if len(s0) != len(s1):
         return f"{label}: rank was {len(s0)}, now {len(s1)}", False
     if d0 != d1:
@@ -212,12 +246,15 @@ def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
     if g0 != g1:
         return f"{label}: .grad was {'set' if g0 else 'None'}, now {'set' if g1 else 'None'}", True
     if c0 != c1:
-        return f"{label}: was {'computed' if c0 else 'a leaf'}, now {'computed' if c1 else 'a leaf'}", True
+        return f"{label}: was {_KINDS[c0]}, now {_KINDS[c1]}", True
     return f"{label}: {'had' if h0 else 'had no'} tensor hooks, now {'has' if h1 else 'has none'}", True
 
 
+_KINDS = {True: "computed", False: "a leaf", "inference": "an inference tensor"}   # a descriptor's sixth item
+
+
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 7 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return isinstance(value, tuple) and len(value) == 8 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
 
 
 def _is_array_descriptor(value: Any) -> bool:
@@ -291,5 +328,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
     return sum(a != b for i, (a, b) in enumerate(zip(old, new)) if i not in ignore)
 
 
-__all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
+__all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
            "distance", "grad_mode_key", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]

@@ -3,8 +3,8 @@
 A compiled function takes its tensors wherever the call puts them (``step(params, batch)`` with
 ``params`` a list and ``batch`` a dict), as JAX's pytrees do. ``flatten`` turns the call's arguments
 into leaves and a *spec*, a hashable description of the nesting (container types, lengths, dict keys
-in order), which a guard compares: the same spec means the i-th leaf stands where it stood when the
-function was traced. A spec is a nested tuple so that comparing and hashing it is one C-level call.
+in order, and their types where they are not all strings), which a guard compares: the same spec means
+the i-th leaf stands where it stood when the function was traced. A spec is a nested tuple so that comparing and hashing it is one C-level call.
 """
 from __future__ import annotations
 
@@ -25,7 +25,12 @@ def flatten_into(value: Any, leaves: list[Any]) -> Any:
     if kind is list or kind is tuple:
         return (kind, tuple(flatten_into(v, leaves) for v in value))
     if kind is dict:
-        return (dict, tuple(value), tuple(flatten_into(v, leaves) for v in value.values()))
+        spec = (dict, tuple(value), tuple(flatten_into(v, leaves) for v in value.values()))
+        if all(type(k) is str for k in value):
+            return spec
+        # keys equal as dict keys but not to the code: ``1``, ``1.0`` and ``True``, ``0.0`` and ``-0.0``
+        # (until 2026-11-28 a call with one ran the program traced with the other)
+        return (*spec, tuple((type(k), repr(k)) for k in value))
     if _is_named_tuple(value):
         return (kind, tuple(flatten_into(v, leaves) for v in value))
     leaves.append(value)

@@ -63,11 +63,14 @@ class Source:
     def expression(self, holder_name: str) -> str:
         """Python source reading this source, with the holder bound to ``holder_name`` and the call's
         arguments to ``args`` and ``kwargs``."""
-        root = {"arg": f"args[{self.key}]", "kwarg": f"kwargs[{self.key!r}]",
+        return self.root_expression(holder_name) + _steps_text(self.steps)
+
+    def root_expression(self, holder_name: str) -> str:
+        """Python source reading this source's root (``expression`` without the steps)."""
+        return {"arg": f"args[{self.key}]", "kwarg": f"kwargs[{self.key!r}]",
                 "cell": f"{holder_name}.cell_contents", "global": f"{holder_name}[{self.key!r}]",
                 "default": f"{holder_name}.__defaults__[{self.key}]",
                 "kwdefault": f"{holder_name}.__kwdefaults__[{self.key!r}]", "held": holder_name}[self.root]
-        return root + "".join(f".{k}" if kind == "attr" else f"[{k!r}]" for kind, k in self.steps)
 
     # ---- writing (replaying a side effect) ----------------------------------------------------------
     def store(self, value: Any, args: tuple = (), kwargs: dict | None = None) -> None:
@@ -136,6 +139,10 @@ def _root_value(root: str, holder: Any, key: Any, args: tuple, kwargs: dict) -> 
     return holder
 
 
+def _steps_text(steps: tuple) -> str:
+    return "".join(f".{k}" if kind == "attr" else f"[{k!r}]" for kind, k in steps)
+
+
 def source_of_path(path: tuple) -> Source:
     """The source of an argument leaf, from ``pytree.call_leaf_paths``."""
     (root, key), *steps = path
@@ -149,10 +156,15 @@ def reader(entries: Sequence[tuple[Source, str]], helpers: dict[str, Any]) -> Ca
     """One generated function ``read(args, kwargs)`` returning, for each ``(source, template)``, the
     template with ``{0}`` replaced by the expression reading the source (``"len({0})"``; ``helpers``
     are the functions templates call), or None when any source cannot be read any more (an attribute
-    deleted, a list shortened): the caller then takes its slow path, which says what changed."""
+    deleted, a list shortened): the caller then takes its slow path, which says what changed.
+
+    A step of a training loop reads hundreds of sources down a few paths (``model._modules['0']``,
+    then its class, its ``__dict__``, its parameters...): each container two or more sources read
+    through is read once into a local, as hand-written code would, where every source walked its
+    whole path (an Adam step's 212 free values: most of the call's time went to those walks)."""
     holders: dict[int, str] = {}
     namespace: dict[str, Any] = {"READ_ERRORS": READ_ERRORS, **helpers}
-    parts = []
+    paths = []
     for source, template in entries:
         name = ""
         if source.holder is not None:
@@ -160,9 +172,30 @@ def reader(entries: Sequence[tuple[Source, str]], helpers: dict[str, Any]) -> Ca
             if name is None:
                 name = holders[id(source.holder)] = f"h{len(holders)}"
                 namespace[name] = source.holder
-        parts.append(template.format(source.expression(name)))
+        paths.append((source.root_expression(name), source.steps, template))
+    uses: dict[tuple, int] = {}
+    for root, steps, _ in paths:
+        for k in range(len(steps) + 1):
+            prefix = (root, steps[:k])
+            uses[prefix] = uses.get(prefix, 0) + 1
+    locals_of: dict[tuple, str] = {}
+
+    def read_text(root: str, steps: tuple) -> str:
+        for k in range(len(steps), -1, -1):
+            local = locals_of.get((root, steps[:k]))
+            if local is not None:
+                return local + _steps_text(steps[k:])
+        return root + _steps_text(steps)
+    lines, parts = [], []
+    for root, steps, template in paths:
+        for k in range(len(steps) + 1):   # a container's local before those of what it holds
+            prefix = (root, steps[:k])
+            if uses[prefix] > 1 and prefix not in locals_of and (k or "[" in root or "." in root):
+                lines.append(f"        v{len(locals_of)} = {read_text(root, steps[:k])}\n")
+                locals_of[prefix] = f"v{len(locals_of)}"
+        parts.append(template.format(read_text(root, steps)))
     body = "(" + "".join(f"{p}, " for p in parts) + ")"
-    code = (f"def read(args, kwargs):\n    try:\n        return {body}\n"
+    code = (f"def read(args, kwargs):\n    try:\n{''.join(lines)}        return {body}\n"
             f"    except READ_ERRORS:\n        return None\n")
     exec(compile(code, "<jitgrad.compile source reader>", "exec"), namespace)  # noqa: S102 - our own source
     return namespace["read"]

@@ -75,8 +75,11 @@ def _spec(spec: Any) -> Any:
 
 def _leaf(value: Any) -> list:
     if isinstance(value, Tensor):
-        shape, dtype, requires_grad, has_grad, hooks, computed, device = guards.tensor_descriptor(value)
-        return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device), computed]
+        shape, dtype, requires_grad, has_grad, hooks, computed, device, kind = guards.tensor_descriptor(value)
+        if not kind.__module__.startswith("jitgrad."):
+            raise NotIndexed(f"an argument is a {kind.__qualname__}, a tensor class of the user's")
+        return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device), computed,
+                f"{kind.__module__}.{kind.__qualname__}"]
     if type(value) in _PLAIN:
         return [type(value).__name__, repr(value)]
     if type(value) is np.ndarray:  # its values too, as its in-process guard has them (guards.array_contents)

@@ -2,7 +2,7 @@
 from jitgrad's generator, ``log_prob``, ``entropy``, moments, ``cdf``/``icdf``, and ``kl_divergence``
 with a registry; everything computed with jitgrad ops, so gradients reach the parameters and a
 compiled function that uses a distribution compiles (docs/distributions.md)."""
-from . import constraints
+from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
@@ -13,8 +13,11 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal
 from .normal import LogNormal, Normal
+from .transformed_distribution import TransformedDistribution
+from .transforms import AffineTransform, ExpTransform, SigmoidTransform, Transform
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
-           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
-           "kl_divergence", "register_kl"]
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "ExpTransform",
+           "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform", "constraints",
+           "kl_divergence", "register_kl", "transforms"]

@@ -1,49 +1,28 @@
 """``Gamma``, ``Beta`` and ``Dirichlet``: densities built on ``lgamma`` (entropies and KLs on
 ``digamma``), so their values and gradients in the parameters are jitgrad ops.
 
-Their draws come from numpy's generator (``standard_gamma``), seeded with a number drawn from
-jitgrad's, so ``jitgrad.manual_seed`` makes them repeatable; they carry no gradient (``has_rsample``
-is False: PyTorch's implicit reparameterisation of gamma draws is not built) and they cannot be drawn
-inside ``jitgrad.compile`` (an error says so, rather than a compiled call repeating one draw)."""
+Their draws (``gamma_draws.py``) carry PyTorch's implicit reparameterisation gradients: ``Gamma``'s
+those of ``_standard_gamma``, ``Dirichlet``'s and ``Beta``'s (a two-coordinate Dirichlet, as in
+PyTorch) those of ``_Dirichlet``, so ``rsample`` differentiates in the parameters as PyTorch's does.
+They cannot be traced by ``jitgrad.compile`` (an error says so, rather than a compiled call repeating
+one draw)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-
-from .. import dtypes
-from ..factories import arange, randint, tensor
+from ..factories import arange
 from ..ops import FUNCTIONS
-from ..ops.registry import observed
 from ..shapes import Size
+from ..special import gammainc
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .parameters import broadcast_all
+from .gamma_draws import dirichlet, standard_gamma
 
 digamma, lgamma, log, where, xlogy = (FUNCTIONS[name] for name in ("digamma", "lgamma", "log", "where", "xlogy"))
 
 __all__ = ["Beta", "Dirichlet", "Gamma"]
-
-
-def standard_gamma(concentration: Tensor, shape: tuple[int, ...], family: str) -> np.ndarray:
-    """Unit-rate gamma draws of ``shape`` (``concentration`` broadcast to it) from numpy's generator,
-    seeded from jitgrad's so that ``manual_seed`` repeats them."""
-    if observed():
-        raise RuntimeError(f"{family}.sample draws with numpy's generator and cannot be traced by jitgrad.compile: "
-                           "draw outside the compiled function and pass the sample in")
-    seed = int(randint(0, 2 ** 62, (1,)).item())
-    values = np.broadcast_to(concentration.detach().numpy(), shape)
-    draws = np.random.default_rng(seed).standard_gamma(values)
-    tiny = np.finfo(dtypes.as_numpy_dtype(concentration.dtype)).tiny
-    return np.maximum(draws, tiny).astype(dtypes.as_numpy_dtype(concentration.dtype))  # never exactly 0
-
-
-def no_rsample(self: Distribution, sample_shape: Sequence[int] = ()) -> Tensor:
-    """The gamma family's ``rsample``: refused, since a draw without PyTorch's implicit
-    reparameterisation would carry a wrong (zero) gradient."""
-    raise NotImplementedError(f"{type(self).__name__}.rsample is not built: its draws have no reparameterised "
-                              "gradient in jitgrad (use sample(), which carries none, or a score-function estimator)")
 
 
 class Gamma(Distribution):
@@ -51,6 +30,7 @@ class Gamma(Distribution):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
 
     def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -76,18 +56,21 @@ class Gamma(Distribution):
     def variance(self) -> Tensor:
         return self.concentration / self.rate.pow(2)
 
-    rsample = no_rsample
-
-    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        draws = standard_gamma(self.concentration, shape, "Gamma") / np.broadcast_to(self.rate.detach().numpy(), shape)
-        return tensor(draws, dtype=self.rate.dtype)
+        return standard_gamma(self.concentration, shape, "Gamma") / self.rate.expand(*shape)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
                 - self.rate * value - lgamma(self.concentration))
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``P(concentration, rate * value)``; like PyTorch's, it has no gradient in ``concentration``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self) -> Tensor:
         c = self.concentration
@@ -100,6 +83,7 @@ class Dirichlet(Distribution):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
 
     def __init__(self, concentration: Tensor, validate_args: bool | None = None) -> None:
         if concentration.dim() < 1:
@@ -134,11 +118,8 @@ class Dirichlet(Distribution):
         total = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (total - self.concentration) / (total.pow(2) * (total + 1))
 
-    rsample = no_rsample
-
-    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        draws = standard_gamma(self.concentration, tuple(self._extended_shape(sample_shape)), "Dirichlet")
-        return tensor(draws / draws.sum(-1, keepdims=True), dtype=self.concentration.dtype)
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        return dirichlet(self.concentration, tuple(self._extended_shape(sample_shape)), "Dirichlet")
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -158,6 +139,7 @@ class Beta(Distribution):
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
 
     def __init__(self, concentration1: Any, concentration0: Any, validate_args: bool | None = None) -> None:
         self._alpha, self._beta = broadcast_all(concentration1, concentration0)
@@ -192,13 +174,10 @@ class Beta(Distribution):
         total = self._alpha + self._beta
         return self._alpha * self._beta / (total.pow(2) * (total + 1))
 
-    rsample = no_rsample
-
-    def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
-        shape = tuple(self._extended_shape(sample_shape))
-        a = standard_gamma(self._alpha, shape, "Beta")
-        b = standard_gamma(self._beta, shape, "Beta")
-        return tensor(a / (a + b), dtype=self._alpha.dtype)
+    def rsample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        shape = tuple(self._extended_shape(sample_shape)) + (2,)
+        pair = FUNCTIONS["stack"]([self._alpha, self._beta], -1)
+        return dirichlet(pair, shape, "Beta")[..., 0]
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

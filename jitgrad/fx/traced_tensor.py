@@ -50,6 +50,22 @@ class TracedTensor(Tensor):
             raise conversion_error("Tensor.is_leaf of a tensor computed outside the function")
         return self._grad_fn is None
 
+    # The layout of the trace's value (its strides, its offset, its address) is this call's, not what
+    # a compiled program keys or guards (a tensor's descriptor holds its shape, not its strides): a
+    # branch on it ran a transposed input through the contiguous input's program, silently, until
+    # 2026-11-28. Read, the function runs eagerly.
+    def stride(self, dim: int | None = None) -> Any:
+        raise conversion_error("Tensor.stride()")
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        raise conversion_error("Tensor.is_contiguous()")
+
+    def storage_offset(self) -> int:
+        raise conversion_error("Tensor.storage_offset()")
+
+    def data_ptr(self) -> int:
+        raise conversion_error("Tensor.data_ptr()")
+
     def item(self) -> Any:
         raise conversion_error("Tensor.item()")
 
@@ -72,4 +88,21 @@ class TracedTensor(Tensor):
         raise conversion_error("Use as an index (__index__)")
 
 
-__all__ = ["BORROWED_WITH_HISTORY", "TraceError", "TracedTensor", "conversion_error"]
+_TRACED_CLASSES: dict[type, type] = {}
+
+
+def traced_class(kind: type) -> type:
+    """The class a caller's tensor of class ``kind`` has while lent to a trace: ``TracedTensor``, or
+    for a subclass of ``Tensor`` (``nn.Parameter``) a class deriving from both, so that
+    ``isinstance(w, nn.Parameter)`` answers inside the trace as it does outside (until 2026-11-28 it
+    was False there, and a branch on it ran the other way than eager mode's)."""
+    if kind is Tensor or issubclass(kind, TracedTensor):
+        return TracedTensor
+    traced = _TRACED_CLASSES.get(kind)
+    if traced is None:
+        traced = _TRACED_CLASSES[kind] = type(f"Traced{kind.__name__}", (TracedTensor, kind),
+                                              {"__slots__": (), "__module__": __name__})
+    return traced
+
+
+__all__ = ["BORROWED_WITH_HISTORY", "TraceError", "TracedTensor", "conversion_error", "traced_class"]

@@ -51,7 +51,7 @@ from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
-from .traced_tensor import TracedTensor, TraceError, conversion_error
+from .traced_tensor import TracedTensor, TraceError, conversion_error, traced_class
 from .user_lines import user_line
 
 
@@ -281,7 +281,7 @@ class Tracer:
     def borrow(self, name: str, tensor: Tensor) -> None:
         """Lends ``tensor`` to the trace now; its placeholder ``name`` is made when it is first used."""
         try:
-            loan = Loan(tensor, TracedTensor)
+            loan = Loan(tensor, traced_class(type(tensor)))
         except BorrowError as error:
             raise TraceError(f"{error}: pass a jitgrad.Tensor") from None
         self.loans[id(tensor)] = loan

@@ -1,5 +1,6 @@
 """The activations of ``torch.nn.functional`` that are not registry ops: softmin, the gated linear
-unit, PReLU's learned slope, the threshold and the three shrinkages, and the bilinear form.
+unit, PReLU's learned slope, RReLU's random one, the threshold and the three shrinkages, and the
+bilinear form.
 
 Each is a few registry ops (``where``, ``sigmoid``, ``softmax``, matrix products), so its gradients
 of any order, forward mode and compiling come from theirs. Where PyTorch's backward picks a side at a
@@ -11,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 from ..dtypes import dtype as DType
+from ..factories import rand_like
 from ..ops import sigmoid, softmax, tanh, where
 from ..tensor import Tensor
 
@@ -48,6 +50,23 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     elif weight.dim() > input.dim():
         weight = weight.reshape(())
     return where(input > 0, input, weight * input)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """``x`` where ``x > 0``, else ``x`` times a slope: while training, one drawn uniformly from
+    ``[lower, upper]`` for each element (from jitgrad's generator, so ``manual_seed`` repeats it),
+    otherwise their mean ``(lower + upper) / 2``, as PyTorch. The gradient at 0 is the slope, as
+    PyTorch's. ``inplace`` is taken for PyTorch's signature; the result is always a new tensor."""
+    if lower > upper:
+        raise RuntimeError(f"Lower bound should be less than or equal to the upper bound (rrelu: lower={lower}, "
+                           f"upper={upper})")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"rrelu_with_noise_out_cpu\" not implemented for '{input.dtype}': rrelu "
+                                  "takes a floating tensor")
+    if not training:
+        return where(input > 0.0, input, input * ((lower + upper) / 2))
+    return where(input > 0.0, input, input * (rand_like(input) * (upper - lower) + lower))
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -91,4 +110,4 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return out.reshape(batch + (out_features,))
 
 
-__all__ = ["bilinear", "glu", "hardshrink", "prelu", "softmin", "softshrink", "tanhshrink", "threshold"]
+__all__ = ["bilinear", "glu", "hardshrink", "prelu", "rrelu", "softmin", "softshrink", "tanhshrink", "threshold"]

@@ -13,13 +13,14 @@ from typing import Sequence
 
 import numpy as np
 
-from ..autograd import Function, no_grad
+from ..autograd import Function, is_grad_enabled, no_grad
 from ..dtypes import bool as bool_
 from ..dtypes import int64
 from ..factories import arange, eye, full, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
                                selu, silu, softsign)
+from ..ops.comparisons import scalar_type
 from ..ops.linalg import norm
 from ..ops import nll_loss as _nll_loss_op
 from ..ops.gathering import embedding as _embedding
@@ -309,6 +310,31 @@ def _mean_of(total: Tensor, count: Tensor) -> Tensor:
     return where(nothing_kept, math.nan, total / where(nothing_kept, 1.0, count))
 
 
+def _not_differentiable(function: str, **arguments: Tensor | None) -> None:
+    """PyTorch's error for a loss argument its autograd has no derivative for (class weights,
+    ``pos_weight``), where jitgrad's composites would give one PyTorch never gives."""
+    if not is_grad_enabled():
+        return
+    for name, value in arguments.items():
+        if value is not None and value.requires_grad:
+            raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{name}'. "
+                               "This input cannot have requires_grad True.")
+
+
+def _check_class_weight(input: Tensor, weight: Tensor | None, reduction: str) -> None:
+    """The class-index losses' ``weight``: no gradient, and the input's dtype (PyTorch refuses a
+    float64 weight of float32 log-probabilities, where promoting would change the loss's dtype);
+    after ``reduction``, which PyTorch reads first."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if weight is None:
+        return
+    _not_differentiable("nll_loss_forward", weight=weight)
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type(input)} but found {scalar_type(weight)} (the class "
+                           f"weight of a {input.dtype.name} input: pass weight.to({input.dtype.name}))")
+
+
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices for log-probabilities ``input``, (N, C), (C,) or
@@ -317,6 +343,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     Without ``weight`` it is jitgrad's ``nll_loss`` op (``NllLossBackward0``, as in PyTorch), which
     skips the targets equal to ``ignore_index`` (-100 by default, any value) and refuses any other
     target outside the classes with an ``IndexError``; with ``weight``, a composite that honours both."""
+    _check_class_weight(input, weight, reduction)
     if weight is None:
         if input.dim() <= 2:
             return _nll_loss_op(input, target, reduction=reduction, ignore_index=ignore_index)
@@ -348,6 +375,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
                                f"ignore_index={ignore_index} with {target.dtype.name} class probabilities): "
                                "leave it at its default, or give class indices as an integer tensor")
         return _cross_entropy_of_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim)
+    _check_class_weight(input, weight, reduction)
     if label_smoothing == 0.0:
         return nll_loss(log_probs, target, weight, ignore_index, reduction)
     if input.dim() == 1:
@@ -530,9 +558,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {scalar_type(target)} but expected {scalar_type(input)} "
+                           f"(binary_cross_entropy: pass target.to({input.dtype.name}))")
+    _not_differentiable("binary_cross_entropy", weight=weight)
     losses = _BinaryCrossEntropy.apply(input, target)
-    if weight is not None:
-        losses = losses * weight
+    if weight is not None:   # in the loss's dtype, as PyTorch's in-place product keeps it
+        losses = losses * weight.to(losses.dtype)
     return reduce_loss(losses, reduction, "binary_cross_entropy")
 
 
@@ -542,8 +574,12 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     softplus(-x)``, the softplus weighted by ``1 + (pos_weight - 1) t`` when ``pos_weight`` is given."""
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    log_sigmoid_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * target + 1.0
-    losses = (1.0 - target) * input + log_sigmoid_weight * softplus(-input)
+    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    losses = (1.0 - target) * input   # the weights in its dtype, as PyTorch's in-place products keep it
+    if pos_weight is not None:
+        losses = losses + ((pos_weight.to(losses.dtype) - 1.0) * target + 1.0) * softplus(-input)
+    else:
+        losses = losses + softplus(-input)
     if weight is not None:
-        losses = losses * weight
+        losses = losses * weight.to(losses.dtype)
     return reduce_loss(losses, reduction, "binary_cross_entropy_with_logits")

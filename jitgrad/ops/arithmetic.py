@@ -351,7 +351,10 @@ abs = defop("abs", ("self",), np.abs, "AbsBackward0",  # noqa: A001
             jvp=lambda self_t, self: self_t * self.sign())
 
 def _sign(a):
-    """numpy's sign, but 0 at NaN, as PyTorch's (so that abs's gradient at NaN is 0)."""
+    """numpy's sign, but 0 at NaN, as PyTorch's (so that abs's gradient at NaN is 0); of bools, the
+    bools (numpy has no sign of them)."""
+    if a.dtype == np.bool_:
+        return a.copy()
     out = np.sign(a)
     return np.where(a != a, 0, out).astype(out.dtype, copy=False) if a.dtype.kind == "f" else out
 

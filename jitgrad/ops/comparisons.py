@@ -16,16 +16,13 @@ from . import arithmetic, math_functions, reductions, shape
 from .arithmetic import where
 from .device_copy import to
 from .host_reads import from_host, host_values, refuse_when_traced
+from .meta_rules import scalar_type_name
 from .public import public
-
-
-_SCALAR_TYPES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
-                 "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
 
 
 def scalar_type(t: Tensor) -> str:
     """PyTorch's name of a tensor's dtype in its error messages (``Float``, ``Long``...)."""
-    return _SCALAR_TYPES.get(t._data.dtype.name, t._data.dtype.name)
+    return scalar_type_name(t._data.dtype)
 
 
 # ---- other names ------------------------------------------------------------------------------------
@@ -55,12 +52,11 @@ def sgn(input: Tensor) -> Tensor:
 
 @public("function", "method")
 def signbit(input: Tensor) -> Tensor:
-    """Whether each element's sign bit is set: true for -0.0, unlike ``input < 0``. The sign of a zero
-    is read through ``atan2(x, -1)``, -pi for -0.0 and pi for +0.0 (a NaN's sign bit is not
-    seen: ``signbit(-nan)`` is False here, True in PyTorch)."""
+    """Whether each element's sign bit is set: true for -0.0 and -nan, unlike ``input < 0``, as PyTorch
+    (``copysign(1, input) < 0``; compiled, a NaN's sign bit is not seen, docs/ops.md)."""
     if input._data.dtype.kind != "f":
         return arithmetic.lt(input, 0)
-    return arithmetic.lt(math_functions.atan2(input, -1.0), 0.0)
+    return arithmetic.lt(math_functions.copysign(1.0, input.detach()), 0.0)
 
 
 # ---- comparing --------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Elementwise maths PyTorch names that the registry's ops already spell: ``addcmul``, ``hypot``,
-``logaddexp``, ``logit``, ``xlogy``, ``sinc``, ``copysign``... Composites, so their gradients of any
+"""Elementwise maths PyTorch names that the registry's ops already spell: ``addcmul``, ``logaddexp``,
+``logit``, ``xlogy``, ``sinc``... Composites, so their gradients of any
 order, forward mode and lowerings come from their parts. Each is written so that the branch a ``where``
 drops cannot overflow or divide by zero (its gradient there is then 0, not ``0 * inf``), and so that
 the values and gradients at the edges (zeros, ties, infinities) are PyTorch's; the exceptions are listed
@@ -15,8 +15,7 @@ from ..tensor import Tensor
 from . import arithmetic, inplace, math_functions
 from .arithmetic import where
 from . import comparisons
-from .comparisons import signbit
-from .public import declare_public, public
+from .public import PUBLIC, declare_public, public
 
 
 def _is_integral(value: Tensor | float) -> bool:
@@ -54,21 +53,6 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
                            "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
                            "for all dtypes.")
     return input + value * (tensor1 / tensor2)
-
-
-@public("function", "method")
-def hypot(input: Tensor, other: Tensor) -> Tensor:
-    """``sqrt(input**2 + other**2)`` without overflow: ``big * sqrt(1 + (small / big)**2)``; infinite
-    where either is (even with a NaN, as C's hypot). At (0, 0) the gradient is 0 (PyTorch's: NaN)."""
-    if _is_integral(input) and _is_integral(other):
-        raise NotImplementedError("\"hypot_cpu\" not implemented for integer tensors: convert to a floating dtype "
-                                  "first")
-    a, b = arithmetic.abs(input), arithmetic.abs(other)
-    first_bigger = a >= b
-    big, small = where(first_bigger, a, b), where(first_bigger, b, a)
-    ratio = small / where(arithmetic.logical_or(big == 0.0, arithmetic.isinf(big)), 1.0, big)
-    out = big * math_functions.sqrt(ratio * ratio + 1.0)
-    return where(arithmetic.logical_or(arithmetic.isinf(a), arithmetic.isinf(b)), math.inf, out)
 
 
 @public("function", "method")
@@ -133,16 +117,6 @@ def rad2deg(input: Tensor) -> Tensor:
 
 
 @public("function", "method")
-def copysign(input: Tensor, other: Tensor | float) -> Tensor:
-    """``|input|`` with the sign of ``other`` (of -0.0 too); the gradient in ``input`` is +-1, 0 at
-    ``input == 0``, and none in ``other``, as PyTorch's."""
-    magnitude = arithmetic.abs(_floating(input, other))
-    if not isinstance(other, Tensor):
-        return -magnitude if math.copysign(1.0, other) < 0 else magnitude
-    return where(signbit(other.detach()), -magnitude, magnitude)
-
-
-@public("function", "method")
 def float_power(input: Tensor | float, exponent: Tensor | float) -> Tensor:
     """``input ** exponent`` computed in float64, as PyTorch's."""
     def as_double(value):
@@ -160,7 +134,9 @@ def float_power_(self: Tensor, exponent: Tensor | float) -> Tensor:
 
 # The in-place forms PyTorch has (``x.addcmul_(a, b)``): the result written back, as the registry
 # ops' in-place forms are (``inplace.py``)
-for _fn in (addcmul, addcdiv, hypot, logit, xlogy, sinc, deg2rad, rad2deg, copysign, comparisons.heaviside,
+for _fn in (addcmul, addcdiv, logit, xlogy, sinc, deg2rad, rad2deg, comparisons.heaviside,
             comparisons.negative, comparisons.absolute, comparisons.true_divide, comparisons.sgn):
     declare_public(f"{_fn.__name__}_", inplace._written_back(_fn.__name__, _fn), ("method",))
+for _name in ("hypot", "copysign"):   # registry ops (math_functions)
+    declare_public(f"{_name}_", inplace._written_back(_name, PUBLIC[_name].value), ("method",))
 declare_public("float_power_", float_power_, ("method",))

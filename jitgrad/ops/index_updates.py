@@ -184,7 +184,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if reduce not in REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if input._data.dtype != src._data.dtype:
-        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
     input, flat = _as_0d_safe(input)
     index = index.reshape(1) if index._data.ndim == 0 else index
     src = src.reshape(1) if src._data.ndim == 0 else src

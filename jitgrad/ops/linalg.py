@@ -239,4 +239,12 @@ def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] 
         return magnitude.sum(dim, keepdim=keepdim)
     if p == 2:
         return _safe_root((input * input).sum(dim, keepdim=keepdim), 0.5)
-    return _safe_root((magnitude ** p).sum(dim, keepdim=keepdim), 1.0 / p)
+    if p > 1:
+        return _safe_root((magnitude ** p).sum(dim, keepdim=keepdim), 1.0 / p)
+    # p < 1: |x| ** p has an infinite derivative at x = 0 (and is infinite there for p < 0); PyTorch's
+    # norm_backward gives zero entries a zero gradient, so the power is taken of 1 there and replaced
+    zero = magnitude == 0.0
+    powers = where(zero, 0.0 if p > 0 else math.inf, where(zero, 1.0, magnitude) ** p).sum(dim, keepdim=keepdim)
+    if p > 0:
+        return _safe_root(powers, 1.0 / p)
+    return powers ** (1.0 / p)   # a sum made infinite by a zero entry gives 0, with a zero gradient

@@ -12,7 +12,7 @@ from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from . import arithmetic, scalar
 from .arithmetic import where
-from .meta_rules import elementwise, floating, promoted
+from .meta_rules import elementwise, floating, promoted, scalar_type_name
 from .public import public
 from .registry import defop
 from .special import erf_ufunc
@@ -232,6 +232,68 @@ atan2 = defop("atan2", ("self", "other"), arithmetic._binary(np.arctan2, floatin
               jvp=lambda self_t, other_t, self, other: tangent_sum(
                   None if self_t is None else self_t * other / _squared_radius(self, other),
                   None if other_t is None else -other_t * self / _squared_radius(self, other)))
+
+
+def _hypot_forward(a, b):
+    if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub":
+        raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{scalar_type_name(np.asarray(a).dtype)}': hypot "
+                                  "takes a floating tensor; convert one input first, e.g. with .float()")
+    return _floating_hypot(a, b)
+
+
+_floating_hypot = arithmetic._binary(np.hypot, floating=True)
+_hypot_forward.specialize = _floating_hypot.specialize
+
+
+def _hypot_lower(self, other):
+    """``big * sqrt(1 + (small / big)**2)``, which cannot overflow; infinite where either input is
+    (even with a NaN, as C's hypot)."""
+    a, b = scalar.abs(scalar.cast(self)), scalar.abs(scalar.cast(other))
+    first_bigger = a >= b
+    big, small = scalar.where(first_bigger, a, b), scalar.where(first_bigger, b, a)
+    ratio = small / scalar.where(scalar.logical_or(big == 0.0, scalar.logical_not(scalar.isfinite(big))), 1.0, big)
+    a_infinite = scalar.logical_and(scalar.logical_not(scalar.isfinite(a)), a == a)
+    b_infinite = scalar.logical_and(scalar.logical_not(scalar.isfinite(b)), b == b)
+    return scalar.where(a_infinite, a, scalar.where(b_infinite, b, big * scalar.sqrt(ratio * ratio + 1.0)))
+
+
+# PyTorch's hypot_backward: NaN at the origin (0 / 0), as there
+hypot = defop("hypot", ("self", "other"), _hypot_forward, "HypotBackward0",
+              public=("function", "method"),
+              meta=elementwise(floating), kind="elementwise", lower=_hypot_lower,
+              self=lambda grad, self, other, result: grad * self / result,
+              other=lambda grad, self, other, result: grad * other / result,
+              jvp=lambda self_t, other_t, self, other, result: tangent_sum(
+                  None if self_t is None else self_t * self / result,
+                  None if other_t is None else other_t * other / result))
+
+
+def _copysign_lower(self, other):
+    """``|self|`` with ``other``'s sign, a zero's read through ``1 / other < 0``. A NaN's sign bit
+    cannot be read in the lowering's vocabulary: a compiled ``copysign(x, -nan)`` is ``+|x|``."""
+    sign_from = scalar.cast(other)
+    negative = scalar.logical_or(sign_from < 0.0, scalar.logical_and(sign_from == 0.0, 1.0 / sign_from < 0.0))
+    magnitude = scalar.abs(scalar.cast(self))
+    return scalar.where(negative, -magnitude, magnitude)
+
+
+def _copysign_slope(self, result):
+    """``result / self`` (+-1), 0 where ``self`` is 0, as PyTorch's copysign_tensor_self_backward (NaN
+    at an infinite ``self``, as there); the division is kept off 0 so the second derivative is finite."""
+    zero = self == 0.0
+    return where(zero, 0.0, result / where(zero, 1.0, self))
+
+
+# PyTorch's gradient in ``other`` is zeros of its shape (``grad * 0``)
+copysign = defop("copysign", ("self", "other"), arithmetic._binary(np.copysign, floating=True),
+                 lambda args, attrs: "CopysignBackward0" if hasattr(args[1], "_data") else "CopysignBackward1",
+                 public=("function", "method"),
+                 meta=elementwise(floating), kind="elementwise", lower=_copysign_lower,
+                 self=lambda grad, self, result: grad * _copysign_slope(self, result),
+                 other=lambda grad: grad * 0.0,
+                 jvp=lambda self_t, other_t, self, result: tangent_sum(
+                     None if self_t is None else self_t * _copysign_slope(self, result),
+                     None if other_t is None else other_t * 0.0))
 
 
 log2 = defop("log2", ("self",), floating_forward(np.log2), "Log2Backward0",

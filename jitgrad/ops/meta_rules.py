@@ -37,6 +37,15 @@ class TensorMeta(NamedTuple):
         return len(self.shape)
 
 
+_SCALAR_TYPES = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+                 "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(dtype: np.dtype) -> str:
+    """PyTorch's name of a dtype in its error messages (``Float``, ``Long``...)."""
+    return _SCALAR_TYPES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
 MetaRule = Callable[..., "TensorMeta | tuple[TensorMeta, ...]"]
 DtypeRule = Callable[..., np.dtype]
 

@@ -143,7 +143,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (by default the first dimension of size 3, with
     PyTorch's warning), the two broadcast against each other."""
     if input._data.ndim != other._data.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     size = tuple(np.broadcast_shapes(input.shape, other.shape))
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "

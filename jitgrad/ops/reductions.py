@@ -18,7 +18,7 @@ from .arithmetic import maximum, minimum, where
 from .device_copy import to
 from . import scalar
 from .lowering import Reduction, intrinsic
-from .meta_rules import accumulated, boolean, indices, reduction, unchanged
+from .meta_rules import accumulated, boolean, indices, reduction, scalar_type_name, unchanged
 from .op_callers import caller
 from .public import public
 from .registry import defop
@@ -378,12 +378,24 @@ def _dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...] | None:
     return None if dim is None else wrap_dims(dim, input._data.ndim, op)
 
 
+def cast_to_accumulate(input: Tensor, dtype) -> Tensor:
+    """``input`` cast to a sum's (or running sum's, product's) ``dtype=``. A result PyTorch's autograd
+    cannot differentiate (an integer or bool dtype) of an input that requires grad is its error, not
+    a result that silently drops the gradient."""
+    if dtype is None:
+        return input
+    target = np.dtype(dtypes.as_numpy_dtype(dtype))
+    if target.kind != "f" and input.requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(target)} (the input requires grad: "
+                           "sum in a floating dtype, or detach() the input first)")
+    return input.to(dtype)
+
+
 @public("function", "method")
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """With ``dtype`` the input is cast before it is summed, as in PyTorch (float32 summed as float64
     keeps what a float32 sum would round away)."""
-    if dtype is not None:
-        input = input.to(dtype)
+    input = cast_to_accumulate(input, dtype)
     return _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
 
 

@@ -17,7 +17,7 @@ from .gathering import _gather, _scatter_add, gather
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, accumulated
 from .public import public
-from .reductions import ValuesAndIndices, _sum
+from .reductions import ValuesAndIndices, _sum, cast_to_accumulate
 from .registry import defop, note_created
 from .shape import stack
 
@@ -117,8 +117,7 @@ _cumsum = defop("cumsum", ("self",), _cumsum_forward, "CumsumBackward0",
 @public("function", "method")
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """With ``dtype`` the input is cast before it is summed, as in PyTorch."""
-    if dtype is not None:
-        input = input.to(dtype)
+    input = cast_to_accumulate(input, dtype)
     return _cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum"))
 
 
@@ -131,7 +130,7 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     them). It costs two ops per element of ``dim``: fine for the short dimensions cumprod usually runs
     along, slow for thousands."""
     if dtype is not None:
-        input = input.to(dtype)
+        input = cast_to_accumulate(input, dtype)
     elif input._data.dtype.kind in "biu":
         input = input.to(np.int64)
     ndim = input.ndim

@@ -84,9 +84,10 @@ class LBFGS(Optimizer):
     def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
         """Runs the iterations; ``closure`` clears the gradients, computes the loss, calls
         ``backward()`` and returns the loss (it runs with grad mode on). Returns the first loss."""
-        if observed():
-            from ..compile.capture import EagerThisCall  # a trace is running: capture is imported already
-            raise EagerThisCall("LBFGS.step() reads the loss and the search directions as numbers: it runs eagerly")
+        if observed():   # every call: eager, said once, not traced again
+            from ..ops.host_reads import TraceRefused
+            raise TraceRefused("LBFGS.step() reads the loss and the search directions as numbers on the host "
+                               "at each of its iterations, which a trace would keep as constants")
         if closure is None:
             raise RuntimeError("LBFGS.step() needs a closure that reevaluates the model and returns the loss")
 

@@ -89,8 +89,8 @@ def test_the_call_device_is_the_inputs_one(fake_cuda):
 
 def test_a_device_change_is_a_recompile_named_in_the_log():
     old = guards.tensor_descriptor(jg.ones(3))
-    assert old[-1] == "cpu"
-    new = old[:-1] + ("cuda:0",)
+    assert old[6] == "cpu"
+    new = old[:6] + ("cuda:0",) + old[7:]
     miss = guards.describe_miss((True, None, None, old, True), (True, None, None, new, True), ["", "", "", "x", ""])
     assert miss.reason == "x: device was cpu, now cuda:0"
     assert not miss.retrace  # another backend's kernels: nothing to reuse

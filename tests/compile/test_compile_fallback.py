@@ -279,6 +279,34 @@ def test_an_exception_of_the_function_comes_after_the_effects_eager_mode_has_bef
     assert_close(compiled(x, w, False), 2.0 * x)   # compiles once the function returns
 
 
+def _fails_only_when_traced(x, w):
+    from jitgrad.ops.registry import observed
+    if observed():   # something only a trace sees: a limit of the tracer, not of the function
+        raise KeyError("traced")
+    return (x * w).sum()
+
+
+def test_a_function_that_raises_only_while_traced_runs_eagerly_said_and_is_not_traced_again(monkeypatch):
+    """Until 2026-11-28 such a call ran eagerly silently, and every later call traced again first."""
+    from jitgrad.compile.decorator import CompiledFunction
+    traces = []
+    build = CompiledFunction._build_specializing
+    monkeypatch.setattr(CompiledFunction, "_build_specializing",
+                        lambda self, *a: traces.append(1) or build(self, *a))
+    compiled = jg.compile(_fails_only_when_traced, cache=False)
+    x, w = jg.randn(3, dtype=jg.float64), jg.randn(3, dtype=jg.float64, requires_grad=True)
+    with pytest.warns(CompileWarning, match="raised KeyError while traced .'traced'., and not when run eagerly"):
+        assert_close(compiled(x, w), _fails_only_when_traced(x, w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            assert_close(compiled(x, w), _fails_only_when_traced(x, w))
+    assert len(traces) == 1
+    assert "raised KeyError while traced" in compiled.explain(x, w).fallback_reason
+    with pytest.raises(CompileError, match="raised KeyError while traced"):
+        jg.compile(_fails_only_when_traced, cache=False, fullgraph=True)(x, w)
+
+
 def test_check_passes_and_catches_a_wrong_backend(monkeypatch):
     def f(x, w):
         return (x * w).tanh().sum()

@@ -84,6 +84,26 @@ def test_inference_mode_is_a_grad_mode_of_its_own_and_the_results_are_inference_
     assert any("was inference_mode, now is_grad_enabled() False" in line for line in f.log), f.log
 
 
+def test_an_inference_tensor_is_not_the_normal_tensor_of_its_shape(capsys):
+    """Until 2026-11-28 the key did not hold ``is_inference()``: a function branching on it ran the branch
+    traced for a normal tensor, and an inference tensor went where eager refuses to save it."""
+    def f(x, w):
+        if x.is_inference():
+            return (x * 2.0).sum()
+        return (x * w).sum()
+    compiled = jg.compile(f, cache=False)
+    x, w = jg.randn(3), jg.randn(3, requires_grad=True)
+    with jg.inference_mode():
+        inference = jg.randn(3)
+    for argument in (x, inference, x):
+        assert_close(compiled(argument, w), f(argument, w))
+    assert any("was a leaf, now an inference tensor" in line for line in compiled.log), compiled.log
+    product = jg.compile(lambda x, w: (x * w).sum(), cache=False)
+    product(x, w)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        product(inference, w)
+
+
 SIGN = {"zero": 0.0}
 
 
@@ -198,3 +218,47 @@ def test_a_tensor_where_a_number_was_made_dynamic_is_guarded_as_a_tensor():
         got = step(x, b)
         assert got.dtype == expected.dtype
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_the_reader_reads_a_container_once_for_all_the_sources_under_it():
+    """A training step guards hundreds of values down a few paths (``model._modules['0']...``): the
+    generated reader reads each shared container once per call, where each source walked its path."""
+    from jitgrad.compile.sources import Source, reader
+
+    class Layers:
+        def __init__(self):
+            self.a, self.b, self.items = 1.0, 2.0, {"w": [3.0, 4.0]}
+
+    class Holder:
+        reads = 0
+
+        @property
+        def layers(self):
+            Holder.reads += 1
+            return self._layers
+    holder = Holder()
+    holder._layers = Layers()
+    root = Source("held", holder, None)
+    layers = root.attr("layers")
+    read = reader([(layers.attr("a"), "{0}"), (layers.attr("b"), "{0}"), (layers.attr("items").entry("w").item(1),
+                   "{0}"), (layers.attr("items"), "len({0})"), (root, "id({0})")], {})
+    assert read((), {}) == (1.0, 2.0, 4.0, 1, id(holder)) and Holder.reads == 1
+    del holder._layers.b
+    assert read((), {}) is None
+
+
+def test_a_call_key_from_free_kinds_is_the_key_from_their_list():
+    from jitgrad.compile import guards
+    from jitgrad.compile.pytree import flatten
+    kinds = ["identity", "tensor", "number", "value", "array", "tensor", "keys"]
+    shared = jg.ones(2)
+    free = (7, shared, 0.5, ("v",), np.ones(2), shared, ("k",))
+    leaves, spec = flatten((jg.zeros(3), 1.5), {})
+    for count in (len(free), 4, 0):
+        assert guards.call_key(spec, leaves, free[:count], guards.FreeKinds(kinds), frozenset({4})) == \
+            guards.call_key(spec, leaves, free[:count], kinds, frozenset({4}))
+    key = guards.call_key(spec, leaves, free, guards.FreeKinds(kinds))
+    assert key[3:5] == (guards.tensor_descriptor(leaves[0]), (float, 1.5))
+    assert key[5:12] == (7, guards.tensor_descriptor(shared), (float,), ("v",), guards.value_descriptor(np.ones(2)),
+                         guards.tensor_descriptor(shared), ("k",))
+    assert key[-1] == (0, 1, 1)   # the second and third tensors are one

@@ -158,3 +158,4 @@ def test_an_entry_that_fails_a_check_is_not_used(cache, tmp_path):
     with pytest.warns(RuntimeWarning, match="not trusted"):
         check(run(build(), x, w), x, w, 2.0)
     assert "not trusted" in cache()
+

@@ -85,11 +85,3 @@ def test_normal_rsample_keeps_the_generator_and_the_sample_shape():
     assert not np.array_equal(generator_state.numpy(), jitgrad.get_rng_state().numpy())
     assert math.isclose(float(jd.Normal(0.0, 1.0).perplexity()), math.exp(0.5 + 0.5 * math.log(2 * math.pi)),
                         rel_tol=1e-6)
-
-
-@pytest.mark.parametrize("dist", [jd.Gamma(2.0, 1.0), jd.Beta(2.0, 1.0), jd.Dirichlet(jitgrad.ones(3))],
-                         ids=["Gamma", "Beta", "Dirichlet"])
-def test_gamma_family_refuses_rsample_rather_than_give_no_gradient(dist):
-    assert not dist.has_rsample
-    with pytest.raises(NotImplementedError, match="rsample is not built"):
-        dist.rsample()

@@ -173,7 +173,7 @@ def test_make_dual_and_unpack_dual():
 
 
 def test_make_dual_outside_a_level_is_refused():
-    with pytest.raises(RuntimeError, match="no dual level is open"):
+    with pytest.raises(RuntimeError, match="Trying to create a dual Tensor for forward AD but no level exists"):
         fwAD.make_dual(jg.tensor([1.0]), jg.tensor([1.0]))
 
 

@@ -137,7 +137,7 @@ def test_mark_dirty_rebases_history_and_refuses_leaves():
     assert out is h and h.grad_fn.name() == "DoubleBackward"
     h.sum().backward()
     assert np.allclose(x.grad.numpy(), 2.0)
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place"):
         Double.apply(leaf([1.0]))
 
 
@@ -208,7 +208,7 @@ class TestBadBackward:
                 return grad, grad
 
         with pytest.raises(RuntimeError, match="position 2, but the corresponding forward input was not a "
-                                               "Tensor"):
+                                               "Variable"):
             Bad.apply(leaf([1.0]), 3.0).backward()
 
     def test_gradient_of_the_wrong_shape(self):
@@ -292,7 +292,7 @@ def test_forward_mode_uses_the_functions_jvp():
     with fwAD.dual_level():
         out = Cube.apply(fwAD.make_dual(x, jg.tensor([1.0, 0.5], dtype=jg.float64)))
         assert np.allclose(fwAD.unpack_dual(out).tangent.numpy(), [3.0, 6.0])
-        with pytest.raises(NotImplementedError, match="static jvp"):
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
             NoJvp.apply(fwAD.make_dual(x, x))
 
 

@@ -21,7 +21,7 @@ def test_modified_saved_tensor_is_refused_with_pytorchs_message():
     y.mul_(2)
     with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation has been "
                                            r"modified by an inplace operation: \[float32 \[3\]\], which is "
-                                           r"output 0 of ExpBackward0, is at version 2; expected version 0 "
+                                           r"output 0 of Exp, is at version 2; expected version 0 "
                                            r"instead"):
         y.sum().backward()
 

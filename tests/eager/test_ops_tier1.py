@@ -211,6 +211,15 @@ def test_norm_and_normalize_of_zeros_have_zero_gradients():
         check_against_torch(fn, [zeros])
 
 
+def test_norms_below_one_give_zero_entries_a_zero_gradient():
+    """PyTorch's norm_backward for p < 1 masks the entries that are 0 (|x| ** (p - 1) is infinite
+    there; for p < 0 a zero entry makes the norm 0); before 2026-11-28 they got NaN."""
+    with_zeros = np.array([[0.0, 1.5, -2.0], [0.0, 0.0, 0.0], [0.5, -0.25, 3.0]])
+    for p in (0.5, -1.0, -0.5, math.inf, -math.inf):
+        check_against_torch(lambda m, x, p=p: m.linalg.vector_norm(x, p, dim=1), [with_zeros])
+        check_against_torch(lambda m, x, p=p: x.norm(p), [with_zeros])
+
+
 def test_rounding_halves_to_even_and_keeps_infinities_and_integers():
     halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, np.inf, -np.inf, np.nan, 1e300])
     for name in ("floor", "ceil", "round", "trunc"):

@@ -69,10 +69,8 @@ def check_against_torch(fn, arrays, differentiable=True, rtol=1e-10, atol=1e-12)
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=rtol if a.dtype != np.float32 else 1e-6, atol=atol, equal_nan=True)
     for a, b in zip(our_grads, their_grads):
-        if a is None and b is not None:   # no gradient where PyTorch's is zeros (copysign's in the sign)
-            assert not b.any()
-        elif a is not None:
-            assert b is not None
+        assert (a is None) == (b is None)
+        if a is not None:
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=atol, equal_nan=True)
 
 
@@ -83,6 +81,7 @@ COMPARISONS = {
     "true_divide": (lambda m, x, y: m.true_divide(x, y), [X, POSITIVE]),
     "true_divide-int": (lambda m, x: m.tensor([3, 4]).true_divide(2), [X]),
     "sgn": (lambda m, x: x.sgn(), [X]),
+    "sign-bool": (lambda m, x: (m.sign(x > 0), (x > 0).sgn(), (x > 0).sign_()), [X]),
     "fmax": (lambda m, x, y: m.fmax(x, y), [X, Y]),
     "fmin": (lambda m, x, y: x.fmin(y), [X, Y]),
     "fmax-nan-ties": (lambda m, x, y: m.fmax(x, y) + m.fmin(y, x), [np.array([1.0, np.nan, 2.0, np.nan]),
@@ -93,7 +92,7 @@ COMPARISONS = {
     "count_nonzero": (lambda m, x: m.count_nonzero(x.round()), [X]),
     "count_nonzero-dims": (lambda m, x: x.round().count_nonzero(dim=(0, 2)), [X234]),
     "isclose": (lambda m, x, y: m.isclose(x, y, rtol=0.1, atol=0.5), [X, Y]),
-    "signbit": (lambda m, x: m.signbit(x), [np.array([-0.0, 0.0, -1.5, 2.0, np.inf, -np.inf, np.nan])]),
+    "signbit": (lambda m, x: m.signbit(x), [np.array([-0.0, 0.0, -1.5, 2.0, np.inf, -np.inf, np.nan, -np.nan])]),
     "signbit-int": (lambda m, x: m.tensor([-2, 0, 3]).signbit(), [X]),
     "heaviside": (lambda m, x: m.heaviside(x.round(), m.tensor(0.25, dtype=m.float64)), [X]),
     "nonzero": (lambda m, x: (x.round() * 0.0 + (x > 0.5)).nonzero(), [X]),
@@ -105,6 +104,7 @@ ELEMENTWISE = {
     "addcdiv": (lambda m, x, a, b: x.addcdiv(a, b, value=-2), [X, Y, POSITIVE]),
     "hypot": (lambda m, x, y: m.hypot(x, y), [X, Y]),
     "hypot-big": (lambda m, x, y: m.hypot(x * 1e200, y * 1e200), [X, Y]),
+    "hypot-origin": (lambda m, x, y: m.hypot(x, y), [np.array([0.0, 0.0, 3.0]), np.array([0.0, -0.0, 0.0])]),
     "logaddexp": (lambda m, x, y: m.logaddexp(x, y), [X, Y]),
     "logaddexp-far": (lambda m, x, y: x.logaddexp(y * 1000.0), [X, Y]),
     "logit": (lambda m, x: m.logit(x), [UNIT]),
@@ -118,7 +118,8 @@ ELEMENTWISE = {
     "rad2deg": (lambda m, x: x.rad2deg(), [X]),
     "deg2rad-int": (lambda m, x: m.tensor([90, 180]).deg2rad(), [X]),
     "copysign": (lambda m, x, y: m.copysign(x, y), [X, Y]),
-    "copysign-zeros": (lambda m, x, y: x.copysign(y), [np.array([0.0, 1.5, -2.0, 3.0]), np.array([-0.0, 0.0, 0.0, -1.0])]),
+    "copysign-zeros": (lambda m, x, y: x.copysign(y), [np.array([0.0, 1.5, -2.0, 3.0, 2.0]),
+                                                      np.array([-0.0, 0.0, 0.0, -1.0, -np.nan])]),
     "copysign-number": (lambda m, x: m.copysign(x, -1.0), [X]),
     "float_power": (lambda m, x, y: m.float_power(x, y), [POSITIVE, Y]),
     "float_power-int": (lambda m, x: m.float_power(m.tensor([2, 3]), 2), [X]),
@@ -245,7 +246,7 @@ INDEXING["scatter_reduce-prod-zero"] = (
     lambda m, x: x.scatter_reduce(1, m.tensor([[1, 1]] * 3), m.stack([x[:, 0], x[:, 1] * 0.0], 1), "prod"), [M34])
 
 CASES = {**COMPARISONS, **ELEMENTWISE, **COMBINING, **PRODUCTS, **MATRIX, **SPECIAL, **SCANS, **INDEXING}
-VALUES_ONLY = {"heaviside", "nonzero", "nonzero-tuple", "count_nonzero", "count_nonzero-dims", "isclose", "signbit",
+VALUES_ONLY = {"heaviside", "sign-bool", "nonzero", "nonzero-tuple", "count_nonzero", "count_nonzero-dims", "isclose", "signbit",
                "signbit-int", "true_divide-int", "deg2rad-int", "float_power-int", "lgamma-int"}
 
 

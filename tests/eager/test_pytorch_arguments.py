@@ -166,6 +166,26 @@ def test_dtype_casts_the_input_first(name):
 
 
 @needs_torch
+@pytest.mark.parametrize("call", [lambda lib, t: t.sum(dtype=lib.int64), lambda lib, t: lib.sum(t, 0, dtype=lib.int16),
+                                  lambda lib, t: t.cumsum(0, dtype=lib.int64), lambda lib, t: t.cumprod(0, dtype=lib.int64),
+                                  lambda lib, t: t.nansum(dtype=lib.int32)], ids=["sum", "sum-dim", "cumsum", "cumprod",
+                                                                                 "nansum"])
+def test_an_integer_dtype_of_a_sum_that_requires_grad_is_pytorchs_error(call):
+    """PyTorch's autograd has no integer results: it refuses them where jitgrad returned integers that
+    silently dropped the gradient. Without grad (no_grad, or an input not requiring it) they are sums."""
+    messages = []
+    for lib in (jg, torch):
+        x = lib.tensor([[1.5, 2.0], [-3.0, 0.0]], requires_grad=True)
+        with pytest.raises(RuntimeError, match="Autograd not support dtype: ") as error:
+            call(lib, x)
+        messages.append(str(error.value).split(" (")[0])
+        with lib.no_grad():
+            assert call(lib, x).tolist() == call(lib, x.detach()).tolist()
+    assert messages[0] == messages[1]
+    assert call(jg, jg.tensor([[1.5, 2.0], [-3.0, 0.0]])).tolist() == call(torch, torch.tensor([[1.5, 2.0], [-3.0, 0.0]])).tolist()
+
+
+@needs_torch
 def test_casting_methods_are_pytorchs():
     values = np.array([1.5, -2.5, 300.7])
     names = ("half", "float", "double", "char", "byte", "short", "int", "long", "bool")

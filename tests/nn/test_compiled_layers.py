@@ -25,7 +25,7 @@ CASES = {
     "mlp": (lambda: nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3)),
             lambda model: F.cross_entropy(model(X), LABELS)),
     "layer-norm-dropout": (lambda: nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Dropout(0.3), nn.Linear(8, 3)),
-                           lambda model: nn.CrossEntropyLoss(label_smoothing=0.1, weight=jg.ones(3))(model(X), LABELS)),
+                           lambda model: nn.CrossEntropyLoss(label_smoothing=0.1, weight=jg.ones(3, dtype=X.dtype))(model(X), LABELS)),
     "batch-norm-eval": (lambda: nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU()).eval(),
                         lambda model: model(X).pow(2).mean()),
     "gru": (lambda: nn.GRU(4, 3, num_layers=2, bidirectional=True),
@@ -57,7 +57,7 @@ CASES = {
                             attn_mask=jg.tensor(np.triu(np.ones((6, 6), bool), 1)), need_weights=False)[0].sum()
         + F.scaled_dot_product_attention(SEQUENCE, SEQUENCE, SEQUENCE, is_causal=True).sum()),
     "ignore-index-weight": (lambda: nn.Linear(4, 3),
-                            lambda model: F.cross_entropy(model(X), LABELS, weight=jg.tensor([0.5, 2.0, 1.0]),
+                            lambda model: F.cross_entropy(model(X), LABELS, weight=jg.tensor([0.5, 2.0, 1.0], dtype=X.dtype),
                                                           ignore_index=1)),
 }
 

@@ -93,6 +93,7 @@ def functions(lib):
         "hardshrink": (lambda x: F.hardshrink(x, 0.2), [KINKS]),
         "softshrink": (lambda x: F.softshrink(x), [KINKS]),
         "tanhshrink": (lambda x: F.tanhshrink(x), [KINKS]),
+        "rrelu-evaluating": (lambda x: F.rrelu(x, 0.1, 0.4) + lib.nn.RReLU().eval()(x), [KINKS]),
         "bilinear-3d": (lambda a, b, w, c: F.bilinear(a, b, w, c),
                         [IMAGES[..., 0], IMAGES[..., 1], BILINEAR_WEIGHT, BILINEAR_BIAS]),
         "rms-norm": (lambda x, w: F.rms_norm(x, (4,), w), [X, NOISE[0]]),
@@ -210,6 +211,8 @@ def test_loss_layers_call_their_functions(layer, arguments, inputs):
     (lambda L: L.nn.InstanceNorm2d(2, affine=True)(L.ones(1, 3, 2, 2)), ValueError),
     (lambda L: L.nn.InstanceNorm1d(2)(L.ones(1, 2, 2, 2)), ValueError),
     (lambda L: L.nn.Softmax2d()(L.ones(2, 2)), ValueError),
+    (lambda L: L.nn.functional.rrelu(L.ones(2), 0.5, 0.1), RuntimeError),
+    (lambda L: L.nn.functional.rrelu(L.ones(2, dtype=L.int64), training=True), NotImplementedError),
 ])
 def test_bad_input_raises_pytorchs_error(call, error):
     messages = []
@@ -218,6 +221,33 @@ def test_bad_input_raises_pytorchs_error(call, error):
             call(lib)
         messages.append(str(caught.value))
     assert messages[0].split()[:2] == messages[1].split()[:2], messages
+
+
+@needs_torch
+def test_rrelu_draws_uniform_slopes_while_training():
+    """Training, each negative element's slope is drawn uniformly from [lower, upper] by jitgrad's
+    generator (so a seed repeats it) and is its gradient, as PyTorch's; compared in distribution with
+    PyTorch's draws (mean and spread of 4000 slopes, five standard errors apart at most)."""
+    lower, upper = 0.1, 0.4
+    x = jg.tensor(-np.linspace(0.5, 2.0, 4000), requires_grad=True)
+    jg.manual_seed(3)
+    out = jg.nn.functional.rrelu(x, lower, upper, training=True)
+    out.sum().backward()
+    slopes = out.detach().numpy() / x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), slopes, rtol=1e-12)
+    jg.manual_seed(3)
+    assert np.array_equal(jg.nn.RReLU(lower, upper)(x).detach().numpy(), out.detach().numpy())  # train mode
+    torch.manual_seed(3)
+    theirs = (torch.nn.functional.rrelu(torch.tensor(x.detach().numpy()), lower, upper, training=True)
+              / torch.tensor(x.detach().numpy())).numpy()
+    assert slopes.min() >= lower and slopes.max() <= upper and theirs.min() >= lower and theirs.max() <= upper
+    spread = (upper - lower) / np.sqrt(12)
+    for ours_stat, theirs_stat, expected, error in ((slopes.mean(), theirs.mean(), (lower + upper) / 2, spread / 63),
+                                                    (slopes.std(), theirs.std(), spread, spread / 80)):
+        assert abs(ours_stat - expected) < 5 * error and abs(theirs_stat - expected) < 5 * error
+    positive = jg.tensor([0.5, 2.0])
+    assert jg.nn.functional.rrelu(positive, training=True).tolist() == [0.5, 2.0]
+    assert repr(jg.nn.RReLU(0.1, 0.3, inplace=True)) == repr(torch.nn.RReLU(0.1, 0.3, inplace=True))
 
 
 @needs_torch

@@ -260,6 +260,61 @@ def test_class_probabilities_refuse_an_ignore_index():
     F.cross_entropy(jg.tensor(LOGITS), jg.tensor(PROBABILITIES), ignore_index=-1)  # negative: let through
 
 
+WEIGHTED_LOSSES = {   # name -> (call, the argument PyTorch has no derivative for, as its error names it)
+    "bce": (lambda F_, x, t, w: F_.binary_cross_entropy(x.sigmoid(), t, weight=w), "binary_cross_entropy", "weight"),
+    "bce-logits": (lambda F_, x, t, w: F_.binary_cross_entropy_with_logits(x, t, weight=w),
+                   "binary_cross_entropy_with_logits", "weight"),
+    "bce-logits-pos": (lambda F_, x, t, w: F_.binary_cross_entropy_with_logits(x, t, pos_weight=w),
+                       "binary_cross_entropy_with_logits", "pos_weight"),
+    "cross-entropy": (lambda F_, x, t, w: F_.cross_entropy(x, t[:, 0].long(), weight=w), "nll_loss_forward", "weight"),
+    "cross-entropy-smoothed": (lambda F_, x, t, w: F_.cross_entropy(x, t[:, 0].long(), weight=w, label_smoothing=0.2),
+                               "nll_loss_forward", "weight"),
+    "nll": (lambda F_, x, t, w: F_.nll_loss(x.log_softmax(1), t[:, 0].long(), weight=w), "nll_loss_forward", "weight"),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", sorted(WEIGHTED_LOSSES))
+def test_loss_weights_that_require_grad_are_refused_as_in_pytorch(name):
+    """PyTorch has no derivative in these weights and refuses one that requires grad; jitgrad's
+    composites gave it a gradient (before 2026-11-28). Under no_grad the loss is computed."""
+    call, function, argument = WEIGHTED_LOSSES[name]
+    targets = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    for lib in (jg, torch):
+        x, t = lib.tensor(LOGITS[:3, :2], requires_grad=True), lib.tensor(targets)
+        w = lib.tensor([1.5, 0.5], dtype=lib.float64, requires_grad=True)
+        with pytest.raises(RuntimeError, match=f"^The function '{function}' is not differentiable with respect to "
+                                               f"argument '{argument}'. This input cannot have requires_grad True."):
+            call(lib.nn.functional, x, t, w)
+        with lib.no_grad():
+            assert np.isfinite(call(lib.nn.functional, x, t, w).item())
+
+
+@needs_torch
+def test_loss_weights_keep_the_inputs_dtype_as_in_pytorch():
+    """A float64 class weight of float32 logits is PyTorch's error for the class-index losses (it was
+    promoted, a float64 loss); the binary losses compute in the input's dtype; the probability-target
+    cross-entropy promotes, as PyTorch's."""
+    logits32, labels = LOGITS.astype(np.float32), LABELS
+    for lib in (jg, torch):
+        F_, w64 = lib.nn.functional, lib.tensor(WEIGHT)
+        for call in (lambda: F_.cross_entropy(lib.tensor(logits32), lib.tensor(labels), weight=w64),
+                     lambda: F_.cross_entropy(lib.tensor(logits32), lib.tensor(labels), weight=w64, label_smoothing=0.1),
+                     lambda: F_.nll_loss(lib.tensor(logits32), lib.tensor(labels), weight=w64)):
+            with pytest.raises(RuntimeError, match="^expected scalar type Float but found Double"):
+                call()
+        with pytest.raises(RuntimeError, match="^Found dtype Double but expected Float"):
+            F_.binary_cross_entropy(lib.tensor(PROBABILITIES.astype(np.float32)), lib.tensor(PROBABILITIES))
+    probabilities32 = PROBABILITIES.astype(np.float32)
+    for call in (lambda F_, t: F_.binary_cross_entropy(t(probabilities32), t(probabilities32), weight=t(SIGNS_2D) + 2),
+                 lambda F_, t: F_.binary_cross_entropy_with_logits(t(logits32), t(probabilities32),
+                                                                   weight=t(SIGNS_2D) + 2, pos_weight=t(WEIGHT)),
+                 lambda F_, t: F_.cross_entropy(t(logits32), t(PROBABILITIES), weight=t(WEIGHT))):
+        ours, theirs = call(jg.nn.functional, jg.tensor), call(torch.nn.functional, torch.tensor)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        assert abs(ours.item() - theirs.item()) < 1e-5
+
+
 def test_loss_arguments_are_checked():
     with pytest.raises(ValueError, match="label_smoothing must be between 0.0 and 1.0"):
         F.cross_entropy(jg.tensor(LOGITS), jg.tensor(LABELS), label_smoothing=1.5)

@@ -340,3 +340,36 @@ def test_an_exception_raised_by_loaded_object_code_is_numbas(tmp_path):
         assert list(compiled(a, np.array([2, 2, 1]))[0]) == [3, -4, 3]
         with pytest.raises(RuntimeError, match="ZeroDivisionError"):
             compiled(a, b)
+
+
+def _source_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "package"
+    (tree / "inner").mkdir(parents=True)
+    (tree / "top.py").write_text("A = 1\n")
+    (tree / "inner" / "ops.py").write_text("B = 2\n")
+    return tree
+
+
+def test_a_source_file_rewritten_with_its_size_and_modification_time_changes_the_fingerprint(tmp_path):
+    """Entries are keyed by jitgrad's source, read by the files' status: an edit that keeps the size
+    and sets the modification time back still moves the change time."""
+    tree = _source_tree(tmp_path)
+    edited = tree / "inner" / "ops.py"
+    later = edited.stat().st_ctime + 60   # as a later process sees it: no file recent
+    before = cache_module.tree_fingerprint(str(tree), later)
+    times = edited.stat()
+    edited.write_text("B = 3\n")
+    os.utime(edited, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert edited.stat().st_size == times.st_size and edited.stat().st_mtime_ns == times.st_mtime_ns
+    assert cache_module.tree_fingerprint(str(tree), later) != before
+
+
+def test_a_source_file_changed_within_its_timestamps_granularity_is_read(tmp_path):
+    """A file whose times are recent is hashed by its bytes too (it might be rewritten within the same
+    timestamp); later the same tree fingerprints by status alone."""
+    tree = _source_tree(tmp_path)
+    written = max(os.stat(p).st_ctime for p in (tree / "top.py", tree / "inner" / "ops.py"))
+    recent = cache_module.tree_fingerprint(str(tree), written)
+    later = cache_module.tree_fingerprint(str(tree), written + cache_module.RACY_SECONDS + 1)
+    assert recent != later
+    assert cache_module.tree_fingerprint(str(tree), written) == recent

@@ -278,3 +278,33 @@ def test_lbfgs_checks_its_arguments():
         return loss
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         opt.step(closure)
+
+
+def test_a_compiled_lbfgs_step_runs_eagerly_said_once_and_as_eager():
+    """LBFGS reads numbers on the host at each iteration: a compiled step runs it eagerly. Until
+    2026-11-28 it did so silently and every call traced the step again first."""
+    from jitgrad.compile import CompileWarning
+    runs = []
+    for compiled in (False, True):
+        weights = [jg.tensor([-1.2, 1.0, 0.8], dtype=jg.float64, requires_grad=True),
+                   jg.tensor([2.0, -1.0], dtype=jg.float64, requires_grad=True)]
+        opt = optim.LBFGS(weights, lr=0.1, max_iter=3)
+
+        def step():
+            def closure():
+                opt.zero_grad()
+                loss = rosenbrock(jg, weights)
+                loss.backward()
+                return loss
+            return opt.step(closure)
+        if compiled:
+            step = jg.compile(step, cache=False)
+            with pytest.warns(CompileWarning, match="LBFGS.step.. reads the loss"):
+                losses = [float(step())]
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                losses += [float(step()) for _ in range(2)]
+        else:
+            losses = [float(step()) for _ in range(3)]
+        runs.append(losses + [float(v) for w in weights for v in w.detach().reshape(-1)])
+    np.testing.assert_array_equal(runs[1], runs[0])

@@ -38,6 +38,42 @@ def test_nested_containers_round_trip(tmp_path):
     assert again[0] is again[1]  # one tensor saved once, loaded once
 
 
+def test_views_keep_sharing_memory_after_loading(tmp_path):
+    """A tensor and its views load as views of one memory, as after torch.load: a write into one
+    shows in the others (before 2026-11-28 each loaded as a copy, silently apart). Only the bytes
+    the saved tensors span are stored; a tensor that shares with no other saved one is stored alone."""
+    base = jg.arange(24.0, dtype=jg.float64).reshape(4, 6)
+    obj = {"base": base, "row": base[1], "columns": base[:, 1:5:2], "t": base.t(), "alone": jg.arange(5)[1:3],
+           "bytes": (jg.arange(8, dtype=jg.int64) > 3)}
+    obj["bytes_view"] = obj["bytes"][2:]
+    path = tmp_path / "views.pt"
+    jg.save(obj, path)
+    back = jg.load(path)
+    assert {k: v.tolist() for k, v in back.items()} == {k: v.tolist() for k, v in obj.items()}
+    assert back["t"].stride() == obj["t"].stride() and back["columns"].stride() == obj["columns"].stride()
+    back["base"][1, 3] = -1.0
+    back["t"][5, 3] = -2.0
+    back["row"].add_(100.0)
+    assert back["columns"].tolist()[1] == [107.0, 99.0] and back["base"][3, 5].item() == -2.0
+    assert back["base"].tolist()[1] == back["row"].tolist() and back["t"][:, 1].tolist() == back["row"].tolist()
+    back["bytes"][7] = False
+    assert back["bytes_view"].tolist() == [False, False, True, True, True, False]
+    with zipfile.ZipFile(path) as archive:
+        sizes = {info.filename: info.file_size for info in archive.infolist()}
+    assert sizes["tensors/0.npy"] < 200 and len([m for m in sizes if m.startswith("storages/")]) == 2
+    weight = nn.Parameter(jg.ones(2, 3))
+    jg.save([weight, weight.detach(), weight, weight[0]], path)   # one view held twice, two of one memory
+    loaded = jg.load(path)
+    assert loaded[0] is loaded[2] and loaded[1] is not loaded[0]
+    assert isinstance(loaded[0], nn.Parameter) and not isinstance(loaded[1], nn.Parameter)
+    assert loaded[0].requires_grad and not loaded[1].requires_grad
+    loaded[1][0, 1] = 5.0
+    assert loaded[0][0, 1].item() == 5.0 and loaded[3].tolist() == [1.0, 5.0, 1.0]
+    jg.save({"row": base[1], "last": base[3, 4:]}, path)   # a span of the memory: rows 1 to 3, not row 0
+    with zipfile.ZipFile(path) as archive:
+        assert archive.getinfo("storages/0.npy").file_size == 128 + 18 * 8   # elements 6 to 23 of 24
+
+
 def test_parameters_and_requires_grad_survive(tmp_path):
     jg.save({"p": nn.Parameter(jg.ones(2)), "leaf": jg.ones(1, requires_grad=True), "plain": jg.ones(1)},
             tmp_path / "p.pt")
@@ -132,6 +168,12 @@ def tensor_document(index=0, **node) -> dict:
             "object": {"type": "tensor", "index": index, "requires_grad": False, "parameter": False, **node}}
 
 
+def view_document(**node) -> dict:
+    view = {"type": "tensor", "view": 0, "storage": 0, "offset": 0, "shape": [2], "strides": [8], "dtype": "<f8",
+            "requires_grad": False, "parameter": False, **node}
+    return {"format": "jitgrad.save", "version": 1, "object": view}
+
+
 def corrupted(data: bytes) -> bytes:
     """The archive with a byte of the first array's data changed (its CRC no longer matches)."""
     at = data.index(b"\x00\x00\x80\x3f") + 2
@@ -172,6 +214,21 @@ HOSTILE = {
                       "declares (100,)"),
     "not an array": (lambda p: archive_with(p, tensor_document(), {"tensors/0.npy": b"hello"}),
                      "is not a valid .npy array"),
+    "a view outside its storage": (
+        lambda p: archive_with(p, view_document(offset=8), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
+        "does not fit in storage 0"),
+    "a view with a negative stride outside": (
+        lambda p: archive_with(p, view_document(strides=[-8]), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
+        "does not fit in storage 0"),
+    "a view of an object dtype": (
+        lambda p: archive_with(p, view_document(dtype="|O"), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
+        "not one jitgrad has"),
+    "a dtype in another spelling": (
+        lambda p: archive_with(p, view_document(dtype="\x00"), {"storages/0.npy": npy(np.zeros(16, np.uint8))}),
+        "not one jitgrad has"),
+    "a storage that is not bytes": (
+        lambda p: archive_with(p, view_document(), {"storages/0.npy": npy(np.zeros(2))}), "not bytes"),
+    "a malformed view": (lambda p: archive_with(p, view_document(shape=[-2]), {}), "malformed view node"),
     "an integer that requires grad": (
         lambda p: archive_with(p, tensor_document(requires_grad=True), {"tensors/0.npy": npy(np.arange(2))}),
         "requires grad but its array is int64"),

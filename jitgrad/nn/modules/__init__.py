@@ -1,8 +1,8 @@
 """The layers of ``jitgrad.nn``, one file per kind; ``module.py`` holds the base class."""
 from .activation import (CELU, ELU, GELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
                          ReLU, ReLU6, SELU, SiLU, Sigmoid, Softmax, Softsign, Tanh)
-from .activation_more import (GLU, Hardshrink, PReLU, Softmax2d, Softmin, Softplus, Softshrink, Tanhshrink,
-                              Threshold)
+from .activation_more import (GLU, Hardshrink, PReLU, RReLU, Softmax2d, Softmin, Softplus, Softshrink,
+                              Tanhshrink, Threshold)
 from .adaptive_max_pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d, AlphaDropout
 from .attention import MultiheadAttention
 from .bilinear import Bilinear
@@ -46,5 +46,5 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AlphaDropout", "Bilinear", "CosineEmbeddingLoss", "Fold",
             "GLU", "GaussianNLLLoss", "Hardshrink", "HingeEmbeddingLoss", "InstanceNorm1d", "InstanceNorm2d",
             "LocalResponseNorm", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PReLU",
-            "PoissonNLLLoss", "RMSNorm", "SoftMarginLoss", "Softmax2d", "Softmin", "Softplus", "Softshrink",
+            "PoissonNLLLoss", "RMSNorm", "RReLU", "SoftMarginLoss", "Softmax2d", "Softmin", "Softplus", "Softshrink",
             "Tanhshrink", "Threshold", "TripletMarginLoss", "Unfold"]

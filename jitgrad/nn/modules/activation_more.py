@@ -1,6 +1,6 @@
 """The activation layers beside ``activation.py``'s: ``Softplus``, ``Softmin``, ``Softmax2d``, ``GLU``,
-``PReLU`` (a learned slope), ``Threshold`` and the shrinkages. Each calls the function of the same
-name in ``jitgrad.nn.functional``; reprs are PyTorch's."""
+``PReLU`` (a learned slope), ``RReLU`` (a random one), ``Threshold`` and the shrinkages. Each calls the
+function of the same name in ``jitgrad.nn.functional``; reprs are PyTorch's."""
 from __future__ import annotations
 
 from ...dtypes import dtype as DType
@@ -79,6 +79,21 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
+class RReLU(Module):
+    """A leaky ReLU whose negative slope is drawn from ``[lower, upper]`` for each element while
+    training, and is their mean when evaluating (``F.rrelu``)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
 class Threshold(Module):
     """``input`` above ``threshold``, else ``value``; ``inplace`` as in ``ReLU``."""
 
@@ -115,4 +130,5 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-__all__ = ["GLU", "Hardshrink", "PReLU", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Tanhshrink", "Threshold"]
+__all__ = ["GLU", "Hardshrink", "PReLU", "RReLU", "Softmax2d", "Softmin", "Softplus", "Softshrink", "Tanhshrink",
+           "Threshold"]
