@@ -21,7 +21,7 @@ from ..ops.lowering import element_expression
 from ..ops import scalar
 from ..ops.scalar import Expr, Var, cast
 from .expressions import Dialect, render
-from .nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+from .nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype, operand_cast
 
 
 SMALL_POWERS = (1, 2, 3)
@@ -111,12 +111,15 @@ class FusedLoop:
         """The scalar expression of one input at the current loop index."""
         if isinstance(value, Node):
             if value in self.scalar_var:
-                return self.scalar_var[value]
-            if value in self.given:
-                return self.given[value]
-            if is_python_number(value):
+                source = self.scalar_var[value]
+            elif value in self.given:
+                source = self.given[value]
+            elif is_python_number(value):
                 return self.w.number(value, compute_dtype(node))
-            return self.element(self.w.var[value], value.meta["shape"])
+            else:
+                source = self.element(self.w.var[value], value.meta["shape"])
+            dtype = operand_cast(node, value)
+            return source if dtype is None else f"{self.dialect.type_name(dtype)}({source})"
         if is_scalar(value):
             return self.w.scalar(value, compute_dtype(node), f"{node.name}_{input_name}")
         if value is None:

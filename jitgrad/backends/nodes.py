@@ -13,6 +13,7 @@ from ..fx.loop import Loop
 from ..fx.node import Node, Opcode, tuple_item
 from ..fx.printing import format_node
 from ..ops.lowering import Intrinsic
+from ..ops.meta_rules import TensorMeta, promoted
 
 
 def ir_line(node: Node) -> str:
@@ -68,15 +69,49 @@ def node_dtype(node: Node) -> np.dtype:
 
 
 def compute_dtype(node: Node) -> np.dtype:
-    """The dtype constants of an elementwise node are cast to: its result's, or for a comparison (a
-    bool result) that of its first tensor input. An integer result is its own compute dtype: a bool
-    tensor times 2 computes in int64 (in bool, 2 was True and the product 1)."""
+    """The dtype an elementwise node computes in, which its constants are cast to: its result's, or
+    for a comparison (a bool result) its operands' promoted dtype, PyTorch's (``int64 tensor < 2.5``
+    compares in float32: until 2026-11-28 the 2.5 was cast to the int64 2, and ``l < 2.5`` was False
+    at 2). An integer result is its own compute dtype: a bool tensor times 2 computes in int64 (in
+    bool, 2 was True and the product 1)."""
     out = node_dtype(node)
     if out.kind in "fiu":
         return out
-    inputs = [i for i in node.all_input_nodes if not isinstance(i.meta["dtype"], tuple) and not is_python_number(i)]
-    floats = [node_dtype(i) for i in inputs if node_dtype(i).kind == "f"]
-    return floats[0] if floats else (node_dtype(inputs[0]) if inputs else out)
+    operands = [_operand_meta(value) for value in node.args]
+    operands = [o for o in operands if o is not None]
+    if not any(isinstance(o, TensorMeta) for o in operands):
+        return out
+    return np.dtype(promoted(*operands))
+
+
+def _operand_meta(value: Any) -> Any:
+    """What ``promoted`` reads of an argument: a tensor's ``TensorMeta``, a number (one passed at each
+    call as a number of its kind), None for anything else."""
+    if isinstance(value, Node):
+        dtype = value.meta.get("dtype")
+        if isinstance(dtype, tuple) or dtype is None:
+            return None
+        if is_python_number(value):
+            return {"f": 0.0, "b": False}.get(np.dtype(dtype).kind, 0)
+        return TensorMeta(tuple(value.meta["shape"]), np.dtype(dtype))
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return value
+    return None
+
+
+def operand_cast(node: Node, value: Any) -> np.dtype | None:
+    """The dtype a tensor operand of ``node`` is converted to before the node's maths, as PyTorch and
+    eager jitgrad convert every operand to the computation's dtype first: a float compute dtype other
+    than the operand's (not a bool: a condition or a mask stays one). None: read it as it is. Without
+    it, ``float32 tensor * float64 0-d tensor`` multiplied in float64 and rounded once, where eager
+    rounds the 0-d tensor to float32 first; ``int64 tensor > float32 tensor`` compared exactly."""
+    compute = compute_dtype(node)
+    if compute.kind != "f" or not isinstance(value, Node) or is_python_number(value):
+        return None
+    dtype = value.meta.get("dtype")
+    if isinstance(dtype, tuple) or dtype is None or np.dtype(dtype) in (compute, np.dtype(np.bool_)):
+        return None
+    return compute
 
 
 def check_lowerings(graph: Graph, statements: Mapping[str, Any], backend: str, error: type[Exception],
@@ -96,5 +131,5 @@ def check_lowerings(graph: Graph, statements: Mapping[str, Any], backend: str, e
             raise error(f"the {backend} backend has no lowering for op {node.target_name!r} (IR node {ir_line(node)})")
 
 
-__all__ = ["check_lowerings", "compute_dtype", "inexact_integer", "ir_line", "is_python_number", "is_scalar", "kernel_comment",
-           "kernel_shape", "node_dtype"]
+__all__ = ["check_lowerings", "compute_dtype", "inexact_integer", "ir_line", "is_python_number", "is_scalar",
+           "kernel_comment", "kernel_shape", "node_dtype", "operand_cast"]

@@ -31,7 +31,7 @@ from ...fx.node import Node
 from ...ops.lowering import element_expression
 from ...ops.scalar import Var
 from ..fused_loop import group_loop, powered, runtime_power, small_power
-from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype
+from ..nodes import compute_dtype, ir_line, is_python_number, is_scalar, kernel_shape, node_dtype, operand_cast
 from .arrays import ArrayView, load, store
 from .expressions import ExpressionWriter, Value, convert
 from .function_writer import FunctionWriter
@@ -98,11 +98,11 @@ class FusedLoops:
 
     def read(self, value: Any, node: Node, name: str) -> Value:
         if isinstance(value, Node):
-            if value in self.scalar_of:
-                return self.scalar_of[value]
             if is_python_number(value):
                 return self.outer(self.k.number(value, compute_dtype(node)))
-            return self.element(value)
+            read = self.scalar_of[value] if value in self.scalar_of else self.element(value)
+            dtype = operand_cast(node, value)   # PyTorch's: every operand in the compute dtype first
+            return read if dtype is None else convert(self.w, read, dtype)
         if is_scalar(value):
             return self.outer(self.k.scalar(value, compute_dtype(node)))
         raise NotCovered(f"argument {value!r} of IR node {ir_line(node)}")

@@ -20,6 +20,8 @@ from .numba_options import jit_or_plain
 def _floor_divide(a: Any, b: Any) -> Any:
     if b == 0:
         raise ZeroDivisionError("integer division by zero")
+    if b == -1:   # numba's // gives 0 for the least integer over -1; numpy and PyTorch wrap to it
+        return -a
     return a // b
 
 
