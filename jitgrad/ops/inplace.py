@@ -90,7 +90,9 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
     if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
             and (recording or view[0]._requires_grad):   # a no_grad view's own requires_grad is False
         _check_view_creation(self)
-    if self._view is not None and (recording or forward_ad.state.level is not None):
+    # Traced, a write through a view must reach its base's node too (until 2026-11-28 one without
+    # gradients wrote the memory only, and the program lost it)
+    if self._view is not None and (recording or forward_ad.state.level is not None or observed()):
         return _apply_through_view(name, self, op, recording, *args, **kwargs)
     if recording:
         snapshot = _snapshot(self)
