@@ -126,10 +126,16 @@ erf = defop("erf", ("self",), floating_forward(erf_ufunc), "ErfBackward0",
 # Eager values are numpy's (the C library's); a compiled loop writes each as the identity below in
 # exp/log/sqrt/atan, the lowering vocabulary's functions (it has no sinh of its own), within an ulp or two.
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+_LARGE = 2.0 ** 28   # where asinh(x) and acosh(x) are log(2|x|) to the last bit
 
 
 def _sinh_lower(self):
-    return (scalar.expm1(self) - scalar.expm1(-self)) * 0.5   # accurate near 0, where exp(x) - exp(-x) is not
+    a = scalar.abs(self)
+    # Beyond 20, e^-|x| is below e^|x|'s last bit: e^(|x| - 1) * e/2, whose argument is exact (|x| - 1 for
+    # |x| >= 1), is finite up to sinh's own overflow (710.4 in float64), where expm1(x) is not (709.8)
+    large = scalar.exp(a - 1.0) * (math.e / 2.0)
+    near = (scalar.expm1(self) - scalar.expm1(-self)) * 0.5   # accurate near 0, where exp(x) - exp(-x) is not
+    return scalar.where(a > 20.0, scalar.where(self < 0.0, -large, large), near)
 
 
 def _cosh_lower(self):
@@ -138,10 +144,19 @@ def _cosh_lower(self):
 
 
 def _asinh_lower(self):
-    # sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation for negative or small x
+    # sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation for negative or small x; beyond 2^28,
+    # where x^2 may overflow, log(2|x|) (the next term, 1 / 4x^2, is below its last bit); x itself at +-0
     a = scalar.abs(self)
-    magnitude = scalar.log1p(a + a * a / (1.0 + scalar.sqrt(1.0 + a * a)))
-    return scalar.where(self < 0.0, -magnitude, magnitude)
+    small = scalar.log1p(a + a * a / (1.0 + scalar.sqrt(1.0 + a * a)))
+    magnitude = scalar.where(a > _LARGE, scalar.log(a) + _LN2, small)
+    return scalar.where(self == 0.0, self, scalar.where(self < 0.0, -magnitude, magnitude))
+
+
+def _acosh_lower(self):
+    # log(x + sqrt(x - 1) sqrt(x + 1)): NaN below 1 as the square roots are (sqrt(x^2 - 1) overflowed to
+    # inf at -1e300), no cancellation near 1; log(2x) beyond 2^28
+    return scalar.where(self > _LARGE, scalar.log(self) + _LN2,
+                        scalar.log(self + scalar.sqrt(self - 1.0) * scalar.sqrt(self + 1.0)))
 
 
 sinh = defop("sinh", ("self",), floating_forward(np.sinh), "SinhBackward0",
@@ -165,7 +180,7 @@ asinh = defop("asinh", ("self",), floating_forward(np.arcsinh), "AsinhBackward0"
 acosh = defop("acosh", ("self",), floating_forward(np.arccosh), "AcoshBackward0",
               public=("function", "method"),
               meta=elementwise(floating), kind="elementwise",
-              lower=lambda self: scalar.log(self + scalar.sqrt(self * self - 1.0)),
+              lower=_acosh_lower,
               self=lambda grad, self: grad * (self * self - 1.0).rsqrt(),
               jvp=lambda self_t, self: self_t * (self * self - 1.0).rsqrt())
 

@@ -177,22 +177,17 @@ def _assert_close(compiled_edges, name, rtol):
     assert np.signbit(actual).tolist() == np.signbit(wanted).tolist(), (backend, name, actual, wanted)
 
 
-@pytest.mark.xfail(strict=True, reason="asinh's lowering squares x: NaN at +-inf and 1e300 (eager +-inf, 691.5), "
-                                       "and +0.0 at -0.0")
 def test_asinh_at_large_magnitudes_and_negative_zero(compiled_edges):
     _on(compiled_edges, "llvm_cpu")
     _assert_close(compiled_edges, "asinh of -0.0", 0)
     _assert_close(compiled_edges, "asinh of large magnitudes", 1e-14)
 
 
-@pytest.mark.xfail(strict=True, reason="acosh's lowering squares x: inf, not NaN, at -1e300")
 def test_acosh_at_large_magnitudes(compiled_edges):
     _on(compiled_edges, "llvm_cpu")
     _assert_close(compiled_edges, "acosh of large magnitudes", 1e-14)
 
 
-@pytest.mark.xfail(strict=True, reason="sinh's lowering is (expm1(x) - expm1(-x)) / 2: inf from x = 709.8, where "
-                                       "sinh is finite up to 710.4")
 def test_sinh_near_its_overflow(compiled_edges):
     _on(compiled_edges, "llvm_cpu")
     _assert_close(compiled_edges, "sinh near its overflow", 1e-14)
