@@ -39,6 +39,8 @@ def edge_program(x64, x32, i32, j32, i8, j8, i64, f32, s64, large):
         # x ** 0.5 of a number exponent is sqrt in numpy and PyTorch: NaN at -inf, -0.0 at -0.0 (C's pow:
         # inf and 0.0); a number passed at each call: test_a_run_time_exponent_of_one_half_is_a_square_root
         "pow 0.5 float64": x64 ** 0.5, "pow 0.5 float32": x32 ** 0.5, "pow 0.5 gradient": _power_gradient(x64),
+        # the kernels read the graph's numbers from a float64 array, which cannot hold these
+        "int64 plus 2**60 + 1": i64 + (2**60 + 1), "int64 times 2**53 + 1": i64 * (2**53 + 1),
     }
 
 
@@ -140,6 +142,12 @@ def test_the_least_int64_floor_divided_by_minus_one_wraps_around(compiled_edges)
     """numba's ``//`` gave 0 (numpy and PyTorch: the least int64 again)."""
     _on(compiled_edges, "numba_cpu")
     _assert_same(compiled_edges, "least int64 over -1")
+
+
+def test_an_integer_constant_beyond_2_to_the_53_is_exact(compiled_edges):
+    """Until 2026-11-28 ``i + (2**60 + 1)`` was off by one: the constant went through the kernels'
+    float64 array of numbers; it is written into the kernel now."""
+    _assert_same(compiled_edges, "int64 plus 2**60 + 1", "int64 times 2**53 + 1")
 
 
 def test_sign_of_negative_zero_is_positive_zero(compiled_edges):
