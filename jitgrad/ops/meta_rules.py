@@ -91,10 +91,10 @@ def unchanged(*operands: Any) -> np.dtype:
 
 
 def accumulated(*operands: Any) -> np.dtype:
-    """A sum's or a product's dtype, numpy's: bools and signed integers widen to int64, unsigned ones
-    to uint64, floats stay."""
+    """A sum's or a product's dtype, PyTorch's: bools and integers, unsigned ones too, widen to int64
+    (numpy's uint64 for uint8 is no dtype of jitgrad's), floats stay."""
     dtype = _tensors(operands)[0].dtype
-    return np.dtype({"b": np.int64, "i": np.int64, "u": np.uint64}.get(dtype.kind, dtype))
+    return np.dtype(np.int64) if dtype.kind in "biu" else dtype
 
 
 def indices(*operands: Any) -> np.dtype:

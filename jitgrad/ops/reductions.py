@@ -242,8 +242,9 @@ def _logsumexp_jvp(self_t, self, result, dim, keepdim):
 
 
 def _sum_forward(a, dim, keepdim):
-    # the ufunc's reduce: what ``a.sum`` runs, less its Python frame (numpy's function adds a microsecond)
-    return np.add.reduce(a, dim, None, None, keepdim)
+    # the ufunc's reduce: what ``a.sum`` runs, less its Python frame (numpy's function adds a microsecond);
+    # integers and bools add up as int64, as PyTorch's (numpy's uint8 sum is a uint64)
+    return np.add.reduce(a, dim, np.int64 if a.dtype.kind in "biu" else None, None, keepdim)
 
 
 def _check_reducible(name: str, a: np.ndarray, dim) -> None:
@@ -330,7 +331,8 @@ _std = defop("std", ("self",), _floating_only("std", np.std), "StdBackward0",
              meta=reduction(unchanged), kind="reduction", lower=_STD,
              self=_std_grad,
              jvp=_std_jvp)
-_prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim),
+_prod = defop("prod", ("self",), lambda a, dim, keepdim: np.prod(a, axis=dim, keepdims=keepdim,
+                                                                  dtype=np.int64 if a.dtype.kind in "biu" else None),
               _named_by_dim("ProdBackward0", "ProdBackward1"),
               meta=reduction(accumulated), kind="reduction", lower=Reduction(1, operator.mul),
               self=_prod_grad, jvp=_prod_jvp)

@@ -185,6 +185,22 @@ def test_an_integer_dtype_of_a_sum_that_requires_grad_is_pytorchs_error(call):
     assert call(jg, jg.tensor([[1.5, 2.0], [-3.0, 0.0]])).tolist() == call(torch, torch.tensor([[1.5, 2.0], [-3.0, 0.0]])).tolist()
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "bool"])
+def test_sums_and_products_of_integers_are_int64_as_pytorchs(dtype):
+    """Until 2026-11-28 a uint8 tensor's sum and product were numpy's uint64, a dtype jitgrad has not
+    (reading its ``dtype`` raised), and a compiled uint8 ``cumsum`` did not compile (its rule said uint64)."""
+    values = np.array([[1, 2, 3], [4, 5, 200]]).astype(dtype)
+    x = jg.tensor(values)
+    for result, expected in ((x.sum(), values.astype(np.int64).sum()), (x.sum(1), values.astype(np.int64).sum(1)),
+                             (x.prod(1), values.astype(np.int64).prod(1)), (x.cumsum(1), values.astype(np.int64).cumsum(1)),
+                             (x.cumprod(0), values.astype(np.int64).cumprod(0))):
+        assert result.dtype == jg.int64
+        np.testing.assert_array_equal(result.numpy(), expected)
+    if torch is not None:
+        theirs = torch.tensor(values)
+        assert [str(t.dtype) for t in (theirs.sum(), theirs.prod(1), theirs.cumsum(1))] == ["torch.int64"] * 3
+
+
 @needs_torch
 def test_casting_methods_are_pytorchs():
     values = np.array([1.5, -2.5, 300.7])
