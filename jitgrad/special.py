@@ -19,7 +19,7 @@ from .ops import (digamma, erf, erfc, erfinv, exp2, expm1, lgamma, log1p, log_so
                   polygamma, round, sigmoid, sinc, softmax, where, xlogy)
 from .ops.comparisons import scalar_type
 from .ops.host_reads import host_values, refuse_when_traced
-from .ops.special_functions import result_like, scipy_special
+from .ops.special_functions import result_like, scipy_function, scipy_special
 from .tensor import Tensor
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
@@ -86,87 +86,18 @@ def _values(op: str, input: Tensor) -> np.ndarray:
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class LogNdtr(Function):
-    """``log(ndtr(x))``, finite far into the lower tail; d/dx = exp(-x**2/2 - log(sqrt(2 pi)) - log_ndtr(x))."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _values("special.log_ndtr", input)
-        result = result_like(scipy_special("log_ndtr")(values), values, input)
-        ctx.save_for_backward(input, result)
-        ctx.input, ctx.result = input, result
-        return result
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        input, result = ctx.saved_tensors
-        return grad * (input * input * -0.5 - _LOG_SQRT_2PI - result).exp()
-
-    @staticmethod
-    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * (ctx.input * ctx.input * -0.5 - _LOG_SQRT_2PI - ctx.result).exp()
-
-
-class Ndtri(Function):
-    """The inverse of ``ndtr`` on (0, 1); d/dp = sqrt(2 pi) exp(ndtri(p)**2 / 2)."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _values("special.ndtri", input)
-        result = result_like(scipy_special("ndtri")(values), values, input)
-        ctx.save_for_backward(result)
-        ctx.result = result
-        return result
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        (result,) = ctx.saved_tensors
-        return grad * (result * result * 0.5 + _LOG_SQRT_2PI).exp()
-
-    @staticmethod
-    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * (ctx.result * ctx.result * 0.5 + _LOG_SQRT_2PI).exp()
-
-
-class BesselI0(Function):
-    """The modified Bessel function of the first kind, order 0; d/dx = i1(x)."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _values("special.i0", input)
-        ctx.save_for_backward(input)
-        ctx.input = input
-        return result_like(scipy_special("i0")(values), values, input)
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        (input,) = ctx.saved_tensors
-        return grad * i1(input)
-
-    @staticmethod
-    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * i1(ctx.input)
-
-
-class BesselI1(Function):
-    """Order 1; d/dx = i0(x) - i1(x) / x, which is 1/2 at x = 0."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _values("special.i1", input)
-        result = result_like(scipy_special("i1")(values), values, input)
-        ctx.save_for_backward(input, result)
-        ctx.input, ctx.result = input, result
-        return result
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        input, result = ctx.saved_tensors
-        return grad * _i1_slope(input, result)
-
-    @staticmethod
-    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * _i1_slope(ctx.input, ctx.result)
+# log(ndtr(x)), finite far into the lower tail; d/dx = exp(-x**2/2 - log(sqrt(2 pi)) - log_ndtr(x))
+LogNdtr = scipy_function("LogNdtr", _values, "special.log_ndtr", lambda v: scipy_special("log_ndtr")(v),
+                         lambda g, x, r: g * (x * x * -0.5 - _LOG_SQRT_2PI - r).exp(), ("input", "result"))
+# the inverse of ndtr on (0, 1); d/dp = sqrt(2 pi) exp(ndtri(p)**2 / 2)
+Ndtri = scipy_function("Ndtri", _values, "special.ndtri", lambda v: scipy_special("ndtri")(v),
+                       lambda g, _, r: g * (r * r * 0.5 + _LOG_SQRT_2PI).exp(), ("result",))
+# the modified Bessel function of the first kind, order 0; d/dx = i1(x)
+BesselI0 = scipy_function("BesselI0", _values, "special.i0", lambda v: scipy_special("i0")(v),
+                          lambda g, x, _: g * i1(x), ("input",))
+# order 1; d/dx = i0(x) - i1(x) / x, which is 1/2 at x = 0
+BesselI1 = scipy_function("BesselI1", _values, "special.i1", lambda v: scipy_special("i1")(v),
+                          lambda g, x, r: g * _i1_slope(x, r), ("input", "result"))
 
 
 def _i1_slope(x: Tensor, i1_x: Tensor) -> Tensor:

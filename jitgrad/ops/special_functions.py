@@ -43,65 +43,43 @@ def scipy_special(name: str) -> Callable[..., np.ndarray]:
     return getattr(scipy.special, name)
 
 
-class Erfc(Function):
-    """``1 - erf(x)``, exact in the tail; d/dx = -2/sqrt(pi) exp(-x**2)."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _floating_values("erfc", input)
-        ctx.save_for_backward(input)
-        ctx.input = input
-        return result_like(scipy_special("erfc")(values), values, input)
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        (input,) = ctx.saved_tensors
-        return grad * (-(input * input)).exp() * (-2.0 / math.sqrt(math.pi))
-
-    @staticmethod
-    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * (-(ctx.input * ctx.input)).exp() * (-2.0 / math.sqrt(math.pi))
-
-
-class Erfinv(Function):
-    """The inverse of ``erf`` on (-1, 1); d/dx = sqrt(pi)/2 exp(erfinv(x)**2)."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _floating_values("erfinv", input)
-        result = result_like(scipy_special("erfinv")(values), values, input)
-        ctx.save_for_backward(result)
-        ctx.result = result
+def scipy_function(name: str, values: Callable[[str, Tensor], np.ndarray], op: str,
+                   forward: Callable[[np.ndarray], np.ndarray], chain: Callable[..., Tensor],
+                   saves: tuple[str, ...]) -> type[Function]:
+    """An ``autograd.Function`` named ``name`` over SciPy for a function of one tensor: ``forward`` of the
+    tensor's ``values(op, input)`` (``op`` names it in errors and refusals), and ``chain(g, input,
+    result)``, its derivative applied to ``g`` in jitgrad ops, for the backward (``g`` the gradient) and
+    forward mode (``g`` the tangent). Only what ``saves`` names (``"input"``, ``"result"``) is saved, so an
+    in-place change of the other after the call is no error; ``chain`` gets None for the rest."""
+    def forward_(ctx: FunctionCtx, input: Tensor) -> Tensor:
+        array = values(op, input)
+        result = result_like(forward(array), array, input)
+        kept = {"input": input, "result": result}
+        ctx.save_for_backward(*(kept[n] for n in saves))
+        ctx.input, ctx.result = (kept[n] if n in saves else None for n in ("input", "result"))
         return result
 
-    @staticmethod
     def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        (result,) = ctx.saved_tensors
-        return grad * (result * result).exp() * (math.sqrt(math.pi) / 2.0)
+        saved = dict(zip(saves, ctx.saved_tensors))
+        return chain(grad, saved.get("input"), saved.get("result"))
 
-    @staticmethod
     def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * (ctx.result * ctx.result).exp() * (math.sqrt(math.pi) / 2.0)
+        return chain(input_t, ctx.input, ctx.result)
+    return type(name, (Function,), {"__doc__": f"``{op}`` by SciPy; its derivative in jitgrad ops.",
+                                    "__module__": __name__, "forward": staticmethod(forward_),
+                                    "backward": staticmethod(backward), "jvp": staticmethod(jvp)})
 
 
-class Lgamma(Function):
-    """``log|gamma(x)|``; d/dx = digamma(x). +inf at -inf, as PyTorch (SciPy: -inf)."""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, input: Tensor) -> Tensor:
-        values = _floating_values("lgamma", input)
-        ctx.save_for_backward(input)
-        ctx.input = input
-        return result_like(np.where(values == -np.inf, np.inf, scipy_special("gammaln")(values)), values, input)
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
-        (input,) = ctx.saved_tensors
-        return grad * digamma(input)
-
-    @staticmethod
-    def jvp(ctx: FunctionCtx, input_t: Tensor) -> Tensor:
-        return input_t * digamma(ctx.input)
+# erfc: 1 - erf(x), exact in the tail; d/dx = -2/sqrt(pi) exp(-x**2)
+Erfc = scipy_function("Erfc", _floating_values, "erfc", lambda v: scipy_special("erfc")(v),
+                      lambda g, x, _: g * (-(x * x)).exp() * (-2.0 / math.sqrt(math.pi)), ("input",))
+# erfinv: the inverse of erf on (-1, 1); d/dx = sqrt(pi)/2 exp(erfinv(x)**2)
+Erfinv = scipy_function("Erfinv", _floating_values, "erfinv", lambda v: scipy_special("erfinv")(v),
+                        lambda g, _, r: g * (r * r).exp() * (math.sqrt(math.pi) / 2.0), ("result",))
+# lgamma: log|gamma(x)|, +inf at -inf as PyTorch's (SciPy's: -inf); d/dx = digamma(x)
+Lgamma = scipy_function("Lgamma", _floating_values, "lgamma",
+                        lambda v: np.where(v == -np.inf, np.inf, scipy_special("gammaln")(v)),
+                        lambda g, x, _: g * digamma(x), ("input",))
 
 
 class Polygamma(Function):
