@@ -104,6 +104,28 @@ def leaves(arrays, requires_grad: bool = True) -> list[jg.Tensor]:
     return [jg.tensor(a, requires_grad=requires_grad and a.dtype.kind == "f") for a in arrays]
 
 
+def assert_compiled_eager_and_torch_agree(fn: Callable, x_values: np.ndarray, y_values: np.ndarray, torch) -> None:
+    """``fn(x, y)``'s value (of jitgrad or torch tensors alike) and the gradients of its ``sum()`` in ``x``
+    and ``y``: compiled once (the
+    default backend, without the warm-start cache) against eager, and eager against PyTorch (``torch``, the
+    module); a compiled graph that fell back to eager would warn, which fails the test."""
+    import warnings
+
+    from jitgrad.compile import CompileWarning
+    compiled = jg.compile(fn, cache=False)
+    results = []
+    for call, m in ((compiled, jg), (fn, jg), (fn, torch)):
+        x, y = m.tensor(x_values, requires_grad=True), m.tensor(y_values, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CompileWarning)
+            out = call(x, y)
+            out.sum().backward()
+        results.append([out.detach().numpy(), x.grad.numpy(), y.grad.numpy()])
+    for compiled_value, eager_value, torch_value in zip(*results):
+        np.testing.assert_allclose(compiled_value, eager_value, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(eager_value, torch_value, rtol=1e-9, atol=1e-12)
+
+
 def run_python(script: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs ``script`` in a fresh Python process, from the repository root (so it imports this checkout's
     jitgrad), with ``env`` added to this process's environment. Fails the test, with the child's stderr,

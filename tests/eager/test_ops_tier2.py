@@ -8,14 +8,12 @@ elementwise composites against eager."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import jitgrad as jg
-from helpers import values_off_kinks as values
-from jitgrad.compile import CompileWarning
+from helpers import assert_compiled_eager_and_torch_agree, values_off_kinks as values
 
 torch = pytest.importorskip("torch")
 
@@ -480,18 +478,6 @@ def new_composites(x, y):
 
 
 def test_one_compiled_function_of_the_new_composites_matches_eager():
-    """One compile (the default backend, without the warm-start cache): forward values and gradients
-    of both inputs against eager and against PyTorch, and no graph left to run eagerly."""
-    x_values, y_values = values((5,), seed=10), values((5,), low=0.2, high=1.0, seed=11)
-    compiled = jg.compile(new_composites, cache=False)
-    results = []
-    for fn, m in ((compiled, jg), (new_composites, jg), (new_composites, torch)):
-        x, y = m.tensor(x_values, requires_grad=True), m.tensor(y_values, requires_grad=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", CompileWarning)   # a graph that fell back to eager would warn
-            out = fn(x, y)
-            out.backward()
-        results.append([out.detach().numpy(), x.grad.numpy(), y.grad.numpy()])
-    for compiled_value, eager_value, torch_value in zip(*results):
-        np.testing.assert_allclose(compiled_value, eager_value, rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(eager_value, torch_value, rtol=1e-9, atol=1e-12)
+    """One compile: values and gradients against eager and against PyTorch, no graph left to run eagerly."""
+    assert_compiled_eager_and_torch_agree(new_composites, values((5,), seed=10),
+                                          values((5,), low=0.2, high=1.0, seed=11), torch)
