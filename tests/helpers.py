@@ -126,6 +126,50 @@ def assert_compiled_eager_and_torch_agree(fn: Callable, x_values: np.ndarray, y_
         np.testing.assert_allclose(eager_value, torch_value, rtol=1e-9, atol=1e-12)
 
 
+def _outputs(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _array(t):
+    """A tensor's values; ``force``: PyTorch's gradient of ``sgn`` is a ZeroTensor, refused otherwise."""
+    return t.numpy() if isinstance(t, jg.Tensor) else t.numpy(force=True)
+
+
+def run_in(m, fn: Callable, arrays: Sequence[np.ndarray], differentiable: bool):
+    """``fn`` of ``m`` (``jitgrad`` or ``torch``) tensors made from ``arrays``, then a backward of every
+    float output times a fixed incoming gradient: the outputs, their dtypes' names and the inputs'
+    gradients, as numpy arrays."""
+    inputs = [m.tensor(a, requires_grad=differentiable and a.dtype.kind == "f") for a in arrays]
+    outs = _outputs(fn(m, *inputs))
+    results = [o.detach().numpy() for o in outs]
+    dtypes = [str(o.dtype).split(".")[-1] for o in outs]
+    grads = []
+    if differentiable:
+        rng = np.random.default_rng(7)
+        total = sum((o * m.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape)))).sum()
+                    for o in outs if o.requires_grad)
+        total.backward()
+        grads = [None if t.grad is None else _array(t.grad) for t in inputs]
+    return results, dtypes, grads
+
+
+def check_ops_against(torch, fn: Callable, arrays: Sequence[np.ndarray], differentiable: bool = True, *,
+                      rtol: float, atol: float, grad_rtol: float) -> None:
+    """``fn`` run on jitgrad and on ``torch`` (``run_in``): the same dtypes and shapes, values within
+    ``rtol`` (1e-6 for float32: an ulp apart) and ``atol``, gradients within ``grad_rtol`` and ``atol``."""
+    ours, our_dtypes, our_grads = run_in(jg, fn, arrays, differentiable)
+    theirs, their_dtypes, their_grads = run_in(torch, fn, arrays, differentiable)
+    assert our_dtypes == their_dtypes
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=rtol if a.dtype != np.float32 else 1e-6, atol=atol, equal_nan=True)
+    for a, b in zip(our_grads, their_grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=grad_rtol, atol=atol, equal_nan=True)
+
+
 def run_python(script: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs ``script`` in a fresh Python process, from the repository root (so it imports this checkout's
     jitgrad), with ``env`` added to this process's environment. Fails the test, with the child's stderr,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from helpers import assert_compiled_eager_and_torch_agree, values_off_kinks as values
+from helpers import assert_compiled_eager_and_torch_agree, check_ops_against, values_off_kinks as values
 
 torch = pytest.importorskip("torch")
 
@@ -27,40 +27,8 @@ X234 = values((2, 3, 4), seed=1)
 WIDE = values((3, 4), low=-5.0, high=8.0, avoid=(-3.0, 0.0, 3.0, 6.0), seed=2)
 
 
-def _outputs(out):
-    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-
-def run(m, fn, arrays, differentiable):
-    """``fn`` of ``m`` tensors made from ``arrays``, then a backward of every float output times a
-    fixed incoming gradient: the outputs and the inputs' gradients, as numpy arrays."""
-    inputs = [m.tensor(a, requires_grad=differentiable and a.dtype.kind == "f") for a in arrays]
-    outs = _outputs(fn(m, *inputs))
-    results = [o.detach().numpy() for o in outs]
-    dtypes = [str(o.dtype).split(".")[-1] for o in outs]
-    grads = []
-    if differentiable:
-        rng = np.random.default_rng(7)
-        total = sum((o * m.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape)))).sum()
-                    for o in outs if o.requires_grad)
-        total.backward()
-        grads = [None if t.grad is None else t.grad.numpy() for t in inputs]
-    return results, dtypes, grads
-
-
 def check_against_torch(fn, arrays, differentiable=True, atol=1e-10, grad_rtol=1e-9):
-    ours, our_dtypes, our_grads = run(jg, fn, arrays, differentiable)
-    theirs, their_dtypes, their_grads = run(torch, fn, arrays, differentiable)
-    assert our_dtypes == their_dtypes
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape
-        rtol = 1e-10 if a.dtype != np.float32 else 1e-6   # float32: an ulp apart (numpy's sinh and PyTorch's)
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
-    for a, b in zip(our_grads, their_grads):
-        assert (a is None) == (b is None)
-        if a is not None:
-            np.testing.assert_allclose(a, b, rtol=grad_rtol, atol=atol, equal_nan=True)
+    check_ops_against(torch, fn, arrays, differentiable, rtol=1e-10, atol=atol, grad_rtol=grad_rtol)
 
 
 # ---- every op against PyTorch -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from helpers import assert_compiled_eager_and_torch_agree, values_off_kinks as values
+from helpers import assert_compiled_eager_and_torch_agree, check_ops_against, values_off_kinks as values
 
 torch = pytest.importorskip("torch")
 
@@ -32,44 +32,8 @@ WITH_NAN = np.array([[1.0, np.nan, 3.0, 3.0, 0.5], [2.0, 2.0, -1.0, 7.0, 7.0]])
 TIES = np.array([[1.0, 4.0, 3.0, 3.0, 0.5], [2.0, 2.0, -1.0, 7.0, 7.0]])
 
 
-def _outputs(out):
-    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-
-def _array(t):
-    """A tensor's values; ``force``: PyTorch's gradient of ``sgn`` is a ZeroTensor, refused otherwise."""
-    return t.numpy(force=True) if isinstance(t, torch.Tensor) else t.numpy()
-
-
-def run(m, fn, arrays, differentiable):
-    """``fn`` of ``m`` tensors made from ``arrays`` (integer arrays as int64), then a backward of every
-    float output times a fixed incoming gradient: outputs, dtypes, and the inputs' gradients."""
-    inputs = [m.tensor(a, requires_grad=differentiable and a.dtype.kind == "f") for a in arrays]
-    outs = _outputs(fn(m, *inputs))
-    results = [o.detach().numpy() for o in outs]
-    dtypes = [str(o.dtype).split(".")[-1] for o in outs]
-    grads = []
-    if differentiable:
-        rng = np.random.default_rng(7)
-        total = sum((o * m.tensor(rng.uniform(0.5, 1.5, size=tuple(o.shape)))).sum()
-                    for o in outs if o.requires_grad)
-        total.backward()
-        grads = [None if t.grad is None else _array(t.grad) for t in inputs]
-    return results, dtypes, grads
-
-
 def check_against_torch(fn, arrays, differentiable=True, rtol=1e-10, atol=1e-12):
-    ours, our_dtypes, our_grads = run(jg, fn, arrays, differentiable)
-    theirs, their_dtypes, their_grads = run(torch, fn, arrays, differentiable)
-    assert our_dtypes == their_dtypes
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape
-        np.testing.assert_allclose(a, b, rtol=rtol if a.dtype != np.float32 else 1e-6, atol=atol, equal_nan=True)
-    for a, b in zip(our_grads, their_grads):
-        assert (a is None) == (b is None)
-        if a is not None:
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=atol, equal_nan=True)
+    check_ops_against(torch, fn, arrays, differentiable, rtol=rtol, atol=atol, grad_rtol=1e-9)
 
 
 # ---- every op against PyTorch -----------------------------------------------------------------------
