@@ -223,7 +223,8 @@ def _logsumexp_forward(a, dim, keepdim):
         a = a.astype(np.float32)
     peak = np.max(a, axis=dim, keepdims=True, initial=-np.inf)  # over nothing: -inf, and the result too
     peak = np.where(np.isfinite(peak), peak, 0.0)
-    out = np.log(np.sum(np.exp(a - peak), axis=dim, keepdims=True)) + peak
+    with np.errstate(divide="ignore"):  # log(0): -inf over nothing or all -inf, as PyTorch's, silently
+        out = np.log(np.sum(np.exp(a - peak), axis=dim, keepdims=True)) + peak
     return out if keepdim else np.squeeze(out, axis=dim)
 
 
