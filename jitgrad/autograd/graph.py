@@ -447,5 +447,6 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
 # PyTorch's torch.autograd.graph spells these here too (and increment_version, imported above); they live
 # in modules of their own.
 from .multi_grad_hooks import register_multi_grad_hook  # noqa: E402,F401
+from .mutation_on_saved import allow_mutation_on_saved_tensors  # noqa: E402,F401
 from .saved_tensor import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
 from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

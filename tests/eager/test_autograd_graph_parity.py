@@ -1,0 +1,84 @@
+"""``torch.autograd.graph``'s API against PyTorch 2.13: ``allow_mutation_on_saved_tensors``, the names
+and edges of the nodes ops record. Each program runs on jitgrad, and on torch where it is installed,
+with its expected results written out. Sizes are tiny and nothing here compiles a kernel."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import each_library, leaf, values
+
+
+class TestAllowMutationOnSavedTensors:
+    """Inside the block an in-place change to a tensor saved for backward copies it first, and
+    backward uses the copy (until 2026-11-28 jitgrad had no such block)."""
+
+    @each_library
+    @pytest.mark.parametrize("change, grad", [
+        (lambda b: b.sin_(), [2.0, 4.0]),
+        (lambda b: b[:1].mul_(3), [2.0, 4.0]),       # through a view of the saved tensor
+        (lambda b: b.__setitem__(0, 10.0), [2.0, 4.0]),
+        (lambda b: b.detach().mul_(5), [2.0, 4.0]),  # through an alias sharing its memory
+        (lambda b: (b.mul_(2), b.mul_(2)), [2.0, 4.0]),
+    ], ids=["sin_", "view", "setitem", "detached", "twice"])
+    def test_backward_sees_the_value_saved(self, lib, change, grad):
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            a = leaf(lib, 1.0, 2.0)
+            b = a.clone()
+            out = (b ** 2).sum()
+            change(b)
+            out.backward()
+        assert values(a.grad) == grad
+
+    @each_library
+    def test_a_saved_output_and_a_saved_view_of_a_changed_base(self, lib):
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            x = leaf(lib, 0.0, 1.0)
+            y = x.exp()  # its node saves its output
+            y.mul_(2)
+            y.sum().backward()
+            a = leaf(lib, 1.0, 2.0, 3.0)
+            b = a.clone()
+            out = (b[:2] ** 2).sum()
+            b.mul_(3)
+            out.backward()
+        assert values(x.grad) == pytest.approx([2.0, 2 * 2.718281828459045])
+        assert values(a.grad) == [2.0, 4.0, 0.0]
+
+    @each_library
+    def test_a_leaf_changed_under_no_grad_and_a_double_backward(self, lib):
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            x, w = leaf(lib, 1.0, 2.0), leaf(lib, 3.0, 4.0)
+            out = (w * x).sum()
+            with lib.no_grad():
+                w.mul_(10)  # an optimizer's step between forward and backward
+            out.backward()
+            a = leaf(lib, 1.0, 2.0)
+            b = a.clone()
+            cube = (b ** 3).sum()
+            b.sin_()
+            grad, = lib.autograd.grad(cube, a, create_graph=True)
+            grad.sum().backward()  # through the copy, back to the history of b before sin_
+        assert values(x.grad) == [3.0, 4.0] and values(w.grad) == [1.0, 2.0]
+        assert values(grad) == [3.0, 12.0] and values(a.grad) == [6.0, 12.0]
+
+    @each_library
+    def test_backward_after_the_block_and_nesting_are_refused(self, lib):
+        allow = lib.autograd.graph.allow_mutation_on_saved_tensors
+        with allow():
+            b = leaf(lib, 1.0, 2.0).clone()
+            out = (b ** 2).sum()
+            with pytest.raises(RuntimeError, match="allow_mutation_on_saved_tensors contexts cannot be nested"):
+                with allow():
+                    pass
+        with pytest.raises(AssertionError, match="Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                                                 "context ?in which the graph was originally recorded"):
+            out.backward()
+
+    @each_library
+    def test_a_graph_recorded_outside_still_refuses_a_changed_saved_tensor(self, lib):
+        b = leaf(lib, 1.0, 2.0).clone()
+        out = (b ** 2).sum()
+        with lib.autograd.graph.allow_mutation_on_saved_tensors():
+            b.sin_()
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                out.backward()
