@@ -82,3 +82,22 @@ class TestAllowMutationOnSavedTensors:
             b.sin_()
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 out.backward()
+
+
+def _edges(node) -> list:
+    """A node's next functions by name (PyTorch names a leaf's ``torch::autograd::AccumulateGrad``)."""
+    return [None if fn is None else fn.name().replace("torch::autograd::", "") for fn, _ in node.next_functions]
+
+
+@each_library
+@pytest.mark.parametrize("program, name, edges", [
+    (lambda x: x.t(), "TBackward0", ["AccumulateGrad"]),
+    (lambda x: x[0].t(), "TBackward0", ["SelectBackward0"]),  # a vector's t() is a view of it, named so too
+    (lambda x: x.transpose(0, 1), "TransposeBackward0", ["AccumulateGrad"]),
+    (lambda x: x.mT, "TransposeBackward0", ["AccumulateGrad"]),
+    (lambda x: x.T, "PermuteBackward0", ["AccumulateGrad"]),
+], ids=["t", "t-vector", "transpose", "mT", "T"])
+def test_node_names_and_edges_are_pytorchs(lib, program, name, edges):
+    x = leaf(lib, 1.0, 2.0).reshape(1, 2).detach().requires_grad_()
+    node = program(x).grad_fn
+    assert (type(node).__name__, node.name(), _edges(node)) == (name, name, edges)
