@@ -101,3 +101,18 @@ def test_node_names_and_edges_are_pytorchs(lib, program, name, edges):
     x = leaf(lib, 1.0, 2.0).reshape(1, 2).detach().requires_grad_()
     node = program(x).grad_fn
     assert (type(node).__name__, node.name(), _edges(node)) == (name, name, edges)
+
+
+@each_library
+def test_a_zero_norm_gives_its_input_no_gradient(lib):
+    """norm(p=0) counts nonzeros; PyTorch's backward gives the input None, so ``.grad`` stays None (until
+    2026-11-28 jitgrad gave zeros), while the count still requires grad."""
+    x = leaf(lib, 1.0, 0.0, -2.0)
+    count = lib.linalg.vector_norm(x, 0)
+    count.backward()
+    assert values(count) == 2.0 and count.requires_grad and x.grad is None
+    assert count.grad_fn.name() == "LinalgVectorNormBackward0"
+    (x.norm(p=0, dim=0) * 3 + x.sum()).backward()
+    assert values(x.grad) == [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        lib.autograd.grad(x.norm(p=0), x)
