@@ -116,3 +116,28 @@ def test_a_zero_norm_gives_its_input_no_gradient(lib):
     assert values(x.grad) == [1.0, 1.0, 1.0]
     with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
         lib.autograd.grad(x.norm(p=0), x)
+
+
+@each_library
+def test_a_node_is_callable_as_in_pytorch(lib):
+    """``node(*grad_outputs)`` runs the node in the caller's grad mode (missing before 2026-11-28)."""
+    x, w = leaf(lib, 1.0, 2.0), leaf(lib, 3.0, 4.0)
+    grad = lib.tensor([1.0, 10.0], dtype=lib.float64)
+    of_x, of_w = (x * w).grad_fn(grad)
+    assert values(of_x) == [3.0, 40.0] and values(of_w) == [1.0, 20.0] and of_x.requires_grad
+    assert values((x * 2).grad_fn(grad)[0]) == [2.0, 20.0] and (x * 2).grad_fn(grad)[1] is None
+    assert values(x.exp().grad_fn(grad)) == pytest.approx([2.718281828459045, 73.89056098930651])
+    first, _ = x.split(1)
+    with pytest.raises(TypeError, match="expected 2 arguments, got 1 instead"):
+        first.grad_fn(grad[:1])
+    assert (x * w).grad_fn.next_functions[0][0](grad) == () and values(x.grad) == [1.0, 10.0]
+
+
+@each_library
+def test_saved_shapes_answer_to_pytorchs_names_and_multithreading_is_a_mode(lib):
+    x = leaf(lib, 1.0, 2.0, 3.0, 4.0).reshape(2, 2)
+    node = x.sum(0).grad_fn
+    assert tuple(node._saved_self_sym_sizes) == (2, 2) and "_saved_self_sym_sizes" in dir(node)
+    with lib.autograd.set_multithreading_enabled(False):
+        x.sum().backward()
+    lib.autograd.set_multithreading_enabled(True)
