@@ -141,3 +141,31 @@ def test_saved_shapes_answer_to_pytorchs_names_and_multithreading_is_a_mode(lib)
     with lib.autograd.set_multithreading_enabled(False):
         x.sum().backward()
     lib.autograd.set_multithreading_enabled(True)
+
+
+@each_library
+@pytest.mark.parametrize("program, name", [
+    (lambda lib, a: lib.linalg.inv(a), "LinalgInvExBackward0"),
+    (lambda lib, a: lib.linalg.det(a), "LinalgDetBackward0"),
+    (lambda lib, a: lib.linalg.slogdet(a)[1], "LinalgSlogdetBackward0"),
+    (lambda lib, a: lib.linalg.solve(a, a), "LinalgSolveExBackward0"),
+    (lambda lib, a: lib.linalg.pinv(a), "LinalgPinvBackward0"),
+    (lambda lib, a: lib.linalg.solve_triangular(a, a, upper=True), "LinalgSolveTriangularBackward0"),
+    (lambda lib, a: lib.linalg.cholesky(a), "LinalgCholeskyExBackward0"),
+    (lambda lib, a: lib.linalg.eigh(a)[0], "LinalgEighBackward0"),
+    (lambda lib, a: lib.linalg.svd(a)[1], "LinalgSvdBackward0"),
+    (lambda lib, a: lib.linalg.qr(a)[0], "LinalgQrBackward0"),
+    (lambda lib, a: lib.digamma(a), "DigammaBackward0"),
+    (lambda lib, a: lib.polygamma(1, a), "PolygammaBackward0"),
+    (lambda lib, a: lib.lgamma(a), "LgammaBackward0"),
+    (lambda lib, a: lib.erfc(a), "ErfcBackward0"),
+    (lambda lib, a: lib.erfinv(a / 4), "ErfinvBackward0"),
+    (lambda lib, a: lib.special.log_ndtr(a), "SpecialLogNdtrBackward0"),
+    (lambda lib, a: lib.special.ndtri(a / 4), "SpecialNdtriBackward0"),
+    (lambda lib, a: lib.special.i0(a), "I0Backward0"),
+    (lambda lib, a: lib.special.i1(a), "SpecialI1Backward0"),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_linalg_and_special_functions_have_pytorchs_node_names(lib, program, name):
+    """Until 2026-11-28 these were named after jitgrad's classes (``LinalgInvBackward``, ``EighBackward``)."""
+    a = (lib.eye(2, dtype=lib.float64) * 2 + 0.5).requires_grad_()
+    assert type(program(lib, a).grad_fn).__name__ == name
