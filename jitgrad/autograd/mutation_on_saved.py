@@ -24,6 +24,9 @@ _OUTSIDE_ERROR = ("Trying to backward outside of the 'allow_mutation_on_saved_te
                   "was originally recorded.")
 
 
+_FIRST_PRUNE = 1024  # memories in the table before the first sweep for freed ones
+
+
 class _Handle:
     """What a node keeps of one saved tensor: the tensor, the version it was saved at, and its value at
     that version once an in-place change was about to overwrite it (``copy``)."""
@@ -43,9 +46,12 @@ class MutationOnSavedContext:
         self.active = True
         # id of a version counter -> (the counter, kept so that its id is not reused; its live handles)
         self.handles_by_memory: dict[int, tuple[list[int], weakref.WeakSet[_Handle]]] = {}
+        self._prune_at = _FIRST_PRUNE
 
     def pack(self, tensor: Tensor) -> _Handle:
         """One handle per tensor and version, however many nodes save it."""
+        if len(self.handles_by_memory) >= self._prune_at:
+            self._prune()
         counter = version_counter(tensor)
         _, handles = self.handles_by_memory.setdefault(id(counter), (counter, weakref.WeakSet()))
         for handle in handles:
@@ -54,6 +60,12 @@ class MutationOnSavedContext:
         handle = _Handle(tensor)
         handles.add(handle)
         return handle
+
+    def _prune(self) -> None:
+        """Drops the memories none of whose saved values is still needed: a training loop inside the block
+        would otherwise add every step's tensors to the table for good."""
+        self.handles_by_memory = {key: entry for key, entry in self.handles_by_memory.items() if entry[1]}
+        self._prune_at = max(_FIRST_PRUNE, 2 * len(self.handles_by_memory))
 
     def unpack(self, handle: _Handle) -> Tensor:
         if not self.active:

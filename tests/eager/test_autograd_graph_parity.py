@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import jitgrad as jg
 from helpers import each_library, leaf, values
 
 
@@ -82,6 +83,18 @@ class TestAllowMutationOnSavedTensors:
             b.sin_()
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 out.backward()
+
+    def test_the_block_forgets_memories_whose_saved_values_were_freed(self, monkeypatch):
+        """A training loop inside the block kept every step's tensors in its table (jitgrad only: PyTorch's
+        keeps their ids)."""
+        monkeypatch.setattr(jg.autograd.mutation_on_saved, "_FIRST_PRUNE", 8)
+        with jg.autograd.graph.allow_mutation_on_saved_tensors() as context:
+            w = leaf(jg, 1.0, 2.0)
+            for _ in range(40):
+                (w * leaf(jg, 3.0, 4.0).exp()).sum().backward()
+                with jg.no_grad():
+                    w.mul_(0.5)
+            assert len(context.handles_by_memory) <= 16
 
 
 def _edges(node) -> list:
