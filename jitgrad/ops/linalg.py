@@ -167,6 +167,14 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @public("function", "method")
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """A matrix times a vector, (n, m) @ (m,) (missing before 2026-11-28; ``matmul`` of the two was its
+    spelling)."""
+    _check_dims("mv", input=(input, 2), vec=(vec, 1))
+    return _mv(input, vec)
+
+
+@public("function", "method")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two vectors, (n,) x (m,) -> (n, m)."""
     _check_dims("outer", input=(input, 1), vec2=(vec2, 1))

@@ -109,7 +109,8 @@ def _edges(node) -> list:
     (lambda x: x.transpose(0, 1), "TransposeBackward0", ["AccumulateGrad"]),
     (lambda x: x.mT, "TransposeBackward0", ["AccumulateGrad"]),
     (lambda x: x.T, "PermuteBackward0", ["AccumulateGrad"]),
-], ids=["t", "t-vector", "transpose", "mT", "T"])
+    (lambda x: x.mv(x[0]), "MvBackward0", ["AccumulateGrad", "SelectBackward0"]),  # no Tensor.mv before 2026-11-28
+], ids=["t", "t-vector", "transpose", "mT", "T", "mv"])
 def test_node_names_and_edges_are_pytorchs(lib, program, name, edges):
     x = leaf(lib, 1.0, 2.0).reshape(1, 2).detach().requires_grad_()
     node = program(x).grad_fn
