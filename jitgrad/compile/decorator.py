@@ -38,7 +38,7 @@ from . import guards, placement, warm_index
 from .backend import Backend, get_backend
 from .cache import DiskCache
 from .check_against_eager import CompileCheckError, Snapshot, compare
-from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, writes_shared_memory
+from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs
 from .explain import Explanation
 from .free_variables import find_free_variables
 from .pytree import call_leaf_paths, flatten
@@ -184,11 +184,12 @@ class CompiledFunction:
 
     def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict,
                   state: np.ndarray | None) -> Any:
-        if program.written and writes_shared_memory(inputs, program.written):
+        if program.writes_shared_memory(inputs):
             from .loss_program import replay
             reason = ("it writes in place into an input that shares memory with another input (views of one tensor "
-                      "passed or captured separately): the compiled program reads every input before it writes "
-                      "any, where eager mode sees each write through the other view at once")
+                      "passed or captured separately, or one tensor set as the .grad of two): the compiled program "
+                      "reads every input before it writes any, where eager mode sees each write through the other "
+                      "at once")
             if self.fullgraph:
                 raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")
             self._warn(f"running {self.name} eagerly for such calls: {reason}", "shared memory")

@@ -1,6 +1,8 @@
 """A whole training step (backward() inside, an SGD update under no_grad) compiled as one graph."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -168,3 +170,32 @@ def test_a_steps_grad_is_the_same_tensor_exactly_when_eager_keeps_it(kind):
             seen.append((w.grad is held, held.tolist(), w.grad.tolist()))
         runs.append(seen)
     assert runs[0] == runs[1]
+
+
+def test_one_tensor_set_as_the_grad_of_two_parameters_gets_both_gradients():
+    """Eager's ``AccumulateGrad`` adds each parameter's gradient into the ``.grad`` it finds, so a tensor
+    set as the ``.grad`` of two parameters sums both, as in PyTorch. The trace saw it as one input, and
+    the program wrote the two sums into it one after the other: the second parameter's won (until
+    2026-11-28). Such a call runs eagerly, with a warning."""
+    runs = []
+    for compiled in (False, True):
+        a = jg.tensor([1.0, 2.0], requires_grad=True)
+        b = jg.tensor([3.0, 4.0], requires_grad=True)
+
+        def step(x):
+            loss = (a * x).sum() + (b * x * x).sum()
+            loss.backward()
+            return loss.detach()
+        fn = jg.compile(step, cache=False) if compiled else step
+        x = jg.tensor([1.0, 1.5])
+        fn(x)
+        shared = jg.zeros(2)
+        a.grad = b.grad = shared
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                fn(x)
+        runs.append((shared.tolist(), a.grad is shared, b.grad is shared))
+        if compiled:
+            assert any("the .grad of two" in str(w.message) for w in caught)
+    assert runs[0] == runs[1] == ([4.0, 7.5], True, True)
