@@ -160,7 +160,7 @@ def writes_shared_memory(inputs: list, written: tuple[int, ...], added_into: fro
     an array and a view of it, two tensors over one array). The program reads every input before it
     writes any, where eager mode sees each write at once through the other view, so such a call must
     run eagerly. The same tensor twice is not sharing: the trace saw it as one. A ``.grad`` the step
-    adds into (of the inputs ``added_into``; ``grad_slots`` are the inputs that read them) is written
+    adds into (of the inputs ``added_into``; ``grad_slots`` are the inputs that read those) is written
     too, once per input whose ``.grad`` it is: one tensor set as the ``.grad`` of two parameters is
     one input of the trace, whose two sums the program writes one after the other, where eager's
     ``AccumulateGrad`` adds both gradients into it. Two tensors over one CUDA allocation count as sharing."""
@@ -211,6 +211,7 @@ class StepProgram:
         self.backend = backend
         self._fill_result = template_filler(self.template[0])
         self.written = tuple(template[2])   # the inputs it writes in place, by index
+        self._added_slots = frozenset(i for i, owner in enumerate(layout.grad_of) if owner in added_into)
 
     @property
     def lowered_graphs(self) -> list[Lowered]:
@@ -220,8 +221,7 @@ class StepProgram:
         """Whether a call's inputs share memory with what the step writes (``writes_shared_memory``)."""
         if not (self.written or self.added_into):
             return False
-        grad_slots = frozenset(i for i, owner in enumerate(self.layout.grad_of) if owner is not None)
-        return writes_shared_memory(inputs, self.written, self.added_into, grad_slots)
+        return writes_shared_memory(inputs, self.written, self.added_into, self._added_slots)
 
     def writes_allowed(self, inputs: list) -> bool:
         """Whether every input the step writes in place can take the write: an expanded view cannot,

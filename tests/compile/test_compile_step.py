@@ -199,3 +199,25 @@ def test_one_tensor_set_as_the_grad_of_two_parameters_gets_both_gradients():
         if compiled:
             assert any("the .grad of two" in str(w.message) for w in caught)
     assert runs[0] == runs[1] == ([4.0, 7.5], True, True)
+
+
+def test_a_grad_the_step_reads_over_memory_it_writes_runs_eagerly():
+    """A ``.grad`` that is a view of a buffer the step scales in place (a gradient bucket) is read
+    after the write, eagerly; the program would read it before."""
+    runs = []
+    for compiled in (False, True):
+        w = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        bucket = jg.tensor([1.0, 1.0, 1.0, 4.0])
+        w.grad = bucket[:3]
+
+        def step():
+            bucket.mul_(0.5)
+            with jg.no_grad():
+                w.sub_(w.grad)
+        fn = jg.compile(step, cache=False) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(3):
+                fn()
+        runs.append((w.tolist(), bucket.tolist()))
+    assert runs[0] == runs[1]
