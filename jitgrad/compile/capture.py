@@ -76,9 +76,10 @@ class Captured:
     wanted: list[int] = field(default_factory=list)          # loss: inputs that get gradients
     draws: int = 0                 # elements the function draws from the generator per call
     host_results: bool = False     # step: a result is a CPU tensor (made from 0-d CPU inputs alone)
-    # step: per tensor leaf of the result, the input it is (the same object) or None, and whether it
-    # requires grad (``templates.alias_inputs``)
+    # step: per tensor leaf of the result, the input it is (the same object) or None, the input whose
+    # new ``.grad`` it is or None, and whether it requires grad (``templates.alias_inputs``)
     returned: list = field(default_factory=list)
+    returned_grad: list = field(default_factory=list)
     returned_requires_grad: list = field(default_factory=list)
     backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
     grads_added_into: list = field(default_factory=list)  # step: ``_grads_added_into``
@@ -590,6 +591,8 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     returned = tensor_leaves(result)
     captured.host_results = any(isinstance(t._data, np.ndarray) for t in returned)
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]
+    captured.returned_grad = [next((i for i, v in enumerate(inputs.values) if isinstance(v, Tensor) and v._grad is t),
+                                   None) for t in returned]
     captured.returned_requires_grad = [t._requires_grad for t in returned]
     return captured
 

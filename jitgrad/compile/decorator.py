@@ -504,8 +504,8 @@ class CompiledFunction:
         if captured.kind == "step":
             graph = captured.graph
             result, grads, writes = flatten_output(graph)
-            result = alias_inputs(result, graph, [inp.name for inp in captured.inputs], writes, captured.returned,
-                                  captured.returned_requires_grad)
+            result = alias_inputs(result, graph, [inp.name for inp in captured.inputs], writes, grads,
+                                  captured.returned, captured.returned_grad, captured.returned_requires_grad)
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)

@@ -2,7 +2,8 @@
 around the flat tuple its lowered graph returns.
 
 A template is the returned value with a ``Slot`` for each output array, an ``InputAlias`` for each
-output that is an input or a view of one, and a ``TupleOf`` for each tuple of a subclass;
+output that is an input or a view of one, a ``GradAlias`` for each that is an input's new ``.grad``
+or a view of it, and a ``TupleOf`` for each tuple of a subclass;
 ``templates.py`` makes one from a traced graph, the warm-start index reads one back from disk.
 Nothing here imports ``jitgrad.fx``: a warm process rebuilds results without it.
 """
@@ -38,9 +39,11 @@ class InputAlias:
         self.index, self.views, self.same = index, views, same
 
     def of(self, inputs: Sequence[Any]) -> Any:
+        return self._viewed(inputs[self.index])
+
+    def _viewed(self, value: Any) -> Any:
         from ..autograd.grad_mode import no_grad
         from ..tensor import Tensor
-        value = inputs[self.index]
         if self.same:
             return value
         if not self.views:   # ``x.detach()``, ``x.data``: a new tensor over the input's memory
@@ -49,6 +52,17 @@ class InputAlias:
             for op, args, kwargs in self.views:
                 value = op(value, *args, **kwargs)
         return value
+
+
+class GradAlias(InputAlias):
+    """A result the function returned as the ``.grad`` input ``index`` has after the step (``return
+    loss, w.grad``), or as a view of it: eager mode returns that tensor itself, so that scaling it in
+    place (an all-reduce, a clip outside) changes what the next ``opt.step()`` reads. A call returns
+    the ``.grad`` as the step left it (the tensor it was written into, or the new one), not the
+    kernel's copy."""
+
+    def of(self, inputs: Sequence[Any]) -> Any:
+        return self._viewed(inputs[self.index]._grad)
 
 
 def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, Any], Any]], Any]:
@@ -68,7 +82,7 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
         kind = type(part)
         if kind is Slot:
             return f"wrap({part.index}, values[{part.index}])"
-        if kind is InputAlias:
+        if kind is InputAlias or kind is GradAlias:
             return f"{constant(part)}.of(inputs)"
         if kind is tuple:
             return "(" + "".join(f"{expression(v)}, " for v in part) + ")"
@@ -83,4 +97,4 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
     return eval(source, {f"c{i}": value for i, value in enumerate(constants)})  # noqa: S307 - our own source
 
 
-__all__ = ["InputAlias", "Slot", "TupleOf", "template_filler"]
+__all__ = ["GradAlias", "InputAlias", "Slot", "TupleOf", "template_filler"]
