@@ -175,8 +175,12 @@ class CompiledFunction:
             return result
         layout = program.layout
         state = None if layout.random is None else layout.take_state()  # the common case pays no call
-        inputs = layout.gather(leaves + list(free), state)
-        result = (self._run_step if program.kind == "step" else self._run_loss)(program, inputs, args, kwargs, state)
+        values = leaves + list(free)
+        inputs = layout.gather(values, state)
+        if program.kind == "step":
+            result = self._run_step(program, inputs, args, kwargs, state)
+        else:
+            result = self._run_loss(program, inputs, args, kwargs, state, values)
         if grad_mode.state.inference:
             from .templates import mark_inference
             mark_inference(result, leaves)
@@ -215,9 +219,10 @@ class CompiledFunction:
         return result
 
     def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict,
-                  state: np.ndarray | None) -> Any:
-        call = program.new_call(self.fn, args, kwargs, inputs, state)  # a loss program comes from a trace:
-        if not self.check:                                              # its module is imported by then
+                  state: np.ndarray | None, values: list) -> Any:
+        call = program.new_call(self.fn, args, kwargs, inputs, state,  # a loss program comes from a trace:
+                                functools.partial(self._reads_changed, args, kwargs, values))  # its module is
+        if not self.check:                                                                    # imported by then
             return program.run(inputs, call)
         from .loss_program import replay
         from .templates import tensor_leaves
@@ -236,6 +241,18 @@ class CompiledFunction:
         for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
             compare(f"output {i}", a, b)
         return result
+
+    def _reads_changed(self, args: tuple, kwargs: dict, values: list) -> str | None:
+        """What a loss's call read (its argument leaves and free variables, ``values``) that reads
+        otherwise now, named as the log names it; None if nothing does. The eager re-run behind a
+        ``create_graph=True`` backward must differentiate what the call computed."""
+        from .loss_program import first_change
+        leaves = flatten(args, kwargs)[0]
+        index = first_change(values, leaves + list(self._free.read(args, kwargs) or ()))
+        if index is None:
+            return None
+        labels = self._call_labels(args, kwargs, len(values) - len(leaves))
+        return labels[guards.HEADER + index] if guards.HEADER + index < len(labels) - 1 else "what it reads"
 
     # ---- compiling -------------------------------------------------------------------------------------
     def _names(self, count: int) -> list[str]:

@@ -166,6 +166,42 @@ def test_create_graph_falls_back_to_the_eager_backward():
     assert_close(jg.autograd.grad(gx.sum(), w)[0], jg.autograd.grad(gxe.sum(), we)[0])
 
 
+
+class _Layer:
+    """A weight and a scale the loss reads from outside (a model, say)."""
+
+    def __init__(self) -> None:
+        self.weight = jg.tensor([[0.5, -1.0], [2.0, 0.3]], dtype=jg.float64, requires_grad=True)
+        self.scale = 2.0
+
+
+CHANGES = {
+    "weight rebound": lambda layer: setattr(layer, "weight", jg.ones(2, 2, dtype=jg.float64, requires_grad=True)),
+    "scale set": lambda layer: setattr(layer, "scale", 5.0),
+    "nothing": None,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_create_graph_backward_refuses_a_rerun_that_would_read_other_values(change):
+    """The eager re-run behind ``create_graph=True`` reads the weight and the scale afresh: set after
+    the call, they gave the gradient of another function, and the call's own weight no gradient
+    (until 2026-11-28, silently). Eager's graph keeps what the call read; the re-run raises instead."""
+    layer = _Layer()
+    loss_of = jg.compile(lambda x: ((x @ layer.weight).tanh() * layer.scale).sum(), cache=False)
+    x = jg.tensor([[1.0, 0.5], [0.2, -0.3]], dtype=jg.float64, requires_grad=True)
+    loss_of(x)
+    loss = loss_of(x)
+    if CHANGES[change] is not None:
+        CHANGES[change](layer)
+        with pytest.raises(RuntimeError, match="changed between a call of a compiled function and a backward"):
+            jg.autograd.grad(loss, [x], create_graph=True)
+        return
+    (gx,) = jg.autograd.grad(loss, [x], create_graph=True)
+    xe = x.detach().requires_grad_()
+    (gxe,) = jg.autograd.grad(((xe @ layer.weight).tanh() * layer.scale).sum(), [xe], create_graph=True)
+    assert_close(gx, gxe)
+
 def test_several_outputs_non_tensor_arguments_and_no_grad():
     def f(x, scale, w):
         y = x * w * scale
