@@ -32,6 +32,7 @@ from ..fx.graph import Graph
 from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
 from ..fx.numbers import Specialize, SymbolicNumber
+from ..fx.traced_tensor import TracedTensor
 from ..fx.tracer import TraceError, Tracer, user_line
 from ..ops.host_reads import TraceRefused
 from ..random import default_generator
@@ -593,8 +594,18 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]
     captured.returned_grad = [next((i for i, v in enumerate(inputs.values) if isinstance(v, Tensor) and v._grad is t),
                                    None) for t in returned]
-    captured.returned_requires_grad = [t._requires_grad for t in returned]
+    captured.returned_requires_grad = [_requires_grad(t) for t in returned]
     return captured
+
+
+def _requires_grad(tensor: Tensor) -> bool | type:
+    """Whether a step's result requires grad: the class it has outside a trace where it is a leaf
+    (``nn.Parameter(...)`` made inside), which a call's result is made as."""
+    if not tensor._requires_grad:
+        return False
+    if tensor._grad_fn is not None:
+        return True
+    return next(kind for kind in type(tensor).__mro__ if not issubclass(kind, TracedTensor))
 
 
 __all__ = ["Captured", "EagerThisCall", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]

@@ -1,7 +1,8 @@
 """A program's result template at run time: each call rebuilds the value the function returned
 around the flat tuple its lowered graph returns.
 
-A template is the returned value with a ``Slot`` for each output array, an ``InputAlias`` for each
+A template is the returned value with a ``Slot`` for each output array (a ``LeafSlot`` for a leaf
+that requires grad), an ``InputAlias`` for each
 output that is an input or a view of one, a ``GradAlias`` for each that is an input's new ``.grad``
 or a view of it, and a ``TupleOf`` for each tuple of a subclass;
 ``templates.py`` makes one from a traced graph, the warm-start index reads one back from disk.
@@ -17,6 +18,19 @@ from typing import Any, Callable, Sequence
 class Slot:
     """Position ``index`` in the flat tuple a lowered graph returns."""
     index: int
+
+
+@dataclass(frozen=True)
+class LeafSlot:
+    """Position ``index``, for a result that is a leaf requiring grad, made inside the function
+    (``w.detach().requires_grad_()``, ``nn.Parameter(...)``): a call returns one too, of the class the
+    trace returned, as eager mode does (until 2026-11-28 a plain tensor that did not require grad,
+    so a later backward through it raised, or left it out silently)."""
+    index: int
+    kind: type
+
+    def made(self, tensor: Any) -> Any:
+        return self.kind._make(tensor._data, True)
 
 
 class TupleOf(tuple):
@@ -82,6 +96,8 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
         kind = type(part)
         if kind is Slot:
             return f"wrap({part.index}, values[{part.index}])"
+        if kind is LeafSlot:
+            return f"{constant(part)}.made(wrap({part.index}, values[{part.index}]))"
         if kind is InputAlias or kind is GradAlias:
             return f"{constant(part)}.of(inputs)"
         if kind is tuple:
@@ -97,4 +113,4 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
     return eval(source, {f"c{i}": value for i, value in enumerate(constants)})  # noqa: S307 - our own source
 
 
-__all__ = ["GradAlias", "InputAlias", "Slot", "TupleOf", "template_filler"]
+__all__ = ["GradAlias", "InputAlias", "LeafSlot", "Slot", "TupleOf", "template_filler"]

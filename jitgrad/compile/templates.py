@@ -13,7 +13,7 @@ from typing import Any
 from ..fx.graph import Graph
 from ..fx.node import Node, Opcode, iter_leaves
 from ..tensor import Tensor
-from .result_template import GradAlias, InputAlias, Slot, TupleOf
+from .result_template import GradAlias, InputAlias, LeafSlot, Slot, TupleOf
 
 
 def make_template(value: Any, leaves: list[Node]) -> Any:
@@ -103,8 +103,9 @@ def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict
     view ops of one (of its value after the step's in-place writes too), as an ``InputAlias``, and each
     that is the new ``.grad`` of an input, or a chain of view ops of it, as a ``GradAlias``: eager mode
     returns memory shared with the input or the ``.grad``. ``returned``, ``returned_grad`` (the input
-    whose ``.grad`` the leaf is) and ``requires_grad`` are per tensor leaf of the result, as
-    ``Captured`` has them. An output that requires grad keeps its slot."""
+    whose ``.grad`` the leaf is) and ``requires_grad`` (False, or the class of a leaf that requires
+    grad, or True) are per tensor leaf of the result, as ``Captured`` has them. An output that
+    requires grad is the input itself, a ``LeafSlot`` for a leaf, or keeps its slot."""
     outputs = graph.output_node.args[0]
     inputs = {name: i for i, name in enumerate(input_names)}
     written = {outputs[slot.index]: index for index, slot in writes.items()}
@@ -115,8 +116,10 @@ def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict
         kind = type(part)
         if kind is Slot:
             k = next(position)
-            if requires_grad[k]:
-                return part
+            if requires_grad[k] is not False:
+                if returned[k] is not None:   # ``return w``: the parameter itself, as eagerly
+                    return InputAlias(returned[k], (), same=True)
+                return LeafSlot(part.index, requires_grad[k]) if isinstance(requires_grad[k], type) else part
             base, views = viewed_node(outputs[part.index])
             index = inputs.get(base.name) if base.op is Opcode.PLACEHOLDER else written.get(base)
             if index is not None:
