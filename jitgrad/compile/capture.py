@@ -564,6 +564,10 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         if any(viewed_node(tracer.node_of(t))[0] in placeholders for t in leaves):
             raise Unsupported("a result is an input or a view of one (x.t(), w[0], x.detach()), which eager mode "
                               "returns sharing the input's memory and a compiled loss would return as a copy")
+        if any(t._requires_grad and t._grad_fn is None for t in leaves):
+            raise Unsupported("a result is a leaf that requires grad made inside (nn.Parameter(...), "
+                              "x.detach().requires_grad_()), which eager mode returns as a leaf whose .grad a "
+                              "backward fills, and a compiled loss would return with its own backward")
         wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
                   if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])

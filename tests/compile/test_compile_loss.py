@@ -322,3 +322,19 @@ def test_a_loss_in_another_dtype_gives_each_leaf_its_own_dtype_and_shape():
     loss(x, w).backward()
     assert got.dtype == w.dtype == jg.float32 and got.shape == w.shape
     assert_close(got, w.grad)
+
+
+def test_a_loss_returning_a_leaf_it_made_runs_eagerly_and_the_leaf_gets_its_grad():
+    """A leaf that requires grad made inside (``x.detach().requires_grad_()``) is a leaf eagerly, whose
+    ``.grad`` a backward fills. A compiled loss gave it its own backward node: never filled, silently
+    (until 2026-11-28). Such a loss runs eagerly, with a warning."""
+    from jitgrad.compile import CompileWarning
+
+    def f(x, w):
+        return (x * w).sin().sum(), (w * 2.0).detach().requires_grad_()
+    compiled = jg.compile(f, cache=False)
+    w, x = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([0.5, 0.3])
+    with pytest.warns(CompileWarning, match="a result is a leaf that requires grad made inside"):
+        loss, made = compiled(x, w)
+    (loss + (made * made).sum()).backward()
+    assert made.is_leaf and made.grad.tolist() == [4.0, 8.0]
