@@ -175,12 +175,11 @@ class CompiledFunction:
             return result
         layout = program.layout
         state = None if layout.random is None else layout.take_state()  # the common case pays no call
-        values = leaves + list(free)
-        inputs = layout.gather(values, state)
+        inputs = layout.gather(leaves + list(free), state)
         if program.kind == "step":
             result = self._run_step(program, inputs, args, kwargs, state)
         else:
-            result = self._run_loss(program, inputs, args, kwargs, state, values)
+            result = self._run_loss(program, inputs, args, kwargs, state, leaves, free)
         if grad_mode.state.inference:
             from .templates import mark_inference
             mark_inference(result, leaves)
@@ -219,10 +218,10 @@ class CompiledFunction:
         return result
 
     def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict,
-                  state: np.ndarray | None, values: list) -> Any:
+                  state: np.ndarray | None, leaves: list, free: tuple) -> Any:
         call = program.new_call(self.fn, args, kwargs, inputs, state,  # a loss program comes from a trace:
-                                functools.partial(self._reads_changed, args, kwargs, values))  # its module is
-        if not self.check:                                                                    # imported by then
+                                functools.partial(self._reads_changed, args, kwargs, leaves, free))  # its module
+        if not self.check:                                                               # is imported by then
             return program.run(inputs, call)
         from .loss_program import replay
         from .templates import tensor_leaves
@@ -242,16 +241,17 @@ class CompiledFunction:
             compare(f"output {i}", a, b)
         return result
 
-    def _reads_changed(self, args: tuple, kwargs: dict, values: list) -> str | None:
-        """What a loss's call read (its argument leaves and free variables, ``values``) that reads
-        otherwise now, named as the log names it; None if nothing does. The eager re-run behind a
-        ``create_graph=True`` backward must differentiate what the call computed."""
+    def _reads_changed(self, args: tuple, kwargs: dict, leaves: list, free: tuple) -> str | None:
+        """What a loss's call read (its argument leaves and free variables) that reads otherwise now,
+        named as the log names it; None if nothing does. The eager re-run behind a ``create_graph=True``
+        backward must differentiate what the call computed. (Later traces may have added free variables
+        after the call's: those are not compared.)"""
         from .loss_program import first_change
-        leaves = flatten(args, kwargs)[0]
-        index = first_change(values, leaves + list(self._free.read(args, kwargs) or ()))
+        now = list(self._free.read(args, kwargs) or ())[:len(free)]
+        index = first_change(leaves + list(free), flatten(args, kwargs)[0] + now)
         if index is None:
             return None
-        labels = self._call_labels(args, kwargs, len(values) - len(leaves))
+        labels = self._call_labels(args, kwargs, len(free))
         return labels[guards.HEADER + index] if guards.HEADER + index < len(labels) - 1 else "what it reads"
 
     # ---- compiling -------------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 around the flat tuple its lowered graph returns.
 
 A template is the returned value with a ``Slot`` for each output array (a ``LeafSlot`` for a leaf
-that requires grad), an ``InputAlias`` for each
-output that is an input or a view of one, a ``GradAlias`` for each that is an input's new ``.grad``
-or a view of it, and a ``TupleOf`` for each tuple of a subclass;
+that requires grad), an ``InputAlias`` for each output that is an input or a view of one, a
+``GradAlias`` for each that is an input's new ``.grad`` or a view of it, and a ``TupleOf`` for each
+tuple of a subclass;
 ``templates.py`` makes one from a traced graph, the warm-start index reads one back from disk.
 Nothing here imports ``jitgrad.fx``: a warm process rebuilds results without it.
 """
