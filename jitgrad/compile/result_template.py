@@ -25,12 +25,15 @@ class LeafSlot:
     """Position ``index``, for a result that is a leaf requiring grad, made inside the function
     (``w.detach().requires_grad_()``, ``nn.Parameter(...)``): a call returns one too, of the class the
     trace returned, as eager mode does (until 2026-11-28 a plain tensor that did not require grad,
-    so a later backward through it raised, or left it out silently)."""
+    so a later backward through it raised, or left it out silently). Over the memory of an input
+    where it is a detached view of one (``alias``), as eagerly, else over the kernel's array."""
     index: int
     kind: type
+    alias: InputAlias | None = None
 
-    def made(self, tensor: Any) -> Any:
-        return self.kind._make(tensor._data, True)
+    def made(self, tensor: Any, inputs: Sequence[Any]) -> Any:
+        data = tensor._data if self.alias is None else self.alias.of(inputs)._data
+        return self.kind._make(data, True)
 
 
 class TupleOf(tuple):
@@ -97,7 +100,7 @@ def template_filler(template: Any) -> Callable[[Sequence[Any], Callable[[int, An
         if kind is Slot:
             return f"wrap({part.index}, values[{part.index}])"
         if kind is LeafSlot:
-            return f"{constant(part)}.made(wrap({part.index}, values[{part.index}]))"
+            return f"{constant(part)}.made(wrap({part.index}, values[{part.index}]), inputs)"
         if kind is InputAlias or kind is GradAlias:
             return f"{constant(part)}.of(inputs)"
         if kind is tuple:

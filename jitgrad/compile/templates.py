@@ -116,14 +116,16 @@ def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict
         kind = type(part)
         if kind is Slot:
             k = next(position)
-            if requires_grad[k] is not False:
-                if returned[k] is not None:   # ``return w``: the parameter itself, as eagerly
-                    return InputAlias(returned[k], (), same=True)
-                return LeafSlot(part.index, requires_grad[k]) if isinstance(requires_grad[k], type) else part
+            if requires_grad[k] is True or (requires_grad[k] is not False and returned[k] is not None):
+                # ``return w``: the parameter itself, as eagerly; a computed result keeps its slot
+                return part if returned[k] is None else InputAlias(returned[k], (), same=True)
             base, views = viewed_node(outputs[part.index])
             index = inputs.get(base.name) if base.op is Opcode.PLACEHOLDER else written.get(base)
-            if index is not None:
-                return InputAlias(index, tuple(views), same=not views and returned[k] == index)
+            alias = None if index is None else InputAlias(index, tuple(views), same=not views and returned[k] == index)
+            if requires_grad[k] is not False:   # a leaf made inside: over the input's memory if a view of it
+                return LeafSlot(part.index, requires_grad[k], alias)
+            if alias is not None:
+                return alias
             grad = _grad_viewed(outputs[part.index], new_grads)
             if grad is not None:
                 index, views = grad

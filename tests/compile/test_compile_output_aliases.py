@@ -129,24 +129,26 @@ def test_a_grad_a_step_returns_is_the_grad_it_leaves(kind, views):
 def test_a_parameter_or_a_leaf_requiring_grad_a_step_returns_is_one_as_eagerly():
     """``return w`` gives the parameter itself, and a leaf made inside (``nn.Parameter(...)``,
     ``.detach().requires_grad_()``: the next iterate of a hand-written optimizer, fed back in) requires
-    grad, of its class. Until 2026-11-28 each came back as a plain copy that did not: the next call's
-    ``autograd.grad`` raised, and a backward outside left them out."""
+    grad, of its class, over the input's memory where it is a view of one. Until 2026-11-28 each came
+    back as a plain copy that did not: the next call's ``autograd.grad`` raised, and a backward outside
+    left them out."""
     import jitgrad.nn as nn
 
     def step(w, x):
         loss = (w * x).sin().sum()
         (g,) = jg.autograd.grad(loss, [w])
         new = (w - 0.1 * g).detach().requires_grad_()
-        return loss.detach(), w, new, nn.Parameter(new.detach() * 2.0)
+        return loss.detach(), w, new, nn.Parameter(new.detach() * 2.0), x[1:].detach().requires_grad_()
     runs = []
     for compiled in (False, True):
         fn = jg.compile(step, cache=False, fullgraph=True) if compiled else step
         w, x = nn.Parameter(jg.tensor([1.0, 2.0])), jg.tensor([0.5, 0.3])
         seen = []
         for _ in range(3):
-            _, same, w, param = fn(w, x)
+            _, same, w, param, of_x = fn(w, x)
             seen.append((same.requires_grad, w.requires_grad, w.is_leaf, type(w).__name__, type(param).__name__,
-                         param.requires_grad, w.tolist()))
+                         param.requires_grad, of_x.requires_grad, np.shares_memory(of_x.detach().numpy(), x.numpy()),
+                         w.tolist()))
         runs.append(seen)
     assert runs[0] == runs[1]
-    assert runs[1][0][:6] == (True, True, True, "Tensor", "Parameter", True)
+    assert runs[1][0][:8] == (True, True, True, "Tensor", "Parameter", True, True, True)
