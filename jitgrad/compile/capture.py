@@ -32,6 +32,7 @@ from ..fx.graph import Graph
 from ..fx.joint import differentiate, is_backward
 from ..fx.node import Node, iter_leaves
 from ..fx.numbers import Specialize, SymbolicNumber
+from ..fx.traced_tensor import TracedTensor
 from ..fx.tracer import TraceError, Tracer, user_line
 from ..ops.host_reads import TraceRefused
 from ..random import default_generator
@@ -76,9 +77,10 @@ class Captured:
     wanted: list[int] = field(default_factory=list)          # loss: inputs that get gradients
     draws: int = 0                 # elements the function draws from the generator per call
     host_results: bool = False     # step: a result is a CPU tensor (made from 0-d CPU inputs alone)
-    # step: per tensor leaf of the result, the input it is (the same object) or None, and whether it
-    # requires grad (``templates.alias_inputs``)
+    # step: per tensor leaf of the result, the input it is (the same object) or None, the input whose
+    # new ``.grad`` it is or None, and whether it requires grad (``templates.alias_inputs``)
     returned: list = field(default_factory=list)
+    returned_grad: list = field(default_factory=list)
     returned_requires_grad: list = field(default_factory=list)
     backward_calls: list = field(default_factory=list)  # the trace's backward calls (fx.BackwardCalls)
     grads_added_into: list = field(default_factory=list)  # step: ``_grads_added_into``
@@ -562,6 +564,10 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         if any(viewed_node(tracer.node_of(t))[0] in placeholders for t in leaves):
             raise Unsupported("a result is an input or a view of one (x.t(), w[0], x.detach()), which eager mode "
                               "returns sharing the input's memory and a compiled loss would return as a copy")
+        if any(t._requires_grad and t._grad_fn is None for t in leaves):
+            raise Unsupported("a result is a leaf that requires grad made inside (nn.Parameter(...), "
+                              "x.detach().requires_grad_()), which eager mode returns as a leaf whose .grad a "
+                              "backward fills, and a compiled loss would return with its own backward")
         wanted = [i for i, (inp, value) in enumerate(zip(inputs.inputs, inputs.values))
                   if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])
@@ -590,8 +596,20 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     returned = tensor_leaves(result)
     captured.host_results = any(isinstance(t._data, np.ndarray) for t in returned)
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]
-    captured.returned_requires_grad = [t._requires_grad for t in returned]
+    captured.returned_grad = [next((i for i, v in enumerate(inputs.values) if isinstance(v, Tensor) and v._grad is t),
+                                   None) for t in returned]
+    captured.returned_requires_grad = [_requires_grad(t) for t in returned]
     return captured
+
+
+def _requires_grad(tensor: Tensor) -> bool | type:
+    """Whether a step's result requires grad: the class it has outside a trace where it is a leaf
+    (``nn.Parameter(...)`` made inside), which a call's result is made as."""
+    if not tensor._requires_grad:
+        return False
+    if tensor._grad_fn is not None:
+        return True
+    return next(kind for kind in type(tensor).__mro__ if not issubclass(kind, TracedTensor))
 
 
 __all__ = ["Captured", "EagerThisCall", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]

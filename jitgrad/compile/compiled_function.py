@@ -154,26 +154,32 @@ def _memory_owner(data: Any) -> Any:
     return owner if owner is not None else pointer if pointer is not None else data
 
 
-def writes_shared_memory(inputs: list, written: tuple[int, ...]) -> bool:
+def writes_shared_memory(inputs: list, written: tuple[int, ...], added_into: frozenset[int] = frozenset(),
+                         grad_slots: frozenset[int] = frozenset()) -> bool:
     """Whether an input the program writes shares memory with another input (two views of one array,
     an array and a view of it, two tensors over one array). The program reads every input before it
     writes any, where eager mode sees each write at once through the other view, so such a call must
-    run eagerly. The same tensor twice is not sharing: the trace saw it as one. Two tensors over one
-    CUDA allocation count as sharing."""
-    first: dict[int, Tensor] = {}   # memory owner -> the first tensor over it
-    shared: dict[int, dict[int, Tensor]] = {}   # an owner more than one tensor is over -> those tensors
-    for value in inputs:
-        if isinstance(value, Tensor):
-            owner = id(_memory_owner(value._data))
-            other = first.setdefault(owner, value)
-            if other is not value:
-                shared.setdefault(owner, {id(other): other})[id(value)] = value
+    run eagerly. The same tensor twice is not sharing: the trace saw it as one. A ``.grad`` the step
+    adds into (of the inputs ``added_into``; ``grad_slots`` are the inputs that read those) is written
+    too, once per input whose ``.grad`` it is: one tensor set as the ``.grad`` of two parameters is
+    one input of the trace, whose two sums the program writes one after the other, where eager's
+    ``AccumulateGrad`` adds both gradients into it. Two tensors over one CUDA allocation count as sharing."""
+    entries = [(id(value), value) for index, value in enumerate(inputs)
+               if isinstance(value, Tensor) and index not in grad_slots]
+    entries += [(("grad", index), inputs[index]._grad) for index in added_into if inputs[index]._grad is not None]
+    first: dict[int, tuple[Any, Tensor]] = {}   # memory owner -> the first entry over it
+    shared: dict[int, dict[Any, Tensor]] = {}   # an owner more than one entry is over -> those entries
+    for key, value in entries:
+        owner = id(_memory_owner(value._data))
+        other_key, other = first.setdefault(owner, (key, value))
+        if other_key != key:
+            shared.setdefault(owner, {other_key: other})[key] = value
     if not shared:
         return False
-    written_ids = {id(inputs[i]) for i in written}
-    return any((id(a) in written_ids or id(b) in written_ids)
+    written_keys = {id(inputs[i]) for i in written} | {("grad", i) for i in added_into}
+    return any((ka in written_keys or kb in written_keys)
                and (type(a._data) is not np.ndarray or np.may_share_memory(a._data, b._data))
-               for group in shared.values() for a, b in itertools.combinations(group.values(), 2))
+               for group in shared.values() for (ka, a), (kb, b) in itertools.combinations(group.items(), 2))
 
 
 def _add_into(grad: Tensor | None, total: Any) -> bool:
@@ -205,10 +211,17 @@ class StepProgram:
         self.backend = backend
         self._fill_result = template_filler(self.template[0])
         self.written = tuple(template[2])   # the inputs it writes in place, by index
+        self._added_slots = frozenset(i for i, owner in enumerate(layout.grad_of) if owner in added_into)
 
     @property
     def lowered_graphs(self) -> list[Lowered]:
         return [self.lowered]
+
+    def writes_shared_memory(self, inputs: list) -> bool:
+        """Whether a call's inputs share memory with what the step writes (``writes_shared_memory``)."""
+        if not (self.written or self.added_into):
+            return False
+        return writes_shared_memory(inputs, self.written, self.added_into, self._added_slots)
 
     def writes_allowed(self, inputs: list) -> bool:
         """Whether every input the step writes in place can take the write: an expanded view cannot,

@@ -38,7 +38,7 @@ from . import guards, placement, warm_index
 from .backend import Backend, get_backend
 from .cache import DiskCache
 from .check_against_eager import CompileCheckError, Snapshot, compare
-from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs, writes_shared_memory
+from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs
 from .explain import Explanation
 from .free_variables import find_free_variables
 from .pytree import call_leaf_paths, flatten
@@ -177,7 +177,10 @@ class CompiledFunction:
         layout = program.layout
         state = None if layout.random is None else layout.take_state()  # the common case pays no call
         inputs = layout.gather(leaves + list(free), state)
-        result = (self._run_step if program.kind == "step" else self._run_loss)(program, inputs, args, kwargs, state)
+        if program.kind == "step":
+            result = self._run_step(program, inputs, args, kwargs, state)
+        else:
+            result = self._run_loss(program, inputs, args, kwargs, state, leaves, free)
         if grad_mode.state.inference:
             from .templates import mark_inference
             mark_inference(result, leaves)
@@ -185,11 +188,12 @@ class CompiledFunction:
 
     def _run_step(self, program: StepProgram, inputs: list, args: tuple, kwargs: dict,
                   state: np.ndarray | None) -> Any:
-        if program.written and writes_shared_memory(inputs, program.written):
+        if program.writes_shared_memory(inputs):
             from .loss_program import replay
             reason = ("it writes in place into an input that shares memory with another input (views of one tensor "
-                      "passed or captured separately): the compiled program reads every input before it writes "
-                      "any, where eager mode sees each write through the other view at once")
+                      "passed or captured separately, or one tensor set as the .grad of two): the compiled program "
+                      "reads every input before it writes any, where eager mode sees each write through the other "
+                      "at once")
             if self.fullgraph:
                 raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")
             self._warn(f"running {self.name} eagerly for such calls: {reason}", "shared memory")
@@ -215,9 +219,10 @@ class CompiledFunction:
         return result
 
     def _run_loss(self, program: LossProgram, inputs: list, args: tuple, kwargs: dict,
-                  state: np.ndarray | None) -> Any:
-        call = program.new_call(self.fn, args, kwargs, inputs, state)  # a loss program comes from a trace:
-        if not self.check:                                              # its module is imported by then
+                  state: np.ndarray | None, leaves: list, free: tuple) -> Any:
+        call = program.new_call(self.fn, args, kwargs, inputs, state,  # a loss program comes from a trace:
+                                functools.partial(self._reads_changed, args, kwargs, leaves, free))  # its module
+        if not self.check:                                                               # is imported by then
             return program.run(inputs, call)
         from .loss_program import replay
         from .templates import tensor_leaves
@@ -236,6 +241,19 @@ class CompiledFunction:
         for i, (a, b) in enumerate(zip(tensor_leaves(result), tensor_leaves(expected))):
             compare(f"output {i}", a, b)
         return result
+
+    def _reads_changed(self, args: tuple, kwargs: dict, leaves: list, free: tuple) -> str | None:
+        """What a loss's call read (its argument leaves and free variables) that reads otherwise now,
+        named as the log names it; None if nothing does. The eager re-run behind a ``create_graph=True``
+        backward must differentiate what the call computed. (Later traces may have added free variables
+        after the call's: those are not compared.)"""
+        from .loss_program import first_change
+        now = list(self._free.read(args, kwargs) or ())[:len(free)]
+        index = first_change(leaves + list(free), flatten(args, kwargs)[0] + now)
+        if index is None:
+            return None
+        labels = self._call_labels(args, kwargs, len(free))
+        return labels[guards.HEADER + index] if guards.HEADER + index < len(labels) - 1 else "what it reads"
 
     # ---- compiling -------------------------------------------------------------------------------------
     def _names(self, count: int) -> list[str]:
@@ -504,8 +522,8 @@ class CompiledFunction:
         if captured.kind == "step":
             graph = captured.graph
             result, grads, writes = flatten_output(graph)
-            result = alias_inputs(result, graph, [inp.name for inp in captured.inputs], writes, captured.returned,
-                                  captured.returned_requires_grad)
+            result = alias_inputs(result, graph, [inp.name for inp in captured.inputs], writes, grads,
+                                  captured.returned, captured.returned_grad, captured.returned_requires_grad)
             template = (with_tuple_types(result, captured.result_types), grads, writes)
             lowered = lower(graph, backend, self.options, f"{name} (step)", captured.sources,
                             self.disk_cache, example)

@@ -42,6 +42,7 @@ from . import placement
 from .backend import Backend
 from .capture import Captured
 from .compiled_function import InputLayout, Lowered, NumberInputs, arrays_of, as_tensor, no_numbers, run_lowered
+from .guards import value_descriptor
 from .lowering import lower
 from .result_template import Slot, template_filler
 from .templates import flatten_output, slots, tensor_leaves, with_tuple_types
@@ -52,14 +53,18 @@ class LossCall:
     """What a loss's backward node keeps of the call that made it: the inputs, the versions of those
     the backward reads (for eager's check that none was changed in place since), and how to run the
     function eagerly again (for ``create_graph``), with the generator state the call drew from, so
-    that the re-run draws the call's own random numbers."""
+    that the re-run draws the call's own random numbers. ``reads_changed`` names what the function
+    reads otherwise than the call did (None when nothing does): a re-run reading a tensor rebound
+    since, or a number set since, would differentiate another function (until 2026-11-28 it did,
+    silently; eager's graph keeps what the call read)."""
 
-    __slots__ = ("fn", "args", "kwargs", "inputs", "watched", "random_state")
+    __slots__ = ("fn", "args", "kwargs", "inputs", "watched", "random_state", "reads_changed")
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, inputs: list, saved_inputs: list[int],
-                 random_state: np.ndarray | None = None) -> None:
+                 random_state: np.ndarray | None = None,
+                 reads_changed: Callable[[], str | None] | None = None) -> None:
         self.fn, self.args, self.kwargs, self.inputs = fn, args, kwargs, inputs
-        self.random_state = random_state
+        self.random_state, self.reads_changed = random_state, reads_changed
         counters = map(version_counter, map(inputs.__getitem__, saved_inputs))
         self.watched = [(counter, counter[0]) for counter in counters]
 
@@ -71,7 +76,27 @@ class LossCall:
 
     def rerun(self) -> Any:
         self.check_versions()
+        changed = self.reads_changed() if self.reads_changed is not None else None
+        if changed is not None:
+            raise RuntimeError(f"{changed} changed between a call of a compiled function and a backward through it "
+                               "that runs the function again (create_graph=True, or a backward with no compiled "
+                               "form): the re-run would differentiate other values than the call used; change it "
+                               "after the backward, or pass the value as an argument")
         return replay(self.fn, self.args, self.kwargs, self.random_state)
+
+
+def first_change(then: list, now: list) -> int | None:
+    """The first position where ``now`` (argument leaves and free values read again) holds another
+    tensor or array than ``then``, or another value; None where none does."""
+    if len(then) != len(now):
+        return min(len(then), len(now))
+    for index, (old, new) in enumerate(zip(then, now)):
+        if old is new:
+            continue
+        if isinstance(old, (Tensor, np.ndarray)) or isinstance(new, (Tensor, np.ndarray)) \
+                or value_descriptor(old) != value_descriptor(new):
+            return index
+    return None
 
 
 def replay(fn: Callable, args: tuple, kwargs: dict, random_state: np.ndarray | None) -> Any:
@@ -206,11 +231,11 @@ class LossProgram:
                 return True
         return False
 
-    def new_call(self, fn: Callable, args: tuple, kwargs: dict, inputs: list,
-                 random_state: np.ndarray | None) -> LossCall:
+    def new_call(self, fn: Callable, args: tuple, kwargs: dict, inputs: list, random_state: np.ndarray | None,
+                 reads_changed: Callable[[], str | None] | None = None) -> LossCall:
         """The ``LossCall`` a call of this program hands its backward node (made here, so that the
         decorator's module, which a warm process imports, never imports this one)."""
-        return LossCall(fn, args, kwargs, inputs, self.saved_inputs, random_state)
+        return LossCall(fn, args, kwargs, inputs, self.saved_inputs, random_state, reads_changed)
 
     def run(self, inputs: list, call: LossCall, check: Any = None) -> Any:
         extended = self.numbers.extend(inputs) if self.numbers.prelude else inputs
@@ -414,4 +439,5 @@ class CompiledFunctionBackward(Node):
         self._gradients = None
 
 
-__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "loss_program", "replay"]
+__all__ = ["CompiledFunctionBackward", "FusedGradients", "LossCall", "LossProgram", "first_change", "loss_program",
+           "replay"]

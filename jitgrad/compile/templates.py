@@ -13,7 +13,7 @@ from typing import Any
 from ..fx.graph import Graph
 from ..fx.node import Node, Opcode, iter_leaves
 from ..tensor import Tensor
-from .result_template import InputAlias, Slot, TupleOf
+from .result_template import GradAlias, InputAlias, LeafSlot, Slot, TupleOf
 
 
 def make_template(value: Any, leaves: list[Node]) -> Any:
@@ -65,39 +65,72 @@ def flatten_output(graph: Graph) -> Any:
     return template
 
 
+def _view_of(node: Node) -> tuple[Node, tuple] | None:
+    """The node ``node`` is a view op of, and the op as ``(op, args, kwargs)``; None if it is none."""
+    if node.op is Opcode.CALL_FUNCTION and getattr(node.target, "view", False) \
+            and node.args and isinstance(node.args[0], Node) \
+            and not any(isinstance(v, Node) for v in iter_leaves((node.args[1:], node.kwargs), Node)):
+        return node.args[0], (node.target, tuple(node.args[1:]), dict(node.kwargs))
+    return None
+
+
 def viewed_node(node: Node) -> tuple[Node, list[tuple]]:
     """The node ``node`` is a chain of view ops of (itself when none), and the chain's ops, first first."""
     views = []
-    while node.op is Opcode.CALL_FUNCTION and getattr(node.target, "view", False) \
-            and node.args and isinstance(node.args[0], Node) \
-            and not any(isinstance(v, Node) for v in iter_leaves((node.args[1:], node.kwargs), Node)):
-        views.append((node.target, tuple(node.args[1:]), dict(node.kwargs)))
-        node = node.args[0]
+    while (step := _view_of(node)) is not None:
+        node = step[0]
+        views.append(step[1])
     return node, views[::-1]
 
 
-def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict, returned: list,
-                 requires_grad: list) -> Any:
+def _grad_viewed(node: Node, new_grads: dict[Node, int]) -> tuple[int, list[tuple]] | None:
+    """The input whose new ``.grad`` ``node`` is, or is a chain of view ops of, and the chain's ops
+    (first first): the walk stops at the first node that is a ``.grad``, which may itself be a view
+    (a weight's gradient is a transpose)."""
+    views = []
+    while node not in new_grads:
+        step = _view_of(node)
+        if step is None:
+            return None
+        node = step[0]
+        views.append(step[1])
+    return new_grads[node], views[::-1]
+
+
+def alias_inputs(result: Any, graph: Graph, input_names: list[str], writes: dict, grads: dict, returned: list,
+                 returned_grad: list, requires_grad: list) -> Any:
     """The result template of a flattened step graph with each output that is an input, or a chain of
-    view ops of one (of its value after the step's in-place writes too), as an ``InputAlias``: eager
-    mode returns memory shared with the input. ``returned`` and ``requires_grad`` are per tensor leaf
-    of the result, as ``Captured`` has them. An output that requires grad keeps its slot."""
+    view ops of one (of its value after the step's in-place writes too), as an ``InputAlias``, and each
+    that is the new ``.grad`` of an input, or a chain of view ops of it, as a ``GradAlias``: eager mode
+    returns memory shared with the input or the ``.grad``. ``returned``, ``returned_grad`` (the input
+    whose ``.grad`` the leaf is) and ``requires_grad`` (False, or the class of a leaf that requires
+    grad, or True) are per tensor leaf of the result, as ``Captured`` has them. An output that
+    requires grad is the input itself, a ``LeafSlot`` for a leaf, or keeps its slot."""
     outputs = graph.output_node.args[0]
     inputs = {name: i for i, name in enumerate(input_names)}
     written = {outputs[slot.index]: index for index, slot in writes.items()}
+    new_grads = {outputs[slot.index]: index for index, slot in grads.items() if slot is not None}
     position = iter(range(len(returned)))
 
     def visit(part: Any) -> Any:
         kind = type(part)
         if kind is Slot:
             k = next(position)
-            if requires_grad[k]:
-                return part
+            if requires_grad[k] is True or (requires_grad[k] is not False and returned[k] is not None):
+                # ``return w``: the parameter itself, as eagerly; a computed result keeps its slot
+                return part if returned[k] is None else InputAlias(returned[k], (), same=True)
             base, views = viewed_node(outputs[part.index])
             index = inputs.get(base.name) if base.op is Opcode.PLACEHOLDER else written.get(base)
-            if index is None:
-                return part
-            return InputAlias(index, tuple(views), same=not views and returned[k] == index)
+            alias = None if index is None else InputAlias(index, tuple(views), same=not views and returned[k] == index)
+            if requires_grad[k] is not False:   # a leaf made inside: over the input's memory if a view of it
+                return LeafSlot(part.index, requires_grad[k], alias)
+            if alias is not None:
+                return alias
+            grad = _grad_viewed(outputs[part.index], new_grads)
+            if grad is not None:
+                index, views = grad
+                return GradAlias(index, tuple(views), same=not views and returned_grad[k] == index)
+            return part
         if kind is tuple or kind is list:
             return kind(visit(v) for v in part)
         if kind is dict:

@@ -38,7 +38,7 @@ from .backend import Backend
 from .cache import DiskCache, versions
 from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
-from .result_template import InputAlias, Slot, TupleOf
+from .result_template import GradAlias, InputAlias, Slot, TupleOf
 
 INDEX_FORMAT = "jitgrad-warm-index-3"
 # What ``explain`` shows as the IR before the passes of a program from the index. The traced graph is
@@ -127,8 +127,8 @@ def _template(part: Any) -> Any:
         raise NotIndexed(f"the result holds a {part.kind.__qualname__}")
     if kind in _PLAIN:
         return {"value": part}
-    if kind is InputAlias:
-        raise NotIndexed("a result is an input or a view of one (made from the input at each call)")
+    if kind is InputAlias or kind is GradAlias:
+        raise NotIndexed("a result is an input, an input's .grad or a view of one (made from the input at each call)")
     raise NotIndexed(f"the result holds a {kind.__qualname__}")
 
 

@@ -166,6 +166,42 @@ def test_create_graph_falls_back_to_the_eager_backward():
     assert_close(jg.autograd.grad(gx.sum(), w)[0], jg.autograd.grad(gxe.sum(), we)[0])
 
 
+
+class _Layer:
+    """A weight and a scale the loss reads from outside (a model, say)."""
+
+    def __init__(self) -> None:
+        self.weight = jg.tensor([[0.5, -1.0], [2.0, 0.3]], dtype=jg.float64, requires_grad=True)
+        self.scale = 2.0
+
+
+CHANGES = {
+    "weight rebound": lambda layer: setattr(layer, "weight", jg.ones(2, 2, dtype=jg.float64, requires_grad=True)),
+    "scale set": lambda layer: setattr(layer, "scale", 5.0),
+    "nothing": None,
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_create_graph_backward_refuses_a_rerun_that_would_read_other_values(change):
+    """The eager re-run behind ``create_graph=True`` reads the weight and the scale afresh: set after
+    the call, they gave the gradient of another function, and the call's own weight no gradient
+    (until 2026-11-28, silently). Eager's graph keeps what the call read; the re-run raises instead."""
+    layer = _Layer()
+    loss_of = jg.compile(lambda x: ((x @ layer.weight).tanh() * layer.scale).sum(), cache=False)
+    x = jg.tensor([[1.0, 0.5], [0.2, -0.3]], dtype=jg.float64, requires_grad=True)
+    loss_of(x)
+    loss = loss_of(x)
+    if CHANGES[change] is not None:
+        CHANGES[change](layer)
+        with pytest.raises(RuntimeError, match="changed between a call of a compiled function and a backward"):
+            jg.autograd.grad(loss, [x], create_graph=True)
+        return
+    (gx,) = jg.autograd.grad(loss, [x], create_graph=True)
+    xe = x.detach().requires_grad_()
+    (gxe,) = jg.autograd.grad(((xe @ layer.weight).tanh() * layer.scale).sum(), [xe], create_graph=True)
+    assert_close(gx, gxe)
+
 def test_several_outputs_non_tensor_arguments_and_no_grad():
     def f(x, scale, w):
         y = x * w * scale
@@ -286,3 +322,19 @@ def test_a_loss_in_another_dtype_gives_each_leaf_its_own_dtype_and_shape():
     loss(x, w).backward()
     assert got.dtype == w.dtype == jg.float32 and got.shape == w.shape
     assert_close(got, w.grad)
+
+
+def test_a_loss_returning_a_leaf_it_made_runs_eagerly_and_the_leaf_gets_its_grad():
+    """A leaf that requires grad made inside (``x.detach().requires_grad_()``) is a leaf eagerly, whose
+    ``.grad`` a backward fills. A compiled loss gave it its own backward node: never filled, silently
+    (until 2026-11-28). Such a loss runs eagerly, with a warning."""
+    from jitgrad.compile import CompileWarning
+
+    def f(x, w):
+        return (x * w).sin().sum(), (w * 2.0).detach().requires_grad_()
+    compiled = jg.compile(f, cache=False)
+    w, x = jg.tensor([1.0, 2.0], requires_grad=True), jg.tensor([0.5, 0.3])
+    with pytest.warns(CompileWarning, match="a result is a leaf that requires grad made inside"):
+        loss, made = compiled(x, w)
+    (loss + (made * made).sum()).backward()
+    assert made.is_leaf and made.grad.tolist() == [4.0, 8.0]

@@ -85,3 +85,70 @@ def test_a_loss_returning_a_view_of_an_input_runs_eagerly_and_keeps_eagers_memor
     assert np.shares_memory(view.detach().numpy(), x.detach().numpy()) and view.grad_fn is not None
     loss.backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def _step_returning_grads(kind, views):
+    """A step returning the ``.grad``s it leaves (to all-reduce or clip them outside, say): eager
+    returns the ``.grad`` tensors themselves, so scaling them in place scales what ``opt.step()`` reads."""
+    import jitgrad.nn as nn
+    jg.manual_seed(0)
+    model = nn.Linear(3, 2).double()
+
+    def step(x):
+        if kind != "accumulated":
+            model.zero_grad()
+        loss = model(x).sin().sum()
+        loss.backward()
+        weight, bias = model.weight.grad, model.bias.grad
+        return loss.detach(), [weight[0], bias[1:]] if views else [weight, bias]
+    return model, step
+
+
+@pytest.mark.parametrize("views", [False, True], ids=["the grads", "views of them"])
+@pytest.mark.parametrize("kind", ["accumulated", "set to None"])
+def test_a_grad_a_step_returns_is_the_grad_it_leaves(kind, views):
+    """Until 2026-11-28 a compiled step returned the kernel's copy of each: scaling it left ``.grad`` as it
+    was, silently (a weight's gradient is a transpose, so its views are taken from that)."""
+    runs = []
+    for compiled in (False, True):
+        model, step = _step_returning_grads(kind, views)
+        fn = jg.compile(step, cache=False, fullgraph=True) if compiled else step
+        x = jg.tensor(np.arange(12.0).reshape(4, 3) / 10)
+        seen = []
+        for _ in range(3):
+            _, grads = fn(x)
+            seen.append([grad is model.weight.grad for grad in grads])
+            with jg.no_grad():
+                for grad in grads:
+                    grad.mul_(2.0)
+            seen.append((model.weight.grad.tolist(), model.bias.grad.tolist()))
+        runs.append(seen)
+    assert runs[0] == runs[1]
+
+
+def test_a_parameter_or_a_leaf_requiring_grad_a_step_returns_is_one_as_eagerly():
+    """``return w`` gives the parameter itself, and a leaf made inside (``nn.Parameter(...)``,
+    ``.detach().requires_grad_()``: the next iterate of a hand-written optimizer, fed back in) requires
+    grad, of its class, over the input's memory where it is a view of one. Until 2026-11-28 each came
+    back as a plain copy that did not: the next call's ``autograd.grad`` raised, and a backward outside
+    left them out."""
+    import jitgrad.nn as nn
+
+    def step(w, x):
+        loss = (w * x).sin().sum()
+        (g,) = jg.autograd.grad(loss, [w])
+        new = (w - 0.1 * g).detach().requires_grad_()
+        return loss.detach(), w, new, nn.Parameter(new.detach() * 2.0), x[1:].detach().requires_grad_()
+    runs = []
+    for compiled in (False, True):
+        fn = jg.compile(step, cache=False, fullgraph=True) if compiled else step
+        w, x = nn.Parameter(jg.tensor([1.0, 2.0])), jg.tensor([0.5, 0.3])
+        seen = []
+        for _ in range(3):
+            _, same, w, param, of_x = fn(w, x)
+            seen.append((same.requires_grad, w.requires_grad, w.is_leaf, type(w).__name__, type(param).__name__,
+                         param.requires_grad, of_x.requires_grad, np.shares_memory(of_x.detach().numpy(), x.numpy()),
+                         w.tolist()))
+        runs.append(seen)
+    assert runs[0] == runs[1]
+    assert runs[1][0][:8] == (True, True, True, "Tensor", "Parameter", True, True, True)

@@ -1,6 +1,8 @@
 """A whole training step (backward() inside, an SGD update under no_grad) compiled as one graph."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -167,4 +169,55 @@ def test_a_steps_grad_is_the_same_tensor_exactly_when_eager_keeps_it(kind):
             fn(x, w)
             seen.append((w.grad is held, held.tolist(), w.grad.tolist()))
         runs.append(seen)
+    assert runs[0] == runs[1]
+
+
+def test_one_tensor_set_as_the_grad_of_two_parameters_gets_both_gradients():
+    """Eager's ``AccumulateGrad`` adds each parameter's gradient into the ``.grad`` it finds, so a tensor
+    set as the ``.grad`` of two parameters sums both, as in PyTorch. The trace saw it as one input, and
+    the program wrote the two sums into it one after the other: the second parameter's won (until
+    2026-11-28). Such a call runs eagerly, with a warning."""
+    runs = []
+    for compiled in (False, True):
+        a = jg.tensor([1.0, 2.0], requires_grad=True)
+        b = jg.tensor([3.0, 4.0], requires_grad=True)
+
+        def step(x):
+            loss = (a * x).sum() + (b * x * x).sum()
+            loss.backward()
+            return loss.detach()
+        fn = jg.compile(step, cache=False) if compiled else step
+        x = jg.tensor([1.0, 1.5])
+        fn(x)
+        shared = jg.zeros(2)
+        a.grad = b.grad = shared
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                fn(x)
+        runs.append((shared.tolist(), a.grad is shared, b.grad is shared))
+        if compiled:
+            assert any("the .grad of two" in str(w.message) for w in caught)
+    assert runs[0] == runs[1] == ([4.0, 7.5], True, True)
+
+
+def test_a_grad_the_step_reads_over_memory_it_writes_runs_eagerly():
+    """A ``.grad`` that is a view of a buffer the step scales in place (a gradient bucket) is read
+    after the write, eagerly; the program would read it before."""
+    runs = []
+    for compiled in (False, True):
+        w = jg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        bucket = jg.tensor([1.0, 1.0, 1.0, 4.0])
+        w.grad = bucket[:3]
+
+        def step():
+            bucket.mul_(0.5)
+            with jg.no_grad():
+                w.sub_(w.grad)
+        fn = jg.compile(step, cache=False) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(3):
+                fn()
+        runs.append((w.tolist(), bucket.tolist()))
     assert runs[0] == runs[1]
