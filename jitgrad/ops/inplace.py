@@ -14,8 +14,9 @@ import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
-from ..autograd.versions import (IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, custom_function_view_error,
-                                 forward_name, increment_version, rebase_history, refresh_view, view_positions)
+from ..autograd.versions import (IN_CUSTOM_FUNCTION, INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW,
+                                 custom_function_view_error, forward_name, increment_version, rebase_history,
+                                 refresh_view, view_positions)
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
@@ -58,12 +59,14 @@ def _check_view_creation(view: Tensor) -> None:
     """PyTorch's refusals of an in-place change, with grad mode on, to a view whose history could not be
     rebuilt unambiguously (its ``CreationMeta``, ``versions.mark_views``)."""
     creation = view._view[3]
-    if creation == NO_GRAD_VIEW:
+    if creation in (NO_GRAD_VIEW, INFERENCE_MODE_VIEW):
+        made, mode, block = (("no_grad mode", "with grad mode enabled", "no_grad") if creation == NO_GRAD_VIEW
+                             else ("inference mode", "in normal mode", "inference_mode"))
         raise RuntimeError(
-            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
-            "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-            "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
-            "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+            f"A view was created in {made} and is being modified inplace {mode}. Given that this use case is "
+            "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+            f"the inplace either both inside the {block} block (if you don't want the inplace to be tracked) or "
+            "both outside (if you want the inplace to be tracked).")
     if creation == IN_CUSTOM_FUNCTION:
         raise custom_function_view_error(view, "is being modified inplace")
     if creation == MULTI_OUTPUT_VIEW:
