@@ -147,8 +147,9 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
                         **kwargs: Any) -> Tensor:
     """An in-place op on a view, with derivatives (PyTorch's CopySlices): the view's old value is
     gathered from a snapshot of its root base, the op runs on it, and the root's new value scatters the
-    result back into the snapshot (``copy_slices``); the view's becomes the op's result. Histories are
-    rebased when ``recording``; forward-mode tangents follow through ``note_alias`` either way."""
+    result back into the snapshot (``copy_slices``). When ``recording``, the root's history becomes
+    CopySlices and the view's its view ops replayed on it (``refresh_view``); forward-mode tangents
+    follow through ``note_alias`` either way."""
     root = view._view[0]
     if recording and root._grad_fn is None and root._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_ERROR)
@@ -168,9 +169,14 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     _write(name, view, result)
     note_alias(root, new_root)
     if recording:
+        # the view's history is its view ops replayed on the root's CopySlices, as PyTorch regenerates it
+        # (until 2026-11-28 it was the op's node, which also got what the root's users sent through
+        # CopySlices: the view's retain_grad() saw both)
         _rebase(root, new_root)
-        _rebase(view, result)
-    view._view = view._view[:1] + (view._version_counter[0],) + view._view[2:]
+        view._requires_grad = True
+        refresh_view(view)
+    else:
+        view._view = view._view[:1] + (view._version_counter[0],) + view._view[2:]
     return view
 
 
