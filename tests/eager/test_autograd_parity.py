@@ -29,12 +29,6 @@ def each_library(test: Callable) -> Callable:
     return pytest.mark.parametrize("lib", LIBRARIES, ids=lambda lib: lib.__name__)(test)
 
 
-def jitgrad_xfail(reason: str) -> list:
-    """``lib`` for a test that jitgrad fails today for a reason outside autograd (reported to the lead):
-    strict, so the fix shows up; torch, where installed, runs as usual."""
-    return [pytest.param(jg, marks=pytest.mark.xfail(strict=True, reason=reason))] + LIBRARIES[1:]
-
-
 def values(tensor: Any) -> list | None:
     return None if tensor is None else tensor.detach().numpy().tolist()
 
