@@ -1,8 +1,7 @@
 """``floor_divide_int(a, b)``, ``remainder_int(a, b)`` and ``fmod_int(a, b)``: integer ``//``, ``%`` and
 C's fmod (the remainder with the dividend's sign) that raise on a zero divisor, as eager jitgrad and
-PyTorch do; ``power_int(a, b)``: an integer to an integer power, a
-division when the exponent is negative, with PyTorch's values there (numba's loops give the smallest
-int64 for ``0 ** -1``).
+PyTorch do; ``power_int(a, b)``: an integer to an integer power, a division when the exponent is
+negative, with PyTorch's values there (numba's loops give the smallest int64 for ``0 ** -1``).
 
 Kernels use numpy's error model (``numba_options``), under which an integer division by zero gives 0:
 a silently wrong result where eager raises. Float division keeps numpy's model (inf and nan, and loops

@@ -3,10 +3,10 @@
 Mostly ``math``, which numba compiles to the C library. Where that is slow or wrong for a kernel, the
 backend's own functions: float32 and float64 ``exp`` and ``tanh`` call ``exp_float32``, ``tanh_float64``
 and so on (``intrinsics.py``: inlined polynomials LLVM can vectorize, where ``math``'s are one C call per
-element), and integer
-``//``, ``%`` and ``fmod`` call ``floor_divide_int``, ``remainder_int`` and ``fmod_int``
-(``integer_division.py``), which raise on a zero divisor as eager does, where numpy's error model would give 0, and integer ``**`` calls
-``power_int``, which gives PyTorch's values for negative exponents where numba's loops give garbage.
+element), and integer ``//``, ``%`` and ``fmod`` call ``floor_divide_int``, ``remainder_int`` and
+``fmod_int`` (``integer_division.py``), which raise on a zero divisor as eager does, where numpy's error
+model would give 0, and integer ``**`` calls ``power_int``, which gives PyTorch's values for negative
+exponents where numba's loops give garbage.
 """
 from __future__ import annotations
 
