@@ -327,8 +327,9 @@ class TestViewsChangedInPlace:
         view = y[:1]
         view.mul_(3)
         loss = y.sum() + (view * 5).sum()
-        by_view, by_base = lib.autograd.grad(loss, [view, y])
+        by_view, by_base = lib.autograd.grad(loss, [view, y], retain_graph=True)
         assert values(by_view) == [5.0] and values(by_base) == [6.0, 1.0]
+        assert lib.autograd.grad(y.sum(), [view], allow_unused=True) == (None,)   # y does not read the view
 
 
 class TestCustomFunctionsForwardMode:
