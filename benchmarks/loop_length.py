@@ -4,6 +4,7 @@ step time.
 
     python benchmarks/loop_length.py                  # 50 and 500 steps, 2 rounds (about 2 minutes on 2 cores)
     python benchmarks/loop_length.py --steps 50 200 500 --rounds 3
+    python benchmarks/loop_length.py --jax            # and JAX's first call at each count (a minute more)
 
 Each measurement is a fresh process with an empty jitgrad disk cache: the first call of the whole-step
 form (``jitgrad_compiled``: trace, passes, code generation, the backend's compile and the first run), split
@@ -11,7 +12,11 @@ into its parts, then the best of several rounds of step times. Step counts are m
 every round (side by side, under the same load), and the table gives each one's best first call and
 step time, and their ratios to the first step count's; a second table gives each pass's time in the
 first call at each step count (``PassManager``'s own timings), to show which passes grow with the
-steps. Exits 1 only when a child fails, never because the goal is missed.
+steps. With ``--jax``, JAX's first call of the same loss and gradients (``jax.jit`` of
+``value_and_grad``, its Python loop unrolled while tracing, as jitgrad's is; torch imported first, which
+puts JAX's dispatch at its best here) is measured once per step count in a fresh process beside
+jitgrad's, to show how the peer's compile time grows with the steps. Exits 1 only when a child fails,
+never because the goal is missed.
 """
 from __future__ import annotations
 
@@ -142,9 +147,21 @@ def floor_runs(inputs: dict) -> dict[str, float]:
     return found
 
 
-def run_child(steps: int, calls: int) -> dict:
+def jax_child(steps: int) -> dict:
+    """(child) JAX's first call of W4 over ``steps`` steps, wall and CPU seconds."""
+    import_module("torch")  # JAX's small-graph dispatch is at its fastest here with torch imported first
+    import workloads
+    workloads.W4_STEPS = steps   # _w4_loss reads it at call time
+    step = workloads.w4_jax(workloads.w4_inputs(False))
+    start, cpu = time.perf_counter(), time.process_time()
+    step()
+    return {"first_call": time.perf_counter() - start, "first_cpu": time.process_time() - cpu}
+
+
+def run_child(steps: int, calls: int, jax: bool = False) -> dict:
+    role = ["--jax-child", str(steps)] if jax else ["--child", str(steps), str(calls)]
     with tempfile.TemporaryDirectory() as cache:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(steps), str(calls)],
+        done = subprocess.run([sys.executable, os.path.abspath(__file__), *role],
                               env={**os.environ, "JITGRAD_CACHE_DIR": cache}, capture_output=True, text=True,
                               timeout=1800)
     if done.returncode != 0:
@@ -156,10 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[50, 500])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--jax", action="store_true", help="also JAX's first call at each step count")
     parser.add_argument("--child", type=int, nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--jax-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
+        return 0
+    if args.jax_child:
+        print(json.dumps(jax_child(args.jax_child)))
         return 0
     best: dict[int, dict] = {}
     for round_ in range(args.rounds):
@@ -203,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     grown = longest["observed"] - base["observed"] + longest["observed_forward"] - base["observed_forward"]
     floor = (base["first_cpu"] + grown) / base["first_cpu"]
     print_passes(args.steps, best, args.rounds)
+    if args.jax:
+        print_jax(args.steps, best)
     print(f"\nfloor: {args.steps[-1]} steps at {floor:.2f}x of {args.steps[0]} in CPU seconds with the traces "
           "costing only their observed runs and everything else as at the first length")
     return 0
@@ -220,6 +244,19 @@ def print_passes(steps: list[int], best: dict[int, dict], rounds: int) -> None:
                  for s in steps]
         ratio = f"{times[-1] / times[0]:.1f}x" if times[0] > 0 else "-"
         print(f"| {name} | " + " | ".join(f"{t * 1e3:.1f}" for t in times) + f" | {ratio} |")
+
+
+def print_jax(steps: list[int], best: dict[int, dict]) -> None:
+    """JAX's first call at each step count (one fresh process each, after jitgrad's rounds) beside
+    jitgrad's best, each against its own first step count's."""
+    jax = {s: run_child(s, 0, jax=True) for s in steps}
+    print("\nFirst call against the steps, jitgrad (best of the rounds) and JAX (one process each), wall seconds\n")
+    print("| steps | jitgrad | vs first | JAX | vs first | jitgrad / JAX |")
+    print("|---|---|---|---|---|---|")
+    for s in steps:
+        ours, theirs = best[s]["first_call"], jax[s]["first_call"]
+        print(f"| {s} | {ours:.2f} s | {ours / best[steps[0]]['first_call']:.2f}x | {theirs:.2f} s | "
+              f"{theirs / jax[steps[0]]['first_call']:.2f}x | {ours / theirs:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -88,16 +88,18 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 # log(ndtr(x)), finite far into the lower tail; d/dx = exp(-x**2/2 - log(sqrt(2 pi)) - log_ndtr(x))
 LogNdtr = scipy_function("LogNdtr", _values, "special.log_ndtr", lambda v: scipy_special("log_ndtr")(v),
-                         lambda g, x, r: g * (x * x * -0.5 - _LOG_SQRT_2PI - r).exp(), ("input", "result"))
+                         lambda g, x, r: g * (x * x * -0.5 - _LOG_SQRT_2PI - r).exp(), ("input", "result"),
+                         "SpecialLogNdtrBackward0")
 # the inverse of ndtr on (0, 1); d/dp = sqrt(2 pi) exp(ndtri(p)**2 / 2)
 Ndtri = scipy_function("Ndtri", _values, "special.ndtri", lambda v: scipy_special("ndtri")(v),
-                       lambda g, _, r: g * (r * r * 0.5 + _LOG_SQRT_2PI).exp(), ("result",))
+                       lambda g, _, r: g * (r * r * 0.5 + _LOG_SQRT_2PI).exp(), ("result",),
+                       "SpecialNdtriBackward0")
 # the modified Bessel function of the first kind, order 0; d/dx = i1(x)
 BesselI0 = scipy_function("BesselI0", _values, "special.i0", lambda v: scipy_special("i0")(v),
-                          lambda g, x, _: g * i1(x), ("input",))
+                          lambda g, x, _: g * i1(x), ("input",), "I0Backward0")
 # order 1; d/dx = i0(x) - i1(x) / x, which is 1/2 at x = 0
 BesselI1 = scipy_function("BesselI1", _values, "special.i1", lambda v: scipy_special("i1")(v),
-                          lambda g, x, r: g * _i1_slope(x, r), ("input", "result"))
+                          lambda g, x, r: g * _i1_slope(x, r), ("input", "result"), "SpecialI1Backward0")
 
 
 def _i1_slope(x: Tensor, i1_x: Tensor) -> Tensor:

@@ -170,6 +170,38 @@ def check_ops_against(torch, fn: Callable, arrays: Sequence[np.ndarray], differe
             np.testing.assert_allclose(a, b, rtol=grad_rtol, atol=atol, equal_nan=True)
 
 
+def libraries() -> list:
+    """The libraries a test of PyTorch's documented behaviour runs on: jitgrad, and torch where it is
+    installed (imported on first use: most test files never need it)."""
+    if not _LIBRARIES:
+        try:
+            import torch
+        except ImportError:  # comparisons with PyTorch are skipped; written-out expectations still run
+            torch = None
+        _LIBRARIES.extend([jg] if torch is None else [jg, torch])
+    return _LIBRARIES
+
+
+_LIBRARIES: list = []
+
+
+def each_library(test: Callable) -> Callable:
+    """Runs ``test(lib)`` on jitgrad, and on torch where it is installed, so a test that drifts from
+    PyTorch fails."""
+    import pytest
+    return pytest.mark.parametrize("lib", libraries(), ids=lambda lib: lib.__name__)(test)
+
+
+def leaf(lib, *values: float):
+    """A float64 leaf of ``lib`` (``jitgrad`` or ``torch``) that requires grad."""
+    return lib.tensor(values, dtype=lib.float64, requires_grad=True)
+
+
+def values(tensor) -> list | None:
+    """A tensor's values as (nested) lists, None for None: what tests of both libraries compare."""
+    return None if tensor is None else tensor.detach().numpy().tolist()
+
+
 def run_python(script: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs ``script`` in a fresh Python process, from the repository root (so it imports this checkout's
     jitgrad), with ``env`` added to this process's environment. Fails the test, with the child's stderr,

@@ -493,6 +493,8 @@ SAMPLES: list[Sample] = [
     Sample("prod", "one-zero", lambda x: x.prod(), SAME, ((2, 3),), with_zeros(1)),
     Sample("prod", "two-zeros", lambda x: x.prod(), SAME, ((2, 3),), with_zeros(2)),
     Sample("prod", "dim-zero", lambda x: x.prod(0, keepdim=True), SAME, ((3, 2),), with_zeros(1)),
+    # norm(p=0), a count of nonzeros: no gradient (None), as PyTorch's; finite differences around a zero agree
+    Sample("nonzero_count", "norm-0-dim", lambda x: x.norm(p=0, dim=1), SAME, ((3, 4),), with_zeros(3)),
     Sample("amax", "dim", lambda x: x.amax(1), SAME, ((3, 4),), distinct()),
     Sample("amax", "dims-keepdim", lambda x: jg.amax(x, (0, 2), keepdim=True),
            lambda x: torch.amax(x, (0, 2), keepdim=True), ((2, 3, 2),), distinct()),

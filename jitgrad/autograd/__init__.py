@@ -6,7 +6,7 @@ from .differentiate import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
-                        no_grad, set_grad_enabled)
+                        no_grad, set_grad_enabled, set_multithreading_enabled)
 from ..tensor import autograd_hooks
 from .differentiate import tensor_backward
 
@@ -16,5 +16,5 @@ autograd_hooks.inference_mode_enabled = is_inference_mode_enabled
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "functional", "graph", "engine",
-           "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+           "no_grad", "enable_grad", "set_grad_enabled", "set_multithreading_enabled", "inference_mode",
+           "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]

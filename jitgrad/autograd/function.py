@@ -135,6 +135,10 @@ class Function:
     ``apply``. ``backward`` returns one gradient (or None) per ``forward`` argument."""
 
     _node_classes: dict[type, type[FunctionBackward]] = {}
+    # The backward node's class name where it is not ``<class name>Backward``: jitgrad's own Functions
+    # take PyTorch's name for the op they stand for (``LinalgInvExBackward0``); read from the class itself,
+    # so a subclass is named after itself again.
+    _node_name: str | None = None
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
@@ -174,7 +178,8 @@ class Function:
     def _node_class(cls) -> type[FunctionBackward]:
         node_class = Function._node_classes.get(cls)
         if node_class is None:
-            node_class = type(f"{cls.__name__}Backward", (FunctionBackward,), {"function": cls})
+            name = vars(cls).get("_node_name") or f"{cls.__name__}Backward"
+            node_class = type(name, (FunctionBackward,), {"function": cls})
             Function._node_classes[cls] = node_class
         return node_class
 

@@ -150,3 +150,22 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self) -> "inference_mode":
         return inference_mode(self.mode)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """PyTorch's switch between running backward on per-device worker threads (``True``, its default) and
+    on the calling thread (``False``), as a call, a block or a decorator. jitgrad's engine runs every
+    backward on the calling thread, serving each device's queue from it (``engine.ReadyQueues``), so
+    either mode is accepted and nothing changes: code written for PyTorch runs as it is."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def clone(self) -> "set_multithreading_enabled":
+        return set_multithreading_enabled(self.mode)

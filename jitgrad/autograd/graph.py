@@ -152,6 +152,16 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
 
+    def __call__(self, *grad_outputs: "Tensor | None") -> "Tensor | None | tuple":
+        """PyTorch's ``node(*grad_outputs)``: the node run on one gradient per output, outside backward and
+        in the caller's grad mode (so its results may have history), without hooks: its gradients for
+        the next edges, one tensor for one edge, else a tuple (an AccumulateGrad, summing into
+        ``.grad``, gives ``()``)."""
+        if len(grad_outputs) != self.num_inputs():
+            raise TypeError(f"expected {self.num_inputs()} arguments, got {len(grad_outputs)} instead")
+        grads = self.apply(list(grad_outputs), None)
+        return grads[0] if len(grads) == 1 else tuple(grads)
+
     # ---- hooks -------------------------------------------------------------------------------------
     def register_prehook(self, hook: Callable[[tuple], Any]) -> RemovableHandle:
         """``hook(grad_outputs)`` runs before the node; a returned tuple replaces ``grad_outputs``."""
@@ -447,5 +457,6 @@ def get_gradient_edge(tensor: "Tensor") -> GradientEdge:
 # PyTorch's torch.autograd.graph spells these here too (and increment_version, imported above); they live
 # in modules of their own.
 from .multi_grad_hooks import register_multi_grad_hook  # noqa: E402,F401
+from .mutation_on_saved import allow_mutation_on_saved_tensors  # noqa: E402,F401
 from .saved_tensor import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: E402,F401
 from .visualize import to_dot  # noqa: E402,F401 - drawing the graph is part of its public API

@@ -52,8 +52,11 @@ class SavingNode(Node):
     def __getattr__(self, name: str) -> Any:
         """PyTorch's ``node._saved_self``, ``_saved_other``, ``_saved_result``...: a saved value by the name
         its formulas read it under, checked as the formulas get it (PyTorch's errors once freed or
-        changed in place). Only asked for names the node's slots do not hold, so it costs nothing else."""
+        changed in place). Only asked for names the node's slots do not hold, so it costs nothing else. A
+        saved shape answers to PyTorch's name too (``_saved_self_sym_sizes`` for ``self_shape``)."""
         param = name[7:] if name.startswith("_saved_") else None
+        if param is not None and param.endswith(_SYM_SIZES):
+            param = param[:-len(_SYM_SIZES)] + "_shape"
         plan = self.save_plan if param is not None else None
         if plan is None or param not in plan.positions:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
@@ -69,7 +72,9 @@ class SavingNode(Node):
 
     def __dir__(self) -> list[str]:
         plan = getattr(self, "save_plan", None)
-        return list(super().__dir__()) + ([f"_saved_{param}" for param in plan.positions] if plan else [])
+        names = [f"_saved_{param}" for param in plan.positions] if plan else []
+        pytorchs = [name[:-len("_shape")] + _SYM_SIZES for name in names if name.endswith("_shape")]
+        return list(super().__dir__()) + names + pytorchs
 
     def release_variables(self) -> None:
         """Frees what the node saved. A node that kept a tensor or a number (PyTorch saves a number as
@@ -78,6 +83,9 @@ class SavingNode(Node):
         hands them out), so dropping them frees their arrays: a training step frees every node."""
         if self.save_plan.frees:
             self.saved_values = FREED
+
+
+_SYM_SIZES = "_sym_sizes"  # PyTorch's ending of a saved shape's name (jitgrad's formulas read ``<input>_shape``)
 
 
 def record(cls: type[SavingNode], op: Any, tensors: Sequence[Any], attrs: dict, outputs: Sequence[Tensor]) -> None:

@@ -32,7 +32,7 @@ FREED = object()  # what a backward node holds in place of its saved values once
 
 
 class _HookStack(ThreadSettings):
-    stack: tuple[tuple[Callable[[Tensor], Any], Callable[[Any], Tensor]], ...] = ()
+    stack: tuple["saved_tensors_hooks", ...] = ()
 
 
 _hooks = _HookStack()
@@ -43,13 +43,17 @@ class saved_tensors_hooks:
     """Inside the block, every tensor saved for backward is stored as ``pack(tensor)`` and given back
     to backward as ``unpack(packed)`` (to offload, compress or log what the graph keeps)."""
 
+    # Whether ``unpack`` gives back the value saved even after an in-place change to the tensor (it
+    # kept a copy: ``allow_mutation_on_saved_tensors``), so that the saved version need not be checked.
+    keeps_saved_values = False
+
     def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self) -> "saved_tensors_hooks":
         if _disabled.message is not None:
             raise RuntimeError(_disabled.message)
-        _hooks.stack = _hooks.stack + ((self.pack_hook, self.unpack_hook),)
+        _hooks.stack = _hooks.stack + (self,)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -158,14 +162,17 @@ class SavedTensor:
         counter = self._counter = version_counter(tensor)
         self._version = counter[0]
         if _hooks.stack:
-            pack, self._unpack_hook = _hooks.stack[-1]
+            hooks = _hooks.stack[-1]
+            self._unpack_hook = hooks.unpack_hook
             self._description = (tensor._data.dtype, tensor._data.shape)
-            self._tensor, self._data = None, pack(tensor)
+            self._tensor, self._data = None, hooks.pack_hook(tensor)
             if counter[0] != self._version:  # the saved values would be the changed ones, silently
                 raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as "
                                    "input to pack hook cannot be modified by in-place operations as this can lead "
                                    "to unexpected side-effects. Please open an issue if you need to perform "
                                    "in-place operations on the input to a pack hook.")
+            if hooks.keeps_saved_values:  # a counter of its own, never written: the hooks answer for the value
+                self._counter, self._version = [0], 0
             return
         self._unpack_hook = self._description = None
         if output_nr is None:

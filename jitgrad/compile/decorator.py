@@ -147,7 +147,8 @@ class CompiledFunction:
         if anomaly_mode.state.enabled or forward_ad.state.level is not None or self._eager_from_now or observed():
             return self.fn(*args, **kwargs)  # inside another trace, its ops become part of that graph
         if saving_hooks():
-            reason = ("saved-tensor hooks are active (saved_tensors_hooks, save_on_cpu): eager mode passes what its "
+            reason = ("saved-tensor hooks are active (saved_tensors_hooks, save_on_cpu, "
+                      "allow_mutation_on_saved_tensors): eager mode passes what its "
                       "graph saves through them, which a compiled call does not save")
             if self.fullgraph:
                 raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) cannot run this call: {reason}")

@@ -115,6 +115,8 @@ class StandardGamma(Function):
     """Draws of unit-rate gammas of ``concentration`` (already of the draws' shape); the backward
     multiplies by ``standard_gamma_grad`` (PyTorch's ``_standard_gamma`` and its derivative)."""
 
+    _node_name = "StandardGammaBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, concentration: Tensor, family: str) -> Tensor:
         draws = _draws(concentration, tuple(concentration.shape), family)
@@ -136,6 +138,8 @@ def standard_gamma(concentration: Tensor, shape: tuple[int, ...], family: str) -
 class Dirichlet(Function):
     """Dirichlet draws of ``concentration`` (already of the draws' shape, the categories last):
     normalised gamma draws; the backward is PyTorch's ``_Dirichlet`` estimator."""
+
+    _node_name = "_DirichletBackward"  # PyTorch's
 
     @staticmethod
     def forward(ctx: FunctionCtx, concentration: Tensor, family: str) -> Tensor:

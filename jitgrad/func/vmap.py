@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from ..ops import movedim, select, stack
-from ..random import get_rng_state, set_rng_state
+from ..random import default_generator
 from ..tensor import Tensor
 from .pytree import LEAF, describe, leaf_count, tree_flatten, tree_unflatten
 
@@ -103,22 +105,20 @@ def _slice(t: Any, dim: Any, i: int) -> Any:
 
 
 def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str) -> list[Any]:
-    """``func`` on every slice, its draws from the default generator as ``randomness`` says."""
+    """``func`` on every slice, its draws from the default generator as ``randomness`` says. The
+    generator's state is kept as the array it is, not as a tensor: under ``jitgrad.compile`` a tensor
+    made here and compared would be a value the trace cannot read afresh, and the call ran eagerly."""
     results = []
-    start = get_rng_state()
+    start = default_generator.peek()
     for args in slices:
         if randomness == "same":
-            set_rng_state(start)
-        before = get_rng_state() if randomness == "error" else None
+            default_generator.set_state(start)
+        before = default_generator.peek() if randomness == "error" else None
         results.append(func(*args, **kwargs))
-        if before is not None and not _same_state(before, get_rng_state()):
-            set_rng_state(before)
+        if before is not None and not np.array_equal(before, default_generator.peek()):
+            default_generator.set_state(before)
             raise RuntimeError(RANDOM_ERROR)
     return results
-
-
-def _same_state(a: Tensor, b: Tensor) -> bool:
-    return a.shape == b.shape and bool((a == b).all())
 
 
 def _equal(a: Any, b: Any) -> bool:

@@ -63,6 +63,8 @@ class SolveTriangular(Function):
     """``X = A^-1 B`` for triangular ``A`` (only its ``upper`` or lower triangle is read, its diagonal
     taken as ones where ``unitriangular``); backward ``gB = A^-T gX``, ``gA = -gB X^T`` on the triangle."""
 
+    _node_name = "LinalgSolveTriangularBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor, upper: bool, unitriangular: bool) -> Tensor:
         values = matrices("linalg.solve_triangular", a)
@@ -145,6 +147,8 @@ class Cholesky(Function):
     """``L`` with ``L L^T = A`` from ``A``'s lower triangle; backward PyTorch's: ``gA = L^-T Φ(L^T gL) L^-1``
     with ``Φ`` the lower triangle, its diagonal halved, made symmetric."""
 
+    _node_name = "LinalgCholeskyExBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, check_errors: bool) -> tuple[Tensor, Tensor]:
         values = matrices("linalg.cholesky", a)
@@ -188,6 +192,8 @@ class Eigh(Function):
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix from its ``UPLO`` triangle; backward
     PyTorch's: ``gA = V (diag(gL) + skew(V^T gV) / E) V^T`` with ``E_ij = L_j - L_i``."""
 
+    _node_name = "LinalgEighBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, uplo: str) -> tuple[Tensor, Tensor]:
         values, vectors = np.linalg.eigh(matrices("linalg.eigh", a), UPLO=uplo)
@@ -227,6 +233,8 @@ class Eigh(Function):
 class Svd(Function):
     """The reduced SVD ``A = U diag(S) Vh``; backward PyTorch's (``svd_backward``) for distinct singular
     values, with the terms for the complement of ``U``'s (``V``'s) span on tall (wide) matrices."""
+
+    _node_name = "LinalgSvdBackward0"  # PyTorch's
 
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -284,6 +292,8 @@ class Svd(Function):
 class Qr(Function):
     """The reduced QR ``A = Q R``; backward PyTorch's for ``m >= n``:
     ``gA = [gQ + Q sym(triu(gR R^T - Q^T gQ))] R^-T``."""
+
+    _node_name = "LinalgQrBackward0"  # PyTorch's
 
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> tuple[Tensor, Tensor]:

@@ -21,6 +21,8 @@ class LinalgSolve(Function):
     """``X = A^-1 B`` for (batches of) square ``A`` and matrix ``B``; backward ``gB = A^-T gX``,
     ``gA = -gB X^T``, each summed down to its operand's (broadcast) shape."""
 
+    _node_name = "LinalgSolveExBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, b: Tensor) -> Tensor:
         values, rhs = matrices("linalg.solve", a), host_values(b)
@@ -185,6 +187,8 @@ class PseudoInverse(Function):
     """The Moore-Penrose pseudo-inverse from numpy's SVD (``eigh`` for a symmetric matrix), values at or
     below the cutoff taken as zero; backward PyTorch's ``pinv_backward``, in products of ``A`` and
     ``A^+`` only, so it needs no distinct singular values."""
+
+    _node_name = "LinalgPinvBackward0"  # PyTorch's
 
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor, atol: float | None, rtol: float | None, hermitian: bool) -> Tensor:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd import Function, is_grad_enabled, no_grad
 from ..dtypes import bool as bool_
-from ..dtypes import int64
+from ..dtypes import float16, int64
 from ..factories import arange, eye, full, rand_like, tensor
 from ..ops import gelu, log_softmax, relu, sigmoid, softmax, softplus, tanh, where
 from ..ops.activations import (celu, elu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
@@ -129,6 +129,10 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _channel_dropout(input, p, training, 2, "dropout2d", (3, 4))
 
 
+def _float(value: Tensor | None) -> Tensor | None:
+    return None if value is None else value.float()
+
+
 def _affine(normalized: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     if weight is not None:
         normalized = normalized * weight
@@ -147,6 +151,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         expected = ", ".join(str(s) for s in normalized_shape)
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {expected}], but got input of size{list(input.shape)}")
+    if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel (float16 steps lost ~8 bits)
+        return layer_norm(input.float(), normalized_shape, _float(weight), _float(bias), eps).to(float16)
     dims = tuple(range(-count, 0))
     centered = input - mean(input, dims, keepdim=True)
     variance = mean(centered * centered, dims, keepdim=True)
@@ -160,6 +166,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if input.dim() < 2 or input.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel
+        return group_norm(input.float(), num_groups, _float(weight), _float(bias), eps).to(float16)
     grouped = input.reshape(input.shape[0], num_groups, -1)
     centered = grouped - mean(grouped, -1, keepdim=True)
     variance = mean(centered * centered, -1, keepdim=True)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..factories import arange, rand_like, tensor
 from ..ops import gather, index_select, softmax, where
-from ..ops.linalg import norm
+from ..ops.products import distance_norm
 from ..tensor import Tensor
 
 _SELU_ALPHA = 1.7580993408473766  # PyTorch's alpha_dropout constant: -SELU's scale * alpha
@@ -92,7 +92,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         zero = size == 0
         powers = where(zero, 0.0, where(zero, 1.0, size) ** p)
         return powers.sum(-1) ** (1.0 / p)
-    return norm(differences, float(p), -1)
+    return distance_norm(differences, float(p))
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:

@@ -29,6 +29,8 @@ def _relu(a):
 
 
 def _gelu_forward(a, approximate):
+    if a.dtype == np.float16:  # in float32, rounded once, as PyTorch's kernel: 1 + erf(x / sqrt 2) cancels
+        return _gelu_forward(a.astype(np.float32), approximate).astype(np.float16)  # (5 % off at -3.5)
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (a + _GELU_CUBIC * a * a * a)
         return (0.5 * a * (1.0 + np.tanh(inner))).astype(a.dtype, copy=False)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
+from ..autograd.mutation_on_saved import clone_saved_before_write
 from ..autograd.versions import (IN_CUSTOM_FUNCTION, INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW,
                                  custom_function_view_error, forward_name, increment_version, rebase_history,
                                  refresh_view, view_positions)
@@ -112,6 +113,7 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
 def _write(name: str, self: Tensor, result: Tensor) -> None:
     """Copies ``result`` into ``self``'s memory (checked) and bumps the version counter."""
     note_write(self)
+    clone_saved_before_write(self)
     if result._data.shape != self._data.shape:
         raise RuntimeError(f"{name}: output with shape {list(self._data.shape)} doesn't match the broadcast "
                            f"shape {list(result._data.shape)}")
@@ -333,6 +335,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         return
     if not self._data.flags.writeable:
         raise RuntimeError("__setitem__: this tensor's memory is read-only (an expanded view); clone() it first")
+    clone_saved_before_write(self)
     try:
         self._data[index] = value._data if isinstance(value, Tensor) else value
     except ValueError as error:  # numpy's broadcast error: PyTorch's is a RuntimeError, as the recorded path's

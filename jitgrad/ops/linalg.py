@@ -3,16 +3,19 @@ product for everything else."""
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence
 
 import numpy as np
 
 from .. import dtypes
+from ..shapes import wrap_dims
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
+from . import scalar
 from .arithmetic import where
-from .lowering import intrinsic
-from .meta_rules import TensorMeta
+from .lowering import Reduction, intrinsic
+from .meta_rules import TensorMeta, reduction, unchanged
 from .op_callers import caller
 from .public import public
 from .registry import defop
@@ -164,6 +167,14 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @public("function", "method")
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """A matrix times a vector, (n, m) @ (m,) (missing before 2026-11-28; ``matmul`` of the two was its
+    spelling)."""
+    _check_dims("mv", input=(input, 2), vec=(vec, 1))
+    return _mv(input, vec)
+
+
+@public("function", "method")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two vectors, (n,) x (m,) -> (n, m)."""
     _check_dims("outer", input=(input, 1), vec2=(vec2, 1))
@@ -211,12 +222,27 @@ def _safe_root(total: Tensor, exponent: float) -> Tensor:
     return where(zero, 0.0, root)
 
 
+def _nonzero_count_forward(a, dim, keepdim):
+    return np.add.reduce(a != 0, dim, a.dtype, None, keepdim)
+
+
+# The 0-"norm": how many elements are nonzero (NaN counts). A count is a step function, and PyTorch's
+# norm backward gives its input no gradient (None: ``.grad`` stays None, ``autograd.grad`` calls the
+# input unused), not zeros; the output requires grad all the same, and its node has PyTorch's name.
+_nonzero_count = defop("nonzero_count", ("self",), _nonzero_count_forward, "LinalgVectorNormBackward0",
+                       meta=reduction(unchanged), kind="reduction",
+                       lower=Reduction(0, operator.add, map=lambda self: scalar.where(self != 0.0, 1.0, 0.0)),
+                       self=lambda grad: None,
+                       jvp=lambda self_t, dim, keepdim: self_t.sum(dim, keepdim=keepdim) * 0.0)
+
+
 @public("function", "method")
 def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None,
          keepdim: bool = False, dtype=None) -> Tensor:
     """The vector ``p``-norm of ``input``'s elements (along ``dim``): ``p`` 2 or ``"fro"`` (the square
     root of the sum of squares), 1, ``inf`` (the largest magnitude), ``-inf``, 0 (the count of nonzero
-    elements) or any other number. The gradient of a zero norm is zero, as in PyTorch."""
+    elements) or any other number. The gradient of a zero norm is zero, as in PyTorch; a count (``p=0``)
+    gives its input no gradient at all (None), as PyTorch's does."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{input._data.dtype.name}: convert it first, e.g. with .float()")
@@ -232,9 +258,9 @@ def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] 
         return magnitude.amax(dim, keepdim=keepdim)
     if p == -math.inf:
         return magnitude.amin(dim, keepdim=keepdim)
-    if p == 0:   # the count of nonzero elements (NaN too), through sign() so that it requires grad, as
-        # PyTorch's does; its gradient is zeros (PyTorch's engine gets none and leaves .grad None)
-        return where(magnitude == 0.0, 0.0, magnitude.sign() * 0.0 + 1.0).sum(dim, keepdim=keepdim)
+    if p == 0:   # the count of nonzero elements, whose input gets no gradient (None), as in PyTorch
+        dims = None if dim is None else wrap_dims(dim, input._data.ndim, "linalg.vector_norm")
+        return _nonzero_count(input, dim=dims, keepdim=keepdim)
     if p == 1:
         return magnitude.sum(dim, keepdim=keepdim)
     if p == 2:

@@ -54,6 +54,8 @@ def _refuse_singular(op: str, det: Tensor) -> None:
 class LinalgInv(Function):
     """``A^-1``; backward ``-A^-T g A^-T``."""
 
+    _node_name = "LinalgInvExBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
         values = _matrices("linalg.inv", a)
@@ -80,6 +82,8 @@ class LinalgInv(Function):
 class LinalgDet(Function):
     """``det(A)``; backward ``g det(A) A^-T``."""
 
+    _node_name = "LinalgDetBackward0"  # PyTorch's
+
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
         result = _placed(np.linalg.det(_matrices("linalg.det", a)), a)
@@ -102,6 +106,8 @@ class LinalgDet(Function):
 class LinalgSlogdet(Function):
     """``(sign, log|det(A)|)``; the sign's gradient is zero (it requires grad, as PyTorch's), ``log|det|``'s
     is ``g A^-T``."""
+
+    _node_name = "LinalgSlogdetBackward0"  # PyTorch's
 
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> tuple[Tensor, Tensor]:

@@ -86,14 +86,6 @@ def _view(self, *shape):
     return ops.reshape(self, target)
 
 
-def _t(self):
-    """PyTorch's ``t()``: the transpose of a matrix; a vector or a 0-d tensor as it is (a view)."""
-    ndim = self._data.ndim
-    if ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
-    return ops.transpose(self, 0, 1) if ndim == 2 else ops.reshape(self, self._data.shape)
-
-
 def _mT(self):
     """PyTorch's ``mT``: the last two dimensions swapped, of a matrix or a batch of them."""
     ndim = self._data.ndim
@@ -225,7 +217,6 @@ def _attach() -> None:
         setattr(Tensor, name, _cast_method(name, dtype))
     Tensor.type = _type
     Tensor.view = _view
-    Tensor.t = _t
     Tensor.expand_as = _expand_as
     Tensor.contiguous = _contiguous
     Tensor.view_as = _view_as

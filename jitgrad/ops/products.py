@@ -13,7 +13,9 @@ import numpy as np
 from ..shapes import wrap_dim
 from ..tensor import Tensor
 from . import linalg, shape
+from .arithmetic import where
 from .comparisons import scalar_type
+from .math_functions import isfinite
 from .public import public
 
 
@@ -177,5 +179,14 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     if x1._data.dtype.kind != "f" or x2._data.dtype.kind != "f":
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {scalar_type(x1)}")
-    differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return linalg.norm(differences, p, dim=-1)
+    return distance_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+
+
+def distance_norm(differences: Tensor, p: float) -> Tensor:
+    """``norm(differences, p, dim=-1)``, cdist's and pdist's distance. For p = 0 the count of nonzero
+    differences has no gradient (``norm``'s node gives its input None, as PyTorch's), where PyTorch's
+    cdist and pdist give zeros: a zero that reads the differences (their finite values times 0) is added."""
+    distance = linalg.norm(differences, p, dim=-1)
+    if p != 0:
+        return distance
+    return distance + (where(isfinite(differences), differences, 0.0) * 0.0).sum(-1)

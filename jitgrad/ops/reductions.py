@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import warnings
 from dataclasses import replace
 from typing import Sequence
 
@@ -222,7 +223,8 @@ def _logsumexp_forward(a, dim, keepdim):
         a = a.astype(np.float32)
     peak = np.max(a, axis=dim, keepdims=True, initial=-np.inf)  # over nothing: -inf, and the result too
     peak = np.where(np.isfinite(peak), peak, 0.0)
-    out = np.log(np.sum(np.exp(a - peak), axis=dim, keepdims=True)) + peak
+    with np.errstate(divide="ignore"):  # log(0): -inf over nothing or all -inf, as PyTorch's, silently
+        out = np.log(np.sum(np.exp(a - peak), axis=dim, keepdims=True)) + peak
     return out if keepdim else np.squeeze(out, axis=dim)
 
 
@@ -268,14 +270,25 @@ def _extreme_forward(name: str, extreme):
 
 
 def _floating_only(name: str, reduce):
-    """var and std of integers are refused, as in PyTorch (numpy would give a float)."""
+    """var and std of integers are refused, as in PyTorch (numpy would give a float). With no degrees of
+    freedom left the result is NaN (or inf) with PyTorch's warning, in place of numpy's two."""
     def forward(a, dim, keepdim, correction):
         if a.dtype.kind not in "fc":
             raise TypeError(f"{name}: std and var only support floating point and complex dtypes")
-        if a.dtype == np.float16:  # in float32, as PyTorch: float16's squares overflow (var of 0..99 was inf)
-            return reduce(a, axis=dim, ddof=correction, keepdims=keepdim, dtype=np.float32).astype(np.float16)
-        return reduce(a, axis=dim, ddof=correction, keepdims=keepdim)
+        if _count(a.shape, dim) - correction <= 0:
+            warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                          "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=2)
+            with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return _floating_reduce(reduce, a, dim, keepdim, correction)
+        return _floating_reduce(reduce, a, dim, keepdim, correction)
     return forward
+
+
+def _floating_reduce(reduce, a, dim, keepdim, correction):
+    if a.dtype == np.float16:  # in float32, as PyTorch: float16's squares overflow (var of 0..99 was inf)
+        return reduce(a, axis=dim, ddof=correction, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+    return reduce(a, axis=dim, ddof=correction, keepdims=keepdim)
 
 
 def _selecting_forward(extreme, position):
@@ -301,9 +314,11 @@ _MEAN = Reduction(0, operator.add, finish=lambda acc, count: acc / count)
 # A NaN met becomes the running value and stays it, as numpy's max and min propagate NaN.
 _MAX = Reduction(LOWEST, lambda acc, x: scalar.where(scalar.logical_or(x > acc, x != x), x, acc))
 _MIN = Reduction(HIGHEST, lambda acc, x: scalar.where(scalar.logical_or(x < acc, x != x), x, acc))
+# The divisor is max(0, n - correction), as numpy's and PyTorch's: no degrees of freedom left gives NaN
+# (or inf), where n - correction below 0 gave -0.0 (var of an empty dimension, or correction 2 of one).
 _VAR = Reduction(0, operator.add, first=_MEAN, map=lambda self, first: (self - first) * (self - first),
-                 finish=lambda acc, count, correction: acc / (count - correction))
-_STD = replace(_VAR, finish=lambda acc, count, correction: scalar.sqrt(acc / (count - correction)))
+                 finish=lambda acc, count, correction: acc / scalar.max(count - correction, 0))
+_STD = replace(_VAR, finish=lambda acc, count, correction: scalar.sqrt(acc / scalar.max(count - correction, 0)))
 # log(sum(exp(x - max))) + max, the max taken as 0 where it is infinite (or over nothing). The max skips
 # NaN: a NaN makes the second pass's sum NaN whatever the max (so the result is NaN as with _MAX), and
 # a plain compare vectorizes where the NaN-keeping one does not (a wide row's max: 0.9 -> 0.3 ms over 2M).

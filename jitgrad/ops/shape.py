@@ -64,7 +64,7 @@ def _reshape_meta(self, shape):
     return TensorMeta(reshaped(math.prod(self.shape), shape), self.dtype)
 
 
-def _transpose_meta(self, dim0, dim1):
+def _transpose_meta(self, dim0, dim1, t=False):
     shape = list(self.shape)
     if shape:
         shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
@@ -125,14 +125,16 @@ _reshape = defop("reshape", ("self",), lambda a, shape: a.reshape(shape), "ViewB
                  jvp=lambda self_t, shape: _reshape(self_t, shape=shape))
 
 
-def _transpose_forward(a, dim0, dim1):
+def _transpose_forward(a, dim0, dim1, t=False):
     """A view with two dimensions swapped; a 0-d tensor's only dimension (0 or -1) swaps with itself.
+    ``t`` only names the node: a call of ``t()`` is PyTorch's ``TBackward0``.
     numpy's methods here and below: its functions add a microsecond of dispatch to every call."""
     return a.swapaxes(dim0, dim1) if a.ndim else a[...]
 
 
 _transpose = defop("transpose", ("self",), _transpose_forward,
-                   "TransposeBackward0", meta=_transpose_meta, lower=intrinsic("transpose"),
+                   lambda args, attrs: "TBackward0" if attrs.get("t") else "TransposeBackward0",
+                   meta=_transpose_meta, lower=intrinsic("transpose"),
                    view=True, self=lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
                    jvp=lambda self_t, dim0, dim1: _transpose(self_t, dim0=dim0, dim1=dim1))
 
@@ -241,6 +243,17 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     ndim = input._data.ndim
     return _transpose(input, dim0=wrap_dim(dim0, ndim, "transpose"), dim1=wrap_dim(dim1, ndim, "transpose"))
+
+
+@public("function", "method")
+def t(input: Tensor) -> Tensor:
+    """PyTorch's ``t()``: a matrix transposed, a vector or a 0-d tensor as it is (a view either way), whose
+    node is ``TBackward0`` as in PyTorch (until 2026-11-28 ``TransposeBackward0``, or ``ViewBackward0``
+    below two dimensions)."""
+    ndim = input._data.ndim
+    if ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
+    return _transpose(input, dim0=0, dim1=ndim - 1 if ndim else 0, t=True)
 
 
 @public("function", "method")

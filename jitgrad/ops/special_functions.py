@@ -45,12 +45,13 @@ def scipy_special(name: str) -> Callable[..., np.ndarray]:
 
 def scipy_function(name: str, values: Callable[[str, Tensor], np.ndarray], op: str,
                    forward: Callable[[np.ndarray], np.ndarray], chain: Callable[..., Tensor],
-                   saves: tuple[str, ...]) -> type[Function]:
+                   saves: tuple[str, ...], node: str) -> type[Function]:
     """An ``autograd.Function`` named ``name`` over SciPy for a function of one tensor: ``forward`` of the
     tensor's ``values(op, input)`` (``op`` names it in errors and refusals), and ``chain(g, input,
     result)``, its derivative applied to ``g`` in jitgrad ops, for the backward (``g`` the gradient) and
     forward mode (``g`` the tangent). Only what ``saves`` names (``"input"``, ``"result"``) is saved, so an
-    in-place change of the other after the call is no error; ``chain`` gets None for the rest."""
+    in-place change of the other after the call is no error; ``chain`` gets None for the rest. ``node``
+    is PyTorch's name for its backward node."""
     def forward_(ctx: FunctionCtx, input: Tensor) -> Tensor:
         array = values(op, input)
         result = result_like(forward(array), array, input)
@@ -67,24 +68,29 @@ def scipy_function(name: str, values: Callable[[str, Tensor], np.ndarray], op: s
         return chain(input_t, ctx.input, ctx.result)
     return type(name, (Function,), {"__doc__": f"``{op}`` by SciPy; its derivative in jitgrad ops.",
                                     "__module__": __name__, "forward": staticmethod(forward_),
-                                    "backward": staticmethod(backward), "jvp": staticmethod(jvp)})
+                                    "backward": staticmethod(backward), "jvp": staticmethod(jvp),
+                                    "_node_name": node})
 
 
 # erfc: 1 - erf(x), exact in the tail; d/dx = -2/sqrt(pi) exp(-x**2)
 Erfc = scipy_function("Erfc", _floating_values, "erfc", lambda v: scipy_special("erfc")(v),
-                      lambda g, x, _: g * (-(x * x)).exp() * (-2.0 / math.sqrt(math.pi)), ("input",))
+                      lambda g, x, _: g * (-(x * x)).exp() * (-2.0 / math.sqrt(math.pi)), ("input",),
+                      "ErfcBackward0")
 # erfinv: the inverse of erf on (-1, 1); d/dx = sqrt(pi)/2 exp(erfinv(x)**2)
 Erfinv = scipy_function("Erfinv", _floating_values, "erfinv", lambda v: scipy_special("erfinv")(v),
-                        lambda g, _, r: g * (r * r).exp() * (math.sqrt(math.pi) / 2.0), ("result",))
+                        lambda g, _, r: g * (r * r).exp() * (math.sqrt(math.pi) / 2.0), ("result",),
+                        "ErfinvBackward0")
 # lgamma: log|gamma(x)|, +inf at -inf as PyTorch's (SciPy's: -inf); d/dx = digamma(x)
 Lgamma = scipy_function("Lgamma", _floating_values, "lgamma",
                         lambda v: np.where(v == -np.inf, np.inf, scipy_special("gammaln")(v)),
-                        lambda g, x, _: g * digamma(x), ("input",))
+                        lambda g, x, _: g * digamma(x), ("input",), "LgammaBackward0")
 
 
 class Polygamma(Function):
     """The ``n``-th derivative of ``digamma`` (``n = 0``: digamma itself, -inf at 0 as PyTorch's);
     d/dx = polygamma(n + 1, x)."""
+
+    _node_name = "PolygammaBackward0"
 
     @staticmethod
     def forward(ctx: FunctionCtx, n: int, input: Tensor) -> Tensor:
@@ -122,10 +128,16 @@ def lgamma(input: Tensor) -> Tensor:
     return Lgamma.apply(input)
 
 
+class Digamma(Polygamma):
+    """``Polygamma`` with ``n = 0``, under PyTorch's name for digamma's node."""
+
+    _node_name = "DigammaBackward0"
+
+
 @public("function", "method")
 def digamma(input: Tensor) -> Tensor:
     """The derivative of ``lgamma``: -inf at 0, NaN at the negative integers, as PyTorch's."""
-    return Polygamma.apply(0, input)
+    return Digamma.apply(0, input)
 
 
 def polygamma(n: int, input: Tensor) -> Tensor:

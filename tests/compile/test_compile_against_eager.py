@@ -3,6 +3,8 @@ the default CPU generator (llvm_cpu), since the defects were in what it was hand
 compile each."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -41,3 +43,29 @@ def test_sigmoid_far_below_zero_is_the_subnormal_eager_gives():
     x = jg.tensor([-100.0, -90.0, -10.0, 0.0, 10.0, 100.0])
     np.testing.assert_allclose(jg.compile(jg.sigmoid)(x).numpy(), x.sigmoid().numpy(), rtol=1e-6, atol=0)
 
+
+
+def test_var_and_std_with_no_degrees_of_freedom_left_are_nan():
+    # the kernel divided by n - correction where eager (numpy's ddof) and PyTorch divide by
+    # max(0, n - correction): an empty dimension, or correction 2 of one element, gave -0.0, not NaN
+    torch = pytest.importorskip("torch")
+
+    def moments(x):
+        return x.var(0), x.std(0, correction=2), x.var(1, correction=0.5)
+    step = jg.compile(moments)
+    for rows in (np.zeros((0, 3)), np.arange(3.0).reshape(1, 3), np.arange(6.0).reshape(2, 3)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # PyTorch's "degrees of freedom is <= 0"
+            expected = [v.numpy() for v in moments(torch.tensor(rows))]
+            for got, eager, want in zip(step(jg.tensor(rows)), moments(jg.tensor(rows)), expected):
+                np.testing.assert_allclose(eager.numpy(), want, rtol=1e-12)
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def test_var_with_no_degrees_of_freedom_warns_as_pytorch():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert np.isnan(jg.zeros(1, 3, dtype=jg.float64).std(0).numpy()).all()
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (UserWarning, "std(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).")]

@@ -12,25 +12,12 @@ import pytest
 
 import jitgrad as jg
 
+from helpers import each_library, leaf, values
+
 try:
     import torch
 except ImportError:  # the comparisons with PyTorch are skipped, the written-out expectations still run
     torch = None
-
-LIBRARIES = [jg] if torch is None else [jg, torch]
-
-
-def leaf(lib: Any, *values: float) -> Any:
-    return lib.tensor(values, dtype=lib.float64, requires_grad=True)
-
-
-def each_library(test: Callable) -> Callable:
-    """Runs ``test(lib)`` on jitgrad, and on torch where it is installed."""
-    return pytest.mark.parametrize("lib", LIBRARIES, ids=lambda lib: lib.__name__)(test)
-
-
-def values(tensor: Any) -> list | None:
-    return None if tensor is None else tensor.detach().numpy().tolist()
 
 
 class TestNodeHookResults:

@@ -213,3 +213,13 @@ def test_std_of_equal_elements_has_gradient_zero(values):
     (grad, second), (their_grad, their_second) = found[1], found[0]
     np.testing.assert_array_equal(grad, their_grad)
     np.testing.assert_array_equal(second, their_second)
+
+
+@pytest.mark.parametrize("values", [np.zeros((2, 0)), np.full((2, 2), -np.inf)], ids=["empty", "all -inf"])
+def test_logsumexp_of_nothing_is_minus_inf_without_a_warning(values):
+    """numpy's log(0) warned (a RuntimeWarning from jitgrad's forward) where PyTorch is silent."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = JITGRAD.tensor(values).logsumexp(1).numpy()
+    np.testing.assert_array_equal(got, TORCH.tensor(values).logsumexp(1).numpy())

@@ -146,6 +146,7 @@ PRODUCTS = {
     "cdist-1": (lambda m, a, b: m.cdist(a, b, p=1), [X, Y[:1]]),
     "cdist-3": (lambda m, a, b: m.cdist(a, b, p=3), [X, M34.T]),
     "cdist-inf": (lambda m, a, b: m.cdist(a, b, p=math.inf), [X, Y]),
+    "cdist-0": (lambda m, a, b: m.cdist(a, b, p=0), [X, Y]),
 }
 
 SQUARE = values((2, 3, 3), seed=12) + 3.0 * np.eye(3)   # well conditioned

@@ -92,6 +92,30 @@ def test_vmap_randomness(randomness: str) -> None:
     assert (np.ptp(rows, axis=0) == 0).all() == (randomness == "same")
 
 
+def test_vmap_compiles_and_its_random_modes_run_as_eager() -> None:
+    """Under ``jitgrad.compile`` vmap's bookkeeping of the generator is no tensor the trace sees: a
+    function mapping ``grad`` compiles (it ran eagerly, blaming a tensor it read), a draw in the
+    default mode raises as eager does, and ``different`` draws each slice's own numbers as eager."""
+    import warnings
+
+    from jitgrad.compile import CompileWarning
+    per_sample = jg.compile(jf.vmap(jf.grad(lambda r: (r.sin() * r).sum())), cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for rows in (A, A[::-1] * 2):
+            assert np.array_equal(per_sample(jg.tensor(rows)).numpy(), (np.sin(rows) + rows * np.cos(rows)))
+    drawing = jg.compile(jf.vmap(lambda a: a + jg.rand(3)), cache=False)
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness error mode"):
+        drawing(jg.zeros(4, 3))
+    different = jf.vmap(lambda a: a + jg.rand(3), randomness="different")
+    compiled = jg.compile(different, cache=False)
+    for seed in (0, 1):
+        jg.manual_seed(seed)
+        expected = different(jg.zeros(4, 3)).numpy()
+        jg.manual_seed(seed)
+        assert np.array_equal(compiled(jg.zeros(4, 3)).numpy(), expected)
+
+
 def linear_with_buffer():
     lin = jg.nn.Linear(3, 2)
     lin.register_buffer("offset", jg.ones(2))
