@@ -583,6 +583,8 @@ SAMPLES: list[Sample] = [
     Sample("split", "sizes", lambda x: jg.split(x, [1, 3], 0)[1], lambda x: torch.split(x, [1, 3], 0)[1],
            ((4, 2),)),
     Sample("split", "chunk", lambda x: x.chunk(2, 1)[0], SAME, ((3, 4),)),
+    Sample("unbind", "dim1", lambda x: x.unbind(1)[2], SAME, ((3, 4),)),
+    Sample("unbind", "1d", lambda x: x.unbind(0)[1], SAME, ((3,),)),
     # ---- indexing -----------------------------------------------------------------------------------
     Sample("getitem", "int", lambda x: x[1], SAME, ((3, 4),)),
     Sample("getitem", "int-dim1", lambda x: x[:, 0], SAME, ((3, 4),)),

@@ -38,16 +38,19 @@ def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]
     """Outputs of a view op that share ``base``'s memory share its version counter too, and remember
     how they were taken from the root base: ``_view = (root, version, chain, creation)`` with ``chain``
     the view ops from the root, as ``(op, attrs, output index or None)``, and ``creation`` what PyTorch's
-    ``CreationMeta`` records against in-place changes: ``NO_GRAD_VIEW`` for a view made with grad mode
-    off, ``MULTI_OUTPUT_VIEW`` for one of several views one op returns (``split``), inherited by views
-    of views; None otherwise."""
+    ``CreationMeta`` records against in-place changes: ``INFERENCE_MODE_VIEW`` for a view made in
+    inference mode (of a normal tensor: a view of an inference tensor is one, ``ops.registry``),
+    ``NO_GRAD_VIEW`` for one made with grad mode off, ``MULTI_OUTPUT_VIEW`` for one of several views one
+    op returns (``split``), inherited by views of views; None otherwise."""
     if base._view is not None:
         root, _, chain, creation = base._view
     else:
         root, chain, creation = base, (), None
-    if creation is None:   # every setting at its default (one plain read) means grad mode is on
-        grad_enabled = departures.count == 0 or grad_mode.state.grad_enabled
-        creation = NO_GRAD_VIEW if not grad_enabled else MULTI_OUTPUT_VIEW if len(outputs) > 1 else None
+    if creation is None and departures.count:   # every setting at its default (one plain read): grad mode on
+        state = grad_mode.state
+        creation = INFERENCE_MODE_VIEW if state.inference else NO_GRAD_VIEW if not state.grad_enabled else None
+    if creation is None and len(outputs) > 1:
+        creation = MULTI_OUTPUT_VIEW
     counter = version_counter(base)
     for index, out in enumerate(outputs):
         if may_share_memory(out._data, base._data):
@@ -56,6 +59,7 @@ def mark_views(op: Any, attrs: dict, base: "Tensor", outputs: Sequence["Tensor"]
 
 
 NO_GRAD_VIEW = "no_grad"
+INFERENCE_MODE_VIEW = "inference_mode"
 MULTI_OUTPUT_VIEW = "multi_output"
 IN_CUSTOM_FUNCTION = "custom_function"  # an output of a custom Function that aliases memory (a view or an input)
 

@@ -149,11 +149,13 @@ def tensor_leaves(value: Any) -> list[Tensor]:
 
 
 def mark_inference(result: Any, arguments: list) -> None:
-    """Under ``inference_mode`` every tensor an eager op makes is an inference tensor; so is every
-    tensor a compiled call returns but the arguments it returns themselves."""
+    """Under ``inference_mode`` every tensor an eager op makes is an inference tensor but a view of a
+    normal one; so is every tensor a compiled call returns but the arguments it returns themselves and
+    its views of them (``InputAlias``: eager view ops, which decided already)."""
     given = {id(a) for a in arguments}
+    roots = {id(a._view[0] if a._view is not None else a) for a in arguments}
     for tensor in tensor_leaves(result):
-        if id(tensor) not in given:
+        if id(tensor) not in given and (tensor._view is None or id(tensor._view[0]) not in roots):
             tensor._is_inference = True
 
 

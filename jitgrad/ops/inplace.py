@@ -15,8 +15,9 @@ import numpy as np
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.mutation_on_saved import clone_saved_before_write
-from ..autograd.versions import (IN_CUSTOM_FUNCTION, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW, custom_function_view_error,
-                                 forward_name, increment_version, rebase_history, refresh_view, view_positions)
+from ..autograd.versions import (IN_CUSTOM_FUNCTION, INFERENCE_MODE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW,
+                                 custom_function_view_error, forward_name, increment_version, rebase_history,
+                                 refresh_view, view_positions)
 from ..device import copy_array, copy_into, device_of
 from ..random import Generator
 from ..tensor import Tensor
@@ -59,12 +60,14 @@ def _check_view_creation(view: Tensor) -> None:
     """PyTorch's refusals of an in-place change, with grad mode on, to a view whose history could not be
     rebuilt unambiguously (its ``CreationMeta``, ``versions.mark_views``)."""
     creation = view._view[3]
-    if creation == NO_GRAD_VIEW:
+    if creation in (NO_GRAD_VIEW, INFERENCE_MODE_VIEW):
+        made, mode, block = (("no_grad mode", "with grad mode enabled", "no_grad") if creation == NO_GRAD_VIEW
+                             else ("inference mode", "in normal mode", "inference_mode"))
         raise RuntimeError(
-            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
-            "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-            "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
-            "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+            f"A view was created in {made} and is being modified inplace {mode}. Given that this use case is "
+            "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+            f"the inplace either both inside the {block} block (if you don't want the inplace to be tracked) or "
+            "both outside (if you want the inplace to be tracked).")
     if creation == IN_CUSTOM_FUNCTION:
         raise custom_function_view_error(view, "is being modified inplace")
     if creation == MULTI_OUTPUT_VIEW:
@@ -146,8 +149,9 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
                         **kwargs: Any) -> Tensor:
     """An in-place op on a view, with derivatives (PyTorch's CopySlices): the view's old value is
     gathered from a snapshot of its root base, the op runs on it, and the root's new value scatters the
-    result back into the snapshot (``copy_slices``); the view's becomes the op's result. Histories are
-    rebased when ``recording``; forward-mode tangents follow through ``note_alias`` either way."""
+    result back into the snapshot (``copy_slices``). When ``recording``, the root's history becomes
+    CopySlices and the view's its view ops replayed on it (``refresh_view``); forward-mode tangents
+    follow through ``note_alias`` either way."""
     root = view._view[0]
     if recording and root._grad_fn is None and root._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_ERROR)
@@ -167,9 +171,14 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     _write(name, view, result)
     note_alias(root, new_root)
     if recording:
+        # the view's history is its view ops replayed on the root's CopySlices, as PyTorch regenerates it
+        # (until 2026-11-28 it was the op's node, which also got what the root's users sent through
+        # CopySlices: the view's retain_grad() saw both)
         _rebase(root, new_root)
-        _rebase(view, result)
-    view._view = view._view[:1] + (view._version_counter[0],) + view._view[2:]
+        view._requires_grad = True
+        refresh_view(view)
+    else:
+        view._view = view._view[:1] + (view._version_counter[0],) + view._view[2:]
     return view
 
 

@@ -325,7 +325,7 @@ log10 = defop("log10", ("self",), floating_forward(np.log10), "Log10Backward0",
 
 exp2 = defop("exp2", ("self",), floating_forward(np.exp2), "Exp2Backward0",
              public=("function", "method"),
-             meta=elementwise(floating), kind="elementwise", lower=lambda self: scalar.exp(self * _LN2),
+             meta=elementwise(floating), kind="elementwise", lower=lambda self: scalar.exp2(self),
              self=lambda grad, result: grad * result * _LN2,
              jvp=lambda self_t, result: self_t * result * _LN2)
 
@@ -428,11 +428,8 @@ def frac(input: Tensor) -> Tensor:
 
 # ---- arithmetic that PyTorch names: composites of the ops above, or fmod ------------------------------
 def _fmod_lower(self, other):
-    """C's fmod (the remainder with the sign of ``self``) from the floored ``%``, which has the sign of
-    ``other``: they differ by ``other`` where the signs differ. Within an ulp of numpy's exact fmod."""
-    a, b = scalar.cast(self), scalar.cast(other)
-    floored = a % b
-    return scalar.where(scalar.logical_and(floored != 0.0, (floored < 0.0) != (a < 0.0)), floored - b, floored)
+    """C's fmod (the remainder with the sign of ``self``), exact, on both operands in the compute dtype."""
+    return scalar.fmod(scalar.cast(self), scalar.cast(other))
 
 
 _FMOD = arithmetic._binary(np.fmod)  # numpy's fmod on operands promoted as PyTorch promotes them

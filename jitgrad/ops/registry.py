@@ -184,8 +184,10 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
     """The rest of a call of ``op`` once its forward returned ``out``: its output tensors, their views,
     its node, and what the observers are told (``OpDef.__call__``, and ``op_callers`` for what is not
     a single array)."""
-    # made in inference mode, or a view of what was: an inference tensor
-    inference = _modes.inference or op.view and getattr(tensors[0], "_is_inference", False)
+    # made in inference mode, or a view of what was: an inference tensor; a view made in inference mode of
+    # a normal tensor is a normal one, as PyTorch's (``versions.INFERENCE_MODE_VIEW`` refuses its in-place
+    # change outside)
+    inference = getattr(tensors[0], "_is_inference", False) if op.view else _modes.inference
     if type(out) is tuple:
         outputs = tuple(Tensor._make(o if type(o) is np.ndarray else _as_array(o)) for o in out)
         if inference:
@@ -193,7 +195,7 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
                 o._is_inference = True
         if op.view:
             mark_views(op, attrs, tensors[0], outputs)
-        if requires_grad and op.derivatives and _modes.grad_enabled and not inference:
+        if requires_grad and op.derivatives and _modes.grad_enabled and not (inference or _modes.inference):
             record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, outputs)
         if _observers.observer is not None:
             _observers.observer(op, args, attrs, outputs)
@@ -205,7 +207,7 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
         result._is_inference = True
     if op.view:
         mark_views(op, attrs, tensors[0], (result,))
-    if requires_grad and op.derivatives and _modes.grad_enabled and not inference:
+    if requires_grad and op.derivatives and _modes.grad_enabled and not (inference or _modes.inference):
         record(op.backward_class or op.node_class(args, attrs), op, tensors, attrs, (result,))
     if _observers.observer is not None:
         _observers.observer(op, args, attrs, result)

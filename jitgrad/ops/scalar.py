@@ -21,8 +21,8 @@ from typing import Any
 OPERATORS = frozenset({"add", "sub", "mul", "truediv", "neg", "lt", "le", "gt", "ge", "eq", "ne",
                        "where", "logical_and", "logical_or", "logical_not", "truth", "cast"})
 # Each backend maps every one of these to its own code.
-FUNCTIONS = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "atan", "sign",
-                       "abs", "isfinite", "max", "min", "floordiv", "mod", "pow", "lowest", "highest"})
+FUNCTIONS = frozenset({"exp", "exp2", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "atan",
+                       "sign", "abs", "isfinite", "max", "min", "floordiv", "mod", "fmod", "pow", "lowest", "highest"})
 
 COMPUTE, RESULT = "compute", "result"  # the dtypes a cast can target: the node's compute or result dtype
 
@@ -99,10 +99,14 @@ def _function(name: str):
     return apply
 
 
-exp, log, log1p, expm1, sqrt = (_function(n) for n in ("exp", "log", "log1p", "expm1", "sqrt"))
+# exp2 is its own function, not exp(x * ln 2): in float32 the rounded product put 2^100 some 30 ulps off
+exp, exp2, log, log1p, expm1, sqrt = (_function(n) for n in ("exp", "exp2", "log", "log1p", "expm1", "sqrt"))
 sin, cos, tan, tanh, erf, atan = (_function(n) for n in ("sin", "cos", "tan", "tanh", "erf", "atan"))
 sign, isfinite = _function("sign"), _function("isfinite")
 abs, max, min = _function("abs"), _function("max"), _function("min")  # noqa: A001 - the builtins' names
+# C's fmod, the remainder with the sign of the dividend: every backend has one, exact (the floored ``%``
+# corrected by the divisor where the signs differ rounded ``b - |a|`` to ``b``: fmod(-2.5, 1e300) was 0)
+fmod = _function("fmod")
 truth, logical_not = _function("truth"), _function("logical_not")
 logical_and, logical_or = _function("logical_and"), _function("logical_or")
 LOWEST, HIGHEST = Apply("lowest", ()), Apply("highest", ())  # the least and greatest value of the dtype
@@ -119,5 +123,6 @@ def cast(value: Any, to: str = COMPUTE) -> Expr:
 
 
 __all__ = ["COMPUTE", "FUNCTIONS", "HIGHEST", "LOWEST", "OPERATORS", "RESULT", "Apply", "Const", "Expr", "Var",
-           "abs", "atan", "cast", "cos", "erf", "exp", "expm1", "expr", "isfinite", "log", "log1p", "logical_and",
-           "logical_not", "logical_or", "max", "min", "sign", "sin", "sqrt", "tan", "tanh", "truth", "where"]
+           "abs", "atan", "cast", "cos", "erf", "exp", "exp2", "expm1", "expr", "fmod", "isfinite", "log", "log1p",
+           "logical_and", "logical_not", "logical_or", "max", "min", "sign", "sin", "sqrt", "tan", "tanh", "truth",
+           "where"]

@@ -103,6 +103,15 @@ def _split_meta(self, sizes, dim, equal):
     return tuple(TensorMeta(self.shape[:dim] + (size,) + self.shape[dim + 1:], self.dtype) for size in sizes)
 
 
+def _unbind_meta(self, dim):
+    return (TensorMeta(self.shape[:dim] + self.shape[dim + 1:], self.dtype),) * self.shape[dim]
+
+
+def _unbind_forward(a, dim):
+    """Views of each index along ``dim`` (the ``...`` keeps a 0-d piece an array, a view, not a scalar)."""
+    return tuple(a[(slice(None),) * dim + (i, Ellipsis)] for i in range(a.shape[dim]))
+
+
 def _split_forward(a, sizes, dim, equal):
     if sum(sizes) != a.shape[dim]:
         raise ValueError(f"split_with_sizes expects split_sizes to sum exactly to {a.shape[dim]} (input "
@@ -196,6 +205,14 @@ _split = defop("split", ("self",), _split_forward,
                meta=_split_meta, lower=intrinsic("split"),
                view=True, self=lambda grads, dim: cat(grads, dim),
                jvp=lambda self_t, sizes, dim, equal: _split(self_t, sizes=sizes, dim=dim, equal=equal))
+
+
+# One op with several views, as PyTorch's (``UnbindBackward0``): its outputs refuse an in-place change, as
+# split's do (until 2026-11-28 it was a select per index, each a view one could change)
+_unbind = defop("unbind", ("self",), _unbind_forward, "UnbindBackward0",
+                meta=_unbind_meta, lower=intrinsic("unbind"),
+                view=True, self=lambda grads, dim: _stack(grads, dim=dim),
+                jvp=lambda self_t, dim: _unbind(self_t, dim=dim))
 
 
 @public("function", "method")
@@ -440,8 +457,7 @@ def tensor_split(input: Tensor, indices_or_sections: int | Sequence[int], dim: i
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along ``dim``, each without it (views)."""
     check_not_0d(input._data.ndim, "unbind", "unbind along", IndexError)
-    dim = wrap_dim(dim, input._data.ndim, "unbind")
-    return tuple(input.select(dim, i) for i in range(input._data.shape[dim]))
+    return _unbind(input, dim=wrap_dim(dim, input._data.ndim, "unbind"))
 
 
 @public("function", "method")

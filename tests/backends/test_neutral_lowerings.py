@@ -41,8 +41,8 @@ def _extreme(sign: str):
 
 # What a numba.cuda backend's table could be: no numpy, no CPU intrinsics.
 CUDA_SKETCH = Dialect("numba.cuda sketch", {
-    **{name: _math(name) for name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf",
-                                      "atan", "isfinite")},
+    **{name: _math(name) for name in ("exp", "exp2", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
+                                      "erf", "atan", "isfinite", "fmod")},
     "sign": lambda args, dtype: f"(({args[0]} > 0) - ({args[0]} < 0))",
     "abs": lambda args, dtype: f"abs({args[0]})",
     "max": lambda args, dtype: f"max({args[0]}, {args[1]})",

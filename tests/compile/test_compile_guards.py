@@ -84,6 +84,18 @@ def test_inference_mode_is_a_grad_mode_of_its_own_and_the_results_are_inference_
     assert any("was inference_mode, now is_grad_enabled() False" in line for line in f.log), f.log
 
 
+def test_a_view_of_a_normal_argument_returned_under_inference_mode_is_normal():
+    """As eager's: until 2026-11-28 every tensor a call returned under ``inference_mode`` was an inference
+    tensor, but the arguments returned themselves."""
+    f = jg.compile(lambda x: (x[1:], x * 2.0), cache=False)
+    x = jg.ones(3, dtype=jg.float64)
+    with jg.inference_mode():
+        view, product = f(x)
+        inference = jg.ones(3, dtype=jg.float64)
+        assert f(inference)[0].is_inference()
+    assert not view.is_inference() and product.is_inference()
+
+
 def test_an_inference_tensor_is_not_the_normal_tensor_of_its_shape(capsys):
     """Until 2026-11-28 the key did not hold ``is_inference()``: a function branching on it ran the branch
     traced for a normal tensor, and an inference tensor went where eager refuses to save it."""

@@ -1,8 +1,8 @@
 """Values at the edges (signed zeros, infinities, integers that wrap around) through both CPU code
 generators, the LLVM generator and numba, against eager, bit for bit: what a hunt for wrong results
 found. One program per backend holds every probe (a numba compile is slow); each test reads its own
-outputs of it. The expected failures at the end are op lowerings (``jitgrad/ops``) that both generators
-write as they are given."""
+outputs of it. The tests at the end are op lowerings (``jitgrad/ops``) that were wrong at the edges of
+their domain on both generators, which write them as they are given."""
 from __future__ import annotations
 
 import os
@@ -41,15 +41,18 @@ def edge_program(x64, x32, i32, j32, i8, j8, i64, f32, s64, large):
         "pow 0.5 float64": x64 ** 0.5, "pow 0.5 float32": x32 ** 0.5, "pow 0.5 gradient": _power_gradient(x64),
         # the kernels read the graph's numbers from a float64 array, which cannot hold these
         "int64 plus 2**60 + 1": i64 + (2**60 + 1), "int64 times 2**53 + 1": i64 * (2**53 + 1),
+        # exp2 and fmod are functions of the scalar vocabulary, each backend's own: exp2 was exp(x * ln 2),
+        # the product rounded to float32 (2^100 some 30 ulps off), fmod a floored ``%`` corrected by the
+        # divisor, which had rounded b - |a| to b (fmod(-2.5, 1e300) was 0, fmod(-0.0, b) +0.0)
+        "float32 exp2 of 100": jg.exp2(x32[10] * 25.0), "fmod of a small dividend": jg.fmod(x64, 1e300),
     }
 
 
 def domain_edges(x64, x32, large):
-    """Ops whose lowering (their entry's ``lower=``, in ``jitgrad/ops``) is wrong at the edges of their
-    domain, on both generators: expected failures below, until the ops are mended."""
+    """Ops whose lowering (their entry's ``lower=``, in ``jitgrad/ops``) was wrong at the edges of their
+    domain, on both generators: probed on the LLVM generator's fast compile alone."""
     return {"asinh of large magnitudes": jg.asinh(large), "acosh of large magnitudes": jg.acosh(-large),
-            "asinh of -0.0": jg.asinh(x64[4]), "sinh near its overflow": jg.sinh(x64[10] * 177.5),
-            "float32 exp2 of 100": jg.exp2(x32[10] * 25.0)}
+            "asinh of -0.0": jg.asinh(x64[4]), "sinh near its overflow": jg.sinh(x64[10] * 177.5)}
 
 
 def llvm_program(*args):
@@ -59,10 +62,10 @@ def llvm_program(*args):
 
 
 def numba_program(*args):
-    """``edge_program`` and what only numba lowers (the generator sends float ``%`` there)."""
+    """``edge_program`` and what only numba lowers (the generator sends integer division there)."""
     least = (args[6] * 0 - 2**62) * 2   # the least int64, whose // -1 wraps around to itself
-    return {**edge_program(*args), "fmod of a small dividend": jg.fmod(args[0], 1e300),   # fmod(-2.5, 1e300): -2.5
-            "least int64 over -1": least // -1}
+    return {**edge_program(*args), "least int64 over -1": least // -1,
+            "int64 fmod": jg.fmod(args[6], args[3]), "int64 fmod of a negative divisor": jg.fmod(args[6], -args[3])}
 
 
 PROGRAMS = {"llvm_cpu": llvm_program, "numba_cpu": numba_program}
@@ -171,11 +174,11 @@ def test_a_run_time_exponent_of_one_half_is_a_square_root(monkeypatch):
     assert len(power.programs) == 2 and "jitgrad_kernel" in power.programs[-1].lowered.source
 
 
-# ---- op lowerings wrong at the edges of their domain (the fix is the op's, outside jitgrad/backends) -----
+# ---- op lowerings that were wrong at the edges of their domain (the fix was the op's or the vocabulary's) ---
 def _on(compiled_edges, backend):
     if compiled_edges[0] != backend:
-        pytest.skip(f"probed on {backend} alone (the other writes the same expression; llvm_cpu sends float % "
-                    "to numba)")
+        pytest.skip(f"probed on {backend} alone (the other writes the same expression; llvm_cpu sends integer "
+                    "division to numba)")
 
 
 def _assert_close(compiled_edges, name, rtol):
@@ -201,15 +204,14 @@ def test_sinh_near_its_overflow(compiled_edges):
     _assert_close(compiled_edges, "sinh near its overflow", 1e-14)
 
 
-@pytest.mark.xfail(strict=True, reason="exp2's lowering is exp(x * ln 2), the product rounded to float32: about "
-                                       "30 ulps from eager's exp2 at x = 100")
 def test_float32_exp2_within_a_few_ulps(compiled_edges):
-    _on(compiled_edges, "llvm_cpu")
     _assert_close(compiled_edges, "float32 exp2 of 100", 4e-7)
 
 
-@pytest.mark.xfail(strict=True, reason="fmod's lowering corrects the floored a % b, which is b - |a| rounded to b "
-                                       "when the signs differ: fmod(-2.5, 1e300) is 0 (eager -2.5), and fmod(-0.0, b) +0.0")
 def test_fmod_of_a_small_dividend_by_a_large_divisor(compiled_edges):
-    _on(compiled_edges, "numba_cpu")
     _assert_close(compiled_edges, "fmod of a small dividend", 0)
+
+
+def test_integer_fmod_has_the_sign_of_the_dividend(compiled_edges):
+    _on(compiled_edges, "numba_cpu")
+    _assert_same(compiled_edges, "int64 fmod", "int64 fmod of a negative divisor")

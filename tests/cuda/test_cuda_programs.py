@@ -131,6 +131,9 @@ def test_an_integer_division_by_zero_raises_as_on_the_cpu():
     good = cuda.to_device(np.array([2, 2, 3]))
     assert run_op(REGISTRY["floor_divide"], (a, good), {}).copy_to_host().tolist() == [3, -4, 1]
     assert run_op(REGISTRY["remainder"], (a, good), {}).copy_to_host().tolist() == [1, 1, 2]
+    assert run_op(REGISTRY["fmod"], (a, good), {}).copy_to_host().tolist() == [1, -1, 2]   # the dividend's sign
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        run_op(REGISTRY["fmod"], (a, b), {})
 
 
 def test_the_compile_layer_gets_this_backend_for_cuda():

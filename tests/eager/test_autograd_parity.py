@@ -12,18 +12,12 @@ import pytest
 
 import jitgrad as jg
 
-from helpers import each_library, leaf, libraries, values
+from helpers import each_library, leaf, values
 
 try:
     import torch
 except ImportError:  # the comparisons with PyTorch are skipped, the written-out expectations still run
     torch = None
-
-
-def jitgrad_xfail(reason: str) -> list:
-    """``lib`` for a test that jitgrad fails today for a reason outside autograd (reported to the lead):
-    strict, so the fix shows up; torch, where installed, runs as usual."""
-    return [pytest.param(jg, marks=pytest.mark.xfail(strict=True, reason=reason))] + libraries()[1:]
 
 
 class TestNodeHookResults:
@@ -242,14 +236,30 @@ class TestModes:
         with pytest.raises(RuntimeError, match="Setting requires_grad=True on inference tensor outside"):
             made.detach().requires_grad_()
 
-    @pytest.mark.parametrize("lib", jitgrad_xfail(
-        "jitgrad/ops/registry.py's finish_call makes every view made in inference mode an inference tensor; "
-        "PyTorch's view of a normal tensor stays normal (ops area)"), ids=lambda lib: lib.__name__)
+    @each_library
     def test_a_view_of_a_normal_tensor_made_in_inference_mode_is_normal(self, lib):
+        """Until 2026-11-28 every view made in inference mode was an inference tensor."""
         base = lib.ones(2, dtype=lib.float64)
         with lib.inference_mode():
             view = base[0:1]
-        assert not view.is_inference()
+            view.mul_(3)
+        assert not view.is_inference() and values(base) == [3.0, 1.0]
+        view.mul_(2)   # its base does not require grad: nothing to track
+        assert values(base) == [6.0, 1.0]
+
+    @each_library
+    def test_a_view_made_in_inference_mode_cannot_change_in_place_outside_it(self, lib):
+        y = leaf(lib, 1.0, 2.0) * 2
+        with lib.inference_mode():
+            view = y[0:1]
+        with pytest.raises(RuntimeError, match="A view was created in inference mode and is being modified inplace "
+                                               "in normal mode.*both inside the inference_mode block"):
+            view.mul_(2)
+        with lib.inference_mode():
+            inner = y[0:1]
+            assert lib.is_grad_enabled() is False and not inner.is_inference()
+            with lib.enable_grad():   # nothing is recorded in inference mode, even with grad mode on
+                assert y[0:1].grad_fn is None
 
     @each_library
     def test_anomaly_mode_checks_a_lone_seed_where_it_arrives(self, lib):
@@ -278,19 +288,15 @@ def test_assigning_a_grad_of_another_dtype_or_size_gets_pytorchs_error(lib):
 
 
 class TestViewsChangedInPlace:
-    @pytest.mark.parametrize("lib", jitgrad_xfail(
-        "jitgrad/ops/shape.py's unbind returns select views, which a single-view in-place change accepts; "
-        "PyTorch refuses it as for split (MULTI_OUTPUT_VIEW). Values agree; ops area"), ids=lambda lib: lib.__name__)
+    @each_library
     def test_an_output_of_unbind_cannot_change_in_place(self, lib):
-        first, _ = (leaf(lib, 1.0, 2.0, 3.0, 4.0).reshape(2, 2) * 2).unbind(0)
+        """Until 2026-11-28 unbind returned a select per index, each a view one could change."""
+        first, second = (leaf(lib, 1.0, 2.0, 3.0, 4.0).reshape(2, 2) * 2).unbind(0)
+        assert second.grad_fn.name() == "UnbindBackward0"
         with pytest.raises(RuntimeError, match="Output 0 of Unbind\\w* is a view and is being modified inplace"):
             first.mul_(2)
 
-    @pytest.mark.parametrize("lib", jitgrad_xfail(
-        "jitgrad/ops/inplace.py rebases a view changed in place onto the op's node, which the base's CopySlices "
-        "feeds, so its retain_grad() sees the gradient arriving through the base too; PyTorch regenerates the "
-        "view's grad_fn on top of CopySlices (as refresh_view does). x.grad agrees; ops area"),
-        ids=lambda lib: lib.__name__)
+    @each_library
     def test_a_view_changed_in_place_retains_only_its_own_gradient(self, lib):
         x = leaf(lib, 1.0, 2.0)
         y = x * 2
@@ -299,6 +305,18 @@ class TestViewsChangedInPlace:
         view.mul_(3)
         (y.sum() + (view * 5).sum()).backward()
         assert values(view.grad) == [5.0] and values(x.grad) == [36.0, 2.0]
+
+    @each_library
+    def test_grad_of_a_view_changed_in_place_and_of_its_base_is_theirs_after_the_change(self, lib):
+        """Until 2026-11-28 the view's history was the op's node: its gradient took in what the base's
+        users sent through CopySlices ([6.0] here), and the base's missed the view's users ([1.0, 1.0])."""
+        y = leaf(lib, 1.0, 2.0) * 2
+        view = y[:1]
+        view.mul_(3)
+        loss = y.sum() + (view * 5).sum()
+        by_view, by_base = lib.autograd.grad(loss, [view, y], retain_graph=True)
+        assert values(by_view) == [5.0] and values(by_base) == [6.0, 1.0]
+        assert lib.autograd.grad(y.sum(), [view], allow_unused=True) == (None,)   # y does not read the view
 
 
 class TestCustomFunctionsForwardMode:

@@ -8,12 +8,13 @@ same values:
   functions LLVM inlines and vectorizes; in a loop body that also calls the C library, float64
   ``exp`` and ``tanh`` are the library's, as numba_cpu's ``library_calls_kept`` makes them
   (``library_calls_kept`` here);
-- ``sqrt``, ``log``, ``sin``, ``cos`` (and ``exp`` of another dtype) are LLVM's intrinsics, and
+- ``sqrt``, ``log``, ``sin``, ``cos``, ``exp2`` (and ``exp`` of another dtype) are LLVM's intrinsics,
+  float ``fmod`` is LLVM's ``frem`` (C's fmod, as numba's ``np.fmod``), and
   ``tan``, ``log1p``, ``expm1``, ``erf`` (and ``tanh`` of another dtype) the C library's, as numba
   lowers ``math``'s;
 - ``max``/``min`` are Python's (``max(a, b)`` is ``b if b > a else a``), as numba compiles them.
 
-Integer ``//``, ``%`` and ``**`` and float ``//`` and ``%`` are not here: a graph using them goes to
+Integer ``//``, ``%``, ``fmod`` and ``**`` and float ``//`` and ``%`` are not here: a graph using them goes to
 numba (its helpers raise ZeroDivisionError as eager does).
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from .. import float32_functions as f32
 from .. import float64_functions as f64
-from .expressions import BOOL, Value, arithmetic, compare, convert, negate, select
+from .expressions import BOOL, Value, arithmetic, compare, convert, negate, promoted, select
 from .function_writer import FunctionWriter, float_literal, literal, value_type
 
 FunctionCode = Callable[[FunctionWriter, Sequence[Value], np.dtype], Value]
@@ -278,6 +279,15 @@ def _pow(w: FunctionWriter, args: Sequence[Value], dtype: np.dtype) -> Value:
                  target)
 
 
+def _fmod(w: FunctionWriter, args: Sequence[Value], dtype: np.dtype) -> Value:
+    """``frem`` of floats: C's fmod, the remainder with the dividend's sign, exact."""
+    a, b = args
+    if a.dtype.kind != "f" or b.dtype.kind != "f":
+        raise NotImplementedError("integer fmod (numba's fmod_int)")
+    a, b = promoted(w, a, b)
+    return Value(w.assign("fmod", f"frem {w.float_flags}{a.type} {a.name}, {b.name}"), a.dtype)
+
+
 def _extreme(lowest: bool) -> FunctionCode:
     def code(w: FunctionWriter, args: Sequence[Value], dtype: np.dtype) -> Value:
         if dtype.kind == "f":
@@ -298,11 +308,11 @@ def _not_here(name: str) -> FunctionCode:
 FUNCTIONS: dict[str, FunctionCode] = {
     "exp": _own_for_floats("exp", {FLOAT32: _exp_float32, FLOAT64: _exp_float64}, intrinsic("exp")),
     "tanh": _own_for_floats("tanh", {FLOAT32: _tanh_float32, FLOAT64: _tanh_float64}, c_library("tanh")),
-    **{name: intrinsic(name) for name in ("log", "sqrt", "sin", "cos")},
+    **{name: intrinsic(name) for name in ("log", "sqrt", "sin", "cos", "exp2")},
     **{name: c_library(name) for name in ("log1p", "expm1", "tan", "erf", "atan")},
     "isfinite": _isfinite, "sign": _sign, "abs": _abs,
     "max": _extreme_of_two("gt"), "min": _extreme_of_two("lt"),
-    "pow": _pow, "floordiv": _not_here("floor division"), "mod": _not_here("remainder"),
+    "pow": _pow, "floordiv": _not_here("floor division"), "mod": _not_here("remainder"), "fmod": _fmod,
     "lowest": _extreme(True), "highest": _extreme(False),
 }
 

@@ -8,7 +8,7 @@ import ast
 # The backend's own functions generated code may call, by module.
 KERNEL_IMPORTS = {"jitgrad.backends.numba_cpu.blas": ("matmat", "matvec"),
                   "jitgrad.backends.numba_cpu.integer_division": ("floor_divide_int", "remainder_int",
-                                                                  "power_int"),
+                                                                  "fmod_int", "power_int"),
                   "jitgrad.backends.numba_cpu.intrinsics": ("exp_float32", "exp_float64", "tanh_float32",
                                                            "tanh_float64"),
                   "jitgrad.backends.numba_cpu.row_reductions": ("row_dot", "row_max", "row_sum"),

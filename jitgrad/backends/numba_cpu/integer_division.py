@@ -1,7 +1,7 @@
-"""``floor_divide_int(a, b)`` and ``remainder_int(a, b)``: integer ``//`` and ``%`` that raise on a zero
-divisor, as eager jitgrad and PyTorch do; ``power_int(a, b)``: an integer to an integer power, a
-division when the exponent is negative, with PyTorch's values there (numba's loops give the smallest
-int64 for ``0 ** -1``).
+"""``floor_divide_int(a, b)``, ``remainder_int(a, b)`` and ``fmod_int(a, b)``: integer ``//``, ``%`` and
+C's fmod (the remainder with the dividend's sign) that raise on a zero divisor, as eager jitgrad and
+PyTorch do; ``power_int(a, b)``: an integer to an integer power, a division when the exponent is
+negative, with PyTorch's values there (numba's loops give the smallest int64 for ``0 ** -1``).
 
 Kernels use numpy's error model (``numba_options``), under which an integer division by zero gives 0:
 a silently wrong result where eager raises. Float division keeps numpy's model (inf and nan, and loops
@@ -31,6 +31,17 @@ def _remainder(a: Any, b: Any) -> Any:
     return a % b
 
 
+def _fmod(a: Any, b: Any) -> Any:
+    """``%`` corrected to the dividend's sign: numba's ``np.fmod`` of integers is the floored ``%``
+    (``np.fmod(-3, 7)`` is 6 in a kernel, -3 in numpy)."""
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    remainder = a % b
+    if remainder != 0 and (remainder < 0) != (a < 0):
+        return remainder - b
+    return remainder
+
+
 def _power(a: Any, b: Any) -> Any:
     if b >= 0:
         return a ** b
@@ -39,7 +50,7 @@ def _power(a: Any, b: Any) -> Any:
     return a - a
 
 
-_PLAIN = {"floor_divide_int": _floor_divide, "remainder_int": _remainder, "power_int": _power}
+_PLAIN = {"floor_divide_int": _floor_divide, "remainder_int": _remainder, "fmod_int": _fmod, "power_int": _power}
 _compiled: dict[str, Any] = {}
 
 
@@ -57,4 +68,4 @@ def __getattr__(name: str) -> Any:
     return jit_or_plain(_compiled[name], plain)
 
 
-__all__ = ["floor_divide_int", "remainder_int", "power_int"]
+__all__ = ["floor_divide_int", "fmod_int", "power_int", "remainder_int"]

@@ -3,10 +3,10 @@
 Mostly ``math``, which numba compiles to the C library. Where that is slow or wrong for a kernel, the
 backend's own functions: float32 and float64 ``exp`` and ``tanh`` call ``exp_float32``, ``tanh_float64``
 and so on (``intrinsics.py``: inlined polynomials LLVM can vectorize, where ``math``'s are one C call per
-element), and integer
-``//`` and ``%`` call ``floor_divide_int`` and ``remainder_int`` (``integer_division.py``), which raise on
-a zero divisor as eager does, where numpy's error model would give 0, and integer ``**`` calls
-``power_int``, which gives PyTorch's values for negative exponents where numba's loops give garbage.
+element), and integer ``//``, ``%`` and ``fmod`` call ``floor_divide_int``, ``remainder_int`` and
+``fmod_int`` (``integer_division.py``), which raise on a zero divisor as eager does, where numpy's error
+model would give 0, and integer ``**`` calls ``power_int``, which gives PyTorch's values for negative
+exponents where numba's loops give garbage.
 """
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def _checked_for_integers(checked: str, symbol: str) -> FunctionSource:
     return source
 
 
+def _fmod(args: Sequence[str], dtype: np.dtype) -> str:
+    """numpy's ``fmod`` of floats (numba's is LLVM's ``frem``, C's fmod: exact); anything else through
+    ``fmod_int``, which raises on a zero divisor."""
+    return f"np.fmod({args[0]}, {args[1]})" if dtype.kind == "f" else f"fmod_int({args[0]}, {args[1]})"
+
+
 def _sign(args: Sequence[str], dtype: np.dtype) -> str:
     """``np.sign``, plus +0 for floats: numba's ``np.sign(-0.0)`` is -0.0, numpy's and PyTorch's +0.0."""
     sign = f"np.sign({args[0]})"
@@ -64,6 +70,7 @@ def library_calls_kept(lines: list[str]) -> list[str]:
 
 FUNCTIONS: dict[str, FunctionSource] = {
     "exp": _own_for_floats("exp"),
+    "exp2": call("np.exp2"),   # numba's is LLVM's ``llvm.exp2``, as the LLVM generator's (``math.exp2`` is 3.11's)
     "tanh": _own_for_floats("tanh"),
     **{name: call(f"math.{name}") for name in ("log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "erf", "atan",
                                                  "isfinite")},
@@ -71,6 +78,7 @@ FUNCTIONS: dict[str, FunctionSource] = {
     "abs": call("abs"), "max": call("max"), "min": call("min"),
     "floordiv": _checked_for_integers("floor_divide_int", "//"),
     "mod": _checked_for_integers("remainder_int", "%"),
+    "fmod": _fmod,
     "pow": _checked_for_integers("power_int", "**"),
     "lowest": extreme(True, numpy_type, "np.inf"), "highest": extreme(False, numpy_type, "np.inf"),
 }

@@ -39,7 +39,7 @@ from .reduction import ReductionKernels
 from .statements import STATEMENTS
 
 # Names kernels and the host function take from their module or from builtins, never from a variable.
-_DEVICE_FUNCTIONS = ("floor_divide_int", "power_int", "remainder_int", "sign_of")
+_DEVICE_FUNCTIONS = ("floor_divide_int", "fmod_int", "power_int", "remainder_int", "sign_of")
 GLOBALS = frozenset({"cuda", "numba", "math", "range", "abs", "max", "min", "bool", "float", "int", "True",
                      "False", "None", "launch", *_DEVICE_FUNCTIONS})
 _RESERVED = GLOBALS | {"run", "buffers", "sizes", "scalars", "stream", "permuted", "with_shape",

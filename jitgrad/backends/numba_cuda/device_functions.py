@@ -1,5 +1,5 @@
 """Device functions the generated kernels call where a scalar function of ``jitgrad.ops.scalar`` is not
-one CUDA operation: integer ``//``, ``%`` and ``**`` with the CPU backend's values
+one CUDA operation: integer ``//``, ``%``, ``fmod`` and ``**`` with the CPU backend's values
 (``numba_cpu/integer_division.py``), and ``sign`` in the argument's own type.
 
 The CPU's integer division raises on a zero divisor, as eager does. A kernel cannot raise (numba.cuda
@@ -30,6 +30,18 @@ def remainder_int(a, b, errors):  # noqa: ANN001, ANN201
 
 
 @cuda.jit(device=True, inline=True)
+def fmod_int(a, b, errors):  # noqa: ANN001, ANN201
+    """C's fmod: the remainder with the sign of ``a`` (``%``'s has the sign of ``b``)."""
+    if b == 0:
+        errors[0] = 1
+        return a - a
+    remainder = a % b
+    if remainder != 0 and (remainder < 0) != (a < 0):
+        return remainder - b
+    return remainder
+
+
+@cuda.jit(device=True, inline=True)
 def power_int(a, b):  # noqa: ANN001, ANN201
     if b >= 0:
         result = a - a + 1
@@ -55,4 +67,4 @@ def sign_of(a):  # noqa: ANN001, ANN201
     return a - a if a == a else a
 
 
-__all__ = ["floor_divide_int", "power_int", "remainder_int", "sign_of"]
+__all__ = ["floor_divide_int", "fmod_int", "power_int", "remainder_int", "sign_of"]

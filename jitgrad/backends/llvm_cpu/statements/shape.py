@@ -1,6 +1,6 @@
-"""Ops that move elements: views (``reshape`` of a C-contiguous array, ``transpose``, ``permute``)
-return a new ``ArrayView`` over their input; ``stack`` and ``concatenate`` copy each input into its
-part of the output."""
+"""Ops that move elements: views (``reshape`` of a C-contiguous array, ``transpose``, ``permute``, ``split``,
+``unbind``) return new ``ArrayView``s over their input; ``stack`` and ``concatenate`` copy each input into
+its part of the output."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -68,5 +68,20 @@ def split(s: Statement) -> list[ArrayView]:
     return pieces
 
 
+def unbind(s: Statement) -> list[ArrayView]:
+    """Views of each index along ``dim``, the dimension dropped; of a 1-d input, one-element views (a
+    0-d value is a one-element array in a kernel, as ``kernel_shape`` has it)."""
+    view, dim = s.inputs[0], s.attrs["dim"]
+    pieces = []
+    for i in range(s.input_shape()[dim]):
+        pointer = s.w.element_pointer(view.dtype, view.pointer, s.w.mul(s.k.size(i), view.strides[dim]), "item")
+        if view.rank == 1:
+            pieces.append(ArrayView(pointer, view.dtype, ("1",), view.strides, True))
+        else:
+            pieces.append(ArrayView(pointer, view.dtype, view.sizes[:dim] + view.sizes[dim + 1:],
+                                    view.strides[:dim] + view.strides[dim + 1:], view.contiguous and dim == 0))
+    return pieces
+
+
 STATEMENTS = {"reshape": reshape, "permute": permute, "transpose": transpose, "stack": stack,
-              "concatenate": concatenate, "split": split}
+              "concatenate": concatenate, "split": split, "unbind": unbind}

@@ -1,4 +1,4 @@
-"""Ops that move elements: views (``reshape``, ``transpose``, ``permute``, ``split``) bind ``ctx.out`` to
+"""Ops that move elements: views (``reshape``, ``transpose``, ``permute``, ``split``, ``unbind``) bind ``ctx.out`` to
 a view of their input; ``concatenate`` and ``stack`` fill the output the backend allocated."""
 from __future__ import annotations
 
@@ -70,5 +70,17 @@ def split(ctx: OpContext) -> str:
     return f"{ctx.out} = ({', '.join(pieces)},)"
 
 
+def unbind(ctx: OpContext) -> str:
+    """Views of each index along ``dim``, the dimension dropped; of a 1-d input, one-element slices (a
+    0-d value is a one-element array in generated code). Indices are run-time values, as sizes are."""
+    dim, rank = ctx.attrs["dim"], ctx.rank(ctx.self)
+    count = ctx.node.args[0].meta["shape"][dim]
+    if rank == 1:
+        pieces = [f"{ctx.self}[{_slice_at(1, 0, ctx.size(i), ctx.size(i + 1))}]" for i in range(count)]
+    else:
+        pieces = [f"{ctx.self}[{', '.join([':'] * dim + [ctx.size(i)])}]" for i in range(count)]
+    return f"{ctx.out} = ({', '.join(pieces)},)"
+
+
 STATEMENTS = {"reshape": reshape, "permute": permute, "transpose": transpose, "concatenate": concatenate,
-              "stack": stack, "split": split}
+              "stack": stack, "split": split, "unbind": unbind}

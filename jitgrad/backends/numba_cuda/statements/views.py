@@ -1,11 +1,12 @@
 """View intrinsics: ``ctx.out`` bound to a device array sharing its input's memory (``reshape`` of a
-contiguous input, ``permute``, ``transpose``, ``split``'s pieces, ``getitem`` with a basic index); a
+contiguous input, ``permute``, ``transpose``, ``split``'s and ``unbind``'s pieces, ``getitem`` with a basic index); a
 reshape of a strided view copies (``kernels.copy.reshaped``), as numpy's would."""
 from __future__ import annotations
 
 from typing import Sequence
 
 from ....ops.indexing import is_advanced
+from ...source import shape_tuple
 from ..context import OpContext
 from .indexing import gather_getitem
 
@@ -44,6 +45,20 @@ def split(ctx: OpContext) -> str:
     return f"{ctx.out} = ({', '.join(pieces)},)"
 
 
+def unbind(ctx: OpContext) -> str:
+    """Views of each index along ``dim``: one-wide slices with the dimension dropped (``with_shape``: a
+    device array indexed by an integer would copy to the host); of a 1-d input, the one-element slices
+    themselves (a 0-d value is a one-element array). Indices are run-time values, as sizes are."""
+    rank, sizes = ctx.rank(ctx.self), ctx.shape(ctx.self)
+    dim = ctx.attrs["dim"] % rank
+    kept = shape_tuple(sizes[:dim] + sizes[dim + 1:]) if rank > 1 else None
+    pieces = []
+    for i in range(ctx.node.args[0].meta["shape"][dim]):
+        piece = f"{ctx.self}[{_slice_at(rank, dim, ctx.size(i), ctx.size(i + 1))}]"
+        pieces.append(piece if kept is None else f"with_shape({piece}, {kept})")
+    return f"{ctx.out} = ({', '.join(pieces)},)"
+
+
 def getitem(ctx: OpContext) -> str:
     """A basic index as a view: each integer a one-wide slice (a device array indexed by an integer
     would copy the element to the host), then the integers' dimensions dropped and ``None``'s added
@@ -57,6 +72,7 @@ def getitem(ctx: OpContext) -> str:
     return f"{ctx.out} = with_shape({selected}, {ctx.shape_tuple()})"
 
 
-STATEMENTS = {"reshape": reshape, "permute": permute, "transpose": transpose, "split": split, "getitem": getitem}
+STATEMENTS = {"reshape": reshape, "permute": permute, "transpose": transpose, "split": split, "unbind": unbind,
+              "getitem": getitem}
 
 __all__ = ["STATEMENTS"]
