@@ -14,10 +14,12 @@ from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal
 from .normal import LogNormal, Normal
 from .transformed_distribution import TransformedDistribution
-from .transforms import AffineTransform, ExpTransform, SigmoidTransform, Transform
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
+                         SigmoidTransform, SoftplusTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
-__all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "ExpTransform",
-           "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform", "constraints",
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform", "Dirichlet",
+           "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "PowerTransform", "SigmoidTransform",
+           "SoftplusTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "constraints",
            "kl_divergence", "register_kl", "transforms"]
