@@ -4,9 +4,11 @@ with a registry; everything computed with jitgrad ops, so gradients reach the pa
 compiled function that uses a distribution compiles (docs/distributions.md)."""
 from . import constraints, transforms
 from .bernoulli import Bernoulli
+from .cauchy import Cauchy
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
 from .exponential import Exponential
+from .folded import HalfCauchy, HalfNormal
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
@@ -14,12 +16,14 @@ from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal
 from .normal import LogNormal, Normal
 from .transformed_distribution import TransformedDistribution
+from .transformed_families import Gumbel, InverseGamma, Kumaraswamy, Pareto, Weibull
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
                          SigmoidTransform, SoftplusTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform", "Dirichlet",
-           "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "PowerTransform", "SigmoidTransform",
-           "SoftplusTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "constraints",
-           "kl_divergence", "register_kl", "transforms"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Categorical", "Cauchy", "ComposeTransform",
+           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Gumbel", "HalfCauchy", "HalfNormal",
+           "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Pareto", "PowerTransform", "SigmoidTransform", "SoftplusTransform", "TanhTransform",
+           "Transform", "TransformedDistribution", "Uniform", "Weibull", "constraints", "kl_divergence",
+           "register_kl", "transforms"]
