@@ -7,23 +7,26 @@ from .bernoulli import Bernoulli
 from .cauchy import Cauchy
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
+from .counts import Binomial, Geometric, Poisson
 from .exponential import Exponential
 from .folded import HalfCauchy, HalfNormal
-from .gamma import Beta, Dirichlet, Gamma
+from .gamma import Beta, Chi2, Dirichlet, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal
 from .normal import LogNormal, Normal
+from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transformed_families import Gumbel, InverseGamma, Kumaraswamy, Pareto, Weibull
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
                          SigmoidTransform, SoftplusTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Categorical", "Cauchy", "ComposeTransform",
-           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Gumbel", "HalfCauchy", "HalfNormal",
-           "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Pareto", "PowerTransform", "SigmoidTransform", "SoftplusTransform", "TanhTransform",
-           "Transform", "TransformedDistribution", "Uniform", "Weibull", "constraints", "kl_divergence",
-           "register_kl", "transforms"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+           "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
+           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform",
+           "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
+           "TransformedDistribution", "Uniform", "Weibull", "constraints", "kl_divergence", "register_kl",
+           "transforms"]

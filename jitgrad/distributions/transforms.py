@@ -7,8 +7,8 @@ A transform maps ``x`` to ``y = t(x)``, back with ``t.inv(y)``, and gives ``log 
 ``log_abs_det_jacobian(x, y)``, summed over its ``event_dim`` rightmost dimensions (an
 ``AffineTransform(..., event_dim=1)`` scales vectors). All keep shapes (``PowerTransform`` broadcasts
 with its exponent), so a transformed distribution's shape is its base's. Each is made of jitgrad
-ops, so ``log_prob`` and ``rsample`` differentiate in the base's and the transform's parameters. No transform caches its last value
-(PyTorch's default ``cache_size=0``)."""
+ops, so ``log_prob`` and ``rsample`` differentiate in the base's and the transform's parameters. No
+transform caches its last value (PyTorch's default ``cache_size=0``)."""
 from __future__ import annotations
 
 import math

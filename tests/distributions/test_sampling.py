@@ -84,7 +84,8 @@ def test_rsample_gradients_are_the_implicit_ones(name):
 
 @pytest.mark.parametrize("name", ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Bernoulli",
                                   "Categorical", "OneHotCategorical", "Gamma", "Beta", "Dirichlet", "HalfNormal",
-                                  "Gumbel", "Weibull", "Pareto", "Kumaraswamy", "InverseGamma"])
+                                  "Gumbel", "Weibull", "Pareto", "Kumaraswamy", "InverseGamma", "Chi2", "StudentT",
+                                  "Geometric", "Poisson", "Binomial"])
 def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
     params = {"Normal": dict(loc=0.5, scale=2.0), "LogNormal": dict(loc=0.1, scale=0.4),
               "Uniform": dict(low=-1.0, high=3.0), "Exponential": dict(rate=2.0),
@@ -95,7 +96,9 @@ def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
               "Dirichlet": dict(concentration=jitgrad.tensor([1.5, 2.0, 0.5])), "HalfNormal": dict(scale=1.5),
               "Gumbel": dict(loc=0.5, scale=1.5), "Weibull": dict(scale=1.5, concentration=2.0),
               "Pareto": dict(scale=1.0, alpha=9.0), "Kumaraswamy": dict(concentration1=2.0, concentration0=3.0),
-              "InverseGamma": dict(concentration=9.0, rate=2.0)}[name]
+              "InverseGamma": dict(concentration=9.0, rate=2.0), "Chi2": dict(df=3.0),
+              "StudentT": dict(df=9.0, loc=0.5, scale=2.0), "Geometric": dict(probs=0.3),
+              "Poisson": dict(rate=3.5), "Binomial": dict(total_count=10, probs=0.3)}[name]
     dist = getattr(jd, name)(**params)
     jitgrad.manual_seed(0)
     first = dist.sample((20000,))
@@ -113,6 +116,29 @@ def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
     assert np.all(np.abs(values.mean(0) - mean) < 5 * standard_error + 1e-12), (values.mean(0), mean)
     if name not in ("LogNormal", "Pareto", "InverseGamma"):  # fourth moments too heavy for a tight check
         assert np.allclose(values.var(0), variance, rtol=0.1)
+
+
+def test_student_t_rsample_gradients_are_pytorchs_on_the_same_draws():
+    """A draw is ``loc + scale * x / sqrt(z / df)`` for a normal ``x`` and a chi-squared ``z``, whose
+    gradient in ``df`` is the gamma draw's implicit one: compared with PyTorch's backward of that
+    expression, its gamma gradient ``_standard_gamma_grad`` (within about 1e-3) on the same draws."""
+    values = {"df": [0.7, 3.0, 12.0], "loc": [0.3, -1.2, 2.0], "scale": [0.5, 1.5, 2.0]}
+    j_params = {k: jitgrad.tensor(v, dtype=jitgrad.float64, requires_grad=True) for k, v in values.items()}
+    jitgrad.manual_seed(7)
+    draw = jd.StudentT(**j_params).rsample((2,))
+    jitgrad.manual_seed(7)   # the same calls on the generator: the normal draw, then the chi-squared one
+    normal = torch.tensor(jitgrad.randn((2, 3), dtype=jitgrad.float64).numpy())
+    chi2 = jd.Chi2(jitgrad.tensor(values["df"], dtype=jitgrad.float64)).sample((2,))
+    t = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in values.items()}
+    half_df = t["df"].detach().expand(2, 3) / 2
+    gamma_grad = torch._standard_gamma_grad(half_df, torch.tensor(chi2.numpy()) / 2)   # dz/d(df) = dg/da
+    z = torch.tensor(chi2.numpy()) + (t["df"] - t["df"].detach()) * gamma_grad   # z's value, its gradient in df
+    expected = t["loc"] + t["scale"] * normal * torch.rsqrt(z / t["df"])
+    np.testing.assert_allclose(draw.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+    j_grads = jitgrad.autograd.grad(draw.sum(), list(j_params.values()))
+    t_grads = torch.autograd.grad(expected.sum(), list(t.values()))
+    for key, j_grad, t_grad in zip(values, j_grads, t_grads):
+        np.testing.assert_allclose(j_grad.numpy(), t_grad.numpy(), rtol=2e-3, err_msg=f"StudentT d/d{key}")
 
 
 def test_normal_rsample_keeps_the_generator_and_the_sample_shape():
