@@ -1,5 +1,7 @@
 """``kl_divergence(p, q)`` and ``register_kl``: KL(p || q) looked up by the pair of types, the most
-specific registered pair winning (a subclass's pair before its base's), as PyTorch's registry."""
+specific registered pair winning (a subclass's pair before its base's), as PyTorch's registry; and
+the pairs PyTorch registers between jitgrad's families, each in closed form (infinite where ``q``'s
+support misses part of ``p``'s)."""
 from __future__ import annotations
 
 import math
@@ -9,20 +11,26 @@ from typing import Callable
 
 from ..ops import FUNCTIONS
 from ..tensor import Tensor
+from ..factories import full_like
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
+from .cauchy import Cauchy
+from .counts import Binomial, Geometric, Poisson
 from .distribution import Distribution
 from .exponential import Exponential
+from .folded import HalfNormal
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, half_log_det, inverse_tril, mahalanobis
 from .normal import LogNormal, Normal
 from .parameters import sum_rightmost
+from .transformed_distribution import TransformedDistribution
+from .transformed_families import EULER_GAMMA, Gumbel, Pareto
 from .uniform import Uniform
 
-digamma, exp, lgamma, log, softplus, where = (FUNCTIONS[name] for name in
-                                              ("digamma", "exp", "lgamma", "log", "softplus", "where"))
+digamma, exp, lgamma, log, log1p, softplus, where = (FUNCTIONS[name] for name in
+                                                     ("digamma", "exp", "lgamma", "log", "log1p", "softplus", "where"))
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -189,3 +197,78 @@ def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal, q: Multivar
     term3 = mahalanobis(q_tril, q.loc - p.loc)
     result = half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
     return result.expand(tuple(p.batch_shape)) if len(p.batch_shape) else result
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> Tensor:
+    """The bases' KL, when both push them through equal transforms (a bijection keeps the KL)."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
+    return log((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)) - log(4 * p.scale * q.scale)
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
+    scale_ratio, q_loc, p_loc = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    return (-log(scale_ratio) - q_loc + p_loc + scale_ratio * EULER_GAMMA
+            + exp(q_loc + lgamma(1 + scale_ratio) - p_loc) - (1 + EULER_GAMMA))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * log(p.scale / q.scale) - log(alpha_ratio) + alpha_ratio - 1
+    return where(p.scale < q.scale, math.inf, result)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    return -p.entropy() - log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (log(p.rate) - log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    """Infinite where ``p`` flips more coins than ``q``; fewer is refused, as by PyTorch."""
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + log1p(-p.probs) - log1p(-q.probs))
+    return where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
+    return -p.entropy() - (p.probs * log(q.rate) - q.rate)
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+@register_kl(Normal, Pareto)
+def _kl_real_line_to_bounded(p: Gumbel | Normal, q: Distribution) -> Tensor:
+    return full_like(p.loc, math.inf)
+
+
+@register_kl(Gamma, Pareto)
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_to_smaller_support(p: Gamma | Pareto | Poisson, q: Distribution) -> Tensor:
+    return full_like(p.mean, math.inf)

@@ -127,7 +127,8 @@ def test_shapes_support_and_flags_match_torch(name):
     assert tuple(j_dist.batch_shape) == tuple(t_dist.batch_shape)
     assert tuple(j_dist.event_shape) == tuple(t_dist.event_shape)
     assert j_dist.has_rsample == t_dist.has_rsample
-    if name not in ("Uniform", "Pareto", "Binomial-probs", "Binomial-logits"):  # their supports show their bounds, tensors printed by each library
+    # these supports show their bounds, tensors printed by each library
+    if name not in ("Uniform", "Pareto", "Binomial-probs", "Binomial-logits"):
         assert repr(j_dist.support) == repr(t_dist.support)
     assert j_dist.support.is_discrete == t_dist.support.is_discrete
     assert j_dist.support.event_dim == t_dist.support.event_dim
