@@ -138,9 +138,9 @@ class Poisson(Distribution):
         return self.rate
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        generator = numpy_generator("Poisson")   # first: it refuses a trace, whose tensors have no values to read
         shape = tuple(self._extended_shape(sample_shape))
-        rates = np.broadcast_to(self.rate.detach().numpy(), shape)
-        draws = numpy_generator("Poisson").poisson(rates)
+        draws = generator.poisson(np.broadcast_to(self.rate.detach().numpy(), shape))
         return tensor(draws.astype(dtypes.as_numpy_dtype(self.rate.dtype)))
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -189,10 +189,10 @@ class Binomial(_ProbsOrLogits):
         return self.total_count * self.probs * (1 - self.probs)
 
     def sample(self, sample_shape: Sequence[int] = ()) -> Tensor:
+        generator = numpy_generator("Binomial")   # first: it refuses a trace, whose tensors have no values to read
         shape = tuple(self._extended_shape(sample_shape))
         counts = np.broadcast_to(self.total_count.detach().numpy(), shape).astype(np.int64)
-        probs = np.broadcast_to(self.probs.detach().numpy(), shape)
-        draws = numpy_generator("Binomial").binomial(counts, probs)
+        draws = generator.binomial(counts, np.broadcast_to(self.probs.detach().numpy(), shape))
         return tensor(draws.astype(dtypes.as_numpy_dtype(self._param.dtype)))
 
     def log_prob(self, value: Tensor) -> Tensor:

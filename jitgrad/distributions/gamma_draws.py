@@ -101,8 +101,8 @@ def dirichlet_grad(draws: np.ndarray, concentration: np.ndarray, total: np.ndarr
 
 
 def _draws(concentration: Tensor, shape: tuple[int, ...], family: str) -> np.ndarray:
-    values = np.broadcast_to(concentration.detach().numpy(), shape)
-    draws = numpy_generator(family).standard_gamma(values)
+    generator = numpy_generator(family)   # first: it refuses a trace, whose tensors have no values to read
+    draws = generator.standard_gamma(np.broadcast_to(concentration.detach().numpy(), shape))
     dtype = dtypes.as_numpy_dtype(concentration.dtype)
     return np.maximum(draws, np.finfo(dtype).tiny).astype(dtype)   # never exactly 0, as PyTorch clamps
 

@@ -101,6 +101,10 @@ def test_gamma_draws_refuse_a_trace():
     function eagerly)."""
     with pytest.raises(RuntimeError, match="cannot be traced by jitgrad.compile"):
         jitgrad.fx.trace(lambda a: jd.Gamma(a, 1.0).rsample(), jitgrad.ones(2))
+    for family, draw in (("Poisson", lambda a: jd.Poisson(a).sample()),
+                         ("Binomial", lambda a: jd.Binomial(3, a / 2).sample())):
+        with pytest.raises(RuntimeError, match=f"{family} draws with numpy's generator and cannot be traced"):
+            jitgrad.fx.trace(draw, jitgrad.ones(2))
 
 
 # ---- TransformedDistribution -------------------------------------------------------------------------
