@@ -7,6 +7,7 @@ from .bernoulli import Bernoulli
 from .cauchy import Cauchy
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
+from .continuous_bernoulli import ContinuousBernoulli
 from .counts import Binomial, Geometric, Poisson
 from .exponential import Exponential
 from .folded import HalfCauchy, HalfNormal
@@ -24,9 +25,9 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
 from .uniform import Uniform
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-           "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
-           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform",
-           "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
+           "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
+           "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy",
+           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson",
+           "PowerTransform", "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
            "TransformedDistribution", "Uniform", "Weibull", "constraints", "kl_divergence", "register_kl",
            "transforms"]

@@ -16,7 +16,7 @@ from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .bernoulli import binary_cross_entropy_with_logits
-from .distribution import Distribution, shown
+from .distribution import Distribution
 from .numpy_draws import numpy_generator
 from .parameters import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -67,10 +67,11 @@ class Geometric(_ProbsOrLogits):
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
         self._take(probs, logits)
         super().__init__(self._param.shape, validate_args=validate_args)
-        if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
+        positive = self.probs > 0
+        if self._validate_args and probs is not None and not bool(positive.all()):
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
                              f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but found "
-                             f"invalid values:\n{shown(self.probs)}")
+                             f"invalid values:\n{self.probs.detach()[~positive]}")
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Geometric:
         new = self._get_checked_instance(Geometric, _instance)

@@ -15,6 +15,7 @@ from ..factories import full_like
 from .bernoulli import Bernoulli
 from .categorical import Categorical, OneHotCategorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .counts import Binomial, Geometric, Poisson
 from .distribution import Distribution
 from .exponential import Exponential
@@ -250,25 +251,50 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
     return where(p.total_count > q.total_count, math.inf, kl)
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    return (p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + log1p(-p.probs)
+            - q._cont_bern_log_norm() - log1p(-q.probs))
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor:
+    """``-H(p) - E_p[log q(x)]``, from ``p``'s first two moments."""
+    log_normalizer = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + log(q.scale)
+    return -p.entropy() + log_normalizer + (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
     return -p.entropy() - (p.probs * log(q.rate) - q.rate)
 
 
 @register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Pareto)
-def _kl_real_line_to_bounded(p: Gumbel | Normal, q: Distribution) -> Tensor:
+def _kl_real_line_to_bounded(p: Gumbel | Laplace | Normal, q: Distribution) -> Tensor:
     return full_like(p.loc, math.inf)
 
 
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Gamma, ContinuousBernoulli)
 @register_kl(Gamma, Pareto)
 @register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Uniform)
 @register_kl(Poisson, Bernoulli)
 @register_kl(Poisson, Binomial)
-def _kl_to_smaller_support(p: Gamma | Pareto | Poisson, q: Distribution) -> Tensor:
+def _kl_to_smaller_support(p: Distribution, q: Distribution) -> Tensor:
     return full_like(p.mean, math.inf)

@@ -58,6 +58,7 @@ IMPLICIT = {
     "Weibull": ({"scale": [0.5, 2.0], "concentration": [0.7, 3.0]}, ("scale", "concentration")),
     "Pareto": ({"scale": [0.5, 2.0], "alpha": [0.7, 3.0]}, ("scale", "alpha")),
     "Kumaraswamy": ({"concentration1": [0.7, 3.0], "concentration0": [2.0, 0.5]}, ("concentration1", "concentration0")),
+    "ContinuousBernoulli": ({"probs": [0.2, 0.8]}, ("probs",)),
 }
 
 
@@ -85,7 +86,7 @@ def test_rsample_gradients_are_the_implicit_ones(name):
 @pytest.mark.parametrize("name", ["Normal", "LogNormal", "Uniform", "Exponential", "Laplace", "Bernoulli",
                                   "Categorical", "OneHotCategorical", "Gamma", "Beta", "Dirichlet", "HalfNormal",
                                   "Gumbel", "Weibull", "Pareto", "Kumaraswamy", "InverseGamma", "Chi2", "StudentT",
-                                  "Geometric", "Poisson", "Binomial"])
+                                  "Geometric", "Poisson", "Binomial", "ContinuousBernoulli"])
 def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
     params = {"Normal": dict(loc=0.5, scale=2.0), "LogNormal": dict(loc=0.1, scale=0.4),
               "Uniform": dict(low=-1.0, high=3.0), "Exponential": dict(rate=2.0),
@@ -98,7 +99,8 @@ def test_samples_are_repeatable_in_the_support_and_have_the_moments(name):
               "Pareto": dict(scale=1.0, alpha=9.0), "Kumaraswamy": dict(concentration1=2.0, concentration0=3.0),
               "InverseGamma": dict(concentration=9.0, rate=2.0), "Chi2": dict(df=3.0),
               "StudentT": dict(df=9.0, loc=0.5, scale=2.0), "Geometric": dict(probs=0.3),
-              "Poisson": dict(rate=3.5), "Binomial": dict(total_count=10, probs=0.3)}[name]
+              "Poisson": dict(rate=3.5), "Binomial": dict(total_count=10, probs=0.3),
+              "ContinuousBernoulli": dict(probs=0.3)}[name]
     dist = getattr(jd, name)(**params)
     jitgrad.manual_seed(0)
     first = dist.sample((20000,))
