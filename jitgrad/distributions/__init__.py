@@ -19,15 +19,15 @@ from .multivariate_normal import MultivariateNormal
 from .normal import LogNormal, Normal
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
-from .transformed_families import Gumbel, InverseGamma, Kumaraswamy, Pareto, Weibull
+from .transformed_families import Gumbel, InverseGamma, Kumaraswamy, LogisticNormal, Pareto, Weibull
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
-                         SigmoidTransform, SoftplusTransform, TanhTransform, Transform)
+                         SigmoidTransform, SoftplusTransform, StickBreakingTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
            "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy",
-           "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto", "Poisson",
-           "PowerTransform", "SigmoidTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "Weibull", "constraints", "kl_divergence", "register_kl",
-           "transforms"]
+           "Laplace", "LogNormal", "LogisticNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Pareto",
+           "Poisson", "PowerTransform", "SigmoidTransform", "SoftplusTransform", "StickBreakingTransform", "StudentT",
+           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull", "constraints",
+           "kl_divergence", "register_kl", "transforms"]

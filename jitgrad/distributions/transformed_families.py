@@ -7,7 +7,9 @@ closed-form ``log_prob``, moments and entropy where PyTorch writes them out:
 - ``Pareto(scale, alpha)``: ``scale * exp(e)`` for ``e ~ Exponential(alpha)``;
 - ``Kumaraswamy(concentration1, concentration0)``: ``(1 - u ** (1 / c0)) ** (1 / c1)`` for ``u`` uniform;
 - ``InverseGamma(concentration, rate)``: ``1 / g`` for ``g ~ Gamma(concentration, rate)`` (its draws,
-  and so ``rsample``, run eagerly only, as ``Gamma``'s)."""
+  and so ``rsample``, run eagerly only, as ``Gamma``'s);
+- ``LogisticNormal(loc, scale)``: a ``Normal`` vector of ``K - 1`` coordinates broken onto the
+  ``K``-simplex (``StickBreakingTransform``)."""
 from __future__ import annotations
 
 import math
@@ -22,14 +24,15 @@ from ..tensor import Tensor
 from . import constraints
 from .exponential import Exponential
 from .gamma import Gamma
+from .normal import Normal
 from .parameters import broadcast_all
 from .transformed_distribution import TransformedDistribution
-from .transforms import AffineTransform, ExpTransform, PowerTransform
+from .transforms import AffineTransform, ExpTransform, PowerTransform, StickBreakingTransform
 from .uniform import Uniform
 
 digamma, exp, lgamma, log, where = (FUNCTIONS[name] for name in ("digamma", "exp", "lgamma", "log", "where"))
 
-__all__ = ["Gumbel", "InverseGamma", "Kumaraswamy", "Pareto", "Weibull"]
+__all__ = ["Gumbel", "InverseGamma", "Kumaraswamy", "LogisticNormal", "Pareto", "Weibull"]
 
 EULER_GAMMA = 0.57721566490153286060
 
@@ -249,3 +252,29 @@ class InverseGamma(TransformedDistribution):
     def entropy(self) -> Tensor:
         c = self.concentration
         return c + log(self.rate) + lgamma(c) - (1 + c) * digamma(c)
+
+
+class LogisticNormal(TransformedDistribution):
+    """A point of the simplex whose stick-breaking logits (``StickBreakingTransform``) are normal with
+    means ``loc`` and deviations ``scale``, vectors of ``K - 1`` coordinates for a ``K``-simplex."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        if not base_dist.batch_shape:   # one coordinate: a vector of one
+            base_dist = base_dist.expand([1])
+        super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> LogisticNormal:
+        return super().expand(batch_shape, _instance=self._get_checked_instance(LogisticNormal, _instance))
+
+    @property
+    def loc(self) -> Tensor:
+        return self.base_dist.base_dist.loc
+
+    @property
+    def scale(self) -> Tensor:
+        return self.base_dist.base_dist.scale

@@ -1,14 +1,15 @@
 """The transforms of ``torch.distributions.transforms`` that ``TransformedDistribution`` pushes a base
 distribution through: ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``,
 ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform`` (not a bijection: its ``inv`` is the
-identity, as PyTorch's) and ``ComposeTransform`` (several in order), and the inverse of each (``t.inv``).
+identity, as PyTorch's), ``StickBreakingTransform`` (vectors onto the simplex, one coordinate longer) and
+``ComposeTransform`` (several in order), and the inverse of each (``t.inv``).
 
 A transform maps ``x`` to ``y = t(x)``, back with ``t.inv(y)``, and gives ``log |dy/dx|`` as
 ``log_abs_det_jacobian(x, y)``, summed over its ``event_dim`` rightmost dimensions (an
-``AffineTransform(..., event_dim=1)`` scales vectors). All keep shapes (``PowerTransform`` broadcasts
-with its exponent), so a transformed distribution's shape is its base's. Each is made of jitgrad
-ops, so ``log_prob`` and ``rsample`` differentiate in the base's and the transform's parameters. No
-transform caches its last value (PyTorch's default ``cache_size=0``)."""
+``AffineTransform(..., event_dim=1)`` scales vectors). All but the stick-breaking one keep shapes
+(``PowerTransform`` broadcasts with its exponent); ``forward_shape`` and ``inverse_shape`` say how.
+Each is made of jitgrad ops, so ``log_prob`` and ``rsample`` differentiate in the base's and the
+transform's parameters. No transform caches its last value (PyTorch's default ``cache_size=0``)."""
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..factories import full_like, zeros_like
+from ..factories import arange, full_like, ones_like, zeros_like
 from ..ops import FUNCTIONS
 from ..shapes import broadcast_shapes
 from ..tensor import Tensor
@@ -26,10 +27,11 @@ from . import constraints
 from .parameters import broadcast_all, sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
-           "SigmoidTransform", "SoftplusTransform", "TanhTransform", "Transform"]
+           "SigmoidTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform"]
 
-atanh, clamp, exp, expm1, log, log1p, sigmoid, softplus, tanh = (
-    FUNCTIONS[name] for name in ("atanh", "clamp", "exp", "expm1", "log", "log1p", "sigmoid", "softplus", "tanh"))
+atanh, cat, clamp, cumprod, exp, expm1, log, log1p, sigmoid, softplus, tanh = (
+    FUNCTIONS[name] for name in ("atanh", "cat", "clamp", "cumprod", "exp", "expm1", "log", "log1p", "sigmoid",
+                                 "softplus", "tanh"))
 
 
 class Transform:
@@ -410,6 +412,47 @@ class ComposeTransform(Transform):
     def __repr__(self) -> str:
         inner = ",\n    ".join(repr(part) for part in self.parts)
         return f"{type(self).__name__}(\n    {inner}\n)"
+
+
+class StickBreakingTransform(_WithoutParameters):
+    """Vectors of ``K - 1`` reals onto the ``K``-simplex by stick breaking: the ``i``-th coordinate takes
+    the fraction ``z_i = sigmoid(x_i - log(K - i))`` of what the earlier ones left (the offsets send 0 to
+    the uniform vector), and the last takes the rest. Its Jacobian is triangular, so its log is the sum
+    of ``log z_i (1 - z_i)`` and the log of what was left before each."""
+
+    bijective = True
+    domain, codomain = constraints.real_vector, constraints.simplex
+
+    @staticmethod
+    def _offsets(x: Tensor, length: int) -> Tensor:
+        """``log(K - i)`` for ``i = 0 .. K - 2`` (``K - 1 = length``), in ``x``'s dtype."""
+        return log(length - arange(length, dtype=x.dtype))
+
+    def _call(self, x: Tensor) -> Tensor:
+        z = sigmoid(x - self._offsets(x, x.shape[-1]))
+        one = ones_like(z[..., :1])
+        left = cumprod(1 - z, -1)   # what each break leaves of the stick
+        return cat([z, one], -1) * cat([one, left], -1)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        kept = y[..., :-1]
+        tiny = float(np.finfo(dtypes.as_numpy_dtype(y.dtype)).tiny)
+        left = clamp(1 - kept.cumsum(-1), min=tiny)
+        return log(kept) - log(left) + self._offsets(y, kept.shape[-1])
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        shifted = x - self._offsets(x, x.shape[-1])
+        return (-shifted - softplus(-shifted) + log(y[..., :-1])).sum(-1)
+
+    def forward_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
 
 
 def _widened(constraint: constraints.Constraint, event_dim: int) -> constraints.Constraint:

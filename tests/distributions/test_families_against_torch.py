@@ -43,6 +43,8 @@ CASES = {
     "Binomial-logits": ({"total_count": [3.0, 4.0, 6.0], "logits": [-2.0, 0.0, 3.0]}, [0.0, 2.0, 6.0]),
     "ContinuousBernoulli-probs": ({"probs": [0.2, 0.5003, 0.9]}, [0.3, 0.9, 1.0]),   # 0.5003: the Taylor branch
     "ContinuousBernoulli-logits": ({"logits": [-2.0, 0.001, 3.0]}, [0.0, 0.4, 0.7]),
+    "LogisticNormal": ({"loc": [[0.3, -1.2], [0.0, 1.0]], "scale": [[0.5, 1.5], [2.0, 0.3]]},
+                       [[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]]),
 }
 NOT_BUILT: set[tuple[str, str]] = set()
 # PyTorch 2.13's Kumaraswamy.mode is nan wherever concentration0 != 1: checked against the density instead

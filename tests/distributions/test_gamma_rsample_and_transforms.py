@@ -172,6 +172,7 @@ TRANSFORMS = {
     "PowerTransform": (([2.5, -0.5, 1.0, 3.0, 0.3],), [0.2, 0.7, 1.5, 3.0, 0.01]),
     "AbsTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
     "ComposeTransform": (("exp-affine-tanh",), [-0.5, -0.2, 0.0, 0.7, 0.3]),
+    "StickBreakingTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
 }
 
 

@@ -20,6 +20,8 @@ REPARAMETERISED = {
     "Uniform": ({"low": [0.0, -2.0], "high": [1.0, 3.0]}, lambda p, u: p["low"] + u * (p["high"] - p["low"]), "rand"),
     "Exponential": ({"rate": [0.5, 3.0]}, lambda p, u: -torch.log1p(-u) / p["rate"], "rand"),
     "Laplace": ({"loc": [0.3, -1.2], "scale": [0.5, 2.0]}, None, "rand"),
+    "LogisticNormal": ({"loc": [0.3, -1.2], "scale": [0.5, 2.0]},
+                       lambda p, e: torch.distributions.StickBreakingTransform()(p["loc"] + p["scale"] * e), "randn"),
 }
 
 
@@ -41,7 +43,7 @@ def test_rsample_gradients_match_torch_on_the_same_noise(name):
     eps = getattr(jitgrad, noise)((3, 2), dtype=jitgrad.float64)
     expected = transform(t_params, torch.tensor(eps.numpy()))
     np.testing.assert_allclose(draw.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
-    weights = np.arange(1.0, 7.0).reshape(3, 2)
+    weights = np.arange(1.0, draw.numel() + 1.0).reshape(tuple(draw.shape))
     j_grads = jitgrad.autograd.grad((draw * jitgrad.tensor(weights)).sum(), list(j_params.values()))
     t_grads = torch.autograd.grad((expected * torch.tensor(weights)).sum(), list(t_params.values()))
     for key, j_grad, t_grad in zip(params, j_grads, t_grads):
