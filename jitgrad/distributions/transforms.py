@@ -94,11 +94,19 @@ class Transform:
 class _InverseTransform(Transform):
     """``t.inv``: ``t``'s inverse, whose Jacobian's log is minus ``t``'s at the swapped points."""
 
-    bijective = True
-
     def __init__(self, transform: Transform) -> None:
         super().__init__()
         self._inv = transform
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self._inv.bijective
+
+    def forward_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return self._inv.forward_shape(shape)
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]

@@ -212,7 +212,8 @@ def test_transforms_invert_and_give_pytorchs_jacobians(name):
         else:
             with pytest.raises(NotImplementedError):
                 t.log_abs_det_jacobian(x, y)
-        meta = [sign_of(t), repr(t), repr(t.inv), repr(t.domain), repr(t.codomain), t.bijective, t.event_dim]
+        meta = [sign_of(t), repr(t), repr(t.inv), repr(t.domain), repr(t.codomain), t.bijective, t.event_dim,
+                t.inv.bijective, tuple(t.forward_shape((2, 5))), tuple(t.inv.forward_shape((2, 5)))]
         outs.append(([np.asarray(o.detach().numpy() if hasattr(o, "detach") else o) for o in out], meta))
     (ours, our_meta), (theirs, their_meta) = outs
     assert our_meta == their_meta
