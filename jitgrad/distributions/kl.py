@@ -269,6 +269,53 @@ def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor
     return -p.entropy() + log_normalizer + (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
 
 
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p: Exponential, q: Gumbel) -> Tensor:
+    rate_scale, loc_scale = p.rate * q.scale, q.loc / q.scale
+    return log(rate_scale) - 1 - loc_scale + exp(loc_scale) * rate_scale / (rate_scale + 1) + rate_scale.reciprocal()
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
+    """``-H(p) - E_p[log q]``, from the Gumbel's mean ``loc + scale gamma`` and variance ``(pi scale) ** 2 / 6``."""
+    ratio = p.scale / q.scale
+    mean_gap = (p.loc + p.scale * EULER_GAMMA - q.loc) / q.scale
+    return (-log(ratio / math.sqrt(2 * math.pi)) + (math.pi * ratio * 0.5).pow(2) / 3 + mean_gap.pow(2) * 0.5
+            - (EULER_GAMMA + 1))
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p: Normal, q: Gumbel) -> Tensor:
+    """``-H(p) - E_p[log q]``, ``E_p[exp(-x / s)]`` being the normal's moment generating function."""
+    mean_ratio, variance_ratio, loc_ratio = p.loc / q.scale, (p.scale / q.scale).pow(2), q.loc / q.scale
+    return (-0.5 * log(variance_ratio) + mean_ratio - loc_ratio + exp(-mean_ratio + 0.5 * variance_ratio + loc_ratio)
+            - 0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p: Pareto, q: Exponential) -> Tensor:
+    """Infinite where ``alpha <= 1`` (the Pareto's mean is)."""
+    scale_rate = p.scale * q.rate
+    result = log(p.alpha / scale_rate) - p.alpha.reciprocal() + p.alpha * scale_rate / (p.alpha - 1) - 1
+    return where(p.alpha <= 1, math.inf, result)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p: Uniform, q: Gumbel) -> Tensor:
+    width_ratio = q.scale / (p.high - p.low)
+    high, low = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    return log(width_ratio) + 0.5 * (high + low) - width_ratio * (exp(-high) - exp(-low))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
+    """Infinite where the uniform reaches below the Pareto's ``scale``."""
+    width = p.high - p.low
+    mean_log = (p.high * log(p.high) - p.low * log(p.low) - width) / width   # E_p[log x]
+    result = mean_log * (q.alpha + 1) - log(q.alpha * q.scale.pow(q.alpha) * width)
+    return where(p.low < q.scale, math.inf, result)
+
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
     return -p.entropy() - (p.probs * log(q.rate) - q.rate)
@@ -281,14 +328,17 @@ def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
 @register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
 @register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Laplace, Pareto)
 @register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Pareto)
 def _kl_real_line_to_bounded(p: Gumbel | Laplace | Normal, q: Distribution) -> Tensor:
     return full_like(p.loc, math.inf)
 
 
+@register_kl(Beta, Pareto)
 @register_kl(ContinuousBernoulli, Pareto)
 @register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Exponential, Pareto)
 @register_kl(Gamma, ContinuousBernoulli)
 @register_kl(Gamma, Pareto)
 @register_kl(Pareto, Beta)
