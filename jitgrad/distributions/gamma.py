@@ -22,7 +22,7 @@ from .gamma_draws import dirichlet, standard_gamma
 
 digamma, lgamma, log, where, xlogy = (FUNCTIONS[name] for name in ("digamma", "lgamma", "log", "where", "xlogy"))
 
-__all__ = ["Beta", "Dirichlet", "Gamma"]
+__all__ = ["Beta", "Chi2", "Dirichlet", "Gamma"]
 
 
 class Gamma(Distribution):
@@ -75,6 +75,22 @@ class Gamma(Distribution):
     def entropy(self) -> Tensor:
         c = self.concentration
         return c - log(self.rate) + lgamma(c) + (1.0 - c) * digamma(c)
+
+
+class Chi2(Gamma):
+    """The chi-squared distribution with ``df`` degrees of freedom: ``Gamma(df / 2, 1 / 2)``."""
+
+    arg_constraints = {"df": constraints.positive}
+
+    def __init__(self, df: Any, validate_args: bool | None = None) -> None:
+        super().__init__(0.5 * df, 0.5, validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Chi2:
+        return super().expand(batch_shape, _instance=self._get_checked_instance(Chi2, _instance))
+
+    @property
+    def df(self) -> Tensor:
+        return self.concentration * 2
 
 
 class Dirichlet(Distribution):

@@ -28,10 +28,10 @@ import numpy as np
 from .. import dtypes
 from ..autograd import Function
 from ..autograd.function import FunctionCtx
-from ..factories import randint, tensor
-from ..ops.registry import observed
+from ..factories import tensor
 from ..ops.special_functions import scipy_special
 from ..tensor import Tensor
+from .numpy_draws import numpy_generator
 
 __all__ = ["dirichlet", "dirichlet_grad", "standard_gamma", "standard_gamma_grad"]
 
@@ -101,12 +101,8 @@ def dirichlet_grad(draws: np.ndarray, concentration: np.ndarray, total: np.ndarr
 
 
 def _draws(concentration: Tensor, shape: tuple[int, ...], family: str) -> np.ndarray:
-    if observed():
-        raise RuntimeError(f"{family} draws with numpy's generator and cannot be traced by jitgrad.compile: draw "
-                           "outside the compiled function and pass the sample in")
-    seed = int(randint(0, 2 ** 62, (1,)).item())
-    values = np.broadcast_to(concentration.detach().numpy(), shape)
-    draws = np.random.default_rng(seed).standard_gamma(values)
+    generator = numpy_generator(family)   # first: it refuses a trace, whose tensors have no values to read
+    draws = generator.standard_gamma(np.broadcast_to(concentration.detach().numpy(), shape))
     dtype = dtypes.as_numpy_dtype(concentration.dtype)
     return np.maximum(draws, np.finfo(dtype).tiny).astype(dtype)   # never exactly 0, as PyTorch clamps
 

@@ -6,7 +6,9 @@
 ``log_abs_det_jacobian(x, y)`` (summed over the event dimensions it does not already sum) and adding
 the base's ``log_prob`` at the end; ``rsample`` draws from the base and applies the transforms in
 order, so it is reparameterised when the base's is. ``cdf`` and ``icdf`` go through the base's,
-flipped where the transforms' signs multiply to -1."""
+flipped where the transforms' signs multiply to -1. Its shape is the base's through the transforms'
+``forward_shape`` (``StickBreakingTransform`` adds a coordinate; a ``PowerTransform``'s exponent may
+broadcast the base to more distributions)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -18,7 +20,7 @@ from . import constraints
 from .distribution import Distribution
 from .independent import Independent
 from .parameters import sum_rightmost
-from .transforms import Transform
+from .transforms import ComposeTransform, Transform
 
 __all__ = ["TransformedDistribution"]
 
@@ -35,21 +37,28 @@ class TransformedDistribution(Distribution):
         elif not isinstance(transforms, list) or not all(isinstance(t, Transform) for t in transforms):
             raise ValueError(f"transforms must be a Transform or a list of Transforms, but was {transforms!r}")
         self.transforms = transforms
-        shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
-        transform_event_dim = max((t.domain.event_dim for t in transforms), default=0)
-        if len(shape) < transform_event_dim:
-            raise ValueError(f"base_distribution needs at least {transform_event_dim} dimensions, but got "
-                             f"{len(shape)} dimensions")
+        chain = ComposeTransform(transforms)
+        base_shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
+        if len(base_shape) < chain.domain.event_dim:
+            raise ValueError(f"base_distribution needs at least {chain.domain.event_dim} dimensions, but got "
+                             f"{len(base_shape)} dimensions")
+        shape = tuple(chain.forward_shape(base_shape))   # a stick-breaking transform adds a coordinate
         base_event_dim = len(base_distribution.event_shape)
-        if transform_event_dim > base_event_dim:   # the transforms read whole events: the base's are made bigger
-            base_distribution = Independent(base_distribution, transform_event_dim - base_event_dim)
+        widened = tuple(chain.inverse_shape(shape))
+        if widened != base_shape:   # a transform's parameters broadcast the base to more distributions
+            base_distribution = base_distribution.expand(widened[:len(widened) - base_event_dim])
+        if chain.domain.event_dim > base_event_dim:   # the transforms read whole events: the base's are made bigger
+            base_distribution = Independent(base_distribution, chain.domain.event_dim - base_event_dim)
         self.base_dist = base_distribution
-        event_dim = max(transform_event_dim, base_event_dim)
+        event_dim = max(chain.codomain.event_dim, base_event_dim + chain.codomain.event_dim - chain.domain.event_dim)
         super().__init__(shape[:len(shape) - event_dim], shape[len(shape) - event_dim:], validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> TransformedDistribution:
         new = self._get_checked_instance(TransformedDistribution, _instance)
-        new.base_dist = self.base_dist.expand(tuple(batch_shape))
+        shape = tuple(batch_shape) + tuple(self.event_shape)
+        for transform in reversed(self.transforms):
+            shape = tuple(transform.inverse_shape(shape))
+        new.base_dist = self.base_dist.expand(shape[:len(shape) - len(self.base_dist.event_shape)])
         new.transforms = self.transforms
         Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
@@ -89,6 +98,7 @@ class TransformedDistribution(Distribution):
         y = value
         for transform in reversed(self.transforms):
             x = transform.inv(y)
+            event_dim += transform.domain.event_dim - transform.codomain.event_dim
             total = total - sum_rightmost(transform.log_abs_det_jacobian(x, y), event_dim - transform.domain.event_dim)
             y = x
         return total + sum_rightmost(self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape))

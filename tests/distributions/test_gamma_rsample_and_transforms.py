@@ -1,5 +1,5 @@
 """The gamma family's ``rsample`` (implicit reparameterisation, as PyTorch's ``_standard_gamma``) and
-``TransformedDistribution`` with ``ExpTransform``, ``AffineTransform`` and ``SigmoidTransform``.
+``TransformedDistribution`` with the transforms (``ExpTransform``, ``AffineTransform``, ``TanhTransform``...).
 
 Finite differences cannot check a gamma draw's gradient (a redraw at another concentration is another
 number), so the gradient is compared with exact values (40-digit mpmath, written here) and with
@@ -101,6 +101,10 @@ def test_gamma_draws_refuse_a_trace():
     function eagerly)."""
     with pytest.raises(RuntimeError, match="cannot be traced by jitgrad.compile"):
         jitgrad.fx.trace(lambda a: jd.Gamma(a, 1.0).rsample(), jitgrad.ones(2))
+    for family, draw in (("Poisson", lambda a: jd.Poisson(a).sample()),
+                         ("Binomial", lambda a: jd.Binomial(3, a / 2).sample())):
+        with pytest.raises(RuntimeError, match=f"{family} draws with numpy's generator and cannot be traced"):
+            jitgrad.fx.trace(draw, jitgrad.ones(2))
 
 
 # ---- TransformedDistribution -------------------------------------------------------------------------
@@ -123,6 +127,15 @@ def transformed(D, lib, kind):
     elif kind == "exp-number-affine":
         dist, values = D.TransformedDistribution(base, [D.ExpTransform(), D.AffineTransform(-1.0, 3.0)]), \
             [0.5, 1.5, 30.0]
+    elif kind == "affine-tanh":   # a squashed normal (SAC's policies): a composed transform
+        dist, values = D.TransformedDistribution(base, D.ComposeTransform([D.AffineTransform(shift, factor),
+                                                                           D.TanhTransform()])), [0.5, -0.9, 0.0]
+        params += [shift, factor]
+    elif kind == "softplus-power":
+        power = lib.tensor([2.0, 0.5, -1.5], requires_grad=True)
+        dist, values = D.TransformedDistribution(base, [D.SoftplusTransform(), D.PowerTransform(power)]), \
+            [0.5, 1.5, 3.0]
+        params += [power]
     else:   # one event of three coordinates
         dist, values = D.TransformedDistribution(base, [D.AffineTransform(shift, factor, event_dim=1)]), \
             [[0.5, 1.5, 3.0], [0.0, -1.0, 0.2]]
@@ -130,7 +143,8 @@ def transformed(D, lib, kind):
     return dist, params, lib.tensor(np.array(values)), lib.tensor(np.array([0.1, 0.5, 0.9]))
 
 
-@pytest.mark.parametrize("kind", ["affine-exp", "sigmoid", "exp-number-affine", "affine-event"])
+@pytest.mark.parametrize("kind", ["affine-exp", "sigmoid", "exp-number-affine", "affine-tanh", "softplus-power",
+                                  "affine-event"])
 def test_transformed_distribution_is_pytorchs(kind):
     results = []
     for lib, D in ((jitgrad, jd), (torch, td)):
@@ -148,21 +162,65 @@ def test_transformed_distribution_is_pytorchs(kind):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["ExpTransform", "SigmoidTransform", "AffineTransform"])
+# name -> (the transform's arguments, points of its domain)
+TRANSFORMS = {
+    "ExpTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+    "SigmoidTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+    "AffineTransform": ((0.5, -2.0), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+    "TanhTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+    "SoftplusTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+    "PowerTransform": (([2.5, -0.5, 1.0, 3.0, 0.3],), [0.2, 0.7, 1.5, 3.0, 0.01]),
+    "AbsTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+    "ComposeTransform": (("exp-affine-tanh",), [-0.5, -0.2, 0.0, 0.7, 0.3]),
+    "StickBreakingTransform": ((), [-3.0, -0.2, 0.0, 0.7, 4.0]),
+}
+
+
+def make_transform(D, lib, name, args):
+    """The transform ``name`` of library ``D``; its tensor arguments require grad."""
+    if name == "ComposeTransform":
+        shift, factor = lib.tensor([0.0, 1.0, 0.5, -1.0, 0.2]), lib.tensor([1.0, -2.0, 0.5, 1.0, 0.3])
+        parts = [D.ExpTransform(), D.AffineTransform(shift, factor, event_dim=1), D.TanhTransform()]
+        return D.ComposeTransform(parts), []
+    tensors = [lib.tensor(np.array(a), requires_grad=True) for a in args if isinstance(a, list)]
+    return getattr(D, name)(*(tensors or args)), tensors
+
+
+def sign_of(transform):
+    try:
+        sign = transform.sign
+    except NotImplementedError:
+        return "no sign"
+    return np.asarray(sign.detach().numpy() if hasattr(sign, "detach") else sign).tolist()
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
 def test_transforms_invert_and_give_pytorchs_jacobians(name):
-    x = np.array([-3.0, -0.2, 0.0, 0.7, 4.0])
-    args = (0.5, -2.0) if name == "AffineTransform" else ()
+    args, points = TRANSFORMS[name]
     outs = []
     for lib, D in ((jitgrad, jd), (torch, td)):
-        t = getattr(D, name)(*args)
-        y = t(lib.tensor(x))
-        outs.append([y.numpy(), t.inv(y).numpy(), t.log_abs_det_jacobian(lib.tensor(x), y).numpy(),
-                     t.inv.log_abs_det_jacobian(y, lib.tensor(x)).numpy(), t.sign, repr(t)])
-    ours, theirs = outs
-    assert ours[4:] == theirs[4:]
-    for a, b in zip(ours[:4], theirs[:4]):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ours[1], x, rtol=1e-12, atol=1e-12)
+        t, params = make_transform(D, lib, name, args)
+        x = lib.tensor(np.array(points), requires_grad=True)
+        y = t(x)
+        out = [y.detach().numpy(), t.inv(y).detach().numpy(),
+               *lib.autograd.grad(y.sum(), [x, *params], retain_graph=True)]
+        if t.bijective:
+            ladj = t.log_abs_det_jacobian(x, y)
+            out += [ladj.detach().numpy(), t.inv.log_abs_det_jacobian(y, x).detach().numpy(), ladj.requires_grad]
+            if ladj.requires_grad:   # an AffineTransform of numbers has a constant Jacobian
+                out += [0.0 if g is None else g for g in lib.autograd.grad(ladj.sum(), [x, *params], allow_unused=True)]
+        else:
+            with pytest.raises(NotImplementedError):
+                t.log_abs_det_jacobian(x, y)
+        meta = [sign_of(t), repr(t), repr(t.inv), repr(t.domain), repr(t.codomain), t.bijective, t.event_dim,
+                t.inv.bijective, tuple(t.forward_shape((2, 5))), tuple(t.inv.forward_shape((2, 5)))]
+        outs.append(([np.asarray(o.detach().numpy() if hasattr(o, "detach") else o) for o in out], meta))
+    (ours, our_meta), (theirs, their_meta) = outs
+    assert our_meta == their_meta
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    if name != "AbsTransform":
+        np.testing.assert_allclose(ours[1], points, rtol=1e-10, atol=1e-12)
 
 
 def test_transformed_distribution_refuses_what_pytorch_refuses():

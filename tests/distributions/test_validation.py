@@ -22,6 +22,15 @@ BAD_PARAMETERS = [
     ("Bernoulli", dict(probs=("t", [0.5, 1.5]))),
     ("Categorical", dict(probs=("t", [[0.5, -0.5, 1.0]]))),
     ("OneHotCategorical", dict(logits=("t", [[0.5, NAN, 1.0]]))),
+    ("Gumbel", dict(loc=("n", 0.0), scale=("t", [1.0, -1.0]))),
+    ("HalfNormal", dict(scale=("n", -1.0))),
+    ("Pareto", dict(scale=("t", [1.0, 2.0]), alpha=("t", [0.0, 1.0]))),
+    ("Kumaraswamy", dict(concentration1=("n", 1.0), concentration0=("t", [-1.0]))),
+    ("Chi2", dict(df=("t", [0.0]))),
+    ("Geometric", dict(probs=("t", [0.5, 0.0]))),
+    ("Binomial", dict(total_count=("t", [2.5]), probs=("t", [0.5]))),
+    ("Poisson", dict(rate=("t", [-1.0]))),
+    ("ContinuousBernoulli", dict(probs=("t", [1.5]), validate_args=("n", True))),
 ]
 BAD_VALUES = [
     ("Normal", dict(loc=("n", 0.0), scale=("n", 1.0)), [NAN]),
@@ -31,6 +40,11 @@ BAD_VALUES = [
     ("Categorical", dict(probs=("t", [0.2, 0.8])), [2]),
     ("OneHotCategorical", dict(probs=("t", [0.2, 0.8])), [1.0, 1.0]),
     ("LogNormal", dict(loc=("n", 0.0), scale=("n", 1.0)), [-1.0]),
+    ("Pareto", dict(scale=("t", [1.0, 2.0]), alpha=("n", 1.0)), [1.5, 1.5]),
+    ("HalfCauchy", dict(scale=("n", 1.0)), [-0.5]),
+    ("Weibull", dict(scale=("n", 1.0), concentration=("n", 2.0)), [0.0]),
+    ("Poisson", dict(rate=("n", 2.0)), [1.5]),
+    ("Binomial", dict(total_count=("n", 3), probs=("n", 0.2)), [4.0]),
 ]
 
 
@@ -49,7 +63,18 @@ def message(call):
 def test_parameters_outside_their_constraint_raise_torchs_error(family, given):
     expected = message(lambda: getattr(td, family)(**args(td, given)))
     assert message(lambda: getattr(jd, family)(**args(jd, given))) == expected
-    getattr(jd, family)(**args(jd, given), validate_args=False)  # not checked when told not to
+    unchecked = {k: v for k, v in args(jd, given).items() if k != "validate_args"}
+    getattr(jd, family)(**unchecked, validate_args=False)  # not checked when told not to
+
+
+def test_student_t_names_itself_where_pytorch_names_its_inner_chi2():
+    """PyTorch's StudentT makes a validating Chi2 of its df first, whose error names Chi2 (even under
+    validate_args=False); jitgrad's names the distribution the user made, and follows validate_args."""
+    expected = message(lambda: td.StudentT(torch.tensor([-1.0, 2.0])))
+    got = message(lambda: jd.StudentT(jitgrad.tensor([-1.0, 2.0])))
+    assert got == expected.replace("Chi2()", "StudentT(df: jitgrad.Size([2]), loc: jitgrad.Size([2]), "
+                                              "scale: jitgrad.Size([2]))")
+    jd.StudentT(jitgrad.tensor([-1.0, 2.0]), validate_args=False)
 
 
 @pytest.mark.parametrize("family,given,value", BAD_VALUES, ids=[f for f, _, _ in BAD_VALUES])
