@@ -43,6 +43,7 @@ from .guards import array_contents, unguarded_array
 from .placement import host
 from .pytree import call_leaf_paths, flatten, replace_leaves
 from .returned_values import check_returned_objects, graph_outlives_the_call, share_memory
+from .lent_tensors import check_borrowed, check_retained, grads_added_into, rebound, step_outputs
 from .sources import READ_ERRORS, Source, source_of_path
 from .templates import tensor_leaves, tuple_types, viewed_node
 from .unsupported import Unsupported
@@ -111,97 +112,6 @@ class _FreeTensors:
 
 def _is_object(value: Any) -> bool:
     return not isinstance(value, (Tensor, *SCALAR_TYPES)) and type(value).__module__ != "numpy"
-
-
-def _check_retained(tracer: Tracer, result: Any, sources: dict[str, str]) -> None:
-    """Hooks registered inside the function are part of what the engine runs, so the trace records
-    their ops like any other; but ``retain_grad()`` on a value the function returns would have to fill
-    ``.grad`` of the tensor the caller gets, which a compiled call makes anew."""
-    for value in tensor_leaves(result):
-        if value._retains_grad:
-            node = tracer.node_of(value)
-            where = sources.get(node.name)
-            raise Unsupported("retain_grad() on a value the compiled function returns is not supported: call "
-                              "it on the returned tensor instead", where=f"the value computed at {where}" if where else None)
-
-
-def _check_borrowed(tracer: Tracer, borrowed: list[Tensor], differentiated: bool) -> None:
-    for tensor in borrowed:
-        loan = tracer.loans[id(tensor)]
-        if tensor._hooks or tensor._post_accumulate_grad_hooks or \
-                tensor._retains_grad != loan.original("_retains_grad"):
-            raise Unsupported("a hook registered on an input inside a compiled function is not supported: "
-                              "it would stay registered after an eager call; register it outside")
-        if tensor._requires_grad != loan.original("_requires_grad"):
-            raise Unsupported("the function changes requires_grad of a tensor it was given or reads from "
-                              "outside; set it before calling the compiled function")
-        if not differentiated:
-            continue
-        if loan.original("_hooks"):
-            raise Unsupported("a tensor the function reads has a hook and the function runs backward inside: "
-                              "the compiled backward would skip the hook; run this function eagerly")
-        if loan.original("_post_accumulate_grad_hooks"):
-            raise Unsupported("a tensor the function reads has a post-accumulate-grad hook (DistributedDataParallel "
-                              "all-reduces gradients through these) and the function runs backward inside: the "
-                              "compiled backward would skip the hook; compile the loss alone and call "
-                              "loss.backward() outside (docs/distributed.md)")
-        if loan.original("_grad_fn") is not None and tensor._requires_grad and tensor._grad is not None \
-                and tensor._grad is not loan.original("_grad"):
-            raise Unsupported("the function runs backward into a tensor that was computed outside it (it has "
-                              "a grad_fn): the backward would have to go on into that history; run the "
-                              "backward outside, or detach the tensor")
-
-
-def _step_outputs(tracer: Tracer, inputs: "_Inputs") -> tuple[dict, dict]:
-    """The new ``.grad`` of each input (by index) whose gradient changed, and the new value of each
-    input written in place or through ``.data``."""
-    grads: dict[int, Node | None] = {}
-    writes: dict[int, Node] = {}
-    for index, (tensor, placeholder) in enumerate(zip(inputs.values, inputs.nodes)):
-        if not isinstance(tensor, Tensor):
-            continue
-        loan = tracer.loans[id(tensor)]
-        if loan.written and tensor._data.dtype != loan.original_data.dtype:
-            raise Unsupported(f"the function sets .data of a {loan.original_data.dtype} input to a {tensor._data.dtype} "
-                              "tensor, which a compiled call would write back in the input's dtype; convert it "
-                              "outside the function")
-        if not _rebound(tracer, tensor, placeholder):
-            writes[index] = tracer.writes[placeholder]
-        elif placeholder is not None and placeholder in tracer.writes:
-            raise Unsupported("the function writes into an input in place and then sets its .data: a compiled call "
-                              "gives it one new value, where eager mode leaves the written one in its old memory")
-        elif loan.written:   # .data set (after a write too: its value is the last one set)
-            writes[index] = tracer.node_of(Tensor._make(tensor._data))
-        old, new = loan.original("_grad"), tensor._grad
-        if new is old:
-            continue
-        grads[index] = None if new is None else tracer.node_of(new)
-    return grads, writes
-
-
-def _rebound(tracer: Tracer, tensor: Tensor, placeholder: Node | None) -> bool:
-    """Whether an input the step changed holds memory set with ``.data = ...`` (eager gives it that
-    memory: a view of its old memory keeps the old values) rather than its own memory written in place."""
-    return placeholder is None or placeholder not in tracer.writes or \
-        tracer.writes[placeholder] is not tracer.bound_node(Tensor._make(tensor._data))
-
-
-def _grads_added_into(tracer: Tracer, inputs: "_Inputs", grads: dict) -> list[int]:
-    """The inputs whose new ``.grad`` eager mode would have summed into the ``.grad`` they had (an
-    ``AccumulateGrad`` adding, with grad mode off, into the one the call began with): a call writes
-    those into the old tensor's memory, which keeps it, as eagerly."""
-    found = []
-    for index, node in grads.items():
-        tensor = inputs.values[index]
-        old = tracer.loans[id(tensor)].original("_grad")
-        new = tensor._grad
-        if node is None or old is None:
-            continue
-        while new is not old and id(new) in tracer.added_into:
-            new = tracer.added_into[id(new)]
-        if new is old:
-            found.append(index)
-    return found
 
 
 class EagerThisCall(TraceError):
@@ -496,7 +406,7 @@ def _containers(args: tuple, kwargs: dict) -> list[tuple[Source, Any]]:
     return found
 
 
-class _Inputs:
+class TraceInputs:
     """The graph's inputs as the trace left them: each placeholder (tangents aside) with its value
     (a borrowed tensor, a numpy array, or a run-time Python number) and its ``GraphInput``, in
     placeholder order."""
@@ -542,10 +452,10 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
     for grad_id, owner in list(tracer.grad_of.items()):
         if tracer.placeholder_of(owner) is None and tracer.placeholder_of(tracer.loans[grad_id].tensor) is not None:
             tracer.node_of(owner)
-    inputs = _Inputs(tracer, free, argument_sources, numbers)
-    _check_retained(tracer, result, tracer.lines)
+    inputs = TraceInputs(tracer, free, argument_sources, numbers)
+    check_retained(tracer, result, tracer.lines)
     differentiated = any(is_backward(n) for n in graph.nodes)
-    _check_borrowed(tracer, inputs.tensors, differentiated)
+    check_borrowed(tracer, inputs.tensors, differentiated)
     check_returned_objects(result)
     leaves = tensor_leaves(result)
     if len(leaves) > 1 and share_memory(leaves, inputs.tensors):
@@ -556,7 +466,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
         raise Unsupported("the function turns grad mode on (enable_grad, set_grad_enabled) for a result it returns "
                           "while it is off at the call: a compiled call would return it without its graph")
     if needs_grad and not differentiated:
-        grads, writes = _step_outputs(tracer, inputs)
+        grads, writes = step_outputs(tracer, inputs)
         if writes or grads:
             raise Unsupported("the function writes into its inputs (in place, or their .grad) and returns "
                               "outputs that require grad; compile the whole step (with backward() inside)")
@@ -572,7 +482,7 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
                   if isinstance(value, Tensor) and inp.grad_of is None and value._requires_grad]
         gradients = differentiate(tracer, result, [inputs.values[i] for i in wanted])
         graph.output((tracer.as_arg(result), tuple(tracer.as_arg(g) for g in gradients)))
-        late = _Inputs(tracer, free, argument_sources, numbers)  # a backward may have read more of them
+        late = TraceInputs(tracer, free, argument_sources, numbers)  # a backward may have read more of them
         if len(late.inputs) != len(inputs.inputs):
             raise Unsupported("the backward of the function reads tensors from outside it that its forward "
                               "does not (a custom Function's backward?); pass them as arguments")
@@ -585,14 +495,14 @@ def _finish(tracer: Tracer, free: FreeVariables, result: Any, argument_sources: 
                           "compile the loss alone (with backward() outside)")
     value = tracer.as_arg(result)
     while True:  # reading the result or the new .grads may make more inputs (a .grad read at last)
-        inputs = _Inputs(tracer, free, argument_sources, numbers)
-        grads, writes = _step_outputs(tracer, inputs)
-        if len(_Inputs(tracer, free, argument_sources, numbers).inputs) == len(inputs.inputs):
+        inputs = TraceInputs(tracer, free, argument_sources, numbers)
+        grads, writes = step_outputs(tracer, inputs)
+        if len(TraceInputs(tracer, free, argument_sources, numbers).inputs) == len(inputs.inputs):
             break
     graph.output((value, grads, writes))
     captured = Captured("step", graph, inputs.inputs, free, tuple_types(result), tracer.lines)
-    captured.grads_added_into = _grads_added_into(tracer, inputs, grads)
-    captured.rebound = [i for i in writes if _rebound(tracer, inputs.values[i], inputs.nodes[i])]
+    captured.grads_added_into = grads_added_into(tracer, inputs, grads)
+    captured.rebound = [i for i in writes if rebound(tracer, inputs.values[i], inputs.nodes[i])]
     returned = tensor_leaves(result)
     captured.host_results = any(isinstance(t._data, np.ndarray) for t in returned)
     captured.returned = [next((i for i, v in enumerate(inputs.values) if v is t), None) for t in returned]
@@ -612,4 +522,4 @@ def _requires_grad(tensor: Tensor) -> bool | type:
     return next(kind for kind in type(tensor).__mro__ if not issubclass(kind, TracedTensor))
 
 
-__all__ = ["Captured", "EagerThisCall", "GraphInput", "NeedsValues", "TraceError", "Unsupported", "capture"]
+__all__ = ["Captured", "EagerThisCall", "GraphInput", "NeedsValues", "TraceInputs", "TraceError", "Unsupported", "capture"]

@@ -397,7 +397,7 @@ class Tracer:
             if old is not None and (loan is None or old is not loan.original("_grad")):
                 # a .grad set in the function (``w.grad = g``): eager mode sums into g's memory, which
                 # later reads of g (or of an argument set as .grad) see; the call's own .grad is
-                # summed into after the call (``compile.capture._grads_added_into``)
+                # summed into after the call (``compile.lent_tensors.grads_added_into``)
                 self.alias(old, new)
 
         accumulator.register_prehook(remember_old)
