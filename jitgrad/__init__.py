@@ -21,6 +21,7 @@ from .shapes import Size
 globals().update(ops.FUNCTIONS)  # jitgrad.exp, jitgrad.reshape...: every op declared public as a function
 clip = ops.clamp
 view = ops.reshape
+preserve_format, contiguous_format = ops.arithmetic.MEMORY_FORMATS  # clone(memory_format=...), as torch's
 
 __version__ = "0.1.0"
 

@@ -430,7 +430,18 @@ _to_dtype = defop("to_dtype", ("self",), _to_forward, "ToCopyBackward0",
                  self=lambda grad: grad,
                  jvp=lambda self_t, dtype: _to_dtype(self_t, dtype=dtype))
 
-clone = defop("clone", ("self",), np.copy, "CloneBackward0",
+MEMORY_FORMATS = ("preserve_format", "contiguous_format")  # ``jitgrad.preserve_format``, ``contiguous_format``
+
+
+def _clone(a, memory_format="preserve_format"):
+    """A copy: in ``a``'s own layout (PyTorch's ``preserve_format``: a transpose stays one), or row-major
+    (``contiguous_format``, what ``contiguous()`` asks for)."""
+    if memory_format not in MEMORY_FORMATS:
+        raise RuntimeError(f"clone: memory_format must be one of {', '.join(MEMORY_FORMATS)}, got {memory_format!r}")
+    return np.copy(a, order="C" if memory_format == "contiguous_format" else "K")
+
+
+clone = defop("clone", ("self",), _clone, "CloneBackward0",
               public=("function", "method"),
               meta=elementwise(unchanged), kind="elementwise", recompute=True, lower=lambda self: self,
               self=lambda grad: grad,

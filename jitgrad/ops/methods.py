@@ -146,7 +146,7 @@ def _contiguous(self, memory_format=None):  # noqa: ARG001 - accepted as in PyTo
     else a row-major copy (``CloneBackward0``)."""
     data = self._data
     in_order = data.flags.c_contiguous if type(data) is np.ndarray else getattr(data, "is_c_contiguous", bool)()
-    return self if in_order else ops.clone(self)
+    return self if in_order else ops.clone(self, memory_format="contiguous_format")
 
 
 def _view_as(self, other):

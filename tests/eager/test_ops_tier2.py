@@ -325,6 +325,26 @@ def test_the_layout_queries_are_pytorchs_on_views():
     assert jg.ones(2, dtype=jg.float64).element_size() == 8 and jg.ones(3, dtype=jg.int8).nbytes == 3
 
 
+def test_contiguous_and_clone_give_pytorchs_layouts():
+    # contiguous() of a transpose was clone(), which keeps the layout: x.transpose(1, 2).contiguous()
+    # .view(...) raised (every transformer's attention reshapes so); clone keeps it, as PyTorch's
+    views = [lambda x: x.transpose(1, 2), lambda x: x.permute(2, 0, 1), lambda x: x[:, ::2], lambda x: x]
+    for view in views:
+        for make in (lambda v, m: v.contiguous(), lambda v, m: v.clone(),
+                     lambda v, m: v.clone(memory_format=m.contiguous_format),
+                     lambda v, m: v.clone(memory_format=m.preserve_format)):
+            ours = make(view(jg.arange(24.0).reshape(2, 3, 4)), jg)
+            theirs = make(view(torch.arange(24.0).reshape(2, 3, 4)), torch)
+            assert ours.stride() == theirs.stride() and ours.is_contiguous() == theirs.is_contiguous()
+    x = jg.arange(24.0, requires_grad=True)
+    made = x.reshape(2, 3, 4).transpose(1, 2).contiguous()
+    assert made.grad_fn.name() == "CloneBackward0"
+    flat = made.view(2, 12)
+    flat.backward(jg.arange(24.0).reshape(2, 12))
+    expected = torch.arange(24.0).reshape(2, 12).view(2, 4, 3).transpose(1, 2).reshape(-1)
+    np.testing.assert_array_equal(x.grad.numpy(), expected.numpy())
+
+
 def test_non_differentiable_answers_are_pytorchs():
     t = np.array([3, 1, 3, 2, 1])
     check_against_torch(lambda m, x: m.unique(x, return_inverse=True, return_counts=True), [t], differentiable=False)
