@@ -33,7 +33,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import anomaly_mode, backward_replay, forward_ad, provided
-from .graph import AccumulateGrad, Edge, Node, add_arrays, add_in_place
+from .graph import AccumulateGrad, Edge, Node, add_arrays, add_in_place, first_grad
 
 # sys.getrefcount of an array held by one local variable (and by getrefcount's own argument)
 _ONLY_HERE = 2
@@ -227,10 +227,9 @@ def _commit(leaves: dict) -> None:
             if old is not None:
                 if not (leaf.in_place and add_in_place(old, grad)):
                     variable._grad = Tensor._make(add_arrays(old._data, grad))
-            elif _private(grad):
-                variable._grad = Tensor._make(grad)
             else:
-                variable._grad = Tensor._make(np.array(grad, copy=True))
+                owned = _private(grad)  # before ``grad`` is an argument of another call: it counts references
+                variable._grad = Tensor._make(first_grad(grad, variable._data, copy=not owned))
 
 
 def _private(grad: np.ndarray) -> bool:

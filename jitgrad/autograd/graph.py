@@ -282,7 +282,13 @@ class AccumulateGrad(Node):
         if grad_mode.state.grad_enabled:  # create_graph: the accumulated gradient stays differentiable
             with self._lock:  # a first one is a (recorded) copy, as PyTorch's: the incoming gradient may be
                 old = self.variable._grad  # another leaf's too, or a read-only broadcast (until 2026-11-28)
-                self.variable._grad = grad.clone() if old is None else old + grad
+                if old is None:
+                    old = grad.clone()
+                    if type(old._data) is np.ndarray and old._data.strides != self.variable._data.strides:
+                        old = old.contiguous()  # the layout contract (``first_grad``), recorded
+                    self.variable._grad = old
+                else:
+                    self.variable._grad = old + grad
         else:
             self._accumulate(grad, copy=True)
         if self.variable._post_accumulate_grad_hooks:
@@ -332,7 +338,8 @@ class AccumulateGrad(Node):
                 if not (self.in_place and add_in_place(old, grad._data)):
                     variable._grad = type(grad)._make(add_arrays(old._data, grad._data))
             else:
-                variable._grad = type(grad)._make(np.array(grad._data, copy=True)) if copy else grad
+                data = first_grad(grad._data, variable._data, copy)
+                variable._grad = grad if data is grad._data else type(grad)._make(data)
 
 
 def add_in_place(grad: "Tensor", new: np.ndarray) -> bool:
@@ -360,6 +367,18 @@ def add_in_place_on_device(grad: "Tensor", new: "Tensor") -> bool:
     copy_into(old, (grad + new)._data)
     increment_version(grad)
     return True
+
+
+def first_grad(grad: np.ndarray, variable: np.ndarray, copy: bool) -> np.ndarray:
+    """The array a leaf's first ``.grad`` holds: ``grad`` itself (or a copy, where something else may
+    hold it), in the leaf's own layout, PyTorch's layout contract. A Linear weight's gradient arrives as
+    the transpose of the product that made it: as ``.grad`` it was not contiguous, so ``p.grad.view(-1)``
+    raised and ``p.grad.reshape(-1)`` was a copy that writes did not reach (before 2026-11-28)."""
+    if grad.strides == variable.strides or grad.size <= 1 or grad.shape != variable.shape:
+        return np.array(grad, copy=True) if copy else grad
+    laid_out = np.empty_like(variable, dtype=grad.dtype)  # the variable's memory order, dense
+    laid_out[...] = grad
+    return laid_out
 
 
 def add_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
