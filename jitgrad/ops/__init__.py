@@ -13,6 +13,7 @@ from . import arithmetic_arguments, einsum, inplace, registry  # composites of t
 # the tier-2 ops (docs/ops.md), composites of the ops above and Functions over numpy/SciPy
 from . import combining, comparisons, compound_math, index_updates, matrix_functions, products, scans
 from . import special_functions
+from . import inplace_variants, aliases  # noqa: I001 - in-place forms of the ops above, then their other names
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names
 from .reductions import sum_to, sum_to_array, summed_dims

@@ -106,6 +106,30 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
     return self
 
 
+def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], *args: Any) -> Tensor:
+    """Makes ``self`` the view ``view_op(self, *args)`` of its own memory (``unsqueeze_``, ``t_``): its
+    shape and strides change, not its values; the version counter is bumped and, recorded, its history
+    becomes the view op's node, as PyTorch's. Views taken of ``self`` before keep the layout they had."""
+    _check_not_inference(self)
+    recording = _involves_grad(self, args)
+    if recording and self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(_LEAF_ERROR)
+    view = self._view
+    if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
+            and (recording or view[0]._requires_grad):
+        _check_view_creation(self)
+    result = view_op(self, *args)
+    note_write(self)
+    self._data = result._data
+    increment_version(self)
+    if view is not None:   # a view of a view: the root's, with one more step
+        self._view = result._view[:1] + (self._version_counter[0],) + result._view[2:]
+    note_alias(self, result)
+    if recording and result._grad_fn is not None:
+        _rebase(self, result)
+    return self
+
+
 def _write(name: str, self: Tensor, result: Tensor) -> None:
     """Copies ``result`` into ``self``'s memory (checked) and bumps the version counter."""
     note_write(self)
@@ -255,6 +279,13 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 @public("method")
 def fill_(self: Tensor, value: float) -> Tensor:
     return apply_inplace("fill_", self, _fill, value=value, zero=False)
+
+
+@public("function")
+def fill(input: Tensor, value: float) -> Tensor:
+    """A tensor of ``input``'s shape and dtype filled with ``value``, whose gradient to ``input`` is
+    zeros (PyTorch's ``torch.fill``): what an in-place op whose result ignores ``self``'s values writes."""
+    return _fill(input, value=value, zero=False)
 
 
 @public("method")
