@@ -7,7 +7,7 @@ names, so an alias is the op itself (its gradient, forward mode and lowering), n
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import arithmetic
+from .linalg import matmul
 from .public import PUBLIC, declare_public, public
 from .shape import flatten
 from .sorting import sort
@@ -44,7 +44,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
                            f"vec ({vec.shape[0]})")
-    return arithmetic.matmul(input, vec)
+    return matmul(input, vec)
 
 
 @public("function", "method")

@@ -1,0 +1,160 @@
+"""The Tensor methods and ``jitgrad.*`` functions PyTorch users reach for (docs/ops.md, "PyTorch's other
+names, in-place forms and composites"): each against PyTorch on the same float64 inputs through one
+callable written for both libraries (``m`` is ``jitgrad`` or ``torch``): values, dtypes, shapes and the
+gradients of every float input; the in-place forms' version counters and refusals; PyTorch's errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from helpers import check_ops_against, values_off_kinks as values
+
+torch = pytest.importorskip("torch")
+
+X = values()
+Y = values(seed=1)
+UNIT = values(low=-0.9, high=0.9, seed=2)
+ABOVE_ONE = values(low=1.2, high=3.0, seed=3)
+M33 = values((3, 3), seed=4)
+V3 = values((3,), seed=5)
+X234 = values((2, 3, 4), seed=6)
+SPECIAL = np.array([1.0, -np.inf, np.inf, np.nan, 0.0, -2.5])
+
+
+def check(fn, arrays, differentiable=True):
+    check_ops_against(torch, fn, arrays, differentiable, rtol=1e-10, atol=1e-12, grad_rtol=1e-9)
+
+
+def _in_place(method, *args, **kwargs):
+    """``y = x * 1`` (a non-leaf, so the write is allowed) changed by ``method``, then returned."""
+    def fn(m, x):
+        y = x * 1
+        out = getattr(y, method)(*args, **kwargs)
+        assert out is y
+        return y
+    return fn
+
+
+CASES = {
+    # ---- aliases and small wrappers
+    "arccos": (lambda m, x: (m.arccos(x), x.arcsin(), x.arctan(), x.arctanh()), [UNIT]),
+    "arccosh": (lambda m, x: (m.arccosh(x), x.arcsinh()), [ABOVE_ONE]),
+    "arctan2": (lambda m, x, y: (m.arctan2(x, y), x.arctan2(y)), [X, Y]),
+    "comparisons": (lambda m, x, y: (m.greater(x, y), x.greater_equal(y), m.less(x, y), x.less_equal(y),
+                                     m.not_equal(x, x.round())), [X, Y], False),
+    "ravel": (lambda m, x: (m.ravel(x), x.t().ravel()), [X]),
+    "mv": (lambda m, a, v: (m.mv(a, v), a.mv(v)), [M33, V3]),
+    "positive": (lambda m, x: m.positive(x) * 2, [X]),
+    "msort": (lambda m, x: (m.msort(x), x.msort()), [X]),
+    # ---- in place
+    "arccos_": (_in_place("arccos_"), [UNIT]),
+    "cumsum_": (_in_place("cumsum_", 1), [X]),
+    "cumprod_": (_in_place("cumprod_", 0), [X]),
+    "tril_": (_in_place("tril_"), [M33]),
+    "triu_": (_in_place("triu_", 1), [M33]),
+    "eq_": (lambda m, x: _in_place("eq_", x.round())(m, x.round() * 1 + x * 0), [X]),
+    "ne_": (_in_place("ne_", 0.5), [X]),
+    "lt_": (lambda m, x, y: _in_place("lt_", y.detach())(m, x), [X, Y]),
+    "le_": (_in_place("le_", 0.0), [X]),
+    "gt_": (_in_place("gt_", 0.0), [X]),
+    "ge_": (_in_place("ge_", 0.0), [X]),
+    "greater_": (_in_place("greater_", 0.0), [X]),
+    "logical_not_": (_in_place("logical_not_"), [X], False),   # PyTorch's gradient: test_logical_in_place_...
+    "logical_and_": (lambda m, x, y: _in_place("logical_and_", y > 0)(m, x), [X, Y], False),
+    "logical_or_": (lambda m, x, y: _in_place("logical_or_", y.round())(m, x.round()), [X, Y], False),
+    "logical_xor_": (lambda m, x, y: _in_place("logical_xor_", y > 0)(m, x), [X, Y], False),
+    "unsqueeze_": (lambda m, x: _in_place("unsqueeze_", 1)(m, x) * m.arange(3.0), [X]),
+    "squeeze_": (lambda m, x: _in_place("squeeze_")(m, x.reshape(1, 2, 1, 3)) * m.arange(3.0), [X]),
+    "squeeze_-dim": (lambda m, x: _in_place("squeeze_", 0)(m, x.reshape(1, 6)) * m.arange(6.0), [X]),
+    "t_": (lambda m, x: _in_place("t_")(m, x) * m.arange(2.0), [X]),
+    "t_-vector": (_in_place("t_"), [V3]),
+    "transpose_": (lambda m, x: _in_place("transpose_", 0, 2)(m, x) * m.arange(2.0), [X234]),
+    "swapaxes_": (lambda m, x: _in_place("swapaxes_", 0, 1)(m, x) * m.arange(2.0), [X]),
+    "scatter_add_": (lambda m, x, y: _in_place("scatter_add_", 1, m.tensor([[2, 0, 2], [1, 1, 0]]), y)(m, x),
+                     [X, Y]),
+    "fill_diagonal_": (_in_place("fill_diagonal_", 2.5), [M33]),
+    "fill_diagonal_-tall": (lambda m, x: _in_place("fill_diagonal_", -1.0, wrap=True)(m, x.reshape(6, 1) * x[0]),
+                            [X]),
+    "fill_diagonal_-cube": (lambda m, x: _in_place("fill_diagonal_", 7.0)(m, x[:2, :2, :2]), [X234]),
+    "addmm_": (lambda m, c, a, b: _in_place("addmm_", a, b, beta=0.5, alpha=2.0)(m, c), [M33, M33 * 2, M33.T]),
+    "divide_": (lambda m, x, y: _in_place("divide_", y)(m, x), [X, Y]),
+    # ---- compositions
+    "logaddexp2": (lambda m, x, y: (m.logaddexp2(x, y), x.logaddexp2(x)), [X, Y]),
+    "logical_xor": (lambda m, x, y: (m.logical_xor(x, y > 0), (x > 0).logical_xor(y)), [X, Y], False),
+    "isposinf": (lambda m, x: (m.isposinf(x), x.isneginf(), m.isneginf(m.tensor([1, -2]))), [SPECIAL], False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_against_torch(name):
+    fn, arrays, *differentiable = CASES[name]
+    check(fn, arrays, *differentiable)
+
+
+def test_queries_as_pytorch():
+    for m in (jg, torch):
+        x, u, b = m.ones(2, 3), m.ones(2, dtype=m.uint8), m.tensor([True])
+        assert (x.nelement(), x.is_complex(), m.is_complex(x), x.is_cpu, x.get_device()) == (6, False, False, True, -1)
+        assert (x.is_signed(), m.is_signed(m.tensor([1])), u.is_signed(), b.is_signed()) == (True, True, False, False)
+        assert (m.tensor([0.5]).is_nonzero(), m.is_nonzero(m.tensor([[0]])), m.tensor(float("nan")).is_nonzero()) \
+            == (True, False, True)
+        assert m.positive(x) is x
+
+
+ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors say
+    "M.ones(2).is_nonzero()": "with more than one value is ambiguous",
+    "M.ones(0).is_nonzero()": "with no values is ambiguous",
+    "M.tensor([True]).positive()": "on a bool tensor is not supported",
+    "M.mv(M.ones(2, 3), M.ones(2))": r"size mismatch, got input \(2\), mat \(2x3\), vec \(2\)",
+    "M.mv(M.ones(2, 3, 1), M.ones(2))": "vector \\+ matrix @ vector expected, got 1, 3, 1",
+    "M.ones(2, 3, requires_grad=True).unsqueeze_(0)": "a leaf Variable that requires grad",
+    "M.ones(2, 3, requires_grad=True).cumsum_(0)": "a leaf Variable that requires grad",
+    "M.ones(2, 3, requires_grad=True).eq_(1)": "a leaf Variable that requires grad",
+    "M.ones(2, 3, 4).fill_diagonal_(1)": "all dimensions of input must be of equal length",
+    "M.ones(3).fill_diagonal_(1)": "dimensions must larger than 1",
+    "M.ones(2, 3, 4).t_()": "expects a tensor with <= 2 dimensions",
+    "M.tensor([1, 2]).cumprod_(0).div_(2)": "can't be cast to the desired output type",
+}
+
+
+@pytest.mark.parametrize("expr", sorted(ERRORS))
+def test_errors_as_pytorch(expr):
+    for m in (jg, torch):
+        with pytest.raises(RuntimeError, match=ERRORS[expr]):
+            eval(expr, {"M": m})
+
+
+@pytest.mark.parametrize("method, args", [("unsqueeze_", (0,)), ("t_", ()), ("cumsum_", (0,)), ("eq_", (1.0,)),
+                                          ("fill_diagonal_", (3.0,))])
+def test_in_place_bumps_the_version_and_refuses_a_saved_value_as_pytorch(method, args):
+    for m in (jg, torch):
+        leaf = m.ones(2, 2, requires_grad=True)
+        y = leaf * 1
+        saved = y.sin()   # saves y, the input of sin
+        before = y._version
+        getattr(y, method)(*args)
+        assert y._version == before + 1
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            saved.sum().backward()
+
+
+def test_a_view_changed_in_place_by_a_view_op_keeps_writing_into_its_base():
+    for m in (jg, torch):
+        base = m.zeros(2, 3)
+        row = base[1]
+        row.unsqueeze_(0)
+        row.fill_(4.0)
+        assert row.shape == (1, 3) and base.sum().item() == 12.0
+
+
+def test_logical_in_place_forms_give_zero_gradients():
+    """PyTorch's ``logical_not_`` (``_and_``, ``_or_``, ``_xor_``) of a float tensor leaves its history
+    as it was, so the gradient of the 0s and 1s written is the old value's (2 below): a gradient
+    silently wrong, which jitgrad does not copy. Its comparisons' (``eq_``) are zeros, as jitgrad's."""
+    for method, args in (("logical_not_", ()), ("logical_xor_", (jg.ones(3),)), ("eq_", (1.0,))):
+        leaf = jg.ones(3, requires_grad=True)
+        y = leaf * 2
+        getattr(y, method)(*args)
+        y.sum().backward()
+        assert leaf.grad.tolist() == [0.0, 0.0, 0.0]
