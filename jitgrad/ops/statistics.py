@@ -5,7 +5,6 @@ their parts; ``mode`` counts on the host (a compiled function calling it runs ea
 its values, so its gradient goes to the element it names, as PyTorch's."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -23,7 +22,7 @@ from .linalg import matmul
 from .math_functions import lerp
 from .public import public
 from .reductions import ValuesAndIndices
-from .sorting import sort
+from .sorting import evenly_shared, sort
 
 
 # ---- covariance and correlation -------------------------------------------------------------------------
@@ -112,8 +111,11 @@ def _quantile(name: str, input: Tensor, q: float | Tensor, dim: int | None, keep
     else:
         weight = 0.5 if interpolation == "midpoint" else ranks - below
         result = lerp(low, gather(ordered, -1, above), weight)
-    undefined = (count == 0) if ignore_nan else missing.any(-1, keepdim=True)
-    result = where(undefined, math.nan, result)
+    # NaN: read from the sorted NaN PyTorch reads it from (the first, or the last), which gets the gradient
+    if ignore_nan:
+        result = where(count == 0, ordered[..., :1], result)
+    else:
+        result = where(missing.any(-1, keepdim=True), ordered[..., -1:], result)
     result = shape.movedim(result, -1, 0)
     if keepdim:
         kept = (1,) * input.ndim if flat else tuple(1 if d == axis else n for d, n in enumerate(input.shape))
@@ -139,17 +141,17 @@ def nanquantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdi
 @public("function", "method")
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesAndIndices:
     """The lower median of the elements that are not NaN (NaN where there are none); along ``dim``,
-    ``(values, indices)``, as ``median``."""
+    ``(values, indices)``, as ``median``. Of all elements, the gradient is shared by the elements equal
+    to the median, as PyTorch's."""
     if dim is None:
         flat = input.reshape(-1)
-        ordered = sort(flat).values
-        middle = (flat.numel() - arithmetic.isnan(flat).sum(0, keepdim=True) - 1).div(2, rounding_mode="floor")
-        return gather(ordered, 0, middle.clamp(min=0)).reshape(())
+        return evenly_shared(flat, nanmedian(flat, 0).values)
     axis = wrap_dim(dim, max(input.ndim, 1), "nanmedian")
     values = input.reshape(1) if input.ndim == 0 else input
     ordered, order = sort(values, axis)
-    count = values.shape[axis] - arithmetic.isnan(values).sum(axis, keepdim=True)
-    middle = (count - 1).div(2, rounding_mode="floor").clamp(min=0)
+    size = values.shape[axis]
+    count = size - arithmetic.isnan(values).sum(axis, keepdim=True)
+    middle = where(count > 0, count - 1, size - 1).div(2, rounding_mode="floor")   # all NaN: as median
     picked, indices = gather(ordered, axis, middle), gather(order, axis, middle)
     if not keepdim or input.ndim == 0:
         picked, indices = picked.squeeze(axis), indices.squeeze(axis)

@@ -20,6 +20,7 @@ M33 = values((3, 3), seed=4)
 V3 = values((3,), seed=5)
 X234 = values((2, 3, 4), seed=6)
 SPECIAL = np.array([1.0, -np.inf, np.inf, np.nan, 0.0, -2.5])
+WITH_NAN = np.array([[1.0, np.nan, 3.0, 0.5, 2.0], [2.0, np.nan, -1.0, 7.0, np.nan], [0.5, -1.5, 4.0, 2.5, 1.0]])
 
 
 def check(fn, arrays, differentiable=True):
@@ -83,6 +84,39 @@ CASES = {
     "logaddexp2": (lambda m, x, y: (m.logaddexp2(x, y), x.logaddexp2(x)), [X, Y]),
     "logical_xor": (lambda m, x, y: (m.logical_xor(x, y > 0), (x > 0).logical_xor(y)), [X, Y], False),
     "isposinf": (lambda m, x: (m.isposinf(x), x.isneginf(), m.isneginf(m.tensor([1, -2]))), [SPECIAL], False),
+    "dist": (lambda m, x, y: (m.dist(x, y), x.dist(y, 1), m.dist(x, y, float("inf")), m.dist(x, y[0], 3.5)), [X, Y]),
+    "renorm": (lambda m, x: (m.renorm(x, 2, 0, 1.5), x.renorm(1, 1, 2.0)), [X]),
+    "renorm_": (_in_place("renorm_", 2, 1, 1.0), [X]),
+    "hardshrink": (lambda m, x: (m.hardshrink(x), x.hardshrink(1.0)), [X]),
+    "prelu": (lambda m, x, w: (m.prelu(x, w[0]), x.prelu(w[0, :1])), [X, Y]),
+    "sum_to_size": (lambda m, x: (x.sum_to_size(1, 3), x.sum_to_size((2, 1)), x.sum_to_size(3)), [X]),
+    "unfold": (lambda m, x: (x.unfold(1, 2, 1), x.unfold(0, 2, 3), x.unfold(-1, 3, 2)), [X234]),
+    "matrix_power": (lambda m, a: (m.matrix_power(a, 3), a.matrix_power(-2), m.matrix_power(a, 0)), [M33]),
+    "cov": (lambda m, x: (m.cov(x), x.cov(correction=0), m.cov(x[0])), [X]),
+    "cov-weights": (lambda m, x: m.cov(x, fweights=m.tensor([1, 2, 3]), aweights=m.tensor([0.5, 1.0, 2.0],
+                                                                                         dtype=m.float64)), [X]),
+    "corrcoef": (lambda m, x: (m.corrcoef(x), x.t().corrcoef()), [M33]),
+    "select_scatter": (lambda m, x, y: (m.select_scatter(x, y[1], 0, 1), x.select_scatter(y[:, 0], 1, -1)), [X, Y]),
+    "slice_scatter": (lambda m, x, y: (m.slice_scatter(x, y[:, :2], 1, 1), x.slice_scatter(y[:, ::2], 1, step=2)),
+                      [X, Y]),
+    "diagonal_scatter": (lambda m, x, y: (m.diagonal_scatter(x, y[0, :2]), x.diagonal_scatter(y[0, :1], 2)),
+                         [X, Y]),
+    "index_put": (lambda m, x, v: (m.index_put(x, (m.tensor([1, 0]), m.tensor([2, 2])), v[0, :2]),
+                                   x.index_put((m.tensor([1, 1, 0]),), v[0], accumulate=True)), [X, Y]),
+    "index_put_": (lambda m, x, v: _in_place("index_put_", (m.tensor([0, 0]), m.tensor([1, 1])), v[0, 0],
+                                             accumulate=True)(m, x), [X, Y]),
+    "masked_scatter": (lambda m, x, s: (m.masked_scatter(x, x > 0, s), x.masked_scatter(m.tensor([True, False, True]),
+                                                                                          s.reshape(-1))), [X, Y]),
+    "masked_scatter_": (lambda m, x, s: _in_place("masked_scatter_", x < 0, s)(m, x), [X, Y]),
+    "quantile": (lambda m, x: tuple(m.quantile(x, q, d, k, interpolation=i) for q, d, k, i in (
+        (0.3, 1, False, "linear"), (0.3, 2, True, "lower"), (0.7, 0, False, "higher"), (0.5, 1, False, "midpoint"),
+        (0.6, 1, False, "nearest"), (0.25, None, False, "linear"), (0.25, None, True, "midpoint"))) + (
+        x.quantile(m.tensor([0.0, 0.4, 1.0], dtype=m.float64), dim=2),), [X234]),
+    "nanquantile": (lambda m, x: (m.nanquantile(x, 0.3, 1), x.nanquantile(m.tensor([0.5, 0.9], dtype=m.float64), 0),
+                                  m.quantile(x, 0.5, 1)), [WITH_NAN]),
+    "nanmedian": (lambda m, x: (m.nanmedian(x), *x.nanmedian(1), *m.nanmedian(x, 0, keepdim=True)), [WITH_NAN]),
+    "median-ties": (lambda m, x: (m.median(x), m.nanmedian(x)), [np.array([[1.0, 3.0, 1.0], [2.0, 1.0, 5.0]])]),
+    "mode": (lambda m, x: (*m.mode(x.round()), *x.round().mode(0, keepdim=True)), [X234]),
 }
 
 
