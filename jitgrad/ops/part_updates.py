@@ -17,10 +17,10 @@ from . import shape
 from .arithmetic import where
 from .combining import constant
 from .comparisons import scalar_type
-from .gathering import scatter_add
+from .gathering import gather, scatter_add
+from .host_reads import host_values
 from .inplace import _copy_slices, apply_inplace
 from .public import public
-from .registry import observed
 from .sorting import cumsum
 
 
@@ -88,10 +88,10 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {dtype}")
     size = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
     chosen = shape.broadcast_to(mask, size).reshape(-1)
-    if not observed() and int(chosen.sum()) > source.numel():   # traced, the count is not known
+    if host_values(chosen).sum() > source.numel():   # checked on the values a trace sees when it is made
         raise RuntimeError("Number of elements of source < number of ones in mask")
     order = (cumsum(chosen, 0) - 1).clamp(0, max(source.numel() - 1, 0))
-    picked = source.reshape(-1)[order]
+    picked = gather(source.reshape(-1), 0, order)
     return where(chosen, picked, shape.broadcast_to(input, size).reshape(-1)).reshape(size)
 
 
