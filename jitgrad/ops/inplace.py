@@ -121,10 +121,10 @@ def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], 
     result = view_op(self, *args)
     note_write(self)
     self._data = result._data
+    note_alias(self, result)   # before the version moves on, which would make ``result`` a stale view of ``self``
     increment_version(self)
     if view is not None:   # a view of a view: the root's, with one more step
         self._view = result._view[:1] + (self._version_counter[0],) + result._view[2:]
-    note_alias(self, result)
     if recording and result._grad_fn is not None:
         _rebase(self, result)
     return self

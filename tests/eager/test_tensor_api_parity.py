@@ -201,3 +201,16 @@ def test_the_composites_compile():
         shrunk = x.logaddexp2(y) * x.hardshrink(0.3) + x.prelu(y[0, :1]) + x.isposinf() * 1.0
         return shrunk + x.dist(y) + x.renorm(2, 0, 1.0) + (x.cov() @ y) * x.logical_xor(y > 0)
     assert_compiled_eager_and_torch_agree(fn, X, Y, torch)
+
+
+def test_the_view_ops_in_place_trace():
+    """A trace (no compile) of ``t_``/``unsqueeze_``/``squeeze_``: the graph gives eager's values. The
+    write is noted before the version moves on, else the tracer took the view op's result for a stale
+    view of the tensor and stopped (the function ran eagerly)."""
+    def fn(x, y):
+        turned = x * y
+        turned.t_()
+        turned.unsqueeze_(0)
+        return (turned * x.t()).squeeze_(0).t_() + 1.0
+    x, y = jg.tensor(X), jg.tensor(Y)
+    np.testing.assert_array_equal(jg.fx.trace(fn, x, y)(x, y).numpy(), fn(x, y).numpy())
