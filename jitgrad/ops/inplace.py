@@ -8,6 +8,7 @@ node that saved the old value refuses to run. Through a view, the root base's hi
 """
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable
 
 import numpy as np
@@ -118,6 +119,10 @@ def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], 
     if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
             and (recording or view[0]._requires_grad):
         _check_view_creation(self)
+    if view is None and _has_views(self):
+        raise RuntimeError(f"{name}(): this tensor has views (taken by indexing, view(), t()...) that would "
+                           "still read its elements in its old shape; change its shape before taking them, or "
+                           f"use the out-of-place {name.rstrip('_')}()")
     result = view_op(self, *args)
     note_write(self)
     self._data = result._data
@@ -125,10 +130,18 @@ def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], 
     increment_version(self)
     if view is not None:   # a view of a view: the root's, with one more step
         self._view = result._view[:1] + (self._version_counter[0],) + result._view[2:]
+    result._view = None   # ``self`` is that view now; the tracer may keep ``result`` alive
     if recording and result._grad_fn is not None:
         _rebase(self, result)
     return self
 
+
+def _has_views(tensor: Tensor) -> bool:
+    """Whether a view of ``tensor`` is alive: a view's ``_view`` tuple names its root first. Views find
+    their elements by replaying their view ops on the root, so after the root's shape changed in place
+    they would read and write the wrong ones, silently (PyTorch's views keep their own strides). The
+    search walks the garbage collector's objects: slow, but only for the rare in-place shape change."""
+    return any(type(ref) is tuple and len(ref) == 4 and ref[0] is tensor for ref in gc.get_referrers(tensor))
 
 def _write(name: str, self: Tensor, result: Tensor) -> None:
     """Copies ``result`` into ``self``'s memory (checked) and bumps the version counter."""

@@ -214,3 +214,18 @@ def test_the_view_ops_in_place_trace():
         return (turned * x.t()).squeeze_(0).t_() + 1.0
     x, y = jg.tensor(X), jg.tensor(Y)
     np.testing.assert_array_equal(jg.fx.trace(fn, x, y)(x, y).numpy(), fn(x, y).numpy())
+
+
+def test_a_shape_change_in_place_is_refused_while_views_of_the_tensor_live():
+    """Views find their elements by replaying their view ops on their root, so after the root's shape
+    changed they would read the wrong ones, silently (PyTorch's keep their own strides): refused."""
+    base = jg.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    row = base[1]
+    with pytest.raises(RuntimeError, match="has views"):
+        base.t_()
+    del row
+    assert base.t_().shape == (3, 2) and base[0].tolist() == [0.0, 3.0]
+    view = jg.arange(6.0).reshape(2, 3)   # a view itself: its own views replay from its root, unchanged
+    row = view[1]
+    view.t_().mul_(2.0)
+    assert row.tolist() == [6.0, 8.0, 10.0]
