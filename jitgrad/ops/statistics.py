@@ -83,8 +83,8 @@ def _quantile(name: str, input: Tensor, q: float | Tensor, dim: int | None, keep
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                           f"Got {interpolation}")
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+                           f"but got {interpolation}")
     scalar = not isinstance(q, Tensor)
     levels = np.atleast_1d(np.asarray(q if scalar else host_values(q), input._data.dtype))
     if not scalar and q.ndim > 1:

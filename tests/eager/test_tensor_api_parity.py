@@ -149,6 +149,16 @@ ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors
     "M.ones(3).fill_diagonal_(1)": "dimensions must larger than 1",
     "M.ones(2, 3, 4).t_()": "expects a tensor with <= 2 dimensions",
     "M.tensor([1, 2]).cumprod_(0).div_(2)": "can't be cast to the desired output type",
+    "M.quantile(M.tensor([1.0, 2.0]), 1.5)": r"q must be in the range \[0, 1\] but got 1.5",
+    "M.quantile(M.tensor([1.0, 2.0]), 0.5, interpolation='bad')": "interpolation must be one of linear",
+    "M.quantile(M.tensor([1, 2]), 0.5)": "input tensor must be either float or double dtype",
+    "M.masked_scatter(M.zeros(2), M.tensor([True, True]), M.ones(1))": "Number of elements of source <",
+    "M.zeros(2).masked_scatter(M.tensor([1.0, 0.0]), M.ones(2))": "only supports boolean masks",
+    "M.ones(2, 3).sum_to_size(3, 1)": "is not expandable to size",
+    "M.ones(3).renorm(2, 0, 1.0)": "input needs at least 2 dimensions",
+    "M.index_put(M.zeros(2), (M.tensor([0]),), M.ones(1, dtype=M.float64))": "dtypes match",
+    "M.select_scatter(M.zeros(2, 3), M.ones(2), 0, 0)": "expected src to have a size equal to the slice",
+    "M.arange(3.0).unfold(0, 4, 1)": "maximum size for tensor at dimension 0 is 3 but size is 4",
 }
 
 
