@@ -9,6 +9,7 @@ node that saved the old value refuses to run. Through a view, the root base's hi
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -140,7 +141,12 @@ def _has_views(tensor: Tensor) -> bool:
     """Whether a view of ``tensor`` is alive: a view's ``_view`` tuple names its root first. Views find
     their elements by replaying their view ops on the root, so after the root's shape changed in place
     they would read and write the wrong ones, silently (PyTorch's views keep their own strides). The
-    search walks the garbage collector's objects: slow, but only for the rare in-place shape change."""
+    search walks the garbage collector's objects, which is slow (milliseconds), so it runs only where the
+    version counter, which every view shares, has another holder (``sys.getrefcount`` also counts the
+    tensor's reference, this function's and its own argument's)."""
+    counter = tensor._version_counter
+    if counter is None or sys.getrefcount(counter) <= 3:
+        return False
     return any(type(ref) is tuple and len(ref) == 4 and ref[0] is tensor for ref in gc.get_referrers(tensor))
 
 def _write(name: str, self: Tensor, result: Tensor) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+from jitgrad.compile import CompileWarning
 from helpers import assert_compiled_eager_and_torch_agree, check_ops_against, values_off_kinks as values
 
 torch = pytest.importorskip("torch")
@@ -239,3 +240,41 @@ def test_a_shape_change_in_place_is_refused_while_views_of_the_tensor_live():
     row = view[1]
     view.t_().mul_(2.0)
     assert row.tolist() == [6.0, 8.0, 10.0]
+
+
+BITWISE = [  # expression (``M`` the module) whose value and dtype are PyTorch's
+    "M.bitwise_and(M.tensor([12, -7, 5], dtype=M.int32), M.tensor([10, 3, -2]))",
+    "M.tensor([12, -7, 5], dtype=M.int32).bitwise_or(3)",
+    "M.bitwise_xor(M.tensor([True, False]), M.tensor([True, True]))",
+    "M.bitwise_and(M.tensor([True]), 1)",
+    "M.bitwise_not(M.tensor([True, False]))",
+    "M.tensor([1, 0], dtype=M.int16).bitwise_not()",
+    "M.gcd(M.tensor([12, -7, 0, 0]), M.tensor([10, 3, 0, 5]))",
+    "M.tensor([12, -7, 0]).lcm(M.tensor([10, 3, 3]))",
+    "M.tensor([5], dtype=M.int8) & 3",
+    "~M.tensor([1, 0])",
+    "M.tensor([1, 2]) ^ M.tensor([3, 3])",
+    "M.tensor([True, False]) ^ True",
+    "M.tensor([4, 1]) | M.tensor([True, False])",
+    "(lambda x: (x.gcd_(M.tensor([4, 3])), x.bitwise_xor_(1))[1])(M.tensor([6, 9]))",
+]
+
+
+@pytest.mark.parametrize("expr", BITWISE)
+def test_bitwise_and_divisors_as_pytorch(expr):
+    ours, theirs = (eval(expr, {"M": m}) for m in (jg, torch))
+    assert ours.tolist() == theirs.tolist() and str(ours.dtype)[8:] == str(theirs.dtype)[6:]
+
+
+@pytest.mark.parametrize("expr", ["M.bitwise_and(M.ones(2), M.ones(2))", "M.gcd(M.tensor([True]), M.tensor([True]))",
+                                  "M.ones(2).bitwise_not()"])
+def test_bitwise_of_floats_is_pytorchs_error(expr):
+    for m in (jg, torch):
+        with pytest.raises(NotImplementedError, match="_cpu\" not implemented for '(Float|Bool)'"):
+            eval(expr, {"M": m})
+
+
+def test_a_compiled_function_calling_a_bitwise_op_runs_it_eagerly_with_a_warning():
+    compiled = jg.compile(lambda x: x.bitwise_and(6) + 1, cache=False)
+    with pytest.warns(CompileWarning, match="bitwise_and"):
+        assert compiled(jg.tensor([3, 12])).tolist() == [3, 5]
