@@ -111,7 +111,7 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
 def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], *args: Any) -> Tensor:
     """Makes ``self`` the view ``view_op(self, *args)`` of its own memory (``unsqueeze_``, ``t_``): its
     shape and strides change, not its values; the version counter is bumped and, recorded, its history
-    becomes the view op's node, as PyTorch's. Views taken of ``self`` before keep the layout they had."""
+    becomes the view op's node, as PyTorch's. A tensor whose views are alive is refused (``_has_views``)."""
     _check_not_inference(self)
     recording = _involves_grad(self, args)
     if recording and self._grad_fn is None and self._requires_grad:
@@ -120,6 +120,8 @@ def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], 
     if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
             and (recording or view[0]._requires_grad):
         _check_view_creation(self)
+    if view is not None and recording and view[0]._grad_fn is None and view[0]._requires_grad:
+        raise RuntimeError(_VIEW_OF_LEAF_ERROR)
     if view is None and _has_views(self):
         raise RuntimeError(f"{name}(): this tensor has views (taken by indexing, view(), t()...) that would "
                            "still read its elements in its old shape; change its shape before taking them, or "
@@ -148,6 +150,7 @@ def _has_views(tensor: Tensor) -> bool:
     if counter is None or sys.getrefcount(counter) <= 3:
         return False
     return any(type(ref) is tuple and len(ref) == 4 and ref[0] is tensor for ref in gc.get_referrers(tensor))
+
 
 def _write(name: str, self: Tensor, result: Tensor) -> None:
     """Copies ``result`` into ``self``'s memory (checked) and bumps the version counter."""

@@ -146,6 +146,7 @@ ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors
     "M.ones(2, 3, requires_grad=True).unsqueeze_(0)": "a leaf Variable that requires grad",
     "M.ones(2, 3, requires_grad=True).cumsum_(0)": "a leaf Variable that requires grad",
     "M.ones(2, 3, requires_grad=True).eq_(1)": "a leaf Variable that requires grad",
+    "M.ones(2, 3, requires_grad=True)[0].unsqueeze_(0)": "a view of a leaf Variable that requires grad",
     "M.ones(2, 3, 4).fill_diagonal_(1)": "all dimensions of input must be of equal length",
     "M.ones(3).fill_diagonal_(1)": "dimensions must larger than 1",
     "M.ones(2, 3, 4).t_()": "expects a tensor with <= 2 dimensions",
