@@ -1,6 +1,7 @@
 """PyTorch's other names of jitgrad's ops (``arccos`` is ``acos``, ``greater`` is ``gt``), and the
-questions users ask a tensor about itself (``nelement``, ``is_signed``, ``get_device``): one table of
-names, so an alias is the op itself (its gradient, forward mode and lowering), never a second copy.
+questions users ask a tensor about itself (``nelement``, ``is_signed``, ``get_device``; ``is_cpu`` is
+``Tensor``'s own, beside ``is_cuda``): one table of names, so an alias is the op itself (its gradient,
+forward mode and lowering), never a second copy.
 
 ``jitgrad/ops/__init__.py`` imports this module after every other, so an alias's in-place form
 (``arccos_`` for ``acos_``) is declared whenever the op's is."""
@@ -89,7 +90,3 @@ def get_device(input: Tensor) -> int:
     """The GPU's index for a CUDA tensor, -1 for a CPU one (PyTorch's convention)."""
     where = input.device
     return -1 if where.type == "cpu" else (where.index or 0)
-
-
-declare_public("is_cpu", property(lambda self: self.device.type == "cpu", doc="Whether the tensor is in host memory."),
-               ("method",))
