@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..tensor import Tensor
 from .linalg import matmul
 from .public import PUBLIC, declare_public, public
-from .shape import flatten
+from .shape import flatten, transpose
 from .sorting import sort
 
 # PyTorch's alias: the op it names (each is ``Alias for torch.<op>`` in PyTorch's documentation).
@@ -62,6 +62,16 @@ def msort(input: Tensor) -> Tensor:
     return sort(input, 0).values
 
 
+@public("function", "method")
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of a (batch of) matrices: of a real tensor, its last two dimensions
+    swapped (a view, as ``mT``)."""
+    if input.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                           f"{input.ndim}-D tensor.")
+    return transpose(input, -2, -1)
+
+
 # ---- questions about the tensor -----------------------------------------------------------------------
 @public("function", "method")
 def is_complex(input: Tensor) -> bool:
@@ -83,6 +93,12 @@ def is_nonzero(input: Tensor) -> bool:
         which = "no values" if size == 0 else "more than one value"
         raise RuntimeError(f"Boolean value of Tensor with {which} is ambiguous")
     return bool(input.item() != 0)
+
+
+@public("function", "method")
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether the two have one shape."""
+    return tuple(input.shape) == tuple(other.shape)
 
 
 @public("function", "method")

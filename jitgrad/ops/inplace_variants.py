@@ -17,7 +17,8 @@ from .public import PUBLIC, declare_public, public
 
 # The ops whose in-place form is their result written back (``_write`` refuses a float result of an
 # integer tensor, as PyTorch).
-_WRITTEN_BACK = ("cumsum", "cumprod", "tril", "triu", "floor_divide", "scatter_add", "addmm", "renorm")
+_WRITTEN_BACK = ("cumsum", "cumprod", "tril", "triu", "floor_divide", "scatter_add", "addmm", "addmv", "addr", "addbmm",
+                 "baddbmm", "renorm")
 for _name in _WRITTEN_BACK:
     declare_public(f"{_name}_", _written_back(_name, PUBLIC[_name].value), ("method",))
 

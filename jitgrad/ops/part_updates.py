@@ -74,7 +74,7 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumula
     return scatter_add(input.reshape(-1), 0, positions.reshape(-1), added).reshape(tuple(input.shape))
 
 
-@public("method")
+@public("function", "method")
 def index_put_(self: Tensor, indices: Sequence[Tensor], values: Tensor, accumulate: bool = False) -> Tensor:
     return apply_inplace("index_put_", self, index_put, indices, values, accumulate)
 

@@ -81,6 +81,12 @@ CASES = {
     "fill_diagonal_-cube": (lambda m, x: _in_place("fill_diagonal_", 7.0)(m, x[:2, :2, :2]), [X234]),
     "addmm_": (lambda m, c, a, b: _in_place("addmm_", a, b, beta=0.5, alpha=2.0)(m, c), [M33, M33 * 2, M33.T]),
     "divide_": (lambda m, x, y: _in_place("divide_", y)(m, x), [X, Y]),
+    "addmv_": (lambda m, y, a, v: _in_place("addmv_", a, v, alpha=2.0)(m, y), [V3, M33, V3 * 2]),
+    "addr_": (lambda m, c, v, w: _in_place("addr_", v, w, beta=0.5)(m, c), [M33, V3, V3 * 3]),
+    "addbmm_": (lambda m, c, a: _in_place("addbmm_", m.stack([a, a * 2]), m.stack([a.t(), a]))(m, c), [M33, M33 * 2]),
+    "baddbmm_": (lambda m, c, a: _in_place("baddbmm_", a, a.transpose(1, 2), alpha=0.5)(m, c), [X234[:, :3, :3] * 1,
+                                                                                               X234[:, :3]]),
+    "adjoint": (lambda m, x: (m.adjoint(x), x.adjoint() * 2), [X234]),
     # ---- compositions
     "logaddexp2": (lambda m, x, y: (m.logaddexp2(x, y), x.logaddexp2(x)), [X, Y]),
     "logical_xor": (lambda m, x, y: (m.logical_xor(x, y > 0), (x > 0).logical_xor(y)), [X, Y], False),
@@ -135,6 +141,7 @@ def test_queries_as_pytorch():
         assert (m.tensor([0.5]).is_nonzero(), m.is_nonzero(m.tensor([[0]])), m.tensor(float("nan")).is_nonzero()) \
             == (True, False, True)
         assert m.positive(x) is x
+        assert (x.is_same_size(m.ones(2, 3)), m.is_same_size(x, m.ones(3, 2))) == (True, False)
 
 
 ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors say
@@ -150,6 +157,8 @@ ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors
     "M.ones(2, 3, 4).fill_diagonal_(1)": "all dimensions of input must be of equal length",
     "M.ones(3).fill_diagonal_(1)": "dimensions must larger than 1",
     "M.ones(2, 3, 4).t_()": "expects a tensor with <= 2 dimensions",
+    "M.ones(3).adjoint()": "only supported on matrices or batches of matrices. Got 1-D tensor",
+    "M.index_put_(M.zeros(2), (M.tensor([0]),), M.ones(1, dtype=M.float64))": "dtypes match",
     "M.tensor([1, 2]).cumprod_(0).div_(2)": "can't be cast to the desired output type",
     "M.quantile(M.tensor([1.0, 2.0]), 1.5)": r"q must be in the range \[0, 1\] but got 1.5",
     "M.quantile(M.tensor([1.0, 2.0]), 0.5, interpolation='bad')": "interpolation must be one of linear",
