@@ -33,11 +33,13 @@ def _kinds(name: str, operands: tuple, allowed: str) -> None:
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{type_name}\'')
 
 
-def _on_host(name: str, fn: Callable[..., np.ndarray], allowed: str) -> Callable[..., Tensor]:
+def _on_host(name: str, fn: Callable[..., np.ndarray], allowed: str, arity: int = 2) -> Callable[..., Tensor]:
     """The public op ``name``: ``fn`` of the operands' values, in their promoted dtype, on the first
-    tensor's device."""
+    tensor's device. ``arity`` is checked: numpy's ufuncs take one more array as ``out``."""
     def op(input: Tensor, *others: Tensor | int | bool) -> Tensor:
         operands = (input, *others)
+        if len(operands) != arity:
+            raise TypeError(f"{name}() takes {arity} arguments ({len(operands)} given)")
         _kinds(name, operands, allowed)
         refuse_when_traced(name)
         arrays = [host_values(v) if isinstance(v, Tensor) else v for v in operands]
@@ -55,7 +57,7 @@ _INTEGERS, _INTEGERS_AND_BOOLS = "iu", "iub"
 OPS = {"bitwise_and": _on_host("bitwise_and", np.bitwise_and, _INTEGERS_AND_BOOLS),
        "bitwise_or": _on_host("bitwise_or", np.bitwise_or, _INTEGERS_AND_BOOLS),
        "bitwise_xor": _on_host("bitwise_xor", np.bitwise_xor, _INTEGERS_AND_BOOLS),
-       "bitwise_not": _on_host("bitwise_not", np.invert, _INTEGERS_AND_BOOLS),
+       "bitwise_not": _on_host("bitwise_not", np.invert, _INTEGERS_AND_BOOLS, arity=1),
        "gcd": _on_host("gcd", np.gcd, _INTEGERS),
        "lcm": _on_host("lcm", np.lcm, _INTEGERS)}
 for _name, _op in OPS.items():

@@ -288,3 +288,11 @@ def test_a_compiled_function_calling_a_bitwise_op_runs_it_eagerly_with_a_warning
     compiled = jg.compile(lambda x: x.bitwise_and(6) + 1, cache=False)
     with pytest.warns(CompileWarning, match="bitwise_and"):
         assert compiled(jg.tensor([3, 12])).tolist() == [3, 5]
+
+
+def test_bitwise_not_takes_one_operand():
+    """numpy's ``invert(a, b)`` writes into ``b``: a second operand would have changed that tensor."""
+    other = jg.tensor([5, 6])
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        jg.bitwise_not(jg.tensor([1, 2]), other)
+    assert other.tolist() == [5, 6]
