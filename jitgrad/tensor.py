@@ -133,6 +133,10 @@ class Tensor:
     def is_cuda(self) -> bool:
         return type(self._data) is not np.ndarray and device_of(self._data).type == "cuda"
 
+    @property
+    def is_cpu(self) -> bool:
+        return type(self._data) is np.ndarray
+
     def _host_data(self) -> np.ndarray:
         """The values as a numpy array: this tensor's own for a CPU tensor, a copy for a CUDA one."""
         data = self._data

@@ -1,5 +1,5 @@
 """Solvers and inverses of ``jitgrad.linalg``: ``solve``, ``inv_ex``, ``cholesky(_ex)``, ``eigh``,
-``svd``, ``qr``, ``pinv``, ``lstsq``, ``matrix_power``, with PyTorch's signatures, named-tuple results
+``svd``, ``qr``, ``pinv``, ``lstsq``, with PyTorch's signatures, named-tuple results
 and error messages; their gradients are the decompositions' (``decompositions.py``)."""
 from __future__ import annotations
 
@@ -276,27 +276,3 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     ranks = np.empty(0, np.int64) if driver == "gels" else np.asarray(rank, np.int64)
     return LeastSquares(solution.squeeze(-1) if vector else solution, residuals, on_device_of(ranks, A),
                         placed(singular, A) if driver in ("gelsd", "gelss") else empty)
-
-
-def matrix_power(A: Tensor, n: int) -> Tensor:
-    """``A`` multiplied by itself ``n`` times (by repeated squaring), the identity for 0, powers of the
-    inverse for negative ``n``."""
-    if not isinstance(n, int):
-        raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        sizes = f"{A.shape[-2]} by {A.shape[-1]}" if A.ndim >= 2 else f"a {A.ndim}-D tensor"
-        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {sizes} "
-                           "matrices")
-    if n == 0:   # the identity, requiring grad (zeros) as PyTorch's does, whatever A holds (NaN too)
-        everywhere = on_device_of(np.ones(A.shape[-2:], np.bool_), A)
-        return placed(np.eye(A.shape[-1]), A).where(everywhere, A)
-    base = inverse(A) if n < 0 else A
-    n = abs(n)
-    result = None
-    while n:
-        if n & 1:
-            result = base if result is None else result @ base
-        n >>= 1
-        if n:
-            base = base @ base
-    return result

@@ -13,7 +13,7 @@ import warnings
 
 from ..dtypes import dtype as DType
 from ..factories import rand_like
-from ..ops import sigmoid, softmax, tanh, where
+from ..ops import hardshrink, prelu, sigmoid, softmax, tanh, where  # noqa: F401 - nn.functional's, ops since 2026-11-28
 from ..tensor import Tensor
 
 
@@ -38,20 +38,6 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return first * sigmoid(second)
 
 
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope, or one per channel
-    (dimension 1; an input of fewer dimensions has one channel, as in PyTorch)."""
-    if weight.numel() != 1:
-        channels = input.shape[1] if input.dim() >= 2 else 1
-        if weight.dim() != 1 or weight.numel() != channels:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                               f"{weight.numel()} and channel size = {channels}.")
-        weight = weight.reshape((-1,) + (1,) * (input.dim() - 2))
-    elif weight.dim() > input.dim():
-        weight = weight.reshape(())
-    return where(input > 0, input, weight * input)
-
-
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """``x`` where ``x > 0``, else ``x`` times a slope: while training, one drawn uniformly from
@@ -73,11 +59,6 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     """``input`` where it is above ``threshold``, else ``value``; ``inplace`` is taken for PyTorch's
     signature, the result is always a new tensor."""
     return where(input > threshold, input, value)
-
-
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``input`` where ``|input| > lambd``, else 0."""
-    return where(input.abs() > lambd, input, 0.0)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:

@@ -11,8 +11,10 @@ from . import activations, arithmetic, device_copy, indexing, linalg, losses, ma
 from . import convolution, gathering, pooling, sorting
 from . import arithmetic_arguments, einsum, inplace, registry  # composites of the ops above
 # the tier-2 ops (docs/ops.md), composites of the ops above and Functions over numpy/SciPy
-from . import combining, comparisons, compound_math, index_updates, matrix_functions, products, scans
+from . import combining, comparisons, compound_math, index_updates, matrix_functions, part_updates, products, scans
+from . import bitwise, statistics
 from . import special_functions
+from . import inplace_variants, aliases  # noqa: I001 - in-place forms of the ops above, then their other names
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names
 from .reductions import sum_to, sum_to_array, summed_dims

@@ -270,3 +270,24 @@ def logsigmoid(input: Tensor) -> Tensor:
 def softsign(input: Tensor) -> Tensor:
     """``x / (1 + |x|)``."""
     return input / (input.abs() + 1.0)
+
+
+@public("function", "method")
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``input`` where ``|input| > lambd``, else 0."""
+    return where(input.abs() > lambd, input, 0.0)
+
+
+@public("function", "method")
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope, or one per channel
+    (dimension 1; an input of fewer dimensions has one channel, as in PyTorch)."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.dim() != 1 or weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+        weight = weight.reshape((-1,) + (1,) * (input.dim() - 2))
+    elif weight.dim() > input.dim():
+        weight = weight.reshape(())
+    return where(input > 0, input, weight * input)

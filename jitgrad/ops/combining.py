@@ -19,6 +19,7 @@ from .device_copy import to
 from .gathering import gather, index_select
 from .host_reads import from_host, host_values, refuse_when_traced
 from .public import public
+from .reductions import sum_to
 from .registry import note_created
 
 
@@ -375,3 +376,37 @@ def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Ten
         raise RuntimeError(f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with "
                            f"{input._data.ndim} dimensions!")
     return _split_by("dsplit", input, indices_or_sections, 2)
+
+
+@public("method")
+def sum_to_size(self: Tensor, *size: int | Sequence[int]) -> Tensor:
+    """This tensor summed down to ``size``, which must broadcast to its shape (``expand``'s inverse)."""
+    target = shape.shape_arg(size)
+    try:
+        expandable = tuple(np.broadcast_shapes(target, tuple(self.shape))) == tuple(self.shape)
+    except ValueError:
+        expandable = False
+    if not expandable:
+        raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(self.shape)}}}.")
+    return sum_to(self, target)
+
+
+@public("method")
+def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last dimension
+    (PyTorch's ``Tensor.unfold``). An ``index_select`` of the windows' elements, so a copy, where
+    PyTorch's is a view: writing into it leaves ``self`` unchanged."""
+    ndim = builtins.max(self.ndim, 1)
+    dimension = wrap_dim(dimension, ndim, "unfold")
+    length = self.shape[dimension] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dimension} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:   # its one element as a window, as PyTorch's
+        return self.reshape(1)
+    starts = np.arange(0, length - size + 1, step)
+    positions = (starts[:, None] + np.arange(size)).reshape(-1)
+    picked = index_select(self, dimension, constant(positions, self))
+    windows = picked.reshape(self.shape[:dimension] + (len(starts), size) + self.shape[dimension + 1:])
+    return shape.movedim(windows, dimension + 1, -1)

@@ -68,6 +68,33 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
 
 
 @public("function", "method")
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)``: ``logaddexp`` in base 2, with its edge values."""
+    if _is_integral(input) and _is_integral(other):
+        raise RuntimeError("logaddexp2: not implemented for integer tensors (\"logaddexp2_cpu\" not implemented for "
+                           "'Long'): convert to a floating dtype first")
+    return logaddexp(input * math.log(2.0), other * math.log(2.0)) / math.log(2.0)
+
+
+@public("function", "method")
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """Where exactly one of the two is non-zero (bools)."""
+    return arithmetic.ne(arithmetic.ne(input, 0), arithmetic.ne(other, 0))
+
+
+@public("function", "method")
+def isposinf(input: Tensor) -> Tensor:
+    """Where the element is +inf (bools; never for integers)."""
+    return arithmetic.eq(input, math.inf)
+
+
+@public("function", "method")
+def isneginf(input: Tensor) -> Tensor:
+    """Where the element is -inf (bools; never for integers)."""
+    return arithmetic.eq(input, -math.inf)
+
+
+@public("function", "method")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``; with ``eps``, ``p`` clamped to [eps, 1 - eps] first (zero gradient
     outside)."""

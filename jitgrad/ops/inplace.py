@@ -8,6 +8,8 @@ node that saved the old value refuses to run. Through a view, the root base's hi
 """
 from __future__ import annotations
 
+import gc
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -108,6 +110,50 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
     if recording and result._grad_fn is not None:
         _rebase(self, result)
     return self
+
+
+def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], *args: Any) -> Tensor:
+    """Makes ``self`` the view ``view_op(self, *args)`` of its own memory (``unsqueeze_``, ``t_``): its
+    shape and strides change, not its values; the version counter is bumped and, recorded, its history
+    becomes the view op's node, as PyTorch's. A tensor whose views are alive is refused (``_has_views``)."""
+    _check_not_inference(self)
+    recording = _involves_grad(self, args)
+    if recording and self._grad_fn is None and self._requires_grad:
+        raise RuntimeError(_LEAF_ERROR)
+    view = self._view
+    if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
+            and (recording or view[0]._requires_grad):
+        _check_view_creation(self)
+    if view is not None and recording and view[0]._grad_fn is None and view[0]._requires_grad:
+        raise RuntimeError(_VIEW_OF_LEAF_ERROR)
+    if view is None and _has_views(self):
+        raise RuntimeError(f"{name}(): this tensor has views (taken by indexing, view(), t()...) that would "
+                           "still read its elements in its old shape; change its shape before taking them, or "
+                           f"use the out-of-place {name.rstrip('_')}()")
+    result = view_op(self, *args)
+    note_write(self)
+    self._data = result._data
+    note_alias(self, result)   # before the version moves on, which would make ``result`` a stale view of ``self``
+    increment_version(self)
+    if view is not None:   # a view of a view: the root's, with one more step
+        self._view = result._view[:1] + (self._version_counter[0],) + result._view[2:]
+    result._view = None   # ``self`` is that view now; the tracer may keep ``result`` alive
+    if recording and result._grad_fn is not None:
+        _rebase(self, result)
+    return self
+
+
+def _has_views(tensor: Tensor) -> bool:
+    """Whether a view of ``tensor`` is alive: a view's ``_view`` tuple names its root first. Views find
+    their elements by replaying their view ops on the root, so after the root's shape changed in place
+    they would read and write the wrong ones, silently (PyTorch's views keep their own strides). The
+    search walks the garbage collector's objects, which is slow (milliseconds), so it runs only where the
+    version counter, which every view shares, has another holder (``sys.getrefcount`` also counts the
+    tensor's reference, this function's and its own argument's)."""
+    counter = tensor._version_counter
+    if counter is None or sys.getrefcount(counter) <= 3:
+        return False
+    return any(type(ref) is tuple and len(ref) == 4 and ref[0] is tensor for ref in gc.get_referrers(tensor))
 
 
 def _write(name: str, self: Tensor, result: Tensor) -> None:
@@ -266,6 +312,13 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 @public("method")
 def fill_(self: Tensor, value: float) -> Tensor:
     return apply_inplace("fill_", self, _fill, value=value, zero=False)
+
+
+@public("function")
+def fill(input: Tensor, value: float) -> Tensor:
+    """A tensor of ``input``'s shape and dtype filled with ``value``, whose gradient to ``input`` is
+    zeros (PyTorch's ``torch.fill``): what an in-place op whose result ignores ``self``'s values writes."""
+    return _fill(input, value=value, zero=False)
 
 
 @public("method")

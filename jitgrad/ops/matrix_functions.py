@@ -6,7 +6,8 @@ on the saved input and output, so that gradients of any order follow (the backwa
 again, itself differentiable): ``inverse``'s is ``-A^-T g A^-T``, ``det``'s ``g det(A) A^-T``,
 ``logdet``'s ``g A^-T``. Forward mode has each one's ``jvp``. No backend lowers LAPACK, so they refuse
 inside a compiled function. The gradient at a singular matrix (which PyTorch takes through an SVD) is
-refused with an error rather than computed as infinities."""
+refused with an error rather than computed as infinities. ``matrix_power`` (``linalg.matrix_power``)
+is matrix products, of ``inverse`` for a negative power."""
 from __future__ import annotations
 
 import math
@@ -158,3 +159,28 @@ def logdet(input: Tensor) -> Tensor:
     """``log(det)``: NaN for a negative determinant, -inf for 0, as PyTorch's; from ``slogdet``."""
     sign, logabs = slogdet(input)
     return where(sign < 0, math.nan, logabs)
+
+
+@public("function", "method")
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (by repeated squaring), the identity for 0, powers of the
+    inverse for negative ``n``."""
+    if not isinstance(n, int):
+        raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        sizes = f"{A.shape[-2]} by {A.shape[-1]}" if A.ndim >= 2 else f"a {A.ndim}-D tensor"
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {sizes} "
+                           "matrices")
+    if n == 0:   # the identity, requiring grad (zeros) as PyTorch's does, whatever A holds (NaN too)
+        everywhere = to(from_host(np.ones(A.shape[-2:], np.bool_)), A.device)
+        return where(everywhere, to(from_host(np.eye(A.shape[-1], dtype=A._data.dtype)), A.device), A)
+    base = inverse(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result

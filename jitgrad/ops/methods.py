@@ -14,6 +14,7 @@ from ..tensor import Tensor
 from . import arithmetic, inplace
 from ..device import CPU, as_device, device
 from .arithmetic import to_dtype
+from .bitwise import OPS as bitwise_ops
 from .device_copy import to as copy_to
 from .op_callers import caller
 from .public import public_names
@@ -124,8 +125,8 @@ def _kind(value) -> str:
 
 def _logical(symbol: str, bitwise: str, op):
     """``&``, ``|`` (``op(a, b)``) or ``~`` (``op(a)``) of bool tensors: the logical op. PyTorch's are
-    bitwise for integers, which jitgrad does not have: refused rather than answered with the logical
-    op's bools (``~tensor([1, 0])`` is ``[-2, -1]`` in PyTorch); floats are PyTorch's errors."""
+    bitwise for integers (``~tensor([1, 0])`` is ``[-2, -1]``): ``ops/bitwise.py``'s, computed on the
+    host; floats are PyTorch's errors."""
     call = caller(op) if isinstance(op, OpDef) else op
 
     def operator(*operands):
@@ -136,8 +137,7 @@ def _logical(symbol: str, bitwise: str, op):
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         if "f" in kinds:
             raise NotImplementedError(f'"{bitwise}_cpu" not implemented for a floating dtype')
-        raise NotImplementedError(f"{symbol} of integer tensors is PyTorch's {bitwise}, which jitgrad does not have; "
-                                  "use bool tensors (x != 0) for a logical result")
+        return bitwise_ops[bitwise](*operands)
     return operator
 
 
@@ -201,6 +201,8 @@ def _attach() -> None:
         "__and__": _logical("&", "bitwise_and", ops.logical_and),
         "__rand__": _logical("&", "bitwise_and", ops.logical_and),
         "__or__": _logical("|", "bitwise_or", ops.logical_or), "__ror__": _logical("|", "bitwise_or", ops.logical_or),
+        "__xor__": _logical("^", "bitwise_xor", ops.logical_xor),
+        "__rxor__": _logical("^", "bitwise_xor", ops.logical_xor),
         "__invert__": _logical("~", "bitwise_not", ops.logical_not), "__neg__": ops.neg, "__abs__": ops.abs,
         "__getitem__": ops.getitem,
     }

@@ -1,5 +1,5 @@
 """Products PyTorch names beyond ``matmul``: ``dot``, ``vdot``, ``inner``, ``ger``, ``addmv``, ``addr``,
-``addbmm``, ``tensordot``, ``kron``, ``trace``, ``cross`` and ``cdist``. Composites of ``matmul``,
+``addbmm``, ``tensordot``, ``kron``, ``trace``, ``cross``, ``cdist``, ``dist`` and ``renorm``. Composites of ``matmul``,
 elementwise ops and reductions, so their gradients, forward mode and lowerings come from their parts."""
 from __future__ import annotations
 
@@ -190,3 +190,25 @@ def distance_norm(differences: Tensor, p: float) -> Tensor:
     if p != 0:
         return distance
     return distance + (where(isfinite(differences), differences, 0.0) * 0.0).sum(-1)
+
+
+@public("function", "method")
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast), as one number; a zero distance has a zero gradient."""
+    return linalg.norm(input - other, p)
+
+
+@public("function", "method")
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm``
+    (PyTorch's ``maxnorm / (norm + 1e-7)``); the others as they are. The scale is differentiated too."""
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported (p = {p})")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    dim = wrap_dim(dim, input.ndim, "renorm")
+    others = tuple(d for d in range(input.ndim) if d != dim)
+    norms = linalg.norm(input, p, others, keepdim=True)
+    return input * where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)

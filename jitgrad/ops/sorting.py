@@ -152,7 +152,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
         flat = input.reshape(-1)
         if not flat.shape[0]:
             raise IndexError("median(): Expected reduction dim 0 to have non-zero size.")
-        return _middle(flat, 0)[0].reshape(())
+        return evenly_shared(flat, _middle(flat, 0)[0].reshape(()))
     ndim = input.ndim
     dim = wrap_dim(dim, ndim, "median")
     if ndim == 0:
@@ -165,6 +165,15 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False):
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
     return ValuesAndIndices(values, indices)
+
+
+def evenly_shared(flat: Tensor, value: Tensor) -> Tensor:
+    """``value`` (an element of the 1-d ``flat`` that a reduction of all elements picked), whose
+    gradient goes in equal parts to every element equal to it (NaN: to every NaN), as PyTorch's
+    ``median()`` and ``nanmedian()`` share it; the value is ``value``'s, exactly."""
+    picked = value.detach()
+    equal = (flat == picked).logical_or(flat.isnan().logical_and(picked.isnan()))
+    return picked + where(equal, flat - picked, 0.0).sum() / equal.sum()
 
 
 def _middle(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
