@@ -8,7 +8,6 @@ forward mode and lowering), never a second copy.
 from __future__ import annotations
 
 from ..tensor import Tensor
-from .linalg import matmul
 from .public import PUBLIC, declare_public, public
 from .shape import flatten, transpose
 from .sorting import sort
@@ -35,17 +34,6 @@ declare_public("nelement", Tensor.numel, ("method",))
 def ravel(input: Tensor) -> Tensor:
     """The elements as one dimension, a view when the layout allows (``flatten`` of every dimension)."""
     return flatten(input)
-
-
-@public("function", "method")
-def mv(input: Tensor, vec: Tensor) -> Tensor:
-    """A matrix times a vector, with PyTorch's checks (``matmul`` would also take a batch)."""
-    if input.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
-    if input.shape[1] != vec.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
-                           f"vec ({vec.shape[0]})")
-    return matmul(input, vec)
 
 
 @public("function", "method")

@@ -170,7 +170,11 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """A matrix times a vector, (n, m) @ (m,) (missing before 2026-11-28; ``matmul`` of the two was its
     spelling)."""
-    _check_dims("mv", input=(input, 2), vec=(vec, 1))
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
     return _mv(input, vec)
 
 
