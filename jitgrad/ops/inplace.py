@@ -86,8 +86,9 @@ def _rebase(tensor: Tensor, result: Tensor) -> None:
     tensor._requires_grad = True
 
 
-def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
-    """Runs ``op(self, *args)`` and writes the result into ``self``'s memory."""
+def _check_changeable(self: Tensor, args: tuple) -> bool:
+    """PyTorch's refusals of an in-place change of ``self`` (an inference tensor outside inference mode,
+    a leaf that requires grad, a view whose creation forbids it); whether the change is recorded."""
     _check_not_inference(self)
     recording = _involves_grad(self, args)
     if recording and self._grad_fn is None and self._requires_grad:
@@ -96,6 +97,12 @@ def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any
     if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
             and (recording or view[0]._requires_grad):   # a no_grad view's own requires_grad is False
         _check_view_creation(self)
+    return recording
+
+
+def apply_inplace(name: str, self: Tensor, op: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
+    """Runs ``op(self, *args)`` and writes the result into ``self``'s memory."""
+    recording = _check_changeable(self, args)
     # Traced, a write through a view must reach its base's node too (until 2026-11-28 one without
     # gradients wrote the memory only, and the program lost it)
     if self._view is not None and (recording or forward_ad.state.level is not None or observed()):
@@ -116,14 +123,8 @@ def apply_view_inplace(name: str, self: Tensor, view_op: Callable[..., Tensor], 
     """Makes ``self`` the view ``view_op(self, *args)`` of its own memory (``unsqueeze_``, ``t_``): its
     shape and strides change, not its values; the version counter is bumped and, recorded, its history
     becomes the view op's node, as PyTorch's. A tensor whose views are alive is refused (``_has_views``)."""
-    _check_not_inference(self)
-    recording = _involves_grad(self, args)
-    if recording and self._grad_fn is None and self._requires_grad:
-        raise RuntimeError(_LEAF_ERROR)
+    recording = _check_changeable(self, args)
     view = self._view
-    if view is not None and view[3] is not None and grad_mode.state.grad_enabled \
-            and (recording or view[0]._requires_grad):
-        _check_view_creation(self)
     if view is not None and recording and view[0]._grad_fn is None and view[0]._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_ERROR)
     if view is None and _has_views(self):
