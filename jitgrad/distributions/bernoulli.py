@@ -13,7 +13,7 @@ from .parameters import broadcast_all, lazy_property, logits_to_probs, probs_to_
 
 softplus, where = FUNCTIONS["softplus"], FUNCTIONS["where"]
 
-__all__ = ["Bernoulli", "binary_cross_entropy_with_logits"]
+__all__ = ["Bernoulli", "ProbsOrLogits", "binary_cross_entropy_with_logits"]
 
 
 def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor) -> Tensor:
@@ -23,35 +23,24 @@ def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor) -> Tensor:
     return softplus(logits) - logits * target
 
 
-class Bernoulli(Distribution):
-    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
+class ProbsOrLogits(Distribution):
+    """A family of one success probability per element, given as ``probs`` or ``logits`` (the other
+    computed when first read); ``_take`` broadcasts it with the family's other parameters."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.boolean
-    has_enumerate_support = True
-
-    def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
+    def _take(self, probs: Any, logits: Any, *others: Any) -> tuple[Tensor, ...]:
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        name = "probs" if probs is not None else "logits"
+        *rest, param = broadcast_all(*others, probs if probs is not None else logits)
+        setattr(self, name, param)
+        self._param = param
+        return tuple(rest)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Bernoulli:
-        new = self._get_checked_instance(Bernoulli, _instance)
-        shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(shape)
-            new._param = new.logits
-        Distribution.__init__(new, Size(shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+    def _expand_param(self, new: Any, shape: tuple[int, ...]) -> None:
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(shape))
+                new._param = new.__dict__[name]
 
     @lazy_property
     def logits(self) -> Tensor:
@@ -64,6 +53,25 @@ class Bernoulli(Distribution):
     @property
     def param_shape(self) -> Size:
         return self._param.size()
+
+
+class Bernoulli(ProbsOrLogits):
+    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
+    has_enumerate_support = True
+
+    def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
+        self._take(probs, logits)
+        super().__init__(self._param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Bernoulli:
+        new = self._get_checked_instance(Bernoulli, _instance)
+        self._expand_param(new, tuple(batch_shape))
+        Distribution.__init__(new, Size(batch_shape), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     @property
     def mean(self) -> Tensor:

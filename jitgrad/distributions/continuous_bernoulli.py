@@ -15,16 +15,16 @@ from ..ops import FUNCTIONS
 from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
-from .bernoulli import binary_cross_entropy_with_logits
+from .bernoulli import ProbsOrLogits, binary_cross_entropy_with_logits
 from .distribution import Distribution
-from .parameters import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .parameters import broadcast_all, clamp_probs, lazy_property, logits_to_probs
 
 log, log1p, where = FUNCTIONS["log"], FUNCTIONS["log1p"], FUNCTIONS["where"]
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ProbsOrLogits):
     """The continuous Bernoulli distribution on [0, 1], given by ``probs`` or ``logits``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -52,25 +52,14 @@ class ContinuousBernoulli(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> ContinuousBernoulli:
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
-        for name in ("probs", "logits"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(tuple(batch_shape)))
-                new._param = new.__dict__[name]
+        self._expand_param(new, tuple(batch_shape))
         Distribution.__init__(new, Size(batch_shape), validate_args=False)
         new._validate_args = self._validate_args
         return new
 
     @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
     def probs(self) -> Tensor:
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self) -> Size:
-        return self._param.size()
 
     def _stable(self) -> Tensor:
         """Where ``probs`` is outside ``lims``, and the closed forms are used."""

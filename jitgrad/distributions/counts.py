@@ -15,10 +15,10 @@ from ..ops import FUNCTIONS
 from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
-from .bernoulli import binary_cross_entropy_with_logits
+from .bernoulli import ProbsOrLogits, binary_cross_entropy_with_logits
 from .distribution import Distribution
 from .numpy_draws import numpy_generator
-from .parameters import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .parameters import broadcast_all
 
 exp, lgamma, log, log1p, softplus, where, xlogy = (FUNCTIONS[name] for name in
                                                    ("exp", "lgamma", "log", "log1p", "softplus", "where", "xlogy"))
@@ -26,39 +26,7 @@ exp, lgamma, log, log1p, softplus, where, xlogy = (FUNCTIONS[name] for name in
 __all__ = ["Binomial", "Geometric", "Poisson"]
 
 
-class _ProbsOrLogits(Distribution):
-    """A family of one success probability per element, given as ``probs`` or ``logits`` (the other
-    computed when first read); ``_take`` broadcasts it with the family's other parameters."""
-
-    def _take(self, probs: Any, logits: Any, *others: Any) -> tuple[Tensor, ...]:
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        name = "probs" if probs is not None else "logits"
-        *rest, param = broadcast_all(*others, probs if probs is not None else logits)
-        setattr(self, name, param)
-        self._param = param
-        return tuple(rest)
-
-    def _expand_param(self, new: Any, shape: tuple[int, ...]) -> None:
-        for name in ("probs", "logits"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(shape))
-                new._param = new.__dict__[name]
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._param.size()
-
-
-class Geometric(_ProbsOrLogits):
+class Geometric(ProbsOrLogits):
     """The number of failures before the first success of coin flips succeeding with ``probs``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -151,7 +119,7 @@ class Poisson(Distribution):
         return xlogy(value, rate) - rate - lgamma(value + 1)
 
 
-class Binomial(_ProbsOrLogits):
+class Binomial(ProbsOrLogits):
     """The number of successes in ``total_count`` coin flips succeeding with ``probs``."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
