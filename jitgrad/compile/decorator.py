@@ -35,7 +35,7 @@ from ..random import default_generator
 from ..signatures import positional_names
 from ..tensor import Tensor
 from . import guards, placement, warm_index
-from .backend import Backend, get_backend
+from .backend import INTERPRETER, Backend, get_backend
 from .cache import DiskCache
 from .check_against_eager import CompileCheckError, Snapshot, compare
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs
@@ -106,13 +106,15 @@ class CompiledFunction:
 
     def __init__(self, fn: Callable, *, device: Any = None, fastmath: bool = False,
                  parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
-                 check: bool = False) -> None:
+                 check: bool = False, dynamic: bool | None = None, interpreted: bool = False) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = getattr(fn, "__name__", type(fn).__name__)
         self.device = None if device is None else str(device)  # None: the inputs' device, call by call
-        self.backend = get_backend(device or placement.CPU)  # the default device's, said by repr
-        self._backends: dict[str, Backend] = {placement.device_kind(device or placement.CPU): self.backend}
+        self.dynamic = dynamic        # torch.compile's: None, automatic; True, numbers from the start; False, never
+        self.interpreted = interpreted  # backend="aot_eager": CPU graphs run on the interpreter
+        self._backends: dict[str, Backend] = {}
+        self.backend = self._backend_for(device or placement.CPU)  # the default device's, said by repr
         self.options = {"fastmath": fastmath, "parallel": parallel}
         self.fullgraph, self.check = fullgraph, check
         self.disk_cache = DiskCache() if cache else None
@@ -302,7 +304,8 @@ class CompiledFunction:
         dynamic"): the next trace takes them as inputs, later values need no trace at all."""
         arguments = range(guards.HEADER, guards.HEADER + len(leaves))
         promoted = set(miss.numbers)
-        if not promoted or not promoted <= set(arguments) or promoted & self._static.get(spec, set()):
+        if self.dynamic is False or not promoted or not promoted <= set(arguments) \
+                or promoted & self._static.get(spec, set()):
             return ""
         self._dynamic[spec] = self._dynamic.get(spec, NO_DYNAMIC) | promoted
         labels = self._call_labels(args, kwargs, 0)
@@ -315,6 +318,8 @@ class CompiledFunction:
         out otherwise for this call (``fx.numbers``): another traced for this call's outcomes runs."""
         free = self._free.read(args, kwargs)
         miss: guards.Miss | None = None
+        if self.dynamic and spec not in self._dynamic:  # dynamic=True: number arguments are inputs from the start
+            self._dynamic[spec] = frozenset(guards.HEADER + i for i, v in enumerate(leaves) if type(v) in (int, float))
         if free is None:  # a guarded place cannot be read as it was (an attribute deleted...): start over
             self._free, self._tables, self._seen, self._variants = guards.FreeGuards(), {}, [], {}
             self._eager_outcomes = set()
@@ -503,7 +508,8 @@ class CompiledFunction:
         from .loss_program import loss_program
         from .lowering import lower
         from .templates import alias_inputs, flatten_output, with_tuple_types
-        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free)
+        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free,
+                           runtime_free=self.dynamic is not False)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
         inputs = layout.gather(leaves + list(free), default_generator.peek())  # the state this call will draw at
@@ -534,9 +540,13 @@ class CompiledFunction:
 
     def _backend_for(self, device: str) -> Backend:
         kind = placement.device_kind(device)
+        if self.interpreted and kind != placement.CPU:
+            from .unsupported import Unsupported
+            raise Unsupported(f"backend='aot_eager' runs graphs on jitgrad's interpreter, on the CPU only, and this "
+                              f"call's tensors are on {kind}: compile it with the default backend")
         backend = self._backends.get(kind)
         if backend is None:
-            backend = self._backends[kind] = get_backend(kind)
+            backend = self._backends[kind] = INTERPRETER if self.interpreted else get_backend(kind)
         return backend
 
     # ---- reporting -------------------------------------------------------------------------------------
@@ -587,17 +597,4 @@ class CompiledFunction:
         return f"<jitgrad.compile({self.name}) on {self.backend.name}>"
 
 
-def compile(fn: Callable | None = None, *, device: Any = None, fastmath: bool = False,  # noqa: A001
-            parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
-            check: bool = False) -> Any:
-    """``@jitgrad.compile`` or ``@jitgrad.compile(fastmath=True, ...)``: see docs/compile.md. ``device``
-    (``"cpu"``, ``"cuda"``): the one device its inputs must be on; by default, theirs."""
-    options = dict(device=device, fastmath=fastmath, parallel=parallel, cache=cache, fullgraph=fullgraph,
-                   check=check)
-    if fn is None:
-        return lambda f: CompiledFunction(f, **options)
-    return CompiledFunction(fn, **options)
-
-
-__all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "MAX_RECOMPILES",
-           "compile"]
+__all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "MAX_RECOMPILES"]
