@@ -30,4 +30,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "CompiledFunctionBackward",
-           "EagerThisCall", "Explanation", "InvalidBackend", "LoweringError", "MAX_RECOMPILES", "compile", "get_backend"]
+           "EagerThisCall", "Explanation", "InvalidBackend", "LoweringError", "MAX_RECOMPILES", "compile",
+           "get_backend"]
