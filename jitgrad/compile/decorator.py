@@ -17,13 +17,11 @@ tests/compile/test_llvm_backend.py lists what such a process must not import).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import sys
 import types
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -38,6 +36,7 @@ from . import guards, placement, warm_index
 from .backend import INTERPRETER, Backend, get_backend
 from .cache import DiskCache
 from .check_against_eager import CompileCheckError, Snapshot, compare
+from .collection_pause import cycle_collection_paused
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs
 from .explain import Explanation
 from .free_variables import find_free_variables
@@ -80,25 +79,6 @@ def _caller(depth: int = 2) -> str:
 def _free_kind(inp: GraphInput) -> str:
     """The free guard kind of a graph input read from outside the arguments."""
     return "number" if inp.number else "array" if inp.array else "tensor"
-
-
-@contextlib.contextmanager
-def _cycle_collection_paused() -> Iterator[None]:
-    """Python's cycle collector off while a call is traced and compiled, back on after (if it was on).
-    A trace allocates tens of thousands of objects that live until it ends (nodes, traced tensors,
-    the engine's backward graph), so the collector's full passes, each walking every live object,
-    grow with the program and run more often the longer it is: W4 over 500 steps spent 0.43-0.47 s
-    of a 2 s first call (loaded) in 3 full and 28 middle collections, against 0.005-0.02 s at 50 steps.
-    The garbage a compile leaves is collected by the next collection after it (numba's compile of W4,
-    which makes the most, raised the process's peak memory from 196 to 200 MB). The switch is
-    process-wide: another thread allocating meanwhile is not collected either."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class CompiledFunction:
@@ -363,7 +343,7 @@ class CompiledFunction:
             return program, self._register(program, args, kwargs, leaves, spec, None)
         from .capture import EagerThisCall, RaisedWhileTraced, TraceError, Unsupported
         try:
-            with _cycle_collection_paused():
+            with cycle_collection_paused():
                 program = self._build_specializing(args, kwargs, leaves, spec)
         except RaisedWhileTraced as error:
             if self.fullgraph:
