@@ -57,26 +57,32 @@ def check_backend(backend: str | Callable | None) -> str:
 def compile(fn: Callable | None = None, *, device: Any = None, fastmath: bool = False,  # noqa: A001
             parallel: bool | None = None, cache: bool = True, fullgraph: bool = False, check: bool = False,
             dynamic: bool | None = None, backend: str | Callable | None = None, mode: str | None = None,
-            options: dict[str, Any] | None = None, disable: bool = False) -> Any:
+            options: dict[str, Any] | None = None, disable: bool = False, name: str | None = None,
+            recompile_limit: int | None = None, isolate_recompiles: bool = False) -> Any:
     """``@jitgrad.compile`` or ``@jitgrad.compile(fastmath=True, ...)``: see docs/compile.md. ``device``
     (``"cpu"``, ``"cuda"``): the one device its inputs must be on; by default, theirs.
     torch.compile's arguments: ``disable=True`` and ``backend="eager"`` return ``fn`` itself;
     ``backend="aot_eager"`` traces and runs the graphs on the interpreter; ``dynamic=None`` makes a number
     argument a run-time input after its first change, ``True`` from the first call, ``False`` never (a
     new value recompiles); shapes are specialised either way (a new size retraces); every ``mode`` and
-    the ``options`` its modes set compile as the default does."""
+    the ``options`` its modes set compile as the default does. ``recompile_limit`` (8 by default) counts
+    this function's recompiles, ``name`` is what its logs call it, and ``isolate_recompiles`` changes
+    nothing: each ``jitgrad.compile`` call has programs and a count of its own."""
     check_mode(mode, options)
-    name = check_backend(backend)
+    backend_name = check_backend(backend)
     if dynamic not in (None, True, False):
         raise TypeError(f"jitgrad.compile: dynamic must be None, True or False, got {dynamic!r}")
-    if name == "aot_eager" and device is not None and str(device).partition(":")[0] != "cpu":
+    if backend_name == "aot_eager" and device is not None and str(device).partition(":")[0] != "cpu":
         raise ValueError(f"jitgrad.compile(backend='aot_eager', device={str(device)!r}): the aot_eager backend runs "
                          "graphs on jitgrad's interpreter, on the CPU only; use the default backend on the GPU")
+    if recompile_limit is not None and (type(recompile_limit) is not int or recompile_limit < 0):
+        raise ValueError(f"jitgrad.compile: recompile_limit must be an int >= 0 or None, got {recompile_limit!r}")
     settings = dict(device=device, fastmath=fastmath, parallel=parallel, cache=cache, fullgraph=fullgraph,
-                    check=check, dynamic=dynamic, interpreted=name == "aot_eager")
+                    check=check, dynamic=dynamic, interpreted=backend_name == "aot_eager",
+                    recompile_limit=recompile_limit, name=name)
 
     def wrap(f: Callable) -> Any:
-        return f if disable or name == "eager" else CompiledFunction(f, **settings)
+        return f if disable or backend_name == "eager" else CompiledFunction(f, **settings)
     return wrap if fn is None else wrap(fn)
 
 

@@ -8,7 +8,8 @@ without a lowering, a tensor's value read as a Python value, hooks inside) runs 
 warning, or raises ``CompileError`` with ``fullgraph=True``. Anomaly mode always runs eagerly: its
 reports name eager nodes. Called while another function is being traced (a compiled function inside
 a compiled function, or under ``fx.trace``), it runs its Python so that its ops join the outer graph.
-After ``MAX_RECOMPILES`` recompiles the function runs eagerly for keys it has not seen.
+After ``MAX_RECOMPILES`` recompiles (or ``recompile_limit``) the function runs eagerly for keys it has not
+seen; with ``fullgraph=True`` the next recompile raises ``CompileError`` instead, as in PyTorch.
 
 The tracing half (``capture``, ``lowering``, ``loss_program``, ``templates`` and ``jitgrad.fx`` under
 them) is imported where a call first needs it, inside the methods that trace, check or describe a
@@ -86,10 +87,12 @@ class CompiledFunction:
 
     def __init__(self, fn: Callable, *, device: Any = None, fastmath: bool = False,
                  parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
-                 check: bool = False, dynamic: bool | None = None, interpreted: bool = False) -> None:
+                 check: bool = False, dynamic: bool | None = None, interpreted: bool = False,
+                 recompile_limit: int | None = None, name: str | None = None) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.name = getattr(fn, "__name__", type(fn).__name__)
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)  # what its logs and warnings call it
+        self.recompile_limit = MAX_RECOMPILES if recompile_limit is None else recompile_limit
         self.device = None if device is None else str(device)  # None: the inputs' device, call by call
         self.dynamic = dynamic        # torch.compile's: None, automatic; True, numbers from the start; False, never
         self.interpreted = interpreted  # backend="aot_eager": CPU graphs run on the interpreter
@@ -326,7 +329,10 @@ class CompiledFunction:
         if miss is not None and miss.retrace:
             retrace = f"retracing {self.name} for new sizes: {miss.reason} (called from {caller})"
         elif miss is not None:
-            if self.recompiles >= MAX_RECOMPILES:
+            if self.recompiles >= self.recompile_limit:
+                if self.fullgraph:  # as torch.compile's FailOnRecompileLimitHit
+                    raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) reached its recompile limit "
+                                       f"({self.recompile_limit}); the last change: {miss.reason}")
                 self._eager_from_now = True
                 self._warn(f"{self.name} was recompiled {self.recompiles} times; running it eagerly from now "
                            f"on (the last change: {miss.reason})", "recompiles")

@@ -8,7 +8,7 @@ import pytest
 
 import jitgrad as jg
 from compile_helpers import assert_close
-from jitgrad.compile import CompiledFunction, InvalidBackend
+from jitgrad.compile import CompiledFunction, CompileError, CompileWarning, InvalidBackend
 
 
 def scaled_sum(x, a):
@@ -100,3 +100,20 @@ def test_dynamic_false_keeps_an_optimizers_learning_rate_a_constant():
         assert_close(compiled(data()), step(data(), w_eager, opt_eager))
         assert_close(w, w_eager)
     assert any("'lr']': value was 0.1, now 0.05" in line for line in compiled.log)
+
+
+def test_recompile_limit_and_name():
+    """``recompile_limit`` replaces the default 8; past it the function runs eagerly (still right), with
+    ``fullgraph=True`` the next recompile raises, as PyTorch's ``FailOnRecompileLimitHit``."""
+    compiled = jg.compile(scaled_sum, dynamic=False, recompile_limit=1, name="scaled", cache=False)
+    x = data()
+    with pytest.warns(CompileWarning, match="scaled was recompiled 1 times"):
+        for a in (0.5, 2.0, -3.0):
+            assert_close(compiled(x, a), scaled_sum(x, a))
+    assert compiled.recompiles == 1 and "recompiling scaled" in compiled.log[0]
+    strict = jg.compile(scaled_sum, dynamic=False, recompile_limit=0, fullgraph=True, cache=False)
+    strict(x, 0.5)
+    with pytest.raises(CompileError, match=r"recompile limit \(0\).*value was 0.5, now 2.0"):
+        strict(x, 2.0)
+    with pytest.raises(ValueError, match="recompile_limit must be an int"):
+        jg.compile(scaled_sum, recompile_limit=-1)
