@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .arguments import InvalidBackend, compile
 from .backend import LoweringError, get_backend
-from .decorator import (MAX_RECOMPILES, CompileCheckError, CompiledFunction, CompileError, CompileWarning,
-                        compile)
+from .decorator import MAX_RECOMPILES, CompileCheckError, CompiledFunction, CompileError, CompileWarning
 from .explain import Explanation
 
 # Names of the tracing half, imported on first use: a warm process never traces (decorator.py's docstring).
@@ -30,4 +30,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "CompiledFunctionBackward",
-           "EagerThisCall", "Explanation", "LoweringError", "MAX_RECOMPILES", "compile", "get_backend"]
+           "EagerThisCall", "Explanation", "InvalidBackend", "LoweringError", "MAX_RECOMPILES", "compile",
+           "get_backend"]

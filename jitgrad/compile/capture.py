@@ -150,17 +150,19 @@ def _needs_values(tracer: Any, number_leaves: dict, free_numbers: dict, reason: 
 
 
 def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
-            dynamic: frozenset[int] = frozenset(), static: frozenset[Source] = frozenset()) -> Captured:
+            dynamic: frozenset[int] = frozenset(), static: frozenset[Source] = frozenset(),
+            runtime_free: bool = True) -> Captured:
     """Traces ``fn(*args, **kwargs)`` (see the module docstring), twice (``_first_difference``); the
     argument leaves in ``dynamic`` (Python numbers, by ``flatten`` position) become run-time inputs
     (``fx.numbers``), and so do the free run-time numbers the walk finds (an optimizer's ``lr``) but
-    for those at the sources in ``static``, which earlier traces needed by value. A trace that changes
+    for those at the sources in ``static``, which earlier traces needed by value (and for all of them
+    without ``runtime_free``: ``jitgrad.compile(dynamic=False)`` keeps every number a constant). A trace that changes
     Python state outside the function is undone and traced again under a line tracer, to name the
     line that made each change. The second trace is checked against the first as it runs
     (``fx.checked_graph``), node by node."""
-    captured = _capture_once(fn, args, kwargs, parameter_names, dynamic, static)
+    captured = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, runtime_free)
     try:
-        again = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, lines=False,
+        again = _capture_once(fn, args, kwargs, parameter_names, dynamic, static, runtime_free, lines=False,
                               reference=captured)
     except NotAlike as differs:
         difference: str | None = str(differs)
@@ -177,8 +179,8 @@ def capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
 
 
 def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str],
-                  dynamic: frozenset[int], static: frozenset[Source], lines: bool = True,
-                  reference: Captured | None = None) -> Captured:
+                  dynamic: frozenset[int], static: frozenset[Source], runtime_free: bool = True,
+                  lines: bool = True, reference: Captured | None = None) -> Captured:
     """One trace; ``lines``: note the user's line of every node (``Captured.sources``, for messages),
     which the trace that is only compared with the first does without (a stack walk per op).
     ``reference``: the first trace, which this trace is checked against as it runs (its graph is a
@@ -190,7 +192,7 @@ def _capture_once(fn: Callable, args: tuple, kwargs: dict, parameter_names: list
         calls = reference.backward_calls if reference is not None else True
         try:
             captured = _capture(fn, args, kwargs, parameter_names, dynamic, static, locate_changes, lines, graph,
-                                calls)
+                                calls, runtime_free)
         except NotAlike:
             raise
         except Exception as error:
@@ -231,7 +233,7 @@ class _ChangedState(Exception):
 
 def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str], dynamic: frozenset[int],
              static: frozenset[Source], locate_changes: bool, lines: bool = True,
-             graph: Graph | None = None, backward_calls: bool | list = True) -> Captured:
+             graph: Graph | None = None, backward_calls: bool | list = True, runtime_free: bool = True) -> Captured:
     leaves, _ = flatten(args, kwargs)
     leaf_sources = [source_of_path(p) for p in call_leaf_paths(args, kwargs)]
     for source, leaf in zip(leaf_sources, leaves):
@@ -239,7 +241,8 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
             raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: "
                               + unguarded_array(leaf, source.describe(parameter_names)))
     free = find_free_variables(fn, [(s, v) for s, v in zip(leaf_sources, leaves) if _is_object(v)])
-    free.guards = [(s, "value" if kind == "number" and s in static else kind, v) for s, kind, v in free.guards]
+    free.guards = [(s, "value" if kind == "number" and (s in static or not runtime_free) else kind, v)
+                   for s, kind, v in free.guards]
     if free.unguardable:
         raise Unsupported(f"{getattr(fn, '__name__', 'the function')} cannot be guarded: {free.unguardable}")
     tracer = Tracer(capture_writes=True, outside=_FreeTensors(free, parameter_names), record_lines=lines,

@@ -8,7 +8,8 @@ without a lowering, a tensor's value read as a Python value, hooks inside) runs 
 warning, or raises ``CompileError`` with ``fullgraph=True``. Anomaly mode always runs eagerly: its
 reports name eager nodes. Called while another function is being traced (a compiled function inside
 a compiled function, or under ``fx.trace``), it runs its Python so that its ops join the outer graph.
-After ``MAX_RECOMPILES`` recompiles the function runs eagerly for keys it has not seen.
+After ``MAX_RECOMPILES`` recompiles (or ``recompile_limit``) the function runs eagerly for keys it has not
+seen; with ``fullgraph=True`` the next recompile raises ``CompileError`` instead, as in PyTorch.
 
 The tracing half (``capture``, ``lowering``, ``loss_program``, ``templates`` and ``jitgrad.fx`` under
 them) is imported where a call first needs it, inside the methods that trace, check or describe a
@@ -17,13 +18,11 @@ tests/compile/test_llvm_backend.py lists what such a process must not import).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import sys
 import types
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -35,9 +34,10 @@ from ..random import default_generator
 from ..signatures import positional_names
 from ..tensor import Tensor
 from . import guards, placement, warm_index
-from .backend import Backend, get_backend
+from .backend import INTERPRETER, Backend, get_backend
 from .cache import DiskCache
 from .check_against_eager import CompileCheckError, Snapshot, compare
+from .collection_pause import cycle_collection_paused
 from .compiled_function import InputLayout, NumberInputs, StepProgram, arrays_of, logs
 from .explain import Explanation
 from .free_variables import find_free_variables
@@ -82,37 +82,22 @@ def _free_kind(inp: GraphInput) -> str:
     return "number" if inp.number else "array" if inp.array else "tensor"
 
 
-@contextlib.contextmanager
-def _cycle_collection_paused() -> Iterator[None]:
-    """Python's cycle collector off while a call is traced and compiled, back on after (if it was on).
-    A trace allocates tens of thousands of objects that live until it ends (nodes, traced tensors,
-    the engine's backward graph), so the collector's full passes, each walking every live object,
-    grow with the program and run more often the longer it is: W4 over 500 steps spent 0.43-0.47 s
-    of a 2 s first call (loaded) in 3 full and 28 middle collections, against 0.005-0.02 s at 50 steps.
-    The garbage a compile leaves is collected by the next collection after it (numba's compile of W4,
-    which makes the most, raised the process's peak memory from 196 to 200 MB). The switch is
-    process-wide: another thread allocating meanwhile is not collected either."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class CompiledFunction:
     """What ``@jitgrad.compile`` returns: call it like the function; ``explain`` shows what it runs."""
 
     def __init__(self, fn: Callable, *, device: Any = None, fastmath: bool = False,
                  parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
-                 check: bool = False) -> None:
+                 check: bool = False, dynamic: bool | None = None, interpreted: bool = False,
+                 recompile_limit: int | None = None, name: str | None = None) -> None:
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.name = getattr(fn, "__name__", type(fn).__name__)
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)  # what its logs and warnings call it
+        self.recompile_limit = MAX_RECOMPILES if recompile_limit is None else recompile_limit
         self.device = None if device is None else str(device)  # None: the inputs' device, call by call
-        self.backend = get_backend(device or placement.CPU)  # the default device's, said by repr
-        self._backends: dict[str, Backend] = {placement.device_kind(device or placement.CPU): self.backend}
+        self.dynamic = dynamic        # torch.compile's: None, automatic; True, numbers from the start; False, never
+        self.interpreted = interpreted  # backend="aot_eager": CPU graphs run on the interpreter
+        self._backends: dict[str, Backend] = {}
+        self.backend = self._backend_for(device or placement.CPU)  # the default device's, said by repr
         self.options = {"fastmath": fastmath, "parallel": parallel}
         self.fullgraph, self.check = fullgraph, check
         self.disk_cache = DiskCache() if cache else None
@@ -302,7 +287,8 @@ class CompiledFunction:
         dynamic"): the next trace takes them as inputs, later values need no trace at all."""
         arguments = range(guards.HEADER, guards.HEADER + len(leaves))
         promoted = set(miss.numbers)
-        if not promoted or not promoted <= set(arguments) or promoted & self._static.get(spec, set()):
+        if self.dynamic is False or not promoted or not promoted <= set(arguments) \
+                or promoted & self._static.get(spec, set()):
             return ""
         self._dynamic[spec] = self._dynamic.get(spec, NO_DYNAMIC) | promoted
         labels = self._call_labels(args, kwargs, 0)
@@ -315,6 +301,8 @@ class CompiledFunction:
         out otherwise for this call (``fx.numbers``): another traced for this call's outcomes runs."""
         free = self._free.read(args, kwargs)
         miss: guards.Miss | None = None
+        if self.dynamic and spec not in self._dynamic:  # dynamic=True: number arguments are inputs from the start
+            self._dynamic[spec] = frozenset(guards.HEADER + i for i, v in enumerate(leaves) if type(v) in (int, float))
         if free is None:  # a guarded place cannot be read as it was (an attribute deleted...): start over
             self._free, self._tables, self._seen, self._variants = guards.FreeGuards(), {}, [], {}
             self._eager_outcomes = set()
@@ -341,7 +329,10 @@ class CompiledFunction:
         if miss is not None and miss.retrace:
             retrace = f"retracing {self.name} for new sizes: {miss.reason} (called from {caller})"
         elif miss is not None:
-            if self.recompiles >= MAX_RECOMPILES:
+            if self.recompiles >= self.recompile_limit:
+                if self.fullgraph:  # as torch.compile's FailOnRecompileLimitHit
+                    raise CompileError(f"jitgrad.compile({self.name}, fullgraph=True) reached its recompile limit "
+                                       f"({self.recompile_limit}); the last change: {miss.reason}")
                 self._eager_from_now = True
                 self._warn(f"{self.name} was recompiled {self.recompiles} times; running it eagerly from now "
                            f"on (the last change: {miss.reason})", "recompiles")
@@ -358,7 +349,7 @@ class CompiledFunction:
             return program, self._register(program, args, kwargs, leaves, spec, None)
         from .capture import EagerThisCall, RaisedWhileTraced, TraceError, Unsupported
         try:
-            with _cycle_collection_paused():
+            with cycle_collection_paused():
                 program = self._build_specializing(args, kwargs, leaves, spec)
         except RaisedWhileTraced as error:
             if self.fullgraph:
@@ -503,7 +494,8 @@ class CompiledFunction:
         from .loss_program import loss_program
         from .lowering import lower
         from .templates import alias_inputs, flatten_output, with_tuple_types
-        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free)
+        captured = capture(self.fn, args, kwargs, self._names(len(args)), dynamic, self._static_free,
+                           runtime_free=self.dynamic is not False)
         layout = self._layout(captured, args, kwargs, leaves)
         free = self._free.read(args, kwargs)
         inputs = layout.gather(leaves + list(free), default_generator.peek())  # the state this call will draw at
@@ -534,9 +526,13 @@ class CompiledFunction:
 
     def _backend_for(self, device: str) -> Backend:
         kind = placement.device_kind(device)
+        if self.interpreted and kind != placement.CPU:
+            from .unsupported import Unsupported
+            raise Unsupported(f"backend='aot_eager' runs graphs on jitgrad's interpreter, on the CPU only, and this "
+                              f"call's tensors are on {kind}: compile it with the default backend")
         backend = self._backends.get(kind)
         if backend is None:
-            backend = self._backends[kind] = get_backend(kind)
+            backend = self._backends[kind] = INTERPRETER if self.interpreted else get_backend(kind)
         return backend
 
     # ---- reporting -------------------------------------------------------------------------------------
@@ -587,17 +583,4 @@ class CompiledFunction:
         return f"<jitgrad.compile({self.name}) on {self.backend.name}>"
 
 
-def compile(fn: Callable | None = None, *, device: Any = None, fastmath: bool = False,  # noqa: A001
-            parallel: bool | None = None, cache: bool = True, fullgraph: bool = False,
-            check: bool = False) -> Any:
-    """``@jitgrad.compile`` or ``@jitgrad.compile(fastmath=True, ...)``: see docs/compile.md. ``device``
-    (``"cpu"``, ``"cuda"``): the one device its inputs must be on; by default, theirs."""
-    options = dict(device=device, fastmath=fastmath, parallel=parallel, cache=cache, fullgraph=fullgraph,
-                   check=check)
-    if fn is None:
-        return lambda f: CompiledFunction(f, **options)
-    return CompiledFunction(fn, **options)
-
-
-__all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "MAX_RECOMPILES",
-           "compile"]
+__all__ = ["CompileCheckError", "CompileError", "CompileWarning", "CompiledFunction", "MAX_RECOMPILES"]

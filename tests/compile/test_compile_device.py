@@ -135,3 +135,12 @@ def test_device_argument_refuses_inputs_elsewhere(fake_cuda):
     with pytest.raises(RuntimeError, match=r"inputs are on cpu; move them with \.to\('cuda'\)"):
         f(jg.ones(2))
     np.testing.assert_array_equal(np.asarray(f(_on_cuda(jg.ones(2)))._data), [2.0, 2.0])
+
+
+def test_aot_eager_runs_a_cuda_call_eagerly(fake_cuda):
+    """``backend="aot_eager"`` runs graphs on the interpreter, on the CPU only: a call with CUDA tensors
+    runs eagerly with a warning, and nothing is handed to the CUDA backend."""
+    f = jg.compile(lambda x: (x * 2).sum(), backend="aot_eager", cache=False)
+    with pytest.warns(CompileWarning, match="aot_eager.*on the CPU only.*on cuda"):
+        assert f(_on_cuda(jg.ones(3, requires_grad=True))).item() == 6.0
+    assert fake_cuda == [] and f.programs == []
