@@ -5,12 +5,12 @@ A call's *key* is one flat tuple: the grad mode and default dtype, the nesting o
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
 requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
 serve each other's calls), whether it is a leaf, computed or an inference tensor, its class (a
-``Parameter`` is one inside the trace too) and its layout (``tensor_layout``); its values are read afresh at every call; a
-Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
-type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
-may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
-changed element must recompile); any other object's its identity (or
-its value, for a hashable object that defines equality, such as a dtype); a free run-time number's
+``Parameter`` is one inside the trace too) and its layout (``tensor_layout``); its values are read
+afresh at every call; a Python number's, string's or None's is its type and value (a number made
+*dynamic* keeps only its type, see docs/compile.md); a numpy array's its shape, dtype and values
+(``array_contents``: a trace may bake any value it computed from them into the graph, through numpy
+where no tracer sees, so a changed element must recompile); any other object's its identity (or its
+value, for a hashable object that defines equality, such as a dtype); a free run-time number's
 (``free_variables``: an optimizer's ``lr``) its type alone.
 
 Programs are found by the key, which is exact, so a call either runs what was compiled for exactly
@@ -273,7 +273,8 @@ def _strides(layout: tuple[int, ...] | None, dtype: np.dtype) -> str:
 
 
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 9 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return (isinstance(value, tuple) and len(value) == 9 and isinstance(value[0], tuple)
+            and isinstance(value[1], np.dtype))
 
 
 def _is_array_descriptor(value: Any) -> bool:
@@ -348,4 +349,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array", "value_descriptor"]
+           "distance", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
+           "value_descriptor"]
