@@ -338,6 +338,10 @@ def test_contiguous_and_clone_give_pytorchs_layouts():
             ours = make(view(jg.arange(24.0).reshape(2, 3, 4)), jg)
             theirs = make(view(torch.arange(24.0).reshape(2, 3, 4)), torch)
             assert ours.stride() == theirs.stride() and ours.is_contiguous() == theirs.is_contiguous()
+    for op in (lambda x, m: m.cat([x, x]), lambda x, m: m.stack([x, x], 2), lambda x, m: x.softmax(-1),
+               lambda x, m: x.log_softmax(0), lambda x, m: x.cumsum(1)):   # row-major, as PyTorch's
+        ours, theirs = op(jg.arange(6.0).reshape(3, 2).T, jg), op(torch.arange(6.0).reshape(3, 2).T, torch)
+        assert ours.stride() == theirs.stride()
     for array in (np.broadcast_to(np.arange(4.0), (3, 4)), np.asfortranarray(np.ones((2, 3)))):
         assert jg.tensor(array).stride() == torch.tensor(array).stride()
     x = jg.arange(24.0, requires_grad=True)
