@@ -13,7 +13,7 @@ from .ops import sampling
 from .ops.registry import OpDef, note_created, observed
 from .ops.sampling import normal as normal_op, randperm as randperm_op, uniform as uniform_op
 from .random import Generator
-from .shapes import broadcast_shapes
+from .shapes import broadcast_shapes, preserved_copy
 from .shared_arrays import shared_counter
 from .tensor import Tensor
 
@@ -41,7 +41,9 @@ def _infer(data: Any, dtype: DType) -> np.ndarray:
         data = data._data if type(data._data) is np.ndarray else to_host(data._data)
     elif is_device_array(data):
         data = to_host(data)
-    if isinstance(data, (np.ndarray, np.generic)):
+    if isinstance(data, np.ndarray):
+        array = preserved_copy(data, target)
+    elif isinstance(data, np.generic):
         array = np.array(data, dtype=target, copy=True)
     else:
         array = np.array(data, dtype=target)

@@ -1,7 +1,10 @@
-"""Shapes and dimensions: ``Size``, dimension wrapping and broadcasting, with PyTorch's error texts."""
+"""Shapes and dimensions: ``Size``, dimension wrapping and broadcasting, with PyTorch's error texts, and the
+layout of a copy that preserves a view's order of dimensions."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 
 class Size(tuple):
@@ -69,3 +72,53 @@ def broadcast_shapes(op: str, shapes: Iterable[tuple[int, ...]]) -> tuple[int, .
                     f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
                     f"dimension {i}")
     return tuple(out)
+
+
+
+def dense_order(shape: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """The dimensions, outermost first, of a gapless copy that keeps a strided layout's order of
+    dimensions (PyTorch's ``preserve_format`` for a view with gaps or repeats): sorted by stride, a
+    dimension of stride 0 (expanded) left where it is among the others, as PyTorch's inference does; numpy's
+    order ``"K"`` makes an expanded dimension the innermost instead (``x[:1].expand(3, 4).clone()`` was
+    column-major, so its ``view(-1)`` raised)."""
+    order = list(range(len(shape)))[::-1]   # innermost first while sorting
+
+    def outer(d0: int, d1: int) -> int:  # 1: d0 lies outside d1, -1: inside, 0: either
+        s0, s1 = abs(strides[d0]), abs(strides[d1])
+        if s0 == 0 or s1 == 0 or (s0 == s1 and shape[d0] <= shape[d1]):
+            return 0
+        return 1 if s0 >= s1 else -1
+    for i in range(1, len(order)):
+        moving = i
+        for before in range(i - 1, -1, -1):
+            verdict = outer(order[before], order[moving])
+            if verdict > 0:
+                order[before], order[moving] = order[moving], order[before]
+                moving = before
+            elif verdict < 0:
+                break
+    return order[::-1]
+
+
+def preserved_copy(array: np.ndarray, dtype: Any = None) -> np.ndarray:
+    """A copy of ``array`` (cast to ``dtype``) in PyTorch's ``preserve_format``: a gapless array keeps
+    its strides (a transpose stays one), any other gets gapless ones in its order of dimensions
+    (``dense_order``): a stepped slice of a row-major array is row-major, as PyTorch's copies are."""
+    if is_dense(array):
+        return np.array(array, dtype=dtype, copy=True, order="K")
+    order = dense_order(array.shape, array.strides)
+    target = array.dtype if dtype is None else dtype
+    copy = np.empty([array.shape[d] for d in order], target).transpose(np.argsort(order))
+    np.copyto(copy, array, casting="unsafe")
+    return copy
+
+
+def is_dense(array: np.ndarray) -> bool:
+    """Whether an array's elements fill their memory without gaps or repeats, in any order of
+    dimensions (a transpose or a permute is; a stepped slice or an expanded view is not)."""
+    step = array.dtype.itemsize
+    for stride, size in sorted((abs(s), n) for s, n in zip(array.strides, array.shape) if n != 1):
+        if stride != step:
+            return False
+        step *= size
+    return True

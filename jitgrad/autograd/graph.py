@@ -18,6 +18,7 @@ import numpy as np
 from . import anomaly_mode, grad_mode
 from ..device import CPU, copy_array, copy_into, device, device_of
 from ..hooks import RemovableHandle
+from ..shapes import is_dense
 from ..tensor import Tensor, is_tensor
 from .versions import increment_version, refresh_view
 
@@ -285,7 +286,7 @@ class AccumulateGrad(Node):
                 if old is None:
                     old = grad.clone()
                     if type(old._data) is np.ndarray and old._data.strides != self.variable._data.strides:
-                        old = old.contiguous()  # the layout contract (``first_grad``), recorded
+                        old = _laid_out_like(old, self.variable._data)  # ``first_grad``'s contract, recorded
                     self.variable._grad = old
                 else:
                     self.variable._grad = old + grad
@@ -369,14 +370,32 @@ def add_in_place_on_device(grad: "Tensor", new: "Tensor") -> bool:
     return True
 
 
+def _laid_out_like(grad: "Tensor", variable: np.ndarray) -> "Tensor":
+    """``grad`` copied by recorded ops into ``variable``'s layout where that is gapless, else row-major:
+    ``first_grad`` under ``create_graph`` (until 2026-11-28 a column-major leaf's was row-major there)."""
+    if variable.ndim < 2 or variable.flags.c_contiguous or not is_dense(variable):
+        return grad.contiguous()
+    outermost_first = sorted(range(variable.ndim), key=lambda d: -abs(variable.strides[d]))
+    return grad.permute(*outermost_first).contiguous().permute(*np.argsort(outermost_first).tolist())
+
+
 def first_grad(grad: np.ndarray, variable: np.ndarray, copy: bool) -> np.ndarray:
     """The array a leaf's first ``.grad`` holds: ``grad`` itself (or a copy, where something else may
     hold it), in the leaf's own layout, PyTorch's layout contract. A Linear weight's gradient arrives as
     the transpose of the product that made it: as ``.grad`` it was not contiguous, so ``p.grad.view(-1)``
-    raised and ``p.grad.reshape(-1)`` was a copy that writes did not reach (before 2026-11-28)."""
-    if grad.strides == variable.strides or grad.size <= 1 or grad.shape != variable.shape:
+    raised and ``p.grad.reshape(-1)`` was a copy that writes did not reach (before 2026-11-28). A leaf
+    whose layout has gaps or repeats (a stepped slice, an expanded array) gets a row-major ``.grad``, as
+    in PyTorch (until 2026-11-28 numpy's order "K" gave an expanded leaf a column-major one)."""
+    if grad.size <= 1 or grad.shape != variable.shape:
         return np.array(grad, copy=True) if copy else grad
-    laid_out = np.empty_like(variable, dtype=grad.dtype)  # the variable's memory order, dense
+    if is_dense(variable):
+        if grad.strides == variable.strides:
+            return np.array(grad, copy=True) if copy else grad
+        laid_out = np.empty_like(variable, dtype=grad.dtype)  # the variable's memory order, dense
+    elif grad.flags.c_contiguous:
+        return np.array(grad, copy=True) if copy else grad
+    else:
+        laid_out = np.empty(variable.shape, grad.dtype)
     laid_out[...] = grad
     return laid_out
 

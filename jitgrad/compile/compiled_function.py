@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ..autograd.graph import first_grad
 from ..autograd.versions import increment_version
 from ..random import default_generator
 from ..tensor import Tensor
@@ -242,9 +243,16 @@ class StepProgram:
             tensor = inputs[index]
             if slot is not None and index in self.added_into and _add_into(tensor._grad, flat[slot.index]):
                 continue
-            tensor._grad = None if slot is None else \
-                Tensor._make(placement.to_device_of(tensor._data, flat[slot.index]))
+            tensor._grad = None if slot is None else Tensor._make(_first_grad(tensor, flat[slot.index]))
         return self._fill_result(flat, as_tensor, inputs)   # after the writes: a view of an input sees them
+
+
+def _first_grad(tensor: Tensor, grad: Any) -> Any:
+    """A step's new ``.grad`` of ``tensor`` in the leaf's own layout, as eager's ``AccumulateGrad`` makes it
+    (``first_grad``): a program's gradients are row-major, so a column-major weight's ``.grad`` was not
+    the layout eager gives it (until 2026-11-28)."""
+    grad = placement.to_device_of(tensor._data, grad)
+    return first_grad(grad, tensor._data, copy=False) if type(grad) is np.ndarray else grad
 
 
 __all__ = ["InputLayout", "Lowered", "NumberInputs", "StepProgram", "arrays_of", "as_tensor", "logs", "no_numbers",

@@ -4,13 +4,13 @@ A call's *key* is one flat tuple: the grad mode and default dtype, the nesting o
 (``pytree`` spec), one descriptor per argument leaf, one per guarded free variable (``FreeGuards``),
 and which of the tensors are the same object. A tensor's descriptor is its shape, dtype,
 requires_grad, whether it has a ``.grad`` and hooks, its device (a CUDA program and a CPU one never
-serve each other's calls), whether it is a leaf, computed or an inference tensor, and its class (a
-``Parameter`` is one inside the trace too); its values are read afresh at every call; a
-Python number's, string's or None's is its type and value (a number made *dynamic* keeps only its
-type, see docs/compile.md); a numpy array's its shape, dtype and values (``array_contents``: a trace
-may bake any value it computed from them into the graph, through numpy where no tracer sees, so a
-changed element must recompile); any other object's its identity (or
-its value, for a hashable object that defines equality, such as a dtype); a free run-time number's
+serve each other's calls), whether it is a leaf, computed or an inference tensor, its class (a
+``Parameter`` is one inside the trace too) and its layout (``tensor_layout``); its values are read
+afresh at every call; a Python number's, string's or None's is its type and value (a number made
+*dynamic* keeps only its type, see docs/compile.md); a numpy array's its shape, dtype and values
+(``array_contents``: a trace may bake any value it computed from them into the graph, through numpy
+where no tracer sees, so a changed element must recompile); any other object's its identity (or its
+value, for a hashable object that defines equality, such as a dtype); a free run-time number's
 (``free_variables``: an optimizer's ``lr``) its type alone.
 
 Programs are found by the key, which is exact, so a call either runs what was compiled for exactly
@@ -45,10 +45,23 @@ ARRAY_GUARD_BYTES = 1 << 20
 def tensor_descriptor(t: Tensor) -> tuple:
     data = t._data
     device = CPU if type(data) is np.ndarray else array_device(data)
+    contiguous = data.flags.c_contiguous if isinstance(data, np.ndarray) else data.is_c_contiguous()
     return (data.shape, data.dtype, t._requires_grad, t._grad is not None,
             bool(t._hooks) or bool(t._post_accumulate_grad_hooks),
             "inference" if t._is_inference else t._grad_fn is not None,   # the trace reads ``is_leaf`` and
-            device, type(t))   # ``is_inference()`` eagerly, and a ``Parameter`` is one inside it too
+            device, type(t),   # ``is_inference()`` eagerly, and a ``Parameter`` is one inside it too
+            None if contiguous else tensor_layout(data))
+
+
+def tensor_layout(data: Any) -> tuple[int, ...]:
+    """The strides (in bytes) of an array that is not C-contiguous, 0 for a dimension of size 1 (whose
+    stride no view reads); a C-contiguous one's layout is None. A trace decides from its inputs' strides
+    whether ``reshape``, ``flatten`` or ``contiguous()`` of an input is a view of it or a copy, so writes
+    through the result reach the input or not, and ``view`` whether it raises: a program traced for one
+    layout served another one's call (until 2026-11-28 ``x.reshape(-1).add_(1)`` traced for a transpose
+    left a contiguous ``x`` unchanged, and ``x.contiguous().add_(1)`` traced for a contiguous ``x`` wrote
+    into a transposed one)."""
+    return tuple(0 if n == 1 else s for n, s in zip(data.shape, data.strides))
 
 
 def array_contents(array: np.ndarray) -> bytes | None:
@@ -227,7 +240,7 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
-    (s0, d0, r0, g0, h0, c0, v0, k0), (s1, d1, r1, g1, h1, c1, v1, k1) = old, new
+    (s0, d0, r0, g0, h0, c0, v0, k0, l0), (s1, d1, r1, g1, h1, c1, v1, k1, l1) = old, new
     if v0 != v1:
         return f"{label}: device was {v0}, now {v1}", False
     if k0 is not k1:
@@ -247,14 +260,21 @@ def _tensor_change(label: str, old: tuple, new: tuple) -> tuple[str, bool]:
         return f"{label}: .grad was {'set' if g0 else 'None'}, now {'set' if g1 else 'None'}", True
     if c0 != c1:
         return f"{label}: was {_KINDS[c0]}, now {_KINDS[c1]}", True
+    if l0 != l1:
+        return f"{label}: strides were {_strides(l0, d0)}, now {_strides(l1, d1)}", True
     return f"{label}: {'had' if h0 else 'had no'} tensor hooks, now {'has' if h1 else 'has none'}", True
 
 
 _KINDS = {True: "computed", False: "a leaf", "inference": "an inference tensor"}   # a descriptor's sixth item
 
 
+def _strides(layout: tuple[int, ...] | None, dtype: np.dtype) -> str:
+    return "C-contiguous" if layout is None else str([s // dtype.itemsize for s in layout])
+
+
 def _is_tensor_descriptor(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 8 and isinstance(value[0], tuple) and isinstance(value[1], np.dtype)
+    return (isinstance(value, tuple) and len(value) == 9 and isinstance(value[0], tuple)
+            and isinstance(value[1], np.dtype))
 
 
 def _is_array_descriptor(value: Any) -> bool:
@@ -329,4 +349,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "grad_mode_key", "labels", "tensor_descriptor", "unguarded_array", "value_descriptor"]
+           "distance", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
+           "value_descriptor"]

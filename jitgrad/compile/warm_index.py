@@ -40,7 +40,7 @@ from .compiled_function import InputLayout, Lowered, StepProgram, no_numbers
 from .fingerprint import NotStable, fingerprint
 from .result_template import GradAlias, InputAlias, Slot, TupleOf
 
-INDEX_FORMAT = "jitgrad-warm-index-3"
+INDEX_FORMAT = "jitgrad-warm-index-4"
 # What ``explain`` shows as the IR before the passes of a program from the index. The traced graph is
 # not kept: printing it cost a first call of W4 over 500 steps 27-44 ms (the passes edit the graph,
 # so only a text or a copy can keep it), and a warm process would read and hash its text (about 1 MB
@@ -75,11 +75,11 @@ def _spec(spec: Any) -> Any:
 
 def _leaf(value: Any) -> list:
     if isinstance(value, Tensor):
-        shape, dtype, requires_grad, has_grad, hooks, computed, device, kind = guards.tensor_descriptor(value)
+        shape, dtype, requires_grad, has_grad, hooks, computed, device, kind, layout = guards.tensor_descriptor(value)
         if not kind.__module__.startswith("jitgrad."):
             raise NotIndexed(f"an argument is a {kind.__qualname__}, a tensor class of the user's")
         return ["tensor", list(shape), dtype.str, requires_grad, has_grad, hooks, str(device), computed,
-                f"{kind.__module__}.{kind.__qualname__}"]
+                f"{kind.__module__}.{kind.__qualname__}", None if layout is None else list(layout)]
     if type(value) in _PLAIN:
         return [type(value).__name__, repr(value)]
     if type(value) is np.ndarray:  # its values too, as its in-process guard has them (guards.array_contents)

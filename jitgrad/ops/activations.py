@@ -78,15 +78,17 @@ _max_reduce, _sum_reduce = np.maximum.reduce, np.add.reduce
 
 
 def _softmax_forward(a, dim):
+    """Row-major whatever ``a``'s layout, as PyTorch's (numpy's arithmetic keeps a transpose's order, so
+    ``x.T.softmax(-1).view(-1)`` raised until 2026-11-28); ``log_softmax`` likewise."""
     axis = _axis(a, dim)
-    shifted = a - _max_reduce(a, axis, None, None, True, -np.inf)  # initial: an empty dim
+    shifted = np.asarray(a, order="C") - _max_reduce(a, axis, None, None, True, -np.inf)  # initial: an empty dim
     e = np.exp(shifted)
     return e / _sum_reduce(e, axis, None, None, True)
 
 
 def _log_softmax_forward(a, dim):
     axis = _axis(a, dim)
-    shifted = a - _max_reduce(a, axis, None, None, True, -np.inf)
+    shifted = np.asarray(a, order="C") - _max_reduce(a, axis, None, None, True, -np.inf)
     return shifted - np.log(_sum_reduce(np.exp(shifted), axis, None, None, True))
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.forward_ad import tangent_sum
-from ..shapes import broadcast_shapes
+from ..shapes import broadcast_shapes, preserved_copy
 from ..tensor import Tensor
 from . import scalar
 from .meta_rules import TensorMeta, boolean, elementwise, floating, promoted, unchanged
@@ -434,11 +434,12 @@ MEMORY_FORMATS = ("preserve_format", "contiguous_format")  # ``jitgrad.preserve_
 
 
 def _clone(a, memory_format="preserve_format"):
-    """A copy: in ``a``'s own layout (PyTorch's ``preserve_format``: a transpose stays one), or row-major
+    """A copy: in ``a``'s own layout (PyTorch's ``preserve_format``: a transpose stays one; a stepped
+    slice or an expanded view, whose layout has gaps or repeats, becomes row-major), or row-major
     (``contiguous_format``, what ``contiguous()`` asks for)."""
     if memory_format not in MEMORY_FORMATS:
         raise RuntimeError(f"clone: memory_format must be one of {', '.join(MEMORY_FORMATS)}, got {memory_format!r}")
-    return np.copy(a, order="C" if memory_format == "contiguous_format" else "K")
+    return np.copy(a, order="C") if memory_format == "contiguous_format" else preserved_copy(a)
 
 
 clone = defop("clone", ("self",), _clone, "CloneBackward0",

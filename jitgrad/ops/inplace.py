@@ -33,6 +33,10 @@ from .shape import reshape
 
 _LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+# An expanded view, or ``from_numpy`` of a numpy array that is not writeable (PyTorch writes into it, after
+# a warning, with undefined behaviour; jitgrad refuses): until 2026-11-28 the text named only the first.
+_READ_ONLY = ("this tensor's memory is read-only (an expanded view, or a numpy array that is not writeable); "
+              "clone() it first")
 
 
 def _involves_grad(self: Tensor, args: tuple) -> bool:
@@ -171,7 +175,7 @@ def _write(name: str, self: Tensor, result: Tensor) -> None:
         _write_on_device(self, result)
     else:
         if not self._data.flags.writeable:
-            raise RuntimeError(f"{name}: this tensor's memory is read-only (an expanded view); clone() it first")
+            raise RuntimeError(f"{name}: {_READ_ONLY}")
         np.copyto(self._data, result._data, casting="same_kind")
     increment_version(self)
     note_alias(self, result)
@@ -388,7 +392,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         apply_inplace("__setitem__", self, _index_put, value, index=index)
         return
     if not self._data.flags.writeable:
-        raise RuntimeError("__setitem__: this tensor's memory is read-only (an expanded view); clone() it first")
+        raise RuntimeError(f"__setitem__: {_READ_ONLY}")
     clone_saved_before_write(self)
     try:
         self._data[index] = value._data if isinstance(value, Tensor) else value

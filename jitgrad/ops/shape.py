@@ -190,12 +190,22 @@ _expand = defop("expand", ("self",), _broadcast_view, "ExpandBackward0",
                 view=True, self=lambda grad, self_shape: sum_to(grad, self_shape),
                 jvp=lambda self_t, shape: _expand(self_t, shape=shape))
 
-_cat = defop("cat", ("tensors",), lambda arrays, dim: np.concatenate(arrays, axis=dim), "CatBackward0",
+def _concatenate(arrays, dim):
+    """Row-major, as PyTorch's ``cat`` and ``stack`` are for plain tensors: numpy's follows its operands'
+    order of strides, so ``cat`` of transposes was a transpose whose ``view(-1)`` raised (until 2026-11-28)."""
+    return np.asarray(np.concatenate(arrays, axis=dim), order="C")
+
+
+def _stack_arrays(arrays, dim):
+    return np.asarray(np.stack(arrays, axis=dim), order="C")
+
+
+_cat = defop("cat", ("tensors",), _concatenate, "CatBackward0",
              variadic=True, explain=_explain_cat, meta=_cat_meta, lower=intrinsic("concatenate"),
              tensors=lambda grad, tensors_shape, dim: split(grad, [s[dim] for s in tensors_shape], dim),
              jvp=lambda tensors_t, tensors, dim: _cat(_tangents_or_zeros(tensors_t, tensors), dim=dim))
 
-_stack = defop("stack", ("tensors",), lambda arrays, dim: np.stack(arrays, axis=dim), "StackBackward0",
+_stack = defop("stack", ("tensors",), _stack_arrays, "StackBackward0",
                variadic=True, explain=_explain_stack, meta=_stack_meta, lower=intrinsic("stack"),
                tensors=lambda grad, tensors_shape, dim: [grad.select(dim, i) for i in range(len(tensors_shape))],
                jvp=lambda tensors_t, tensors, dim: _stack(_tangents_or_zeros(tensors_t, tensors), dim=dim))

@@ -93,6 +93,8 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 
 def _cumsum_forward(a: np.ndarray, dim: int) -> np.ndarray:
+    """Row-major whatever ``a``'s layout, as PyTorch's (numpy's keeps a transpose's order)."""
+    a = np.asarray(a, order="C")
     dtype = np.int64 if a.dtype.kind in "biu" else a.dtype  # PyTorch's: integers and bools add up as int64
     if a.dtype == np.float16 and a.ndim:  # a running float32 sum, as PyTorch's (float16's stalled at 256)
         return np.cumsum(a, axis=dim, dtype=np.float32).astype(np.float16)

@@ -274,3 +274,39 @@ def test_a_call_key_from_free_kinds_is_the_key_from_their_list():
     assert key[5:12] == (7, guards.tensor_descriptor(shared), (float,), ("v",), guards.value_descriptor(np.ones(2)),
                          guards.tensor_descriptor(shared), ("k",))
     assert key[-1] == (0, 1, 1)   # the second and third tensors are one
+
+
+def _row_major():
+    return jg.arange(6.0, dtype=jg.float64).reshape(2, 3)
+
+
+def _column_major():
+    return jg.from_numpy(np.asfortranarray(np.arange(6.0).reshape(2, 3)))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.reshape(-1).add_(1), lambda x: x.contiguous().add_(1)],
+                         ids=["reshape", "contiguous"])
+def test_a_program_traced_for_one_layout_never_serves_another(fn):
+    """Whether ``reshape``/``contiguous()`` of an argument is a view of it (writes reach the caller) or a
+    copy depends on its strides, which a trace reads: a row-major and a column-major argument of the same
+    shape get programs of their own (one served the other, silently, until 2026-11-28)."""
+    f = jg.compile(fn, cache=False)
+    for make in (_column_major, _row_major, _column_major):
+        x, expected = make(), make()
+        fn(expected)
+        f(x)
+        assert np.array_equal(x.numpy(), expected.numpy()), make.__name__
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        jg.compile(lambda x: x.view(-1) * 2, cache=False)(_column_major())
+
+
+def test_a_layout_change_is_a_retrace_named_in_the_log():
+    from jitgrad.compile import guards
+    from jitgrad.compile.pytree import flatten
+
+    keys = [guards.call_key(spec, leaves, (), []) for leaves, spec in (flatten((make(),), {}) for make in
+                                                                     (_column_major, _row_major))]
+    miss = guards.describe_miss(keys[0], keys[1], ["", "", "", "x", ""])
+    assert (miss.reason, miss.retrace) == ("x: strides were [1, 2], now C-contiguous", True)
+    strided = jg.zeros(2, 1, 4)[..., ::2], jg.zeros(2, 4).unsqueeze(1)[..., ::2]
+    assert guards.tensor_descriptor(strided[0]) == guards.tensor_descriptor(strided[1])  # size-1 strides unread

@@ -69,6 +69,18 @@ def test_gradient_already_there_is_an_input():
         assert_close(ours.grad, theirs.grad)
 
 
+def test_a_steps_first_grad_has_the_leafs_layout():
+    """PyTorch's layout contract, as eager's AccumulateGrad keeps it: a column-major weight's first .grad
+    is column-major (a program's gradients are row-major; until 2026-11-28 the step's .grad was one)."""
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((2, 3)), np.asfortranarray(rng.standard_normal((2, 3)))
+    ours, theirs = jg.tensor(w, requires_grad=True), jg.tensor(w, requires_grad=True)
+    jg.compile(accumulating_step, cache=False)(jg.tensor(x), ours)
+    accumulating_step(jg.tensor(x), theirs)
+    assert ours.grad.stride() == theirs.grad.stride() == (1, 2)
+    assert_close(ours.grad, theirs.grad)
+
+
 def test_w1_whole_step_matches_eager():
     inputs = workloads.w1_inputs(True)
     compiled = jg.compile(w1_step)

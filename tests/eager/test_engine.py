@@ -554,3 +554,20 @@ def test_data_of_another_dtype_gets_gradients_of_its_dtype_while_an_old_graph_li
     (w * 2.0).sum().backward()
     assert w.grad.dtype == jg.float32
     del old
+
+
+@pytest.mark.parametrize("backward", [lambda loss: loss.backward(), lambda loss: loss.backward(create_graph=True)],
+                         ids=["plain", "create_graph"])
+def test_a_leafs_first_grad_has_pytorchs_layout_whatever_the_leafs(backward):
+    """PyTorch's layout contract: a gapless leaf's .grad has its strides (a column-major one is column-major,
+    under create_graph too), any other leaf's (an expanded or stepped view) is row-major; numpy's order "K"
+    gave those the view's stride order, so their .grad.view(-1) raised (until 2026-11-28)."""
+    torch = pytest.importorskip("torch")
+    leaves = [lambda m: m.arange(6.0).reshape(3, 2).T, lambda m: m.arange(3.0).expand(2, 3),
+              lambda m: m.arange(12.0).reshape(3, 4).T[:, ::2]]
+    for make in leaves:
+        ours, theirs = make(jg).detach().requires_grad_(), make(torch).detach().requires_grad_()
+        for m, x in ((jg, ours), (torch, theirs)):
+            backward((m.ones(4, x.shape[0]) @ x).sin().sum())   # the gradient arrives row-major, from a product
+        assert ours.grad.stride() == tuple(theirs.grad.stride())
+        np.testing.assert_allclose(ours.grad.detach().numpy(), theirs.grad.detach().numpy(), rtol=1e-5)

@@ -135,6 +135,10 @@ def test_shape_and_dtype_rules():
         jg.tensor([1, 2]).mul_(2.5)
     with pytest.raises(RuntimeError, match="read-only"):
         jg.zeros(3).expand(2, 3).add_(1)
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    with pytest.raises(RuntimeError, match="a numpy array that is not writeable"):
+        jg.from_numpy(frozen)[0] = 1.0
 
 
 def test_increment_version_invalidates_saved_tensors():

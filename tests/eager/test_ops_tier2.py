@@ -327,8 +327,10 @@ def test_the_layout_queries_are_pytorchs_on_views():
 
 def test_contiguous_and_clone_give_pytorchs_layouts():
     # contiguous() of a transpose was clone(), which keeps the layout: x.transpose(1, 2).contiguous()
-    # .view(...) raised (every transformer's attention reshapes so); clone keeps it, as PyTorch's
-    views = [lambda x: x.transpose(1, 2), lambda x: x.permute(2, 0, 1), lambda x: x[:, ::2], lambda x: x]
+    # .view(...) raised (every transformer's attention reshapes so); clone keeps it, as PyTorch's, but
+    # makes an expanded or a permuted stepped view row-major: numpy's order "K" kept its strides' order
+    views = [lambda x: x.transpose(1, 2), lambda x: x.permute(2, 0, 1), lambda x: x[:, ::2], lambda x: x,
+             lambda x: x[:, :1].expand(2, 3, 4), lambda x: x.transpose(1, 2)[:, ::2]]
     for view in views:
         for make in (lambda v, m: v.contiguous(), lambda v, m: v.clone(),
                      lambda v, m: v.clone(memory_format=m.contiguous_format),
@@ -336,6 +338,12 @@ def test_contiguous_and_clone_give_pytorchs_layouts():
             ours = make(view(jg.arange(24.0).reshape(2, 3, 4)), jg)
             theirs = make(view(torch.arange(24.0).reshape(2, 3, 4)), torch)
             assert ours.stride() == theirs.stride() and ours.is_contiguous() == theirs.is_contiguous()
+    for op in (lambda x, m: m.cat([x, x]), lambda x, m: m.stack([x, x], 2), lambda x, m: x.softmax(-1),
+               lambda x, m: x.log_softmax(0), lambda x, m: x.cumsum(1)):   # row-major, as PyTorch's
+        ours, theirs = op(jg.arange(6.0).reshape(3, 2).T, jg), op(torch.arange(6.0).reshape(3, 2).T, torch)
+        assert ours.stride() == theirs.stride()
+    for array in (np.broadcast_to(np.arange(4.0), (3, 4)), np.asfortranarray(np.ones((2, 3)))):
+        assert jg.tensor(array).stride() == torch.tensor(array).stride()
     x = jg.arange(24.0, requires_grad=True)
     made = x.reshape(2, 3, 4).transpose(1, 2).contiguous()
     assert made.grad_fn.name() == "CloneBackward0"
