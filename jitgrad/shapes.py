@@ -104,7 +104,7 @@ def preserved_copy(array: np.ndarray, dtype: Any = None) -> np.ndarray:
     """A copy of ``array`` (cast to ``dtype``) in PyTorch's ``preserve_format``: a gapless array keeps
     its strides (a transpose stays one), any other gets gapless ones in its order of dimensions
     (``dense_order``): a stepped slice of a row-major array is row-major, as PyTorch's copies are."""
-    if is_dense(array):
+    if array.flags.c_contiguous or is_dense(array):
         return np.array(array, dtype=dtype, copy=True, order="K")
     order = dense_order(array.shape, array.strides)
     target = array.dtype if dtype is None else dtype

@@ -388,7 +388,11 @@ def first_grad(grad: np.ndarray, variable: np.ndarray, copy: bool) -> np.ndarray
     in PyTorch (until 2026-11-28 numpy's order "K" gave an expanded leaf a column-major one)."""
     if grad.size <= 1 or grad.shape != variable.shape:
         return np.array(grad, copy=True) if copy else grad
-    if is_dense(variable):
+    if variable.flags.c_contiguous:  # nearly every leaf: no walk of the strides
+        if grad.flags.c_contiguous:
+            return np.array(grad, copy=True) if copy else grad
+        laid_out = np.empty(variable.shape, grad.dtype)
+    elif is_dense(variable):
         if grad.strides == variable.strides:
             return np.array(grad, copy=True) if copy else grad
         laid_out = np.empty_like(variable, dtype=grad.dtype)  # the variable's memory order, dense
