@@ -1,7 +1,8 @@
 """The whole test suite, as CI and the README's test command run it, in four pytest processes side by
-side: the normal run (``python -m pytest``, without its two longest files), those two files (the PTX
-check of every generated CUDA kernel, minutes of NVVM, and the random programs compiled by every CPU
-lowering, a minute and a half of compiling) and the CUDA simulator run (``NUMBA_ENABLE_CUDASIM=1
+side: the normal run (``python -m pytest``, without its longest files), those files (the PTX check of
+every generated CUDA kernel, minutes of NVVM, the random programs compiled by every CPU lowering, a
+minute and a half of compiling, and two more files of numba compiles: ``SIDE_FILES``) and the CUDA
+simulator run (``NUMBA_ENABLE_CUDASIM=1
 python -m pytest tests/cuda``) in two halves.
 
 The simulator run is a process of its own because numba reads ``NUMBA_ENABLE_CUDASIM`` once, when it is
@@ -26,6 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PTX_CHECK = "tests/backends/test_cuda_ptx.py"
 RANDOM_PROGRAMS = "tests/compile/test_random_programs.py"
+# Two more files of numba compiles (about 45 s) moved beside them when the normal run had again become
+# the command's length (10:08 of 10:31 on 2026-11-28, a slower machine, the side runs done at 9:18).
+SIDE_FILES = [PTX_CHECK, RANDOM_PROGRAMS, "tests/reliability/test_edge_points.py", "tests/backends/test_workloads.py"]
 # The simulator run in two halves of about the same length, the eager kernels and ops in one and the
 # compiled programs in the other: run whole, it was the command's length (9:31 of 9:42 on 2026-11-28,
 # with one core idle for its last 2.5 minutes once the other side run was done).
@@ -34,7 +38,7 @@ SIMULATED_OPS = [f"tests/cuda/{name}.py" for name in ("test_every_op", "test_ker
                                                      "test_distributed_on_cuda")]
 SIMULATOR = {"NUMBA_ENABLE_CUDASIM": "1"}
 SIDE_RUNS = {  # title -> (pytest arguments, environment added)
-    f"python -m pytest {PTX_CHECK} {RANDOM_PROGRAMS}": ([PTX_CHECK, RANDOM_PROGRAMS], {}),
+    f"python -m pytest {' '.join(SIDE_FILES)}": (SIDE_FILES, {}),
     "NUMBA_ENABLE_CUDASIM=1 python -m pytest <the eager half of tests/cuda>": (SIMULATED_OPS, SIMULATOR),
     "NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda <but that half>":
         (["tests/cuda", *(f"--ignore={path}" for path in SIMULATED_OPS)], SIMULATOR),
@@ -53,7 +57,7 @@ def main(arguments: list[str]) -> int:
             side[title] = (subprocess.Popen([sys.executable, "-m", "pytest", *paths, *arguments], cwd=ROOT,
                                             env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
                                             preexec_fn=_lower_priority if os.name == "posix" else None), log)
-        ignored = [f"--ignore={PTX_CHECK}", f"--ignore={RANDOM_PROGRAMS}"]
+        ignored = [f"--ignore={path}" for path in SIDE_FILES]
         print(f"== python -m pytest {' '.join(ignored)}", flush=True)
         codes = [subprocess.run([sys.executable, "-m", "pytest", *ignored, *arguments], cwd=ROOT).returncode]
         for title, (process, log) in side.items():
