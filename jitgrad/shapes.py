@@ -74,7 +74,6 @@ def broadcast_shapes(op: str, shapes: Iterable[tuple[int, ...]]) -> tuple[int, .
     return tuple(out)
 
 
-
 def dense_order(shape: Sequence[int], strides: Sequence[int]) -> list[int]:
     """The dimensions, outermost first, of a gapless copy that keeps a strided layout's order of
     dimensions (PyTorch's ``preserve_format`` for a view with gaps or repeats): sorted by stride, a

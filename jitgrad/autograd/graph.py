@@ -388,18 +388,12 @@ def first_grad(grad: np.ndarray, variable: np.ndarray, copy: bool) -> np.ndarray
     in PyTorch (until 2026-11-28 numpy's order "K" gave an expanded leaf a column-major one)."""
     if grad.size <= 1 or grad.shape != variable.shape:
         return np.array(grad, copy=True) if copy else grad
-    if variable.flags.c_contiguous:  # nearly every leaf: no walk of the strides
-        if grad.flags.c_contiguous:
-            return np.array(grad, copy=True) if copy else grad
-        laid_out = np.empty(variable.shape, grad.dtype)
-    elif is_dense(variable):
-        if grad.strides == variable.strides:
-            return np.array(grad, copy=True) if copy else grad
-        laid_out = np.empty_like(variable, dtype=grad.dtype)  # the variable's memory order, dense
-    elif grad.flags.c_contiguous:
+    # a gapless leaf that is not row-major (a transpose) keeps its strides; any other gets row-major (a
+    # C-contiguous leaf, nearly every one, without is_dense's walk of the strides)
+    keeps_strides = not variable.flags.c_contiguous and is_dense(variable)
+    if grad.strides == variable.strides if keeps_strides else grad.flags.c_contiguous:
         return np.array(grad, copy=True) if copy else grad
-    else:
-        laid_out = np.empty(variable.shape, grad.dtype)
+    laid_out = np.empty_like(variable, dtype=grad.dtype) if keeps_strides else np.empty(variable.shape, grad.dtype)
     laid_out[...] = grad
     return laid_out
 
