@@ -158,12 +158,10 @@ class Node:
         self.name = name
         self.op = op
         self.target = target
-        self._args: tuple = ()
-        self._kwargs: dict = {}
         self._inputs: tuple[Node, ...] = ()
         self.users: dict[Node, None] = {}  # an ordered set
-        self.meta: dict[str, Any] = dict(meta or {})
-        self._set_inputs(tuple(args), dict(kwargs))
+        self.meta: dict[str, Any] = dict(meta) if meta else {}
+        self._set_inputs(args if type(args) is tuple else tuple(args), dict(kwargs) if kwargs else {})
 
     # ---- inputs ------------------------------------------------------------------------------------
     @property

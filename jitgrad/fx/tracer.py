@@ -40,12 +40,14 @@ import numpy as np
 from ..autograd import engine, grad_mode
 from ..autograd.graph import grad_accumulator
 from ..device import copy_array
+from ..ops.op_backward import running_formulas
 from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
 from ..signatures import positional_names
 from ..tensor import Tensor
 from .backward_calls import BackwardCalls
 from .borrowing import BorrowError, Loan, memory_owner, same_memory
+from .derivative_templates import DerivativeTemplates
 from .graph import Graph, format_arg, tensor_meta
 from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
@@ -193,6 +195,20 @@ class Tracer:
     def array_node(self, tensor: Tensor) -> Node | None:
         """The op output node ``tensor``'s array is known by, if any."""
         return self._by_array.get(id(tensor._data))
+
+    @property
+    def checked(self) -> bool:
+        """Whether this trace is checked against an earlier one (its graph matches calls itself)."""
+        return self._match_call is not None
+
+    def state(self) -> tuple:
+        """What only something other than an op call reading tensors changes: constants, placeholders,
+        numbers asked for or branched on, writes in place, factory calls, random draws. A replayed
+        derivative formula (``derivative_templates``) is one whose recording left it unchanged."""
+        graph = self.graph
+        return (len(graph.constants), len(graph.placeholders), len(self.predicates), len(self.specialized),
+                len(self._rewritten), len(self.writes), len(self._created), len(self.lifted),
+                self.draws.count if self.draws is not None else -1)
 
     def grad_fn_node(self, grad_fn: Any) -> Node | None:
         """The node of the op whose backward node ``grad_fn`` is, if this trace saw it made."""
@@ -574,6 +590,7 @@ class Tracer:
         observed, and every borrowed tensor is given back at the end, whatever happens."""
         try:
             with observing(self.observe, self.alias, created=self.created, before_write=self.before_write), \
+                    running_formulas(DerivativeTemplates(self)), \
                     engine.watching(self.backward_calls) if self.backward_calls is not None else nullcontext():
                 yield self
         finally:

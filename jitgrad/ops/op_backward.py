@@ -8,18 +8,42 @@ save plan made here.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ..autograd.recording import SAVE_ATTR, SAVE_INPUT, SAVE_RESULT, SAVE_RESULTS, SAVE_SHAPE, SavingNode
 from ..autograd.saved_tensor import SavedTensor, check_version
 from ..device import zeros_on
 from ..tensor import Tensor
+from ..thread_settings import ThreadSettings
+from ..thread_settings import departures as _departures
 from . import staged_backward
 
 if TYPE_CHECKING:
     from .registry import OpDef
 
 _NODE_CLASSES: dict[str, type["OpBackward"]] = {}
+
+FormulaRunner = Callable[["OpDef", str, Callable[..., Any], list], Any]
+
+
+class _Formulas(ThreadSettings):
+    runner: FormulaRunner | None = None
+
+
+_formulas = _Formulas()
+
+
+@contextmanager
+def running_formulas(runner: FormulaRunner) -> Iterator[None]:
+    """Inside the block, each derivative formula a backward node of this thread runs is called as
+    ``runner(op, input_name, formula, args)`` rather than ``formula(*args)``: a tracer replays what an
+    earlier call of the same kind recorded (``fx.derivative_templates``) instead of running it again."""
+    previous, _formulas.runner = _formulas.runner, runner
+    try:
+        yield
+    finally:
+        _formulas.runner = previous
 
 
 def node_class(name: str) -> type["OpBackward"]:
@@ -112,9 +136,13 @@ class OpBackward(SavingNode):
         if len(grads) == 1 and grads[0] is None or all(g is None for g in grads):
             return result
         reads, derivatives = op.reads, op.derivatives
+        runner = _formulas.runner if _departures.count else None
         for i, name in enumerate(op.inputs):
             if needed[i] and name in reads:
-                result[i] = derivatives[name](*self._arguments(reads[name], grads))
+                if runner is None:
+                    result[i] = derivatives[name](*self._arguments(reads[name], grads))
+                else:
+                    result[i] = runner(op, name, derivatives[name], self._arguments(reads[name], grads))
         return result
 
     apply_arrays = staged_backward.apply_arrays  # its formulas, staged (one call less per node)

@@ -189,7 +189,7 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
     # change outside)
     inference = getattr(tensors[0], "_is_inference", False) if op.view else _modes.inference
     if type(out) is tuple:
-        outputs = tuple(Tensor._make(o if type(o) is np.ndarray else _as_array(o)) for o in out)
+        outputs = tuple(Tensor._make(o if type(o) is np.ndarray else as_storage(o)) for o in out)
         if inference:
             for o in outputs:
                 o._is_inference = True
@@ -202,7 +202,7 @@ def finish_call(op: OpDef, args: tuple, tensors: tuple, attrs: dict, out: Any, r
         if _dual.level is not None:
             forward_ad.propagate(op, args, attrs, outputs)
         return outputs
-    result = Tensor._make(out if type(out) is np.ndarray else _as_array(out))
+    result = Tensor._make(out if type(out) is np.ndarray else as_storage(out))
     if inference:
         result._is_inference = True
     if op.view:
@@ -306,7 +306,7 @@ def _value(arg: Any) -> Any:
     return arg.value if isinstance(arg, SymbolicValue) else arg
 
 
-def _as_array(out: Any) -> Any:
+def as_storage(out: Any) -> Any:
     """An op's output as a tensor's storage: a device array as it is (``np.asarray`` would copy it
     to the host), anything else (a numpy scalar) as a numpy array."""
     return out if is_device_array(out) else np.asarray(out)
