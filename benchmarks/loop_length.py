@@ -114,8 +114,10 @@ def child(steps: int, calls: int) -> dict:
 def floor_runs(inputs: dict) -> dict[str, float]:
     """(child) CPU seconds of one run of the step's function (the W4 loss and ``autograd.grad``),
     observed by a registry observer that records nothing and eagerly, and of its forward alone observed,
-    best of ``FLOOR_ROUNDS``: what a capture's first trace costs at the least, whatever it records, and
-    its second, which takes the pure backward's results from the first (``fx.backward_calls``)."""
+    best of ``FLOOR_ROUNDS``: about what a capture's first trace costs when recording is free (its
+    backward can cost less, since it replays derivative formulas with the ops' forwards on arrays where
+    this run calls them as ops: ``fx.derivative_templates``), and its second, which takes the pure
+    backward's results from the first (``fx.backward_calls``)."""
     import compiled_workloads
     from jitgrad.autograd import grad
     from jitgrad.ops.registry import observing
@@ -211,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "met" if last <= GOAL else "not met"
     print(f"\ngoal: {args.steps[-1]} steps compile within {GOAL}x of {args.steps[0]}: {last:.2f}x ({verdict})")
     print("\nCPU seconds (best of the rounds each); observed: the step's function run with an observer that "
-          "records nothing, which a capture's first trace costs at least; forward: its forward alone, "
-          "which the second trace costs at least when it takes the backward's results from the first\n")
+          "records nothing, about what a capture's first trace costs when recording is free; forward: its "
+          "forward alone, which the second trace costs at least when it takes the backward's results from "
+          "the first\n")
     print("| steps | first call (CPU) | vs first | observed | forward | eager | observed runs / first call |")
     print("|---|---|---|---|---|---|---|")
     for steps in args.steps:
