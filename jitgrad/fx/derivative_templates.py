@@ -29,6 +29,7 @@ import numpy as np
 
 from ..autograd import engine, forward_ad, grad_mode
 from ..device import usage as devices
+from ..dtypes import get_default_dtype
 from ..ops.registry import OpDef, as_storage
 from ..tensor import Tensor
 from .node import Node, Opcode, tuple_item
@@ -121,11 +122,12 @@ class DerivativeTemplates:
         return formula(*args)
 
     def _key(self, op: OpDef, name: str, args: list, tensors: list[Tensor]) -> tuple | None:
-        """The call's kind: the op, the input, and each argument by its shape and dtype (a tensor, with
-        the first argument holding the same node) or its value; None where an argument cannot be told
-        apart by one. Fills ``tensors`` with the tensor arguments, in order."""
+        """The call's kind: the op, the input, whether a backward runs, the default dtype (a formula may
+        read it), and each argument by its shape and dtype (a tensor, with the first argument holding
+        the same node) or its value; None where an argument cannot be told apart by one. Fills
+        ``tensors`` with the tensor arguments, in order."""
         node_of, types = self.tracer.node_of, self.tracer.tensor_types
-        parts: list[Any] = [op, name, engine.running_backward()]
+        parts: list[Any] = [op, name, engine.running_backward(), get_default_dtype()]
         nodes: list[Node] = []
         for value in args:
             if isinstance(value, Tensor):
