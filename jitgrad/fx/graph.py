@@ -193,7 +193,7 @@ class Graph:
         if node.users:
             raise GraphError(f"cannot erase {node.name}: it is still read by "
                              f"{', '.join(u.name for u in node.users)}")
-        node._set_inputs((), {})
+        node.clear_inputs()
         self._nodes.remove(node)
         if node.op is Opcode.GET_ATTR:
             del self.constants[node.target]
@@ -205,15 +205,19 @@ class Graph:
         list, where erasing a long run one node at a time would walk it once per node."""
         gone = set(nodes)
         for node in nodes:
-            if any(user not in gone for user in node.users):
+            if not gone.issuperset(node.users):
                 raise GraphError(f"cannot erase {node.name}: it is still read by "
                                  f"{', '.join(u.name for u in node.users if u not in gone)}")
+        placeholders = False
         for node in nodes:
-            node._set_inputs((), {})
-            if node.op is Opcode.GET_ATTR:
+            node.clear_inputs()
+            op = node.op
+            if op is Opcode.GET_ATTR:
                 del self.constants[node.target]
+            elif op is Opcode.PLACEHOLDER:
+                placeholders = True
         self._nodes = [n for n in self._nodes if n not in gone]
-        if any(n.op is Opcode.PLACEHOLDER for n in nodes):
+        if placeholders:
             self._count_placeholders()
 
     def reorder(self, order: list[Node]) -> None:

@@ -210,6 +210,13 @@ class Node:
         for new in inputs:
             new.users[self] = None
 
+    def clear_inputs(self) -> None:
+        """Reads nothing any more (a node being erased): ``_set_inputs((), {})`` without its walk of
+        the new arguments, for the thousands of nodes a pass erases from a long trace."""
+        for old in self._inputs:
+            old.users.pop(self, None)
+        self._args, self._kwargs, self._inputs = (), {}, ()
+
     def replace_input_with(self, old: "Node", new: "Node") -> None:
         """Reads ``new`` wherever this node read ``old``."""
         swap = (lambda n: new if n is old else n)
