@@ -188,6 +188,12 @@ class Node:
         inputs are set: passes and ``lint`` ask for them of every node, again and again)."""
         return list(self._inputs)
 
+    @property
+    def input_nodes(self) -> tuple["Node", ...]:
+        """``all_input_nodes`` as the node keeps them, not copied: for a pass's walk of every node
+        that only reads them."""
+        return self._inputs
+
     def _set_inputs(self, args: tuple, kwargs: dict) -> None:
         for old in self._inputs:
             old.users.pop(self, None)
