@@ -222,10 +222,12 @@ class Graph:
 
     def reorder(self, order: list[Node]) -> None:
         """Puts the same nodes in a new order (``topological_sort`` decides which)."""
-        if set(order) != set(self._nodes) or len(order) != len(self._nodes):
+        if len(order) != len(self._nodes) or set(order) != set(self._nodes):
             raise GraphError("reorder must be given exactly the graph's nodes")
         self._nodes = list(order)
-        self._count_placeholders()
+        # the same nodes, so as many placeholders: whether they come first is all that can change
+        placeholder, count = Opcode.PLACEHOLDER, self._placeholder_count
+        self._placeholders_first = all([n.op is placeholder for n in self._nodes[:count]])
 
     def _count_placeholders(self) -> None:
         """``_placeholder_count`` and ``_placeholders_first`` found afresh, after an edit that may have
