@@ -68,6 +68,10 @@ class TupleItem:
 tuple_item = TupleItem()
 
 
+# Argument types that hold no node (what most keyword arguments are: ``dim=1``, ``keepdim=False``).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
 def map_nodes(value: Any, fn: Callable[["Node"], Any]) -> Any:
     """``value`` with every node inside it (at any depth of tuples, lists and dicts) replaced by
     ``fn(node)``."""
@@ -227,6 +231,25 @@ class Node:
         """Reads ``new`` wherever this node read ``old``."""
         swap = (lambda n: new if n is old else n)
         self._set_inputs(map_nodes(self._args, swap), map_nodes(self._kwargs, swap))
+
+    def replace_inputs(self, replacement: dict["Node", "Node"]) -> None:
+        """Reads ``replacement[n]`` wherever this node read a key ``n`` of it: one rewiring, however many
+        of its inputs are replaced (a pass replacing many nodes rewires each reader once: a ``stack`` of
+        an unrolled loop's 500 steps may read 500 of them). Keyword arguments holding no node are kept."""
+        self._set_inputs(*self.inputs_replaced(replacement))
+
+    def inputs_replaced(self, replacement: dict["Node", "Node"]) -> tuple[tuple, dict]:
+        """``args`` and ``kwargs`` with ``replacement[n]`` for each key ``n`` of it they hold (the
+        arguments ``replace_inputs`` gives the node); keyword arguments holding no node are kept."""
+        get = replacement.get
+        args, kwargs = self._args, self._kwargs
+        if all([type(value) is Node for value in args]):
+            args = tuple([get(value, value) for value in args])
+        else:
+            args = map_nodes(args, lambda n: get(n, n))
+        if kwargs and not all([type(value) in _PLAIN for value in kwargs.values()]):
+            kwargs = map_nodes(kwargs, lambda n: get(n, n))
+        return args, kwargs
 
     def replace_all_uses_with(self, replacement: "Node") -> list["Node"]:
         """Makes every user of this node read ``replacement`` instead; returns those users."""
