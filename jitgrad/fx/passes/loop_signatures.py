@@ -1,0 +1,175 @@
+"""Which stretches of a graph's node list repeat, for ``roll_loops``: each node's signature (what the
+k-th node of every iteration of a loop must share: op, attributes, shapes, dtypes, grad mode; a row
+read ``x[t]`` matches any other row read of the same array) and the candidate runs of repeated
+signatures, found without checking every rotation of a long run.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Hashable
+
+import numpy as np
+
+from ...ops.registry import REGISTRY
+from ..loop import Loop
+from ..node import Node, Opcode, iter_nodes
+
+
+def _structure(value: Any) -> Hashable:
+    """A hashable stand-in for an argument, with every node the same: what two steps must share. The
+    common kinds are told by their exact type first (the pass asks for every node of a long trace)."""
+    kind = type(value)
+    if kind is Node:
+        return "node"
+    if kind is tuple:
+        return ("tuple", tuple([_structure(v) for v in value]))
+    if kind is dict:
+        return ("dict", tuple([(k, _structure(v)) for k, v in value.items()]))
+    if kind is int or kind is str or kind is bool:
+        return (kind.__name__, value)
+    return _other_structure(value)
+
+
+def _arguments_structure(args: tuple) -> Hashable:
+    """``_structure(args)``, found without recursion for a tuple of nodes only (most calls)."""
+    for value in args:
+        if type(value) is not Node:
+            return _structure(args)
+    return ("tuple", ("node",) * len(args))
+
+
+_NO_KWARGS = _structure({})
+
+
+def _other_structure(value: Any) -> Hashable:
+    if isinstance(value, Node):
+        return "node"
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_structure(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, slice):
+        return ("slice", value.start, value.stop, value.step)
+    if isinstance(value, float):  # 1 and 1.0 promote differently; 0.0 and -0.0 differ
+        return ("float", value, math.copysign(1.0, value))
+    return (type(value).__name__, value)
+
+
+GETITEM = REGISTRY["getitem"]
+
+
+def row_read(node: Node) -> int | None:
+    """``t`` when ``node`` is ``x[t]`` (``getitem`` of one non-negative int), else None."""
+    if node.target is not GETITEM:
+        return None
+    kwargs = node.kwargs
+    if len(kwargs) != 1 or "index" not in kwargs:
+        return None
+    index = kwargs["index"]
+    if isinstance(index, tuple) and len(index) == 1 and type(index[0]) is int and index[0] >= 0:
+        return index[0]
+    return None
+
+
+_DTYPE_STRS: dict[np.dtype, str] = {}
+
+
+def _dtype_str(dtype: np.dtype) -> str:
+    """``dtype.str``, which numpy builds anew at each call, kept for each of the few dtypes seen."""
+    text = _DTYPE_STRS.get(dtype)
+    if text is None:
+        text = _DTYPE_STRS[dtype] = dtype.str
+    return text
+
+
+def input_leaves(node: Node) -> list[Node]:
+    """The nodes ``node`` reads, in order, repeats included: its arguments themselves when they are
+    all nodes and no keyword argument holds any (most calls), found without walking them."""
+    args, kwargs = node.args, node.kwargs
+    if all(type(value) is Node for value in args) and \
+            not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values()):
+        return list(args)
+    return list(iter_nodes((args, kwargs)))
+
+
+def _signature(node: Node) -> Hashable:
+    if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
+        return ("unique", id(node))
+    values = node.meta
+    dtype = values.get("dtype")
+    dtype = _dtype_str(dtype) if isinstance(dtype, np.dtype) else tuple(_dtype_str(d) for d in dtype) \
+        if type(dtype) is tuple else dtype
+    meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
+    row = row_read(node)
+    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
+    return (id(node.target), _arguments_structure(node.args), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
+            row is None)
+
+
+class Signatures:
+    """Each node's signature as a small int, the same for equal signatures. Kept from one search to
+    the next (rolling a loop rewires its readers, which leaves their signatures as they were), and
+    compared as ints: a search hashes every node's signature and compares stretches of hundreds of
+    them, where a signature is a nested tuple whose hash Python does not keep."""
+
+    def __init__(self) -> None:
+        self._of: dict[Node, int] = {}         # holds the nodes, so an ``id`` in a signature stays unique
+        self._numbers: dict[Hashable, int] = {}
+
+    def of(self, nodes: list[Node]) -> list[int]:
+        known, numbers = self._of, self._numbers
+        found = []
+        for node in nodes:
+            number = known.get(node)
+            if number is None:
+                number = known[node] = numbers.setdefault(_signature(node), len(numbers))
+            found.append(number)
+        return found
+
+
+def candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int,
+                known: Signatures, shifted: dict[tuple[int, int], tuple[int, int]]):
+    """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
+    stretch of one period starting inside the span of one rejected before (``rejected``: period ->
+    span) is not offered again: checking every rotation of a long run would make the pass quadratic
+    in the graph's length. Nor is one that only shifts a rejected stretch by whole periods
+    (``shifted``: (period, start modulo the period) -> span), whose iterations would be read as that
+    stretch's were, while its other rotations are still offered."""
+    signatures = known.of(nodes)
+    following: dict[int, int] = {}
+    next_same = [0] * len(nodes)
+    for i in range(len(nodes) - 1, first - 1, -1):  # no stretch starts before ``first``
+        next_same[i] = following.get(signatures[i], -1)
+        following[signatures[i]] = i
+    # (period, start modulo the period) -> (start, count) of the last stretch counted: a stretch
+    # starting k periods into it repeats count - k times (the signatures repeat with that period up
+    # to the same place), which counting again at every start would find at quadratic cost
+    counted: dict[tuple[int, int], tuple[int, int]] = {}
+    i = first
+    while i < len(nodes):
+        period = next_same[i] - i
+        low, high = rejected.get(period, (0, 0))
+        if next_same[i] < 0 or period > (len(nodes) - i) // least or low <= i < high:
+            i += 1
+            continue
+        low, high = shifted.get((period, i % period), (0, 0))
+        if low <= i < high:
+            i += 1
+            continue
+        start, count = counted.get((period, i % period), (0, 0))
+        if start <= i < start + count * period:
+            count -= (i - start) // period
+        else:
+            count = 1
+            while i + (count + 1) * period <= len(nodes) and \
+                    signatures[i + count * period:i + (count + 1) * period] == signatures[i:i + period]:
+                count += 1
+            counted[(period, i % period)] = (i, count)
+        if count >= least:
+            yield i, period, count
+        i += 1
+
+
+__all__ = ["GETITEM", "Signatures", "candidates", "input_leaves", "row_read"]
