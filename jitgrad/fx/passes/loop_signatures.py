@@ -30,12 +30,21 @@ def _structure(value: Any) -> Hashable:
     return _other_structure(value)
 
 
-def _arguments_structure(args: tuple) -> Hashable:
-    """``_structure(args)``, found without recursion for a tuple of nodes only (most calls)."""
-    for value in args:
-        if type(value) is not Node:
-            return _structure(args)
-    return ("tuple", ("node",) * len(args))
+_NODES_STRUCTURES: dict[int, Hashable] = {}  # number of arguments -> their structure when all are nodes
+
+
+def _arguments_structure(node: Node) -> Hashable:
+    """``_structure(node.args)``, found without a walk when the arguments are distinct nodes and are
+    what the node reads (most calls: its inputs are then its arguments themselves)."""
+    args = node.args
+    if node.input_nodes != args:
+        for value in args:
+            if type(value) is not Node:
+                return _structure(args)
+    structure = _NODES_STRUCTURES.get(len(args))
+    if structure is None:
+        structure = _NODES_STRUCTURES[len(args)] = ("tuple", ("node",) * len(args))
+    return structure
 
 
 _NO_KWARGS = _structure({})
@@ -88,6 +97,8 @@ def input_leaves(node: Node) -> list[Node]:
     """The nodes ``node`` reads, in order, repeats included: its arguments themselves when they are
     all nodes and no keyword argument holds any (most calls), found without walking them."""
     args, kwargs = node.args, node.kwargs
+    if not kwargs and node.input_nodes == args:  # distinct nodes, and nothing else: no walk
+        return list(args)
     if all(type(value) is Node for value in args) and \
             not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values()):
         return list(args)
@@ -95,16 +106,21 @@ def input_leaves(node: Node) -> list[Node]:
 
 
 def _signature(node: Node) -> Hashable:
-    if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
+    target = node.target
+    if node.op is not Opcode.CALL_FUNCTION or isinstance(target, Loop):
         return ("unique", id(node))
     values = node.meta
     dtype = values.get("dtype")
-    dtype = _dtype_str(dtype) if isinstance(dtype, np.dtype) else tuple(_dtype_str(d) for d in dtype) \
-        if type(dtype) is tuple else dtype
+    if type(dtype) is tuple:
+        dtype = tuple(_dtype_str(d) for d in dtype)
+    elif isinstance(dtype, np.dtype):
+        dtype = _dtype_str(dtype)
     meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
-    row = row_read(node)
-    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
-    return (id(node.target), _arguments_structure(node.args), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
+    kwargs = node.kwargs
+    row = row_read(node) if target is GETITEM else None
+    if row is not None:
+        kwargs = {k: v for k, v in kwargs.items() if k != "index"}
+    return (id(target), _arguments_structure(node), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
             row is None)
 
 

@@ -343,20 +343,18 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
             index = carried_next.index(offset)
             replacement[run.at(run.count - 1, offset)] = add(tuple_item, (node, index), {},
                                                              call_meta(tuple_item, (node, index), {}))
-    new = set(added)
-    order: list[Node] = []
-    for existing in graph.nodes:
-        if existing is after:
-            order.extend(added)
-        if existing not in new:
-            order.append(existing)
+    nodes, cut = graph.nodes, len(graph) - 1 - len(added)
+    if list(nodes[cut:-1]) == added:  # the new nodes are the last before the output, as added
+        order = [*nodes[:cut], nodes[-1]]
+    else:
+        new = set(added)
+        order = [n for n in nodes if n not in new]
+    at = order.index(after)
+    order[at:at] = added
     graph.reorder(order)
     users = dict.fromkeys(u for value in replacement for u in value.users if u not in inside)
-    swap = (lambda n: replacement.get(n, n))
     for user in users:
-        user.args = map_nodes(user.args, swap)
-        if user.kwargs:
-            user.kwargs = map_nodes(user.kwargs, swap)
+        user.replace_inputs(replacement)
 
 
 def _row_runs(values: tuple) -> list[tuple[Node | None, int, int, Any]]:
