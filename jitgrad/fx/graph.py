@@ -12,6 +12,8 @@ import functools
 import keyword
 import re
 from dataclasses import dataclass, field
+from itertools import chain, filterfalse
+from operator import attrgetter
 from typing import Any, Iterator
 
 from ..ops.registry import REGISTRY, OpDef
@@ -24,6 +26,8 @@ from .printing import format_arg, format_fields
 
 # Names the generated code uses for itself; no node may take them.
 RESERVED_NAMES = frozenset({"REGISTRY", "np", "jitgrad", "constants", "forward", "float", "run_loop"})
+
+_USERS = attrgetter("users")
 
 
 class GraphError(RuntimeError):
@@ -202,12 +206,15 @@ class Graph:
 
     def erase_nodes(self, nodes: list[Node]) -> None:
         """Erases ``nodes`` at once, each read by nobody or only by others of them: one walk of the
-        list, where erasing a long run one node at a time would walk it once per node."""
+        list, where erasing a long run one node at a time would walk it once per node. The checks and
+        the list's filtering run in C (``map``, ``chain``, ``filterfalse``): a pass on a long trace
+        erases thousands of nodes."""
         gone = set(nodes)
-        for node in nodes:
-            if not gone.issuperset(node.users):
-                raise GraphError(f"cannot erase {node.name}: it is still read by "
-                                 f"{', '.join(u.name for u in node.users if u not in gone)}")
+        if not gone.issuperset(chain.from_iterable(map(_USERS, nodes))):
+            for node in nodes:
+                if not gone.issuperset(node.users):
+                    raise GraphError(f"cannot erase {node.name}: it is still read by "
+                                     f"{', '.join(u.name for u in node.users if u not in gone)}")
         placeholders = False
         for node in nodes:
             node.clear_inputs()
@@ -216,7 +223,7 @@ class Graph:
                 del self.constants[node.target]
             elif op is Opcode.PLACEHOLDER:
                 placeholders = True
-        self._nodes = [n for n in self._nodes if n not in gone]
+        self._nodes = list(filterfalse(gone.__contains__, self._nodes))
         if placeholders:
             self._count_placeholders()
 
