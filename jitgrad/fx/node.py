@@ -77,10 +77,11 @@ def map_nodes(value: Any, fn: Callable[["Node"], Any]) -> Any:
     ``fn(node)``."""
     if isinstance(value, Node):
         return fn(value)
-    if isinstance(value, tuple):
-        return tuple(map_nodes(v, fn) for v in value)
+    if isinstance(value, tuple):  # a node in it is mapped here, without a call per element (a ``stack``
+        # of a long trace's steps holds hundreds)
+        return tuple([fn(v) if type(v) is Node else map_nodes(v, fn) for v in value])
     if isinstance(value, list):
-        return [map_nodes(v, fn) for v in value]
+        return [fn(v) if type(v) is Node else map_nodes(v, fn) for v in value]
     if isinstance(value, dict):
         return {k: map_nodes(v, fn) for k, v in value.items()}
     return value

@@ -18,7 +18,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
     for node in reversed(graph.nodes):  # readers first: a node whose readers all go, goes too
         if (node.op is call or node.op is constant) and dead.issuperset(node.users):
             dead.add(node)
-    order = [n for n in graph.nodes if n in dead]
+    order = list(filter(dead.__contains__, graph.nodes))
     record.changes.extend([f"removed {n.name}" for n in reversed(order)])
     graph.erase_nodes(order)  # at once: one walk of the node list
     return graph

@@ -95,7 +95,7 @@ def topological_sort(graph: Graph) -> Graph:
     record = graph.record_pass("topological_sort")
     nodes = graph.nodes
     order = topological_order(graph)
-    record.changes = [f"moved {n.name}" for i, n in enumerate(order) if nodes[i] is not n]
-    if record.changes:  # a fresh trace is in order already: nothing to check and put back
+    if order != list(nodes):  # (nodes compare by identity) a fresh trace is in order already: nothing to put back
+        record.changes = [f"moved {n.name}" for i, n in enumerate(order) if nodes[i] is not n]
         graph.reorder(order)
     return graph
