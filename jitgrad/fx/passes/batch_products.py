@@ -21,7 +21,7 @@ from ..graph import Graph, PassRecord
 from ..node import Node, is_call
 from ..node_meta import call_meta
 from .simplify import row_of, same_value_type
-from .topological_sort import topological_order
+from .topological_sort import stable_order
 
 MIN_PRODUCTS = 4
 
@@ -61,7 +61,7 @@ def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
     nodes = graph.nodes
     for node in nodes[nodes.index(products[0]):nodes.index(products[-1])]:
         mask = bit.get(node, 0)
-        for source in node.all_input_nodes:
+        for source in node.input_nodes:
             mask |= upstream.get(source, 0)
         upstream[node] = mask
     groups: dict[tuple, list[list]] = {}
@@ -102,7 +102,7 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         for i, member in enumerate(members):
             phase = {k: member.meta[k] for k in ("phase", "no_grad") if k in member.meta}
             rows[member] = graph.call_function(getitem, (product,), {"index": (i,)}, {**row_meta, **phase})
-            member.replace_all_uses_with(rows[member])
+        _read_rows(members, rows)
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
     if rows:  # each row where its product was (one reordering, not an insertion and an erasure each,
         # which walked the node list twice per product), then in order: the stack was put before the
@@ -110,8 +110,20 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         added = set(rows.values())
         order = [rows.get(n, n) for n in graph.nodes if n not in added]
         graph.erase_nodes(list(rows))
-        graph.reorder(order)
-        graph.reorder(topological_order(graph))
+        graph.reorder(stable_order(order))
+
+
+def _read_rows(members: list[Node], rows: dict[Node, Node]) -> None:
+    """Makes what read the products read their rows, each reader rewired once, in the order of the last
+    product it reads: the order one rewiring per product and reader would leave the readers in, in
+    each of their inputs' ``users`` (later passes walk them), at one rebuilding of arguments per reader."""
+    readers: dict[Node, None] = {}
+    for member in members:
+        for user in member.users:
+            readers.pop(user, None)
+            readers[user] = None
+    for reader in readers:
+        reader.replace_inputs(rows)
 
 
 # ---- sums of outer products ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ names the nodes on it.
 from __future__ import annotations
 
 import heapq
+from typing import Sequence
 
 from ..graph import Graph, GraphError
 from ..node import Node, Opcode
@@ -39,7 +40,13 @@ def _first_out_of_order(nodes: tuple[Node, ...], position: dict[Node, int]) -> i
 def topological_order(graph: Graph) -> list[Node]:
     """The graph's nodes in the stable order described above (a pass that inserts a node before
     values it reads puts the graph in order with ``graph.reorder(topological_order(graph))``)."""
-    nodes = graph.nodes
+    return stable_order(graph.nodes)
+
+
+def stable_order(nodes: Sequence[Node]) -> list[Node]:
+    """``nodes`` (a graph's, or a new order of them a pass is about to give it) in the stable order
+    described above: a pass reordering its graph puts the new order in order at once."""
+    nodes = tuple(nodes)
     position = {n: i for i, n in enumerate(nodes)}
     scan = _first_out_of_order(nodes, position)
     count = len(nodes)
