@@ -93,16 +93,23 @@ def _dtype_str(dtype: np.dtype) -> str:
     return text
 
 
-def input_leaves(node: Node) -> list[Node]:
-    """The nodes ``node`` reads, in order, repeats included: its arguments themselves when they are
-    all nodes and no keyword argument holds any (most calls), found without walking them."""
+def reads_arguments(node: Node) -> bool:
+    """Whether the nodes ``node`` reads, in order, repeats included, are its arguments themselves: they
+    are all nodes and no keyword argument holds any (most calls). A question of the arguments' structure,
+    so nodes of one signature answer alike."""
     args, kwargs = node.args, node.kwargs
-    if not kwargs and node.input_nodes == args:  # distinct nodes, and nothing else: no walk
-        return list(args)
-    if all(type(value) is Node for value in args) and \
-            not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values()):
-        return list(args)
-    return list(iter_nodes((args, kwargs)))
+    if not kwargs and node.input_nodes == args:  # distinct nodes, and nothing else
+        return True
+    return all(type(value) is Node for value in args) and \
+        not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values())
+
+
+def input_leaves(node: Node) -> list[Node]:
+    """The nodes ``node`` reads, in order, repeats included, found without a walk when they are its
+    arguments (``reads_arguments``)."""
+    if reads_arguments(node):
+        return list(node.args)
+    return list(iter_nodes((node.args, node.kwargs)))
 
 
 def _signature(node: Node) -> Hashable:
@@ -188,4 +195,4 @@ def candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int
         i += 1
 
 
-__all__ = ["GETITEM", "Signatures", "candidates", "input_leaves", "row_read"]
+__all__ = ["GETITEM", "Signatures", "candidates", "input_leaves", "reads_arguments", "row_read"]

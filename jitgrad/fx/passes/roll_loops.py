@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ...ops.registry import REGISTRY
 from ..graph import Graph
 from ..loop import Loop
 from ..node import Node, NodeKind, iter_nodes, map_nodes, tuple_item
 from ..node_meta import call_meta
-from .loop_signatures import GETITEM, Signatures, candidates, input_leaves, row_read
+from .loop_signatures import GETITEM, Signatures, candidates, input_leaves, reads_arguments, row_read
 
 MIN_ITERATIONS = 4
 
@@ -74,13 +74,24 @@ class _Run:
         return divmod(at, self.period)
 
 
-def _follows(rows: list[int], row: int | None) -> bool:
-    """Whether ``row`` continues ``rows`` one at a time, up or down (as their first two set)."""
-    if row is None:
-        return False
-    if len(rows) < 2:
-        return abs(row - rows[-1]) == 1 if rows else True
-    return row - rows[-1] == rows[1] - rows[0]
+def _rows_agreeing(values: Sequence[Node], base: Node, run: _Run, outside: bool) -> tuple[int, int]:
+    """How many leading ``values`` read rows of ``base`` one after another, up or down (as the first two
+    set), each outside the run where ``outside`` asks; and that step. One tight loop: a check walks
+    every iteration of each row read of a candidate, hundreds of them."""
+    position, low, high = run.position.get, run.start, run.start + run.count * run.period
+    step, previous = 0, 0
+    for j, value in enumerate(values):
+        row = row_read(value)  # None for what is not a row read, which may have no arguments at all
+        if row is None or (outside and low <= position(value, -1) < high) or value.args[0] is not base:
+            return j, step
+        if j == 1:
+            step = row - previous
+            if step != 1 and step != -1:
+                return j, step
+        elif j > 1 and row - previous != step:
+            return j, step
+        previous = row
+    return len(values), step
 
 
 def _classify_row(run: _Run, offset: int, count: int) -> int:
@@ -90,14 +101,10 @@ def _classify_row(run: _Run, offset: int, count: int) -> int:
     base = first.args[0]
     if not isinstance(base, Node) or run.where(base) is not None:
         return 0
-    rows = [row_read(first)]
-    for j in range(1, count):
-        node = run.at(j, offset)
-        row = row_read(node)
-        if node.args[0] is not base or not _follows(rows, row):
-            return j
-        rows.append(row)
-    run.rows[offset] = (base, rows[0], rows[1] - rows[0])
+    agreeing, step = _rows_agreeing(run.column(offset, 0, count), base, run, outside=False)
+    if agreeing < count:
+        return agreeing
+    run.rows[offset] = (base, row_read(first), step)
     return count
 
 
@@ -109,7 +116,7 @@ def _agreeing(values: list[Node], expected: list[Node]) -> int:
     return next(j for j, (value, node) in enumerate(zip(values, expected)) if value is not node)
 
 
-def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], count: int) -> int:
+def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[Sequence[Node]], count: int) -> int:
     """How many iterations agree on how input ``leaf`` of the offset-th node is read (``run.inputs``)."""
     first = leaves[0][leaf]
     inside = run.where(first)
@@ -122,9 +129,9 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         return count
     second = leaves[1][leaf]
     if second is first:
-        for j in range(2, count):
-            if leaves[j][leaf] is not first:
-                return j
+        agreeing = 2 + _agreeing([values[leaf] for values in leaves[2:count]], [first] * (count - 2))
+        if agreeing < count:
+            return agreeing
         run.inputs[(offset, leaf)] = ("invariant", first)
         return count
     carried = run.where(second)
@@ -137,17 +144,14 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
             return agreeing
         run.inputs[(offset, leaf)] = ("carry", first, source)
         return count
-    rows: list[int] = []
-    base = first.args[0] if row_read(first) is not None else None
+    row = row_read(first)
+    base = first.args[0] if row is not None else None
     if base is None or run.where(base) is not None:
         return 0
-    for j in range(count):
-        value = leaves[j][leaf]
-        row = row_read(value)  # None for what is not a row read, which may have no arguments at all
-        if row is None or run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
-            return j
-        rows.append(row)
-    run.inputs[(offset, leaf)] = ("slice", base, rows[0], rows[1] - rows[0])
+    agreeing, step = _rows_agreeing([values[leaf] for values in leaves[:count]], base, run, outside=True)
+    if agreeing < count:
+        return agreeing
+    run.inputs[(offset, leaf)] = ("slice", base, row, step)
     return count
 
 
@@ -162,7 +166,10 @@ def _check(run: _Run) -> int:
             if count < 2:
                 return count
             continue
-        leaves = [input_leaves(run.at(j, offset)) for j in range(count)]
+        column = run.column(offset, 0, count)
+        # the iterations' nodes share a signature, so their arguments have one structure: when the
+        # first's inputs are its arguments, each one's are
+        leaves = [n.args for n in column] if reads_arguments(node) else [input_leaves(n) for n in column]
         for leaf in range(len(leaves[0])):
             count = min(count, _classify_leaf(run, offset, leaf, leaves, count))
             if count < 2:
