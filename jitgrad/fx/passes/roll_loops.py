@@ -188,11 +188,11 @@ def _typed_alike(run: _Run) -> bool:
         if how[0] == "carry" and (how[1].meta["shape"], how[1].meta["dtype"]) != \
                 (run.at(0, how[2]).meta["shape"], run.at(0, how[2]).meta["dtype"]):
             return False
-    for j in range(run.count):
-        for offset in range(run.period):
-            node = run.at(j, offset)
-            if isinstance(node.meta["dtype"], tuple) and any(run.where(u) is None for u in node.users):
-                return False
+    for offset in range(run.period):  # the iterations share a signature: a tuple at one offset is at all
+        if isinstance(run.at(0, offset).meta["dtype"], tuple):
+            for node in run.column(offset, 0, run.count):
+                if any(run.where(u) is None for u in node.users):
+                    return False
     return True
 
 
@@ -291,7 +291,7 @@ def _roll(graph: Graph, run: _Run) -> Node:
     for offset in range(period):
         if offset in run.rows:
             continue
-        readers = [j for j in range(count) if not inside.issuperset(run.at(j, offset).users)]
+        readers = [j for j, n in enumerate(run.column(offset, 0, count)) if not inside.issuperset(n.users)]
         if readers:
             outside[offset] = readers
     carried_next = [offset for (_, offset) in carries]
