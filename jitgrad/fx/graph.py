@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from ..ops.registry import REGISTRY, OpDef
 from ..tensor import Tensor
 from .loop import Loop
-from .node import Node, Opcode, format_meta, iter_nodes, map_nodes, tuple_item
+from .node import Node, Opcode, clear_inputs, format_meta, iter_nodes, map_nodes, tuple_item
 from .node_meta import meta_disagreement
 from .numbers import is_number_op
 from .printing import format_arg, format_fields
@@ -197,7 +197,7 @@ class Graph:
         if node.users:
             raise GraphError(f"cannot erase {node.name}: it is still read by "
                              f"{', '.join(u.name for u in node.users)}")
-        node.clear_inputs()
+        clear_inputs((node,))
         self._nodes.remove(node)
         if node.op is Opcode.GET_ATTR:
             del self.constants[node.target]
@@ -215,9 +215,9 @@ class Graph:
                 if not gone.issuperset(node.users):
                     raise GraphError(f"cannot erase {node.name}: it is still read by "
                                      f"{', '.join(u.name for u in node.users if u not in gone)}")
+        clear_inputs(nodes)
         placeholders = False
         for node in nodes:
-            node.clear_inputs()
             op = node.op
             if op is Opcode.GET_ATTR:
                 del self.constants[node.target]

@@ -7,8 +7,12 @@ are the function's signature.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..graph import Graph
 from ..node import Opcode
+
+_NAME = attrgetter("name")
 
 
 def eliminate_dead_code(graph: Graph) -> Graph:
@@ -19,6 +23,6 @@ def eliminate_dead_code(graph: Graph) -> Graph:
         if (node.op is call or node.op is constant) and dead.issuperset(node.users):
             dead.add(node)
     order = list(filter(dead.__contains__, graph.nodes))
-    record.changes.extend([f"removed {n.name}" for n in reversed(order)])
+    record.changes.extend(map("removed ".__add__, map(_NAME, reversed(order))))  # in C: thousands, in a long trace
     graph.erase_nodes(order)  # at once: one walk of the node list
     return graph
