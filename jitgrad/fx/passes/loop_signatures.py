@@ -124,11 +124,9 @@ def _signature(node: Node) -> Hashable:
         dtype = _dtype_str(dtype)
     meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
     kwargs = node.kwargs
-    row = row_read(node) if target is GETITEM else None
-    if row is not None:
-        kwargs = {k: v for k, v in kwargs.items() if k != "index"}
-    return (id(target), _arguments_structure(node), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
-            row is None)
+    row = row_read(node) if target is GETITEM else None  # a row read's one keyword argument is its row
+    return (id(target), _arguments_structure(node), _structure(kwargs) if kwargs and row is None else _NO_KWARGS,
+            meta, row is None)
 
 
 class Signatures:
