@@ -114,7 +114,7 @@ class Graph:
         raise KeyError(name)
 
     def position(self) -> dict[Node, int]:
-        return {n: i for i, n in enumerate(self._nodes)}
+        return dict(zip(self._nodes, range(len(self._nodes))))  # built in C
 
     # ---- building ----------------------------------------------------------------------------------
     def unique_name(self, hint: str) -> str:

@@ -212,7 +212,7 @@ def _fusible_across(run: _Run) -> bool:
 
 def _find(graph: Graph, first: int, least: int, known: Signatures) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
-    position = {n: i for i, n in enumerate(nodes)}
+    position = dict(zip(nodes, range(len(nodes))))  # in C
     rejected: dict[int, tuple[int, int]] = {}
     shifted: dict[tuple[int, int], tuple[int, int]] = {}
     for start, period, count in candidates(nodes, first, rejected, least, known, shifted):
@@ -435,7 +435,7 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
         loops += 1
         record.changes.append(f"{node.name}: {count} iterations of {run.period} nodes from "
                               f"{run.at(0, 0).name}")
-        first = graph.position()[node] + 1
+        first = graph.nodes.index(node) + 1
     if loops:
         _stacks_as_slices(graph, record)
     record.stats["loops"] = loops

@@ -47,7 +47,7 @@ def stable_order(nodes: Sequence[Node]) -> list[Node]:
     """``nodes`` (a graph's, or a new order of them a pass is about to give it) in the stable order
     described above: a pass reordering its graph puts the new order in order at once."""
     nodes = tuple(nodes)
-    position = {n: i for i, n in enumerate(nodes)}
+    position = dict(zip(nodes, range(len(nodes))))  # in C
     scan = _first_out_of_order(nodes, position)
     count = len(nodes)
     if scan == count:  # a fresh trace is in order: the order is then the graph's own
