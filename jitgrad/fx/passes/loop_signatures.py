@@ -85,11 +85,15 @@ def row_read(node: Node) -> int | None:
 _DTYPE_STRS: dict[np.dtype, str] = {}
 
 
+_DTYPE_TYPES: set[type] = set()  # the classes of the dtypes in ``_DTYPE_STRS``: asked before a lookup
+
+
 def _dtype_str(dtype: np.dtype) -> str:
     """``dtype.str``, which numpy builds anew at each call, kept for each of the few dtypes seen."""
     text = _DTYPE_STRS.get(dtype)
     if text is None:
         text = _DTYPE_STRS[dtype] = dtype.str
+        _DTYPE_TYPES.add(type(dtype))
     return text
 
 
@@ -116,13 +120,16 @@ def _signature(node: Node) -> Hashable:
     target = node.target
     if node.op is not Opcode.CALL_FUNCTION or isinstance(target, Loop):
         return ("unique", id(node))
-    values = node.meta
-    dtype = values.get("dtype")
-    if type(dtype) is tuple:
+    get = node.meta.get
+    dtype = get("dtype")
+    text = _DTYPE_STRS.get(dtype) if type(dtype) in _DTYPE_TYPES else None  # a dtype seen before
+    if text is not None:
+        dtype = text
+    elif type(dtype) is tuple:
         dtype = tuple(_dtype_str(d) for d in dtype)
     elif isinstance(dtype, np.dtype):
         dtype = _dtype_str(dtype)
-    meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
+    meta = (get("shape"), dtype, get("phase"), get("no_grad"), get("python_number"))
     kwargs = node.kwargs
     row = row_read(node) if target is GETITEM else None  # a row read's one keyword argument is its row
     return (id(target), _arguments_structure(node), _structure(kwargs) if kwargs and row is None else _NO_KWARGS,
@@ -141,12 +148,11 @@ class Signatures:
 
     def of(self, nodes: list[Node]) -> list[int]:
         known, numbers = self._of, self._numbers
-        found = []
-        for node in nodes:
-            number = known.get(node)
+        found = list(map(known.get, nodes))  # in C: a search after the first finds most nodes numbered
+        for i, number in enumerate(found):
             if number is None:
-                number = known[node] = numbers.setdefault(_signature(node), len(numbers))
-            found.append(number)
+                node = nodes[i]
+                found[i] = known[node] = numbers.setdefault(_signature(node), len(numbers))
         return found
 
 
