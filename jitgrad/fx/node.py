@@ -72,6 +72,20 @@ tuple_item = TupleItem()
 _PLAIN = frozenset({int, float, bool, str, type(None)})
 
 
+def _holds_plain_values(kwargs: dict) -> bool:
+    """Whether every keyword argument is a plain value or a tuple of them (so holds no node)."""
+    for value in kwargs.values():
+        kind = type(value)
+        if kind in _PLAIN:
+            continue
+        if kind is not tuple:
+            return False
+        for item in value:
+            if type(item) not in _PLAIN:
+                return False
+    return True
+
+
 def map_nodes(value: Any, fn: Callable[["Node"], Any]) -> Any:
     """``value`` with every node inside it (at any depth of tuples, lists and dicts) replaced by
     ``fn(node)``."""
@@ -214,7 +228,9 @@ class Node:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
         nodes: list[Node] = []
-        flat = not kwargs  # flat arguments (nearly every op a trace records) need no recursive walk
+        # flat arguments, and attributes of plain values (nearly every op a trace records: ``dim=1``,
+        # ``index=(3,)``), need no recursive walk
+        flat = not kwargs or _holds_plain_values(kwargs)
         if flat:
             for a in args:
                 if isinstance(a, Node):
