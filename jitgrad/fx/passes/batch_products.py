@@ -18,12 +18,13 @@ from collections import Counter
 
 from ...ops.registry import REGISTRY
 from ..graph import Graph, PassRecord
-from ..node import Node, is_call
+from ..node import Node
 from ..node_meta import call_meta
 from .simplify import row_of, same_value_type
 from .topological_sort import stable_order
 
 MIN_PRODUCTS = 4
+_MUL, _UNSQUEEZE = REGISTRY["mul"], REGISTRY["unsqueeze"]  # a call of a registry op has the op as its target
 
 
 def call_like(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node | None) -> Node:
@@ -130,10 +131,11 @@ def _read_rows(members: list[Node], rows: dict[Node, Node]) -> None:
 def _outer_factors(value: Node) -> tuple[Node, Node] | None:
     """``(a, b)`` when ``value`` is the outer product ``a.unsqueeze(1) * b`` of two vectors (either
     operand first), the form of ``mv``'s gradient with respect to its matrix."""
-    if not is_call(value, "mul") or len(value.meta["shape"]) != 2:
+    if not isinstance(value, Node) or value.target is not _MUL or len(value.meta["shape"]) != 2:
         return None
     for column, row in (value.args, value.args[::-1]):
-        if is_call(column, "unsqueeze") and column.kwargs["dim"] in (1, -1) and isinstance(row, Node):
+        if isinstance(column, Node) and column.target is _UNSQUEEZE and column.kwargs["dim"] in (1, -1) \
+                and isinstance(row, Node):
             vector = column.args[0]
             if len(vector.meta["shape"]) == 1 and len(row.meta["shape"]) == 1 \
                     and vector.meta["dtype"] == row.meta["dtype"] == value.meta["dtype"]:
@@ -146,9 +148,14 @@ def _summands(root: Node) -> tuple[list[Node], set[Node]]:
     it when both its operands have the root's shape and dtype and, below the root, only the tree
     reads it."""
     terms, adds, pending = [], {root}, list(root.args)
+    add, shape, dtype = root.target, root.meta["shape"], root.meta["dtype"]
     while pending:
         value = pending.pop()
-        if is_call(value, "add") and len(value.users) == 1 and all(same_value_type(root, a) for a in value.args):
+        # ``is_call(value, "add")`` and ``same_value_type(root, ...)`` spelled out: this runs for each
+        # step's term of a long trace's gradient sum
+        if isinstance(value, Node) and value.target is add and len(value.users) == 1 \
+                and all([isinstance(a, Node) and a.meta.get("shape") == shape and a.meta.get("dtype") == dtype
+                         and not a.meta.get("python_number") for a in value.args]):
             adds.add(value)
             pending.extend(value.args)
         else:
