@@ -36,8 +36,8 @@ _NODES_STRUCTURES: dict[int, Hashable] = {}  # number of arguments -> their stru
 def _arguments_structure(node: Node) -> Hashable:
     """``_structure(node.args)``, found without a walk when the arguments are distinct nodes and are
     what the node reads (most calls: its inputs are then its arguments themselves)."""
-    args = node.args
-    if node.input_nodes != args:
+    args = node._args  # the fields themselves (this folder's own): a property per node costs here
+    if node._inputs != args:
         for value in args:
             if type(value) is not Node:
                 return _structure(args)

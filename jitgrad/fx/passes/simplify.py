@@ -161,11 +161,11 @@ def simplify_algebra(graph: Graph) -> Graph:
         rule = by_op.get(node.target)
         if rule is None:
             continue
-        before = (node.args, node.kwargs)
+        before = (node._args, node._kwargs)  # the fields themselves (this folder's own): no property call
         replacement = rule(graph, node)
         if replacement is not None:
             graph.replace_node(node, replacement)
             record.changes.append(f"{node.name} -> {replacement.name}")
-        elif (node.args, node.kwargs) != before:
+        elif (node._args, node._kwargs) != before:
             record.changes.append(f"{node.name} now reads {node.args[0].name}")
     return graph
