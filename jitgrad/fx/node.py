@@ -8,7 +8,7 @@ ask "who reads this?" without scanning the graph.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -68,18 +68,47 @@ class TupleItem:
 tuple_item = TupleItem()
 
 
+# Argument types that hold no node (what most keyword arguments are: ``dim=1``, ``keepdim=False``).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _holds_plain_values(kwargs: dict) -> bool:
+    """Whether every keyword argument is a plain value or a tuple of them (so holds no node)."""
+    for value in kwargs.values():
+        kind = type(value)
+        if kind in _PLAIN:
+            continue
+        if kind is not tuple:
+            return False
+        for item in value:
+            if type(item) not in _PLAIN:
+                return False
+    return True
+
+
 def map_nodes(value: Any, fn: Callable[["Node"], Any]) -> Any:
     """``value`` with every node inside it (at any depth of tuples, lists and dicts) replaced by
     ``fn(node)``."""
     if isinstance(value, Node):
         return fn(value)
-    if isinstance(value, tuple):
-        return tuple(map_nodes(v, fn) for v in value)
+    if isinstance(value, tuple):  # a node in it is mapped here, without a call per element (a ``stack``
+        # of a long trace's steps holds hundreds)
+        return tuple([fn(v) if type(v) is Node else map_nodes(v, fn) for v in value])
     if isinstance(value, list):
-        return [map_nodes(v, fn) for v in value]
+        return [fn(v) if type(v) is Node else map_nodes(v, fn) for v in value]
     if isinstance(value, dict):
         return {k: map_nodes(v, fn) for k, v in value.items()}
     return value
+
+
+def clear_inputs(nodes: Iterable["Node"]) -> None:
+    """Makes each of ``nodes`` read nothing (nodes being erased): what setting their arguments to
+    nothing does, without its walk of the new arguments, in one loop over the thousands of nodes a
+    pass erases from a long trace."""
+    for node in nodes:
+        for old in node._inputs:
+            old.users.pop(node, None)
+        node._args, node._kwargs, node._inputs = (), {}, ()
 
 
 def iter_leaves(value: Any, kind: type | tuple[type, ...] = object) -> Iterator[Any]:
@@ -186,12 +215,20 @@ class Node:
         inputs are set: passes and ``lint`` ask for them of every node, again and again)."""
         return list(self._inputs)
 
+    @property
+    def input_nodes(self) -> tuple["Node", ...]:
+        """``all_input_nodes`` as the node keeps them, not copied: for a pass's walk of every node
+        that only reads them."""
+        return self._inputs
+
     def _set_inputs(self, args: tuple, kwargs: dict) -> None:
         for old in self._inputs:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
         nodes: list[Node] = []
-        flat = not kwargs  # flat arguments (nearly every op a trace records) need no recursive walk
+        # flat arguments, and attributes of plain values (nearly every op a trace records: ``dim=1``,
+        # ``index=(3,)``), need no recursive walk
+        flat = not kwargs or _holds_plain_values(kwargs)
         if flat:
             for a in args:
                 if isinstance(a, Node):
@@ -212,6 +249,25 @@ class Node:
         """Reads ``new`` wherever this node read ``old``."""
         swap = (lambda n: new if n is old else n)
         self._set_inputs(map_nodes(self._args, swap), map_nodes(self._kwargs, swap))
+
+    def replace_inputs(self, replacement: dict["Node", "Node"]) -> None:
+        """Reads ``replacement[n]`` wherever this node read a key ``n`` of it: one rewiring, however many
+        of its inputs are replaced (a pass replacing many nodes rewires each reader once: a ``stack`` of
+        an unrolled loop's 500 steps may read 500 of them). Keyword arguments holding no node are kept."""
+        self._set_inputs(*self.inputs_replaced(replacement))
+
+    def inputs_replaced(self, replacement: dict["Node", "Node"]) -> tuple[tuple, dict]:
+        """``args`` and ``kwargs`` with ``replacement[n]`` for each key ``n`` of it they hold (the
+        arguments ``replace_inputs`` gives the node); keyword arguments holding no node are kept."""
+        get = replacement.get
+        args, kwargs = self._args, self._kwargs
+        if all([type(value) is Node for value in args]):
+            args = tuple([get(value, value) for value in args])
+        else:
+            args = map_nodes(args, lambda n: get(n, n))
+        if kwargs and not all([type(value) in _PLAIN for value in kwargs.values()]):
+            kwargs = map_nodes(kwargs, lambda n: get(n, n))
+        return args, kwargs
 
     def replace_all_uses_with(self, replacement: "Node") -> list["Node"]:
         """Makes every user of this node read ``replacement`` instead; returns those users."""

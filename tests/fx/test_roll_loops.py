@@ -182,7 +182,7 @@ def test_candidates_failing_on_their_first_iterations_cost_no_walk_over_all_of_t
     repeats of its stretch again)."""
     looked_up = [0]   # iterations' nodes looked up, and signatures compared to count a stretch's repeats
     at, column = roll_loops_module._Run.at, roll_loops_module._Run.column
-    signatures_of = roll_loops_module._Signatures.of
+    signatures_of = roll_loops_module.Signatures.of
 
     def counted_at(run, iteration, offset):
         looked_up[0] += 1
@@ -199,7 +199,7 @@ def test_candidates_failing_on_their_first_iterations_cost_no_walk_over_all_of_t
             return list.__getitem__(self, key)
     monkeypatch.setattr(roll_loops_module._Run, "at", counted_at)
     monkeypatch.setattr(roll_loops_module._Run, "column", counted_column)
-    monkeypatch.setattr(roll_loops_module._Signatures, "of", lambda known, nodes: CountedSignatures(
+    monkeypatch.setattr(roll_loops_module.Signatures, "of", lambda known, nodes: CountedSignatures(
         signatures_of(known, nodes)))
 
     def program_of(steps):

@@ -18,12 +18,13 @@ from collections import Counter
 
 from ...ops.registry import REGISTRY
 from ..graph import Graph, PassRecord
-from ..node import Node, is_call
+from ..node import Node
 from ..node_meta import call_meta
 from .simplify import row_of, same_value_type
-from .topological_sort import topological_order
+from .topological_sort import stable_order
 
 MIN_PRODUCTS = 4
+_MUL, _UNSQUEEZE = REGISTRY["mul"], REGISTRY["unsqueeze"]  # a call of a registry op has the op as its target
 
 
 def call_like(graph: Graph, op: str, args: tuple, kwargs: dict, like: Node, before: Node | None) -> Node:
@@ -61,7 +62,7 @@ def _independent_groups(graph: Graph, products: list[Node]) -> list[list[Node]]:
     nodes = graph.nodes
     for node in nodes[nodes.index(products[0]):nodes.index(products[-1])]:
         mask = bit.get(node, 0)
-        for source in node.all_input_nodes:
+        for source in node.input_nodes:
             mask |= upstream.get(source, 0)
         upstream[node] = mask
     groups: dict[tuple, list[list]] = {}
@@ -102,7 +103,7 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         for i, member in enumerate(members):
             phase = {k: member.meta[k] for k in ("phase", "no_grad") if k in member.meta}
             rows[member] = graph.call_function(getitem, (product,), {"index": (i,)}, {**row_meta, **phase})
-            member.replace_all_uses_with(rows[member])
+        _read_rows(members, rows)
         record.changes.append(f"{', '.join(p.name for p in members)} -> rows of {product.name}")
     if rows:  # each row where its product was (one reordering, not an insertion and an erasure each,
         # which walked the node list twice per product), then in order: the stack was put before the
@@ -110,18 +111,31 @@ def _batch_vector_products(graph: Graph, record: PassRecord) -> None:
         added = set(rows.values())
         order = [rows.get(n, n) for n in graph.nodes if n not in added]
         graph.erase_nodes(list(rows))
-        graph.reorder(order)
-        graph.reorder(topological_order(graph))
+        graph.reorder(stable_order(order))
+
+
+def _read_rows(members: list[Node], rows: dict[Node, Node]) -> None:
+    """Makes what read the products read their rows, each reader rewired once, in the order of the last
+    product it reads: the order one rewiring per product and reader would leave the readers in, in
+    each of their inputs' ``users`` (later passes walk them), at one rebuilding of arguments per reader."""
+    readers: dict[Node, None] = {}
+    for member in members:
+        for user in member.users:
+            readers.pop(user, None)
+            readers[user] = None
+    for reader in readers:
+        reader.replace_inputs(rows)
 
 
 # ---- sums of outer products ------------------------------------------------------------------------
 def _outer_factors(value: Node) -> tuple[Node, Node] | None:
     """``(a, b)`` when ``value`` is the outer product ``a.unsqueeze(1) * b`` of two vectors (either
     operand first), the form of ``mv``'s gradient with respect to its matrix."""
-    if not is_call(value, "mul") or len(value.meta["shape"]) != 2:
+    if not isinstance(value, Node) or value.target is not _MUL or len(value.meta["shape"]) != 2:
         return None
     for column, row in (value.args, value.args[::-1]):
-        if is_call(column, "unsqueeze") and column.kwargs["dim"] in (1, -1) and isinstance(row, Node):
+        if isinstance(column, Node) and column.target is _UNSQUEEZE and column.kwargs["dim"] in (1, -1) \
+                and isinstance(row, Node):
             vector = column.args[0]
             if len(vector.meta["shape"]) == 1 and len(row.meta["shape"]) == 1 \
                     and vector.meta["dtype"] == row.meta["dtype"] == value.meta["dtype"]:
@@ -134,9 +148,14 @@ def _summands(root: Node) -> tuple[list[Node], set[Node]]:
     it when both its operands have the root's shape and dtype and, below the root, only the tree
     reads it."""
     terms, adds, pending = [], {root}, list(root.args)
+    add, shape, dtype = root.target, root.meta["shape"], root.meta["dtype"]
     while pending:
         value = pending.pop()
-        if is_call(value, "add") and len(value.users) == 1 and all(same_value_type(root, a) for a in value.args):
+        # ``is_call(value, "add")`` and ``same_value_type(root, ...)`` spelled out: this runs for each
+        # step's term of a long trace's gradient sum
+        if isinstance(value, Node) and value.target is add and len(value.users) == 1 \
+                and all([isinstance(a, Node) and a.meta.get("shape") == shape and a.meta.get("dtype") == dtype
+                         and not a.meta.get("python_number") for a in value.args]):
             adds.add(value)
             pending.extend(value.args)
         else:

@@ -29,8 +29,8 @@ def fold_constants(graph: Graph) -> Graph:
     for node in graph.nodes:
         if node.op is not call or node.target is tuple_item:
             continue
-        inputs = node.all_input_nodes
-        if not inputs or not all([n.op is constant for n in inputs]):
+        inputs = node.input_nodes
+        if not inputs or inputs[0].op is not constant or not all([n.op is constant for n in inputs]):
             continue
         largest_input = max(math.prod(n.meta["shape"]) for n in inputs)
         if isinstance(node.meta["dtype"], tuple) or math.prod(node.meta["shape"]) > largest_input:

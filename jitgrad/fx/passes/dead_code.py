@@ -7,8 +7,12 @@ are the function's signature.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..graph import Graph
 from ..node import Opcode
+
+_NAME = attrgetter("name")
 
 
 def eliminate_dead_code(graph: Graph) -> Graph:
@@ -18,7 +22,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
     for node in reversed(graph.nodes):  # readers first: a node whose readers all go, goes too
         if (node.op is call or node.op is constant) and dead.issuperset(node.users):
             dead.add(node)
-    order = [n for n in graph.nodes if n in dead]
-    record.changes.extend([f"removed {n.name}" for n in reversed(order)])
+    order = list(filter(dead.__contains__, graph.nodes))
+    record.changes.extend(map("removed ".__add__, map(_NAME, reversed(order))))  # in C: thousands, in a long trace
     graph.erase_nodes(order)  # at once: one walk of the node list
     return graph

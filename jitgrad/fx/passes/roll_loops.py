@@ -32,110 +32,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Hashable
-
-import numpy as np
+from typing import Any, Sequence
 
 from ...ops.registry import REGISTRY
 from ..graph import Graph
 from ..loop import Loop
-from ..node import Node, NodeKind, Opcode, iter_nodes, map_nodes, tuple_item
+from ..node import Node, NodeKind, iter_nodes, map_nodes, tuple_item
 from ..node_meta import call_meta
+from .loop_signatures import GETITEM, Signatures, candidates, input_leaves, reads_arguments, row_read
 
 MIN_ITERATIONS = 4
-
-
-def _structure(value: Any) -> Hashable:
-    """A hashable stand-in for an argument, with every node the same: what two steps must share. The
-    common kinds are told by their exact type first (the pass asks for every node of a long trace)."""
-    kind = type(value)
-    if kind is Node:
-        return "node"
-    if kind is tuple:
-        return ("tuple", tuple([_structure(v) for v in value]))
-    if kind is dict:
-        return ("dict", tuple([(k, _structure(v)) for k, v in value.items()]))
-    if kind is int or kind is str or kind is bool:
-        return (kind.__name__, value)
-    return _other_structure(value)
-
-
-def _arguments_structure(args: tuple) -> Hashable:
-    """``_structure(args)``, found without recursion for a tuple of nodes only (most calls)."""
-    for value in args:
-        if type(value) is not Node:
-            return _structure(args)
-    return ("tuple", ("node",) * len(args))
-
-
-_NO_KWARGS = _structure({})
-
-
-def _other_structure(value: Any) -> Hashable:
-    if isinstance(value, Node):
-        return "node"
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_structure(v) for v in value))
-    if isinstance(value, dict):
-        return ("dict", tuple((k, _structure(v)) for k, v in value.items()))
-    if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, slice):
-        return ("slice", value.start, value.stop, value.step)
-    if isinstance(value, float):  # 1 and 1.0 promote differently; 0.0 and -0.0 differ
-        return ("float", value, math.copysign(1.0, value))
-    return (type(value).__name__, value)
-
-
-_GETITEM = REGISTRY["getitem"]
-
-
-def _row_read(node: Node) -> int | None:
-    """``t`` when ``node`` is ``x[t]`` (``getitem`` of one non-negative int), else None."""
-    if node.target is not _GETITEM:
-        return None
-    kwargs = node.kwargs
-    if len(kwargs) != 1 or "index" not in kwargs:
-        return None
-    index = kwargs["index"]
-    if isinstance(index, tuple) and len(index) == 1 and type(index[0]) is int and index[0] >= 0:
-        return index[0]
-    return None
-
-
-_DTYPE_STRS: dict[np.dtype, str] = {}
-
-
-def _dtype_str(dtype: np.dtype) -> str:
-    """``dtype.str``, which numpy builds anew at each call, kept for each of the few dtypes seen."""
-    text = _DTYPE_STRS.get(dtype)
-    if text is None:
-        text = _DTYPE_STRS[dtype] = dtype.str
-    return text
-
-
-def _input_leaves(node: Node) -> list[Node]:
-    """The nodes ``node`` reads, in order, repeats included: its arguments themselves when they are
-    all nodes and no keyword argument holds any (most calls), found without walking them."""
-    args, kwargs = node.args, node.kwargs
-    if all(type(value) is Node for value in args) and \
-            not any(isinstance(value, (Node, tuple, list, dict)) for value in kwargs.values()):
-        return list(args)
-    return list(iter_nodes((args, kwargs)))
-
-
-def _signature(node: Node) -> Hashable:
-    if node.op is not Opcode.CALL_FUNCTION or isinstance(node.target, Loop):
-        return ("unique", id(node))
-    values = node.meta
-    dtype = values.get("dtype")
-    dtype = _dtype_str(dtype) if isinstance(dtype, np.dtype) else tuple(_dtype_str(d) for d in dtype) \
-        if type(dtype) is tuple else dtype
-    meta = (values.get("shape"), dtype, values.get("phase"), values.get("no_grad"), values.get("python_number"))
-    row = _row_read(node)
-    kwargs = {k: v for k, v in node.kwargs.items() if k != "index"} if row is not None else node.kwargs
-    return (id(node.target), _arguments_structure(node.args), _structure(kwargs) if kwargs else _NO_KWARGS, meta,
-            row is None)
 
 
 @dataclass
@@ -168,13 +74,24 @@ class _Run:
         return divmod(at, self.period)
 
 
-def _follows(rows: list[int], row: int | None) -> bool:
-    """Whether ``row`` continues ``rows`` one at a time, up or down (as their first two set)."""
-    if row is None:
-        return False
-    if len(rows) < 2:
-        return abs(row - rows[-1]) == 1 if rows else True
-    return row - rows[-1] == rows[1] - rows[0]
+def _rows_agreeing(values: Sequence[Node], base: Node, run: _Run, outside: bool) -> tuple[int, int]:
+    """How many leading ``values`` read rows of ``base`` one after another, up or down (as the first two
+    set), each outside the run where ``outside`` asks; and that step. One tight loop: a check walks
+    every iteration of each row read of a candidate, hundreds of them."""
+    position, low, high = run.position.get, run.start, run.start + run.count * run.period
+    step, previous = 0, 0
+    for j, value in enumerate(values):
+        row = row_read(value)  # None for what is not a row read, which may have no arguments at all
+        if row is None or (outside and low <= position(value, -1) < high) or value.args[0] is not base:
+            return j, step
+        if j == 1:
+            step = row - previous
+            if step != 1 and step != -1:
+                return j, step
+        elif j > 1 and row - previous != step:
+            return j, step
+        previous = row
+    return len(values), step
 
 
 def _classify_row(run: _Run, offset: int, count: int) -> int:
@@ -184,14 +101,10 @@ def _classify_row(run: _Run, offset: int, count: int) -> int:
     base = first.args[0]
     if not isinstance(base, Node) or run.where(base) is not None:
         return 0
-    rows = [_row_read(first)]
-    for j in range(1, count):
-        node = run.at(j, offset)
-        row = _row_read(node)
-        if node.args[0] is not base or not _follows(rows, row):
-            return j
-        rows.append(row)
-    run.rows[offset] = (base, rows[0], rows[1] - rows[0])
+    agreeing, step = _rows_agreeing(run.column(offset, 0, count), base, run, outside=False)
+    if agreeing < count:
+        return agreeing
+    run.rows[offset] = (base, row_read(first), step)
     return count
 
 
@@ -203,7 +116,7 @@ def _agreeing(values: list[Node], expected: list[Node]) -> int:
     return next(j for j, (value, node) in enumerate(zip(values, expected)) if value is not node)
 
 
-def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], count: int) -> int:
+def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[Sequence[Node]], count: int) -> int:
     """How many iterations agree on how input ``leaf`` of the offset-th node is read (``run.inputs``)."""
     first = leaves[0][leaf]
     inside = run.where(first)
@@ -216,9 +129,9 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
         return count
     second = leaves[1][leaf]
     if second is first:
-        for j in range(2, count):
-            if leaves[j][leaf] is not first:
-                return j
+        agreeing = 2 + _agreeing([values[leaf] for values in leaves[2:count]], [first] * (count - 2))
+        if agreeing < count:
+            return agreeing
         run.inputs[(offset, leaf)] = ("invariant", first)
         return count
     carried = run.where(second)
@@ -231,17 +144,14 @@ def _classify_leaf(run: _Run, offset: int, leaf: int, leaves: list[list[Node]], 
             return agreeing
         run.inputs[(offset, leaf)] = ("carry", first, source)
         return count
-    rows: list[int] = []
-    base = first.args[0] if _row_read(first) is not None else None
+    row = row_read(first)
+    base = first.args[0] if row is not None else None
     if base is None or run.where(base) is not None:
         return 0
-    for j in range(count):
-        value = leaves[j][leaf]
-        row = _row_read(value)  # None for what is not a row read, which may have no arguments at all
-        if row is None or run.where(value) is not None or value.args[0] is not base or not _follows(rows, row):
-            return j
-        rows.append(row)
-    run.inputs[(offset, leaf)] = ("slice", base, rows[0], rows[1] - rows[0])
+    agreeing, step = _rows_agreeing([values[leaf] for values in leaves[:count]], base, run, outside=True)
+    if agreeing < count:
+        return agreeing
+    run.inputs[(offset, leaf)] = ("slice", base, row, step)
     return count
 
 
@@ -251,81 +161,20 @@ def _check(run: _Run) -> int:
     count = run.count
     for offset in range(run.period):
         node = run.at(0, offset)
-        if _row_read(node) is not None and isinstance(node.args[0], Node) and run.where(node.args[0]) is None:
+        if row_read(node) is not None and isinstance(node.args[0], Node) and run.where(node.args[0]) is None:
             count = min(count, _classify_row(run, offset, count))
             if count < 2:
                 return count
             continue
-        leaves = [_input_leaves(run.at(j, offset)) for j in range(count)]
+        column = run.column(offset, 0, count)
+        # the iterations' nodes share a signature, so their arguments have one structure: when the
+        # first's inputs are its arguments, each one's are
+        leaves = [n.args for n in column] if reads_arguments(node) else [input_leaves(n) for n in column]
         for leaf in range(len(leaves[0])):
             count = min(count, _classify_leaf(run, offset, leaf, leaves, count))
             if count < 2:
                 return count
     return count
-
-
-class _Signatures:
-    """Each node's signature as a small int, the same for equal signatures. Kept from one search to
-    the next (rolling a loop rewires its readers, which leaves their signatures as they were), and
-    compared as ints: a search hashes every node's signature and compares stretches of hundreds of
-    them, where a signature is a nested tuple whose hash Python does not keep."""
-
-    def __init__(self) -> None:
-        self._of: dict[Node, int] = {}         # holds the nodes, so an ``id`` in a signature stays unique
-        self._numbers: dict[Hashable, int] = {}
-
-    def of(self, nodes: list[Node]) -> list[int]:
-        known, numbers = self._of, self._numbers
-        found = []
-        for node in nodes:
-            number = known.get(node)
-            if number is None:
-                number = known[node] = numbers.setdefault(_signature(node), len(numbers))
-            found.append(number)
-        return found
-
-
-def _candidates(nodes: list[Node], first: int, rejected: dict[int, tuple[int, int]], least: int,
-                known: _Signatures, shifted: dict[tuple[int, int], tuple[int, int]]):
-    """(start, period, count) of each stretch of repeated signatures, from position ``first`` on. A
-    stretch of one period starting inside the span of one rejected before (``rejected``: period ->
-    span) is not offered again: checking every rotation of a long run would make the pass quadratic
-    in the graph's length. Nor is one that only shifts a rejected stretch by whole periods
-    (``shifted``: (period, start modulo the period) -> span), whose iterations would be read as that
-    stretch's were, while its other rotations are still offered."""
-    signatures = known.of(nodes)
-    following: dict[int, int] = {}
-    next_same = [0] * len(nodes)
-    for i in range(len(nodes) - 1, first - 1, -1):  # no stretch starts before ``first``
-        next_same[i] = following.get(signatures[i], -1)
-        following[signatures[i]] = i
-    # (period, start modulo the period) -> (start, count) of the last stretch counted: a stretch
-    # starting k periods into it repeats count - k times (the signatures repeat with that period up
-    # to the same place), which counting again at every start would find at quadratic cost
-    counted: dict[tuple[int, int], tuple[int, int]] = {}
-    i = first
-    while i < len(nodes):
-        period = next_same[i] - i
-        low, high = rejected.get(period, (0, 0))
-        if next_same[i] < 0 or period > (len(nodes) - i) // least or low <= i < high:
-            i += 1
-            continue
-        low, high = shifted.get((period, i % period), (0, 0))
-        if low <= i < high:
-            i += 1
-            continue
-        start, count = counted.get((period, i % period), (0, 0))
-        if start <= i < start + count * period:
-            count -= (i - start) // period
-        else:
-            count = 1
-            while i + (count + 1) * period <= len(nodes) and \
-                    signatures[i + count * period:i + (count + 1) * period] == signatures[i:i + period]:
-                count += 1
-            counted[(period, i % period)] = (i, count)
-        if count >= least:
-            yield i, period, count
-        i += 1
 
 
 def _typed_alike(run: _Run) -> bool:
@@ -339,11 +188,11 @@ def _typed_alike(run: _Run) -> bool:
         if how[0] == "carry" and (how[1].meta["shape"], how[1].meta["dtype"]) != \
                 (run.at(0, how[2]).meta["shape"], run.at(0, how[2]).meta["dtype"]):
             return False
-    for j in range(run.count):
-        for offset in range(run.period):
-            node = run.at(j, offset)
-            if isinstance(node.meta["dtype"], tuple) and any(run.where(u) is None for u in node.users):
-                return False
+    for offset in range(run.period):  # the iterations share a signature: a tuple at one offset is at all
+        if isinstance(run.at(0, offset).meta["dtype"], tuple):
+            for node in run.column(offset, 0, run.count):
+                if any(run.where(u) is None for u in node.users):
+                    return False
     return True
 
 
@@ -361,12 +210,12 @@ def _fusible_across(run: _Run) -> bool:
     return False
 
 
-def _find(graph: Graph, first: int, least: int, known: _Signatures) -> tuple[_Run, int] | None:
+def _find(graph: Graph, first: int, least: int, known: Signatures) -> tuple[_Run, int] | None:
     nodes = list(graph.nodes)
-    position = {n: i for i, n in enumerate(nodes)}
+    position = dict(zip(nodes, range(len(nodes))))  # in C
     rejected: dict[int, tuple[int, int]] = {}
     shifted: dict[tuple[int, int], tuple[int, int]] = {}
-    for start, period, count in _candidates(nodes, first, rejected, least, known, shifted):
+    for start, period, count in candidates(nodes, first, rejected, least, known, shifted):
         # A check gives min(count, the first iteration that disagrees), whatever ``count`` (from 2: an
         # iteration reads nodes of its own and earlier ones only), so checking the first iterations
         # tells a candidate that fails on them without walking all of its iterations at each of its
@@ -442,7 +291,7 @@ def _roll(graph: Graph, run: _Run) -> Node:
     for offset in range(period):
         if offset in run.rows:
             continue
-        readers = [j for j in range(count) if not inside.issuperset(run.at(j, offset).users)]
+        readers = [j for j, n in enumerate(run.column(offset, 0, count)) if not inside.issuperset(n.users)]
         if readers:
             outside[offset] = readers
     carried_next = [offset for (_, offset) in carries]
@@ -482,7 +331,7 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
     new nodes are put before ``after`` in one reordering (an insertion each would walk the node list
     once per row)."""
     phase = {k: node.meta[k] for k in ("phase", "no_grad") if k in node.meta}
-    getitem = _GETITEM
+    getitem = GETITEM
     replacement: dict[Node, Node] = {}
     added: list[Node] = []
 
@@ -501,20 +350,18 @@ def _hand_on(graph: Graph, run: _Run, node: Node, loop: Loop, outside: dict[int,
             index = carried_next.index(offset)
             replacement[run.at(run.count - 1, offset)] = add(tuple_item, (node, index), {},
                                                              call_meta(tuple_item, (node, index), {}))
-    new = set(added)
-    order: list[Node] = []
-    for existing in graph.nodes:
-        if existing is after:
-            order.extend(added)
-        if existing not in new:
-            order.append(existing)
+    nodes, cut = graph.nodes, len(graph) - 1 - len(added)
+    if list(nodes[cut:-1]) == added:  # the new nodes are the last before the output, as added
+        order = [*nodes[:cut], nodes[-1]]
+    else:
+        new = set(added)
+        order = [n for n in nodes if n not in new]
+    at = order.index(after)
+    order[at:at] = added
     graph.reorder(order)
     users = dict.fromkeys(u for value in replacement for u in value.users if u not in inside)
-    swap = (lambda n: replacement.get(n, n))
     for user in users:
-        user.args = map_nodes(user.args, swap)
-        if user.kwargs:
-            user.kwargs = map_nodes(user.kwargs, swap)
+        user.replace_inputs(replacement)
 
 
 def _row_runs(values: tuple) -> list[tuple[Node | None, int, int, Any]]:
@@ -522,7 +369,7 @@ def _row_runs(values: tuple) -> list[tuple[Node | None, int, int, Any]]:
     a value that is not a row read standing alone as ``(None, 0, 1, value)``."""
     runs: list[tuple[Node | None, int, int, Any]] = []
     for value in values:
-        row = _row_read(value) if isinstance(value, Node) else None
+        row = row_read(value) if isinstance(value, Node) else None
         base = value.args[0] if row is not None else None
         if runs and base is not None and runs[-1][0] is base and runs[-1][1] + runs[-1][2] == row:
             runs[-1] = (base, runs[-1][1], runs[-1][2] + 1, None)
@@ -569,7 +416,7 @@ def _stacks_as_slices(graph: Graph, record: Any) -> None:
             replacement = graph.call_function(cat, (tuple(pieces),), kwargs,
                                               {**call_meta(cat, (tuple(pieces),), kwargs), **phase}, before=node)
         graph.replace_node(node, replacement)
-        graph.erase_nodes([v for v in dict.fromkeys(elements) if not v.users and _row_read(v) is not None])
+        graph.erase_nodes([v for v in dict.fromkeys(elements) if not v.users and row_read(v) is not None])
         record.changes.append(f"{node.name} -> {replacement.name}: {len(runs)} pieces")
 
 
@@ -578,7 +425,7 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
     docstring), then makes stacks of a loop's rows slices of its value."""
     record = graph.record_pass("roll_loops")
     first, loops = 0, 0
-    known = _Signatures()
+    known = Signatures()
     while True:
         found = _find(graph, first, least, known)
         if found is None:
@@ -588,7 +435,7 @@ def roll_loops(graph: Graph, least: int = MIN_ITERATIONS) -> Graph:
         loops += 1
         record.changes.append(f"{node.name}: {count} iterations of {run.period} nodes from "
                               f"{run.at(0, 0).name}")
-        first = graph.position()[node] + 1
+        first = graph.nodes.index(node) + 1
     if loops:
         _stacks_as_slices(graph, record)
     record.stats["loops"] = loops

@@ -24,6 +24,7 @@ from ..node_meta import call_meta
 
 # Ops whose result holds only their input's values: a constant seen through them is still full of its value.
 _SAME_VALUE_OPS = (REGISTRY["expand"], REGISTRY["reshape"])
+_CALL = Opcode.CALL_FUNCTION
 
 
 def _equals(graph: Graph, value: Any, scalar: float) -> bool:
@@ -49,6 +50,9 @@ def _identity(left: float | None, right: float | None) -> Callable[[Graph, Node]
     """``op(x, e) == x`` for the identity element ``e`` on the given side(s)."""
     def rule(graph: Graph, node: Node) -> Node | None:
         a, b = node.args
+        if type(a) is Node and type(b) is Node and a.op is _CALL and b.op is _CALL \
+                and a.target not in _SAME_VALUE_OPS and b.target not in _SAME_VALUE_OPS:
+            return None  # two computed values (most of a long trace's arithmetic): neither is a constant
         if right is not None and _equals(graph, b, right) and same_value_type(node, a):
             return a
         if left is not None and _equals(graph, a, left) and same_value_type(node, b):
@@ -157,11 +161,11 @@ def simplify_algebra(graph: Graph) -> Graph:
         rule = by_op.get(node.target)
         if rule is None:
             continue
-        before = (node.args, node.kwargs)
+        before = (node._args, node._kwargs)  # the fields themselves (this folder's own): no property call
         replacement = rule(graph, node)
         if replacement is not None:
             graph.replace_node(node, replacement)
             record.changes.append(f"{node.name} -> {replacement.name}")
-        elif (node.args, node.kwargs) != before:
+        elif (node._args, node._kwargs) != before:
             record.changes.append(f"{node.name} now reads {node.args[0].name}")
     return graph
