@@ -49,6 +49,61 @@ def _mixed_dtypes(w, x):
     return jg.autograd.grad(h.sum(), [w, x])
 
 
+def _scalar_kinds(x):
+    """The same derivatives meet Python numbers of other kinds (an int, a float, a bool of equal value):
+    each is a call of its own kind, recorded with its own attribute."""
+    h = x
+    for scale in (2, 2.0, True, 1, 1.0, 0, False, 0.5):
+        h = ((h * scale + x).sin() + 2.0) ** scale
+    return jg.autograd.grad(h.sum(), [x])
+
+
+def _one_node_twice(x, y, w):
+    """mul's derivative reads the incoming gradient and the other factor: first one node for both
+    (``grad_outputs=y`` of ``x * y``), then two; replaying the first call's template would square w."""
+    grads = []
+    for incoming in (y, w, y, w):
+        grads += jg.autograd.grad(x * y, [x], grad_outputs=incoming)
+    return grads
+
+
+def _index_values(x, first, second, mask):
+    """The same shapes, other index and mask values at every step: values are never part of a template."""
+    h = x
+    for step in range(4):
+        index = first if step % 2 else second
+        h = (h.gather(1, index) * h.index_select(0, index[0]) + jg.where(mask if step % 2 else ~mask, h, h * 3)
+             + h.masked_fill(mask, 0.5)).sin()
+    return jg.autograd.grad(h.sum(), [x])
+
+
+class _Scaled(jg.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, scale):
+        ctx.save_for_backward(a)
+        ctx.scale = scale
+        return a * a * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, = ctx.saved_tensors
+        return grad * a * (2 * ctx.scale), None
+
+
+def _user_code_in_the_loop(x):
+    """Hooks that change the gradient (in place and not), ``retain_grad``, a custom Function and
+    saved-tensor hooks run between replayed formulas."""
+    h, kept = x * 1, []
+    with jg.autograd.graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t + 1):
+        for step in range(3):
+            h = _Scaled.apply((h * 2).sin(), step - 0.5)
+            h.register_hook(lambda grad: grad.mul_(2) if step % 2 else grad * 3)
+            h.retain_grad()
+            kept.append(h)
+    (h * h).sum().backward()
+    return [x.grad] + [t.grad for t in kept]
+
+
 CASES = {
     "rnn": (_rnn, lambda: [RNG.standard_normal((3, 3)), RNG.standard_normal((3, 2)), RNG.standard_normal((6, 2))],
             2),
@@ -58,6 +113,12 @@ CASES = {
     "signed_zeros": (_signed_zeros, lambda: [RNG.standard_normal(3)], 1),
     "mixed_dtypes": (_mixed_dtypes, lambda: [RNG.standard_normal((3, 3)).astype(np.float32) * 0.3,
                                             RNG.standard_normal((2, 3))], 2),
+    "scalar_kinds": (_scalar_kinds, lambda: [RNG.standard_normal(3)], 1),
+    "one_node_twice": (_one_node_twice, lambda: [RNG.standard_normal(3), RNG.standard_normal(3),
+                                                RNG.standard_normal(3)], 1),
+    "index_values": (_index_values, lambda: [RNG.standard_normal((2, 2)), np.array([[0, 1], [1, 1]]),
+                                            np.array([[1, 0], [0, 0]]), np.array([[True, False], [False, False]])], 1),
+    "user_code_in_the_loop": (_user_code_in_the_loop, lambda: [RNG.standard_normal(3)], 1),
 }
 
 
