@@ -6,10 +6,10 @@ and pays an op dispatch per step. Here a node's formulas are run once, on its re
 registry's observer; the ops they call are recorded and replayed as a generated Python function that
 calls each op's numpy forward on arrays. The function begins with guards on everything the recording
 depended on — the shape and dtype of every gradient and saved array, the type and value of every
-number, attribute and shape the formulas read — and answers ``MISS`` when one fails, so a node whose
-values differ from the recording's is staged again (up to ``MAX_STAGES`` variants per save plan and
-gradient shape, then its formulas run on tensors as before). Since the guarded values fix every shape, any attribute a
-formula computes from them is a constant of the stage.
+number, attribute and shape the formulas read, the default dtype — and answers ``MISS`` when one
+fails, so a node whose values differ from the recording's is staged again (up to ``MAX_STAGES``
+variants per save plan and gradient shape, then its formulas run on tensors as before). Since the
+guarded values fix every shape, any attribute a formula computes from them is a constant of the stage.
 
 A formula is not staged, and runs on tensors, when its recording could not be replayed faithfully: it
 reads a value in Python (``item()``, ``bool(t)``..., refused while staging), makes a tensor outside
@@ -31,6 +31,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import FORMULA_MISS
 from ..autograd.saved_tensor import FREED, SavedTensor, version_of
+from ..dtypes import get_default_dtype
 from ..tensor import Tensor
 from . import registry
 
@@ -154,7 +155,7 @@ class _Recording:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"MISS": MISS, "FREED": FREED, "ndarray": np.ndarray,
-                                        "asarray": np.asarray, "same": _same}
+                                        "asarray": np.asarray, "same": _same, "default_dtype": get_default_dtype}
         self.names: dict[int, str] = {}  # id of a tensor the formulas see -> its variable
         self.alive: list[Any] = []  # keeps those tensors alive, so their ids stay theirs
 
@@ -307,6 +308,9 @@ def _generate(node: "OpBackward", grads: list, variants: Variants) -> Stage:
     plan = recording.constant(node.save_plan)
     lines.append(f"    if node.save_plan is not {plan} or {plan}.variants.get({recording.constant(grads[0].shape)}) "
                  f"is not {recording.constant(variants)}: return MISS")
+    # a formula's ops may read the default dtype (``int_tensor * 0.5``, pow's log of an integer base), and
+    # a step writes into a temporary of the dtype it had when staged: a stage replays under its own only
+    lines.append(f"    if default_dtype() is not {recording.constant(get_default_dtype())}: return MISS")
     if entries:
         lines.append("    saved, versions = node.saved_values, node.saved_versions")
         lines.append("    if saved is FREED: return MISS")

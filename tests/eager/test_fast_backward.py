@@ -219,6 +219,35 @@ def test_a_formula_that_reads_a_value_is_not_staged(taken):
     assert taken == [True, True, True]
 
 
+def test_a_stage_made_under_one_default_dtype_misses_under_another(taken, monkeypatch):
+    """``(other * 0.5).exp()`` of an integer ``other`` is a tensor of the default dtype. Staged under
+    float64, ``grad * that`` was written into that float64 temporary; replayed under float32 the
+    temporary is float32, and the float64 product was rounded to float32 in it (pow's derivative for
+    its exponent, with the log of an integer base, did this)."""
+    def half_other(grad, other):
+        return grad * (other * 0.5).exp()
+    op = OpDef("test_default_dtype", ("self", "other"), np.multiply, {"self": half_other},
+               node="TestDefaultDtypeBackward")
+    before = jg.get_default_dtype()
+
+    def grads():
+        found = []
+        try:
+            for default in (jg.float64, jg.float32, jg.float64, jg.float32):
+                jg.set_default_dtype(default)
+                x = jg.tensor(np.array([0.1, 0.7, 1.3]), requires_grad=True)
+                (op(x, jg.tensor(np.array([1, 3, 7]))) * 0.3).sum().backward()
+                found.append(x.grad.numpy())
+        finally:
+            jg.set_default_dtype(before)
+        return found
+    fast = grads()
+    assert taken and all(taken)
+    engine_only(monkeypatch)
+    for a, e in zip(fast, grads()):
+        np.testing.assert_array_equal(a, e)
+
+
 def test_a_scalar_that_changes_every_step_does_not_grow_the_stages(taken):
     x = jg.tensor([1.0, 2.0], requires_grad=True)
     for step in range(3 * staged_backward.MAX_STAGES):
