@@ -104,6 +104,28 @@ def _user_code_in_the_loop(x):
     return [x.grad] + [t.grad for t in kept]
 
 
+def _double_backward(x):
+    """With ``create_graph`` the formulas' ops must record their own backward: never replayed."""
+    h = x
+    for _ in range(3):
+        h = (h * h).sin()
+    first, = jg.autograd.grad(h.sum(), [x], create_graph=True)
+    return jg.autograd.grad((first * first).sum(), [x])
+
+
+def _default_dtype_between_calls(x, base):
+    """pow's derivative for its exponent computes the log of an integer base in the default dtype: the
+    same arguments make float32 or float64 nodes as the default dtype changes between backward calls."""
+    grads, before = [], jg.get_default_dtype()
+    try:
+        for dtype in (jg.float64, jg.float32, jg.float64, jg.float32):
+            jg.set_default_dtype(dtype)
+            grads += jg.autograd.grad((base ** x).sum(), [x])
+    finally:
+        jg.set_default_dtype(before)
+    return grads
+
+
 CASES = {
     "rnn": (_rnn, lambda: [RNG.standard_normal((3, 3)), RNG.standard_normal((3, 2)), RNG.standard_normal((6, 2))],
             2),
@@ -119,6 +141,9 @@ CASES = {
     "index_values": (_index_values, lambda: [RNG.standard_normal((2, 2)), np.array([[0, 1], [1, 1]]),
                                             np.array([[1, 0], [0, 0]]), np.array([[True, False], [False, False]])], 1),
     "user_code_in_the_loop": (_user_code_in_the_loop, lambda: [RNG.standard_normal(3)], 1),
+    "double_backward": (_double_backward, lambda: [RNG.standard_normal(3)], 1),
+    "default_dtype_between_calls": (_default_dtype_between_calls, lambda: [RNG.standard_normal(3), np.array([0, 2, 3])],
+                                    1),
 }
 
 
