@@ -8,6 +8,8 @@ import pytest
 import jitgrad as jg
 from jitgrad.fx import derivative_templates
 from jitgrad.fx.tracer import start_trace
+from jitgrad.ops.meta_rules import elementwise, promoted
+from jitgrad.ops.registry import OpDef
 
 RNG = np.random.default_rng(0)
 
@@ -113,14 +115,20 @@ def _double_backward(x):
     return jg.autograd.grad((first * first).sum(), [x])
 
 
-def _default_dtype_between_calls(x, base):
-    """pow's derivative for its exponent computes the log of an integer base in the default dtype: the
-    same arguments make float32 or float64 nodes as the default dtype changes between backward calls."""
+# ``other * 0.5`` of an integer ``other`` is a tensor of the default dtype (as pow's log of an integer base)
+_SCALED_BY_EXP = OpDef("test_scaled_by_exp", ("self", "other"), np.multiply,
+                       {"self": lambda grad, other: grad * (other * 0.5).exp()}, node="TestScaledByExpBackward",
+                       meta=elementwise(promoted))
+
+
+def _default_dtype_between_calls(x, other):
+    """The same formula arguments make float32 or float64 nodes as the default dtype changes between
+    backward calls."""
     grads, before = [], jg.get_default_dtype()
     try:
         for dtype in (jg.float64, jg.float32, jg.float64, jg.float32):
             jg.set_default_dtype(dtype)
-            grads += jg.autograd.grad((base ** x).sum(), [x])
+            grads += jg.autograd.grad(_SCALED_BY_EXP(x, other).sum(), [x])
     finally:
         jg.set_default_dtype(before)
     return grads
