@@ -164,7 +164,10 @@ def _pow_exponent_grad(grad, self, result):
         return grad * result * _log(self)
     # d/dy x**y = x**y log x, taken as 0 where x == 0 and y >= 0 (PyTorch's convention); at x == 0 and
     # y < 0 it is x**y * log(0), an infinity (x**y is +-inf there, so |x**y| <= 1 tells y >= 0 apart).
-    # log reads 1 where the result is taken as 0, so that no infinity reaches a higher derivative.
+    # log reads 1 where the result is taken as 0, so that no infinity reaches a higher derivative. An
+    # integer (or narrower) base is cast to the result's dtype first, as PyTorch does: its log taken in
+    # the default float32 gave a float64 exponent a gradient with float32's precision.
+    self = to_dtype(self, result._data.dtype)
     taken_as_zero = (self == 0.0).logical_and(result.abs() <= 1.0)
     return grad * where(taken_as_zero, 0.0, result * _log(where(taken_as_zero, 1.0, self)))
 

@@ -396,3 +396,14 @@ def test_every_formula_reads_its_parameters_in_signature_order():
             assert op.reads[name] == tuple(inspect.signature(formula).parameters), (op.name, name)
         if op.jvp is not None:
             assert op.jvp_reads == tuple(inspect.signature(op.jvp).parameters), op.name
+
+
+def test_an_integer_base_gives_a_float64_exponent_a_float64_gradient():
+    """pow's derivative for its exponent took the log of an integer base in the default float32, so a
+    float64 exponent's gradient had float32's precision (PyTorch casts the base to the result's dtype)."""
+    base, exponent = np.array([0, 2, 3, 7]), np.array([0.3, 0.7, 1.9, -0.4])
+    x = jg.tensor(exponent, requires_grad=True)
+    (jg.tensor(base) ** x).sum().backward()
+    expected = np.where(base == 0, 0.0, base ** exponent * np.log(np.maximum(base, 1)))
+    assert x.grad.dtype == jg.float64
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-14)
