@@ -32,11 +32,16 @@ gammaln = lgamma
 psi = digamma
 
 
-def _floating(input: Tensor | float) -> Tensor:
-    """``input`` as a floating tensor (the default dtype for integers and bools), as PyTorch promotes."""
+def _floating(input: Tensor | float, *others: Tensor | float) -> Tensor | float:
+    """``input`` as a floating tensor in the dtype an op of it and the tensors among ``others`` computes
+    in, as PyTorch promotes: their common dtype, the default one for integers and bools."""
     if not isinstance(input, Tensor):
         return input
-    return input if input._data.dtype.kind == "f" else input.to(dtypes.get_default_dtype())
+    tensors = [v for v in (input, *others) if isinstance(v, Tensor)]
+    dtype = dtypes.result_type(*(np.empty((1,) * t._data.ndim, t._data.dtype) for t in tensors))
+    if dtype.kind != "f":
+        dtype = dtypes.get_default_dtype().numpy
+    return input if input._data.dtype == dtype else input.to(dtype)
 
 
 def ndtr(input: Tensor) -> Tensor:
@@ -64,10 +69,10 @@ def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
     if not isinstance(other, Tensor):
         x = _floating(input)
         return x * math.log1p(other) if math.isnan(other) else where(x == 0, 0.0, x * math.log1p(other))
-    y = _floating(other)
+    y = _floating(other, input)   # log1p of an integer other in a float64 input's dtype, not in float32
     if not isinstance(input, Tensor):
         return where(y.isnan(), y, y * 0.0) if input == 0 else log1p(y) * input
-    return where((input == 0) & ~y.isnan(), 0.0, _floating(input) * log1p(y))
+    return where((input == 0) & ~y.isnan(), 0.0, _floating(input, other) * log1p(y))
 
 
 def entr(input: Tensor) -> Tensor:

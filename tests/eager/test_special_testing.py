@@ -106,6 +106,18 @@ def test_xlog1py_at_zero_nan_and_minus_one_is_pytorchs():
     np.testing.assert_equal(edges(jg), edges(torch))
 
 
+def test_xlog1py_of_an_integer_other_computes_in_the_inputs_dtype():
+    """``log1p`` of an integer ``other`` was taken in the default float32 whatever ``input``'s dtype: a
+    float64 input got a value and a gradient with float32's precision (PyTorch promotes both first)."""
+    x, other = jg.tensor([0.5, 2.0, -1.5], dtype=jg.float64, requires_grad=True), jg.tensor([1, 3, 7])
+    out = jg.special.xlog1py(x, other)
+    out.sum().backward()
+    log1p = np.log1p(np.array([1.0, 3.0, 7.0]))
+    assert out.dtype == x.grad.dtype == jg.float64
+    np.testing.assert_allclose(out.detach().numpy(), x.detach().numpy() * log1p, rtol=1e-14)
+    np.testing.assert_allclose(x.grad.numpy(), log1p, rtol=1e-14)
+
+
 def test_integer_inputs_promote_and_multigammaln_checks_its_domain():
     assert str(jg.special.ndtr(jg.tensor([0, 1])).dtype) == "jitgrad.float32"
     assert str(jg.special.entr(jg.tensor([0, 1])).dtype) == "jitgrad.float32"
