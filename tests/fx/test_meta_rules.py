@@ -66,3 +66,13 @@ def test_a_rule_promotes_as_eager_does():
     assert REGISTRY["add"].meta(f32, zero_d) == TensorMeta((2, 3), np.dtype(np.float32))
     assert REGISTRY["div"].meta(i64, i64).dtype == np.float32
     assert REGISTRY["lt"].meta(f32, i64) == TensorMeta((2, 3), np.dtype(np.bool_))
+
+
+def test_an_elementwise_op_of_python_numbers_alone_is_0_d():
+    """``m ^ True`` of a bool tensor runs ``ne(True, 0)`` inside ``logical_xor``: an op of Python numbers
+    alone, a 0-d tensor eagerly, whose rule raised IndexError, so a compiled call of it ran eagerly."""
+    from jitgrad import fx
+    assert REGISTRY["ne"].meta(True, 0) == TensorMeta((), np.dtype(np.bool_))
+    mask = jg.tensor(np.array([True, False]))
+    module = fx.trace(lambda m: (m ^ True) | (True ^ m), mask)
+    np.testing.assert_array_equal(module(mask).numpy(), ((mask ^ True) | (True ^ mask)).numpy())
