@@ -366,10 +366,14 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
 
 @public("function", "method")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of equal size but the last; a dimension of size 0 gives ``chunks`` empty pieces, as in
+    PyTorch (one, until 2026-11-28)."""
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     check_not_0d(input._data.ndim, "chunk", "chunk along; unsqueeze it first")
     length = input._data.shape[wrap_dim(dim, input._data.ndim, "chunk")]
+    if length == 0:
+        return split(input, [0] * chunks, dim)
     return split(input, max(1, -(-length // chunks)), dim)
 
 

@@ -223,3 +223,11 @@ def test_logsumexp_of_nothing_is_minus_inf_without_a_warning(values):
         warnings.simplefilter("error")
         got = JITGRAD.tensor(values).logsumexp(1).numpy()
     np.testing.assert_array_equal(got, TORCH.tensor(values).logsumexp(1).numpy())
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_chunk_of_an_empty_dimension_gives_as_many_empty_pieces_as_pytorch(chunks):
+    """``x.chunk(3, 1)`` of a (2, 0) tensor is three (2, 0) pieces in PyTorch: one, and an IndexError
+    for ``[1]``, until 2026-11-28."""
+    expected = [tuple(piece.shape) for piece in torch.zeros(2, 0).chunk(chunks, 1)]
+    assert [tuple(piece.shape) for piece in jg.zeros(2, 0).chunk(chunks, 1)] == expected
