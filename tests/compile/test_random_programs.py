@@ -30,11 +30,15 @@ try:  # PyTorch is the reference where it is installed
 except ImportError:  # pragma: no cover - exercised where torch is absent
     torch = None
 
+# programs with odd inputs (size 0, not C-contiguous) per CI run: eager against PyTorch, and compiled
+ODD_EAGER, ODD_COMPILED = 100, 20
 TORCH_MISSING = "compares jitgrad with PyTorch, which is not installed: pip install torch==2.13.0"
 
 
-def run_programs(request, count: int, check, share_of_many: float = 1.0, max_steps: int = 6) -> None:
-    """``check`` on ``count`` random programs, or with ``--many`` on that number times ``share_of_many``.
+def run_programs(request, count: int, check, share_of_many: float = 1.0, max_steps: int = 6,
+                 odd_inputs: bool = False) -> None:
+    """``check`` on ``count`` random programs, or with ``--many`` on that number times ``share_of_many``;
+    with ``odd_inputs``, programs whose inputs may be of size 0 or not C-contiguous.
     Hypothesis's explain phase is left out: the lines it would list are numpy's printing."""
     many = request.config.getoption("--many")
     if many is not None:
@@ -42,7 +46,7 @@ def run_programs(request, count: int, check, share_of_many: float = 1.0, max_ste
 
     @settings(max_examples=count, deadline=None, suppress_health_check=[HealthCheck.too_slow],
               phases=[phase for phase in Phase if phase is not Phase.explain])
-    @given(program=programs(max_steps))
+    @given(program=programs(max_steps, odd_inputs))
     def run(program):
         check(program)
     run()
@@ -110,3 +114,31 @@ def test_compiled_by_numba_matches_eager(request, monkeypatch):
     monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
     run_programs(request, 2, lambda program: check_program(program, "numba_cpu", torch), share_of_many=0.01,
                  max_steps=4)
+
+
+@pytest.mark.skipif(torch is None, reason=TORCH_MISSING)
+def test_eager_matches_pytorch_on_odd_inputs(request):
+    """Inputs of size 0, transposed, strided, reversed, sliced or expanded (stride 0): each eager kernel
+    must read them by their strides."""
+    run_programs(request, ODD_EAGER, lambda program: check_against_torch(program, torch, program.draw_arrays(1)[0]),
+                 odd_inputs=True)
+
+
+def test_compiled_on_odd_inputs_matches_eager(request, monkeypatch):
+    """The same inputs compiled on the interpreter, and through the numba code generator run as plain
+    Python: a graph traced for one layout runs on it, and the guard retraces for another. A program
+    whose kernel takes ``math.log(0)`` (a log_softmax of no elements) is left out of the plain-Python
+    run: Python's math raises where numba's gives -inf, for a row no element is written from."""
+    def check(program):
+        check_program(program, "interpreter", torch)
+        monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "numba_cpu")
+        try:
+            with plain_python_kernels():
+                check_program(program, "numba_cpu", torch)
+        except Disagreement as error:
+            assume("math domain error" not in str(error))
+            raise
+        finally:
+            monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "interpreter")
+    run_programs(request, ODD_COMPILED, check, odd_inputs=True)
