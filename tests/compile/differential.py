@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import assume
 
 import jitgrad as jg
-from random_programs import Program
+from random_programs import Input, Program
 
 RTOL = 1e-10          # relative to the largest element of the expected value
 LARGEST = 1e8         # programs whose values grow past this (exp of exp...) are not compared
@@ -83,8 +83,7 @@ class Form:
         """The program and this form's two calls, as ``run_compiled`` makes them."""
         args = ", ".join(self.arguments(program))
         call = f"loss, grads = compiled({args})" if self.whole_step else f"loss = compiled({args})\nloss.backward()"
-        renew = "with jg.no_grad():\n" + "".join(
-            f"    {i.name}.copy_(jg.tensor({i.values_source()}))\n" for i in program.inputs)
+        renew = "with jg.no_grad():\n" + "".join(f"    {i.renewal_source()}\n" for i in program.inputs)
         grads = "; the .grads accumulate" if self.whole_step else ""
         renew += "" if self.whole_step else "".join(f"{n}.grad = None\n" for n in program.names)
         return (f"{program!r}\n{self.source(program)}"
@@ -210,6 +209,17 @@ def _noting_equal_spreads():
             setattr(jg.Tensor, name, method)
 
 
+def renew(i: Input, tensor: jg.Tensor, values: np.ndarray) -> None:
+    """What ``i.renewal_source()`` writes: ``values`` into ``tensor``, or for an expanded input into the
+    slice at index 0 of the expanded dimension (eager refuses a write where elements share memory)."""
+    if i.layout is None or i.layout.kind != "expanded":
+        tensor.copy_(jg.tensor(values))
+        return
+    d = i.layout.dim
+    k = min(1, i.shape[d])
+    tensor.narrow(d, 0, k).copy_(jg.tensor(values).narrow(d, 0, k))
+
+
 def run_compiled(program: Program, form: Form, value_sets: list[dict[str, np.ndarray]],
                  backend: str) -> list[tuple[int, str, Outcome]]:
     """Compiles the program in ``form`` and calls it once per set of values, writing each set into the
@@ -224,8 +234,8 @@ def run_compiled(program: Program, form: Form, value_sets: list[dict[str, np.nda
     for call, arrays in enumerate(value_sets):
         if call:
             with jg.no_grad():
-                for name, t in tensors.items():
-                    t.copy_(jg.tensor(arrays[name]))
+                for i in program.inputs:
+                    renew(i, tensors[i.name], arrays[i.name])
             if not form.whole_step:
                 for t in tensors.values():
                     t.grad = None

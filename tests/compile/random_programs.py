@@ -107,6 +107,15 @@ class Input:
         flag = ".requires_grad_()" if self.requires_grad else ""
         return f"{self.name} = jg.from_numpy({self.layout.wrap(self.values_source(), self.shape)}){flag}"
 
+    def renewal_source(self) -> str:
+        """Python writing new values (drawn from ``rng``) into the input in place: for an expanded one,
+        into its memory alone (the slice at index 0 of the expanded dimension), as eager refuses a write
+        where elements share memory."""
+        if self.layout is None or self.layout.kind != "expanded":
+            return f"{self.name}.copy_(jg.tensor({self.values_source()}))"
+        part = f".narrow({self.layout.dim}, 0, {min(1, self.shape[self.layout.dim])})"
+        return f"{self.name}{part}.copy_(jg.tensor({self.values_source()}){part})"
+
     def draw(self, rng: np.random.Generator) -> np.ndarray:
         """The values ``source()`` makes, from the same generator in the same order."""
         if self.layout is None or self.layout.kind != "expanded":
