@@ -104,7 +104,8 @@ def writeable(array: Any) -> bool:
     write."""
     if not isinstance(array, np.ndarray):
         return True
-    return array.flags.writeable and not any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape))
+    return array.flags.writeable and not (array.size and any(s == 0 and n > 1 for s, n in zip(array.strides,
+                                                                                                 array.shape)))
 
 
 def to_device_of(data: Any, array: Any) -> Any:

@@ -156,6 +156,9 @@ def test_a_write_where_elements_share_memory_is_refused_as_in_pytorch(write):
         write(x)
     x[:, :1].add_(1.0)    # a slice whose elements have memory of their own takes the write
     assert np.array_equal(x.numpy(), np.ones((3, 4)))
+    empty = jg.zeros(0, 2, dtype=jg.float64)   # numpy gives an empty array strides of 0: nothing is shared
+    empty.copy_(jg.zeros(0, 2))
+    empty.add_(1.0)
 
 
 def test_increment_version_invalidates_saved_tensors():
