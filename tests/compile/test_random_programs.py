@@ -32,8 +32,8 @@ except ImportError:  # pragma: no cover - exercised where torch is absent
     torch = None
 
 # programs with odd inputs (size 0, not C-contiguous) per CI run: eager against PyTorch (about 0.015 s each),
-# and compiled on two backends (about 0.25 s each, after the test above has made the plain-Python numba
-# helpers; 5 s more when run alone): 2.5 s in all. Hunt with --many (2026-11-28: 6,000 eager
+# and compiled on two backends (about 0.25 s each, once the code generator test earlier in this file has made
+# the plain-Python numba helpers; 5 s more when run alone): 2.5 s in all. Hunt with --many (2026-11-28: 6,000 eager
 # and 400 compiled, and 120 through the LLVM generator, ran clean after the fixes they led to).
 ODD_EAGER, ODD_COMPILED = 80, 6
 TORCH_MISSING = "compares jitgrad with PyTorch, which is not installed: pip install torch==2.13.0"
