@@ -355,9 +355,11 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
     length = input._data.shape[dim]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0:
+        if step < 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
-        sizes = tuple(min(step, length - start) for start in range(0, length, step)) or (0,)
+        if step == 0 and length:   # 0 splits an empty dimension into one empty piece, as in PyTorch
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
+        sizes = tuple(min(step, length - start) for start in range(0, length, step or 1)) or (0,)
         equal = True
     else:
         sizes, equal = tuple(int(s) for s in split_size_or_sections), False
