@@ -98,9 +98,14 @@ def copy_into(destination: Any, source: Any) -> None:
 
 
 def writeable(array: Any) -> bool:
-    """Whether ``copy_into`` may write into ``array``: an expanded numpy view is read-only; a device
-    array's memory always takes a write."""
-    return array.flags.writeable if isinstance(array, np.ndarray) else True
+    """Whether ``copy_into`` may write into ``array``: an expanded numpy view is read-only, and eager refuses
+    to write where elements share memory (a writeable stride-0 array from ``from_numpy``: a compiled write
+    into one gave another value than eager's until 2026-11-28); a device array's memory always takes a
+    write."""
+    if not isinstance(array, np.ndarray):
+        return True
+    return array.flags.writeable and not (array.size and any(s == 0 and n > 1 for s, n in zip(array.strides,
+                                                                                                 array.shape)))
 
 
 def to_device_of(data: Any, array: Any) -> Any:

@@ -168,7 +168,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel
         return group_norm(input.float(), num_groups, _float(weight), _float(bias), eps).to(float16)
-    grouped = input.reshape(input.shape[0], num_groups, -1)
+    per_group = input.shape[1] // num_groups * math.prod(input.shape[2:])   # no -1: a batch may be of 0
+    grouped = input.reshape(input.shape[0], num_groups, per_group)
     centered = grouped - mean(grouped, -1, keepdim=True)
     variance = mean(centered * centered, -1, keepdim=True)
     normalized = (centered * (variance + eps).rsqrt()).reshape(tuple(input.shape))
@@ -187,7 +188,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         raise ValueError(f"expected an input of shape (N, C) or (N, C, L), got {list(input.shape)}")
     dims = (0, *range(2, input.dim()))
     channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
-    if training:
+    if training and input.numel() == 0:   # PyTorch: an empty result, the running statistics left as they are
+        centered, batch_var = input * 0.0, full(channel_shape, 1.0, dtype=input.dtype)
+    elif training:
         count = input.numel() // input.shape[1]
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")

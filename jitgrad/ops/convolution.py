@@ -207,7 +207,7 @@ def _convolution_forward(input: np.ndarray, weight: np.ndarray, bias: np.ndarray
     x, w = (a.reshape(a.shape[:2] + (1,) + a.shape[2:]) if len(stride) == 1 else a for a in (input, weight))
     cols = _im2col_forward(x, w.shape[2:], dilation2, padding2, stride2)
     n, out_channels = shape[:2]
-    cols = cols.reshape(n, groups, -1, cols.shape[-1])
+    cols = cols.reshape(n, groups, cols.shape[1] // groups, cols.shape[-1])   # no -1: n may be 0
     out = np.matmul(w.reshape(groups, out_channels // groups, -1), cols).reshape(shape)
     return out + bias.reshape((-1,) + (1,) * len(stride)) if bias is not None else out
 
@@ -236,7 +236,7 @@ def _input_grad(grad, weight, input_shape, stride, padding, dilation, groups):
     w = _planar(weight, len(stride))
     out_channels = w.shape[0]
     columns = w.reshape(groups, out_channels // groups, -1).mT @ _groups_of(grad, groups)
-    columns = columns.reshape(grad.shape[0], -1, columns.shape[-1])
+    columns = columns.reshape(grad.shape[0], columns.shape[1] * columns.shape[2], columns.shape[-1])
     size = (1,) + tuple(input_shape[2:]) if len(stride) == 1 else tuple(input_shape[2:])
     image = col2im(columns, output_size=size, kernel_size=tuple(w.shape[2:]), dilation=dilation2,
                    padding=padding2, stride=stride2)
@@ -249,7 +249,7 @@ def _weight_grad(grad, input, weight_shape, stride, padding, dilation, groups):
     kernel = (1,) + tuple(weight_shape[2:]) if len(stride) == 1 else tuple(weight_shape[2:])
     columns = im2col(_planar(input, len(stride)), kernel_size=kernel, dilation=dilation2, padding=padding2,
                      stride=stride2)
-    columns = columns.reshape(columns.shape[0], groups, -1, columns.shape[-1])
+    columns = columns.reshape(columns.shape[0], groups, columns.shape[1] // groups, columns.shape[-1])
     return (_groups_of(grad, groups) @ columns.mT).sum(0).reshape(tuple(weight_shape))
 
 

@@ -39,6 +39,20 @@ _READ_ONLY = ("this tensor's memory is read-only (an expanded view, or a numpy a
               "clone() it first")
 
 
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location (a stride of 0 along a dimension of size > 1). Please clone() the tensor before performing "
+            "the operation.")
+
+
+def _check_no_internal_overlap(name: str, data: Any) -> None:
+    """PyTorch's refusal to write into memory that several elements share (a writeable stride-0 array from
+    ``from_numpy``): which element's value would land there is undefined, and eager (numpy's last write)
+    and a compiled graph (its own order) disagreed until 2026-11-28. An empty array (numpy may give it
+    strides of 0) has no elements to share anything."""
+    if data.size and any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape)):
+        raise RuntimeError(f"{name}({data.dtype.name}{list(data.shape)}, strides={list(data.strides)}): {_OVERLAP}")
+
+
 def _involves_grad(self: Tensor, args: tuple) -> bool:
     return grad_mode.state.grad_enabled and not grad_mode.state.inference and (
         self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args))
@@ -176,6 +190,7 @@ def _write(name: str, self: Tensor, result: Tensor) -> None:
     else:
         if not self._data.flags.writeable:
             raise RuntimeError(f"{name}: {_READ_ONLY}")
+        _check_no_internal_overlap(name, self._data)
         np.copyto(self._data, result._data, casting="same_kind")
     increment_version(self)
     note_alias(self, result)
@@ -393,6 +408,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         return
     if not self._data.flags.writeable:
         raise RuntimeError(f"__setitem__: {_READ_ONLY}")
+    _check_no_internal_overlap("__setitem__", self._data)
     clone_saved_before_write(self)
     try:
         self._data[index] = value._data if isinstance(value, Tensor) else value

@@ -453,14 +453,22 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor
     return _prod(input, dim=_dims(input, dim, "prod"), keepdim=keepdim)
 
 
+def _extreme_dims(input: Tensor, dim: Dim, op: str) -> tuple[int, ...]:
+    """amax's and amin's dimensions: ``()`` (the default) is every one, and of an empty tensor that is
+    PyTorch's RuntimeError (asking for a dimension), not the IndexError of a named empty dimension."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        _check_reducible(op, input._data, None)
+    return _dims(input, dim, op)
+
+
 @public("function", "method")
 def amax(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
-    return _amax(input, dim=_dims(input, dim, "amax"), keepdim=keepdim)
+    return _amax(input, dim=_extreme_dims(input, dim, "amax"), keepdim=keepdim)
 
 
 @public("function", "method")
 def amin(input: Tensor, dim: Dim = (), keepdim: bool = False) -> Tensor:
-    return _amin(input, dim=_dims(input, dim, "amin"), keepdim=keepdim)
+    return _amin(input, dim=_extreme_dims(input, dim, "amin"), keepdim=keepdim)
 
 
 def _selecting(all_op, dim_op, name: str, input: Tensor, dim: int | None, keepdim: bool):

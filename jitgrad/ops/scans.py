@@ -53,8 +53,14 @@ def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool
 
 @public("function", "method")
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> MinMax:
-    """``(amin, amax)`` over ``dim`` (every element without it), the named tuple ``(min, max)``."""
-    if input._data.size == 0:
+    """``(amin, amax)`` over ``dim`` (every element without it), the named tuple ``(min, max)``. Of an
+    empty tensor over a dimension that is not empty: empty results, as PyTorch (until 2026-11-28 refused
+    as if the dimension were empty)."""
+    if dim is not None and input._data.size == 0 and input._data.ndim:
+        d = wrap_dim(dim, input._data.ndim, "aminmax")
+        if input._data.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    elif input._data.size == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                            "identity.")
     if dim is None:

@@ -355,9 +355,11 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
     length = input._data.shape[dim]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0:
+        if step < 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
-        sizes = tuple(min(step, length - start) for start in range(0, length, step)) or (0,)
+        if step == 0 and length:   # 0 splits an empty dimension into one empty piece, as in PyTorch
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
+        sizes = tuple(min(step, length - start) for start in range(0, length, step or 1)) or (0,)
         equal = True
     else:
         sizes, equal = tuple(int(s) for s in split_size_or_sections), False
@@ -366,10 +368,14 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
 
 @public("function", "method")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of equal size but the last; a dimension of size 0 gives ``chunks`` empty pieces, as in
+    PyTorch (one, until 2026-11-28)."""
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     check_not_0d(input._data.ndim, "chunk", "chunk along; unsqueeze it first")
     length = input._data.shape[wrap_dim(dim, input._data.ndim, "chunk")]
+    if length == 0:
+        return split(input, [0] * chunks, dim)
     return split(input, max(1, -(-length // chunks)), dim)
 
 

@@ -159,6 +159,15 @@ def test_softmax_over_dim_0_of_a_column_is_one_row(plain_python):
     assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
 
 
+@pytest.mark.parametrize("shape, dim", [((0, 1, 2), 0), ((2, 0), 1), ((2, 0, 3), 1)])
+def test_softmax_over_a_dimension_of_size_0_reads_nothing(plain_python, shape, dim):
+    """Rows of no elements: the row's max started from its element 0 (an index out of bounds), and a
+    log_softmax took ``math.log(0)``, until 2026-11-28; the output has no elements to write."""
+    x = np.zeros(shape)
+    graph, kernel = lowered(lambda x: (x.softmax(dim), x.log_softmax(dim)), [x])
+    assert_close(list(kernel(x)), interpreted(graph, [x]), dtype=np.float64)
+
+
 def test_wide_rows_take_fewer_row_buffers():
     """A parallel row reduction's buffers (one per chunk of rows) stay near ROW_BUFFER_ELEMENTS for wide
     rows and never exceed the input: 64 chunks of short rows, 8 of very wide ones, one per row below that."""

@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import assume
 
 import jitgrad as jg
-from random_programs import HIGH, LOW, Program
+from random_programs import Input, Program
 
 RTOL = 1e-10          # relative to the largest element of the expected value
 LARGEST = 1e8         # programs whose values grow past this (exp of exp...) are not compared
@@ -83,10 +83,9 @@ class Form:
         """The program and this form's two calls, as ``run_compiled`` makes them."""
         args = ", ".join(self.arguments(program))
         call = f"loss, grads = compiled({args})" if self.whole_step else f"loss = compiled({args})\nloss.backward()"
-        renew = (f"for t in {', '.join(program.names)}:\n    with jg.no_grad():\n"
-                 f"        t.copy_(jg.tensor(rng.uniform({LOW}, {HIGH}, tuple(t.shape))))\n")
+        renew = "with jg.no_grad():\n" + "".join(f"    {i.renewal_source()}\n" for i in program.inputs)
         grads = "; the .grads accumulate" if self.whole_step else ""
-        renew += "" if self.whole_step else "    t.grad = None\n"
+        renew += "" if self.whole_step else "".join(f"{n}.grad = None\n" for n in program.names)
         return (f"{program!r}\n{self.source(program)}"
                 f"compiled = jg.compile({self.compiled_function(program)}, cache=False, fullgraph=True)\n"
                 f"# call 1\n{call}\n# call 2: new values in the same tensors{grads}\n{renew}{call}\n")
@@ -114,7 +113,13 @@ def function_of(program: Program, library) -> Callable:
 
 
 def leaves(program: Program, library, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    return {i.name: library.tensor(arrays[i.name], requires_grad=i.requires_grad) for i in program.inputs}
+    """The inputs as leaf tensors: jitgrad's in each input's layout (``jg.from_numpy`` of a new array
+    laid out so), PyTorch's C-contiguous copies."""
+    def leaf(i):
+        if library is not jg or i.layout is None:
+            return library.tensor(arrays[i.name], requires_grad=i.requires_grad)
+        return jg.from_numpy(i.laid_out(arrays[i.name])).requires_grad_(i.requires_grad)
+    return {i.name: leaf(i) for i in program.inputs}
 
 
 def _numpy(tensor) -> np.ndarray | None:
@@ -204,6 +209,17 @@ def _noting_equal_spreads():
             setattr(jg.Tensor, name, method)
 
 
+def renew(i: Input, tensor: jg.Tensor, values: np.ndarray) -> None:
+    """What ``i.renewal_source()`` writes: ``values`` into ``tensor``, or for an expanded input into the
+    slice at index 0 of the expanded dimension (eager refuses a write where elements share memory)."""
+    if i.layout is None or i.layout.kind != "expanded":
+        tensor.copy_(jg.tensor(values))
+        return
+    d = i.layout.dim
+    k = min(1, i.shape[d])
+    tensor.narrow(d, 0, k).copy_(jg.tensor(values).narrow(d, 0, k))
+
+
 def run_compiled(program: Program, form: Form, value_sets: list[dict[str, np.ndarray]],
                  backend: str) -> list[tuple[int, str, Outcome]]:
     """Compiles the program in ``form`` and calls it once per set of values, writing each set into the
@@ -218,8 +234,8 @@ def run_compiled(program: Program, form: Form, value_sets: list[dict[str, np.nda
     for call, arrays in enumerate(value_sets):
         if call:
             with jg.no_grad():
-                for name, t in tensors.items():
-                    t.copy_(jg.tensor(arrays[name]))
+                for i in program.inputs:
+                    renew(i, tensors[i.name], arrays[i.name])
             if not form.whole_step:
                 for t in tensors.values():
                     t.grad = None

@@ -37,20 +37,95 @@ LOW, HIGH = -2.0, 2.0
 
 
 @dataclass(frozen=True)
+class Layout:
+    """How an input's values lie in memory when it is not a plain C-contiguous array: ``permuted`` (its
+    dimensions stored in ``order``: a transpose, Fortran order), ``stepped`` (every other row of a
+    bigger array along ``dim``), ``reversed`` (negative stride along ``dim``), ``sliced`` (columns of a
+    wider array, a row stride larger than the row) or ``expanded`` (stride 0 along ``dim``: the values
+    are drawn equal along it). jitgrad takes such an array with ``jg.from_numpy``, which keeps its
+    strides; PyTorch, the reference, gets a copy (its ``from_numpy`` refuses negative strides)."""
+
+    kind: str
+    dim: int = 0
+    order: tuple[int, ...] = ()
+
+    def wrap(self, values: str, shape: tuple[int, ...]) -> str:
+        """Python (numpy) making an array laid out so, holding the values ``values`` (Python) makes."""
+        if self.kind == "permuted":
+            inverse = tuple(int(i) for i in np.argsort(self.order))
+            return f"np.ascontiguousarray({values}.transpose({self.order})).transpose({inverse})"
+        if self.kind == "stepped":
+            return f"np.repeat({values}, 2, axis={self.dim})[{', '.join([':'] * self.dim + ['::2'])}]"
+        if self.kind == "reversed":
+            return f"np.flip(np.flip({values}, {self.dim}).copy(), {self.dim})"
+        if self.kind == "sliced":
+            pad = [(0, 0)] * (len(shape) - 1) + [(1, 2)]
+            return f"np.pad({values}, {pad})[..., 1:-2]"
+        strides = [8 * math.prod(shape[d + 1:]) for d in range(len(shape))]
+        strides[self.dim] = 0
+        return f"np.lib.stride_tricks.as_strided({values}, strides={tuple(strides)})"
+
+    def values_source(self, shape: tuple[int, ...]) -> str:
+        """Python drawing the values (from ``rng``): equal along the expanded dimension."""
+        if self.kind != "expanded":
+            return f"rng.uniform({LOW}, {HIGH}, {shape!r})"
+        one = shape[:self.dim] + (1,) + shape[self.dim + 1:]
+        return f"np.broadcast_to(rng.uniform({LOW}, {HIGH}, {one!r}), {shape!r}).copy()"
+
+
+LAYOUT_KINDS = ("permuted", "stepped", "reversed", "sliced", "expanded")
+
+
+def layouts(shape: tuple[int, ...]) -> st.SearchStrategy[Layout | None]:
+    """A layout for an input of ``shape``, or None (C-contiguous) half the time."""
+    if not shape:
+        return st.none()
+    rank = len(shape)
+    laid = st.sampled_from(LAYOUT_KINDS if rank > 1 else LAYOUT_KINDS[1:]).flatmap(lambda kind: st.builds(
+        Layout, st.just(kind), st.integers(0, rank - 1),
+        st.permutations(range(rank)).map(tuple) if kind == "permuted" else st.just(())))
+    return st.one_of(st.none(), laid)
+
+
+@dataclass(frozen=True)
 class Input:
-    """A tensor the program takes: its values are drawn when the program runs, from its seed."""
+    """A tensor the program takes: its values are drawn when the program runs, from its seed, and laid
+    out in memory as ``layout`` says (None: C-contiguous)."""
 
     name: str
     shape: tuple[int, ...]
     requires_grad: bool
+    layout: Layout | None = None
+
+    def values_source(self) -> str:
+        return self.layout.values_source(self.shape) if self.layout else f"rng.uniform({LOW}, {HIGH}, {self.shape!r})"
 
     def source(self) -> str:
-        flag = ", requires_grad=True" if self.requires_grad else ""
-        return f"{self.name} = jg.tensor(rng.uniform({LOW}, {HIGH}, {self.shape!r}){flag})"
+        if self.layout is None:
+            flag = ", requires_grad=True" if self.requires_grad else ""
+            return f"{self.name} = jg.tensor({self.values_source()}{flag})"
+        flag = ".requires_grad_()" if self.requires_grad else ""
+        return f"{self.name} = jg.from_numpy({self.layout.wrap(self.values_source(), self.shape)}){flag}"
+
+    def renewal_source(self) -> str:
+        """Python writing new values (drawn from ``rng``) into the input in place: for an expanded one,
+        into its memory alone (the slice at index 0 of the expanded dimension), as eager refuses a write
+        where elements share memory."""
+        if self.layout is None or self.layout.kind != "expanded":
+            return f"{self.name}.copy_(jg.tensor({self.values_source()}))"
+        part = f".narrow({self.layout.dim}, 0, {min(1, self.shape[self.layout.dim])})"
+        return f"{self.name}{part}.copy_(jg.tensor({self.values_source()}){part})"
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:
         """The values ``source()`` makes, from the same generator in the same order."""
-        return rng.uniform(LOW, HIGH, self.shape)
+        if self.layout is None or self.layout.kind != "expanded":
+            return rng.uniform(LOW, HIGH, self.shape)
+        return eval(self.values_source(), {"np": np, "rng": rng})  # noqa: S307 - our own generated source
+
+    def laid_out(self, values: np.ndarray) -> np.ndarray:
+        """A new array holding ``values`` in this input's layout (a C-contiguous copy when it has none)."""
+        copy = np.array(values)
+        return copy if self.layout is None else eval(self.layout.wrap("values", self.shape), {"np": np, "values": copy})
 
 
 @dataclass(frozen=True)
@@ -113,10 +188,12 @@ class Program:
 
 
 class _Builder:
-    """The program being drawn: its inputs, its steps, and every value's shape."""
+    """The program being drawn: its inputs, its steps, and every value's shape. With ``odd_inputs``, new
+    inputs may have a dimension of size 0 and a layout other than C-contiguous (``Layout``)."""
 
-    def __init__(self, draw):
+    def __init__(self, draw, odd_inputs: bool = False):
         self.draw = draw
+        self.odd_inputs = odd_inputs
         self.inputs: list[Input] = []
         self.steps: list[Step] = []
         self.shapes: dict[str, tuple[int, ...]] = {}
@@ -125,7 +202,8 @@ class _Builder:
         if requires_grad is None:
             requires_grad = self.draw(st.sampled_from((True, False)))
         name = f"{prefix}{sum(i.name.startswith(prefix) for i in self.inputs)}"
-        self.inputs.append(Input(name, tuple(shape), requires_grad))
+        layout = self.draw(layouts(tuple(shape))) if self.odd_inputs else None
+        self.inputs.append(Input(name, tuple(shape), requires_grad, layout))
         self.shapes[name] = tuple(shape)
         return name
 
@@ -138,7 +216,7 @@ class _Builder:
         choice = self.draw(st.integers(0, len(candidates)))
         if choice < len(candidates):
             return candidates[choice]
-        return self.new_input(make_shape() if make_shape else self.draw(shapes().filter(fits)))
+        return self.new_input(make_shape() if make_shape else self.draw(shapes(zero=self.odd_inputs).filter(fits)))
 
     def add(self, expression: str, operands: tuple[str, ...], shape: tuple[int, ...]) -> None:
         name = f"v{len(self.steps)}"
@@ -160,8 +238,10 @@ class _Builder:
         return bool(needs & {s.name for s in self.steps})
 
 
-def shapes(max_rank: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
-    return st.lists(SIZES, max_size=max_rank).map(tuple)
+def shapes(max_rank: int = 3, zero: bool = False) -> st.SearchStrategy[tuple[int, ...]]:
+    """Shapes of up to ``max_rank`` dimensions; with ``zero``, a dimension is 0 one time in nine."""
+    sizes = st.integers(0, 8).map(lambda n: (n + 1) // 2) if zero else SIZES
+    return st.lists(sizes, max_size=max_rank).map(tuple)
 
 
 # ---- elementwise ----------------------------------------------------------------------------------
@@ -315,7 +395,10 @@ def matmul(b: _Builder) -> None:
 # ---- indexing -------------------------------------------------------------------------------------
 def _index_item(draw, size: int, advanced_length: int | None):
     """One item of an index over a dimension of ``size``: (source, the item for numpy). A list after an
-    earlier list or mask has as many elements as it selects, so that the two broadcast."""
+    earlier list or mask has as many elements as it selects, so that the two broadcast. A dimension of
+    size 0 takes ``:`` alone (no integer or list indexes it)."""
+    if size == 0:
+        return ":", slice(None)
     kinds = ["int", "slice", "full", "list"] + (["mask"] if advanced_length is None else [])
     kind = draw(st.sampled_from(kinds))
     if kind == "int":
@@ -392,7 +475,11 @@ def softmax(b: _Builder) -> None:
 
 
 def _factored_shape(draw, numel: int) -> tuple[int, ...]:
-    """A shape of ``numel`` elements: its prime factors dealt into up to three dimensions, with ones."""
+    """A shape of ``numel`` elements: its prime factors dealt into up to three dimensions, with ones
+    (for no elements, some sizes and a 0)."""
+    if numel == 0:
+        dims = draw(st.lists(SIZES, max_size=2))
+        return tuple(dims[:(at := draw(st.integers(0, len(dims))))] + [0] + dims[at:])
     factors, n, p = [], numel, 2
     while n > 1:
         while n % p == 0:
@@ -469,11 +556,11 @@ RULES = (unary, binary, with_number, reduction, matmul, indexing, softmax, resha
 
 
 @st.composite
-def programs(draw, max_steps: int = 6) -> Program:
+def programs(draw, max_steps: int = 6, odd_inputs: bool = False) -> Program:
     """A program of 1 to ``max_steps`` steps whose loss depends on at least one input that requires
-    grad."""
-    b = _Builder(draw)
-    b.new_input(draw(shapes()), requires_grad=True)
+    grad; with ``odd_inputs``, its inputs may be of size 0 or laid out other than C-contiguous."""
+    b = _Builder(draw, odd_inputs)
+    b.new_input(draw(shapes(zero=odd_inputs)), requires_grad=True)
     for _ in range(draw(st.integers(1, max_steps))):
         draw(st.sampled_from(RULES))(b)
     assume(b.depends_on_a_grad_input())

@@ -209,6 +209,22 @@ def test_a_write_into_an_expanded_input_raises_as_eagerly():
         jg.compile(_add_one, cache=False)(jg.zeros(1, 3, dtype=jg.float64).expand(2, 3), x)
 
 
+def test_a_write_into_an_input_whose_elements_share_memory_raises_as_eagerly():
+    """A writeable stride-0 array from ``from_numpy``: eager refuses the write (as PyTorch does); until
+    2026-11-28 a compiled one wrote its own order's values (``x.add_(arange(4)).sum()`` gave 18 where
+    eager's memory held 36)."""
+    def step(x):
+        x.add_(jg.arange(4.0))
+        return x.sum() * 1.0
+    compiled = jg.compile(step, cache=False)
+    assert_close(compiled(jg.zeros(3, 4, dtype=jg.float64)), 18.0)
+    for _ in range(2):
+        x = jg.from_numpy(np.lib.stride_tricks.as_strided(np.zeros((3, 1)), (3, 4), (8, 0)))
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            compiled(x)
+        assert_close(x, np.zeros((3, 4)))
+
+
 def _grad_set_to_a_value_then_backward(x, w, into_argument):
     g = x if into_argument else x * 0.0 + 1.0
     w.grad = g                    # backward sums into g's memory, as AccumulateGrad does eagerly

@@ -223,3 +223,21 @@ def test_logsumexp_of_nothing_is_minus_inf_without_a_warning(values):
         warnings.simplefilter("error")
         got = JITGRAD.tensor(values).logsumexp(1).numpy()
     np.testing.assert_array_equal(got, TORCH.tensor(values).logsumexp(1).numpy())
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_chunk_of_an_empty_dimension_gives_as_many_empty_pieces_as_pytorch(chunks):
+    """``x.chunk(3, 1)`` of a (2, 0) tensor is three (2, 0) pieces in PyTorch: one, and an IndexError
+    for ``[1]``, until 2026-11-28."""
+    expected = [tuple(piece.shape) for piece in torch.zeros(2, 0).chunk(chunks, 1)]
+    assert [tuple(piece.shape) for piece in jg.zeros(2, 0).chunk(chunks, 1)] == expected
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.zeros(0, 4).aminmax(dim=1).max,          # refused as if dim 1 were empty, until 2026-11-28
+    lambda L: L.zeros(0, 4).aminmax(dim=-1, keepdim=True).min,
+    lambda L: L.zeros(3, 0).split(0, 1)[0],              # split_size 0 was refused whatever the size
+    lambda L: L.nn.functional.glu(L.zeros(3, 0), 1),     # glu split by 0, and was refused
+])
+def test_an_empty_tensor_over_a_dimension_pytorch_accepts(call):
+    assert tuple(call(jg).shape) == tuple(call(torch).shape)

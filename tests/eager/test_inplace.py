@@ -141,6 +141,26 @@ def test_shape_and_dtype_rules():
         jg.from_numpy(frozen)[0] = 1.0
 
 
+def _shared_memory_rows() -> jg.Tensor:
+    """A (3, 4) tensor whose rows share memory (stride 0 along dim 1), writeable, as from_numpy takes it."""
+    return jg.from_numpy(np.lib.stride_tricks.as_strided(np.zeros((3, 1)), (3, 4), (8, 0)))
+
+
+@pytest.mark.parametrize("write", [lambda x: x.add_(jg.arange(4.0)), lambda x: x.copy_(jg.ones(3, 4)),
+                                   lambda x: x.__setitem__(0, 1.0), lambda x: x.zero_()])
+def test_a_write_where_elements_share_memory_is_refused_as_in_pytorch(write):
+    """Which element's value would land in the shared memory is undefined: PyTorch refuses, and until
+    2026-11-28 jitgrad wrote numpy's last one (``add_(arange(4))`` left 3 in every element)."""
+    x = _shared_memory_rows()
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        write(x)
+    x[:, :1].add_(1.0)    # a slice whose elements have memory of their own takes the write
+    assert np.array_equal(x.numpy(), np.ones((3, 4)))
+    empty = jg.zeros(0, 2, dtype=jg.float64)   # numpy gives an empty array strides of 0: nothing is shared
+    empty.copy_(jg.zeros(0, 2))
+    empty.add_(1.0)
+
+
 def test_increment_version_invalidates_saved_tensors():
     x = leaf(1.0, 2.0)
     y = x * x

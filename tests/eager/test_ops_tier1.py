@@ -279,6 +279,9 @@ def test_activation_modules_call_their_functions_and_print_as_pytorchs():
     (lambda: jg.ones(2, 6).unflatten(1, (4, -1)), RuntimeError, "don't multiply up"),
     (lambda: jg.ones(2, 3).tensor_split(0, 1), RuntimeError, "larger than 0"),
     (lambda: jg.ones(0).median(), IndexError, "non-zero size"),
+    (lambda: jg.ones(0, 3).amax(), RuntimeError, "reduction dim to be specified"),  # an IndexError until 2026-11-28
+    (lambda: jg.ones(0, 3).amin(dim=()), RuntimeError, "reduction dim to be specified"),
+    (lambda: jg.ones(0, 3).amin(dim=(0, 1)), IndexError, "dim 0 to have non-zero size"),
     (lambda: jg.ones(2, 3).diagonal(0, 1, -1), RuntimeError, "cannot be identical"),
     (lambda: jg.fmod(jg.tensor([3]), jg.tensor([0])), RuntimeError, "ZeroDivisionError"),
     (lambda: jg.tensor([1]).frac(), RuntimeError, "floating dtype"),

@@ -138,3 +138,15 @@ def test_operands_of_different_dtypes_are_refused():
         F.conv2d(jg.ones(1, 1, 4, 4), jg.ones(1, 1, 3, 3, dtype=jg.float64))
     with pytest.raises(RuntimeError, match=r"Input type \(float64\) and bias type \(float32\)"):
         F.conv1d(jg.ones(1, 1, 4, dtype=jg.float64), jg.ones(2, 1, 3, dtype=jg.float64), jg.ones(2))
+
+
+@pytest.mark.parametrize("spatial, groups", [(2, 1), (1, 2)])
+def test_a_batch_of_no_samples_convolves_to_an_empty_batch(spatial, groups):
+    """PyTorch convolves a batch of 0 (until 2026-11-28 the forward's and backward's reshapes to -1 were
+    ambiguous for it and raised); the weight's gradient is zeros."""
+    x = jg.ones((0, 4) + (5,) * spatial, dtype=jg.float64, requires_grad=True)
+    w = jg.ones((6, 4 // groups) + (3,) * spatial, dtype=jg.float64, requires_grad=True)
+    y = (F.conv2d if spatial == 2 else F.conv1d)(x, w, padding=1, groups=groups)
+    assert tuple(y.shape) == (0, 6) + (5,) * spatial
+    (y * y).sum().backward()
+    assert tuple(x.grad.shape) == tuple(x.shape) and not w.grad.numpy().any()

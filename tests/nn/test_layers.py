@@ -218,6 +218,23 @@ def test_dropout_scales_what_it_keeps_and_is_repeatable():
         nn.Dropout(1.5)
 
 
+@needs_torch
+@pytest.mark.parametrize("shape", [(0, 4, 3), (2, 0, 3)])
+def test_batch_and_group_norm_of_empty_inputs_are_empty_as_in_pytorch(shape):
+    """A batch of 0 (or no channels): an empty result, the running statistics as they were, as PyTorch;
+    until 2026-11-28 batch_norm refused it (or divided by 0 channels) and group_norm's reshape to -1 was
+    ambiguous."""
+    def run(L):
+        x = L.ones(shape, dtype=L.float64, requires_grad=True)
+        running = L.zeros(shape[1], dtype=L.float64)
+        y = L.nn.functional.batch_norm(x, running, L.ones(shape[1], dtype=L.float64), training=True)
+        if shape[1]:
+            y = y + L.nn.functional.group_norm(x, 2)
+        y.sum().backward()
+        return tuple(y.shape), tuple(x.grad.shape), running.tolist()
+    assert run(jg) == run(torch)
+
+
 def test_batch_norm_needs_more_than_one_value_per_channel_to_train():
     with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
         nn.BatchNorm1d(3)(jg.ones(1, 3))

@@ -45,7 +45,7 @@ def softmax(ctx: OpContext, log: bool = False) -> list[str]:
                f"            {o}[{p}, {k}, {q}] *= {total}"])
     return [f"{a} = {ctx.contiguous(ctx.self)}.reshape({rows})",
             f"{o} = {ctx.out}.reshape({rows})",
-            f"for {p} in range({a}.shape[0]):",
+            f"for {p} in range({a}.shape[0] if {a}.shape[1] else 0):",  # rows of no elements: nothing to read
             f"    for {q} in range({a}.shape[2]):",
             f"        {peak} = {a}[{p}, 0, {q}]",
             f"        for {k} in range(1, {a}.shape[1]):",
@@ -79,7 +79,8 @@ def _last_dim(ctx: OpContext, rows: str, log: bool) -> list[str]:
              f"{o} = {ctx.out}.reshape(({outer}, {inner}))"]
     if lanes > 1:
         lines.append(f"{rest} = {n} - {n} % {lanes}")
-    lines.append(f"for {p} in {'prange' if ctx.parallel else 'range'}({a}.shape[0]):")
+    # rows of no elements are skipped: the log of their sum, 0, is an error in Python's math
+    lines.append(f"for {p} in {'prange' if ctx.parallel else 'range'}({a}.shape[0] if {n} else 0):")
 
     def fold(accumulators: list[str], step: str, initial: str) -> list[str]:
         """The row folded into ``accumulators`` (``step(acc, element)`` gives a line), then joined pairwise."""
