@@ -302,6 +302,7 @@ def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument na
     if min is None and max is None:
         raise ValueError("At least one of 'min' or 'max' must not be None")
     dtype = _clamp_dtype(a, min, max)
+    _check_integer_limits(dtype, a.shape, min, max)
     return np.clip(a.astype(dtype, copy=False), min, max).astype(dtype, copy=False)
 
 
@@ -317,7 +318,22 @@ def _clamp_dtype(a, min, max):  # noqa: A002
 
 
 def _clamp_meta(self: TensorMeta, min=None, max=None) -> TensorMeta:  # noqa: A002
-    return TensorMeta(self.shape, np.dtype(promoted(self, *(v for v in (min, max) if v is not None))))
+    dtype = np.dtype(promoted(self, *(v for v in (min, max) if v is not None)))
+    _check_integer_limits(dtype, self.shape, min, max)
+    return TensorMeta(self.shape, dtype)
+
+
+def _check_integer_limits(dtype: np.dtype, shape: tuple, min, max) -> None:  # noqa: A002
+    """An integer limit outside an integer result's range raises, as ``x + 200`` of int8 does: numpy
+    clipped with the limit's value (uint8 clamped to -2 kept its 0), the compiled kernels and PyTorch
+    with the limit cast to the dtype (-2 is 254: all became 3 under ``clamp(-2, 3)``)."""
+    if dtype.kind not in "iu":
+        return
+    info = np.iinfo(dtype)
+    for name, limit in (("min", min), ("max", max)):
+        if type(limit) is int and not info.min <= limit <= info.max:
+            raise OverflowError(f"clamp({dtype}{list(shape)}, {name}={limit}): the limit is out of bounds for "
+                                f"{dtype}; clamp a wider integer or float copy (x.long().clamp(...))")
 
 
 def _clamp_grad(grad, self, min, max):  # noqa: A002

@@ -143,6 +143,16 @@ def test_clamp_refuses_a_number_with_a_tensor_and_growing_in_place():
         jg.tensor(A[0]).clamp_(min=jg.tensor(B))
 
 
+def test_clamp_refuses_an_integer_limit_out_of_an_integer_tensors_range_eagerly_and_compiled():
+    """Until 2026-11-28 ``clamp(-2, 3)`` of uint8 gave [3, 0, 1] eagerly (numpy clipped with -2) and [3, 3, 3]
+    compiled (the kernel cast -2 to uint8's 254, as PyTorch does): it raises now, as ``x + 200`` of int8 does."""
+    x = jg.tensor(np.array([200, 0, 1], dtype=np.uint8))
+    for clamp in (lambda x: x.clamp(-2, 3), jg.compile(lambda x: x.clamp(0, 300), cache=False)):
+        with pytest.raises(OverflowError, match=r"clamp\(uint8\[3\], (min=-2|max=300)\): the limit is out of bounds"):
+            clamp(x)
+    assert x.clamp(1, 3).tolist() == [3, 1, 1] and x.clamp(-2.5, 3).tolist() == [3.0, 0.0, 1.0]
+
+
 @needs_torch
 @pytest.mark.parametrize("array", [np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]]), np.array([1, 0, 2]), np.array(3.0),
                                    np.array(0.0), np.zeros((2, 0))], ids=["2d", "ints", "0d", "0d-zero", "empty"])
