@@ -109,6 +109,9 @@ def test_rounding_mode_of_integers_stays_integral(mode):
     _assert_same(lambda lib, x, y: (lib.div(x, y, rounding_mode=mode), lib.div(x, -3, rounding_mode=mode),
                                     x.clone().div_(y, rounding_mode=mode), lib.div(x, 2.5, rounding_mode=mode)),
                  INTS, DIVISORS)
+    # a narrower integer keeps its dtype (until 2026-11-28 "trunc" gave int64: its correction was a long)
+    _assert_same(lambda lib, x, y: (lib.div(x, y, rounding_mode=mode), lib.div(x, -3, rounding_mode=mode)),
+                 INTS.astype(np.int8), DIVISORS.astype(np.int16))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         jg.div(jg.tensor(INTS), 0, rounding_mode=mode)
     with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, 'trunc', or 'floor'"):
