@@ -408,12 +408,21 @@ def cast_to_accumulate(input: Tensor, dtype) -> Tensor:
     return input.to(dtype)
 
 
+def in_accumulated_dtype(result: Tensor, dtype) -> Tensor:
+    """A sum's (running sum's) ``result`` in its ``dtype=``: integers add up as int64 whatever their
+    dtype, so ``dtype=int32`` is cast back, exactly (a sum's low bits do not depend on the width), as
+    PyTorch's is an int32; ``result`` unchanged without a ``dtype`` or already in it."""
+    if dtype is None or result._data.dtype == np.dtype(dtypes.as_numpy_dtype(dtype)):
+        return result
+    return result.to(dtype)
+
+
 @public("function", "method")
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """With ``dtype`` the input is cast before it is summed, as in PyTorch (float32 summed as float64
     keeps what a float32 sum would round away)."""
     input = cast_to_accumulate(input, dtype)
-    return _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
+    return in_accumulated_dtype(_sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim), dtype)
 
 
 @public("function", "method")

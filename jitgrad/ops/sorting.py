@@ -17,7 +17,7 @@ from .gathering import _gather, _scatter_add, gather
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, accumulated
 from .public import public
-from .reductions import ValuesAndIndices, _sum, cast_to_accumulate
+from .reductions import ValuesAndIndices, _sum, cast_to_accumulate, in_accumulated_dtype
 from .registry import defop, note_created
 from .shape import stack
 
@@ -120,7 +120,7 @@ _cumsum = defop("cumsum", ("self",), _cumsum_forward, "CumsumBackward0",
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """With ``dtype`` the input is cast before it is summed, as in PyTorch."""
     input = cast_to_accumulate(input, dtype)
-    return _cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum"))
+    return in_accumulated_dtype(_cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum")), dtype)
 
 
 @public("function", "method")

@@ -118,6 +118,15 @@ def test_rounding_mode_of_integers_stays_integral(mode):
         jg.div(jg.tensor(INTS), 2, rounding_mode="round")
 
 
+@needs_torch
+def test_an_integer_dtype_argument_of_a_sum_is_the_results_dtype():
+    """Until 2026-11-28 ``sum``, ``nansum`` and ``cumsum`` with ``dtype=int32`` (or int8...) gave int64 (the
+    integer accumulation's), PyTorch's wraps into the dtype asked for."""
+    _assert_same(lambda lib, x: (x.sum(dtype=lib.int32), lib.nansum(x, 1, dtype=lib.int8), x.sum(0, dtype=lib.int16),
+                                 x.cumsum(1, dtype=lib.int8), lib.cumsum(x, 0, dtype=lib.float64)),
+                 np.array([[100, 100, 7], [-3, 90, 2**20]]))
+
+
 CLAMPS = {
     "min": lambda lib, x, low, high: lib.clamp(x, min=low),
     "max": lambda lib, x, low, high: x.clamp(max=high),
