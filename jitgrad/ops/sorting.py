@@ -173,6 +173,8 @@ def evenly_shared(flat: Tensor, value: Tensor) -> Tensor:
     """``value`` (an element of the 1-d ``flat`` that a reduction of all elements picked), whose
     gradient goes in equal parts to every element equal to it (NaN: to every NaN), as PyTorch's
     ``median()`` and ``nanmedian()`` share it; the value is ``value``'s, exactly."""
+    if flat._data.dtype.kind != "f":   # no gradient to share: the value in the input's dtype (int64's exact)
+        return value
     picked = value.detach()
     equal = (flat == picked).logical_or(flat.isnan().logical_and(picked.isnan()))
     return picked + where(equal, flat - picked, 0.0).sum() / equal.sum()

@@ -127,6 +127,13 @@ def test_an_integer_dtype_argument_of_a_sum_is_the_results_dtype():
                  np.array([[100, 100, 7], [-3, 90, 2**20]]))
 
 
+@needs_torch
+def test_median_of_integers_keeps_their_dtype():
+    """Until 2026-11-28 ``median()`` of integers was a float32: 2**40 + 1 became 2**40."""
+    _assert_same(lambda lib, x: (x.median(), x.to(lib.int8).median(), x.nanmedian()),
+                 np.array([2**40 + 1, 5, 2**40 + 3]))
+
+
 CLAMPS = {
     "min": lambda lib, x, low, high: lib.clamp(x, min=low),
     "max": lambda lib, x, low, high: x.clamp(max=high),
