@@ -150,3 +150,12 @@ def test_float16_composites_compute_in_float32_and_round_once(case):
     assert str(got.dtype) == "jitgrad.float16"
     np.testing.assert_allclose(got.numpy().astype(np.float64), expected.numpy().astype(np.float64),
                                rtol=1e-3, atol=1e-6)
+
+
+def test_all_and_any_of_uint8_are_uint8():
+    """PyTorch documents uint8 as the one dtype whose ``all``/``any`` is not bool; until 2026-11-28
+    jitgrad's was a bool, so ``u.all(0) + 255`` was an int64 256 where PyTorch's is a uint8 0."""
+    u8 = np.array([[3, 0, 2], [1, 5, 0]], np.uint8)
+    check_against_torch(lambda m, u: u.all(0) + 255, u8)
+    check_against_torch(lambda m, u: m.any(u, 1) + u.all(), u8)
+    check_against_torch(lambda m, u: u.to(m.int8).any(), u8)
