@@ -400,10 +400,16 @@ le = _comparison("le", np.less_equal, operator.le)
 gt = _comparison("gt", np.greater, operator.gt)
 ge = _comparison("ge", np.greater_equal, operator.ge)
 def _checked_integer_division(fn):
-    """``//`` and ``%``: an integer division by zero raises, as in PyTorch, rather than giving numpy's 0."""
+    """``//`` and ``%``: an integer division by zero raises, as in PyTorch, rather than giving numpy's 0;
+    so does a division of two bools, which PyTorch does not implement (numpy's int8, where the op's
+    dtype rule says bool, ran eagerly only, each compile refused)."""
     forward = _binary(fn)
 
     def checked(a, b):
+        if np.result_type(a, b) == np.bool_:
+            raise NotImplementedError(f"{fn.__name__} of two bools (bool{list(np.shape(a))} and "
+                                      f"bool{list(np.shape(b))}) is not implemented, as in PyTorch: cast one to an "
+                                      "integer dtype first (a.long())")
         out = forward(a, b)
         if out.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
             raise RuntimeError("ZeroDivisionError")

@@ -159,3 +159,13 @@ def test_all_and_any_of_uint8_are_uint8():
     check_against_torch(lambda m, u: u.all(0) + 255, u8)
     check_against_torch(lambda m, u: m.any(u, 1) + u.all(), u8)
     check_against_torch(lambda m, u: u.to(m.int8).any(), u8)
+
+
+def test_floor_division_and_remainder_of_two_bools_raise_as_pytorch():
+    """Until 2026-11-28 ``a // b`` of bools was numpy's int8 where the op's dtype rule says bool (each
+    compile of it refused); PyTorch does not implement it."""
+    a, b = jg.tensor([True, False]), jg.tensor([True, True])
+    for divide in (lambda: a // b, lambda: a % True, lambda: jg.div(a, b, rounding_mode="trunc")):
+        with pytest.raises(NotImplementedError, match=r"of two bools \(bool\[2\] and bool\[2?\]\)"):
+            divide()
+    assert (a // 1).tolist() == [1, 0] and (a.long() % b).tolist() == [0, 0]
