@@ -169,3 +169,12 @@ def test_floor_division_and_remainder_of_two_bools_raise_as_pytorch():
         with pytest.raises(NotImplementedError, match=r"of two bools \(bool\[2\] and bool\[2?\]\)"):
             divide()
     assert (a // 1).tolist() == [1, 0] and (a.long() % b).tolist() == [0, 0]
+
+
+def test_norm_and_round_of_float16_compute_in_float32():
+    """Until 2026-11-28 both computed in float16: the norm of [650.0] squared it to inf, and
+    ``round(65000.0, decimals=1)`` scaled it to inf; PyTorch computes both in float32."""
+    f16 = np.array([6.5, -1.1, 650.0, 0.01], np.float16)
+    # p=3's gradient is compared no further: PyTorch's is NaN at 650 (computed in float16)
+    check_against_torch(lambda m, x: m.stack([x.norm(), x.detach().norm(p=3)]), f16, rtol=1e-3)
+    check_against_torch(lambda m, x: (x * 100).round(decimals=1), f16)
