@@ -178,3 +178,12 @@ def test_norm_and_round_of_float16_compute_in_float32():
     # p=3's gradient is compared no further: PyTorch's is NaN at 650 (computed in float16)
     check_against_torch(lambda m, x: m.stack([x.norm(), x.detach().norm(p=3)]), f16, rtol=1e-3)
     check_against_torch(lambda m, x: (x * 100).round(decimals=1), f16)
+
+
+def test_masked_fill_and_index_fill_refuse_an_integer_out_of_the_dtypes_range():
+    """Until 2026-11-28 300 filled int8 with 44 (the cast wrapped it around); PyTorch raises."""
+    x = jg.tensor(np.array([1, -5, 100], np.int8))
+    for fill in (lambda: x.masked_fill(x > 0, 300), lambda: x.index_fill(0, jg.tensor([0]), -129)):
+        with pytest.raises(OverflowError, match=r"masked_fill\(int8\[3\], value=(300|-129)\): the value is out of"):
+            fill()
+    assert x.masked_fill(x > 0, -128).tolist() == [-128, -5, -128]
