@@ -275,10 +275,7 @@ def _masked_fill_forward(a, mask, value):
     if np.ndim(value):
         raise ValueError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                          f"{np.ndim(value)} dimension(s).")
-    if type(value) is int and a.dtype.kind in "iu" and not np.iinfo(a.dtype).min <= value <= np.iinfo(a.dtype).max:
-        # PyTorch raises too; the cast below wrapped it around (300 filled int8 with 44)
-        raise OverflowError(f"masked_fill({a.dtype}{list(a.shape)}, value={value}): the value is out of bounds for "
-                            f"{a.dtype}")
+    dtypes.check_fits(value, a.dtype, f"masked_fill({a.dtype}{list(a.shape)})")
     return np.where(mask, np.asarray(value).astype(a.dtype), a)
 
 

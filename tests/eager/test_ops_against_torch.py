@@ -180,10 +180,14 @@ def test_norm_and_round_of_float16_compute_in_float32():
     check_against_torch(lambda m, x: (x * 100).round(decimals=1), f16)
 
 
-def test_masked_fill_and_index_fill_refuse_an_integer_out_of_the_dtypes_range():
-    """Until 2026-11-28 300 filled int8 with 44 (the cast wrapped it around); PyTorch raises."""
+def test_fills_refuse_a_number_out_of_an_integer_dtypes_range():
+    """Until 2026-11-28 300 (or 300.5) filled int8 with 44 and NaN with 0 (numpy's casts); PyTorch raises."""
     x = jg.tensor(np.array([1, -5, 100], np.int8))
-    for fill in (lambda: x.masked_fill(x > 0, 300), lambda: x.index_fill(0, jg.tensor([0]), -129)):
-        with pytest.raises(OverflowError, match=r"masked_fill\(int8\[3\], value=(300|-129)\): the value is out of"):
+    fills = [("masked_fill", lambda: x.masked_fill(x > 0, 300)),
+             ("masked_fill", lambda: x.index_fill(0, x[:1].long(), -129)),
+             ("fill_", lambda: x.clone().fill_(float("nan"))), ("full_like", lambda: jg.full_like(x, 300.5)),
+             ("full", lambda: jg.full((2,), 127.5, dtype=jg.int8))]
+    for name, fill in fills:
+        with pytest.raises(OverflowError, match=rf"{name}.*: the value .* is out of bounds for int8"):
             fill()
-    assert x.masked_fill(x > 0, -128).tolist() == [-128, -5, -128]
+    assert x.masked_fill(x > 0, -128).tolist() == [-128, -5, -128] and x.clone().fill_(2.7).tolist() == [2, 2, 2]
