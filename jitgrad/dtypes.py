@@ -132,3 +132,16 @@ def promote(dims: list[np.dtype], zero_dims: list[np.dtype], scalars: list) -> n
             cat = c
             result = {_BOOL: np.dtype(np.bool_), _INT: np.dtype(np.int64), _FLOAT: _default_float.numpy}[c]
     return result
+
+
+def check_fits(value, np_dtype: np.dtype, op: str) -> None:
+    """An ``OverflowError`` where a Python number written into an integer dtype (a fill's value) lies
+    outside its range, or is NaN or infinite, as PyTorch raises; numpy's cast wrapped it around (300.5
+    filled int8 with 44, NaN with 0)."""
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.kind not in "iu" or isinstance(value, (builtins.bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return
+    info = np.iinfo(np_dtype)
+    if not info.min <= value <= info.max:   # False for NaN
+        raise OverflowError(f"{op}: the value {value!r} is out of bounds for {np_dtype.name} (it would be cast "
+                            f"around); convert the tensor to a wider or a floating dtype first")

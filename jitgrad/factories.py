@@ -116,7 +116,9 @@ def full(size: Sequence[int], fill_value: float | int | bool, dtype: DType = Non
         dtype = np.bool_
     elif dtype is None and isinstance(fill_value, numbers.Integral):
         dtype = np.int64
-    return _finish(np.full(_size((size,)), fill_value, _float_dtype(dtype)), requires_grad, device=device)
+    dtype = _float_dtype(dtype)
+    dtypes.check_fits(fill_value, dtype, "full")
+    return _finish(np.full(_size((size,)), fill_value, dtype), requires_grad, device=device)
 
 
 def _like(input: Tensor, dtype: DType) -> tuple[tuple[int, ...], np.dtype]:
@@ -143,6 +145,7 @@ def ones_like(input: Tensor, dtype: DType = None, device: Device = None,
 def full_like(input: Tensor, fill_value: float, dtype: DType = None, device: Device = None,
                requires_grad: bool = False) -> Tensor:
     shape, dt = _like(input, dtype)
+    dtypes.check_fits(fill_value, dt, "full_like")
     return _finish(np.full(shape, fill_value, dt), requires_grad, device=_like_device(input, device))
 
 

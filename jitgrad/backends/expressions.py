@@ -65,10 +65,18 @@ def render(expression: Expr, dialect: Dialect, compute: np.dtype, result: np.dty
         if e.fn == "where":
             return f"({args[1]} if {args[0]} else {args[2]})"
         if e.fn == "cast":
-            return f"{dialect.type_name(compute if e.param == COMPUTE else result)}({args[0]})"
+            return _cast(args[0], compute if e.param == COMPUTE else result)
         if e.fn not in dialect.functions:
             raise NotImplementedError(f"the {dialect.name} backend has no code for the scalar function {e.fn!r}")
         return dialect.functions[e.fn](args, compute)
+
+    def _cast(value: str, dtype: np.dtype) -> str:
+        """An integer narrower than int32 is made through int32, as numpy and PyTorch cast a float to it
+        (300.7 as int8 is 44, -2.7 as uint8 254; numba's direct conversion is poison out of range, which
+        its vectorized loops wrote as a saturating pack: 127 and 0); an integer keeps its low bits either way."""
+        if dtype.kind in "iu" and dtype.itemsize < 4:
+            value = f"{dialect.type_name(np.dtype(np.int32))}({value})"
+        return f"{dialect.type_name(dtype)}({value})"
     return write(expression)
 
 

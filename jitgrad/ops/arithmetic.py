@@ -275,6 +275,7 @@ def _masked_fill_forward(a, mask, value):
     if np.ndim(value):
         raise ValueError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                          f"{np.ndim(value)} dimension(s).")
+    dtypes.check_fits(value, a.dtype, f"masked_fill({a.dtype}{list(a.shape)})")
     return np.where(mask, np.asarray(value).astype(a.dtype), a)
 
 
@@ -302,6 +303,7 @@ def _clamp_forward(a, min=None, max=None):  # noqa: A002 - PyTorch's argument na
     if min is None and max is None:
         raise ValueError("At least one of 'min' or 'max' must not be None")
     dtype = _clamp_dtype(a, min, max)
+    _check_integer_limits(dtype, a.shape, min, max)
     return np.clip(a.astype(dtype, copy=False), min, max).astype(dtype, copy=False)
 
 
@@ -317,7 +319,22 @@ def _clamp_dtype(a, min, max):  # noqa: A002
 
 
 def _clamp_meta(self: TensorMeta, min=None, max=None) -> TensorMeta:  # noqa: A002
-    return TensorMeta(self.shape, np.dtype(promoted(self, *(v for v in (min, max) if v is not None))))
+    dtype = np.dtype(promoted(self, *(v for v in (min, max) if v is not None)))
+    _check_integer_limits(dtype, self.shape, min, max)
+    return TensorMeta(self.shape, dtype)
+
+
+def _check_integer_limits(dtype: np.dtype, shape: tuple, min, max) -> None:  # noqa: A002
+    """An integer limit outside an integer result's range raises, as ``x + 200`` of int8 does: numpy
+    clipped with the limit's value (uint8 clamped to -2 kept its 0), the compiled kernels and PyTorch
+    with the limit cast to the dtype (-2 is 254: all became 3 under ``clamp(-2, 3)``)."""
+    if dtype.kind not in "iu":
+        return
+    info = np.iinfo(dtype)
+    for name, limit in (("min", min), ("max", max)):
+        if type(limit) is int and not info.min <= limit <= info.max:
+            raise OverflowError(f"clamp({dtype}{list(shape)}, {name}={limit}): the limit is out of bounds for "
+                                f"{dtype}; clamp a wider integer or float copy (x.long().clamp(...))")
 
 
 def _clamp_grad(grad, self, min, max):  # noqa: A002
@@ -384,10 +401,16 @@ le = _comparison("le", np.less_equal, operator.le)
 gt = _comparison("gt", np.greater, operator.gt)
 ge = _comparison("ge", np.greater_equal, operator.ge)
 def _checked_integer_division(fn):
-    """``//`` and ``%``: an integer division by zero raises, as in PyTorch, rather than giving numpy's 0."""
+    """``//`` and ``%``: an integer division by zero raises, as in PyTorch, rather than giving numpy's 0;
+    so does a division of two bools, which PyTorch does not implement (numpy's int8, where the op's
+    dtype rule says bool, ran eagerly only, each compile refused)."""
     forward = _binary(fn)
 
     def checked(a, b):
+        if np.result_type(a, b) == np.bool_:
+            raise NotImplementedError(f"{fn.__name__} of two bools (bool{list(np.shape(a))} and "
+                                      f"bool{list(np.shape(b))}) is not implemented, as in PyTorch: cast one to an "
+                                      "integer dtype first (a.long())")
         out = forward(a, b)
         if out.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
             raise RuntimeError("ZeroDivisionError")

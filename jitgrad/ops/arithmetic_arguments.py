@@ -88,7 +88,7 @@ def div_with_rounding(input: Any, other: Any, *, rounding_mode: str | None = Non
     # toward zero: one more than the floor where the division is inexact and the signs differ
     inexact = ne(_remainder(input, other), 0)
     signs_differ = ne(input < 0, other < 0) if isinstance(other, Tensor) else input < 0 if other > 0 else input >= 0
-    return _add(floored, logical_and(inexact, signs_differ).long())
+    return _add(floored, logical_and(inexact, signs_differ))   # a bool: the quotient keeps its dtype (int8...)
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - PyTorch's argument names

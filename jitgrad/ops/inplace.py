@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import dtypes
 from ..autograd import forward_ad, grad_mode
 from ..autograd.forward_ad import tangent_or_zeros
 from ..autograd.mutation_on_saved import clone_saved_before_write
@@ -248,7 +249,12 @@ def _apply_through_view(name: str, view: Tensor, op: Callable[..., Tensor], reco
     return view
 
 
-_fill = defop("fill", ("self",), lambda a, value, zero: np.full_like(a, value),
+def _fill_forward(a: np.ndarray, value, zero: bool) -> np.ndarray:
+    dtypes.check_fits(value, a.dtype, f"fill_({a.dtype}{list(a.shape)})")
+    return np.full_like(a, value)
+
+
+_fill = defop("fill", ("self",), _fill_forward,
               lambda args, attrs: "ZeroBackward0" if attrs["zero"] else "FillBackward2", meta=like(0),
               lower=intrinsic("fill"),
               jvp=lambda self_t: self_t * 0.0,

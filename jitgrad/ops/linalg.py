@@ -252,6 +252,8 @@ def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] 
                            f"{input._data.dtype.name}: convert it first, e.g. with .float()")
     if dtype is not None:
         input = input.to(dtype)
+    if input._data.dtype == np.float16:   # in float32, as PyTorch's: 650 ** 2 overflowed float16 to inf
+        return norm(input.float(), p, dim, keepdim).to(np.float16)
     if p is None or p == "fro":
         p = 2.0
     if isinstance(p, str):

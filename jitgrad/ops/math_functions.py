@@ -405,6 +405,8 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorc
     if input._data.dtype.kind in "iub":
         raise RuntimeError(f"round_cpu with decimals is not implemented for '{input._data.dtype.name}' "
                            "tensors: convert to a floating dtype first")
+    if input._data.dtype == np.float16:   # scaled in float32, as PyTorch's: 65000 * 10 overflowed float16
+        return round(input.float(), decimals=decimals).to(np.float16)
     scale = 10.0 ** builtins.abs(decimals)
     if decimals > 0:
         return _round(input * scale) / scale

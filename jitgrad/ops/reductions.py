@@ -408,12 +408,21 @@ def cast_to_accumulate(input: Tensor, dtype) -> Tensor:
     return input.to(dtype)
 
 
+def in_accumulated_dtype(result: Tensor, dtype) -> Tensor:
+    """A sum's (running sum's) ``result`` in its ``dtype=``: integers add up as int64 whatever their
+    dtype, so ``dtype=int32`` is cast back, exactly (a sum's low bits do not depend on the width), as
+    PyTorch's is an int32; ``result`` unchanged without a ``dtype`` or already in it."""
+    if dtype is None or result._data.dtype == np.dtype(dtypes.as_numpy_dtype(dtype)):
+        return result
+    return result.to(dtype)
+
+
 @public("function", "method")
 def sum(input: Tensor, dim: Dim = None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """With ``dtype`` the input is cast before it is summed, as in PyTorch (float32 summed as float64
     keeps what a float32 sum would round away)."""
     input = cast_to_accumulate(input, dtype)
-    return _sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim)
+    return in_accumulated_dtype(_sum(input, dim=_dims(input, dim, "sum"), keepdim=keepdim), dtype)
 
 
 @public("function", "method")
@@ -518,13 +527,20 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 @public("function", "method")
 def all(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """Whether every element (along ``dim``) is true; a bool tensor, not differentiable."""
-    return _all(input, dim=_dims(input, dim, "all"), keepdim=keepdim)
+    """Whether every element (along ``dim``) is true; a bool tensor (a uint8 one of uint8, as PyTorch
+    documents), not differentiable."""
+    return _as_uint8_of_uint8(_all(input, dim=_dims(input, dim, "all"), keepdim=keepdim), input)
 
 
 @public("function", "method")
 def any(input: Tensor, dim: Dim = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    return _any(input, dim=_dims(input, dim, "any"), keepdim=keepdim)
+    return _as_uint8_of_uint8(_any(input, dim=_dims(input, dim, "any"), keepdim=keepdim), input)
+
+
+def _as_uint8_of_uint8(truth: Tensor, input: Tensor) -> Tensor:
+    """``all``'s and ``any``'s bools as uint8 0 and 1 where the input is uint8, PyTorch's documented
+    exception (``u.all() + 255`` is then a uint8 0, not an int64 256)."""
+    return truth.to(np.uint8) if input._data.dtype == np.uint8 else truth
 
 
 @public("function", "method")

@@ -17,7 +17,7 @@ from .gathering import _gather, _scatter_add, gather
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, accumulated
 from .public import public
-from .reductions import ValuesAndIndices, _sum, cast_to_accumulate
+from .reductions import ValuesAndIndices, _sum, cast_to_accumulate, in_accumulated_dtype
 from .registry import defop, note_created
 from .shape import stack
 
@@ -120,7 +120,7 @@ _cumsum = defop("cumsum", ("self",), _cumsum_forward, "CumsumBackward0",
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """With ``dtype`` the input is cast before it is summed, as in PyTorch."""
     input = cast_to_accumulate(input, dtype)
-    return _cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum"))
+    return in_accumulated_dtype(_cumsum(input, dim=wrap_dim(dim, input.ndim, "cumsum")), dtype)
 
 
 @public("function", "method")
@@ -173,6 +173,8 @@ def evenly_shared(flat: Tensor, value: Tensor) -> Tensor:
     """``value`` (an element of the 1-d ``flat`` that a reduction of all elements picked), whose
     gradient goes in equal parts to every element equal to it (NaN: to every NaN), as PyTorch's
     ``median()`` and ``nanmedian()`` share it; the value is ``value``'s, exactly."""
+    if flat._data.dtype.kind != "f":   # no gradient to share: the value in the input's dtype (int64's exact)
+        return value
     picked = value.detach()
     equal = (flat == picked).logical_or(flat.isnan().logical_and(picked.isnan()))
     return picked + where(equal, flat - picked, 0.0).sum() / equal.sum()

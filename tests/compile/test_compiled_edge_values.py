@@ -45,6 +45,11 @@ def edge_program(x64, x32, i32, j32, i8, j8, i64, f32, s64, large):
         # the product rounded to float32 (2^100 some 30 ulps off), fmod a floored ``%`` corrected by the
         # divisor, which had rounded b - |a| to b (fmod(-2.5, 1e300) was 0, fmod(-0.0, b) +0.0)
         "float32 exp2 of 100": jg.exp2(x32[10] * 25.0), "fmod of a small dividend": jg.fmod(x64, 1e300),
+        # a float becomes an integer narrower than int32 through int32 (numpy, PyTorch): -250.0 as int8 is 6
+        "float32 as int8": (x32 * 100).to(jg.int8), "float32 as uint8": x32.to(jg.uint8),
+        "float64 as int16": (x64 * 2e4).to(jg.int16),
+        # numba's np.sign of uint8 128 or 253 is 255 (it reads them as negative)
+        "sign of uint8": i8.to(jg.uint8).sign(),
     }
 
 
@@ -153,8 +158,20 @@ def test_an_integer_constant_beyond_2_to_the_53_is_exact(compiled_edges):
     _assert_same(compiled_edges, "int64 plus 2**60 + 1", "int64 times 2**53 + 1")
 
 
+def test_a_float_cast_to_a_narrow_integer_wraps_around_as_numpy(compiled_edges):
+    """Until 2026-11-28 both generators converted a float straight to int8, uint8 or int16, poison out of
+    range, which their vectorized loops packed with saturation: -2.5 as uint8 was 0 (PyTorch: 254), -250.0
+    as int8 -128 (6), NaN as int8 -128 (0)."""
+    _assert_same(compiled_edges, "float32 as int8", "float32 as uint8", "float64 as int16")
+
+
 def test_sign_of_negative_zero_is_positive_zero(compiled_edges):
     _assert_same(compiled_edges, "sign float64", "sign float32")
+
+
+def test_sign_of_an_unsigned_integer_is_one_where_it_is_nonzero(compiled_edges):
+    """Until 2026-11-28 numba's kernels gave 255 for uint8 values of 128 and more (numba's np.sign)."""
+    _assert_same(compiled_edges, "sign of uint8")
 
 
 def test_a_constant_exponent_of_one_half_is_a_square_root(compiled_edges):

@@ -150,3 +150,44 @@ def test_float16_composites_compute_in_float32_and_round_once(case):
     assert str(got.dtype) == "jitgrad.float16"
     np.testing.assert_allclose(got.numpy().astype(np.float64), expected.numpy().astype(np.float64),
                                rtol=1e-3, atol=1e-6)
+
+
+def test_all_and_any_of_uint8_are_uint8():
+    """PyTorch documents uint8 as the one dtype whose ``all``/``any`` is not bool; until 2026-11-28
+    jitgrad's was a bool, so ``u.all(0) + 255`` was an int64 256 where PyTorch's is a uint8 0."""
+    u8 = np.array([[3, 0, 2], [1, 5, 0]], np.uint8)
+    check_against_torch(lambda m, u: u.all(0) + 255, u8)
+    check_against_torch(lambda m, u: m.any(u, 1) + u.all(), u8)
+    check_against_torch(lambda m, u: u.to(m.int8).any(), u8)
+
+
+def test_floor_division_and_remainder_of_two_bools_raise_as_pytorch():
+    """Until 2026-11-28 ``a // b`` of bools was numpy's int8 where the op's dtype rule says bool (each
+    compile of it refused); PyTorch does not implement it."""
+    a, b = jg.tensor([True, False]), jg.tensor([True, True])
+    for divide in (lambda: a // b, lambda: a % True, lambda: jg.div(a, b, rounding_mode="trunc")):
+        with pytest.raises(NotImplementedError, match=r"of two bools \(bool\[2\] and bool\[2?\]\)"):
+            divide()
+    assert (a // 1).tolist() == [1, 0] and (a.long() % b).tolist() == [0, 0]
+
+
+def test_norm_and_round_of_float16_compute_in_float32():
+    """Until 2026-11-28 both computed in float16: the norm of [650.0] squared it to inf, and
+    ``round(65000.0, decimals=1)`` scaled it to inf; PyTorch computes both in float32."""
+    f16 = np.array([6.5, -1.1, 650.0, 0.01], np.float16)
+    # p=3's gradient is compared no further: PyTorch's is NaN at 650 (computed in float16)
+    check_against_torch(lambda m, x: m.stack([x.norm(), x.detach().norm(p=3)]), f16, rtol=1e-3)
+    check_against_torch(lambda m, x: (x * 100).round(decimals=1), f16)
+
+
+def test_fills_refuse_a_number_out_of_an_integer_dtypes_range():
+    """Until 2026-11-28 300 (or 300.5) filled int8 with 44 and NaN with 0 (numpy's casts); PyTorch raises."""
+    x = jg.tensor(np.array([1, -5, 100], np.int8))
+    fills = [("masked_fill", lambda: x.masked_fill(x > 0, 300)),
+             ("masked_fill", lambda: x.index_fill(0, x[:1].long(), -129)),
+             ("fill_", lambda: x.clone().fill_(float("nan"))), ("full_like", lambda: jg.full_like(x, 300.5)),
+             ("full", lambda: jg.full((2,), 127.5, dtype=jg.int8))]
+    for name, fill in fills:
+        with pytest.raises(OverflowError, match=rf"{name}.*: the value .* is out of bounds for int8"):
+            fill()
+    assert x.masked_fill(x > 0, -128).tolist() == [-128, -5, -128] and x.clone().fill_(2.7).tolist() == [2, 2, 2]

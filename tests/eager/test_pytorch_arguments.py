@@ -109,10 +109,29 @@ def test_rounding_mode_of_integers_stays_integral(mode):
     _assert_same(lambda lib, x, y: (lib.div(x, y, rounding_mode=mode), lib.div(x, -3, rounding_mode=mode),
                                     x.clone().div_(y, rounding_mode=mode), lib.div(x, 2.5, rounding_mode=mode)),
                  INTS, DIVISORS)
+    # a narrower integer keeps its dtype (until 2026-11-28 "trunc" gave int64: its correction was a long)
+    _assert_same(lambda lib, x, y: (lib.div(x, y, rounding_mode=mode), lib.div(x, -3, rounding_mode=mode)),
+                 INTS.astype(np.int8), DIVISORS.astype(np.int16))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         jg.div(jg.tensor(INTS), 0, rounding_mode=mode)
     with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, 'trunc', or 'floor'"):
         jg.div(jg.tensor(INTS), 2, rounding_mode="round")
+
+
+@needs_torch
+def test_an_integer_dtype_argument_of_a_sum_is_the_results_dtype():
+    """Until 2026-11-28 ``sum``, ``nansum`` and ``cumsum`` with ``dtype=int32`` (or int8...) gave int64 (the
+    integer accumulation's), PyTorch's wraps into the dtype asked for."""
+    _assert_same(lambda lib, x: (x.sum(dtype=lib.int32), lib.nansum(x, 1, dtype=lib.int8), x.sum(0, dtype=lib.int16),
+                                 x.cumsum(1, dtype=lib.int8), lib.cumsum(x, 0, dtype=lib.float64)),
+                 np.array([[100, 100, 7], [-3, 90, 2**20]]))
+
+
+@needs_torch
+def test_median_of_integers_keeps_their_dtype():
+    """Until 2026-11-28 ``median()`` of integers was a float32: 2**40 + 1 became 2**40."""
+    _assert_same(lambda lib, x: (x.median(), x.to(lib.int8).median(), x.nanmedian()),
+                 np.array([2**40 + 1, 5, 2**40 + 3]))
 
 
 CLAMPS = {
@@ -141,6 +160,16 @@ def test_clamp_refuses_a_number_with_a_tensor_and_growing_in_place():
         jg.clamp(jg.tensor(A), min=0.0, max=jg.tensor(B))
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         jg.tensor(A[0]).clamp_(min=jg.tensor(B))
+
+
+def test_clamp_refuses_an_integer_limit_out_of_an_integer_tensors_range_eagerly_and_compiled():
+    """Until 2026-11-28 ``clamp(-2, 3)`` of uint8 gave [3, 0, 1] eagerly (numpy clipped with -2) and [3, 3, 3]
+    compiled (the kernel cast -2 to uint8's 254, as PyTorch does): it raises now, as ``x + 200`` of int8 does."""
+    x = jg.tensor(np.array([200, 0, 1], dtype=np.uint8))
+    for clamp in (lambda x: x.clamp(-2, 3), jg.compile(lambda x: x.clamp(0, 300), cache=False)):
+        with pytest.raises(OverflowError, match=r"clamp\(uint8\[3\], (min=-2|max=300)\): the limit is out of bounds"):
+            clamp(x)
+    assert x.clamp(1, 3).tolist() == [3, 1, 1] and x.clamp(-2.5, 3).tolist() == [3.0, 0.0, 1.0]
 
 
 @needs_torch

@@ -40,7 +40,10 @@ class Value:
 
 
 def convert(w: FunctionWriter, value: Value, dtype: np.dtype) -> Value:
-    """``value`` as ``dtype``, as numpy converts a scalar (``np.float32(x)``, ``np.int64(x)``)."""
+    """``value`` as ``dtype``, as numpy converts a scalar (``np.float32(x)``, ``np.int64(x)``). A float
+    becomes an integer narrower than int32 through int32, as numpy's and PyTorch's casts do (300.7 as
+    int8 is 44, -2.7 as uint8 254): a direct ``fptosi`` to i8 is poison out of range, which vectorized
+    loops had written as a saturating pack (127 and 0)."""
     dtype = np.dtype(dtype)
     source = value.dtype
     if source == dtype:
@@ -52,6 +55,8 @@ def convert(w: FunctionWriter, value: Value, dtype: np.dtype) -> Value:
         instruction = "uitofp" if dtype.kind == "f" else "zext"
     elif source.kind == "f" and dtype.kind == "f":
         instruction = "fpext" if dtype.itemsize > source.itemsize else "fptrunc"
+    elif source.kind == "f" and dtype.itemsize < 4:
+        return convert(w, convert(w, value, np.dtype(np.int32)), dtype)
     elif source.kind == "f":
         instruction = "fptosi" if dtype.kind == "i" else "fptoui"
     elif dtype.kind == "f":

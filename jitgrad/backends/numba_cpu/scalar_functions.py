@@ -45,7 +45,10 @@ def _fmod(args: Sequence[str], dtype: np.dtype) -> str:
 
 
 def _sign(args: Sequence[str], dtype: np.dtype) -> str:
-    """``np.sign``, plus +0 for floats: numba's ``np.sign(-0.0)`` is -0.0, numpy's and PyTorch's +0.0."""
+    """``np.sign``, plus +0 for floats: numba's ``np.sign(-0.0)`` is -0.0, numpy's and PyTorch's +0.0. Of
+    an unsigned integer, whether it is nonzero: numba's ``np.sign`` of uint8 200 is 255 (it reads -1)."""
+    if dtype.kind == "u":
+        return f"{numpy_type(dtype)}({args[0]} != 0)"
     sign = f"np.sign({args[0]})"
     return f"({sign} + {numpy_type(dtype)}(0))" if dtype.kind == "f" else sign
 
