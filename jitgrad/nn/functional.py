@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..autograd import Function, is_grad_enabled, no_grad
+from ..autograd import Function, no_grad
 from ..dtypes import bool as bool_
 from ..dtypes import float16, int64
 from ..factories import arange, eye, full, rand_like, tensor
@@ -35,7 +35,7 @@ from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 from . import activation_functions, losses_more, normalization_functions, sampling_and_pooling
-from .losses_more import reduce_loss  # the losses' reduction, one for every loss
+from .losses_more import not_differentiable, reduce_loss  # shared by every loss
 from .activation_functions import *  # noqa: F401,F403 - re-exported: the names below, one module per kind
 from .losses_more import *  # noqa: F401,F403
 from .normalization_functions import *  # noqa: F401,F403
@@ -321,17 +321,6 @@ def _mean_of(total: Tensor, count: Tensor) -> Tensor:
     return where(nothing_kept, math.nan, total / where(nothing_kept, 1.0, count))
 
 
-def _not_differentiable(function: str, **arguments: Tensor | None) -> None:
-    """PyTorch's error for a loss argument its autograd has no derivative for (class weights,
-    ``pos_weight``), where jitgrad's composites would give one PyTorch never gives."""
-    if not is_grad_enabled():
-        return
-    for name, value in arguments.items():
-        if value is not None and value.requires_grad:
-            raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{name}'. "
-                               "This input cannot have requires_grad True.")
-
-
 def _check_class_weight(input: Tensor, weight: Tensor | None, reduction: str) -> None:
     """The class-index losses' ``weight``: no gradient, and the input's dtype (PyTorch refuses a
     float64 weight of float32 log-probabilities, where promoting would change the loss's dtype);
@@ -340,7 +329,7 @@ def _check_class_weight(input: Tensor, weight: Tensor | None, reduction: str) ->
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if weight is None:
         return
-    _not_differentiable("nll_loss_forward", weight=weight)
+    not_differentiable("nll_loss_forward", weight=weight)
     if weight.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {scalar_type(input)} but found {scalar_type(weight)} (the class "
                            f"weight of a {input.dtype.name} input: pass weight.to({input.dtype.name}))")
@@ -572,7 +561,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {scalar_type(target)} but expected {scalar_type(input)} "
                            f"(binary_cross_entropy: pass target.to({input.dtype.name}))")
-    _not_differentiable("binary_cross_entropy", weight=weight)
+    not_differentiable("binary_cross_entropy", weight=weight)
     losses = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:   # in the loss's dtype, as PyTorch's in-place product keeps it
         losses = losses * weight.to(losses.dtype)
@@ -585,7 +574,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     softplus(-x)``, the softplus weighted by ``1 + (pos_weight - 1) t`` when ``pos_weight`` is given."""
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     losses = (1.0 - target) * input   # the weights in its dtype, as PyTorch's in-place products keep it
     if pos_weight is not None:
         losses = losses + ((pos_weight.to(losses.dtype) - 1.0) * target + 1.0) * softplus(-input)
