@@ -35,6 +35,7 @@ from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 from . import activation_functions, losses_more, normalization_functions, sampling_and_pooling
+from .normalization_functions import check_parameter_dtypes
 from .losses_more import not_differentiable, reduce_loss  # shared by every loss
 from .activation_functions import *  # noqa: F401,F403 - re-exported: the names below, one module per kind
 from .losses_more import *  # noqa: F401,F403
@@ -151,6 +152,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         expected = ", ".join(str(s) for s in normalized_shape)
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {expected}], but got input of size{list(input.shape)}")
+    check_parameter_dtypes("layer_norm", input, weight, bias)
     if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel (float16 steps lost ~8 bits)
         return layer_norm(input.float(), normalized_shape, _float(weight), _float(bias), eps).to(float16)
     dims = tuple(range(-count, 0))
@@ -166,6 +168,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if input.dim() < 2 or input.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    check_parameter_dtypes("group_norm", input, weight, bias)
     if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel
         return group_norm(input.float(), num_groups, _float(weight), _float(bias), eps).to(float16)
     per_group = input.shape[1] // num_groups * math.prod(input.shape[2:])   # no -1: a batch may be of 0
@@ -186,6 +189,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     the running variance is the unbiased one, as in PyTorch), otherwise by the running statistics."""
     if input.dim() < 2:
         raise ValueError(f"expected an input of shape (N, C) or (N, C, L), got {list(input.shape)}")
+    check_parameter_dtypes("batch_norm", input, running_mean, running_var, weight, bias)
     dims = (0, *range(2, input.dim()))
     channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
     if training and input.numel() == 0:   # PyTorch: an empty result, the running statistics left as they are
