@@ -276,8 +276,8 @@ def softsign(input: Tensor) -> Tensor:
 
 @public("function", "method")
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``input`` where ``|input| > lambd``, else 0."""
-    return where(input.abs() > lambd, input, 0.0)
+    """``input`` where ``|input| > lambd``, else 0; a NaN stays NaN (the test is "within ``lambd``")."""
+    return where(input.abs() <= lambd, 0.0, input)
 
 
 @public("function", "method")

@@ -301,3 +301,17 @@ def test_rms_norm_returns_its_inputs_dtype_with_a_weight_of_another():
         theirs = torch.nn.functional.rms_norm(torch.tensor(batch), (3,), torch.tensor(weight))
     assert ours.dtype == jg.float32 and theirs.dtype == torch.float32
     assert_close(ours, theirs, 1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["threshold", "hardshrink", "softshrink"])
+def test_the_shrinkages_and_threshold_keep_a_nan_as_pytorch(name):
+    """A NaN input failed their "above" tests and came out as ``value`` or 0 (before 2026-11-28),
+    hiding a diverged value; PyTorch's tests are "within", so the NaN passes through."""
+    values = np.array([np.nan, -1.0, 0.1, 2.0])
+    call = {"threshold": lambda F_, x: F_.threshold(x, 0.5, -3.0), "hardshrink": lambda F_, x: F_.hardshrink(x),
+            "softshrink": lambda F_, x: F_.softshrink(x, 0.5)}[name]
+    ours = call(jg.nn.functional, jg.tensor(values))
+    theirs = call(torch.nn.functional, torch.tensor(values))
+    assert np.isnan(ours.numpy()[0])
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
