@@ -202,6 +202,7 @@ def test_loss_layers_call_their_functions(layer, arguments, inputs):
     (lambda L: L.nn.functional.prelu(L.ones(2, 3), L.ones(2)), RuntimeError),
     (lambda L: L.nn.functional.prelu(L.ones(3), L.ones(3)), RuntimeError),
     (lambda L: L.nn.PReLU()(L.ones(2, 3, dtype=L.float64)), RuntimeError),   # a float32 slope: no promotion
+    (lambda L: L.nn.GRU(3, 2)(L.ones(4, 1, 3, dtype=L.float64)), ValueError),   # float32 weights
     (lambda L: L.nn.functional.rms_norm(L.ones(2, 3), (2,)), RuntimeError),
     (lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3), L.zeros(2, dtype=L.int64), p=3), ValueError),
     (lambda L: L.nn.functional.gaussian_nll_loss(L.ones(2, 3), L.ones(2, 3), -L.ones(2, 3)), ValueError),
