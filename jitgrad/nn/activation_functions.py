@@ -57,15 +57,16 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``input`` where it is above ``threshold``, else ``value``; ``inplace`` is taken for PyTorch's
-    signature, the result is always a new tensor."""
-    return where(input > threshold, input, value)
+    signature, the result is always a new tensor. A NaN stays NaN, as PyTorch's (the test is "at most
+    ``threshold``")."""
+    return where(input <= threshold, value, input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input`` moved ``lambd`` towards 0, and 0 within ``lambd`` of it."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0.0))  # NaN stays
 
 
 def tanhshrink(input: Tensor) -> Tensor:

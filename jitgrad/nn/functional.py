@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..autograd import Function, is_grad_enabled, no_grad
+from ..autograd import Function, no_grad
 from ..dtypes import bool as bool_
 from ..dtypes import float16, int64
 from ..factories import arange, eye, full, rand_like, tensor
@@ -35,7 +35,8 @@ from .padding import pad
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d
 from .transposed_convolution import conv_transpose1d, conv_transpose2d
 from . import activation_functions, losses_more, normalization_functions, sampling_and_pooling
-from .losses_more import reduce_loss  # the losses' reduction, one for every loss
+from .normalization_functions import check_parameter_dtypes
+from .losses_more import not_differentiable, reduce_loss  # shared by every loss
 from .activation_functions import *  # noqa: F401,F403 - re-exported: the names below, one module per kind
 from .losses_more import *  # noqa: F401,F403
 from .normalization_functions import *  # noqa: F401,F403
@@ -151,6 +152,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         expected = ", ".join(str(s) for s in normalized_shape)
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {expected}], but got input of size{list(input.shape)}")
+    check_parameter_dtypes("layer_norm", input, weight, bias)
     if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel (float16 steps lost ~8 bits)
         return layer_norm(input.float(), normalized_shape, _float(weight), _float(bias), eps).to(float16)
     dims = tuple(range(-count, 0))
@@ -166,6 +168,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if input.dim() < 2 or input.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    check_parameter_dtypes("group_norm", input, weight, bias)
     if input.dtype == float16:  # in float32, rounded once, as PyTorch's kernel
         return group_norm(input.float(), num_groups, _float(weight), _float(bias), eps).to(float16)
     per_group = input.shape[1] // num_groups * math.prod(input.shape[2:])   # no -1: a batch may be of 0
@@ -186,6 +189,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     the running variance is the unbiased one, as in PyTorch), otherwise by the running statistics."""
     if input.dim() < 2:
         raise ValueError(f"expected an input of shape (N, C) or (N, C, L), got {list(input.shape)}")
+    check_parameter_dtypes("batch_norm", input, running_mean, running_var, weight, bias)
     dims = (0, *range(2, input.dim()))
     channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
     if training and input.numel() == 0:   # PyTorch: an empty result, the running statistics left as they are
@@ -321,17 +325,6 @@ def _mean_of(total: Tensor, count: Tensor) -> Tensor:
     return where(nothing_kept, math.nan, total / where(nothing_kept, 1.0, count))
 
 
-def _not_differentiable(function: str, **arguments: Tensor | None) -> None:
-    """PyTorch's error for a loss argument its autograd has no derivative for (class weights,
-    ``pos_weight``), where jitgrad's composites would give one PyTorch never gives."""
-    if not is_grad_enabled():
-        return
-    for name, value in arguments.items():
-        if value is not None and value.requires_grad:
-            raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{name}'. "
-                               "This input cannot have requires_grad True.")
-
-
 def _check_class_weight(input: Tensor, weight: Tensor | None, reduction: str) -> None:
     """The class-index losses' ``weight``: no gradient, and the input's dtype (PyTorch refuses a
     float64 weight of float32 log-probabilities, where promoting would change the loss's dtype);
@@ -340,7 +333,7 @@ def _check_class_weight(input: Tensor, weight: Tensor | None, reduction: str) ->
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if weight is None:
         return
-    _not_differentiable("nll_loss_forward", weight=weight)
+    not_differentiable("nll_loss_forward", weight=weight)
     if weight.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {scalar_type(input)} but found {scalar_type(weight)} (the class "
                            f"weight of a {input.dtype.name} input: pass weight.to({input.dtype.name}))")
@@ -572,7 +565,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {scalar_type(target)} but expected {scalar_type(input)} "
                            f"(binary_cross_entropy: pass target.to({input.dtype.name}))")
-    _not_differentiable("binary_cross_entropy", weight=weight)
+    not_differentiable("binary_cross_entropy", weight=weight)
     losses = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:   # in the loss's dtype, as PyTorch's in-place product keeps it
         losses = losses * weight.to(losses.dtype)
@@ -585,7 +578,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     softplus(-x)``, the softplus weighted by ``1 + (pos_weight - 1) t`` when ``pos_weight`` is given."""
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     losses = (1.0 - target) * input   # the weights in its dtype, as PyTorch's in-place products keep it
     if pos_weight is not None:
         losses = losses + ((pos_weight.to(losses.dtype) - 1.0) * target + 1.0) * softplus(-input)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import math
 
-from ..autograd import no_grad
+from ..autograd import is_grad_enabled, no_grad
 from ..factories import arange, full_like
 from ..ops import gather, where
 from ..ops.activations import logsigmoid
@@ -22,6 +22,18 @@ from ..ops.registry import observed
 from ..tensor import Tensor
 
 _EPSILON = 1e-12  # cosine_embedding_loss's, added to each squared norm as PyTorch adds it
+
+
+def not_differentiable(function: str, **arguments: Tensor | None) -> None:
+    """PyTorch's error for a loss argument its autograd has no derivative for (class weights,
+    ``pos_weight``, ``soft_margin_loss``'s target), where jitgrad's composites would give one PyTorch
+    never gives."""
+    if not is_grad_enabled():
+        return
+    for name, value in arguments.items():
+        if value is not None and value.requires_grad:
+            raise RuntimeError(f"The function '{function}' is not differentiable with respect to argument '{name}'. "
+                               "This input cannot have requires_grad True.")
 
 
 def reduction_of(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
@@ -65,6 +77,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``, the logistic loss of labels ±1."""
+    not_differentiable("soft_margin_loss", target=target)
     loss = (-target * input).exp().log1p()
     return reduce_loss(loss, reduction_of(size_average, reduce, reduction), "soft_margin_loss")
 
@@ -95,6 +108,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                            f"{list(input.shape)} (expected (N, C) scores and (N,) classes, or (C,) and one class)")
     if weight is not None and (weight.dim() > 1 or weight.numel() != (input.shape[-1] if input.dim() else 1)):
         raise ValueError("weight must be one-dimensional")
+    not_differentiable("multi_margin_loss", weight=weight)
     reduction = reduction_of(size_average, reduce, reduction)
     rows = input.reshape(-1, input.shape[-1] if input.dim() else 1)
     labels = target.reshape(-1, 1)

@@ -13,9 +13,25 @@ from typing import Sequence
 import numpy as np
 
 from ..autograd import no_grad
+from ..dtypes import float16, float32
 from ..ops.reductions import mean
 from ..tensor import Tensor
 from .padding import pad
+
+
+def check_parameter_dtypes(function: str, input: Tensor, *parameters: Tensor | None) -> None:
+    """PyTorch's error for a norm's weight, bias or running statistics of another dtype than its
+    input (float32 ones may go with a float16 input): jitgrad promoted the pair silently, a float32
+    model normalizing a float64 batch in float64 and a float64 model returning a float32 batch's
+    result in float64."""
+    if not input.dtype.is_floating_point:
+        return
+    allowed = (input.dtype, float32) if input.dtype == float16 else (input.dtype,)
+    for parameter in parameters:
+        if parameter is not None and parameter.dtype not in allowed:
+            raise RuntimeError(f"{function}: mixed dtype: the input is {input.dtype} but a parameter or running "
+                               f"statistic is {parameter.dtype}; convert the module (module.to({input.dtype})) "
+                               f"or the input (input.to({parameter.dtype})) so that they share one dtype")
 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
@@ -32,7 +48,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
         eps = float(np.finfo(input.dtype.numpy).eps)
     dims = tuple(range(-count, 0))
     out = input * (mean(input * input, dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
+    return out if weight is None else (out * weight).to(input.dtype)   # PyTorch's: the input's dtype
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
@@ -46,6 +62,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     if input.dim() < 3:
         raise ValueError(f"instance_norm: expected an (N, C, *) input of 3 or more dimensions, got "
                          f"{list(input.shape)}")
+    check_parameter_dtypes("instance_norm", input, running_mean, running_var, weight, bias)
     dims = tuple(range(2, input.dim()))
     channel_shape = (1, input.shape[1]) + (1,) * (input.dim() - 2)
     if use_input_stats:

@@ -276,14 +276,18 @@ def softsign(input: Tensor) -> Tensor:
 
 @public("function", "method")
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``input`` where ``|input| > lambd``, else 0."""
-    return where(input.abs() > lambd, input, 0.0)
+    """``input`` where ``|input| > lambd``, else 0; a NaN stays NaN (the test is "within ``lambd``")."""
+    return where(input.abs() <= lambd, 0.0, input)
 
 
 @public("function", "method")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where ``x > 0``, else ``weight * x``; ``weight`` holds one slope, or one per channel
-    (dimension 1; an input of fewer dimensions has one channel, as in PyTorch)."""
+    (dimension 1; an input of fewer dimensions has one channel, as in PyTorch). No promotion, as
+    PyTorch's: a float32 layer's slope with a float64 input is an error, not a float64 result."""
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype} and {weight.dtype}: convert "
+                           f"the input or the weight (PReLU().to(dtype)) to one dtype")
     if weight.numel() != 1:
         channels = input.shape[1] if input.dim() >= 2 else 1
         if weight.dim() != 1 or weight.numel() != channels:

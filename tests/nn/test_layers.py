@@ -263,6 +263,20 @@ def test_default_initialisations_have_pytorchs_bounds():
     assert norm.weight.tolist() == [1.0] * 3 and norm.bias.tolist() == [0.0] * 3
 
 
+def test_a_transformer_draws_its_matrices_by_xavier_uniform_as_pytorchs():
+    """PyTorch's Transformer redraws every parameter of two or more dimensions by xavier_uniform_;
+    jitgrad's kept each Linear's default (a bound half as wide for the feed-forward's second matrix)
+    before 2026-11-28. Vectors keep their layers' initialisations."""
+    jg.manual_seed(0)
+    model = nn.Transformer(8, 2, 1, 1, dim_feedforward=16)
+    for name, param in model.named_parameters():
+        values = as_numpy(param)
+        if param.dim() > 1:
+            bound = np.sqrt(6 / sum(values.shape[:2]))
+            assert 0.8 * bound < np.abs(values).max() <= bound, name
+    assert as_numpy(model.encoder.norm.weight).tolist() == [1.0] * 8
+
+
 def test_initialisation_follows_the_seed():
     jg.manual_seed(5)
     first = as_numpy(nn.Linear(3, 3).weight).copy()

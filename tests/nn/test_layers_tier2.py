@@ -201,6 +201,8 @@ def test_loss_layers_call_their_functions(layer, arguments, inputs):
     (lambda L: L.nn.functional.softshrink(L.ones(2), -1.0), RuntimeError),
     (lambda L: L.nn.functional.prelu(L.ones(2, 3), L.ones(2)), RuntimeError),
     (lambda L: L.nn.functional.prelu(L.ones(3), L.ones(3)), RuntimeError),
+    (lambda L: L.nn.PReLU()(L.ones(2, 3, dtype=L.float64)), RuntimeError),   # a float32 slope: no promotion
+    (lambda L: L.nn.GRU(3, 2)(L.ones(4, 1, 3, dtype=L.float64)), ValueError),   # float32 weights
     (lambda L: L.nn.functional.rms_norm(L.ones(2, 3), (2,)), RuntimeError),
     (lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3), L.zeros(2, dtype=L.int64), p=3), ValueError),
     (lambda L: L.nn.functional.gaussian_nll_loss(L.ones(2, 3), L.ones(2, 3), -L.ones(2, 3)), ValueError),
@@ -267,3 +269,50 @@ def test_second_derivatives_match_pytorch(name, fn):
         results.append((grad.detach(), second))
     for ours, theirs in zip(*results):
         assert_close(ours, theirs, tolerance=1e-9)
+
+
+MIXED_DTYPE_NORMS = {   # name -> the layer in either library, given (N, 3, 2) inputs
+    "layer-norm": lambda nn: nn.LayerNorm(2), "group-norm": lambda nn: nn.GroupNorm(1, 3),
+    "batch-norm": lambda nn: nn.BatchNorm1d(3), "batch-norm-eval": lambda nn: nn.BatchNorm1d(3).eval(),
+    "instance-norm": lambda nn: nn.InstanceNorm1d(3, affine=True),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", sorted(MIXED_DTYPE_NORMS))
+def test_a_norm_refuses_parameters_of_another_dtype_than_its_input_as_pytorch(name):
+    """A float32 layer given a float64 batch (or the reverse) is PyTorch's error; jitgrad promoted the
+    pair silently (before 2026-11-28): a float64 result torch never gives."""
+    batch = RNG.standard_normal((4, 3, 2))
+    for layer_dtype, batch_dtype in (("float32", "float64"), ("float64", "float32")):
+        for lib in (jg, torch):
+            layer = MIXED_DTYPE_NORMS[name](lib.nn).to(getattr(lib, layer_dtype))
+            with pytest.raises(RuntimeError, match="mixed dtype"):
+                layer(lib.tensor(batch.astype(batch_dtype)))
+    half = jg.tensor(batch.astype(np.float16))
+    assert jg.nn.functional.layer_norm(half, (2,), jg.ones(2), jg.zeros(2)).dtype == jg.float16  # PyTorch's too
+
+
+@needs_torch
+def test_rms_norm_returns_its_inputs_dtype_with_a_weight_of_another():
+    batch, weight = RNG.standard_normal((4, 3)).astype(np.float32), RNG.standard_normal(3)
+    ours = jg.nn.functional.rms_norm(jg.tensor(batch), (3,), jg.tensor(weight))
+    with warnings.catch_warnings():   # PyTorch's note that its fused kernel is skipped
+        warnings.simplefilter("ignore", UserWarning)
+        theirs = torch.nn.functional.rms_norm(torch.tensor(batch), (3,), torch.tensor(weight))
+    assert ours.dtype == jg.float32 and theirs.dtype == torch.float32
+    assert_close(ours, theirs, 1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["threshold", "hardshrink", "softshrink"])
+def test_the_shrinkages_and_threshold_keep_a_nan_as_pytorch(name):
+    """A NaN input failed their "above" tests and came out as ``value`` or 0 (before 2026-11-28),
+    hiding a diverged value; PyTorch's tests are "within", so the NaN passes through."""
+    values = np.array([np.nan, -1.0, 0.1, 2.0])
+    call = {"threshold": lambda F_, x: F_.threshold(x, 0.5, -3.0), "hardshrink": lambda F_, x: F_.hardshrink(x),
+            "softshrink": lambda F_, x: F_.softshrink(x, 0.5)}[name]
+    ours = call(jg.nn.functional, jg.tensor(values))
+    theirs = call(torch.nn.functional, torch.tensor(values))
+    assert np.isnan(ours.numpy()[0])
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

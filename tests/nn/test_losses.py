@@ -270,6 +270,8 @@ WEIGHTED_LOSSES = {   # name -> (call, the argument PyTorch has no derivative fo
     "cross-entropy-smoothed": (lambda F_, x, t, w: F_.cross_entropy(x, t[:, 0].long(), weight=w, label_smoothing=0.2),
                                "nll_loss_forward", "weight"),
     "nll": (lambda F_, x, t, w: F_.nll_loss(x.log_softmax(1), t[:, 0].long(), weight=w), "nll_loss_forward", "weight"),
+    "multi-margin": (lambda F_, x, t, w: F_.multi_margin_loss(x, t[:, 0].long(), weight=w), "multi_margin_loss", "weight"),
+    "soft-margin-target": (lambda F_, x, t, w: F_.soft_margin_loss(x[0], w), "soft_margin_loss", "target"),
 }
 
 
@@ -277,7 +279,8 @@ WEIGHTED_LOSSES = {   # name -> (call, the argument PyTorch has no derivative fo
 @pytest.mark.parametrize("name", sorted(WEIGHTED_LOSSES))
 def test_loss_weights_that_require_grad_are_refused_as_in_pytorch(name):
     """PyTorch has no derivative in these weights and refuses one that requires grad; jitgrad's
-    composites gave it a gradient (before 2026-11-28). Under no_grad the loss is computed."""
+    composites gave it a gradient (before 2026-11-28; multi_margin_loss's weight and soft_margin_loss's
+    target later that day). Under no_grad the loss is computed."""
     call, function, argument = WEIGHTED_LOSSES[name]
     targets = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
     for lib in (jg, torch):

@@ -222,6 +222,10 @@ class _SequenceBase(Module):
     def _prepare(self, input: Tensor) -> tuple[Tensor, bool]:
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        weight = self.weight_ih_l0
+        if input.dtype.is_floating_point and input.dtype != weight.dtype:   # PyTorch's ValueError, up front
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
+                             f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})")
         if input.dim() == 2:
             return input.unsqueeze(1), False
         return (input.transpose(0, 1) if self.batch_first else input), True

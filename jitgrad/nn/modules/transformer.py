@@ -17,6 +17,7 @@ from ...dtypes import get_default_dtype
 from ...factories import tensor
 from ...tensor import Tensor
 from .. import functional as F
+from .. import init
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -180,6 +181,15 @@ class Transformer(Module):
             TransformerDecoderLayer(d_model, nhead, dim_feedforward, **options), num_decoder_layers,
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype))
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        """PyTorch's: every parameter of more than one dimension (the attention and feed-forward
+        matrices, a custom encoder's or decoder's too) drawn again by ``xavier_uniform_``, so that a
+        model ported from PyTorch and trained from scratch starts from the same distribution."""
+        for parameter in self.parameters():
+            if parameter.dim() > 1:
+                init.xavier_uniform_(parameter)
 
     def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
