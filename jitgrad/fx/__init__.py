@@ -7,7 +7,8 @@ from .graph_module import GraphModule
 from .interpreter import Interpreter
 from .joint import JointTrace, trace_joint
 from .node import Node, NodeKind, Opcode, tuple_item
-from .tracer import TracedTensor, TraceError, trace
+from .trace_calls import trace
+from .tracer import TracedTensor, TraceError
 
 __all__ = ["Graph", "GraphError", "GraphModule", "Interpreter", "JointTrace", "Node", "NodeKind", "Opcode",
            "PassRecord", "TraceError", "TracedTensor", "passes", "to_dot", "trace", "trace_joint", "tuple_item"]

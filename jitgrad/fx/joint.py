@@ -17,7 +17,8 @@ from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Node, Opcode, iter_leaves
-from .tracer import Tracer, start_trace
+from .trace_calls import start_trace
+from .tracer import Tracer
 
 BACKWARD = "backward"
 

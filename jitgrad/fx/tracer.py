@@ -1,4 +1,4 @@
-"""``trace``: runs a function on tensors that carry real values and records every registry op it runs.
+"""``Tracer``: runs a function on tensors that carry real values and records every registry op it runs.
 
 The tracer listens through ``jitgrad.ops.registry.observing``, so it sees the ops of the function and,
 when the function calls ``backward()`` or ``autograd.grad``, the derivative ops the real engine runs,
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 
@@ -43,13 +43,11 @@ from ..device import copy_array
 from ..ops.op_backward import running_formulas
 from ..ops.registry import REGISTRY, OpDef, observing
 from ..random import Draw, Generator
-from ..signatures import positional_names
 from ..tensor import Tensor
 from .backward_calls import BackwardCalls
 from .borrowing import BorrowError, Loan, memory_owner, same_memory
 from .derivative_templates import DerivativeTemplates
 from .graph import Graph, format_arg, tensor_meta
-from .graph_module import WRITES_GRAD, GraphModule
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
 from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
@@ -595,31 +593,3 @@ class Tracer:
                 yield self
         finally:
             self.give_back()
-
-
-def start_trace(fn: Callable, example_args: tuple) -> tuple[Tracer, list[Any]]:
-    """A tracer with one placeholder per tensor argument; other arguments are passed through as they
-    are, so the graph is specialised to them and takes only the tensors."""
-    tracer = Tracer()
-    call_args = [tracer.placeholder(name, arg) if isinstance(arg, Tensor) else arg
-                 for name, arg in zip(positional_names(fn, len(example_args)), example_args)]
-    return tracer, call_args
-
-
-def trace(fn: Callable[..., Any], *example_args: Any) -> GraphModule:
-    """Captures ``fn(*example_args)`` as a ``GraphModule`` taking ``fn``'s tensor arguments.
-
-    A ``backward()`` inside ``fn`` is captured with it: gradients it writes into ``.grad`` of the
-    arguments become outputs, and calling the module writes them into ``.grad`` of its arguments."""
-    tracer, call_args = start_trace(fn, example_args)
-    with tracer.running():
-        result = fn(*call_args)
-    value = tracer.as_arg(result)
-    tensors = [arg for arg in call_args if isinstance(arg, Tensor)]
-    grads = {node.name: tracer.node_of(arg._grad) for arg, node in zip(tensors, tracer.graph.placeholders)
-             if arg._grad is not None}
-    if grads:
-        tracer.graph.output((value, grads)).meta[WRITES_GRAD] = True
-    else:
-        tracer.graph.output(value)
-    return GraphModule(tracer.graph)

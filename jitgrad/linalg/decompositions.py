@@ -15,7 +15,7 @@ from ..autograd.function import Function, FunctionCtx
 from ..ops.comparisons import scalar_type
 from ..ops.device_copy import to
 from ..ops.host_reads import from_host, host_values, refuse_when_traced
-from ..ops.reductions import sum_to
+from ..ops.broadcast_sums import sum_to
 from ..tensor import Tensor
 
 

@@ -11,7 +11,7 @@ from ..autograd.function import Function, FunctionCtx
 from ..ops.comparisons import scalar_type
 from ..ops.host_reads import host_values
 from ..ops.matrix_functions import inverse
-from ..ops.reductions import sum_to
+from ..ops.broadcast_sums import sum_to
 from ..tensor import Tensor
 from .decompositions import (Cholesky, Eigh, Qr, Svd, batch_element, check_matrices, lu_failures, matrices,
                              on_device_of, placed)

@@ -17,7 +17,7 @@ from . import special_functions
 from . import inplace_variants, aliases  # noqa: I001 - in-place forms of the ops above, then their other names
 from .losses import nll_loss  # nn.functional's building block
 from .public import public_names
-from .reductions import sum_to, sum_to_array, summed_dims
+from .broadcast_sums import sum_to, sum_to_array, summed_dims
 from .registry import REGISTRY
 from .sampling import normal, uniform  # the random factories' ops
 

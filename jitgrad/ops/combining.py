@@ -19,7 +19,7 @@ from .device_copy import to
 from .gathering import gather, index_select
 from .host_reads import from_host, host_values, refuse_when_traced
 from .public import public
-from .reductions import sum_to
+from .broadcast_sums import sum_to
 from .registry import note_created
 
 

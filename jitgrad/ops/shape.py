@@ -14,7 +14,7 @@ from ..shapes import check_not_0d, wrap_dim
 from ..tensor import Tensor
 from .arithmetic import where
 from .device_copy import to
-from .reductions import sum_to
+from .broadcast_sums import sum_to
 from .lowering import intrinsic
 from .meta_rules import TensorMeta, given, reshaped
 from .public import public

@@ -10,7 +10,7 @@ from jitgrad.autograd.graph import get_gradient_edge
 from jitgrad.autograd.pure_backward import describe_pure_backward
 from jitgrad.fx.checked_graph import CheckedGraph
 from jitgrad.fx.node import Opcode
-from jitgrad.fx.tracer import trace
+from jitgrad.fx.trace_calls import trace
 from jitgrad.tensor import Tensor
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.fx import derivative_templates
-from jitgrad.fx.tracer import start_trace
+from jitgrad.fx.trace_calls import start_trace
 from jitgrad.ops.meta_rules import elementwise, promoted
 from jitgrad.ops.registry import OpDef
 
