@@ -69,9 +69,7 @@ class Bernoulli(ProbsOrLogits):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Bernoulli:
         new = self._get_checked_instance(Bernoulli, _instance)
         self._expand_param(new, tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def mean(self) -> Tensor:

@@ -54,9 +54,7 @@ class Categorical(Distribution):
             new.logits = self.logits.expand(param_shape)
             new._param = new.logits
         new._num_events = self._num_events
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:
@@ -131,9 +129,7 @@ class OneHotCategorical(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> OneHotCategorical:
         new = self._get_checked_instance(OneHotCategorical, _instance)
         new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape, self.event_shape)
 
     @property
     def _param(self) -> Tensor:

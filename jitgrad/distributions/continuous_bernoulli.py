@@ -12,11 +12,9 @@ from typing import Any, Sequence
 
 from ..factories import rand
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .bernoulli import ProbsOrLogits, binary_cross_entropy_with_logits
-from .distribution import Distribution
 from .parameters import broadcast_all, clamp_probs, lazy_property, logits_to_probs
 
 log, log1p, where = FUNCTIONS["log"], FUNCTIONS["log1p"], FUNCTIONS["where"]
@@ -53,9 +51,7 @@ class ContinuousBernoulli(ProbsOrLogits):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         self._expand_param(new, tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @lazy_property
     def probs(self) -> Tensor:

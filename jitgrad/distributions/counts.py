@@ -12,7 +12,6 @@ from .. import dtypes
 from ..autograd import no_grad
 from ..factories import arange, rand, tensor, zeros_like
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .bernoulli import ProbsOrLogits, binary_cross_entropy_with_logits
@@ -44,9 +43,7 @@ class Geometric(ProbsOrLogits):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Geometric:
         new = self._get_checked_instance(Geometric, _instance)
         self._expand_param(new, tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -90,9 +87,7 @@ class Poisson(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Poisson:
         new = self._get_checked_instance(Poisson, _instance)
         new.rate = self.rate.expand(tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -137,9 +132,7 @@ class Binomial(ProbsOrLogits):
         shape = tuple(batch_shape)
         new.total_count = self.total_count.expand(shape)
         self._expand_param(new, shape)
-        Distribution.__init__(new, Size(shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:

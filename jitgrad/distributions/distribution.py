@@ -85,6 +85,13 @@ class Distribution:
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Distribution:
         raise NotImplementedError
 
+    def _expanded(self, new: Any, batch_shape: Sequence[int], event_shape: Sequence[int] = ()) -> Any:
+        """``new``, a copy whose parameters ``expand`` has set, made a distribution of these shapes that
+        validates its arguments as this one does (it is not validated again: its values are this one's)."""
+        Distribution.__init__(new, batch_shape, event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls: type, _instance: Any) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(

@@ -5,7 +5,6 @@ from typing import Any, Sequence
 
 from ..factories import rand
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -30,9 +29,7 @@ class Exponential(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Exponential:
         new = self._get_checked_instance(Exponential, _instance)
         new.rate = self.rate.expand(tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def mean(self) -> Tensor:

@@ -12,7 +12,6 @@ from typing import Any, Sequence
 
 from ..factories import arange
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..special import gammainc
 from ..tensor import Tensor
 from . import constraints
@@ -40,9 +39,7 @@ class Gamma(Distribution):
         new = self._get_checked_instance(Gamma, _instance)
         shape = tuple(batch_shape)
         new.concentration, new.rate = self.concentration.expand(shape), self.rate.expand(shape)
-        Distribution.__init__(new, Size(shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, shape)
 
     @property
     def mean(self) -> Tensor:
@@ -111,9 +108,7 @@ class Dirichlet(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Dirichlet:
         new = self._get_checked_instance(Dirichlet, _instance)
         new.concentration = self.concentration.expand(tuple(batch_shape) + tuple(self.event_shape))
-        Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape, self.event_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -165,9 +160,7 @@ class Beta(Distribution):
         new = self._get_checked_instance(Beta, _instance)
         shape = tuple(batch_shape)
         new._alpha, new._beta = self._alpha.expand(shape), self._beta.expand(shape)
-        Distribution.__init__(new, Size(shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, shape)
 
     @property
     def concentration1(self) -> Tensor:

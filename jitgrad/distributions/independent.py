@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -35,9 +34,7 @@ class Independent(Distribution):
         batch_shape = tuple(batch_shape)
         new.base_dist = self.base_dist.expand(batch_shape + tuple(self.event_shape[:self.reinterpreted_batch_ndims]))
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
-        Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape, self.event_shape)
 
     @property
     def has_rsample(self) -> bool:  # type: ignore[override]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -30,9 +29,7 @@ class LocationScale(Distribution):
         family = next(c for c in type(self).__mro__ if LocationScale in c.__bases__)
         new = self._get_checked_instance(family, _instance)
         new.loc, new.scale = self.loc.expand(tuple(batch_shape)), self.scale.expand(tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def mean(self) -> Tensor:

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from ..factories import randn
 from ..linalg import cholesky
 from ..ops import FUNCTIONS
-from ..shapes import Size, broadcast_shapes
+from ..shapes import broadcast_shapes
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -74,9 +74,7 @@ class MultivariateNormal(Distribution):
         shape, k = tuple(batch_shape), self.event_shape[0]
         new.loc, new.scale_tril = self.loc.expand(shape + (k,)), self.scale_tril.expand(shape + (k, k))
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        Distribution.__init__(new, Size(shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, shape, self.event_shape)
 
     @lazy_property
     def scale_tril(self) -> Tensor:

@@ -6,7 +6,6 @@ from typing import Any, Sequence
 
 from ..factories import randn
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -65,9 +64,7 @@ class LogNormal(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> LogNormal:
         new = self._get_checked_instance(LogNormal, _instance)
         new.base_dist = self.base_dist.expand(batch_shape)
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @property
     def loc(self) -> Tensor:

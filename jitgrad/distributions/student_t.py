@@ -8,7 +8,6 @@ from typing import Any, Sequence
 
 from ..factories import randn
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -38,9 +37,7 @@ class StudentT(Distribution):
         shape = tuple(batch_shape)
         new.df, new.loc, new.scale = self.df.expand(shape), self.loc.expand(shape), self.scale.expand(shape)
         new._chi2 = self._chi2.expand(shape)
-        Distribution.__init__(new, Size(shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, shape)
 
     @property
     def mean(self) -> Tensor:

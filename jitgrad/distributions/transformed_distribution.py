@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..autograd import no_grad
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -60,9 +59,7 @@ class TransformedDistribution(Distribution):
             shape = tuple(transform.inverse_shape(shape))
         new.base_dist = self.base_dist.expand(shape[:len(shape) - len(self.base_dist.event_shape)])
         new.transforms = self.transforms
-        Distribution.__init__(new, Size(batch_shape), self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape, self.event_shape)
 
     @constraints.dependent_property
     def support(self) -> constraints.Constraint:

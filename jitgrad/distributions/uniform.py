@@ -6,7 +6,6 @@ from typing import Any, Sequence
 
 from ..factories import rand
 from ..ops import FUNCTIONS
-from ..shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
@@ -31,9 +30,7 @@ class Uniform(Distribution):
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> Uniform:
         new = self._get_checked_instance(Uniform, _instance)
         new.low, new.high = self.low.expand(tuple(batch_shape)), self.high.expand(tuple(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:
