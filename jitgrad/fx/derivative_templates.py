@@ -32,15 +32,13 @@ from ..device import usage as devices
 from ..dtypes import get_default_dtype
 from ..ops.registry import OpDef, as_storage
 from ..tensor import Tensor
-from .node import Node, Opcode, tuple_item
+from .node import Node, Opcode, iter_nodes, tuple_item
+from .node_meta import NoKey, argument_key
 from .traced_tensor import TracedTensor
 from .user_lines import user_line
 
 if TYPE_CHECKING:
     from .tracer import Tracer
-
-_PLAIN = (type(None), bool, int, str)
-
 
 class _Argument:
     """An input of a template node: the formula's ``index``-th tensor argument."""
@@ -61,30 +59,14 @@ class _Step:
 
 
 class Template:
-    """What one kind of formula call recorded: ``steps`` of ``(target, args, kwargs, meta)`` whose
-    args hold ``_Argument``/``_Step`` for nodes, the ``phase`` metadata they were made under, and the
-    step the formula returned (None: it returned None)."""
+    """What one kind of formula call recorded: ``steps`` of ``(target, args, kwargs, meta)``, whose
+    args hold ``_Argument``/``_Step`` for nodes and whose meta is the node's (its phase included), and
+    the step the formula returned (None: it returned None)."""
 
     __slots__ = ("steps", "result")
 
     def __init__(self, steps: list[tuple[Any, tuple, dict, dict]], result: int | None) -> None:
         self.steps, self.result = steps, result
-
-
-def _plain_key(value: Any) -> Any:
-    """A key telling ``value`` from any value a formula could treat otherwise; None where there is none
-    (an object whose behaviour the key cannot see). Floats by their bits: 0.0 and -0.0 differ."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return (kind, value)
-    if kind is float:
-        return (float, value.hex())
-    if kind is tuple:
-        items = [_plain_key(v) for v in value]
-        return None if any(i is None for i in items) else (tuple, tuple(items))
-    if isinstance(value, np.dtype):
-        return (np.dtype, value)
-    return None
 
 
 def _fill(spec: tuple, arguments: list, steps: list) -> list:
@@ -109,26 +91,26 @@ class DerivativeTemplates:
                 tracer.checked:
             return formula(*args)
         tensors: list[Tensor] = []
-        key = self._key(op, name, args, tensors)
+        nodes: list[Node] = []
+        key = self._key(op, name, args, tensors, nodes)
         if key is None:
             return formula(*args)
         template = self.templates.get(key, self)
         if template is self:
             return self._record(key, formula, args, tensors)
         if template is not None:
-            result = self._replay(template, tensors)
+            result = self._replay(template, tensors, nodes)
             if result is not self:
                 return result
         return formula(*args)
 
-    def _key(self, op: OpDef, name: str, args: list, tensors: list[Tensor]) -> tuple | None:
+    def _key(self, op: OpDef, name: str, args: list, tensors: list[Tensor], nodes: list[Node]) -> tuple | None:
         """The call's kind: the op, the input, whether a backward runs, the default dtype (a formula may
         read it), and each argument by its shape and dtype (a tensor, with the first argument holding
-        the same node) or its value; None where an argument cannot be told apart by one. Fills
-        ``tensors`` with the tensor arguments, in order."""
+        the same node) or its ``argument_key``; None where an argument has none. Fills ``tensors`` with
+        the tensor arguments, in order, and ``nodes`` with their nodes."""
         node_of, types = self.tracer.node_of, self.tracer.tensor_types
         parts: list[Any] = [op, name, engine.running_backward(), get_default_dtype()]
-        nodes: list[Node] = []
         for value in args:
             if isinstance(value, Tensor):
                 if type(value) not in types or type(value._data) is not np.ndarray:
@@ -139,10 +121,10 @@ class DerivativeTemplates:
                 nodes.append(node)
                 parts.append((value._data.shape, value._data.dtype, first))
             else:
-                plain = _plain_key(value)
-                if plain is None:
+                try:
+                    parts.append(argument_key(value))
+                except NoKey:
                     return None
-                parts.append(plain)
         return tuple(parts)
 
     def _record(self, key: tuple, formula: Callable[..., Any], args: list, tensors: list[Tensor]) -> Any:
@@ -164,7 +146,7 @@ class DerivativeTemplates:
 
         def spec(value: Any) -> Any:
             if type(value) is not Node:
-                if _holds_node(value):
+                if next(iter_nodes(value), None) is not None:
                     raise LookupError(value)   # nested where the op's forward reads tensors, not arrays
                 return value
             found = steps.get(value) or inputs.get(value)
@@ -174,7 +156,7 @@ class DerivativeTemplates:
 
         recorded = []
         for node in made:
-            if node.op is not Opcode.CALL_FUNCTION or _holds_node(node.kwargs):
+            if node.op is not Opcode.CALL_FUNCTION or next(iter_nodes(node.kwargs), None) is not None:
                 return None
             args = node.args
             try:
@@ -193,7 +175,7 @@ class DerivativeTemplates:
         step = steps.get(self.tracer.bound_node(result))
         return None if step is None else Template(recorded, step.index)
 
-    def _replay(self, template: Template, tensors: list[Tensor]) -> Any:
+    def _replay(self, template: Template, tensors: list[Tensor], nodes: list[Node]) -> Any:
         """The formula's result, its nodes added to the graph; ``self`` where a value disagrees with
         its node's metadata or an op raises (the formula then runs, and raises its own error)."""
         arrays = [t._data for t in tensors]
@@ -214,12 +196,12 @@ class DerivativeTemplates:
             return self
         if template.result is not None and values[template.result].base is not None:
             return self
-        return self._add_nodes(template, tensors, values)
+        return self._add_nodes(template, nodes, values)
 
-    def _add_nodes(self, template: Template, tensors: list[Tensor], values: list[Any]) -> Tensor | None:
+    def _add_nodes(self, template: Template, arguments: list[Node], values: list[Any]) -> Tensor | None:
+        """The template's nodes, reading ``arguments`` (the nodes of the formula's tensor arguments)."""
         tracer = self.tracer
-        graph, node_of = tracer.graph, tracer.node_of
-        arguments = [node_of(t) for t in tensors]
+        graph = tracer.graph
         nodes: list[Node] = []
         for target, args, kwargs, meta in template.steps:
             nodes.append(graph.call_function(target, tuple(_fill(args, arguments, nodes)), kwargs, meta))
@@ -232,14 +214,6 @@ class DerivativeTemplates:
             return None
         node = nodes[template.result]
         return tracer.stand_in(node, node, values[template.result])
-
-
-def _holds_node(value: Any) -> bool:
-    if type(value) in (tuple, list):
-        return any(_holds_node(v) for v in value)
-    if type(value) is dict:
-        return any(_holds_node(v) for v in value.values())
-    return isinstance(value, Node)
 
 
 def _agrees(meta: dict[str, Any], value: Any) -> bool:

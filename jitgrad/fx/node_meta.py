@@ -39,8 +39,8 @@ def call_meta(target: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     return {"shape": tuple(out.shape), "dtype": np.dtype(out.dtype)}
 
 
-class _NoKey(Exception):
-    """An argument ``call_meta_key`` cannot stand for by a hashable value of its own."""
+class NoKey(Exception):
+    """An argument ``argument_key`` cannot stand for by a hashable value of its own."""
 
 
 # Plain values a rule may read that stand for themselves in a key, with their type (1, 1.0 and True
@@ -48,20 +48,23 @@ class _NoKey(Exception):
 _KEYED_AS_THEMSELVES = frozenset({int, bool, str, type(None), type(Ellipsis), np.dtype})
 
 
-def _key(value: Any) -> Hashable:
+def argument_key(value: Any) -> Hashable:
+    """A hashable key equal for two arguments that a rule, or a derivative formula
+    (``derivative_templates``), cannot treat apart: a node by its metadata, a plain value with its
+    type; ``NoKey`` for anything else."""
     kind = type(value)
     if kind is Node:  # what ``_operand`` gives the rule of it
         meta = value.meta
         return (Node, meta["shape"], meta["dtype"], bool(meta.get("python_number")))
     if kind is tuple or kind is list:
-        return (kind, tuple(map(_key, value)))
+        return (kind, tuple(map(argument_key, value)))
     if kind in _KEYED_AS_THEMSELVES:
         return (kind, value)
     if kind is float:  # 0.0 and -0.0 apart, as nothing promises a rule treats them alike
         return (float, value, math.copysign(1.0, value))
     if kind is slice:
-        return (slice, _key(value.start), _key(value.stop), _key(value.step))
-    raise _NoKey
+        return (slice, argument_key(value.start), argument_key(value.stop), argument_key(value.step))
+    raise NoKey
 
 
 def call_meta_key(target: Any, args: tuple, kwargs: dict) -> Hashable | None:
@@ -70,16 +73,16 @@ def call_meta_key(target: Any, args: tuple, kwargs: dict) -> Hashable | None:
     the rule once per key: an unrolled loop repeats each call of its body at every step."""
     try:
         parts = []
-        for arg in args:  # ``_key`` of each, a node's (nearly every argument) spelled here: asked per op
+        for arg in args:  # ``argument_key`` of each, a node's (nearly every argument) spelled here: asked per op
             if type(arg) is Node:
                 meta = arg.meta
                 parts.append((Node, meta["shape"], meta["dtype"], bool(meta.get("python_number"))))
             else:
-                parts.append(_key(arg))
-        key = (target, tuple(parts), tuple([(k, _key(v)) for k, v in kwargs.items()]) if kwargs else (),
+                parts.append(argument_key(arg))
+        key = (target, tuple(parts), tuple([(k, argument_key(v)) for k, v in kwargs.items()]) if kwargs else (),
                dtypes.get_default_dtype())
         hash(key)
-    except (_NoKey, KeyError, TypeError):
+    except (NoKey, KeyError, TypeError):
         return None
     return key
 
@@ -93,4 +96,4 @@ def meta_disagreement(node: Node) -> str | None:
     return None if expected == actual else f"has {actual}, but its op's rule gives {expected}"
 
 
-__all__ = ["call_meta", "call_meta_key", "meta_disagreement"]
+__all__ = ["NoKey", "argument_key", "call_meta", "call_meta_key", "meta_disagreement"]
