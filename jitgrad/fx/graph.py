@@ -57,20 +57,13 @@ def tensor_meta(value: Any) -> dict[str, Any]:
 @functools.lru_cache(maxsize=4096)
 def _identifier(hint: str) -> str:
     """``hint`` made a Python identifier no generated code uses for itself: asked for every node a trace
-    or a pass makes, with a few hints (op names) again and again, so each answer is kept."""
-    base = _IDENTIFIERS.get(hint)
-    if base is None:
-        base = re.sub(r"\W", "_", hint) or "v"
-        if base[0].isdigit():
-            base = "_" + base
-        if keyword.iskeyword(base) or base in RESERVED_NAMES:
-            base += "_"
-        if len(_IDENTIFIERS) < 4096:
-            _IDENTIFIERS[hint] = base
+    or a pass makes, with a few hints (op names) again and again."""
+    base = re.sub(r"\W", "_", hint) or "v"
+    if base[0].isdigit():
+        base = "_" + base
+    if keyword.iskeyword(base) or base in RESERVED_NAMES:
+        base += "_"
     return base
-
-
-_IDENTIFIERS: dict[str, str] = {}
 
 
 class Graph:

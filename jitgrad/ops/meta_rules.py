@@ -105,9 +105,8 @@ def indices(*operands: Any) -> np.dtype:
 def elementwise(dtype_rule: DtypeRule) -> MetaRule:
     """An op computing each output element from the inputs' elements at the same broadcast index."""
     def rule(*operands: Any, **attrs: Any) -> TensorMeta:
-        shapes = [t.shape for t in _tensors(operands)]  # none: Python numbers alone make a 0-d tensor
-        shape = () if not shapes else shapes[0] if all(s == shapes[0] for s in shapes) else \
-            broadcast_shapes("", shapes)
+        shapes = [t.shape for t in _tensors(operands)]  # none (Python numbers alone): broadcast to 0-d
+        shape = shapes[0] if shapes and all(s == shapes[0] for s in shapes) else broadcast_shapes("", shapes)
         return TensorMeta(shape, np.dtype(dtype_rule(*operands)))
     return rule
 
