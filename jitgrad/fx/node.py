@@ -265,7 +265,7 @@ class Node:
             args = tuple([get(value, value) for value in args])
         else:
             args = map_nodes(args, lambda n: get(n, n))
-        if kwargs and not all([type(value) in _PLAIN for value in kwargs.values()]):
+        if kwargs and not _holds_plain_values(kwargs):
             kwargs = map_nodes(kwargs, lambda n: get(n, n))
         return args, kwargs
 
