@@ -16,7 +16,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..ops.arithmetic import clone, to_dtype
-from ..ops.inplace import copy_
+from ..ops.inplace import copy_, elements_share_memory
 from ..tensor import Tensor
 from .unsupported import Unsupported
 
@@ -104,8 +104,7 @@ def writeable(array: Any) -> bool:
     write."""
     if not isinstance(array, np.ndarray):
         return True
-    return array.flags.writeable and not (array.size and any(s == 0 and n > 1 for s, n in zip(array.strides,
-                                                                                                 array.shape)))
+    return array.flags.writeable and not elements_share_memory(array)
 
 
 def to_device_of(data: Any, array: Any) -> Any:

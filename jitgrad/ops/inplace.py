@@ -45,12 +45,18 @@ _OVERLAP = ("unsupported operation: more than one element of the written-to tens
             "the operation.")
 
 
-def _check_no_internal_overlap(name: str, data: Any) -> None:
-    """PyTorch's refusal to write into memory that several elements share (a writeable stride-0 array from
-    ``from_numpy``): which element's value would land there is undefined, and eager (numpy's last write)
-    and a compiled graph (its own order) disagreed until 2026-11-28. An empty array (numpy may give it
+def elements_share_memory(data: Any) -> bool:
+    """Whether several elements of ``data`` lie at one memory location (a stride of 0 along a dimension of
+    size > 1, as a writeable array from ``from_numpy`` may have). An empty array (numpy may give it
     strides of 0) has no elements to share anything."""
-    if data.size and any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape)):
+    return bool(data.size) and any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape))
+
+
+def _check_no_internal_overlap(name: str, data: Any) -> None:
+    """PyTorch's refusal to write into memory that several elements share: which element's value would
+    land there is undefined, and eager (numpy's last write) and a compiled graph (its own order)
+    disagreed until 2026-11-28."""
+    if elements_share_memory(data):
         raise RuntimeError(f"{name}({data.dtype.name}{list(data.shape)}, strides={list(data.strides)}): {_OVERLAP}")
 
 
