@@ -727,4 +727,8 @@ SAMPLES: list[Sample] = [
            distinct(), numpy_fn=_pool_indices, grad=False),
     Sample("max_pool2d_backward", "overlapping", *_grad_of_max_pool(), ((1, 2, 3, 3),)),
     Sample("max_pool2d_gather", "second-order", *_gather_of_max_pool(), ((1, 2, 5, 5),)),
+    Sample("tap_sum", "bicubic", lambda x: F.interpolate(x, size=(5, 3), mode="bicubic"),
+           lambda x: torch.nn.functional.interpolate(x, size=(5, 3), mode="bicubic"), ((1, 2, 3, 4),)),
+    Sample("tap_sum", "avg_pool2d-overlapping", lambda x: F.avg_pool2d(x, 3, stride=1, padding=1),
+           lambda x: torch.nn.functional.avg_pool2d(x, 3, stride=1, padding=1), ((2, 1, 4, 3),)),
 ]

@@ -1,23 +1,26 @@
 """``interpolate`` (resizing) and ``pixel_shuffle`` as PyTorch's ``nn.functional`` spells them,
 composed of registry ops.
 
-Resizing is separable: each spatial dimension is resized in turn by one small matrix made here in
-numpy, whose row ``i`` holds the weights output position ``i`` gives the input positions (one 1 for
-``nearest``, two weights for ``linear``, four for ``bicubic``, PyTorch's source positions for each
-``align_corners``); so the gradient (the transposed matrix, adding where positions are read twice)
-and compiling come from ``matmul``. ``area`` is adaptive average pooling, as in PyTorch (over three dimensions, one
-matrix of its windows per dimension).
+Resizing is separable: each spatial dimension is resized in turn by ``tap_sum``
+(``jitgrad/ops/tap_sums.py``), each output position a weighted sum of the input positions PyTorch's
+kernels read for it (one for ``nearest``, two for ``linear``, four for ``bicubic``, at PyTorch's source
+positions for each ``align_corners``), with tables made here in numpy. So an ``inf`` or NaN reaches
+the outputs that read it and no others, the gradient adds into the positions read, and compiling
+comes from the op's lowerings. ``area`` is adaptive average pooling, as in PyTorch (over three
+dimensions, its windows one dimension after another).
 """
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..factories import tensor
+from ..ops.meta_rules import scalar_type_name
+from ..ops.tap_sums import TapTables, tap_sum, tap_tables
 from ..tensor import Tensor
-from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_tables
 
 # the interpolating modes and the spatial dimensions each takes
 _LINEAR = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
@@ -50,17 +53,30 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     out, scales = _output_sizes(sizes, size, scale_factor, recompute_scale_factor)
     if mode == "area" and spatial < 3:
         return adaptive_avg_pool1d(input, out[0]) if spatial == 1 else adaptive_avg_pool2d(input, tuple(out))
+    if not mode.startswith("nearest") and not input.is_floating_point():
+        raise NotImplementedError(f"interpolate: mode={mode!r} is not implemented for "
+                                  f"'{scalar_type_name(input._data.dtype)}' inputs by jitgrad (the nearest modes are): "
+                                  "convert the input to a floating dtype first")
     for axis, (n, m, scale) in enumerate(zip(sizes, out, scales)):
-        if mode.startswith("nearest"):
-            weights = _nearest(n, m, scale, mode == "nearest-exact")
-        elif mode == "area":  # adaptive average pooling, whose box windows are separable
-            weights = _area(n, m)
-        elif mode == "bicubic":
-            weights = _cubic(n, m, scale, bool(align_corners))
-        else:
-            weights = _linear(n, m, scale, bool(align_corners))
-        input = _resize_axis(input, 2 + axis, weights)
+        input = tap_sum(input, 2 + axis, _resize_tables(mode, n, m, scale, bool(align_corners)))
     return input
+
+
+Taps = tuple[np.ndarray, np.ndarray]  # (out, taps) tables of input positions and their weights
+
+
+@lru_cache(maxsize=256)
+def _resize_tables(mode: str, n: int, m: int, scale: float | None, align_corners: bool) -> TapTables:
+    """The taps resizing a dimension of ``n`` positions to ``m`` read."""
+    if mode == "area":  # adaptive average pooling, whose box windows are separable
+        return adaptive_tables(n, m)
+    if mode.startswith("nearest"):
+        taps = _nearest(n, m, scale, mode == "nearest-exact")
+    elif mode == "bicubic":
+        taps = _cubic(n, m, scale, align_corners)
+    else:
+        taps = _linear(n, m, scale, align_corners)
+    return tap_tables(*taps, n)
 
 
 def _output_sizes(sizes: list[int], size: Any, scale_factor: Any,
@@ -88,16 +104,16 @@ def _output_sizes(sizes: list[int], size: Any, scale_factor: Any,
     return out, [None if recompute else 1.0 / f for f in factors]
 
 
-def _nearest(n: int, m: int, scale: float | None, exact: bool) -> np.ndarray:
+def _nearest(n: int, m: int, scale: float | None, exact: bool) -> Taps:
     step = n / m if scale is None else scale
     positions = np.arange(m) + (0.5 if exact else 0.0)
     source = np.minimum(np.floor(positions * step).astype(np.int64), n - 1)
-    weights = np.zeros((m, n))
-    weights[np.arange(m), source] = 1.0
-    return weights
+    return source[:, None], np.ones((m, 1))
 
 
-def _linear(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndarray:
+def _linear(n: int, m: int, scale: float | None, align_corners: bool) -> Taps:
+    """Two taps, PyTorch's: the one below the source position and the next (the same one at the last
+    position, with weight 0, so that a NaN there reaches the output as in PyTorch)."""
     if align_corners:
         source = np.arange(m) * ((n - 1) / (m - 1) if m > 1 else 0.0)
     else:
@@ -106,13 +122,10 @@ def _linear(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndar
     low = np.minimum(np.floor(source).astype(np.int64), n - 1)
     high = np.minimum(low + 1, n - 1)
     fraction = source - low
-    weights = np.zeros((m, n))
-    np.add.at(weights, (np.arange(m), low), 1.0 - fraction)
-    np.add.at(weights, (np.arange(m), high), fraction)
-    return weights
+    return np.stack([low, high], 1), np.stack([1.0 - fraction, fraction], 1)
 
 
-def _cubic(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndarray:
+def _cubic(n: int, m: int, scale: float | None, align_corners: bool) -> Taps:
     """PyTorch's bicubic taps: four input positions around each source position (clamped to the
     edges), weighted by the cubic convolution kernel; the source position is not clamped at 0, unlike
     linear's."""
@@ -130,27 +143,8 @@ def _cubic(n: int, m: int, scale: float | None, align_corners: bool) -> np.ndarr
     def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
-    weights = np.zeros((m, n))
-    for k, coefficient in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))):
-        np.add.at(weights, (np.arange(m), np.clip(low.astype(np.int64) - 1 + k, 0, n - 1)), coefficient)
-    return weights
-
-
-def _area(n: int, m: int) -> np.ndarray:
-    """Adaptive average pooling's windows: output ``i`` averages ``[floor(i n / m), ceil((i + 1) n / m))``."""
-    weights = np.zeros((m, n))
-    for i in range(m):
-        start, stop = (i * n) // m, -((-(i + 1) * n) // m)
-        weights[i, start:stop] = 1.0 / (stop - start)
-    return weights
-
-
-def _resize_axis(input: Tensor, axis: int, weights: np.ndarray) -> Tensor:
-    """``input`` with dimension ``axis`` resized by ``weights`` (out, in)."""
-    matrix = tensor(np.ascontiguousarray(weights.T), dtype=input.dtype, device=input.device)
-    if axis == input.dim() - 1:
-        return input @ matrix
-    return (input.transpose(axis, -1) @ matrix).transpose(axis, -1)
+    index = np.clip(low.astype(np.int64)[:, None] - 1 + np.arange(4), 0, n - 1)
+    return index, np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:

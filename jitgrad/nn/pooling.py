@@ -4,22 +4,29 @@
 An average over rectangular windows is separable: each output is a mean of rows, then of columns,
 with PyTorch's divisor (padding counted or not, the part of a ``ceil_mode`` window past the padding
 never counted, or ``divisor_override``) a product of a row factor and a column factor. So a pooling
-is ``A_h @ x @ A_w.T`` with two small weight matrices made here in numpy: one formula for padding,
-``ceil_mode``, overlapping and adaptive windows alike, whose gradient is two matrix products. The
-common case (windows that tile the image: no padding, stride equal to the kernel, sizes divisible)
-is a reshape and a mean instead. ``max_pool1d`` is ``max_pool2d`` over a plane of height one.
+is two ``tap_sum``s (``jitgrad/ops/tap_sums.py``), each output position a weighted sum of the input
+positions its window covers, with tables made here in numpy: one formula for padding, ``ceil_mode``,
+overlapping and adaptive windows alike, which reads only the window (an ``inf`` or NaN stays in the
+outputs whose windows hold it, as in PyTorch). Integer inputs are summed with weight 1 and divided
+by the rectangle's divisor, truncating, as PyTorch's pooling of int64. The common case (windows that
+tile the image: no padding, stride equal to the kernel, sizes divisible) is a reshape and a mean
+instead. ``max_pool1d`` is ``max_pool2d`` over a plane of height one.
 """
 from __future__ import annotations
 
-import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ..factories import tensor
+from .. import dtypes
+from ..ops.arithmetic_arguments import div_with_rounding
+from ..ops.combining import constant
 from ..ops.convolution import tuple_of
+from ..ops.meta_rules import scalar_type_name
 from ..ops.pooling import max_pool2d, pooled_size
 from ..ops.reductions import mean
+from ..ops.tap_sums import TapTables, tap_sum, tap_tables
 from ..tensor import Tensor
 
 
@@ -36,14 +43,19 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if min(out) < 1:
         raise RuntimeError(f"Given input size: ({'x'.join(str(s) for s in input.shape[-3:])}). Calculated output "
                            f"size: ({input.shape[-3]}x{out[0]}x{out[1]}). Output size is too small")
+    if not input.is_floating_point() and input.dtype != dtypes.int64:
+        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{scalar_type_name(input._data.dtype)}' "
+                                  "(of the integer dtypes only int64 is, as in PyTorch): convert the input first")
+    windows = [(*a, count_include_pad) for a in zip(sizes, out, kernel, strides, pads)]
+    if not input.is_floating_point():
+        return _integer_average(input, windows, divisor_override)
     if divisor_override is None and pads == (0, 0) and kernel == strides \
             and all(s == o * k for s, o, k in zip(sizes, out, kernel)):
         tiles = input.reshape(*input.shape[:-2], out[0], kernel[0], out[1], kernel[1])
         return mean(tiles, (-3, -1))
-    counted = divisor_override is None
-    rows = _window_weights(sizes[0], out[0], kernel[0], strides[0], pads[0], count_include_pad, counted)
-    cols = _window_weights(sizes[1], out[1], kernel[1], strides[1], pads[1], count_include_pad, counted)
-    return _separable(input, rows if counted else rows / divisor_override, cols)
+    rows = _average_tables(*windows[0], divisor_override)
+    cols = _average_tables(*windows[1], None if divisor_override is None else 1)
+    return tap_sum(tap_sum(input, -2, rows), -1, cols)
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
@@ -70,11 +82,14 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     if min(out) < 0:
         raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
                            f"received {list(out)}")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for "
+                                  f"'{scalar_type_name(input._data.dtype)}': convert the input to a floating dtype first")
     if all(o and s % o == 0 for s, o in zip(sizes, out)):
         k = (sizes[0] // out[0], sizes[1] // out[1])
         tiles = input.reshape(*input.shape[:-2], out[0], k[0], out[1], k[1])
         return mean(tiles, (-3, -1))
-    return _separable(input, _adaptive_weights(sizes[0], out[0]), _adaptive_weights(sizes[1], out[1]))
+    return tap_sum(tap_sum(input, -2, adaptive_tables(sizes[0], out[0])), -1, adaptive_tables(sizes[1], out[1]))
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -109,36 +124,53 @@ def _on_a_line(value: Any, name: str, op: str, height: int = 1) -> tuple[int, in
     return (height, tuple_of(value, 1, name, op)[0])
 
 
-# ---- the separable form ----------------------------------------------------------------------------
-def _separable(input: Tensor, rows: np.ndarray, cols: np.ndarray) -> Tensor:
-    """``rows @ x @ cols.T`` over the last two dimensions, the weights in ``input``'s dtype."""
-    left = tensor(rows, dtype=input.dtype, device=input.device)
-    right = tensor(np.ascontiguousarray(cols.T), dtype=input.dtype, device=input.device)
-    return left @ input @ right
+# ---- the windows' taps ----------------------------------------------------------------------------
+def _windows(size: int, out: int, kernel: int, stride: int, pad: int,
+             count_include_pad: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Window ``i``'s real input positions ``[first, last)`` and PyTorch's divisor for it along this
+    dimension: its extent up to the end of the padding, or its real positions alone without
+    ``count_include_pad``; the row and column divisors multiply to the rectangle's."""
+    start = np.arange(out) * stride - pad
+    end = np.minimum(start + kernel, size + pad)
+    first, last = np.maximum(start, 0), np.minimum(end, size)
+    return first, np.maximum(last, first), (end - start) if count_include_pad else (last - first)
 
 
-def _window_weights(size: int, out: int, kernel: int, stride: int, pad: int, count_include_pad: bool,
-                    counted: bool) -> np.ndarray:
-    """Row ``i`` weighs the input positions window ``i`` covers: ``1 / divisor`` where ``counted``,
-    PyTorch's divisor being the window's extent up to the end of the padding (or its real positions
-    alone, without ``count_include_pad``), so that the row and column factors multiply to PyTorch's
-    divisor of the rectangle; 1 where a ``divisor_override`` divides instead."""
-    weights = np.zeros((out, size))
-    for i in range(out):
-        start = i * stride - pad
-        end = min(start + kernel, size + pad)
-        first, last = max(start, 0), min(end, size)
-        if last > first:
-            weights[i, first:last] = 1.0 / ((end - start) if count_include_pad else (last - first)) if counted else 1.0
-    return weights
+@lru_cache(maxsize=256)
+def _average_tables(size: int, out: int, kernel: int, stride: int, pad: int, count_include_pad: bool,
+                    divisor: int | None) -> TapTables:
+    """The windows' taps, each weighing 1 / PyTorch's divisor of its window along this dimension, or
+    1 / ``divisor`` when given (1: the windows' sums)."""
+    first, last, own = _windows(size, out, kernel, stride, pad, count_include_pad)
+    return _box_tables(first, last, size, own if divisor is None else np.full(out, divisor))
 
 
-def _adaptive_weights(size: int, out: int) -> np.ndarray:
-    weights = np.zeros((out, size))
-    for i in range(out):
-        start, end = (i * size) // out, math.ceil((i + 1) * size / out)
-        weights[i, start:end] = 1.0 / (end - start)
-    return weights
+@lru_cache(maxsize=256)
+def adaptive_tables(size: int, out: int) -> TapTables:
+    """Adaptive average pooling's windows: output ``i`` averages ``[floor(i n / out), ceil((i + 1) n / out))``."""
+    first = (np.arange(out) * size) // out
+    last = -((-(np.arange(out) + 1) * size) // out)
+    return _box_tables(first, last, size, last - first)
+
+
+def _box_tables(first: np.ndarray, last: np.ndarray, size: int, divisors: np.ndarray) -> TapTables:
+    """Taps ``[first, last)`` of each window weighing ``1 / divisor`` (the tables padded with the
+    position ``size``)."""
+    offsets = np.arange(int((last - first).max(initial=0)))
+    index = first[:, None] + offsets
+    inside = index < last[:, None]
+    weight = np.where(inside, 1.0 / np.maximum(divisors, 1)[:, None], 0.0)
+    return tap_tables(np.where(inside, index, size), weight, size)
+
+
+def _integer_average(input: Tensor, windows: list[tuple], divisor_override: int | None) -> Tensor:
+    """PyTorch's average of int64s: the window's sum divided by the divisor, truncating."""
+    sums = tap_sum(tap_sum(input, -2, _average_tables(*windows[0], 1)), -1, _average_tables(*windows[1], 1))
+    if divisor_override is None:
+        divisors = np.outer(_windows(*windows[0])[2], _windows(*windows[1])[2])
+    else:
+        divisors = np.full(sums.shape[-2:], divisor_override)
+    return div_with_rounding(sums, constant(divisors.astype(np.int64), sums), rounding_mode="trunc")
 
 
 def _check_dims(input: Tensor, dims: tuple[int, ...], op: str) -> None:

@@ -1,5 +1,5 @@
 """Every kernel of the CUDA data-movement library (``KERNELS`` of ``jitgrad/backends/numba_cuda/kernels/
-{copy,indexing,gathering,sorting,sampling,strided}.py``) compiles to PTX for sm_80 and sm_90 with numba-cuda's NVVM
+{copy,indexing,gathering,sorting,sampling,strided,tap_sums}.py``) compiles to PTX for sm_80 and sm_90 with numba-cuda's NVVM
 (``ptx_targets.ptx_of``), with no GPU: the real compiler, which the simulator that runs the kernels in
 ``tests/cuda`` never exercises (types it cannot lower, such as a float16 to bool cast, show up only
 here)."""
@@ -17,7 +17,7 @@ pytest.importorskip("numba_cuda", reason=INSTALL)
 
 from numba import cuda  # noqa: E402 - after the skips, which must not import it
 
-from jitgrad.backends.numba_cuda.kernels import copy, gathering, indexing, sampling, sorting, strided  # noqa: E402
+from jitgrad.backends.numba_cuda.kernels import copy, gathering, indexing, sampling, sorting, strided, tap_sums  # noqa: E402
 from ptx_targets import ptx_of  # noqa: E402
 
 
@@ -35,7 +35,7 @@ if not _nvvm_works():
     pytest.skip(INSTALL, allow_module_level=True)
 
 ENTRIES = [(f"{module.__name__.rsplit('.', 1)[1]}.{name}[{k}]", pyfunc, argument_types)
-           for module in (copy, indexing, gathering, sorting, sampling, strided)
+           for module in (copy, indexing, gathering, sorting, sampling, strided, tap_sums)
            for k, (name, pyfunc, argument_types) in enumerate(module.KERNELS)]
 
 
@@ -45,6 +45,7 @@ def test_every_module_lists_kernels_it_launches():
     assert {name for name, _, _ in gathering.KERNELS} == {"gather_along", "scatter_add_along", "embedding_rows",
                                                       "embedding_backward_rows"}
     assert {name for name, _, _ in sorting.KERNELS} == {"rank_select", "running_sum"}
+    assert {name for name, _, _ in tap_sums.KERNELS} == {"tap_sum_rows"}
     assert sampling.KERNELS == []  # the draw runs on the host (kernels/sampling.py says why)
     assert strided.KERNELS == []  # views only; listed because statements call its indexed_view
 

@@ -228,6 +228,9 @@ KNOWN_NODE_NAME_DIFFERENCES = {
     "mean-mse_loss": ("MeanBackward0", "MseLossBackward0"),
     # max pooling's double backward: one gather op in jitgrad, a gather and a view in PyTorch.
     "max_pool2d_gather-second-order": ("MaxPool2DGatherBackward0", "ViewBackward0"),
+    # resizing and average pooling: a tap sum per spatial dimension in jitgrad, one kernel in PyTorch.
+    "tap_sum-bicubic": ("TapSumBackward0", "UpsampleBicubic2DBackward0"),
+    "tap_sum-avg_pool2d-overlapping": ("TapSumBackward0", "AvgPool2DBackward0"),
 }
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Callable
 
 from . import (activations, convolution, gathering, indexing, inplace, linalg, losses, pooling, reductions, sampling,
-               shape, sorting)
+               shape, sorting, tap_sums)
 
 Statement = Callable[..., "str | list[str]"]
 
 STATEMENTS: dict[str, Statement] = {name: emit for module in (activations, reductions, linalg, shape, indexing,
                                                               inplace, losses, sampling, gathering, sorting,
-                                                              convolution, pooling)
+                                                              convolution, pooling, tap_sums)
                                     for name, emit in module.STATEMENTS.items()}
 
 __all__ = ["STATEMENTS", "Statement"]
