@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, indexing, linalg, losses, shape
+from . import activations, indexing, linalg, losses, shape, tap_sums
 from .context import Statement
 
 StatementCode = Callable[[Statement], "object"]
 
-STATEMENTS: dict[str, StatementCode] = {name: code for module in (activations, indexing, linalg, losses, shape)
+STATEMENTS: dict[str, StatementCode] = {name: code for module in (activations, indexing, linalg, losses, shape,
+                                                                          tap_sums)
                                         for name, code in module.STATEMENTS.items()}
 
 __all__ = ["STATEMENTS", "Statement", "StatementCode"]

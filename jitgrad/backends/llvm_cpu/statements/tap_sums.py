@@ -1,0 +1,45 @@
+"""``tap_sum``, as the numba CPU backend writes it (``numba_cpu/statements/tap_sums.py``): zeros, then for
+each output row along ``dim`` and each of its taps inside the input, the input row the tap names,
+scaled by its weight, added along the trailing dimensions (the innermost loop, which vectorizes). A
+tap naming the position past the end (a short row's padding) reads nothing, so an ``inf`` or NaN
+reaches only the outputs whose taps read it."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arrays import load, store
+from ..expressions import Value, arithmetic, convert
+from ..function_writer import literal, memory_type
+from .context import Statement
+
+INT64 = np.dtype(np.int64)
+
+
+def tap_sum(s: Statement) -> None:
+    x, index, weight = s.inputs[:3]
+    out, w, dtype, dim = s.out, s.w, s.dtype, s.attrs["dim"]
+    with w.loop(w.product(out.sizes), "zero") as e:
+        w.store(memory_type(dtype), literal(0, dtype), w.element_pointer(dtype, out.pointer, e))
+
+    def trailing(depth: int, leading: list[str], i: str, j: str, scale: Value, rest: list[str]) -> None:
+        if depth == out.rank:
+            target = leading + [i] + rest
+            term = arithmetic(w, "mul", scale, load(w, x, leading + [j] + rest, "x"))
+            store(w, out, target, arithmetic(w, "add", load(w, out, target, "y"), term))
+            return
+        with w.loop(out.sizes[depth], f"k{depth}") as k:
+            trailing(depth + 1, leading, i, j, scale, rest + [k])
+
+    def outer(depth: int, leading: list[str]) -> None:
+        if depth < dim:
+            with w.loop(out.sizes[depth], f"o{depth}") as o:
+                outer(depth + 1, leading + [o])
+            return
+        with w.loop(out.sizes[dim], "row") as i, w.loop(index.sizes[1], "tap") as t:
+            j = convert(w, load(w, index, [i, t], "at"), INT64).name
+            with w.when(w.assign("inside", f"icmp slt i64 {j}, {x.sizes[dim]}"), "read"):
+                trailing(dim + 1, leading, i, j, load(w, weight, [i, t], "weight"), [])
+    outer(0, [])
+
+
+STATEMENTS = {"tap_sum": tap_sum}
