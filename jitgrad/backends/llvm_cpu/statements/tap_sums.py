@@ -1,21 +1,25 @@
 """``tap_sum``, as the numba CPU backend writes it (``numba_cpu/statements/tap_sums.py``): zeros, then for
 each output row along ``dim`` and each of its taps inside the input, the input row the tap names,
-scaled by its weight, added along the trailing dimensions (the innermost loop, which vectorizes). A
-tap naming the position past the end (a short row's padding) reads nothing, so an ``inf`` or NaN
-reaches only the outputs whose taps read it."""
+scaled by its weight, added along the trailing dimensions (the innermost loop, which vectorizes).
+Along the last dimension there are no trailing ones: each output element sums its taps in a register
+instead. A tap naming the position past the end (a short row's padding) reads nothing, so an ``inf``
+or NaN reaches only the outputs whose taps read it."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..arrays import load, store
 from ..expressions import Value, arithmetic, convert
-from ..function_writer import literal, memory_type
+from ..function_writer import literal, memory_type, value_type
 from .context import Statement
 
 INT64 = np.dtype(np.int64)
 
 
 def tap_sum(s: Statement) -> None:
+    if s.attrs["dim"] == s.out.rank - 1:
+        _along_the_last_dimension(s)
+        return
     x, index, weight = s.inputs[:3]
     out, w, dtype, dim = s.out, s.w, s.dtype, s.attrs["dim"]
     with w.loop(w.product(out.sizes), "zero") as e:
@@ -40,6 +44,29 @@ def tap_sum(s: Statement) -> None:
             with w.when(w.assign("inside", f"icmp slt i64 {j}, {x.sizes[dim]}"), "read"):
                 trailing(dim + 1, leading, i, j, load(w, weight, [i, t], "weight"), [])
     outer(0, [])
+
+
+
+def _along_the_last_dimension(s: Statement) -> None:
+    x, index, weight = s.inputs[:3]
+    out, w, dtype = s.out, s.w, s.dtype
+    kind = value_type(dtype)
+    total = w.slot(kind, "total")
+
+    def nest(depth: int, leading: list[str]) -> None:
+        if depth < out.rank - 1:
+            with w.loop(out.sizes[depth], f"o{depth}") as o:
+                nest(depth + 1, leading + [o])
+            return
+        with w.loop(out.sizes[-1], "column") as i:
+            w.store(kind, literal(0, dtype), total)
+            with w.loop(index.sizes[1], "tap") as t:
+                j = convert(w, load(w, index, [i, t], "at"), INT64).name
+                with w.when(w.assign("inside", f"icmp slt i64 {j}, {x.sizes[-1]}"), "read"):
+                    term = arithmetic(w, "mul", load(w, weight, [i, t], "weight"), load(w, x, leading + [j], "x"))
+                    w.store(kind, arithmetic(w, "add", Value(w.load(kind, total, "total"), dtype), term).name, total)
+            store(w, out, leading + [i], Value(w.load(kind, total, "total"), dtype))
+    nest(0, [])
 
 
 STATEMENTS = {"tap_sum": tap_sum}
