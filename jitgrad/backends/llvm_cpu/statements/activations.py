@@ -37,6 +37,13 @@ def softmax(s: Statement, log_of: bool = False) -> None:
             with w.loop(x.sizes[others[depth]], f"row{depth}") as i:
                 rows(depth + 1, {**index, others[depth]: i})
             return
+        if last:
+            row(index)
+            return
+        with w.when(w.assign("filled", f"icmp sgt i64 {n}, 0"), "filled"):  # an empty row has no first element
+            row(index)
+
+    def row(index: dict[int, str]) -> None:
         peak_slot, total_slot = w.slot(kind, "peak"), w.slot(kind, "total")
         w.store(kind, literal(float("-inf"), dtype) if last else load(w, x, at(index, "0"), "x").name, peak_slot)
         with w.loop(n, "k", "0" if last else "1") as k:
