@@ -8,11 +8,11 @@ keep up to date; ``__all__`` names them. Importing this package also attaches th
 from ..autograd.provided import provide
 # Importing a module declares its ops; the in-place methods, which write with the others, come last.
 from . import activations, arithmetic, device_copy, indexing, linalg, losses, math_functions, reductions, sampling, shape  # noqa: I001
-from . import convolution, gathering, pooling, sorting
+from . import convolution, gathering, pooling, sorting, tap_sums
 from . import arithmetic_arguments, einsum, inplace, registry  # composites of the ops above
 # the tier-2 ops (docs/ops.md), composites of the ops above and Functions over numpy/SciPy
 from . import combining, comparisons, compound_math, index_updates, matrix_functions, part_updates, products, scans
-from . import bitwise, statistics
+from . import bitwise, integration, statistics
 from . import special_functions
 from . import inplace_variants, aliases  # noqa: I001 - in-place forms of the ops above, then their other names
 from .losses import nll_loss  # nn.functional's building block

@@ -477,11 +477,14 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 
 
 @public("function", "method")
-def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
-    """``input`` with the order of its elements reversed along ``dims``: a copy, as in PyTorch (a
-    reversed slice would be a view, and a write through it would change ``input``)."""
+def flip(input: Tensor, *positional: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """``input`` with the order of its elements reversed along ``dims`` (a sequence, or each a separate
+    argument as ``Tensor.flip(0, 1)`` takes them): a copy, as in PyTorch (a reversed slice would be a
+    view, and a write through it would change ``input``)."""
+    if positional and dims is not None or not positional and dims is None:
+        raise TypeError("flip() takes its dims once: a sequence, separate integers, or dims=")
     ndim = input._data.ndim
-    named = {wrap_dim(d, ndim, "flip") for d in ((dims,) if isinstance(dims, int) else dims)}
+    named = {wrap_dim(d, ndim, "flip") for d in shape_arg(positional or (dims,))}
     if not ndim or not named:
         return input.clone()
     return input[tuple(slice(None, None, -1) if d in named else slice(None) for d in range(ndim))].clone()
