@@ -1,6 +1,9 @@
 """The integer ops of bits and divisors: ``bitwise_and``, ``bitwise_or``, ``bitwise_xor``, ``bitwise_not``
-(bools too, where they are the logical ops), ``gcd``, ``lcm``, and the ``&``, ``|``, ``^``, ``~`` of
-integer tensors, which are PyTorch's bitwise ops.
+(bools too, where they are the logical ops), the shifts ``bitwise_left_shift`` and
+``bitwise_right_shift`` (arithmetic for signed integers; a shift by the type's width or more, or by a
+negative amount, gives 0, or -1 for a negative number shifted right, as PyTorch's and numpy's), ``gcd``,
+``lcm``, and the ``&``, ``|``, ``^``, ``~``, ``<<``, ``>>`` of integer tensors, which are PyTorch's
+bitwise ops.
 
 They are numpy's on the host, not registry ops: none of the backends' scalar vocabularies has a bit
 operation, so a compiled function calling one runs eagerly (``host_reads.refuse_when_traced``), with a
@@ -58,6 +61,8 @@ OPS = {"bitwise_and": _on_host("bitwise_and", np.bitwise_and, _INTEGERS_AND_BOOL
        "bitwise_or": _on_host("bitwise_or", np.bitwise_or, _INTEGERS_AND_BOOLS),
        "bitwise_xor": _on_host("bitwise_xor", np.bitwise_xor, _INTEGERS_AND_BOOLS),
        "bitwise_not": _on_host("bitwise_not", np.invert, _INTEGERS_AND_BOOLS, arity=1),
+       "bitwise_left_shift": _on_host("bitwise_left_shift", np.left_shift, _INTEGERS_AND_BOOLS),
+       "bitwise_right_shift": _on_host("bitwise_right_shift", np.right_shift, _INTEGERS_AND_BOOLS),
        "gcd": _on_host("gcd", np.gcd, _INTEGERS),
        "lcm": _on_host("lcm", np.lcm, _INTEGERS)}
 for _name, _op in OPS.items():

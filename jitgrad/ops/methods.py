@@ -204,6 +204,9 @@ def _attach() -> None:
         "__xor__": _logical("^", "bitwise_xor", ops.logical_xor),
         "__rxor__": _logical("^", "bitwise_xor", ops.logical_xor),
         "__invert__": _logical("~", "bitwise_not", ops.logical_not), "__neg__": ops.neg, "__abs__": ops.abs,
+        "__lshift__": bitwise_ops["bitwise_left_shift"], "__rshift__": bitwise_ops["bitwise_right_shift"],
+        "__rlshift__": _reversed(bitwise_ops["bitwise_left_shift"]),
+        "__rrshift__": _reversed(bitwise_ops["bitwise_right_shift"]),
         "__getitem__": ops.getitem,
     }
     for name, fn in operators.items():
@@ -211,6 +214,11 @@ def _attach() -> None:
     Tensor.clip_ = inplace.clamp_
     Tensor.__iadd__, Tensor.__isub__ = inplace.add_, inplace.sub_
     Tensor.__imul__, Tensor.__itruediv__, Tensor.__ipow__ = inplace.mul_, inplace.div_, inplace.pow_
+    # in place, as PyTorch's: without them Python rebinds ``x //= 2`` to a new tensor and a tensor held
+    # elsewhere (a list, a buffer) keeps its old values, silently (until 2026-11-28)
+    Tensor.__ifloordiv__, Tensor.__imod__ = Tensor.floor_divide_, Tensor.remainder_
+    Tensor.__iand__, Tensor.__ior__, Tensor.__ixor__ = Tensor.bitwise_and_, Tensor.bitwise_or_, Tensor.bitwise_xor_
+    Tensor.__ilshift__, Tensor.__irshift__ = Tensor.bitwise_left_shift_, Tensor.bitwise_right_shift_
     Tensor.__setitem__ = inplace.setitem
     Tensor.to = _to
     Tensor.cuda = _cuda
