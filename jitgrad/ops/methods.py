@@ -7,6 +7,8 @@ declared.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .. import ops
@@ -141,6 +143,14 @@ def _logical(symbol: str, bitwise: str, op):
     return operator
 
 
+def _contains(self, element) -> bool:
+    """``element in tensor``: whether any element equals it, as PyTorch's (Python's default iterates over
+    the first dimension, whose rows cannot be told true or false)."""
+    if not isinstance(element, (Tensor, numbers.Number)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
+    return bool(ops.eq(self, element).any().item())
+
+
 def _contiguous(self, memory_format=None):  # noqa: ARG001 - accepted as in PyTorch
     """This tensor when its elements lie in row-major order already (as PyTorch returns ``self``),
     else a row-major copy (``CloneBackward0``)."""
@@ -229,6 +239,8 @@ def _attach() -> None:
     Tensor.view = _view
     Tensor.expand_as = _expand_as
     Tensor.contiguous = _contiguous
+    Tensor.__contains__ = _contains
+    Tensor.__pos__ = Tensor.positive
     Tensor.view_as = _view_as
     Tensor.type_as = _type_as
     Tensor.where = _where

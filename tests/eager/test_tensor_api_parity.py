@@ -142,10 +142,14 @@ def test_queries_as_pytorch():
             == (True, False, True)
         assert m.positive(x) is x
         assert (x.is_same_size(m.ones(2, 3)), m.is_same_size(x, m.ones(3, 2))) == (True, False)
+        grid = m.tensor([[1, 2], [3, 4]])   # ``in`` looks at every element (jitgrad's raised until 2026-11-28)
+        assert (3 in grid, 7 in grid, m.tensor([1, 2]) in grid, 2.0 in m.tensor([1.5, 2.0])) == (True, False, True, True)
+        assert (+grid).tolist() == grid.tolist()
 
 
 ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors say
     "M.ones(2).is_nonzero()": "with more than one value is ambiguous",
+    "'a' in M.ones(2)": "Tensor.__contains__ only supports Tensor or scalar",
     "M.ones(0).is_nonzero()": "with no values is ambiguous",
     "M.tensor([True]).positive()": "on a bool tensor is not supported",
     "M.mv(M.ones(2, 3), M.ones(2))": r"size mismatch, got input \(2\), mat \(2x3\), vec \(2\)",
