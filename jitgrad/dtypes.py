@@ -81,11 +81,19 @@ def set_default_dtype(d: dtype) -> None:
     _default_float = d
 
 
+class UnsupportedOperand(TypeError):
+    """An operand of an elementwise op that is neither a tensor nor a number (``None``, a string, a
+    list): PyTorch's ``TypeError``. Until 2026-11-28 numpy read ``None`` as NaN (``x + None`` was NaN
+    everywhere) and a list as an array."""
+
+
 def _category_of_scalar(value) -> int:
     if isinstance(value, (np.bool_, builtins.bool)):
         return _BOOL
     if isinstance(value, (np.integer, numbers.Integral)):
         return _INT
+    if not isinstance(value, (numbers.Number, np.generic)):
+        raise UnsupportedOperand(f"an operand must be a Tensor or a number, not {type(value).__name__}")
     return _FLOAT
 
 

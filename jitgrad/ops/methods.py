@@ -143,6 +143,18 @@ def _logical(symbol: str, bitwise: str, op):
     return operator
 
 
+def _equality(op):
+    """``==``/``!=``: an operand that is neither a tensor nor a number (``x == None``) is Python's
+    identity comparison (False/True), as PyTorch's, rather than the elementwise op's TypeError."""
+    call = caller(op) if isinstance(op, OpDef) else op
+
+    def operator(self, other):
+        if not isinstance(other, (Tensor, numbers.Number, np.generic, np.ndarray)):
+            return NotImplemented
+        return call(self, other)
+    return operator
+
+
 def _contains(self, element) -> bool:
     """``element in tensor``: whether any element equals it, as PyTorch's (Python's default iterates over
     the first dimension, whose rows cannot be told true or false)."""
@@ -206,7 +218,7 @@ def _attach() -> None:
         "__pow__": ops.pow, "__rpow__": _reversed(ops.pow), "__floordiv__": ops.floor_divide,
         "__rfloordiv__": _reversed(ops.floor_divide), "__mod__": ops.remainder,
         "__rmod__": _reversed(ops.remainder), "__matmul__": ops.matmul,
-        "__rmatmul__": _reversed(ops.matmul), "__eq__": ops.eq, "__ne__": ops.ne, "__lt__": ops.lt,
+        "__rmatmul__": _reversed(ops.matmul), "__eq__": _equality(ops.eq), "__ne__": _equality(ops.ne), "__lt__": ops.lt,
         "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge,
         "__and__": _logical("&", "bitwise_and", ops.logical_and),
         "__rand__": _logical("&", "bitwise_and", ops.logical_and),
@@ -241,6 +253,7 @@ def _attach() -> None:
     Tensor.contiguous = _contiguous
     Tensor.__contains__ = _contains
     Tensor.__pos__ = Tensor.positive
+    Tensor.__reversed__ = lambda self: self if self._data.ndim == 0 else ops.flip(self, 0)  # PyTorch's: a tensor
     Tensor.view_as = _view_as
     Tensor.type_as = _type_as
     Tensor.where = _where

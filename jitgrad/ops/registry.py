@@ -31,6 +31,7 @@ import numpy as np
 from ..autograd import forward_ad, grad_mode
 from ..autograd.versions import mark_views
 from ..device import CPU, device_of, is_device_array, to_device
+from ..dtypes import UnsupportedOperand
 from ..device import usage as _devices
 from ..signatures import parameter_names
 from ..tensor import Tensor
@@ -357,6 +358,7 @@ def _op_error(op: OpDef, tensors: tuple, attrs: dict, error: Exception) -> Excep
     args = ", ".join(_describe(t) for t in tensors)
     attr_text = "".join(f", {k}={v!r}" for k, v in attrs.items())
     message = detail or str(error)
-    cls = IndexError if isinstance(error, IndexError) else RuntimeError
+    cls = IndexError if isinstance(error, IndexError) else TypeError if isinstance(error, UnsupportedOperand) \
+        else RuntimeError
     return cls(f"{op.name}({args}{attr_text}): {message}")
 

@@ -144,7 +144,7 @@ def test_queries_as_pytorch():
         assert (x.is_same_size(m.ones(2, 3)), m.is_same_size(x, m.ones(3, 2))) == (True, False)
         grid = m.tensor([[1, 2], [3, 4]])   # ``in`` looks at every element (jitgrad's raised until 2026-11-28)
         assert (3 in grid, 7 in grid, m.tensor([1, 2]) in grid, 2.0 in m.tensor([1.5, 2.0])) == (True, False, True, True)
-        assert (+grid).tolist() == grid.tolist()
+        assert (+grid).tolist() == grid.tolist() and reversed(grid).tolist() == [[3, 4], [1, 2]]
 
 
 ERRORS = {  # expression (``M`` the module): what PyTorch's and jitgrad's errors say
