@@ -12,9 +12,9 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype, half,
                      int, int8, int16, int32, int64, long, set_default_dtype, uint8)
-from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
-                        logspace, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
-                        randn_like, randperm, tensor, zeros, zeros_like)
+from .factories import (arange, as_tensor, empty, empty_like, empty_strided, eye, from_numpy, full, full_like,
+                        linspace, logspace, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                        randn_like, randperm, scalar_tensor, tensor, zeros, zeros_like)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .shapes import Size
 

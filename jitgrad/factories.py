@@ -47,12 +47,26 @@ def _infer(data: Any, dtype: DType) -> np.ndarray:
         array = np.array(data, dtype=target, copy=True)
     else:
         array = np.array(data, dtype=target)
+        if target is None and array.dtype.kind in "uf" and _holds_a_long_integer(data, array):
+            raise ValueError("Overflow when unpacking long long: the data holds an integer outside int64's range; "
+                             "give a floating dtype to store it approximately")
         if target is None and array.dtype == np.float64:
             array = array.astype(dtypes.get_default_dtype().numpy)
         elif target is None and array.dtype.kind in "iu":
             array = array.astype(np.int64)
     dtypes.from_numpy_dtype(array.dtype)
     return array
+
+
+def _holds_a_long_integer(data: Any, array: np.ndarray) -> bool:
+    """Whether Python integers past int64's range made numpy's array uint64, or float64 beside smaller
+    ones (PyTorch's error; a cast would wrap 2**63 to -2**63, a float round it). The elements are read
+    only when some value is that large."""
+    if array.dtype == np.uint64:
+        return bool(array.size) and int(array.max()) >= 2 ** 63
+    if not array.size or not np.abs(array).max() >= 2.0 ** 63:
+        return False
+    return any(type(v) is int and not -2 ** 63 <= v < 2 ** 63 for v in np.array(data, dtype=object).ravel())
 
 
 def tensor(data: Any, dtype: DType = None, device: Device = None, requires_grad: bool = False) -> Tensor:
@@ -64,8 +78,14 @@ def tensor(data: Any, dtype: DType = None, device: Device = None, requires_grad:
 
 
 def as_tensor(data: Any, dtype: DType = None, device: Device = None) -> Tensor:
+    """``data`` as a tensor without a copy where it can be one, as PyTorch's: a tensor itself, a numpy
+    array of the wanted dtype on the CPU shares its memory (``from_numpy``; until 2026-11-28 it was
+    copied, so writes through either were not seen by the other); anything else is copied."""
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or dtypes.as_numpy_dtype(dtype) == data.dtype) \
+            and (device is None or placed(device).type == "cpu"):
+        return from_numpy(data)
     return tensor(data, dtype, device)
 
 
@@ -108,6 +128,29 @@ def empty(*size: int | Sequence[int], dtype: DType = None, device: Device = None
     that ``empty(n).normal_()`` in a compiled function traces the same constant twice (docs/compile.md's
     check that two traces agree would see garbage as a value that changes between calls)."""
     return _finish(np.zeros(_size(size), _float_dtype(dtype)), requires_grad, device=device)
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], dtype: DType = None, device: Device = None,
+                  requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor (zeros, as ``empty``) laid out with ``stride`` (in elements) over one
+    buffer just long enough, as PyTorch's: ``empty_strided((2, 3), (1, 2))`` is column-major."""
+    shape, strides = _size((size,)), tuple(int(s) for s in stride)
+    if len(strides) != len(shape):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(strides)} against {len(shape)}")
+    if any(s < 0 for s in strides):
+        raise RuntimeError("empty_strided: strides must be non-negative")
+    np_dtype = _float_dtype(dtype)
+    length = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    buffer = np.zeros(max(length, 1), np_dtype)
+    data = np.lib.stride_tricks.as_strided(buffer, shape, tuple(s * np_dtype.itemsize for s in strides))
+    return _finish(data, requires_grad, device=device)
+
+
+def scalar_tensor(s: float | int | bool, dtype: DType = None, device: Device = None,
+                  requires_grad: bool = False) -> Tensor:
+    """A 0-d tensor holding ``s``, of the default float dtype unless ``dtype`` (PyTorch's, whatever
+    the number's type)."""
+    return full((), s, dtype=_float_dtype(dtype), device=device, requires_grad=requires_grad)
 
 
 def full(size: Sequence[int], fill_value: float | int | bool, dtype: DType = None, device: Device = None,
@@ -163,7 +206,7 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     return _finish(np.arange(start, end, step, dtype=dtype), requires_grad, device=device)
 
 
