@@ -393,6 +393,26 @@ class Tensor:
         tensor detached is still traced)."""
         return self._alias()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Tensor":
+        """A new leaf with copies of this tensor's values and gradient, as PyTorch's: tensors copied
+        together that shared memory share the copy (a view and its base stay one memory), which
+        Python's default copy of the slots lost (each array copied alone); a tensor with history is
+        PyTorch's error, where the default copied the whole graph behind it."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment. Detach it first (x.detach()) to copy its values.")
+        data, shared = _copied_memory(self._data, memo)
+        copied = type(self)._make(data, self._requires_grad)
+        copied._is_inference = self._is_inference
+        if shared:  # one counter for the memory, as views have (``shared_arrays``)
+            copied._version_counter = shared_counter(data, [0])
+        memo[id(self)] = copied
+        if self._grad is not None:
+            copied._grad = self._grad.__deepcopy__(memo)
+        return copied
+
     def detach_(self) -> "Tensor":
         """Cuts this tensor from the graph in place. Not a view: its base would keep a history that the
         view, changed in place later, no longer joins (PyTorch refuses it too)."""
@@ -435,3 +455,23 @@ autograd_hooks = AutogradHooks()
 
 def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
+
+
+def _copied_memory(data: Any, memo: dict[int, Any]) -> tuple[Any, bool]:
+    """A copy of ``data``, and whether other copies may share its memory: of a numpy array, the same view
+    of one copy of its root array (the last of its ``.base`` chain) made once per deep copy (``memo``),
+    so arrays sharing memory still share it."""
+    if type(data) is not np.ndarray:   # a device array
+        return (data.copy_to_device(data) if hasattr(data, "copy_to_device") else data.copy()), False
+    root = data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.c_contiguous:
+        return data.copy(), False
+    copied = memo.get(id(root))
+    if copied is None:
+        copied = memo[id(root)] = root.copy()
+    if data is root:
+        return copied, True
+    offset = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(data.shape, data.dtype, copied, offset, data.strides), True
