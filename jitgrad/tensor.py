@@ -393,6 +393,18 @@ class Tensor:
         tensor detached is still traced)."""
         return self._alias()
 
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        """Pickled as its values (their root array, which pickle writes once however many tensors view
+        it, and where in it they lie), its class, ``requires_grad`` and device, as PyTorch's: a view
+        or a tensor with history pickles too (it comes back a leaf), where the default pickled the slots
+        and failed on the graph's nodes and the views' functions."""
+        data = self._data if type(self._data) is np.ndarray else to_host(self._data)
+        root, offset = _root_and_offset(data)
+        if root is None:
+            data = root = np.ascontiguousarray(data)
+        return (_unpickled, (type(self), root, offset, data.shape, data.strides, self._requires_grad,
+                             str(self.device)))
+
     def __deepcopy__(self, memo: dict[int, Any]) -> "Tensor":
         """A new leaf with copies of this tensor's values and gradient, as PyTorch's: tensors copied
         together that shared memory share the copy (a view and its base stay one memory), which
@@ -457,21 +469,44 @@ def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 
 
-def _copied_memory(data: Any, memo: dict[int, Any]) -> tuple[Any, bool]:
-    """A copy of ``data``, and whether other copies may share its memory: of a numpy array, the same view
-    of one copy of its root array (the last of its ``.base`` chain) made once per deep copy (``memo``),
-    so arrays sharing memory still share it."""
-    if type(data) is not np.ndarray:   # a device array
-        return (data.copy_to_device(data) if hasattr(data, "copy_to_device") else data.copy()), False
+def _root_and_offset(data: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """The array whose memory ``data`` views (the last ndarray of its ``.base`` chain) and the offset of
+    ``data``'s first element in it, in bytes; None where that root is not C-contiguous (views of it
+    cannot be rebuilt from a copy of it)."""
     root = data
     while isinstance(root.base, np.ndarray):
         root = root.base
     if not root.flags.c_contiguous:
+        return None, 0
+    return root, data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+
+
+def _unpickled(cls: type, root: np.ndarray, offset: int, shape: tuple, strides: tuple, requires_grad: bool,
+               place: str) -> Tensor:
+    """A tensor ``__reduce_ex__`` described, sharing ``root`` (one array per pickle, however many
+    tensors viewed it) and its version counter with the others made from it."""
+    data = root if shape == root.shape and strides == root.strides and not offset \
+        else np.ndarray(shape, root.dtype, root, offset, strides)
+    if place != "cpu":
+        from .device import to_device
+        return cls._make(to_device(np.ascontiguousarray(data)), requires_grad)
+    made = cls._make(data, requires_grad)
+    made._version_counter = shared_counter(data, [0])
+    return made
+
+
+def _copied_memory(data: Any, memo: dict[int, Any]) -> tuple[Any, bool]:
+    """A copy of ``data``, and whether other copies may share its memory: of a numpy array, the same view
+    of one copy of its root array made once per deep copy (``memo``), so arrays sharing memory still
+    share it."""
+    if type(data) is not np.ndarray:   # a device array
+        return (data.copy_to_device(data) if hasattr(data, "copy_to_device") else data.copy()), False
+    root, offset = _root_and_offset(data)
+    if root is None:
         return data.copy(), False
     copied = memo.get(id(root))
     if copied is None:
         copied = memo[id(root)] = root.copy()
     if data is root:
         return copied, True
-    offset = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return np.ndarray(data.shape, data.dtype, copied, offset, data.strides), True
