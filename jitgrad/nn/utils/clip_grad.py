@@ -37,24 +37,43 @@ def _vector_norm(values: Tensor, norm_type: float) -> Tensor:
     return (values.abs() ** norm_type).sum() ** (1.0 / norm_type)
 
 
-def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:  # noqa: ARG001
-    """Scales the gradients so that their total norm (the norm of all of them as one vector) is at
-    most ``max_norm``; returns the total norm before scaling. ``norm_type`` may be ``inf``, ``-inf``
-    or 0. The scale is ``max_norm / (norm + 1e-6)``, capped at 1, as PyTorch's."""
-    grads = _grads(parameters)
-    if not grads:
+def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:  # noqa: ARG001
+    """The ``norm_type`` norm of all of ``tensors`` as one vector (``inf``, ``-inf`` and 0 too): the norm
+    of their norms, as PyTorch's; 0 for none."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else [t for t in tensors if t is not None]
+    if not tensors:
         return tensor(0.0)
     norm_type = float(norm_type)
-    total = _vector_norm(stack([_vector_norm(g, norm_type) for g in grads]), norm_type)
+    total = _vector_norm(stack([_vector_norm(t, norm_type) for t in tensors]), norm_type)
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:  # noqa: ARG001
+    """Scales the gradients in place by ``max_norm / (total_norm + 1e-6)``, capped at 1, as PyTorch's:
+    the second half of ``clip_grad_norm_``, for a norm computed apart (``get_total_norm``)."""
+    grads = _grads(parameters)
+    if not grads:
+        return
     with no_grad():
-        scale = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+        scale = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(scale)
+
+
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Scales the gradients so that their total norm (the norm of all of them as one vector) is at
+    most ``max_norm``; returns the total norm before scaling. ``norm_type`` may be ``inf``, ``-inf``
+    or 0. The scale is ``max_norm / (norm + 1e-6)``, capped at 1, as PyTorch's."""
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
 
 
