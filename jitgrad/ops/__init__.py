@@ -12,7 +12,7 @@ from . import convolution, gathering, pooling, sorting, tap_sums
 from . import arithmetic_arguments, einsum, inplace, registry  # composites of the ops above
 # the tier-2 ops (docs/ops.md), composites of the ops above and Functions over numpy/SciPy
 from . import combining, comparisons, compound_math, index_updates, matrix_functions, part_updates, products, scans
-from . import bitwise, integration, statistics
+from . import bitwise, broadcasting, index_builders, integration, promotion, statistics
 from . import special_functions
 from . import inplace_variants, aliases  # noqa: I001 - in-place forms of the ops above, then their other names
 from .losses import nll_loss  # nn.functional's building block

@@ -16,7 +16,7 @@ from .sorting import sort
 ALIASES = {"arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arccosh": "acosh",
            "arcsinh": "asinh", "arctanh": "atanh", "greater": "gt", "greater_equal": "ge", "less": "lt",
            "less_equal": "le", "not_equal": "ne", "divide_": "div_", "multiply_": "mul_", "subtract_": "sub_",
-           "swapaxes_": "transpose_", "swapdims_": "transpose_"}
+           "swapaxes_": "transpose_", "swapdims_": "transpose_", "concat": "cat", "concatenate": "cat"}
 
 
 def _declare_aliases() -> None:
@@ -28,6 +28,8 @@ def _declare_aliases() -> None:
 
 _declare_aliases()
 declare_public("nelement", Tensor.numel, ("method",))
+declare_public("numel", Tensor.numel, ("function",))   # the methods PyTorch also spells as functions
+declare_public("is_floating_point", Tensor.is_floating_point, ("function",))
 
 
 @public("function", "method")
