@@ -278,7 +278,7 @@ class _Walker:
                         if name != "__builtins__":
                             self.value(item, source.attr("__globals__").entry(name), names)
             else:   # ``ACT = jg.tanh``, rebound to ``jg.sigmoid``: see ``_guarded_by_identity``
-                self.found.guards.append((source, "identity", value))
+                self._library_value(value, source)
         elif kind is types.MethodType:
             self.value(value.__func__, source.attr("__func__"), names)
             self.value(value.__self__, source.attr("__self__"), names)
@@ -317,6 +317,7 @@ class _Walker:
         ``config`` first, and ``config.A``, read by the function itself, went unguarded (a silently
         stale result, in-process and from the warm-start index, before 2026-11-28)."""
         if _library(module.__name__):
+            self._library_module(module, source, names)
             return
         walked = self.module_names.get(id(module))
         if walked is None:
@@ -330,6 +331,27 @@ class _Walker:
         for name in new:
             if name in module.__dict__:
                 self.value(module.__dict__[name], source.attr(name), names)
+
+    def _library_module(self, module: types.ModuleType, source: Source, names: frozenset[str]) -> None:
+        """A library's module (``jitgrad.nn.functional``, ``numpy``, ``os``) is not entered, but the
+        attributes the code names are guarded where they sit: a number or a string by value, a module
+        walked the same way, anything else by identity. A patch between calls (``F.relu = mine``, a test's
+        monkeypatch) ran the program traced with the old function, silently, until 2026-11-29."""
+        walked = self.module_names.setdefault(id(module), set())
+        new = sorted(names - walked)
+        walked.update(new)
+        for name in new:
+            value = module.__dict__.get(name, MISSING)
+            if value is MISSING:
+                continue
+            if type(value) is types.ModuleType or type(value) in SCALAR_TYPES:
+                self.value(value, source.attr(name), names)
+            else:
+                self._library_value(value, source.attr(name))
+
+    def _library_value(self, value: Any, source: Source) -> None:
+        """A library's function, class or object, guarded by identity and not entered."""
+        self.found.guards.append((source, "identity", value))
 
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
@@ -358,7 +380,7 @@ class _Walker:
     def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
         wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
         if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
-            self.found.guards.append((source, "identity", value))
+            self._library_value(value, source)
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
             return
