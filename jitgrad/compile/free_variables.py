@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import dis
 import functools
+import os
 import random
 import sys
 import types
@@ -145,6 +146,11 @@ class FreeVariables:
 
 
 MISSING = object()  # a global the code names that does not exist (yet): a side effect may create it
+# What reads the process's environment variables: a function reaching one is guarded by the whole
+# environment (``guards.environment``), which the trace bakes into the graph (``float(os.environ["S"])``).
+_ENVIRONMENT_READERS = tuple(r for r in (os.environ, getattr(os, "environb", None), os.getenv,
+                                         getattr(os, "getenvb", None)) if r is not None)
+_ENVIRONMENT = Source("global", vars(os), "environ")
 
 
 class _Walker:
@@ -350,8 +356,11 @@ class _Walker:
                 self._library_value(value, source.attr(name))
 
     def _library_value(self, value: Any, source: Source) -> None:
-        """A library's function, class or object, guarded by identity and not entered."""
+        """A library's function, class or object, guarded by identity and not entered; one that reads
+        the process's environment (``os.environ``, ``os.getenv``) also by the environment's contents."""
         self.found.guards.append((source, "identity", value))
+        if any(value is reads for reads in _ENVIRONMENT_READERS):
+            self.found.guards.append((_ENVIRONMENT, "environment", None))
 
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)

@@ -35,7 +35,7 @@ from .sources import Source, reader
 _PLAIN = (int, float, bool, str, type(None))
 # Free-variable guard kinds: the reader's expression for each.
 _READERS = {"tensor": "{0}", "array": "{0}", "number": "{0}", "value": "_value({0})", "identity": "id({0})",
-            "length": "len({0})", "keys": "tuple({0})"}
+            "length": "len({0})", "keys": "tuple({0})", "environment": "_environment({0})"}
 HEADER = 3   # grad mode, default dtype, the arguments' spec
 # The largest numpy array guarded by value (its bytes are copied and hashed at every call); a function
 # reading a larger one, or one of Python objects, runs eagerly (``array_contents``).
@@ -113,6 +113,21 @@ def value_descriptor(value: Any) -> Any:
     return ("object", id(value))
 
 
+def environment(variables: Any) -> tuple:
+    """``os.environ`` as a guard compares it: every variable, in order. A function that reads one
+    (``float(os.environ["SCALE"])``, ``os.getenv``) bakes its value into the graph, and the name it reads
+    may be computed, so any change recompiles (until 2026-11-29 none did: a silently stale result)."""
+    data = getattr(variables, "_data", None)   # CPython's own encoded copy: no decoding at every call
+    return ("environment", tuple(data.items() if isinstance(data, dict) else variables.items()))
+
+
+def _environment_change(label: str, old: tuple, new: tuple) -> str:
+    before, after = dict(old[1]), dict(new[1])
+    names = sorted({k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}) or ["(their order)"]
+    shown = ", ".join(n.decode(errors="replace") if isinstance(n, bytes) else str(n) for n in names[:3])
+    return f"{label}: environment variables changed: {shown}"
+
+
 class FreeGuards:
     """The free variables a compiled function guards or reads, over all its traces (only ever
     growing), and one generated ``read(args, kwargs)`` returning their current values or descriptors."""
@@ -142,7 +157,8 @@ class FreeGuards:
         if not self.entries:
             return ()
         if self._read is None:
-            self._read = reader([(s, _READERS[k]) for s, k in self.entries], {"_value": value_descriptor})
+            self._read = reader([(s, _READERS[k]) for s, k in self.entries],
+                                {"_value": value_descriptor, "_environment": environment})
         return self._read(args, kwargs)
 
     def kinds(self) -> FreeKinds:
@@ -281,6 +297,10 @@ def _is_array_descriptor(value: Any) -> bool:
     return isinstance(value, tuple) and len(value) == 4 and value[0] == "array"
 
 
+def _is_environment(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and value[0] == "environment"
+
+
 def _array_change(label: str, old: tuple, new: tuple) -> str:
     (_, s0, d0, _), (_, s1, d1, _) = old, new
     if s0 != s1 or d0 != d1:
@@ -325,6 +345,8 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str], ignore: fro
             reasons.append(_tensor_change(label, a, b))
         elif _is_array_descriptor(a) and _is_array_descriptor(b):
             reasons.append((_array_change(label, a, b), False))
+        elif _is_environment(a) and _is_environment(b):
+            reasons.append((_environment_change(label, a, b), False))
         else:
             if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 2 and a[0] is b[0] \
                     and a[0] in (int, float):
@@ -349,5 +371,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
+           "distance", "environment", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
            "value_descriptor"]

@@ -3,6 +3,8 @@ process's environment, a library's mutable objects) is guarded: a change between
 and each call matches the same code run eagerly."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import jitgrad as jg
@@ -22,3 +24,21 @@ def test_a_library_function_patched_between_calls_recompiles(monkeypatch):
     monkeypatch.setattr(F, "relu", jg.sigmoid)
     np.testing.assert_array_equal(compiled(x).numpy(), relu_of(x).numpy())
     assert "global 'F.relu'" in compiled.log[-1]
+
+
+def scaled_by_environment(x):
+    return x * float(os.environ.get("JITGRAD_TEST_SCALE", "1")) + float(os.getenv("JITGRAD_TEST_SHIFT", "0"))
+
+
+def test_an_environment_variable_changed_between_calls_recompiles(monkeypatch):
+    """The trace bakes what it reads from ``os.environ`` into the graph: a changed variable ran the old
+    value, silently, until 2026-11-29."""
+    x = jg.tensor([1.0, 2.0])
+    monkeypatch.setenv("JITGRAD_TEST_SCALE", "2")
+    compiled = jg.compile(scaled_by_environment, cache=False)
+    for name, value in [(None, None), ("JITGRAD_TEST_SCALE", "3"), ("JITGRAD_TEST_SHIFT", "1")]:
+        if name:
+            monkeypatch.setenv(name, value)
+        np.testing.assert_array_equal(compiled(x).numpy(), scaled_by_environment(x).numpy())
+    assert "environment variables changed: JITGRAD_TEST_SHIFT" in compiled.log[-1]
+    assert len(compiled.programs) == 3
