@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor
-from .guards import array_contents, unguarded_array
+from .guards import array_contents, typed_keys, unguarded_array
 from .sources import Source
 
 MAX_VALUES = 5000
@@ -245,7 +245,11 @@ class _Walker:
                 self.value(item, source.item(i), names)
         elif isinstance(value, dict):  # OrderedDict, defaultdict, Counter and the user's subclasses too
             self.found.guards.append((source, "identity", value))
-            self.found.guards.append((source, "keys", tuple(value)))
+            # keys equal to Python but not to the code (``1``, ``1.0``, ``True``; ``0.0``, ``-0.0``) by type
+            # and spelling: until 2026-11-29 a dict keyed by ``1.0`` ran the program traced for ``1``
+            keys = tuple(value)
+            typed = not all(type(k) is str for k in keys)
+            self.found.guards.append((source, "typed keys" if typed else "keys", typed_keys(keys) if typed else keys))
             self.found.snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
             runtime = getattr(kind, "runtime_numbers", frozenset())
             for key, item in value.items():

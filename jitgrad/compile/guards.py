@@ -35,7 +35,8 @@ from .sources import Source, reader
 _PLAIN = (int, float, bool, str, type(None))
 # Free-variable guard kinds: the reader's expression for each.
 _READERS = {"tensor": "{0}", "array": "{0}", "number": "{0}", "value": "_value({0})", "identity": "id({0})",
-            "length": "len({0})", "keys": "tuple({0})", "environment": "_environment({0})"}
+            "length": "len({0})", "keys": "tuple({0})", "typed keys": "_typed_keys({0})",
+            "environment": "_environment({0})"}
 HEADER = 3   # grad mode, default dtype, the arguments' spec
 # The largest numpy array guarded by value (its bytes are copied and hashed at every call); a function
 # reading a larger one, or one of Python objects, runs eagerly (``array_contents``).
@@ -83,6 +84,24 @@ def unguarded_array(array: np.ndarray, where: str) -> str:
             "a compiled call reads afresh")
 
 
+def typed_keys(keys: Any) -> tuple:
+    """Dict keys or set items as a guard compares them: each plain value by its type and ``repr``
+    (equal numbers of other types, ``0.0`` and ``-0.0``, are other keys to the code that reads them),
+    tuples item by item, anything else as it is."""
+    return tuple(_typed(k) for k in keys)
+
+
+def _typed(key: Any) -> Any:
+    kind = type(key)
+    if kind is str:
+        return key
+    if kind is tuple:
+        return (tuple, typed_keys(key))
+    if kind in _PLAIN or kind is complex or kind is bytes:
+        return (kind, repr(key))
+    return key
+
+
 def value_descriptor(value: Any) -> Any:
     """Descriptor of a non-tensor leaf or free value: type and value for plain values and hashable
     objects that define equality, shape, dtype and values for an array, identity for the rest."""
@@ -102,8 +121,9 @@ def value_descriptor(value: Any) -> Any:
     if kind is set or kind is frozenset:
         # by its items (the walk guards only sets of plain values; an identity would miss an add), in the
         # order a loop visits them: equal sets can differ in it (``{1, 9}`` and ``{9, 1}``), and the
-        # trace bakes it in (until 2026-11-28 one ran the other's program, silently)
-        return (kind, tuple(value))
+        # trace bakes it in (until 2026-11-28 one ran the other's program, silently); and by their types
+        # (until 2026-11-29 ``{1.0, 2}`` ran the program traced for ``{1, 2}``)
+        return (kind, typed_keys(value))
     if kind.__eq__ is not object.__eq__:
         try:
             hash(value)
@@ -158,7 +178,8 @@ class FreeGuards:
             return ()
         if self._read is None:
             self._read = reader([(s, _READERS[k]) for s, k in self.entries],
-                                {"_value": value_descriptor, "_environment": environment})
+                                {"_value": value_descriptor, "_environment": environment,
+                                 "_typed_keys": typed_keys})
         return self._read(args, kwargs)
 
     def kinds(self) -> FreeKinds:
@@ -310,9 +331,27 @@ def _array_change(label: str, old: tuple, new: tuple) -> str:
             "memory) to change values without recompiling")
 
 
+def _spelled(key: Any) -> str:
+    """A key of ``typed_keys`` as the code spells it."""
+    if type(key) is tuple and len(key) == 2 and key[0] is tuple:
+        return "(" + ", ".join(_spelled(k) for k in key[1]) + ("," if len(key[1]) == 1 else "") + ")"
+    if type(key) is tuple and len(key) == 2 and isinstance(key[0], type) and type(key[1]) is str:
+        return key[1]
+    return repr(key)
+
+
+def _are_typed_keys(keys: Any) -> bool:
+    return isinstance(keys, tuple) and bool(keys) and all(
+        type(k) is str or type(k) is tuple and len(k) == 2 and isinstance(k[0], type) for k in keys)
+
+
 def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
         return f"a run-time {value[0].__name__}"
+    if isinstance(value, tuple) and len(value) == 2 and value[0] in (set, frozenset):
+        return "{" + ", ".join(_spelled(k) for k in value[1]) + "}"
+    if _are_typed_keys(value):   # a dict's keys
+        return "keys [" + ", ".join(_spelled(k) for k in value) + "]"
     if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[0], type):   # (3: -0.0)
         return repr(value[1])
     if isinstance(value, tuple) and value and value[0] == "object":
@@ -371,5 +410,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "environment", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
+           "distance", "environment", "typed_keys", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
            "value_descriptor"]

@@ -42,3 +42,34 @@ def test_an_environment_variable_changed_between_calls_recompiles(monkeypatch):
         np.testing.assert_array_equal(compiled(x).numpy(), scaled_by_environment(x).numpy())
     assert "environment variables changed: JITGRAD_TEST_SHIFT" in compiled.log[-1]
     assert len(compiled.programs) == 3
+
+
+KEYED = {1: 2.0}
+ITEMS = {1, 2}
+
+
+def branch_on_key_types(x):
+    ints = type(next(iter(KEYED))) is int and all(type(v) is int for v in ITEMS)
+    return x * (3.0 if ints else 4.0) / next(iter(KEYED))
+
+
+def rekey(container, key):
+    container.clear()
+    container.update({key: 2.0} if isinstance(container, dict) else {key, 2})
+
+
+def test_dict_keys_and_set_items_equal_but_of_another_type_recompile(monkeypatch):
+    """``1``, ``1.0`` and ``True`` (and ``0.0``, ``-0.0``) are one key to a dict but not to the code
+    reading it: a global dict rekeyed in place by ``1.0``, or a set holding it, ran the program traced
+    for ``1`` until 2026-11-29 (arguments were fixed the day before)."""
+    x = jg.tensor([1.0, 2.0])
+    compiled = jg.compile(branch_on_key_types, cache=False)
+    try:
+        for container, key in [(None, None), (ITEMS, 1.0), (KEYED, 1.0), (KEYED, 0.0), (KEYED, -0.0)]:
+            if container is not None:
+                rekey(container, key)
+            np.testing.assert_array_equal(compiled(x).numpy(), branch_on_key_types(x).numpy())
+    finally:
+        rekey(KEYED, 1)
+        rekey(ITEMS, 1)
+    assert "global 'KEYED': value was keys [0.0], now keys [-0.0]" in compiled.log[-1]
