@@ -29,6 +29,7 @@ that says so, rather than with guards that would miss a change.
 """
 from __future__ import annotations
 
+import array
 import collections
 import dis
 import functools
@@ -50,7 +51,9 @@ _LIBRARIES = frozenset({"numpy", "numba", "scipy", "torch", "jax", "jaxlib", "ll
                         "_pytest", "pytest", "hypothesis"}) | frozenset(sys.stdlib_module_names)
 # jitgrad's packages whose objects hold the user's data: a model's tensors, an optimizer's settings.
 _USER_FACING_PACKAGES = ("jitgrad.nn", "jitgrad.optim")
-_RECORD_CLASSES = frozenset({("types", "SimpleNamespace"), ("argparse", "Namespace")})
+# (and ``threading.local()``, whose attributes a call reads as its own thread's: until 2026-11-29 a value
+# set there between calls ran the old program)
+_RECORD_CLASSES = frozenset({("types", "SimpleNamespace"), ("argparse", "Namespace"), ("_thread", "_local")})
 
 
 def _library(module_name: str | None) -> bool:
@@ -213,7 +216,7 @@ class _Walker:
                 self.visited.add(id(value))
                 self.found.snapshots.append(Snapshot(source, "array", value, None, value.copy()))
             return
-        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype, bytearray, memoryview)):
+        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype, bytearray, memoryview, array.array)):
             self.found.guards.append((source, "value", value))
             return
         if self.found.unguardable is not None:

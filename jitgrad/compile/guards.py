@@ -20,6 +20,7 @@ structural changed (a *recompile*).
 """
 from __future__ import annotations
 
+import array
 import math
 from typing import Any, Callable, Sequence
 
@@ -118,6 +119,8 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is bytearray or kind is memoryview:   # by their bytes: mutable, so an identity would miss a write
         return (kind, value.tobytes() if kind is memoryview else bytes(value))
+    if kind is array.array:   # as a bytearray (until 2026-11-29 by identity: ``a[0] = 4.0`` ran the old program)
+        return (kind, (value.typecode, value.tobytes()))
     if kind is set or kind is frozenset:
         # by its items (the walk guards only sets of plain values; an identity would miss an add), in the
         # order a loop visits them: equal sets can differ in it (``{1, 9}`` and ``{9, 1}``), and the
@@ -348,6 +351,8 @@ def _are_typed_keys(keys: Any) -> bool:
 def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
         return f"a run-time {value[0].__name__}"
+    if isinstance(value, tuple) and len(value) == 2 and value[0] is array.array:
+        return repr(array.array(*value[1]))
     if isinstance(value, tuple) and len(value) == 2 and value[0] in (set, frozenset):
         return "{" + ", ".join(_spelled(k) for k in value[1]) + "}"
     if _are_typed_keys(value):   # a dict's keys

@@ -3,7 +3,9 @@ process's environment, a library's mutable objects) is guarded: a change between
 and each call matches the same code run eagerly."""
 from __future__ import annotations
 
+import array
 import os
+import threading
 
 import numpy as np
 
@@ -73,3 +75,24 @@ def test_dict_keys_and_set_items_equal_but_of_another_type_recompile(monkeypatch
         rekey(KEYED, 1)
         rekey(ITEMS, 1)
     assert "global 'KEYED': value was keys [0.0], now keys [-0.0]" in compiled.log[-1]
+
+
+SETTINGS = threading.local()
+TABLE = array.array("d", [2.0])
+
+
+def scaled_by_library_objects(x):
+    return x * SETTINGS.scale * TABLE[0]
+
+
+def test_values_kept_in_a_thread_local_or_an_array_array_are_guarded():
+    """A ``threading.local()`` (per-thread settings) and an ``array.array`` are a library's objects, which
+    the walk guarded by identity alone: a value set in them between calls ran the old program until
+    2026-11-29."""
+    x = jg.tensor([1.0, 2.0])
+    SETTINGS.scale = 2.0
+    compiled = jg.compile(scaled_by_library_objects, cache=False)
+    for change in [lambda: None, lambda: setattr(SETTINGS, "scale", 3.0), lambda: TABLE.__setitem__(0, 5.0)]:
+        change()
+        np.testing.assert_array_equal(compiled(x).numpy(), scaled_by_library_objects(x).numpy())
+    assert "global 'TABLE': value was array('d', [2.0]), now array('d', [5.0])" in compiled.log[-1]
