@@ -129,8 +129,9 @@ class Snapshot:
 class FreeVariables:
     """What a function can reach: the tensors and arrays (by id, with every source each was found at),
     the guards ``(source, kind, value then)``, the snapshots of mutable places, why what it reads cannot
-    be guarded (``unguardable``: too many values...), and ``objects``, the tensors and arrays above by
-    id, kept alive."""
+    be guarded (``unguardable``: too many values...), ``objects``, the tensors and arrays above by
+    id, kept alive, and ``calls_type``, the name of a function reached whose code calls ``type()``,
+    which names a symbolic number's own class (``fx.numbers``), not the number's."""
 
     def __init__(self) -> None:
         self.tensors: dict[int, list[Source]] = {}
@@ -139,6 +140,7 @@ class FreeVariables:
         self.snapshots: list[Snapshot] = []
         self.unguardable: str | None = None
         self.objects: dict[int, Any] = {}
+        self.calls_type: str | None = None   # the first user function whose code calls the builtin ``type``
 
     def sources_of(self, value: Any) -> list[Source] | None:
         table = self.tensors if isinstance(value, Tensor) else self.arrays
@@ -183,6 +185,8 @@ class _Walker:
             self.value(value, source, names)
         module_globals = fn.__globals__
         read = global_names(code)
+        if "type" in read and "type" not in module_globals and self.found.calls_type is None:
+            self.found.calls_type = getattr(fn, "__qualname__", "a function")
         if read & _READ_ANY_GLOBAL:   # ``globals()["scale"]``, ``eval("scale")``: any global may be read
             read = read | {name for name in module_globals if name != "__builtins__"}
         for name in sorted(read):

@@ -93,6 +93,7 @@ def test_a_number_the_backward_of_a_loss_compares_stays_a_run_time_input():
     lambda x, s: x * (2.0 if isinstance(s, float) else 3.0),   # its type, through isinstance
     lambda x, s: x * (2.0 if s.is_integer() else 3.0),         # a method of the number
     lambda x, s: x * divmod(s, 0.3)[0] + divmod(s, 0.3)[1],    # divmod, recorded as // and %
+    lambda x, s: x * (2.0 if type(s) is float else 3.0),       # type(), until 2026-11-29 the other branch
 ])
 def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
     def f(x, s):
