@@ -50,7 +50,7 @@ from .derivative_templates import DerivativeTemplates
 from .graph import Graph, format_arg, tensor_meta
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
-from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
+from .numbers import NUMBER_OPS, NumberOp, Specialize, SymbolicNumber, number_meta, values_of
 from .traced_tensor import TracedTensor, TraceError, conversion_error, traced_class
 from .user_lines import user_line
 
@@ -338,6 +338,21 @@ class Tracer:
         self.predicates.append((node, value, user_line()))
         return value
 
+    def _fit_integers(self, numbers: list[SymbolicNumber], args: tuple, output: Any) -> None:
+        """An int run-time number an op reads beside an integer tensor narrower than int64 (or unsigned)
+        is converted to its dtype, where eager raises ``OverflowError`` for a value out of its range and a
+        kernel wraps it around (``int8 + 300`` gave 45, ``int8 == 300`` False). The range is recorded as
+        two predicates, true here, so that a call out of it traces again and meets eager's error (until
+        2026-11-29 such a call returned the wrapped result, silently)."""
+        outputs = output if isinstance(output, tuple) else (output,)
+        dtypes = {t._data.dtype for t in (*args, *outputs) if isinstance(t, Tensor)}
+        for dtype in sorted(dtypes, key=str):
+            if dtype.kind == "u" or dtype.kind == "i" and dtype.itemsize < 8:
+                bounds = np.iinfo(dtype)
+                for number in numbers:
+                    self.predicate(NUMBER_OPS["number_ge"], (number, int(bounds.min)))
+                    self.predicate(NUMBER_OPS["number_le"], (number, int(bounds.max)))
+
     def specialize(self, number: SymbolicNumber, operation: str) -> None:
         """``number`` is needed as a Python value: remembered, then raised as ``Specialize``."""
         self.specialized |= number.roots
@@ -451,6 +466,9 @@ class Tracer:
         node_of = self.node_of
         node = self.call(op, tuple([node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
+        numbers = [a for a in args if type(a) is SymbolicNumber and type(a.value) is int]
+        if numbers:
+            self._fit_integers(numbers, args, output)
         if self.record_lines:
             line = self.backward_line or user_line()
             if line is not None:
