@@ -49,7 +49,10 @@ class NumberOp:
         return self.fn(*args)
 
     def source(self, operands: list[str]) -> str:
-        """Python source applying the operation to ``operands`` (source texts)."""
+        """Python source applying the operation to ``operands`` (source texts), each in parentheses
+        unless it is a name: a negative literal base read ``-2.0 ** v`` as ``-(2.0 ** v)``, so
+        ``(-2.0) ** v`` gave -4.0 at ``v = 2.0``, silently, until 2026-11-29."""
+        operands = [o if o.isidentifier() else f"({o})" for o in operands]
         if len(operands) == 1:
             return f"abs({operands[0]})" if self.name == "number_abs" else f"({self.symbol}{operands[0]})"
         return f"({operands[0]} {self.symbol} {operands[1]})"

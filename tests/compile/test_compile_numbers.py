@@ -104,6 +104,15 @@ def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
         assert_close(compiled(x, s), f(x, s))
 
 
+def test_a_negative_constant_raised_to_a_run_time_power_keeps_its_sign():
+    """The prelude's source read ``(-2.0) ** t`` as ``-2.0 ** t``, that is ``-(2.0 ** t)``: -4.0 at
+    ``t = 2.0``, silently, until 2026-11-29."""
+    compiled = jg.compile(lambda x, t: x * (-2.0) ** t + (-1) ** (t * 2.0), dynamic=True, cache=False)
+    x = data()
+    for t in (2.0, 3.0):
+        assert_close(compiled(x, t), x * (-2.0) ** t + (-1) ** (t * 2.0))
+
+
 def test_a_loss_scaled_by_a_run_time_number_compiles_its_gradient():
     """The gradient of ``loss * scale`` starts as ``1 * scale``, which simplify_algebra took for
     ``scale``, a Python number a reshape cannot take: until 2026-11-28 the call that made ``scale``
