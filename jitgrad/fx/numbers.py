@@ -103,7 +103,22 @@ class SymbolicNumber(SymbolicValue):
                 return NotImplemented
         if name == "number_pow" and all(isinstance(_value(o), int) for o in operands):
             self.recorder.specialize(self, "an integer power of an integer")  # int or float: by value
+        if name == "number_pow" and type(_value(operands[1])) is not int:
+            self._real_power(*operands)
         return self.recorder.number_op(NUMBER_OPS[name], operands)
+
+    def _real_power(self, base: Any, exponent: Any) -> None:
+        """``base ** exponent`` is complex in Python for a negative base and an exponent that is not a
+        whole number (``(1 - t / T) ** 0.5`` past ``T``), where eager's tensor op then raises; a kernel
+        took its real part, silently, until 2026-11-29. The sign of the base (and, for a negative one,
+        whether the exponent is whole) is recorded as predicates, so a call that changes them traces
+        again."""
+        if isinstance(base, SymbolicNumber):
+            negative = self.recorder.predicate(NUMBER_OPS["number_lt"], (base, 0))
+        else:
+            negative = base < 0
+        if negative and isinstance(exponent, SymbolicNumber):
+            self.recorder.predicate(NUMBER_OPS["number_eq"], (exponent % 1, 0))
 
     def __add__(self, other): return self._apply("number_add", self, other)       # noqa: E704
     def __radd__(self, other): return self._apply("number_add", other, self)      # noqa: E704

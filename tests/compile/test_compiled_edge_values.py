@@ -208,6 +208,19 @@ def test_a_run_time_integer_out_of_a_narrow_tensors_range_raises_as_eagerly(monk
             assert [t.tolist() for t in step(a, b, n)] == want, n
 
 
+def test_a_run_time_power_that_python_makes_complex_raises_as_eagerly(monkeypatch):
+    """``(1 - t / 10) ** 0.5`` is a complex number in Python past ``t = 10``, which eager's tensor op
+    refuses; the kernel took its real part, silently, until 2026-11-29."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    decay = jg.compile(lambda x, t: x * (1 - t / 10) ** 0.5, dynamic=True, cache=False)
+    x = jg.tensor(np.array([1.0, 2.0]))
+    assert decay(x, 1).tolist() == (x * 0.9 ** 0.5).tolist()
+    with pytest.raises(RuntimeError):
+        x * (1 - 12 / 10) ** 0.5
+    with pytest.raises(RuntimeError):
+        decay(x, 12)
+
+
 # ---- op lowerings that were wrong at the edges of their domain (the fix was the op's or the vocabulary's) ---
 def _on(compiled_edges, backend):
     if compiled_edges[0] != backend:
