@@ -338,14 +338,18 @@ class Tracer:
         self.predicates.append((node, value, user_line()))
         return value
 
-    def _fit_integers(self, numbers: list[SymbolicNumber], args: tuple, output: Any) -> None:
+    def _fit_integers(self, op: OpDef, numbers: list[SymbolicNumber], args: tuple, output: Any) -> None:
         """An int run-time number an op reads beside an integer tensor narrower than int64 (or unsigned)
         is converted to its dtype, where eager raises ``OverflowError`` for a value out of its range and a
         kernel wraps it around (``int8 + 300`` gave 45, ``int8 == 300`` False). The range is recorded as
         two predicates, true here, so that a call out of it traces again and meets eager's error (until
-        2026-11-29 such a call returned the wrapped result, silently)."""
+        2026-11-29 such a call returned the wrapped result, silently). So is the sign of an exponent of
+        an integer tensor (eager refuses ``int32 ** -1``, a kernel gave 0 or 1)."""
         outputs = output if isinstance(output, tuple) else (output,)
         dtypes = {t._data.dtype for t in (*args, *outputs) if isinstance(t, Tensor)}
+        if op.name == "pow" and len(args) == 2 and isinstance(args[0], Tensor) and args[0]._data.dtype.kind in "iu" \
+                and args[1] is numbers[0]:
+            self.predicate(NUMBER_OPS["number_ge"], (args[1], 0))
         for dtype in sorted(dtypes, key=str):
             if dtype.kind == "u" or dtype.kind == "i" and dtype.itemsize < 8:
                 bounds = np.iinfo(dtype)
@@ -468,7 +472,7 @@ class Tracer:
                          dict(attrs), output)
         numbers = [a for a in args if type(a) is SymbolicNumber and type(a.value) is int]
         if numbers:
-            self._fit_integers(numbers, args, output)
+            self._fit_integers(op, numbers, args, output)
         if self.record_lines:
             line = self.backward_line or user_line()
             if line is not None:

@@ -113,6 +113,18 @@ def test_a_negative_constant_raised_to_a_run_time_power_keeps_its_sign():
         assert_close(compiled(x, t), x * (-2.0) ** t + (-1) ** (t * 2.0))
 
 
+def test_a_negative_run_time_exponent_of_an_integer_tensor_traces_again():
+    """Eager refuses an integer tensor to a negative integer power; numba's kernel gave 0 and 1, silently,
+    until 2026-11-29. The exponent's sign is a predicate, so such a call traces again and raises eager's
+    error (here on the interpreter backend, which would raise anyway: the log shows the predicate)."""
+    power = jg.compile(lambda c, n: c ** n, dynamic=True, cache=False)
+    c = jg.tensor(np.array([1, 2], dtype=np.int32))
+    assert power(c, 3).tolist() == [1, 8]
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        power(c, -1)
+    assert "a comparison of run-time numbers changed" in power.log[-1], power.log
+
+
 def test_a_loss_scaled_by_a_run_time_number_compiles_its_gradient():
     """The gradient of ``loss * scale`` starts as ``1 * scale``, which simplify_algebra took for
     ``scale``, a Python number a reshape cannot take: until 2026-11-28 the call that made ``scale``
