@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import array
 import collections
+import collections.abc
 import dis
 import functools
 import os
@@ -101,6 +102,8 @@ _READ_ANY_GLOBAL = frozenset({"globals", "eval", "exec"})
 # (``"{0.scale}".format(config)`` reads an attribute named in a string too.)
 _READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "__getattribute__", "eval", "exec", "format",
                                  "format_map"})
+# Names whose use moves an iterator the walk reaches (``next(SCHEDULE)``, ``gen.send(v)``).
+_ADVANCES_ITERATORS = frozenset({"next", "__next__", "send"})
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
 
 
@@ -401,6 +404,14 @@ class _Walker:
         wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
         if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
             self._library_value(value, source)
+            if names & _ADVANCES_ITERATORS and isinstance(value, collections.abc.Iterator) \
+                    and self.found.unguardable is None:
+                # ``lr = next(SCHEDULE)``: a trace bakes the value in, and no guard sees the position move
+                # (until 2026-11-29 an iterator yielding the same value twice, as the two traces read it,
+                # ran that value at every call, silently: ``iter([0.1] * 5 + [0.01] * 95)``)
+                self.found.unguardable = (f"it reads {source.describe()}, a {kind.__name__} whose position no "
+                                          "guard sees and a compiled call would not move; pass the values it "
+                                          "yields as arguments")
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
             return

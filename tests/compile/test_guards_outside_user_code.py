@@ -6,11 +6,14 @@ from __future__ import annotations
 import array
 import os
 import threading
+import types
 
 import numpy as np
+import pytest
 
 import jitgrad as jg
 import jitgrad.nn.functional as F
+from jitgrad.compile import CompileWarning
 
 
 def relu_of(x):
@@ -96,3 +99,19 @@ def test_values_kept_in_a_thread_local_or_an_array_array_are_guarded():
         change()
         np.testing.assert_array_equal(compiled(x).numpy(), scaled_by_library_objects(x).numpy())
     assert "global 'TABLE': value was array('d', [2.0]), now array('d', [5.0])" in compiled.log[-1]
+
+
+def test_a_function_moving_an_iterator_it_reaches_runs_eagerly():
+    """``lr = next(SCHEDULE)``: both traces read 0.1 and agreed, so the program ran 0.1 at every call and
+    never moved the iterator (until 2026-11-29, silently). The function now runs eagerly, and is not
+    traced at all: the traces no longer consume two values."""
+    x = jg.tensor([1.0, 2.0])
+    eager_schedule, compiled_schedule = iter([0.5] * 3 + [0.25] * 2), iter([0.5] * 3 + [0.25] * 2)
+    namespace = {}
+    exec("def step(x):\n    return x * next(SCHEDULE)", namespace)
+    eager = types.FunctionType(namespace["step"].__code__, {"SCHEDULE": eager_schedule})
+    compiled = jg.compile(types.FunctionType(namespace["step"].__code__, {"SCHEDULE": compiled_schedule}),
+                          cache=False)
+    with pytest.warns(CompileWarning, match="whose position no guard sees"):
+        results = [compiled(x).tolist() for _ in range(5)]
+    assert results == [eager(x).tolist() for _ in range(5)]
