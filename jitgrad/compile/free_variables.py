@@ -401,7 +401,7 @@ class _Walker:
             self.value(attribute, source.attr(name), names)
 
     def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
-        wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
+        wrapped = _attribute(value, "__wrapped__")  # functools.wraps (a compiled function, a decorator)
         if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
             self._library_value(value, source)
             if names & _ADVANCES_ITERATORS and isinstance(value, collections.abc.Iterator) \
@@ -417,15 +417,26 @@ class _Walker:
             return
         self.found.guards.append((source, "identity", value))
         self.value(kind, source.attr("__class__"), names)
-        attributes = getattr(value, "__dict__", None)
+        attributes = _attribute(value, "__dict__")
         if isinstance(attributes, dict):
             self.found.snapshots.append(Snapshot(source, "object", value, None, dict(attributes)))
             # which attributes the object has: one set later may shadow a class attribute read before
             self.found.guards.append((source.attr("__dict__"), "keys", tuple(attributes)))
             self._attributes(value, attributes, source, names)
         for slot in _slots(kind):
-            if hasattr(value, slot):
-                self.value(getattr(value, slot), source.attr(slot), names)
+            item = _attribute(value, slot)
+            if item is not MISSING:
+                self.value(item, source.attr(slot), names)
+
+
+def _attribute(value: Any, name: str) -> Any:
+    """``getattr(value, name)``, or ``MISSING`` when it has none: an object's ``__getattr__`` may raise
+    anything for a name it does not know (``return CONFIG[name]`` raises ``KeyError``), which came out of
+    the call until 2026-11-29 where eager mode never asks for the name."""
+    try:
+        return getattr(value, name)
+    except Exception:  # noqa: BLE001 - the user's __getattr__: whatever it raises, the name is not there
+        return MISSING
 
 
 def _guarded_by_identity(value: Any) -> bool:

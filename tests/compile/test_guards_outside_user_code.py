@@ -115,3 +115,25 @@ def test_a_function_moving_an_iterator_it_reaches_runs_eagerly():
     with pytest.warns(CompileWarning, match="whose position no guard sees"):
         results = [compiled(x).tolist() for _ in range(5)]
     assert results == [eager(x).tolist() for _ in range(5)]
+
+
+SETTINGS_TABLE = {"scale": 2.0}
+
+
+class Settings:
+    """A config object whose ``__getattr__`` raises ``KeyError`` for names it does not hold."""
+
+    __slots__ = ("unset",)
+
+    def __getattr__(self, name):
+        return SETTINGS_TABLE[name]
+
+
+def test_an_argument_whose_getattr_raises_key_error_is_walked_and_guarded():
+    """The walk asked such an object for ``__wrapped__`` and an unset slot, and its ``KeyError`` came out of
+    the call until 2026-11-29, where eager mode never asks for either."""
+    x, settings = jg.tensor([1.0, 2.0]), Settings()
+    compiled = jg.compile(lambda x, s: x * s.scale, cache=False)
+    for scale in (2.0, 3.0):
+        SETTINGS_TABLE["scale"] = scale
+        assert compiled(x, settings).tolist() == [scale, 2 * scale]
