@@ -348,9 +348,19 @@ class _Walker:
             names = names | (set(module.__dict__) - {"__builtins__"})   # Python's own: not the user's values
         new = sorted(names - walked)
         walked.update(new)
+        computed = module.__dict__.get("__getattr__")   # PEP 562: ``config.scale`` made on each read
+        if computed is not None and "__getattr__" not in walked:
+            walked.add("__getattr__")
+            self.value(computed, source.attr("__getattr__"), names)
         for name in new:
             if name in module.__dict__:
                 self.value(module.__dict__[name], source.attr(name), names)
+            elif computed is not None:
+                # read through the module's ``__getattr__`` at each call, as the code reads it: until
+                # 2026-11-29 such an attribute had no guard, and a changed value ran the old program
+                value = _attribute(module, name)
+                if value is not MISSING:
+                    self.value(value, source.attr(name), names)
 
     def _library_module(self, module: types.ModuleType, source: Source, names: frozenset[str]) -> None:
         """A library's module (``jitgrad.nn.functional``, ``numpy``, ``os``) is not entered, but the

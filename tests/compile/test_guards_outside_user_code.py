@@ -137,3 +137,19 @@ def test_an_argument_whose_getattr_raises_key_error_is_walked_and_guarded():
     for scale in (2.0, 3.0):
         SETTINGS_TABLE["scale"] = scale
         assert compiled(x, settings).tolist() == [scale, 2 * scale]
+
+
+def test_a_user_modules_attribute_made_by_its_getattr_is_guarded(tmp_path):
+    """A module's ``__getattr__`` (PEP 562) makes ``config.scale`` on each read; the walk found no
+    ``scale`` in the module's dict and guarded nothing, so a changed value ran the old program until
+    2026-11-29."""
+    config = types.ModuleType("computed_config")
+    config.__file__ = str(tmp_path / "computed_config.py")   # the user's module, not a library's
+    exec("TABLE = {'scale': 2.0}\ndef __getattr__(name):\n    return TABLE[name]\n", vars(config))
+    namespace = {"config": config}
+    exec("def step(x):\n    return x * config.scale", namespace)
+    step, x = namespace["step"], jg.tensor([1.0, 2.0])
+    compiled = jg.compile(step, cache=False)
+    for scale in (2.0, 5.0):
+        config.TABLE["scale"] = scale
+        assert compiled(x).tolist() == step(x).tolist() == [scale, 2 * scale]
