@@ -73,11 +73,12 @@ def _library_class(kind: type) -> bool:
     return _library(module) and not any(module == p or module.startswith(p + ".") for p in _USER_FACING_PACKAGES)
 
 
-def _plain(value: Any) -> bool:
-    """Whether ``value`` compares by value alone: a number, string, bytes or None, or a tuple of them."""
+def _plain(value: Any, numpy: bool = False) -> bool:
+    """Whether ``value`` compares by value alone: a number, string, bytes or None (with ``numpy``, a numpy
+    scalar too), or a tuple of them."""
     if type(value) is tuple:
-        return all(_plain(v) for v in value)
-    return type(value) in SCALAR_TYPES
+        return all(_plain(v, numpy) for v in value)
+    return type(value) in SCALAR_TYPES or numpy and isinstance(value, np.generic)
 
 
 def _literal(key: Any) -> bool:
@@ -233,7 +234,7 @@ class _Walker:
                 self._module(value, source, names)
             elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
-            elif kind in (set, frozenset) and all(_plain(v) for v in value):
+            elif kind in (set, frozenset) and all(_plain(v, numpy=True) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
@@ -279,9 +280,14 @@ class _Walker:
             if not _library_class(kind):
                 self._object(value, kind, source, names)
         elif kind in (set, frozenset):
-            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program)
-            if all(_plain(v) for v in value):
+            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program; numpy scalars
+            # too, and a set of anything else runs the function eagerly: until 2026-11-29 it had no guard)
+            if all(_plain(v, numpy=True) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
+            elif self.found.unguardable is None:
+                other = next(type(v).__name__ for v in value if not _plain(v, numpy=True))
+                self.found.unguardable = (f"it reads {source.describe()}, a set holding {other} objects, whose "
+                                          "items no guard compares; pass the values it reads as arguments")
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
         elif kind is types.ModuleType:

@@ -86,9 +86,9 @@ def unguarded_array(array: np.ndarray, where: str) -> str:
 
 
 def typed_keys(keys: Any) -> tuple:
-    """Dict keys or set items as a guard compares them: each plain value by its type and ``repr``
-    (equal numbers of other types, ``0.0`` and ``-0.0``, are other keys to the code that reads them),
-    tuples item by item, anything else as it is."""
+    """Dict keys or set items as a guard compares them: each plain value (or numpy scalar) by its type
+    and ``repr`` (equal numbers of other types, ``0.0`` and ``-0.0``, are other keys to the code that
+    reads them), tuples item by item, anything else by identity."""
     return tuple(_typed(k) for k in keys)
 
 
@@ -98,9 +98,9 @@ def _typed(key: Any) -> Any:
         return key
     if kind is tuple:
         return (tuple, typed_keys(key))
-    if kind in _PLAIN or kind is complex or kind is bytes:
-        return (kind, repr(key))
-    return key
+    if kind in _PLAIN or kind is complex or kind is bytes or isinstance(key, np.generic):
+        return (kind, repr(key))   # (a numpy scalar too: compared with a tuple, it broadcasts and raises)
+    return ("object", id(key))   # compared with ``==``, a tensor or an array answers elementwise
 
 
 def value_descriptor(value: Any) -> Any:

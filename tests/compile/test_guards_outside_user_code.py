@@ -153,3 +153,34 @@ def test_a_user_modules_attribute_made_by_its_getattr_is_guarded(tmp_path):
     for scale in (2.0, 5.0):
         config.TABLE["scale"] = scale
         assert compiled(x).tolist() == step(x).tolist() == [scale, 2 * scale]
+
+
+SCALES = {np.float64(1.5), 2}
+
+
+class Half:
+    def __float__(self):
+        return 0.5
+
+
+def sum_of_scales(x):
+    return x * sum(float(s) for s in SCALES)
+
+
+def test_a_set_holding_numpy_scalars_is_guarded_by_its_items():
+    """A set with a numpy scalar had no guard (only sets of plain values had one): an item discarded ran
+    the old program, silently, until 2026-11-29; and comparing such items with a typed key raised
+    ``ValueError`` (a numpy scalar broadcasts against a tuple). A set of other objects runs eagerly."""
+    x = jg.tensor([1.0, 2.0])
+    compiled = jg.compile(sum_of_scales, cache=False)
+    try:
+        for change in [lambda: None, lambda: SCALES.discard(2), lambda: SCALES.add(np.float32(0.5)),
+                       lambda: SCALES.discard(np.float64(1.5))]:
+            change()
+            assert compiled(x).tolist() == sum_of_scales(x).tolist()
+        SCALES.add(Half())
+        with pytest.warns(CompileWarning, match="a set holding Half objects"):
+            assert compiled(x).tolist() == sum_of_scales(x).tolist()
+    finally:
+        SCALES.clear()
+        SCALES.update({np.float64(1.5), 2})
