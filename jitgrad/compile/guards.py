@@ -415,5 +415,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "environment", "typed_keys", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
-           "value_descriptor"]
+           "distance", "environment", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "typed_keys",
+           "unguarded_array", "value_descriptor"]

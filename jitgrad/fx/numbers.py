@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ops.registry import SymbolicValue
+from ..tensor import Tensor
 
 
 class Specialize(RuntimeError):
@@ -193,6 +194,28 @@ class SymbolicNumber(SymbolicValue):
         return self._needs_value("formatting (an f-string, format())")
 
 
+def integer_checks(op_name: str, numbers: list[SymbolicNumber], args: tuple, output: Any) -> list[tuple]:
+    """The predicates (comparison, operands; true in this trace) that keep int run-time ``numbers`` an op
+    reads where eager's checks pass. Beside an integer tensor narrower than int64 (or unsigned) a number
+    is converted to its dtype, where eager raises ``OverflowError`` out of its range and a kernel wraps
+    it around (``int8 + 300`` gave 45, ``int8 == 300`` False); and eager refuses an integer tensor to a
+    negative power (``int32 ** -1``), where a kernel gave 0 or 1. A call outside them traces again and
+    meets eager's error (until 2026-11-29 it returned the kernel's result, silently)."""
+    outputs = output if isinstance(output, tuple) else (output,)
+    dtypes = {t._data.dtype for t in (*args, *outputs) if isinstance(t, Tensor)}
+    checks: list[tuple] = []
+    if op_name == "pow" and len(args) == 2 and isinstance(args[0], Tensor) and args[0]._data.dtype.kind in "iu" \
+            and args[1] is numbers[0]:
+        checks.append((NUMBER_OPS["number_ge"], (args[1], 0)))
+    for dtype in sorted(dtypes, key=str):
+        if dtype.kind == "u" or dtype.kind == "i" and dtype.itemsize < 8:
+            bounds = np.iinfo(dtype)
+            for number in numbers:
+                checks.append((NUMBER_OPS["number_ge"], (number, int(bounds.min))))
+                checks.append((NUMBER_OPS["number_le"], (number, int(bounds.max))))
+    return checks
+
+
 def _value(operand: Any) -> Any:
     return operand.value if isinstance(operand, SymbolicNumber) else operand
 
@@ -201,4 +224,5 @@ def values_of(operands: tuple) -> tuple:
     return tuple(_value(o) for o in operands)
 
 
-__all__ = ["NUMBER_OPS", "NumberOp", "Specialize", "SymbolicNumber", "is_number_op", "number_meta", "values_of"]
+__all__ = ["NUMBER_OPS", "NumberOp", "Specialize", "SymbolicNumber", "integer_checks", "is_number_op", "number_meta",
+           "values_of"]

@@ -50,7 +50,7 @@ from .derivative_templates import DerivativeTemplates
 from .graph import Graph, format_arg, tensor_meta
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
-from .numbers import NUMBER_OPS, NumberOp, Specialize, SymbolicNumber, number_meta, values_of
+from .numbers import NumberOp, Specialize, SymbolicNumber, integer_checks, number_meta, values_of
 from .traced_tensor import TracedTensor, TraceError, conversion_error, traced_class
 from .user_lines import user_line
 
@@ -338,25 +338,6 @@ class Tracer:
         self.predicates.append((node, value, user_line()))
         return value
 
-    def _fit_integers(self, op: OpDef, numbers: list[SymbolicNumber], args: tuple, output: Any) -> None:
-        """An int run-time number an op reads beside an integer tensor narrower than int64 (or unsigned)
-        is converted to its dtype, where eager raises ``OverflowError`` for a value out of its range and a
-        kernel wraps it around (``int8 + 300`` gave 45, ``int8 == 300`` False). The range is recorded as
-        two predicates, true here, so that a call out of it traces again and meets eager's error (until
-        2026-11-29 such a call returned the wrapped result, silently). So is the sign of an exponent of
-        an integer tensor (eager refuses ``int32 ** -1``, a kernel gave 0 or 1)."""
-        outputs = output if isinstance(output, tuple) else (output,)
-        dtypes = {t._data.dtype for t in (*args, *outputs) if isinstance(t, Tensor)}
-        if op.name == "pow" and len(args) == 2 and isinstance(args[0], Tensor) and args[0]._data.dtype.kind in "iu" \
-                and args[1] is numbers[0]:
-            self.predicate(NUMBER_OPS["number_ge"], (args[1], 0))
-        for dtype in sorted(dtypes, key=str):
-            if dtype.kind == "u" or dtype.kind == "i" and dtype.itemsize < 8:
-                bounds = np.iinfo(dtype)
-                for number in numbers:
-                    self.predicate(NUMBER_OPS["number_ge"], (number, int(bounds.min)))
-                    self.predicate(NUMBER_OPS["number_le"], (number, int(bounds.max)))
-
     def specialize(self, number: SymbolicNumber, operation: str) -> None:
         """``number`` is needed as a Python value: remembered, then raised as ``Specialize``."""
         self.specialized |= number.roots
@@ -471,8 +452,8 @@ class Tracer:
         node = self.call(op, tuple([node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
         numbers = [a for a in args if type(a) is SymbolicNumber and type(a.value) is int]
-        if numbers:
-            self._fit_integers(op, numbers, args, output)
+        for check in integer_checks(op.name, numbers, args, output) if numbers else ():
+            self.predicate(*check)   # its range beside an integer tensor: eager's errors (``numbers.py``)
         if self.record_lines:
             line = self.backward_line or user_line()
             if line is not None:
