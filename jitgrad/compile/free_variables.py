@@ -430,6 +430,10 @@ class _Walker:
                                           "yields as arguments")
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
+                # ``f.scale``, read inside where ``f`` is the compiled function (or a library decorator's
+                # wrapper) holding it: until 2026-11-29 ``f.scale = 3.0`` between calls ran the old program
+                for name, attribute in wrapper_attributes(value, names):
+                    self.value(attribute, source.attr(name), names)
             return
         self.found.guards.append((source, "identity", value))
         self.value(kind, source.attr("__class__"), names)
@@ -443,6 +447,17 @@ class _Walker:
             item = _attribute(value, slot)
             if item is not MISSING:
                 self.value(item, source.attr(slot), names)
+
+
+def wrapper_attributes(wrapper: Any, names: frozenset[str]) -> list[tuple[str, Any]]:
+    """The attributes of a wrapper object (``jitgrad.compile``'s, ``functools.lru_cache``'s) that code
+    naming ``names`` may read, without the wrapper's own state (``own_attributes``)."""
+    attributes = _attribute(wrapper, "__dict__")
+    if not isinstance(attributes, dict):
+        return []
+    own = _attribute(wrapper, "own_attributes")
+    own = own if isinstance(own, frozenset) else frozenset()
+    return [(name, attributes[name]) for name in sorted(names & attributes.keys() - own)]
 
 
 def _attribute(value: Any, name: str) -> Any:
@@ -514,4 +529,4 @@ def random_state(module: Any) -> tuple:
 
 
 __all__ = ["FreeVariables", "MAX_VALUES", "MISSING", "SCALAR_TYPES", "Snapshot", "code_names", "find_free_variables",
-           "random_state", "random_state_snapshots"]
+           "random_state", "random_state_snapshots", "wrapper_attributes"]

@@ -184,3 +184,17 @@ def test_a_set_holding_numpy_scalars_is_guarded_by_its_items():
     finally:
         SCALES.clear()
         SCALES.update({np.float64(1.5), 2})
+
+
+def test_an_attribute_set_on_the_compiled_function_itself_is_guarded():
+    """``f.scale``, read inside ``f`` where the global ``f`` is the compiled function: its attributes were
+    not walked (only the function it wraps), so ``f.scale = 3.0`` between calls ran the old program until
+    2026-11-29. Its own state (``log``, ``programs``) is not guarded: ``x.log()`` names ``log`` too."""
+    namespace = {}
+    exec("def scaled(x):\n    return x * scaled.scale + 0.0 * x.log()", namespace)
+    compiled = namespace["scaled"] = jg.compile(namespace["scaled"], cache=False)
+    x = jg.tensor([1.0, 2.0])
+    for scale in (2.0, 3.0):
+        compiled.scale = scale
+        assert compiled(x).tolist() == [scale, 2 * scale]
+    assert len(compiled.programs) == 2 and "scaled.scale" in compiled.log[-1]
