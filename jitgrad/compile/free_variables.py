@@ -334,6 +334,9 @@ class _Walker:
                                 types.MethodDescriptorType, staticmethod, classmethod, property)):
             self.found.guards.append((source, "identity", value))
             self._descriptor(value, source, names)
+            owner = getattr(value, "__self__", None)   # ``take = iter(schedule).__next__``: the iterator's
+            if getattr(value, "__name__", "") in _ADVANCES_ITERATORS and isinstance(owner, collections.abc.Iterator):
+                self._iterator(owner, source)
         else:
             self._object(value, kind, source, names)
 
@@ -392,6 +395,15 @@ class _Walker:
         if any(value is reads for reads in _ENVIRONMENT_READERS):
             self.found.guards.append((_ENVIRONMENT, "environment", None))
 
+    def _iterator(self, iterator: Any, source: Source) -> None:
+        """``lr = next(SCHEDULE)``: a trace bakes the value in, and no guard sees the position move, so the
+        function runs eagerly, untraced (until 2026-11-29 an iterator yielding the same value twice, as
+        the two traces read it, ran that value at every call, silently: ``iter([0.1] * 5 + [0.01] * 95)``)."""
+        if self.found.unguardable is None:
+            self.found.unguardable = (f"it reads {source.describe()}, a {type(iterator).__name__} whose position "
+                                      "no guard sees and a compiled call would not move; pass the values it "
+                                      "yields as arguments")
+
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
         if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
@@ -420,14 +432,8 @@ class _Walker:
         wrapped = _attribute(value, "__wrapped__")  # functools.wraps (a compiled function, a decorator)
         if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
             self._library_value(value, source)
-            if names & _ADVANCES_ITERATORS and isinstance(value, collections.abc.Iterator) \
-                    and self.found.unguardable is None:
-                # ``lr = next(SCHEDULE)``: a trace bakes the value in, and no guard sees the position move
-                # (until 2026-11-29 an iterator yielding the same value twice, as the two traces read it,
-                # ran that value at every call, silently: ``iter([0.1] * 5 + [0.01] * 95)``)
-                self.found.unguardable = (f"it reads {source.describe()}, a {kind.__name__} whose position no "
-                                          "guard sees and a compiled call would not move; pass the values it "
-                                          "yields as arguments")
+            if names & _ADVANCES_ITERATORS and isinstance(value, collections.abc.Iterator):
+                self._iterator(value, source)
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
                 # ``f.scale``, read inside where ``f`` is the compiled function (or a library decorator's

@@ -115,6 +115,9 @@ def test_a_function_moving_an_iterator_it_reaches_runs_eagerly():
     with pytest.warns(CompileWarning, match="whose position no guard sees"):
         results = [compiled(x).tolist() for _ in range(5)]
     assert results == [eager(x).tolist() for _ in range(5)]
+    take = iter([0.5] * 3 + [0.25] * 2).__next__   # the same through its bound ``__next__``
+    with pytest.warns(CompileWarning, match="whose position no guard sees"):
+        assert [jg.compile(lambda x: x * take(), cache=False)(x).tolist() for _ in range(5)] == results
 
 
 SETTINGS_TABLE = {"scale": 2.0}
