@@ -135,7 +135,9 @@ class FreeVariables:
     the guards ``(source, kind, value then)``, the snapshots of mutable places, why what it reads cannot
     be guarded (``unguardable``: too many values...), ``objects``, the tensors and arrays above by
     id, kept alive, and ``calls_type``, the name of a function reached whose code calls ``type()``,
-    which names a symbolic number's own class (``fx.numbers``), not the number's."""
+    which names a symbolic number's own class (``fx.numbers``), not the number's: the compiled function
+    and the helpers its globals, closure and defaults hold, which the numbers it is given reach, not the
+    methods of the objects it reaches (a model's ``type(x) is tuple`` would keep every number constant)."""
 
     def __init__(self) -> None:
         self.tensors: dict[int, list[Source]] = {}
@@ -169,9 +171,10 @@ class _Walker:
         self.functions: set[int] = set()
         self.module_names: dict[int, set[str]] = {}   # a user module's id -> the attributes walked
         self.alive: list[Any] = []  # every object whose id is in the sets above: no id is reused mid-walk
+        self.class_depth = 0   # inside a class's attributes: its functions are methods (``calls_type``)
 
     # ---- roots --------------------------------------------------------------------------------------
-    def function(self, fn: Callable) -> None:
+    def function(self, fn: Callable, method: bool = False) -> None:
         """A function's cells, the globals its code names and its defaults."""
         if id(fn) in self.functions:
             return
@@ -189,7 +192,7 @@ class _Walker:
             self.value(value, source, names)
         module_globals = fn.__globals__
         read = global_names(code)
-        if "type" in read and "type" not in module_globals and self.found.calls_type is None:
+        if "type" in read and "type" not in module_globals and not method and self.found.calls_type is None:
             self.found.calls_type = getattr(fn, "__qualname__", "a function")
         if read & _READ_ANY_GLOBAL:   # ``globals()["scale"]``, ``eval("scale")``: any global may be read
             read = read | {name for name in module_globals if name != "__builtins__"}
@@ -297,7 +300,7 @@ class _Walker:
                 self.found.guards.append((source, "identity", value))
                 self.found.guards.append((source.attr("__code__"), "identity", value.__code__))
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
-                self.function(value)
+                self.function(value, method=self.class_depth > 0)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
                 if "__globals__" in names:   # ``helper.__globals__["scale"]``: any global of its module
                     for name, item in list(value.__globals__.items()):
@@ -324,7 +327,11 @@ class _Walker:
                     # base classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new
                     # ``Base.f`` ran the old program for ``obj.scale`` of a ``Child(Base)``
                     self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
-                self._attributes(value, vars(value), source, names, methods=users)
+                self.class_depth += 1
+                try:
+                    self._attributes(value, vars(value), source, names, methods=users)
+                finally:
+                    self.class_depth -= 1
                 for i, base in enumerate(value.__mro__[1:] if users else (), 1):
                     if not _library(base.__module__):
                         self.value(base, source.attr("__mro__").item(i), names)
@@ -407,7 +414,7 @@ class _Walker:
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
         if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
-            self.function(inner)
+            self.function(inner, method=True)
 
     def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str],
                     methods: bool = True) -> None:

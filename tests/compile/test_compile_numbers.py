@@ -104,6 +104,20 @@ def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
         assert_close(compiled(x, s), f(x, s))
 
 
+def test_a_method_calling_type_leaves_the_numbers_dynamic():
+    """A function calling ``type()`` keeps its numbers constants (``type(lr)`` names the symbolic number's
+    class), but a method of an object it reaches (a model's ``type(x) is tuple``) does not: the numbers
+    it is given reach the function and its helpers, and a schedule would otherwise recompile each step."""
+    class Model:
+        def forward(self, x):
+            return x if type(x) is tuple else x * 2.0
+    model = Model()
+    compiled = jg.compile(lambda x, lr: model.forward(x) * lr, cache=False)
+    for lr in (0.5, 0.25, 0.125):
+        assert_close(compiled(data(), lr), data() * 2.0 * lr)
+    assert len(compiled.programs) == 2 and "made dynamic" in compiled.log[0], compiled.log
+
+
 def test_a_negative_constant_raised_to_a_run_time_power_keeps_its_sign():
     """The prelude's source read ``(-2.0) ** t`` as ``-2.0 ** t``, that is ``-(2.0 ** t)``: -4.0 at
     ``t = 2.0``, silently, until 2026-11-29."""
