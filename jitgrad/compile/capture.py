@@ -276,6 +276,12 @@ def _capture(fn: Callable, args: tuple, kwargs: dict, parameter_names: list[str]
                     numbers[symbol.node] = (source, value)
                     free_numbers[symbol.node.name] = source
                     placed.append((source, symbol, value))
+            if free.calls_type and (number_leaves or free_numbers):
+                # ``type(lr) is float`` cannot be answered for a run-time number (``fx.numbers``): until
+                # 2026-11-29 such a test took the other branch, silently, once a number was dynamic
+                tracer.specialized |= set(number_leaves) | set(free_numbers)
+                raise _needs_values(tracer, number_leaves, free_numbers, f"{free.calls_type} calls type(), "
+                                    "which a run-time number cannot answer; use isinstance() to keep it dynamic")
             call_args, call_kwargs = replace_leaves(args, kwargs, symbols) if symbols else (args, kwargs)
             snapshots = free.snapshots + side_effects.container_snapshots(_containers(call_args, call_kwargs))
             with side_effects.locating(snapshots) if locate_changes else nullcontext({}) as lines:

@@ -120,6 +120,10 @@ class CompiledFunction:
         self._eager_from_now = False
         self._warned: set[str] = set()
         self.log: list[str] = []       # one line per (re)compile: which guard failed, where
+        # its own state, which the free-variable walk leaves out of the attributes a function reads as
+        # ``f.scale`` when ``f`` is this object (``free_variables.wrapper_attributes``)
+        self.own_attributes = frozenset(vars(self)) - frozenset(vars(fn) if hasattr(fn, "__dict__") else ()) \
+            | {"own_attributes"}
 
     # ---- calling ---------------------------------------------------------------------------------------
     def __get__(self, instance: Any, owner: type | None = None) -> Any:

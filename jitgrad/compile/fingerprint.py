@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor
-from .free_variables import MISSING, code_names, global_names
+from .free_variables import MISSING, code_names, global_names, wrapper_attributes
 
 MAX_VALUES = 2000
 STABLE_LIBRARIES = frozenset({"jitgrad", "numpy", "math"})
@@ -260,6 +260,9 @@ class _Walk:
             # the entry of the code before, until 2026-11-28)
             self.add("wraps", kind.__module__, kind.__qualname__)
             self.value(value.__wrapped__, names)
+            for name, attribute in wrapper_attributes(value, names):   # ``f.scale`` set on the compiled ``f``
+                self.add("attr", name)
+                self.value(attribute, names)
         elif (kind.__module__, kind.__qualname__) in _NAMED_OBJECTS and isinstance(getattr(value, "name", None), str):
             self.add("jitgrad object", kind.__qualname__, value.name)
         else:

@@ -29,9 +29,12 @@ that says so, rather than with guards that would miss a change.
 """
 from __future__ import annotations
 
+import array
 import collections
+import collections.abc
 import dis
 import functools
+import os
 import random
 import sys
 import types
@@ -40,7 +43,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tensor import Tensor
-from .guards import array_contents, unguarded_array
+from .guards import array_contents, typed_keys, unguarded_array
 from .sources import Source
 
 MAX_VALUES = 5000
@@ -49,7 +52,9 @@ _LIBRARIES = frozenset({"numpy", "numba", "scipy", "torch", "jax", "jaxlib", "ll
                         "_pytest", "pytest", "hypothesis"}) | frozenset(sys.stdlib_module_names)
 # jitgrad's packages whose objects hold the user's data: a model's tensors, an optimizer's settings.
 _USER_FACING_PACKAGES = ("jitgrad.nn", "jitgrad.optim")
-_RECORD_CLASSES = frozenset({("types", "SimpleNamespace"), ("argparse", "Namespace")})
+# (and ``threading.local()``, whose attributes a call reads as its own thread's: until 2026-11-29 a value
+# set there between calls ran the old program)
+_RECORD_CLASSES = frozenset({("types", "SimpleNamespace"), ("argparse", "Namespace"), ("_thread", "_local")})
 
 
 def _library(module_name: str | None) -> bool:
@@ -68,11 +73,12 @@ def _library_class(kind: type) -> bool:
     return _library(module) and not any(module == p or module.startswith(p + ".") for p in _USER_FACING_PACKAGES)
 
 
-def _plain(value: Any) -> bool:
-    """Whether ``value`` compares by value alone: a number, string, bytes or None, or a tuple of them."""
+def _plain(value: Any, numpy: bool = False) -> bool:
+    """Whether ``value`` compares by value alone: a number, string, bytes or None (with ``numpy``, a numpy
+    scalar too), or a tuple of them."""
     if type(value) is tuple:
-        return all(_plain(v) for v in value)
-    return type(value) in SCALAR_TYPES
+        return all(_plain(v, numpy) for v in value)
+    return type(value) in SCALAR_TYPES or numpy and isinstance(value, np.generic)
 
 
 def _literal(key: Any) -> bool:
@@ -97,6 +103,8 @@ _READ_ANY_GLOBAL = frozenset({"globals", "eval", "exec"})
 # (``"{0.scale}".format(config)`` reads an attribute named in a string too.)
 _READ_ANY_ATTRIBUTE = frozenset({"vars", "getattr", "__dict__", "__getattribute__", "eval", "exec", "format",
                                  "format_map"})
+# Names whose use moves an iterator the walk reaches (``next(SCHEDULE)``, ``gen.send(v)``).
+_ADVANCES_ITERATORS = frozenset({"next", "__next__", "send"})
 _GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME"})
 
 
@@ -125,8 +133,11 @@ class Snapshot:
 class FreeVariables:
     """What a function can reach: the tensors and arrays (by id, with every source each was found at),
     the guards ``(source, kind, value then)``, the snapshots of mutable places, why what it reads cannot
-    be guarded (``unguardable``: too many values...), and ``objects``, the tensors and arrays above by
-    id, kept alive."""
+    be guarded (``unguardable``: too many values...), ``objects``, the tensors and arrays above by
+    id, kept alive, and ``calls_type``, the name of a function reached whose code calls ``type()``,
+    which names a symbolic number's own class (``fx.numbers``), not the number's: the compiled function
+    and the helpers its globals, closure and defaults hold, which the numbers it is given reach, not the
+    methods of the objects it reaches (a model's ``type(x) is tuple`` would keep every number constant)."""
 
     def __init__(self) -> None:
         self.tensors: dict[int, list[Source]] = {}
@@ -135,6 +146,7 @@ class FreeVariables:
         self.snapshots: list[Snapshot] = []
         self.unguardable: str | None = None
         self.objects: dict[int, Any] = {}
+        self.calls_type: str | None = None   # the first user function whose code calls the builtin ``type``
 
     def sources_of(self, value: Any) -> list[Source] | None:
         table = self.tensors if isinstance(value, Tensor) else self.arrays
@@ -145,6 +157,11 @@ class FreeVariables:
 
 
 MISSING = object()  # a global the code names that does not exist (yet): a side effect may create it
+# What reads the process's environment variables: a function reaching one is guarded by the whole
+# environment (``guards.environment``), which the trace bakes into the graph (``float(os.environ["S"])``).
+_ENVIRONMENT_READERS = tuple(r for r in (os.environ, getattr(os, "environb", None), os.getenv,
+                                         getattr(os, "getenvb", None)) if r is not None)
+_ENVIRONMENT = Source("global", vars(os), "environ")
 
 
 class _Walker:
@@ -154,9 +171,10 @@ class _Walker:
         self.functions: set[int] = set()
         self.module_names: dict[int, set[str]] = {}   # a user module's id -> the attributes walked
         self.alive: list[Any] = []  # every object whose id is in the sets above: no id is reused mid-walk
+        self.class_depth = 0   # inside a class's attributes: its functions are methods (``calls_type``)
 
     # ---- roots --------------------------------------------------------------------------------------
-    def function(self, fn: Callable) -> None:
+    def function(self, fn: Callable, method: bool = False) -> None:
         """A function's cells, the globals its code names and its defaults."""
         if id(fn) in self.functions:
             return
@@ -174,6 +192,8 @@ class _Walker:
             self.value(value, source, names)
         module_globals = fn.__globals__
         read = global_names(code)
+        if "type" in read and "type" not in module_globals and not method and self.found.calls_type is None:
+            self.found.calls_type = getattr(fn, "__qualname__", "a function")
         if read & _READ_ANY_GLOBAL:   # ``globals()["scale"]``, ``eval("scale")``: any global may be read
             read = read | {name for name in module_globals if name != "__builtins__"}
         for name in sorted(read):
@@ -207,7 +227,7 @@ class _Walker:
                 self.visited.add(id(value))
                 self.found.snapshots.append(Snapshot(source, "array", value, None, value.copy()))
             return
-        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype, bytearray, memoryview)):
+        if kind in SCALAR_TYPES or isinstance(value, (np.generic, np.dtype, bytearray, memoryview, array.array)):
             self.found.guards.append((source, "value", value))
             return
         if self.found.unguardable is not None:
@@ -217,7 +237,7 @@ class _Walker:
                 self._module(value, source, names)
             elif isinstance(value, tuple) or _guarded_by_identity(value):
                 self.found.guards.append((source, "identity", value))
-            elif kind in (set, frozenset) and all(_plain(v) for v in value):
+            elif kind in (set, frozenset) and all(_plain(v, numpy=True) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
             return
         if len(self.visited) >= MAX_VALUES:
@@ -239,7 +259,11 @@ class _Walker:
                 self.value(item, source.item(i), names)
         elif isinstance(value, dict):  # OrderedDict, defaultdict, Counter and the user's subclasses too
             self.found.guards.append((source, "identity", value))
-            self.found.guards.append((source, "keys", tuple(value)))
+            # keys equal to Python but not to the code (``1``, ``1.0``, ``True``; ``0.0``, ``-0.0``) by type
+            # and spelling: until 2026-11-29 a dict keyed by ``1.0`` ran the program traced for ``1``
+            keys = tuple(value)
+            typed = not all(type(k) is str for k in keys)
+            self.found.guards.append((source, "typed keys" if typed else "keys", typed_keys(keys) if typed else keys))
             self.found.snapshots.append(Snapshot(source, "dict", value, None, dict(value)))
             runtime = getattr(kind, "runtime_numbers", frozenset())
             for key, item in value.items():
@@ -259,9 +283,14 @@ class _Walker:
             if not _library_class(kind):
                 self._object(value, kind, source, names)
         elif kind in (set, frozenset):
-            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program)
-            if all(_plain(v) for v in value):
+            # (tuples of them too: until 2026-11-28 ``pairs.add((3, 4))`` ran the old program; numpy scalars
+            # too, and a set of anything else runs the function eagerly: until 2026-11-29 it had no guard)
+            if all(_plain(v, numpy=True) for v in value):
                 self.found.guards.append((source, "value", frozenset(value)))
+            elif self.found.unguardable is None:
+                other = next(type(v).__name__ for v in value if not _plain(v, numpy=True))
+                self.found.unguardable = (f"it reads {source.describe()}, a set holding {other} objects, whose "
+                                          "items no guard compares; pass the values it reads as arguments")
             if kind is set:   # ``seen.add(...)`` inside
                 self.found.snapshots.append(Snapshot(source, "set", value, None, set(value)))
         elif kind is types.ModuleType:
@@ -271,14 +300,14 @@ class _Walker:
                 self.found.guards.append((source, "identity", value))
                 self.found.guards.append((source.attr("__code__"), "identity", value.__code__))
                 self.found.snapshots.append(Snapshot(source, "object", value, None, dict(vars(value))))
-                self.function(value)
+                self.function(value, method=self.class_depth > 0)
                 self._attributes(value, vars(value), source, names)  # ``f.scale``, read through a global
                 if "__globals__" in names:   # ``helper.__globals__["scale"]``: any global of its module
                     for name, item in list(value.__globals__.items()):
                         if name != "__builtins__":
                             self.value(item, source.attr("__globals__").entry(name), names)
             else:   # ``ACT = jg.tanh``, rebound to ``jg.sigmoid``: see ``_guarded_by_identity``
-                self.found.guards.append((source, "identity", value))
+                self._library_value(value, source)
         elif kind is types.MethodType:
             self.value(value.__func__, source.attr("__func__"), names)
             self.value(value.__self__, source.attr("__self__"), names)
@@ -298,7 +327,11 @@ class _Walker:
                     # base classes, those it inherits: until 2026-11-28 ``Base.scale = 5.0`` or a new
                     # ``Base.f`` ran the old program for ``obj.scale`` of a ``Child(Base)``
                     self.found.guards.append((source.attr("__dict__"), "keys", tuple(vars(value))))
-                self._attributes(value, vars(value), source, names, methods=users)
+                self.class_depth += 1
+                try:
+                    self._attributes(value, vars(value), source, names, methods=users)
+                finally:
+                    self.class_depth -= 1
                 for i, base in enumerate(value.__mro__[1:] if users else (), 1):
                     if not _library(base.__module__):
                         self.value(base, source.attr("__mro__").item(i), names)
@@ -308,6 +341,9 @@ class _Walker:
                                 types.MethodDescriptorType, staticmethod, classmethod, property)):
             self.found.guards.append((source, "identity", value))
             self._descriptor(value, source, names)
+            owner = getattr(value, "__self__", None)   # ``take = iter(schedule).__next__``: the iterator's
+            if getattr(value, "__name__", "") in _ADVANCES_ITERATORS and isinstance(owner, collections.abc.Iterator):
+                self._iterator(owner, source)
         else:
             self._object(value, kind, source, names)
 
@@ -317,6 +353,7 @@ class _Walker:
         ``config`` first, and ``config.A``, read by the function itself, went unguarded (a silently
         stale result, in-process and from the warm-start index, before 2026-11-28)."""
         if _library(module.__name__):
+            self._library_module(module, source, names)
             return
         walked = self.module_names.get(id(module))
         if walked is None:
@@ -327,14 +364,57 @@ class _Walker:
             names = names | (set(module.__dict__) - {"__builtins__"})   # Python's own: not the user's values
         new = sorted(names - walked)
         walked.update(new)
+        computed = module.__dict__.get("__getattr__")   # PEP 562: ``config.scale`` made on each read
+        if computed is not None and "__getattr__" not in walked:
+            walked.add("__getattr__")
+            self.value(computed, source.attr("__getattr__"), names)
         for name in new:
             if name in module.__dict__:
                 self.value(module.__dict__[name], source.attr(name), names)
+            elif computed is not None:
+                # read through the module's ``__getattr__`` at each call, as the code reads it: until
+                # 2026-11-29 such an attribute had no guard, and a changed value ran the old program
+                value = _attribute(module, name)
+                if value is not MISSING:
+                    self.value(value, source.attr(name), names)
+
+    def _library_module(self, module: types.ModuleType, source: Source, names: frozenset[str]) -> None:
+        """A library's module (``jitgrad.nn.functional``, ``numpy``, ``os``) is not entered, but the
+        attributes the code names are guarded where they sit: a number or a string by value, a module
+        walked the same way, anything else by identity. A patch between calls (``F.relu = mine``, a test's
+        monkeypatch) ran the program traced with the old function, silently, until 2026-11-29."""
+        walked = self.module_names.setdefault(id(module), set())
+        new = sorted(names - walked)
+        walked.update(new)
+        for name in new:
+            value = module.__dict__.get(name, MISSING)
+            if value is MISSING:
+                continue
+            if type(value) is types.ModuleType or type(value) in SCALAR_TYPES:
+                self.value(value, source.attr(name), names)
+            else:
+                self._library_value(value, source.attr(name))
+
+    def _library_value(self, value: Any, source: Source) -> None:
+        """A library's function, class or object, guarded by identity and not entered; one that reads
+        the process's environment (``os.environ``, ``os.getenv``) also by the environment's contents."""
+        self.found.guards.append((source, "identity", value))
+        if any(value is reads for reads in _ENVIRONMENT_READERS):
+            self.found.guards.append((_ENVIRONMENT, "environment", None))
+
+    def _iterator(self, iterator: Any, source: Source) -> None:
+        """``lr = next(SCHEDULE)``: a trace bakes the value in, and no guard sees the position move, so the
+        function runs eagerly, untraced (until 2026-11-29 an iterator yielding the same value twice, as
+        the two traces read it, ran that value at every call, silently: ``iter([0.1] * 5 + [0.01] * 95)``)."""
+        if self.found.unguardable is None:
+            self.found.unguardable = (f"it reads {source.describe()}, a {type(iterator).__name__} whose position "
+                                      "no guard sees and a compiled call would not move; pass the values it "
+                                      "yields as arguments")
 
     def _descriptor(self, value: Any, source: Source, names: frozenset[str]) -> None:
         inner = getattr(value, "__func__", None) or getattr(value, "fget", None)
         if isinstance(inner, types.FunctionType) and not _library(inner.__module__):
-            self.function(inner)
+            self.function(inner, method=True)
 
     def _attributes(self, owner: Any, attributes: dict, source: Source, names: frozenset[str],
                     methods: bool = True) -> None:
@@ -356,23 +436,51 @@ class _Walker:
             self.value(attribute, source.attr(name), names)
 
     def _object(self, value: Any, kind: type, source: Source, names: frozenset[str]) -> None:
-        wrapped = getattr(value, "__wrapped__", None)  # functools.wraps (a compiled function, a decorator)
+        wrapped = _attribute(value, "__wrapped__")  # functools.wraps (a compiled function, a decorator)
         if _library_class(kind):   # not entered, but which object it is (``DT = jg.float32``, a ufunc)
-            self.found.guards.append((source, "identity", value))
+            self._library_value(value, source)
+            if names & _ADVANCES_ITERATORS and isinstance(value, collections.abc.Iterator):
+                self._iterator(value, source)
             if isinstance(wrapped, types.FunctionType):
                 self.value(wrapped, source.attr("__wrapped__"), names)
+                # ``f.scale``, read inside where ``f`` is the compiled function (or a library decorator's
+                # wrapper) holding it: until 2026-11-29 ``f.scale = 3.0`` between calls ran the old program
+                for name, attribute in wrapper_attributes(value, names):
+                    self.value(attribute, source.attr(name), names)
             return
         self.found.guards.append((source, "identity", value))
         self.value(kind, source.attr("__class__"), names)
-        attributes = getattr(value, "__dict__", None)
+        attributes = _attribute(value, "__dict__")
         if isinstance(attributes, dict):
             self.found.snapshots.append(Snapshot(source, "object", value, None, dict(attributes)))
             # which attributes the object has: one set later may shadow a class attribute read before
             self.found.guards.append((source.attr("__dict__"), "keys", tuple(attributes)))
             self._attributes(value, attributes, source, names)
         for slot in _slots(kind):
-            if hasattr(value, slot):
-                self.value(getattr(value, slot), source.attr(slot), names)
+            item = _attribute(value, slot)
+            if item is not MISSING:
+                self.value(item, source.attr(slot), names)
+
+
+def wrapper_attributes(wrapper: Any, names: frozenset[str]) -> list[tuple[str, Any]]:
+    """The attributes of a wrapper object (``jitgrad.compile``'s, ``functools.lru_cache``'s) that code
+    naming ``names`` may read, without the wrapper's own state (``own_attributes``)."""
+    attributes = _attribute(wrapper, "__dict__")
+    if not isinstance(attributes, dict):
+        return []
+    own = _attribute(wrapper, "own_attributes")
+    own = own if isinstance(own, frozenset) else frozenset()
+    return [(name, attributes[name]) for name in sorted(names & attributes.keys() - own)]
+
+
+def _attribute(value: Any, name: str) -> Any:
+    """``getattr(value, name)``, or ``MISSING`` when it has none: an object's ``__getattr__`` may raise
+    anything for a name it does not know (``return CONFIG[name]`` raises ``KeyError``), which came out of
+    the call until 2026-11-29 where eager mode never asks for the name."""
+    try:
+        return getattr(value, name)
+    except Exception:  # noqa: BLE001 - the user's __getattr__: whatever it raises, the name is not there
+        return MISSING
 
 
 def _guarded_by_identity(value: Any) -> bool:
@@ -434,4 +542,4 @@ def random_state(module: Any) -> tuple:
 
 
 __all__ = ["FreeVariables", "MAX_VALUES", "MISSING", "SCALAR_TYPES", "Snapshot", "code_names", "find_free_variables",
-           "random_state", "random_state_snapshots"]
+           "random_state", "random_state_snapshots", "wrapper_attributes"]

@@ -20,6 +20,7 @@ structural changed (a *recompile*).
 """
 from __future__ import annotations
 
+import array
 import math
 from typing import Any, Callable, Sequence
 
@@ -35,7 +36,8 @@ from .sources import Source, reader
 _PLAIN = (int, float, bool, str, type(None))
 # Free-variable guard kinds: the reader's expression for each.
 _READERS = {"tensor": "{0}", "array": "{0}", "number": "{0}", "value": "_value({0})", "identity": "id({0})",
-            "length": "len({0})", "keys": "tuple({0})"}
+            "length": "len({0})", "keys": "tuple({0})", "typed keys": "_typed_keys({0})",
+            "environment": "_environment({0})"}
 HEADER = 3   # grad mode, default dtype, the arguments' spec
 # The largest numpy array guarded by value (its bytes are copied and hashed at every call); a function
 # reading a larger one, or one of Python objects, runs eagerly (``array_contents``).
@@ -83,6 +85,24 @@ def unguarded_array(array: np.ndarray, where: str) -> str:
             "a compiled call reads afresh")
 
 
+def typed_keys(keys: Any) -> tuple:
+    """Dict keys or set items as a guard compares them: each plain value (or numpy scalar) by its type
+    and ``repr`` (equal numbers of other types, ``0.0`` and ``-0.0``, are other keys to the code that
+    reads them), tuples item by item, anything else by identity."""
+    return tuple(_typed(k) for k in keys)
+
+
+def _typed(key: Any) -> Any:
+    kind = type(key)
+    if kind is str:
+        return key
+    if kind is tuple:
+        return (tuple, typed_keys(key))
+    if kind in _PLAIN or kind is complex or kind is bytes or isinstance(key, np.generic):
+        return (kind, repr(key))   # (a numpy scalar too: compared with a tuple, it broadcasts and raises)
+    return ("object", id(key))   # compared with ``==``, a tensor or an array answers elementwise
+
+
 def value_descriptor(value: Any) -> Any:
     """Descriptor of a non-tensor leaf or free value: type and value for plain values and hashable
     objects that define equality, shape, dtype and values for an array, identity for the rest."""
@@ -99,11 +119,14 @@ def value_descriptor(value: Any) -> Any:
         return (kind, value)
     if kind is bytearray or kind is memoryview:   # by their bytes: mutable, so an identity would miss a write
         return (kind, value.tobytes() if kind is memoryview else bytes(value))
+    if kind is array.array:   # as a bytearray (until 2026-11-29 by identity: ``a[0] = 4.0`` ran the old program)
+        return (kind, (value.typecode, value.tobytes()))
     if kind is set or kind is frozenset:
         # by its items (the walk guards only sets of plain values; an identity would miss an add), in the
         # order a loop visits them: equal sets can differ in it (``{1, 9}`` and ``{9, 1}``), and the
-        # trace bakes it in (until 2026-11-28 one ran the other's program, silently)
-        return (kind, tuple(value))
+        # trace bakes it in (until 2026-11-28 one ran the other's program, silently); and by their types
+        # (until 2026-11-29 ``{1.0, 2}`` ran the program traced for ``{1, 2}``)
+        return (kind, typed_keys(value))
     if kind.__eq__ is not object.__eq__:
         try:
             hash(value)
@@ -111,6 +134,21 @@ def value_descriptor(value: Any) -> Any:
         except TypeError:
             pass
     return ("object", id(value))
+
+
+def environment(variables: Any) -> tuple:
+    """``os.environ`` as a guard compares it: every variable, in order. A function that reads one
+    (``float(os.environ["SCALE"])``, ``os.getenv``) bakes its value into the graph, and the name it reads
+    may be computed, so any change recompiles (until 2026-11-29 none did: a silently stale result)."""
+    data = getattr(variables, "_data", None)   # CPython's own encoded copy: no decoding at every call
+    return ("environment", tuple(data.items() if isinstance(data, dict) else variables.items()))
+
+
+def _environment_change(label: str, old: tuple, new: tuple) -> str:
+    before, after = dict(old[1]), dict(new[1])
+    names = sorted({k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}) or ["(their order)"]
+    shown = ", ".join(n.decode(errors="replace") if isinstance(n, bytes) else str(n) for n in names[:3])
+    return f"{label}: environment variables changed: {shown}"
 
 
 class FreeGuards:
@@ -142,7 +180,9 @@ class FreeGuards:
         if not self.entries:
             return ()
         if self._read is None:
-            self._read = reader([(s, _READERS[k]) for s, k in self.entries], {"_value": value_descriptor})
+            self._read = reader([(s, _READERS[k]) for s, k in self.entries],
+                                {"_value": value_descriptor, "_environment": environment,
+                                 "_typed_keys": typed_keys})
         return self._read(args, kwargs)
 
     def kinds(self) -> FreeKinds:
@@ -281,6 +321,10 @@ def _is_array_descriptor(value: Any) -> bool:
     return isinstance(value, tuple) and len(value) == 4 and value[0] == "array"
 
 
+def _is_environment(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and value[0] == "environment"
+
+
 def _array_change(label: str, old: tuple, new: tuple) -> str:
     (_, s0, d0, _), (_, s1, d1, _) = old, new
     if s0 != s1 or d0 != d1:
@@ -290,9 +334,29 @@ def _array_change(label: str, old: tuple, new: tuple) -> str:
             "memory) to change values without recompiling")
 
 
+def _spelled(key: Any) -> str:
+    """A key of ``typed_keys`` as the code spells it."""
+    if type(key) is tuple and len(key) == 2 and key[0] is tuple:
+        return "(" + ", ".join(_spelled(k) for k in key[1]) + ("," if len(key[1]) == 1 else "") + ")"
+    if type(key) is tuple and len(key) == 2 and isinstance(key[0], type) and type(key[1]) is str:
+        return key[1]
+    return repr(key)
+
+
+def _are_typed_keys(keys: Any) -> bool:
+    return isinstance(keys, tuple) and bool(keys) and all(
+        type(k) is str or type(k) is tuple and len(k) == 2 and isinstance(k[0], type) for k in keys)
+
+
 def _show(value: Any) -> str:
     if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], type):  # a run-time number
         return f"a run-time {value[0].__name__}"
+    if isinstance(value, tuple) and len(value) == 2 and value[0] is array.array:
+        return repr(array.array(*value[1]))
+    if isinstance(value, tuple) and len(value) == 2 and value[0] in (set, frozenset):
+        return "{" + ", ".join(_spelled(k) for k in value[1]) + "}"
+    if _are_typed_keys(value):   # a dict's keys
+        return "keys [" + ", ".join(_spelled(k) for k in value) + "]"
     if isinstance(value, tuple) and len(value) in (2, 3) and isinstance(value[0], type):   # (3: -0.0)
         return repr(value[1])
     if isinstance(value, tuple) and value and value[0] == "object":
@@ -325,6 +389,8 @@ def describe_miss(old: tuple, new: tuple, key_labels: Sequence[str], ignore: fro
             reasons.append(_tensor_change(label, a, b))
         elif _is_array_descriptor(a) and _is_array_descriptor(b):
             reasons.append((_array_change(label, a, b), False))
+        elif _is_environment(a) and _is_environment(b):
+            reasons.append((_environment_change(label, a, b), False))
         else:
             if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 2 and a[0] is b[0] \
                     and a[0] in (int, float):
@@ -349,5 +415,5 @@ def distance(old: tuple, new: tuple, ignore: frozenset[int] = frozenset()) -> in
 
 
 __all__ = ["ARRAY_GUARD_BYTES", "FreeGuards", "FreeKinds", "HEADER", "Miss", "array_contents", "call_key", "describe_miss",
-           "distance", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "unguarded_array",
-           "value_descriptor"]
+           "distance", "environment", "grad_mode_key", "labels", "tensor_descriptor", "tensor_layout", "typed_keys",
+           "unguarded_array", "value_descriptor"]

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ops.registry import SymbolicValue
+from ..tensor import Tensor
 
 
 class Specialize(RuntimeError):
@@ -49,7 +50,10 @@ class NumberOp:
         return self.fn(*args)
 
     def source(self, operands: list[str]) -> str:
-        """Python source applying the operation to ``operands`` (source texts)."""
+        """Python source applying the operation to ``operands`` (source texts), each in parentheses
+        unless it is a name: a negative literal base read ``-2.0 ** v`` as ``-(2.0 ** v)``, so
+        ``(-2.0) ** v`` gave -4.0 at ``v = 2.0``, silently, until 2026-11-29."""
+        operands = [o if o.isidentifier() else f"({o})" for o in operands]
         if len(operands) == 1:
             return f"abs({operands[0]})" if self.name == "number_abs" else f"({self.symbol}{operands[0]})"
         return f"({operands[0]} {self.symbol} {operands[1]})"
@@ -100,7 +104,22 @@ class SymbolicNumber(SymbolicValue):
                 return NotImplemented
         if name == "number_pow" and all(isinstance(_value(o), int) for o in operands):
             self.recorder.specialize(self, "an integer power of an integer")  # int or float: by value
+        if name == "number_pow" and type(_value(operands[1])) is not int:
+            self._real_power(*operands)
         return self.recorder.number_op(NUMBER_OPS[name], operands)
+
+    def _real_power(self, base: Any, exponent: Any) -> None:
+        """``base ** exponent`` is complex in Python for a negative base and an exponent that is not a
+        whole number (``(1 - t / T) ** 0.5`` past ``T``), where eager's tensor op then raises; a kernel
+        took its real part, silently, until 2026-11-29. The sign of the base (and, for a negative one,
+        whether the exponent is whole) is recorded as predicates, so a call that changes them traces
+        again."""
+        if isinstance(base, SymbolicNumber):
+            negative = self.recorder.predicate(NUMBER_OPS["number_lt"], (base, 0))
+        else:
+            negative = base < 0
+        if negative and isinstance(exponent, SymbolicNumber):
+            self.recorder.predicate(NUMBER_OPS["number_eq"], (exponent % 1, 0))
 
     def __add__(self, other): return self._apply("number_add", self, other)       # noqa: E704
     def __radd__(self, other): return self._apply("number_add", other, self)      # noqa: E704
@@ -175,6 +194,28 @@ class SymbolicNumber(SymbolicValue):
         return self._needs_value("formatting (an f-string, format())")
 
 
+def integer_checks(op_name: str, numbers: list[SymbolicNumber], args: tuple, output: Any) -> list[tuple]:
+    """The predicates (comparison, operands; true in this trace) that keep int run-time ``numbers`` an op
+    reads where eager's checks pass. Beside an integer tensor narrower than int64 (or unsigned) a number
+    is converted to its dtype, where eager raises ``OverflowError`` out of its range and a kernel wraps
+    it around (``int8 + 300`` gave 45, ``int8 == 300`` False); and eager refuses an integer tensor to a
+    negative power (``int32 ** -1``), where a kernel gave 0 or 1. A call outside them traces again and
+    meets eager's error (until 2026-11-29 it returned the kernel's result, silently)."""
+    outputs = output if isinstance(output, tuple) else (output,)
+    dtypes = {t._data.dtype for t in (*args, *outputs) if isinstance(t, Tensor)}
+    checks: list[tuple] = []
+    if op_name == "pow" and len(args) == 2 and isinstance(args[0], Tensor) and args[0]._data.dtype.kind in "iu" \
+            and args[1] is numbers[0]:
+        checks.append((NUMBER_OPS["number_ge"], (args[1], 0)))
+    for dtype in sorted(dtypes, key=str):
+        if dtype.kind == "u" or dtype.kind == "i" and dtype.itemsize < 8:
+            bounds = np.iinfo(dtype)
+            for number in numbers:
+                checks.append((NUMBER_OPS["number_ge"], (number, int(bounds.min))))
+                checks.append((NUMBER_OPS["number_le"], (number, int(bounds.max))))
+    return checks
+
+
 def _value(operand: Any) -> Any:
     return operand.value if isinstance(operand, SymbolicNumber) else operand
 
@@ -183,4 +224,5 @@ def values_of(operands: tuple) -> tuple:
     return tuple(_value(o) for o in operands)
 
 
-__all__ = ["NUMBER_OPS", "NumberOp", "Specialize", "SymbolicNumber", "is_number_op", "number_meta", "values_of"]
+__all__ = ["NUMBER_OPS", "NumberOp", "Specialize", "SymbolicNumber", "integer_checks", "is_number_op", "number_meta",
+           "values_of"]

@@ -50,7 +50,7 @@ from .derivative_templates import DerivativeTemplates
 from .graph import Graph, format_arg, tensor_meta
 from .node import Node, Opcode, tuple_item
 from .node_meta import call_meta, call_meta_key
-from .numbers import NumberOp, Specialize, SymbolicNumber, number_meta, values_of
+from .numbers import NumberOp, Specialize, SymbolicNumber, integer_checks, number_meta, values_of
 from .traced_tensor import TracedTensor, TraceError, conversion_error, traced_class
 from .user_lines import user_line
 
@@ -451,6 +451,9 @@ class Tracer:
         node_of = self.node_of
         node = self.call(op, tuple([node_of(a) if isinstance(a, Tensor) else self.as_arg(a) for a in args]),
                          dict(attrs), output)
+        numbers = [a for a in args if type(a) is SymbolicNumber and type(a.value) is int]
+        for check in integer_checks(op.name, numbers, args, output) if numbers else ():
+            self.predicate(*check)   # its range beside an integer tensor: eager's errors (``numbers.py``)
         if self.record_lines:
             line = self.backward_line or user_line()
             if line is not None:

@@ -93,6 +93,7 @@ def test_a_number_the_backward_of_a_loss_compares_stays_a_run_time_input():
     lambda x, s: x * (2.0 if isinstance(s, float) else 3.0),   # its type, through isinstance
     lambda x, s: x * (2.0 if s.is_integer() else 3.0),         # a method of the number
     lambda x, s: x * divmod(s, 0.3)[0] + divmod(s, 0.3)[1],    # divmod, recorded as // and %
+    lambda x, s: x * (2.0 if type(s) is float else 3.0),       # type(), until 2026-11-29 the other branch
 ])
 def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
     def f(x, s):
@@ -101,6 +102,41 @@ def test_every_way_of_reading_the_value_specializes_never_bakes_it_in(use):
     x = data()
     for s in (0.5, 2.0, 4.0):
         assert_close(compiled(x, s), f(x, s))
+
+
+def test_a_method_calling_type_leaves_the_numbers_dynamic():
+    """A function calling ``type()`` keeps its numbers constants (``type(lr)`` names the symbolic number's
+    class), but a method of an object it reaches (a model's ``type(x) is tuple``) does not: the numbers
+    it is given reach the function and its helpers, and a schedule would otherwise recompile each step."""
+    class Model:
+        def forward(self, x):
+            return x if type(x) is tuple else x * 2.0
+    model = Model()
+    compiled = jg.compile(lambda x, lr: model.forward(x) * lr, cache=False)
+    for lr in (0.5, 0.25, 0.125):
+        assert_close(compiled(data(), lr), data() * 2.0 * lr)
+    assert len(compiled.programs) == 2 and "made dynamic" in compiled.log[0], compiled.log
+
+
+def test_a_negative_constant_raised_to_a_run_time_power_keeps_its_sign():
+    """The prelude's source read ``(-2.0) ** t`` as ``-2.0 ** t``, that is ``-(2.0 ** t)``: -4.0 at
+    ``t = 2.0``, silently, until 2026-11-29."""
+    compiled = jg.compile(lambda x, t: x * (-2.0) ** t + (-1) ** (t * 2.0), dynamic=True, cache=False)
+    x = data()
+    for t in (2.0, 3.0):
+        assert_close(compiled(x, t), x * (-2.0) ** t + (-1) ** (t * 2.0))
+
+
+def test_a_negative_run_time_exponent_of_an_integer_tensor_traces_again():
+    """Eager refuses an integer tensor to a negative integer power; numba's kernel gave 0 and 1, silently,
+    until 2026-11-29. The exponent's sign is a predicate, so such a call traces again and raises eager's
+    error (here on the interpreter backend, which would raise anyway: the log shows the predicate)."""
+    power = jg.compile(lambda c, n: c ** n, dynamic=True, cache=False)
+    c = jg.tensor(np.array([1, 2], dtype=np.int32))
+    assert power(c, 3).tolist() == [1, 8]
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        power(c, -1)
+    assert "a comparison of run-time numbers changed" in power.log[-1], power.log
 
 
 def test_a_loss_scaled_by_a_run_time_number_compiles_its_gradient():

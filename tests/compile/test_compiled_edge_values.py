@@ -191,6 +191,36 @@ def test_a_run_time_exponent_of_one_half_is_a_square_root(monkeypatch):
     assert len(power.programs) == 2 and "jitgrad_kernel" in power.programs[-1].lowered.source
 
 
+def test_a_run_time_integer_out_of_a_narrow_tensors_range_raises_as_eagerly(monkeypatch):
+    """Eager converts an int to the dtype of the integer tensor beside it and raises ``OverflowError``
+    out of its range; the kernel wrapped a run-time number around (``int8 + 300`` gave 45, ``uint8 ==
+    -1`` compared with 255), silently, until 2026-11-29. Now such a call meets eager's error."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    step = jg.compile(lambda a, b, n: (a + n, b == n), dynamic=True, fullgraph=False, cache=False)
+    a, b = jg.tensor(np.array([1, 100], dtype=np.int8)), jg.tensor(np.array([0, 255], dtype=np.uint8))
+    for n in (5, 300, -1, 7):
+        try:
+            want = [t.tolist() for t in (a + n, b == n)]
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                step(a, b, n)
+        else:
+            assert [t.tolist() for t in step(a, b, n)] == want, n
+
+
+def test_a_run_time_power_that_python_makes_complex_raises_as_eagerly(monkeypatch):
+    """``(1 - t / 10) ** 0.5`` is a complex number in Python past ``t = 10``, which eager's tensor op
+    refuses; the kernel took its real part, silently, until 2026-11-29."""
+    monkeypatch.setenv("JITGRAD_COMPILE_BACKEND", "llvm_cpu")
+    decay = jg.compile(lambda x, t: x * (1 - t / 10) ** 0.5, dynamic=True, cache=False)
+    x = jg.tensor(np.array([1.0, 2.0]))
+    assert decay(x, 1).tolist() == (x * 0.9 ** 0.5).tolist()
+    with pytest.raises(RuntimeError):
+        x * (1 - 12 / 10) ** 0.5
+    with pytest.raises(RuntimeError):
+        decay(x, 12)
+
+
 # ---- op lowerings that were wrong at the edges of their domain (the fix was the op's or the vocabulary's) ---
 def _on(compiled_edges, backend):
     if compiled_edges[0] != backend:

@@ -261,3 +261,16 @@ def test_a_branch_on_a_tensors_class_follows_the_argument():
     compiled = jg.compile(step, cache=False)
     for x in (jg.tensor([1.0, 2.0], requires_grad=True), jg.nn.Parameter(jg.tensor([1.0, 2.0]))):
         np.testing.assert_array_equal(compiled(x).detach().numpy(), step(x).detach().numpy())
+
+
+def test_an_attribute_set_on_the_compiled_function_is_part_of_the_index_key(cache):
+    """The fingerprint described a compiled function by the function it wraps, not by the attributes set
+    on it (``f.scale`` read inside ``f``): a new ``jitgrad.compile`` object with another ``scale`` found
+    the stored entry and ran the old value until 2026-11-29."""
+    namespace = {}
+    exec("def scaled(x):\n    return x * scaled.scale", namespace)
+    plain, x = namespace["scaled"], jg.tensor(np.ones(2, np.float32))
+    for scale in (2.0, 3.0):
+        compiled = namespace["scaled"] = jg.compile(plain)
+        compiled.scale = scale
+        assert compiled(x).tolist() == [scale, scale]
