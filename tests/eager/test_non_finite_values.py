@@ -1,0 +1,21 @@
+"""Ops fed infinities, NaN, signed zeros and extreme values: each test pins a result an implementation
+trick once got wrong (exact for ordinary finite values only), with PyTorch's value written out, so the
+test needs no PyTorch to run."""
+from __future__ import annotations
+
+import numpy as np
+
+import jitgrad as jg
+import jitgrad.nn.functional as F
+
+
+def test_max_pool2d_padding_never_wins_a_window_of_minus_infinity():
+    """A window that starts in the padding and holds only -inf: the maximum is its first element in the
+    plane (PyTorch's index), not the padding, whose position was clamped to 0, sending every such
+    window's gradient to element 0."""
+    x = jg.full((1, 1, 4, 4), -np.inf, dtype=jg.float64, requires_grad=True)
+    values, indices = F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, return_indices=True)
+    values.sum().backward()
+    assert indices.numpy()[0, 0].tolist() == [[0, 1, 3], [4, 5, 7], [12, 13, 15]]
+    assert np.all(values.detach().numpy() == -np.inf)
+    assert x.grad.numpy()[0, 0].tolist() == [[1, 1, 0, 1], [1, 1, 0, 1], [0, 0, 0, 0], [1, 1, 0, 1]]
