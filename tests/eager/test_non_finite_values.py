@@ -19,3 +19,18 @@ def test_max_pool2d_padding_never_wins_a_window_of_minus_infinity():
     assert indices.numpy()[0, 0].tolist() == [[0, 1, 3], [4, 5, 7], [12, 13, 15]]
     assert np.all(values.detach().numpy() == -np.inf)
     assert x.grad.numpy()[0, 0].tolist() == [[1, 1, 0, 1], [1, 1, 0, 1], [0, 0, 0, 0], [1, 1, 0, 1]]
+
+
+def test_clamp_with_a_nan_tensor_limit_gives_nan():
+    """PyTorch's tensor clamp is ``min(max(x, min), max)``, whose NaN spreads: a NaN limit gives NaN,
+    with no gradient anywhere. Comparing with the limit (false for NaN) kept ``x`` there instead."""
+    nan = float("nan")
+    x = jg.tensor([1.0, -1.0, nan, 2.0], dtype=jg.float64, requires_grad=True)
+    low = jg.tensor([nan, 0.0, 0.0, 0.0], dtype=jg.float64, requires_grad=True)
+    high = jg.tensor([3.0, 3.0, 3.0, nan], dtype=jg.float64, requires_grad=True)
+    out = jg.clamp(x, low, high)
+    out.sum().backward()
+    np.testing.assert_array_equal(out.detach().numpy(), [nan, 0.0, nan, nan])
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert low.grad.tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert high.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
