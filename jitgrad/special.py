@@ -76,11 +76,12 @@ def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
 
 
 def entr(input: Tensor) -> Tensor:
-    """The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative ``x``."""
+    """The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative ``x``, NaN at NaN (which
+    ``x > 0`` alone would send to the negative branch's ``-inf``)."""
     x = _floating(input)
-    positive = x > 0
-    safe = where(positive, x, 1.0)
-    return where(positive, -safe * safe.log(), where(x == 0, 0.0, -math.inf))
+    computed = ~(x <= 0)   # positive or NaN
+    safe = where(computed, x, 1.0)
+    return where(computed, -safe * safe.log(), where(x == 0, 0.0, -math.inf))
 
 
 def _values(op: str, input: Tensor) -> np.ndarray:

@@ -34,3 +34,9 @@ def test_clamp_with_a_nan_tensor_limit_gives_nan():
     assert x.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
     assert low.grad.tolist() == [0.0, 1.0, 0.0, 0.0]
     assert high.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_entr_of_nan_is_nan():
+    """``x > 0`` is false at NaN, which sent it to the negative inputs' ``-inf``; PyTorch gives NaN."""
+    out = jg.special.entr(jg.tensor([float("nan"), 0.0, -1.0, 2.0], dtype=jg.float64))
+    np.testing.assert_array_equal(out.numpy(), [np.nan, 0.0, -np.inf, -2.0 * np.log(2.0)])
