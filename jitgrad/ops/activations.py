@@ -254,8 +254,11 @@ def hardsigmoid(input: Tensor) -> Tensor:
 
 
 def hardswish(input: Tensor) -> Tensor:
-    """``x * (x + 3) / 6`` between -3 and 3, 0 below, ``x`` above (PyTorch's gradients at +-3: 0 and 1)."""
-    return where(input <= -3.0, 0.0, where(input >= 3.0, input, input * (input + 3.0) / 6.0))
+    """``x * (x + 3) / 6`` between -3 and 3, 0 below, ``x`` above (PyTorch's gradients at +-3: 0 and 1).
+    The middle branch is computed on the input clamped to [-3, 3], so that at +-inf its (untaken)
+    gradient is 0, not ``0 * inf``, NaN."""
+    middle = input.clamp(-3.0, 3.0)
+    return where(input <= -3.0, 0.0, where(input >= 3.0, input, middle * (middle + 3.0) / 6.0))
 
 
 def mish(input: Tensor) -> Tensor:

@@ -40,3 +40,11 @@ def test_entr_of_nan_is_nan():
     """``x > 0`` is false at NaN, which sent it to the negative inputs' ``-inf``; PyTorch gives NaN."""
     out = jg.special.entr(jg.tensor([float("nan"), 0.0, -1.0, 2.0], dtype=jg.float64))
     np.testing.assert_array_equal(out.numpy(), [np.nan, 0.0, -np.inf, -2.0 * np.log(2.0)])
+
+
+def test_hardswish_gradient_at_infinities():
+    """PyTorch's gradient is 0 at -inf and 1 at +inf; the untaken middle branch ``x (x + 3) / 6`` sent
+    ``0 * inf``, NaN, through ``where``."""
+    x = jg.tensor([-np.inf, np.inf, 1.5], dtype=jg.float64, requires_grad=True)
+    F.hardswish(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0]
