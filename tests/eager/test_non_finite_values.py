@@ -48,3 +48,16 @@ def test_hardswish_gradient_at_infinities():
     x = jg.tensor([-np.inf, np.inf, 1.5], dtype=jg.float64, requires_grad=True)
     F.hardswish(x).sum().backward()
     assert x.grad.tolist() == [0.0, 1.0, 1.0]
+
+
+def test_xlog1py_gradient_at_zero_input():
+    """PyTorch's gradient in ``input`` is ``log1p(other)`` at an input of 0 too, and 0 there where
+    ``other <= -1``; a product masked by ``where`` gave 0 everywhere at 0 (wrong at other = 0.5) and
+    ``0 * -inf``, NaN, at other = -1."""
+    x = jg.tensor([0.0, 0.0, 1.0], dtype=jg.float64, requires_grad=True)
+    y = jg.tensor([0.5, -1.0, 0.5], dtype=jg.float64, requires_grad=True)
+    jg.special.xlog1py(x, y).sum().backward()
+    assert x.grad.tolist() == [np.log1p(0.5), 0.0, np.log1p(0.5)]
+    x = jg.tensor([0.0, 1.0], dtype=jg.float64, requires_grad=True)
+    jg.special.xlog1py(x, -1.0).sum().backward()
+    assert x.grad.tolist() == [0.0, -np.inf]
