@@ -292,18 +292,21 @@ def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, igno
     label smoothing. A sample's weight is ``weight[target]`` (0 where the target is ``ignore_index``);
     "mean" divides by the sum of those weights, as PyTorch does, and the smoothing term (the mean of
     the weighted log-probabilities over the classes) by the same sum, or by the count of kept samples
-    when there are no class weights."""
+    when there are no class weights. An ignored sample's terms are 0 whatever its log-probabilities
+    (``where``, not a product with its weight 0: a row of NaN, or of -inf logits, a fully masked one,
+    made the loss NaN where PyTorch's skips it)."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    kept = (target != ignore_index).to(log_probs.dtype)
-    safe_target = where(target != ignore_index, target, 0)
+    is_kept = target != ignore_index
+    kept = is_kept.to(log_probs.dtype)
+    safe_target = where(is_kept, target, 0)
     sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target,
                                                                  ignore_index)
-    losses = -_picked(log_probs, safe_target, ignore_index) * sample_weight
+    losses = where(is_kept, -_picked(log_probs, safe_target, ignore_index) * sample_weight, 0.0)
     smooth = None
     if label_smoothing > 0.0:
         spread = log_probs if weight is None else log_probs * weight
-        smooth = -sum(spread, dim=1) * kept * (label_smoothing / log_probs.shape[1])
+        smooth = where(is_kept, -sum(spread, dim=1), 0.0) * (label_smoothing / log_probs.shape[1])
     if reduction == "none":
         return (losses if smooth is None else losses * (1.0 - label_smoothing) + smooth).reshape(shape)
     total = sum(losses)

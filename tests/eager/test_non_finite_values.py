@@ -61,3 +61,18 @@ def test_xlog1py_gradient_at_zero_input():
     x = jg.tensor([0.0, 1.0], dtype=jg.float64, requires_grad=True)
     jg.special.xlog1py(x, -1.0).sum().backward()
     assert x.grad.tolist() == [0.0, -np.inf]
+
+
+def test_cross_entropy_skips_an_ignored_row_of_minus_infinity_logits():
+    """A fully masked row (all logits -inf, log-probabilities NaN) whose target is ignored adds nothing,
+    as in PyTorch, with class weights or label smoothing too: its terms were multiplied by its weight
+    0, and NaN * 0 made the whole loss NaN."""
+    logits = jg.tensor([[1.0, 2.0, 0.5], [-np.inf, -np.inf, -np.inf], [2.0, 0.5, 1.0]], dtype=jg.float64)
+    target, kept = jg.tensor([1, -100, 0]), [0, 2]
+    weight = jg.tensor([1.0, 2.0, 0.5], dtype=jg.float64)
+    for options in ({"weight": weight}, {"label_smoothing": 0.1}, {"weight": weight, "label_smoothing": 0.1}):
+        with np.errstate(invalid="ignore"):
+            loss = F.cross_entropy(logits, target, **options)
+            rows = F.cross_entropy(logits, target, reduction="none", **options)
+        np.testing.assert_allclose(loss.numpy(), F.cross_entropy(logits[kept], target[kept], **options).numpy())
+        assert rows.numpy()[1] == 0.0
