@@ -25,7 +25,9 @@ _GELU_CUBIC = 0.044715
 
 
 def _relu(a):
-    return np.maximum(a, 0).astype(a.dtype, copy=False)
+    """0 where ``a < 0``, else ``a``: -0.0 stays -0.0 (PyTorch's, and the lowering's Python ``max(x, 0)``),
+    which numpy's ``maximum(a, 0)`` made +0.0; NaN stays NaN."""
+    return np.where(a < 0, a.dtype.type(0), a)
 
 
 def _gelu_forward(a, approximate):

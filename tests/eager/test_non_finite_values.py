@@ -76,3 +76,10 @@ def test_cross_entropy_skips_an_ignored_row_of_minus_infinity_logits():
             rows = F.cross_entropy(logits, target, reduction="none", **options)
         np.testing.assert_allclose(loss.numpy(), F.cross_entropy(logits[kept], target[kept], **options).numpy())
         assert rows.numpy()[1] == 0.0
+
+
+def test_relu_keeps_negative_zero():
+    """PyTorch's relu(-0.0) is -0.0, and so is the compiled kernels' ``max(x, 0)``; numpy's
+    ``maximum(x, 0)`` made eager's +0.0."""
+    out = jg.relu(jg.tensor([-0.0, -2.0, np.nan], dtype=jg.float64)).numpy()
+    assert np.signbit(out).tolist() == [True, False, False] and np.isnan(out[2])
