@@ -83,3 +83,12 @@ def test_relu_keeps_negative_zero():
     ``maximum(x, 0)`` made eager's +0.0."""
     out = jg.relu(jg.tensor([-0.0, -2.0, np.nan], dtype=jg.float64)).numpy()
     assert np.signbit(out).tolist() == [True, False, False] and np.isnan(out[2])
+
+
+def test_multi_margin_loss_of_an_infinite_score_of_the_class():
+    """The class's own term, ``margin - x[y] + x[y]``, is NaN at an infinite ``x[y]``; it was dropped by
+    multiplying it by 0 (NaN), where PyTorch's loss is inf (-inf score of the class) or 0 (+inf)."""
+    x = jg.tensor([[0.5, -np.inf, 3.0], [1.0, 2.0, np.inf]], dtype=jg.float64)
+    with np.errstate(invalid="ignore"):
+        loss = F.multi_margin_loss(x, jg.tensor([1, 2]), reduction="none")
+    assert loss.tolist() == [np.inf, 0.0]
