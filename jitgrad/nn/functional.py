@@ -454,7 +454,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
     size = diff.abs()
     if beta == 0:
         return reduce_loss(size, reduction, "smooth_l1_loss")
-    return reduce_loss(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
+    near = diff.clamp(-beta, beta)   # the quadratic branch's: its untaken gradient at an infinite diff is 0, not NaN
+    return reduce_loss(where(size < beta, near * near * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -465,7 +466,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
-    loss = where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta)
+    near = diff.clamp(-delta, delta)   # as smooth_l1_loss's: no 0 * inf from the untaken quadratic branch
+    loss = where(size < delta, near * near * 0.5, (size - 0.5 * delta) * delta)
     return _weighted(loss, weight, reduction, "huber_loss", False)
 
 

@@ -92,3 +92,13 @@ def test_multi_margin_loss_of_an_infinite_score_of_the_class():
     with np.errstate(invalid="ignore"):
         loss = F.multi_margin_loss(x, jg.tensor([1, 2]), reduction="none")
     assert loss.tolist() == [np.inf, 0.0]
+
+
+def test_smooth_l1_and_huber_gradients_at_an_infinite_difference():
+    """PyTorch's gradient is the sign of the difference there; the untaken quadratic branch sent
+    ``0 * inf``, NaN, through ``where``."""
+    for loss in (F.smooth_l1_loss, F.huber_loss):
+        x = jg.tensor([np.inf, -np.inf, 1.0], dtype=jg.float64, requires_grad=True)
+        y = jg.tensor([2.0, 0.0, 1.5], dtype=jg.float64, requires_grad=True)
+        loss(x, y, reduction="sum").backward()
+        assert x.grad.tolist() == [1.0, -1.0, -0.5] and y.grad.tolist() == [-1.0, 1.0, 0.5]
