@@ -301,4 +301,6 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         weight = weight.reshape((-1,) + (1,) * (input.dim() - 2))
     elif weight.dim() > input.dim():
         weight = weight.reshape(())
-    return where(input > 0, input, weight * input)
+    # the slope multiplies the non-positive part only: ``weight * input`` at a positive inf was inf, and
+    # the untaken branch's weight gradient ``0 * inf``, NaN (PyTorch's sums g * x over x <= 0 alone)
+    return where(input > 0, input, weight * where(input > 0, 0.0, input))

@@ -102,3 +102,12 @@ def test_smooth_l1_and_huber_gradients_at_an_infinite_difference():
         y = jg.tensor([2.0, 0.0, 1.5], dtype=jg.float64, requires_grad=True)
         loss(x, y, reduction="sum").backward()
         assert x.grad.tolist() == [1.0, -1.0, -0.5] and y.grad.tolist() == [-1.0, 1.0, 0.5]
+
+
+def test_prelu_weight_gradient_with_a_positive_infinity():
+    """PyTorch's weight gradient sums ``g * x`` over ``x <= 0`` alone; ``weight * x``'s untaken branch
+    at x = inf gave it ``0 * inf``, NaN."""
+    x = jg.tensor([np.inf, -1.0, 2.0], dtype=jg.float64, requires_grad=True)
+    weight = jg.tensor([0.25], dtype=jg.float64, requires_grad=True)
+    F.prelu(x, weight).sum().backward()
+    assert weight.grad.tolist() == [-1.0] and x.grad.tolist() == [1.0, 0.25, 1.0]
