@@ -65,22 +65,32 @@ def multigammaln(input: Tensor, p: int) -> Tensor:
 
 def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
     """``input * log1p(other)``, 0 where ``input`` is 0 unless ``other`` is NaN (as ``xlogy``); a number
-    ``other`` goes through ``math.log1p``, exact for tiny values."""
+    ``other`` goes through ``math.log1p``, exact for tiny values. The gradient in ``input`` is
+    ``log1p(other)``, at an ``input`` of 0 too, as PyTorch's; where that is not finite and ``input`` is
+    0, ``other`` (or ``log1p(other)``) is replaced by 0 before the product, so that the gradient there
+    is 0 (PyTorch's too, but at ``other = inf``: inf), not the product masked by ``where``, whose
+    untaken gradient was 0 at any ``other`` and ``0 * -inf``, NaN, at ``other = -1``."""
     if not isinstance(other, Tensor):
         x = _floating(input)
-        return x * math.log1p(other) if math.isnan(other) else where(x == 0, 0.0, x * math.log1p(other))
+        if math.isnan(other) or -1 < other < math.inf:
+            return x * math.log1p(other)
+        not_finite = math.inf if other == math.inf else -math.inf if other == -1 else math.nan
+        return x * where(x == 0, 0.0, not_finite)
     y = _floating(other, input)   # log1p of an integer other in a float64 input's dtype, not in float32
     if not isinstance(input, Tensor):
         return where(y.isnan(), y, y * 0.0) if input == 0 else log1p(y) * input
-    return where((input == 0) & ~y.isnan(), 0.0, _floating(input, other) * log1p(y))
+    x = _floating(input, other)
+    unsafe = (x == 0) & ((y <= -1) | y.isinf())
+    return x * log1p(where(unsafe, 0.0, y))
 
 
 def entr(input: Tensor) -> Tensor:
-    """The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative ``x``."""
+    """The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative ``x``, NaN at NaN (which
+    ``x > 0`` alone would send to the negative branch's ``-inf``)."""
     x = _floating(input)
-    positive = x > 0
-    safe = where(positive, x, 1.0)
-    return where(positive, -safe * safe.log(), where(x == 0, 0.0, -math.inf))
+    computed = ~(x <= 0)   # positive or NaN
+    safe = where(computed, x, 1.0)
+    return where(computed, -safe * safe.log(), where(x == 0, 0.0, -math.inf))
 
 
 def _values(op: str, input: Tensor) -> np.ndarray:

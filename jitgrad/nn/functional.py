@@ -292,18 +292,21 @@ def _weighted_nll(log_probs: Tensor, target: Tensor, weight: Tensor | None, igno
     label smoothing. A sample's weight is ``weight[target]`` (0 where the target is ``ignore_index``);
     "mean" divides by the sum of those weights, as PyTorch does, and the smoothing term (the mean of
     the weighted log-probabilities over the classes) by the same sum, or by the count of kept samples
-    when there are no class weights."""
+    when there are no class weights. An ignored sample's terms are 0 whatever its log-probabilities
+    (``where``, not a product with its weight 0: a row of NaN, or of -inf logits, a fully masked one,
+    made the loss NaN where PyTorch's skips it)."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    kept = (target != ignore_index).to(log_probs.dtype)
-    safe_target = where(target != ignore_index, target, 0)
+    is_kept = target != ignore_index
+    kept = is_kept.to(log_probs.dtype)
+    safe_target = where(is_kept, target, 0)
     sample_weight = kept if weight is None else kept * _picked(weight.expand(log_probs.shape), safe_target,
                                                                  ignore_index)
-    losses = -_picked(log_probs, safe_target, ignore_index) * sample_weight
+    losses = where(is_kept, -_picked(log_probs, safe_target, ignore_index) * sample_weight, 0.0)
     smooth = None
     if label_smoothing > 0.0:
         spread = log_probs if weight is None else log_probs * weight
-        smooth = -sum(spread, dim=1) * kept * (label_smoothing / log_probs.shape[1])
+        smooth = where(is_kept, -sum(spread, dim=1), 0.0) * (label_smoothing / log_probs.shape[1])
     if reduction == "none":
         return (losses if smooth is None else losses * (1.0 - label_smoothing) + smooth).reshape(shape)
     total = sum(losses)
@@ -451,7 +454,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
     size = diff.abs()
     if beta == 0:
         return reduce_loss(size, reduction, "smooth_l1_loss")
-    return reduce_loss(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
+    near = diff.clamp(-beta, beta)   # the quadratic branch's: its untaken gradient at an infinite diff is 0, not NaN
+    return reduce_loss(where(size < beta, near * near * (0.5 / beta), size - 0.5 * beta), reduction, "smooth_l1_loss")
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -462,7 +466,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _warn_if_broadcast(input, target)
     diff = input - target
     size = diff.abs()
-    loss = where(size < delta, diff * diff * 0.5, (size - 0.5 * delta) * delta)
+    near = diff.clamp(-delta, delta)   # as smooth_l1_loss's: no 0 * inf from the untaken quadratic branch
+    loss = where(size < delta, near * near * 0.5, (size - 0.5 * delta) * delta)
     return _weighted(loss, weight, reduction, "huber_loss", False)
 
 

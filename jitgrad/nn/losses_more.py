@@ -117,8 +117,10 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         terms = terms * terms
     if weight is not None:
         terms = terms * gather(weight, 0, labels.reshape(-1)).unsqueeze(1)
-    others = (arange(rows.shape[1], device=rows.device) != labels).to(rows.dtype)
-    loss = sum(terms * others, 1) / rows.shape[1]
+    # the class's own term is dropped by where, not multiplied by 0: it is margin - x[y] + x[y], NaN
+    # where x[y] is infinite (the loss was NaN where PyTorch's is inf)
+    others = arange(rows.shape[1], device=rows.device) != labels
+    loss = sum(where(others, terms, 0.0), 1) / rows.shape[1]
     if input.dim() < 2:
         loss = loss.reshape(())
     return reduce_loss(loss, reduction, "multi_margin_loss")

@@ -25,7 +25,9 @@ _GELU_CUBIC = 0.044715
 
 
 def _relu(a):
-    return np.maximum(a, 0).astype(a.dtype, copy=False)
+    """0 where ``a < 0``, else ``a``: -0.0 stays -0.0 (PyTorch's, and the lowering's Python ``max(x, 0)``),
+    which numpy's ``maximum(a, 0)`` made +0.0; NaN stays NaN."""
+    return np.where(a < 0, a.dtype.type(0), a)
 
 
 def _gelu_forward(a, approximate):
@@ -254,8 +256,11 @@ def hardsigmoid(input: Tensor) -> Tensor:
 
 
 def hardswish(input: Tensor) -> Tensor:
-    """``x * (x + 3) / 6`` between -3 and 3, 0 below, ``x`` above (PyTorch's gradients at +-3: 0 and 1)."""
-    return where(input <= -3.0, 0.0, where(input >= 3.0, input, input * (input + 3.0) / 6.0))
+    """``x * (x + 3) / 6`` between -3 and 3, 0 below, ``x`` above (PyTorch's gradients at +-3: 0 and 1).
+    The middle branch is computed on the input clamped to [-3, 3], so that at +-inf its (untaken)
+    gradient is 0, not ``0 * inf``, NaN."""
+    middle = input.clamp(-3.0, 3.0)
+    return where(input <= -3.0, 0.0, where(input >= 3.0, input, middle * (middle + 3.0) / 6.0))
 
 
 def mish(input: Tensor) -> Tensor:
@@ -296,4 +301,6 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         weight = weight.reshape((-1,) + (1,) * (input.dim() - 2))
     elif weight.dim() > input.dim():
         weight = weight.reshape(())
-    return where(input > 0, input, weight * input)
+    # the slope multiplies the non-positive part only: ``weight * input`` at a positive inf was inf, and
+    # the untaken branch's weight gradient ``0 * inf``, NaN (PyTorch's sums g * x over x <= 0 alone)
+    return where(input > 0, input, weight * where(input > 0, 0.0, input))

@@ -347,9 +347,18 @@ def _clamp_grad(grad, self, min, max):  # noqa: A002
 
 
 def _clamp_lower(self, min, max):  # noqa: A002
+    """``max``/``min`` are Python's (the second where it compares greater/less), which keep ``self``
+    against a NaN limit: a NaN limit gives NaN instead, as numpy's ``clip`` and PyTorch do (a limit
+    passed at each call is an expression, checked element by element)."""
     self = cast(self, RESULT)
     value = self if min is None else scalar.max(self, min)
-    return value if max is None else scalar.min(value, max)
+    value = value if max is None else scalar.min(value, max)
+    for limit in (min, max):
+        if isinstance(limit, scalar.Expr):
+            value = scalar.where(limit != limit, cast(limit, RESULT), value)
+        elif limit is not None and limit != limit:
+            return self + limit
+    return value
 
 
 _clamp = defop("clamp", ("self",), _clamp_forward, "ClampBackward1",

@@ -94,7 +94,9 @@ def div_with_rounding(input: Any, other: Any, *, rounding_mode: str | None = Non
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - PyTorch's argument names
     """Limits values to ``[min, max]``, both numbers or both tensors (which broadcast, and promote an
     integer input to float, as PyTorch's do); the gradient is zero where a limit applied (and at a NaN,
-    which stays NaN) and reaches the limit there. Where ``min > max`` the result is ``max``."""
+    which stays NaN) and reaches the limit there. A NaN limit gives NaN there, as PyTorch's
+    ``min(max(x, min), max)`` does (a comparison with it is false: it kept ``x``). Where ``min > max``
+    the result is ``max``."""
     if not isinstance(min, Tensor) and not isinstance(max, Tensor):
         return clamp_numbers(input, min, max)
     if not all(limit is None or isinstance(limit, Tensor) for limit in (min, max)):
@@ -105,8 +107,9 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         out = _where(out < min, min, out)
     if max is not None:
         out = _where(out > max, max, out)
-    if input._data.dtype.kind == "f":
-        out = _where(isnan(input), input.detach(), out)  # NaN stays, with no gradient, as PyTorch's
+    for value in (input, min, max):   # a NaN, of the input or of a limit, is the result, with no gradient
+        if value is not None and value._data.dtype.kind == "f":
+            out = _where(isnan(value), value.detach(), out)
     return out
 
 

@@ -62,9 +62,13 @@ def _max_pool2d_forward(self: np.ndarray, kernel_size: Pair, stride: Pair, paddi
     inside = (r >= 0) & (r < h) & (q >= 0) & (q < w)
     flat = np.where(inside, r * w + q, 0).reshape(oh, ow, kh * kw)
     windows = self.reshape(n, c, h * w)[:, :, flat]                             # (n, c, oh, ow, kh*kw)
+    inside = inside.reshape(oh, ow, kh * kw)
     lowest = -np.inf if self.dtype.kind == "f" else np.iinfo(self.dtype).min
-    windows = np.where(inside.reshape(oh, ow, kh * kw), windows, lowest)
-    best = np.argmax(windows, axis=-1)                                          # the first max, or NaN
+    windows = np.where(inside, windows, lowest)
+    largest = windows.max(axis=-1, keepdims=True)                               # NaN where the window has one
+    # the first element inside the plane that is the largest (or a NaN): padding never wins a tie, even
+    # against a window of -inf (or the integer minimum), as it would in a plain argmax of ``windows``
+    best = np.argmax(inside & ((windows == largest) | (windows != windows)), axis=-1)
     values = np.take_along_axis(windows, best[..., None], axis=-1)[..., 0].astype(self.dtype)
     indices = np.take_along_axis(np.broadcast_to(flat, windows.shape), best[..., None], axis=-1)[..., 0]
     return values, indices.astype(np.int64)

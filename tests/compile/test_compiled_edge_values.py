@@ -57,7 +57,8 @@ def domain_edges(x64, x32, large):
     """Ops whose lowering (their entry's ``lower=``, in ``jitgrad/ops``) was wrong at the edges of their
     domain, on both generators: probed on the LLVM generator's fast compile alone."""
     return {"asinh of large magnitudes": jg.asinh(large), "acosh of large magnitudes": jg.acosh(-large),
-            "asinh of -0.0": jg.asinh(x64[4]), "sinh near its overflow": jg.sinh(x64[10] * 177.5)}
+            "asinh of -0.0": jg.asinh(x64[4]), "sinh near its overflow": jg.sinh(x64[10] * 177.5),
+            "clamp to a NaN limit": x64.clamp(min=float("nan")) + x64.clamp(max=float("nan")) + x64.clamp(-1.0, 1.0)}
 
 
 def llvm_program(*args):
@@ -249,6 +250,14 @@ def test_acosh_at_large_magnitudes(compiled_edges):
 def test_sinh_near_its_overflow(compiled_edges):
     _on(compiled_edges, "llvm_cpu")
     _assert_close(compiled_edges, "sinh near its overflow", 1e-14)
+
+
+def test_clamp_to_a_nan_limit_is_nan(compiled_edges):
+    """``clamp(x, min=nan)`` is NaN everywhere (numpy's clip, PyTorch); the lowering's ``max(x, nan)``,
+    Python's, kept ``x`` until 2026-11-28."""
+    _on(compiled_edges, "llvm_cpu")
+    _assert_same(compiled_edges, "clamp to a NaN limit")
+    assert np.isnan(compiled_edges[2]["clamp to a NaN limit"].numpy()).all()
 
 
 def test_float32_exp2_within_a_few_ulps(compiled_edges):

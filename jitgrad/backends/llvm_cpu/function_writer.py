@@ -102,8 +102,10 @@ class FunctionWriter:
 
     @property
     def float_flags(self) -> str:
-        """numba's ``fastmath=True`` is LLVM's ``fast`` on every float instruction; off, none."""
-        return "fast " if self.fastmath else ""
+        """``fastmath=True`` is numba's (``numba_cpu/numba_options.FAST_MATH_FLAGS``) on every float
+        instruction: LLVM's ``fast`` but ``nnan`` and ``ninf``, so that NaN and infinities stay what they
+        are (with them ``isnan(nan)`` was False); off, none."""
+        return "reassoc contract arcp afn nsz " if self.fastmath else ""
 
     # ---- stack slots and loops ---------------------------------------------------------------------
     def slot(self, llvm_type: str, hint: str) -> str:

@@ -169,8 +169,28 @@ def _bits_of_float64_python(value: float) -> np.int64:
     return np.array(value, dtype=np.float64).view(np.int64)[()]
 
 
+@intrinsic
+def _round_float64_jit(typingctx, value):
+    if not isinstance(value, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        f64_type = ir.DoubleType()
+        rint = builder.module.declare_intrinsic("llvm.rint", [f64_type], ir.FunctionType(f64_type, [f64_type]))
+        return builder.call(rint, [context.cast(builder, args[0], sig.args[0], types.float64)])
+    return types.float64(value), codegen
+
+
+def _round_float64_python(value: float) -> np.float64:
+    return np.rint(np.float64(value))
+
+
 _float64_from_bits = jit_or_plain(_float64_from_bits_jit, _float64_from_bits_python)
 _bits_of_float64 = jit_or_plain(_bits_of_float64_jit, _bits_of_float64_python)
+# round to the nearest integer, ties to even (LLVM's rint, one vector instruction): what adding and
+# subtracting ``_ROUNDER`` gives, but which fastmath's reassociation cannot fold away (it folded
+# ``(y + _ROUNDER) - _ROUNDER`` to ``y``, so that under ``fastmath=True`` exp(0.5) was 2.0)
+_round_float64 = jit_or_plain(_round_float64_jit, _round_float64_python)
 
 _LOG2E_64, _LN2_HIGH_64, _LN2_LOW_64 = f64.LOG2E, f64.LN2_HIGH, f64.LN2_LOW
 _HIGHEST_64, _LOWEST_64 = f64.HIGHEST, f64.LOWEST
@@ -189,8 +209,8 @@ def _exp_minus_one_reduced(r: float) -> float:
 @numba.njit(inline="always")
 def exp_float64(x: float) -> float:
     c = min(max(x, _LOWEST_64), _HIGHEST_64)
-    rounded = c * _LOG2E_64 + _ROUNDER
-    k = rounded - _ROUNDER
+    k = _round_float64(c * _LOG2E_64)
+    rounded = k + _ROUNDER   # k in its low bits
     r = (c - k * _LN2_HIGH_64) - k * _LN2_LOW_64
     p = _exp_minus_one_reduced(r) + 1.0
     n = _bits_of_float64(rounded) - np.int64(_ROUNDER_BITS)
@@ -209,8 +229,8 @@ def exp_float64(x: float) -> float:
 @numba.njit(inline="always")
 def tanh_float64(x: float) -> float:
     y = -2.0 * min(abs(x), _TANH_SATURATED)
-    rounded = y * _LOG2E_64 + _ROUNDER
-    k = rounded - _ROUNDER
+    k = _round_float64(y * _LOG2E_64)
+    rounded = k + _ROUNDER
     r = (y - k * _LN2_HIGH_64) - k * _LN2_LOW_64
     power = _float64_from_bits((_bits_of_float64(rounded) - np.int64(_ROUNDER_BITS) + np.int64(1023))
                                << np.int64(52))
