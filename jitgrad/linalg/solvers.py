@@ -250,7 +250,7 @@ class LeastSquares(NamedTuple):
 
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LeastSquares:
     """The least-squares solution of ``A X = B`` through ``pinv`` (``rcond`` its relative cutoff, by
-    default ``eps * max(m, n)``), and what PyTorch's CPU drivers give besides: the ``rank`` (all but
+    default ``eps * max(m, n)``; ignored by ``gels``, as PyTorch documents), and what PyTorch's CPU drivers give besides: the ``rank`` (all but
     ``gels``), the squared ``residuals`` where ``m > n`` and every matrix has full rank (``gels``,
     ``gelsd``, ``gelss``), the ``singular_values`` (``gelsd``, ``gelss``); the others are empty."""
     if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
@@ -260,6 +260,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {scalar_type(A)} and other's dtype {scalar_type(B)}")
     values = matrices("linalg.lstsq", A, square=False)   # for the rank
+    if driver == "gels":   # QR without pivoting: A is taken to have full rank, and rcond is ignored
+        rcond = None
     vector = B.ndim == A.ndim - 1
     rhs = B.unsqueeze(-1) if vector else B
     m, n = A.shape[-2], A.shape[-1]

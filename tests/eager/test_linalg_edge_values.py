@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import jitgrad as jg
@@ -24,3 +25,13 @@ def test_vector_norm_without_identity_over_an_empty_dimension_raises(ord, shape,
 
 def test_vector_norm_over_a_nonempty_dimension_of_an_empty_tensor_is_empty():
     assert tuple(jg.linalg.vector_norm(jg.zeros(0, 3), -1, dim=1).shape) == (0,)
+
+
+def test_lstsq_gels_ignores_rcond_as_pytorch_documents():
+    """``gels`` assumes full rank: an ``rcond`` that would drop a singular value changed its solution."""
+    a = np.array([[1.0, 0.0], [0.0, 0.1], [1.0, 1.0]])
+    b = np.array([[1.0], [2.0], [3.0]])
+    ours = jg.linalg.lstsq(jg.tensor(a), jg.tensor(b), rcond=0.5, driver="gels")
+    theirs = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), rcond=0.5, driver="gels")
+    np.testing.assert_allclose(ours.solution.numpy(), theirs.solution.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(ours.residuals.numpy(), theirs.residuals.numpy(), rtol=1e-10)
