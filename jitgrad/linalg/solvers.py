@@ -84,8 +84,8 @@ class InverseWithInfo(NamedTuple):
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
-    """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse is NaN here
-    (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
+    """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse (and its
+    gradient) is NaN here (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
     values = matrices("linalg.inv_ex", A)   # checked here: inverse's only error left is a singular matrix
     try:
         return InverseWithInfo(inverse(A), on_device_of(np.zeros(values.shape[:-2], np.int32), A))
@@ -98,7 +98,10 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
                            "input matrix is singular.")
     singular = placed(info != 0, A).bool().unsqueeze(-1).unsqueeze(-1)
     eye = placed(np.eye(A.shape[-1]), A)
-    return InverseWithInfo(inverse(A.where(~singular, eye)).masked_fill(singular, float("nan")), on_device_of(info, A))
+    # NaN for a singular matrix, its gradient too (PyTorch's is): added as A times NaN, not filled in,
+    # which would give A a zero gradient through the identity that stood in for it
+    poison = A * placed(np.where(info != 0, np.nan, 0.0), A).unsqueeze(-1).unsqueeze(-1)
+    return InverseWithInfo(inverse(A.where(~singular, eye)) + poison, on_device_of(info, A))
 
 
 def inv(A: Tensor) -> Tensor:

@@ -35,3 +35,17 @@ def test_lstsq_gels_ignores_rcond_as_pytorch_documents():
     theirs = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), rcond=0.5, driver="gels")
     np.testing.assert_allclose(ours.solution.numpy(), theirs.solution.numpy(), rtol=1e-10)
     np.testing.assert_allclose(ours.residuals.numpy(), theirs.residuals.numpy(), rtol=1e-10)
+
+
+def test_inv_ex_gives_a_singular_matrix_a_nan_gradient_and_the_others_theirs():
+    """The singular matrix's NaN inverse was filled in, which gave it a zero gradient (PyTorch: NaN)."""
+    batch = np.stack([np.array([[2.0, 1.0], [1.0, 3.0]]), np.ones((2, 2))])
+    grads = []
+    for m in (jg, torch):
+        a = m.tensor(batch, requires_grad=True)
+        inverse, info = m.linalg.inv_ex(a)
+        (inverse[0].sum() + inverse[1].sum()).backward()
+        grads.append(a.grad.numpy())
+        assert info.tolist() == [0, 2]
+    assert np.isnan(grads[0][1]).all() and np.isnan(grads[1][1]).all()
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12)
