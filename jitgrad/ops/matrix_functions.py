@@ -42,6 +42,12 @@ def _placed(array: np.ndarray, like: Tensor) -> Tensor:
     return to(from_host(np.asarray(array, like._data.dtype)), like.device)
 
 
+def _nan_where_nan(result: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``result`` with every matrix whose input holds a NaN made all NaN, as PyTorch's inverse gives it:
+    LAPACK's pivoting can route a NaN past some entries and leave them finite and wrong."""
+    return np.where(np.isnan(values).any((-2, -1), keepdims=True), np.nan, result)
+
+
 def _transposed_inverse(a: Tensor) -> Tensor:
     return inverse(a).transpose(-2, -1)
 
@@ -61,7 +67,7 @@ class LinalgInv(Function):
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
         values = _matrices("linalg.inv", a)
         try:
-            result = _placed(np.linalg.inv(values), a)
+            result = _placed(_nan_where_nan(np.linalg.inv(values), values), a)
         except np.linalg.LinAlgError:
             raise RuntimeError("linalg.inv: The input matrix is singular, the inversion could not be completed "
                                "(a determinant of 0)") from None
@@ -113,6 +119,7 @@ class LinalgSlogdet(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> tuple[Tensor, Tensor]:
         sign, logabs = np.linalg.slogdet(_matrices("linalg.slogdet", a))
+        sign = np.where(np.isnan(logabs), 0.0, sign)   # numpy's is +-1 for a NaN determinant; PyTorch's is 0
         sign, logabs = _placed(sign, a), _placed(logabs, a)
         ctx.save_for_backward(a)
         ctx.input = a

@@ -49,3 +49,12 @@ def test_inv_ex_gives_a_singular_matrix_a_nan_gradient_and_the_others_theirs():
         assert info.tolist() == [0, 2]
     assert np.isnan(grads[0][1]).all() and np.isnan(grads[1][1]).all()
     np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12)
+
+
+def test_inverse_and_slogdet_of_a_matrix_holding_nan_are_pytorchs():
+    """LAPACK's pivoting left the inverse of ``[[nan, 1], [1, 0]]`` partly finite (``[1, -1]`` in its
+    second row, where ``-nan`` belongs), and numpy's slogdet gave a NaN determinant the sign -1."""
+    batch = np.stack([np.array([[np.nan, 1.0], [1.0, 0.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])])
+    for call in (lambda m, a: m.linalg.inv(a), lambda m, a: m.linalg.matrix_power(a, -1),
+                 lambda m, a: m.linalg.inv_ex(a).inverse, lambda m, a: m.linalg.slogdet(a).sign):
+        np.testing.assert_array_equal(call(jg, jg.tensor(batch)).numpy(), call(torch, torch.tensor(batch)).numpy())
