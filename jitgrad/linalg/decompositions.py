@@ -143,6 +143,13 @@ def lu_failures(values: np.ndarray) -> np.ndarray:
     return np.asarray([getrf(matrix)[2] for matrix in flat], np.int32).reshape(values.shape[:-2])
 
 
+def _first_nan_pivot(factor: np.ndarray) -> np.ndarray:
+    """Per matrix, the order of the first NaN on the factor's diagonal, or 0: a NaN pivot fails LAPACK's
+    ``potrf`` in PyTorch's build (its ``info``), where numpy's and scipy's carry it through."""
+    nan = np.isnan(np.diagonal(factor, 0, -2, -1))
+    return np.where(nan.any(-1), nan.argmax(-1) + 1, 0)
+
+
 class Cholesky(Function):
     """``L`` with ``L L^T = A`` from ``A``'s lower triangle; backward PyTorch's: ``gA = L^-T Φ(L^T gL) L^-1``
     with ``Φ`` the lower triangle, its diagonal halved, made symmetric."""
@@ -157,14 +164,14 @@ class Cholesky(Function):
             info = np.zeros(values.shape[:-2], np.int32)
         except np.linalg.LinAlgError:
             info = leading_minor_failures(values)
-            if check_errors:
-                flat = int(np.flatnonzero(info.reshape(-1))[0])
-                raise RuntimeError(f"{batch_element('linalg.cholesky', values.shape[:-2], flat)}The factorization "
-                                   "could not be completed because the input is not positive-definite (the "
-                                   f"leading minor of order {info.reshape(-1)[flat]} is not positive-definite)."
-                                   ) from None
-            safe = np.where((info == 0)[..., None, None], values, np.eye(values.shape[-1]))
-            result = np.where((info == 0)[..., None, None], np.linalg.cholesky(safe), np.nan)
+            result = np.linalg.cholesky(np.where((info == 0)[..., None, None], values, np.eye(values.shape[-1])))
+        info = np.where(info == 0, _first_nan_pivot(result), info).astype(np.int32)
+        result = np.where((info == 0)[..., None, None], result, np.nan)
+        if check_errors and info.any():
+            flat = int(np.flatnonzero(info.reshape(-1))[0])
+            raise RuntimeError(f"{batch_element('linalg.cholesky', values.shape[:-2], flat)}The factorization "
+                               "could not be completed because the input is not positive-definite (the "
+                               f"leading minor of order {info.reshape(-1)[flat]} is not positive-definite).")
         result = placed(result, a)
         info = on_device_of(info, a)
         ctx.mark_non_differentiable(info)

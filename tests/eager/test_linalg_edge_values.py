@@ -58,3 +58,16 @@ def test_inverse_and_slogdet_of_a_matrix_holding_nan_are_pytorchs():
     for call in (lambda m, a: m.linalg.inv(a), lambda m, a: m.linalg.matrix_power(a, -1),
                  lambda m, a: m.linalg.inv_ex(a).inverse, lambda m, a: m.linalg.slogdet(a).sign):
         np.testing.assert_array_equal(call(jg, jg.tensor(batch)).numpy(), call(torch, torch.tensor(batch)).numpy())
+
+
+def test_cholesky_of_a_matrix_holding_nan_fails_as_pytorchs():
+    """numpy's Cholesky carried a NaN through and reported success (``info`` 0); PyTorch's fails."""
+    batch = np.stack([np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([[2.0, 1.0], [1.0, np.nan]])])
+    ours, theirs = jg.linalg.cholesky_ex(jg.tensor(batch)), torch.linalg.cholesky_ex(torch.tensor(batch))
+    assert ours.info.tolist() == theirs.info.tolist() == [0, 2]
+    np.testing.assert_allclose(ours.L[0].numpy(), theirs.L[0].numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError) as expected:
+        torch.linalg.cholesky(torch.tensor(batch))
+    with pytest.raises(RuntimeError) as got:
+        jg.linalg.cholesky(jg.tensor(batch))
+    assert str(got.value) == str(expected.value)
