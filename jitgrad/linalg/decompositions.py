@@ -59,6 +59,21 @@ def _eye_like(values: Tensor) -> Tensor:
     return placed(np.eye(values.shape[-1]), values)
 
 
+def _substituted(triangle: np.ndarray, rhs: np.ndarray, upper: bool) -> np.ndarray:
+    """``triangle^-1 rhs`` by BLAS's ``trsm`` (plain substitution, as PyTorch's solver), matrix by matrix:
+    with a zero on the diagonal it divides by it and gives PyTorch's infinities and NaNs."""
+    from scipy.linalg import blas   # imported on first use: only a singular triangle needs it
+    if rhs.size == 0:
+        return np.zeros(rhs.shape, rhs.dtype)
+    flat_a = triangle.reshape((-1,) + triangle.shape[-2:])
+    flat_b = rhs.reshape((-1,) + rhs.shape[-2:])
+    trsm = blas.get_blas_funcs("trsm", (flat_a, flat_b))
+    result = np.empty(flat_b.shape, flat_b.dtype)
+    for i, (matrix, columns) in enumerate(zip(flat_a, flat_b)):
+        result[i] = trsm(1.0, matrix, columns, lower=0 if upper else 1)
+    return result.reshape(rhs.shape)
+
+
 class SolveTriangular(Function):
     """``X = A^-1 B`` for triangular ``A`` (only its ``upper`` or lower triangle is read, its diagonal
     taken as ones where ``unitriangular``); backward ``gB = A^-T gX``, ``gA = -gB X^T`` on the triangle."""
@@ -79,9 +94,8 @@ class SolveTriangular(Function):
         with np.errstate(all="ignore"):
             try:
                 result = np.linalg.solve(triangle, rhs)
-            except np.linalg.LinAlgError:
-                raise RuntimeError("linalg.solve_triangular: A has a zero on its diagonal (it is singular): the "
-                                   "system has no unique solution") from None
+            except np.linalg.LinAlgError:   # a zero on the diagonal: PyTorch's inf and NaN, not an error
+                result = _substituted(triangle, rhs, upper)
         result = placed(result, a)
         ctx.save_for_backward(a, result)
         ctx.upper, ctx.unitriangular = upper, unitriangular

@@ -71,3 +71,21 @@ def test_cholesky_of_a_matrix_holding_nan_fails_as_pytorchs():
     with pytest.raises(RuntimeError) as got:
         jg.linalg.cholesky(jg.tensor(batch))
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("upper, left", [(False, True), (True, False)])
+def test_solve_triangular_with_a_zero_on_the_diagonal_gives_pytorchs_infinities(upper, left):
+    """It raised where PyTorch's substitution divides by the zero: inf and NaN, in the gradients too."""
+    lower = np.array([[[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.0, 1.0, 3.0]], [[2.0, 0.0, 0.0], [1.0, 1.0, 0.0],
+                                                                            [1.0, 1.0, 3.0]]])
+    triangle = lower.transpose(0, 2, 1) if upper else lower
+    rhs = np.arange(12.0).reshape(2, 3, 2) - 4
+    rhs = rhs if left else rhs.transpose(0, 2, 1)
+    results = []
+    for m in (jg, torch):
+        a, b = m.tensor(triangle, requires_grad=True), m.tensor(rhs, requires_grad=True)
+        x = m.linalg.solve_triangular(a, b, upper=upper, left=left)
+        x[1].sum().backward()
+        results.append([x.detach().numpy(), a.grad.numpy(), b.grad.numpy()])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)   # inf and NaN where PyTorch's are
