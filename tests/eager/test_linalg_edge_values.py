@@ -89,3 +89,11 @@ def test_solve_triangular_with_a_zero_on_the_diagonal_gives_pytorchs_infinities(
         results.append([x.detach().numpy(), a.grad.numpy(), b.grad.numpy()])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)   # inf and NaN where PyTorch's are
+
+
+@pytest.mark.parametrize("call", [lambda a: jg.linalg.slogdet(a).logabsdet, jg.logdet])
+def test_the_gradient_of_slogdet_at_a_singular_matrix_is_refused_naming_slogdet(call):
+    """It raised from the inverse inside the backward, naming ``linalg.inv``, which the caller never called."""
+    a = jg.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match="linalg.slogdet: the gradient at a singular matrix"):
+        call(a).backward()
