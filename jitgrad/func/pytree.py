@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..ops.reductions import ValuesAndIndices
+
 LEAF = None  # the spec of a leaf
 
 
@@ -30,9 +32,9 @@ def _flatten_into(tree: Any, leaves: list[Any]) -> Any:
 
 
 def _is_named_tuple(kind: type) -> bool:
-    """A ``NamedTuple`` (``linalg.slogdet``'s, ``max``'s values and indices) is a container, as PyTorch's
-    named results are in ``torch.utils._pytree``."""
-    return issubclass(kind, tuple) and hasattr(kind, "_fields")
+    """A ``NamedTuple`` (``linalg.slogdet``'s) or ``max``'s ``(values, indices)`` is a container, as
+    PyTorch's named results are in ``torch.utils._pytree``; each is built again from its fields."""
+    return kind is ValuesAndIndices or (issubclass(kind, tuple) and hasattr(kind, "_fields"))
 
 
 def tree_unflatten(leaves: list[Any], spec: Any) -> Any:

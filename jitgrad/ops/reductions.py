@@ -554,7 +554,6 @@ class ValuesAndIndices(tuple):
     ``min``, ``sort`` and ``topk``: unpacks as a tuple, reads as ``.values``/``.indices``."""
 
     __slots__ = ()
-    _fields = ("values", "indices")   # a named tuple's marker: jitgrad.func's trees take it as a container
 
     def __new__(cls, values: Tensor, indices: Tensor) -> "ValuesAndIndices":
         return builtins.tuple.__new__(cls, (values, indices))
