@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..autograd.versions import version_counter
 from ..ops import movedim, select, stack
 from ..random import default_generator
 from ..tensor import Tensor
@@ -73,9 +74,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                              "per slice (it has no batching rules), so it cannot find the shape of an empty "
                              "batch's outputs")
         slices = [tree_unflatten([_slice(t, d, i) for t, d in zip(leaves, dims)], spec) for i in range(size)]
-        mapped = [t._version_counter for t, d in zip(leaves, dims) if d is not None and t._version_counter]
-        unmapped = [t for t, d in zip(leaves, dims)   # a view of a mapped input sees the slices' writes
-                    if d is None and isinstance(t, Tensor) and not any(t._version_counter is c for c in mapped)]
+        mapped = [version_counter(t) for t, d in zip(leaves, dims) if d is not None]
+        unmapped = [version_counter(t) for t, d in zip(leaves, dims) if d is None and isinstance(t, Tensor)]
+        unmapped = [c for c in unmapped if not any(c is m for m in mapped)]   # a view's sees the slices' writes
         results = _run(func, slices, kwargs, randomness, unmapped)
         return _stacked(results, out_dims, func)
 
@@ -107,7 +108,7 @@ def _slice(t: Any, dim: Any, i: int) -> Any:
     return t if dim is None else select(t, dim, i)
 
 
-def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str, unmapped: list[Tensor]) -> list[Any]:
+def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str, unmapped: list[list[int]]) -> list[Any]:
     """``func`` on every slice, its draws from the default generator as ``randomness`` says. The
     generator's state is kept as the array it is, not as a tensor: under ``jitgrad.compile`` a tensor
     made here and compared would be a value the trace cannot read afresh, and the call ran eagerly.
@@ -115,7 +116,7 @@ def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str, unm
     would be made once per slice, where PyTorch makes it once (or refuses a batched value)."""
     results = []
     start = default_generator.peek()
-    versions = [t._version for t in unmapped]
+    versions = [counter[0] for counter in unmapped]
     for args in slices:
         if randomness == "same":
             default_generator.set_state(start)
@@ -124,7 +125,7 @@ def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str, unm
         if before is not None and not np.array_equal(before, default_generator.peek()):
             default_generator.set_state(before)
             raise RuntimeError(RANDOM_ERROR)
-        if [t._version for t in unmapped] != versions:
+        if [counter[0] for counter in unmapped] != versions:
             raise RuntimeError(f"vmap({_name(func)}, ...): the function wrote in place into an argument whose "
                                "in_dim is None. jitgrad's vmap runs it once per slice, so the write would be made "
                                "once per slice (PyTorch makes it once, or refuses a batched value): write into a "
