@@ -3,11 +3,14 @@
 ``torch.func`` takes and returns tuples, lists and dicts of tensors wherever a tensor may stand (the
 parameters of a model as a dict, a function returning a tuple), so every transform flattens what it
 differentiates into a list of leaves and builds its answer back in the same shape. Only exact
-tuples, lists and dicts are containers, as in ``torch.utils._pytree``; anything else is a leaf.
+tuples, lists, dicts and named tuples are containers, as in ``torch.utils._pytree``; anything else is a
+leaf.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
+
+from ..ops.reductions import ValuesAndIndices
 
 LEAF = None  # the spec of a leaf
 
@@ -20,12 +23,18 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Any]:
 
 def _flatten_into(tree: Any, leaves: list[Any]) -> Any:
     kind = type(tree)
-    if kind is tuple or kind is list:
+    if kind is tuple or kind is list or _is_named_tuple(kind):
         return (kind, tuple(_flatten_into(v, leaves) for v in tree))
     if kind is dict:
         return (dict, tuple(tree), tuple(_flatten_into(v, leaves) for v in tree.values()))
     leaves.append(tree)
     return LEAF
+
+
+def _is_named_tuple(kind: type) -> bool:
+    """A ``NamedTuple`` (``linalg.slogdet``'s) or ``max``'s ``(values, indices)`` is a container, as
+    PyTorch's named results are in ``torch.utils._pytree``; each is built again from its fields."""
+    return kind is ValuesAndIndices or (issubclass(kind, tuple) and hasattr(kind, "_fields"))
 
 
 def tree_unflatten(leaves: list[Any], spec: Any) -> Any:
@@ -39,6 +48,8 @@ def _build(it: Any, spec: Any) -> Any:
         return next(it)
     if spec[0] is dict:
         return {k: _build(it, s) for k, s in zip(spec[1], spec[2])}
+    if _is_named_tuple(spec[0]):
+        return spec[0](*(_build(it, s) for s in spec[1]))
     return spec[0](_build(it, s) for s in spec[1])
 
 

@@ -4,9 +4,10 @@
 They run on jitgrad's reverse-mode engine (``autograd.grad``); there is no second interpreter. Each
 call makes its differentiated arguments into fresh tensors that require grad, runs the function with
 grad mode on and asks the engine for the gradients. What makes them compose (``grad(grad(f))``,
-``jacrev(jacfwd(f))``) is ``create_graph``: a transform called inside another (``_depth``), or on
-inputs that already require grad, keeps the graph of its derivative, so the outer one can
-differentiate it in turn; at the top level the results are detached, as ``torch.func``'s are.
+``jacrev(jacfwd(f))``) is ``create_graph``: a transform called inside another (``_depth``), or whose
+function reads a tensor requiring grad from outside (an argument, a closed-over parameter), keeps the
+graph of its derivative, so the outer one (or a loss made of it) can differentiate it in turn; at the
+top level a result that reaches nothing outside is detached, as ``torch.func``'s are (``_released``).
 
 Forward mode (``jvp``, ``jacfwd``) is the double-backward trick: ``J v`` is the derivative of the
 linear map ``u -> J^T u`` with respect to ``u``, in the direction ``v``. It costs one backward with
@@ -20,13 +21,19 @@ import threading
 from typing import Any, Callable
 
 from ..autograd import enable_grad, grad as autograd_grad, is_grad_enabled
+from ..autograd.graph import AccumulateGrad
 from ..factories import eye, zeros, zeros_like
 from ..ops import reshape, stack
 from ..tensor import Tensor
 from .pytree import leaf_count, tree_flatten, tree_unflatten
 
 class _Depth(threading.local):
-    value = 0
+    """How deep in transforms this thread runs, and the leaves the transforms of the current top-level
+    call made for their arguments: those are inside it, every other leaf requiring grad is outside."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.fresh: list[Tensor] = []
 
 
 _depth = _Depth()
@@ -48,6 +55,41 @@ def _keeps_graph(leaves: list[Tensor]) -> bool:
     return is_grad_enabled() and (_depth.value > 0 or any(t.requires_grad for t in leaves))
 
 
+def _reaches_outside(trees: list[Any], leaves: list[Tensor]) -> bool:
+    """Whether a tensor in ``trees`` was computed from one that requires grad outside the transform (a
+    parameter the function closes over): ``torch.func``'s results then carry their graph to it, so a
+    loss made of them trains it, where detached results would drop that gradient silently."""
+    inner = {id(t) for t in leaves} | {id(t) for t in _depth.fresh}
+    nodes, seen = [], set()
+    for tree in trees:
+        for t in tree_flatten(tree)[0]:
+            if isinstance(t, Tensor) and t.requires_grad:
+                if t.grad_fn is None and id(t) not in inner:
+                    return True
+                nodes.append(t.grad_fn)
+    while nodes:
+        node = nodes.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            if id(node.variable) not in inner:
+                return True
+            continue
+        nodes.extend(next_node for next_node, _ in node.next_functions)
+    return False
+
+
+def _released(tree: Any, leaves: list[Tensor]) -> Any:
+    """A top-level transform's results as ``torch.func``'s: each keeps its graph only where that reaches
+    a tensor requiring grad outside the call (an argument that does, a closed-over parameter)."""
+    if _depth.value > 0:
+        return tree
+    flat, spec = tree_flatten(tree)
+    return tree_unflatten([t.detach() if isinstance(t, Tensor) and t.requires_grad and not _reaches_outside([t], leaves)
+                           else t for t in flat], spec)
+
+
 def _check_tensor(value: Any) -> Tensor:
     if not isinstance(value, Tensor):
         raise ValueError(f"Thing passed to transform API must be Tensor, got {type(value)}")
@@ -59,11 +101,15 @@ def _differentiable(t: Tensor, keep: bool) -> Tensor:
     graph is kept, else a detached leaf sharing its values."""
     if keep and t.requires_grad:
         return t.view(t.shape)
-    return t.detach().requires_grad_(True)
+    leaf = t.detach().requires_grad_(True)
+    _depth.fresh.append(leaf)
+    return leaf
 
 
 def _prepare(trees: list[Any], keep: bool) -> tuple[list[Any], list[Tensor], list[Any]]:
     """Each tree's leaves made differentiable: the new trees, their leaves in order, and the specs."""
+    if _depth.value == 0:
+        _depth.fresh = []
     new_trees, leaves, specs = [], [], []
     for tree in trees:
         flat, spec = tree_flatten(tree)
@@ -142,9 +188,11 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outer = is_grad_enabled()
         args, leaves, specs, _, keep = _select(args, argnums, _keeps_graph)
         with enable_grad(), _deeper():
             output, aux = _split_aux(func(*args, **kwargs), has_aux, api)
+            keep = keep or (outer and _reaches_outside([output, aux], leaves))
             if not isinstance(output, Tensor):
                 raise RuntimeError(f"{api}: Expected f(*args) to return a Tensor, got {type(output)}")
             if output.dim() != 0:
@@ -154,7 +202,7 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
                      if output.requires_grad else (None,) * len(leaves))
         grads = _regroup(_fill(grads, leaves, keep), specs, argnums)
         value = output if keep else output.detach()
-        return (grads, (value, _detached(aux, keep))) if has_aux else (grads, value)
+        return _released((grads, (value, _detached(aux, keep))) if has_aux else (grads, value), leaves)
 
     return wrapper
 
@@ -185,11 +233,13 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(func(*primals), vjp_fn)`` (and ``aux``): ``vjp_fn(cotangents)``, with cotangents shaped as
     the output, gives the tuple of vector-Jacobian products, one tree per primal. ``vjp_fn`` may be
     called any number of times (the graph is retained)."""
+    outer = is_grad_enabled()
     keep = _keeps_graph([t for p in primals for t in tree_flatten(p)[0] if isinstance(t, Tensor)])
     trees, leaves, specs = _prepare(list(primals), keep)
     with enable_grad(), _deeper():
         output, aux = _split_aux(func(*trees), has_aux, "vjp(f, *primals)")
         outs, out_spec = _tensor_outputs(output, "vjp(f, *primals)")
+        keep = keep or (outer and _reaches_outside([output, aux], leaves))
 
     def vjp_fn(cotangents: Any) -> tuple:
         cots, cot_spec = tree_flatten(cotangents)
@@ -205,10 +255,10 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         grads = (autograd_grad([o for o, _ in pairs], leaves, [c for _, c in pairs], retain_graph=True,
                                create_graph=create, allow_unused=True)
                  if pairs else (None,) * len(leaves))
-        return tuple(_regroup(_fill(grads, leaves, create), specs, tuple(range(len(primals)))))
+        return _released(tuple(_regroup(_fill(grads, leaves, create), specs, tuple(range(len(primals))))), leaves)
 
     result = (_detached(output, keep), vjp_fn)
-    return result + (_detached(aux, keep),) if has_aux else result
+    return _released(result + (_detached(aux, keep),) if has_aux else result, leaves)
 
 
 def _linearized(outs: list[Tensor], leaves: list[Tensor]) -> tuple[list[Tensor], list[Tensor | None]]:
@@ -252,15 +302,17 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the "
                                f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} while "
                                f"the given forward gradient is of size {list(t.shape)}.")
+    outer = is_grad_enabled()
     keep = _keeps_graph([t for t in flat_p + flat_t])
     trees, leaves, _ = _prepare(list(primals), keep)
     with enable_grad(), _deeper():
         output, aux = _split_aux(func(*trees), has_aux, api)
         outs, out_spec = _tensor_outputs(output, api)
+        keep = keep or (outer and _reaches_outside([output, aux], leaves))
         us, transposed = _linearized(outs, leaves)
         pushed = _push_forward(us, transposed, flat_t, outs, keep)
     result = (_detached(output, keep), tree_unflatten(pushed, out_spec))
-    return result + (_detached(aux, keep),) if has_aux else result
+    return _released(result + (_detached(aux, keep),) if has_aux else result, leaves)
 
 
 def _jacobian_tree(blocks: list[list[Tensor]], out_spec: Any, specs: list[Any], argnums: Any) -> Any:
@@ -277,13 +329,15 @@ def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False, chunk_siz
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outer = is_grad_enabled()
         args, leaves, specs, _, keep = _select(args, argnums, _keeps_graph)
         with enable_grad(), _deeper():
             output, aux = _split_aux(func(*args, **kwargs), has_aux, "jacrev(f, ...)(*args)")
             outs, out_spec = _tensor_outputs(output, "jacrev(f, ...)(*args)")
+            keep = keep or (outer and _reaches_outside([output, aux], leaves))
             blocks = [_reverse_rows(o, leaves, keep) for o in outs]
         jac = _jacobian_tree(blocks, out_spec, specs, argnums)
-        return (jac, _detached(aux, keep)) if has_aux else jac
+        return _released((jac, _detached(aux, keep)) if has_aux else jac, leaves)
 
     return wrapper
 
@@ -310,15 +364,17 @@ def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *, randomnes
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outer = is_grad_enabled()
         args, leaves, specs, _, keep = _select(args, argnums, _keeps_graph)
         with enable_grad(), _deeper():
             output, aux = _split_aux(func(*args, **kwargs), has_aux, "jacfwd(f, ...)(*args)")
             outs, out_spec = _tensor_outputs(output, "jacfwd(f, ...)(*args)")
+            keep = keep or (outer and _reaches_outside([output, aux], leaves))
             us, transposed = _linearized(outs, leaves)
             columns = [_forward_columns(us, transposed, j, leaf, outs, keep) for j, leaf in enumerate(leaves)]
         blocks = [[columns[j][i] for j in range(len(leaves))] for i in range(len(outs))]
         jac = _jacobian_tree(blocks, out_spec, specs, argnums)
-        return (jac, _detached(aux, keep)) if has_aux else jac
+        return _released((jac, _detached(aux, keep)) if has_aux else jac, leaves)
 
     return wrapper
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..autograd.versions import version_counter
 from ..ops import movedim, select, stack
 from ..random import default_generator
 from ..tensor import Tensor
@@ -73,7 +74,10 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
                              "per slice (it has no batching rules), so it cannot find the shape of an empty "
                              "batch's outputs")
         slices = [tree_unflatten([_slice(t, d, i) for t, d in zip(leaves, dims)], spec) for i in range(size)]
-        results = _run(func, slices, kwargs, randomness)
+        mapped = [version_counter(t) for t, d in zip(leaves, dims) if d is not None]
+        unmapped = [version_counter(t) for t, d in zip(leaves, dims) if d is None and isinstance(t, Tensor)]
+        unmapped = [c for c in unmapped if not any(c is m for m in mapped)]   # a view's sees the slices' writes
+        results = _run(func, slices, kwargs, randomness, unmapped)
         return _stacked(results, out_dims, func)
 
     return wrapped
@@ -104,12 +108,15 @@ def _slice(t: Any, dim: Any, i: int) -> Any:
     return t if dim is None else select(t, dim, i)
 
 
-def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str) -> list[Any]:
+def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str, unmapped: list[list[int]]) -> list[Any]:
     """``func`` on every slice, its draws from the default generator as ``randomness`` says. The
     generator's state is kept as the array it is, not as a tensor: under ``jitgrad.compile`` a tensor
-    made here and compared would be a value the trace cannot read afresh, and the call ran eagerly."""
+    made here and compared would be a value the trace cannot read afresh, and the call ran eagerly.
+    An in-place write into an unmapped argument is refused after the first slice: run per slice, it
+    would be made once per slice, where PyTorch makes it once (or refuses a batched value)."""
     results = []
     start = default_generator.peek()
+    versions = [counter[0] for counter in unmapped]
     for args in slices:
         if randomness == "same":
             default_generator.set_state(start)
@@ -118,6 +125,11 @@ def _run(func: Callable, slices: list[tuple], kwargs: dict, randomness: str) -> 
         if before is not None and not np.array_equal(before, default_generator.peek()):
             default_generator.set_state(before)
             raise RuntimeError(RANDOM_ERROR)
+        if [counter[0] for counter in unmapped] != versions:
+            raise RuntimeError(f"vmap({_name(func)}, ...): the function wrote in place into an argument whose "
+                               "in_dim is None. jitgrad's vmap runs it once per slice, so the write would be made "
+                               "once per slice (PyTorch makes it once, or refuses a batched value): write into a "
+                               "copy (x = x.clone()), or map the argument")
     return results
 
 

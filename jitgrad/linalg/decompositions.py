@@ -59,6 +59,21 @@ def _eye_like(values: Tensor) -> Tensor:
     return placed(np.eye(values.shape[-1]), values)
 
 
+def _substituted(triangle: np.ndarray, rhs: np.ndarray, upper: bool) -> np.ndarray:
+    """``triangle^-1 rhs`` by BLAS's ``trsm`` (plain substitution, as PyTorch's solver), matrix by matrix:
+    with a zero on the diagonal it divides by it and gives PyTorch's infinities and NaNs."""
+    from scipy.linalg import blas   # imported on first use: only a singular triangle needs it
+    if rhs.size == 0:
+        return np.zeros(rhs.shape, rhs.dtype)
+    flat_a = triangle.reshape((-1,) + triangle.shape[-2:])
+    flat_b = rhs.reshape((-1,) + rhs.shape[-2:])
+    trsm = blas.get_blas_funcs("trsm", (flat_a, flat_b))
+    result = np.empty(flat_b.shape, flat_b.dtype)
+    for i, (matrix, columns) in enumerate(zip(flat_a, flat_b)):
+        result[i] = trsm(1.0, matrix, columns, lower=0 if upper else 1)
+    return result.reshape(rhs.shape)
+
+
 class SolveTriangular(Function):
     """``X = A^-1 B`` for triangular ``A`` (only its ``upper`` or lower triangle is read, its diagonal
     taken as ones where ``unitriangular``); backward ``gB = A^-T gX``, ``gA = -gB X^T`` on the triangle."""
@@ -79,9 +94,8 @@ class SolveTriangular(Function):
         with np.errstate(all="ignore"):
             try:
                 result = np.linalg.solve(triangle, rhs)
-            except np.linalg.LinAlgError:
-                raise RuntimeError("linalg.solve_triangular: A has a zero on its diagonal (it is singular): the "
-                                   "system has no unique solution") from None
+            except np.linalg.LinAlgError:   # a zero on the diagonal: PyTorch's inf and NaN, not an error
+                result = _substituted(triangle, rhs, upper)
         result = placed(result, a)
         ctx.save_for_backward(a, result)
         ctx.upper, ctx.unitriangular = upper, unitriangular
@@ -143,6 +157,13 @@ def lu_failures(values: np.ndarray) -> np.ndarray:
     return np.asarray([getrf(matrix)[2] for matrix in flat], np.int32).reshape(values.shape[:-2])
 
 
+def _first_nan_pivot(factor: np.ndarray) -> np.ndarray:
+    """Per matrix, the order of the first NaN on the factor's diagonal, or 0: a NaN pivot fails LAPACK's
+    ``potrf`` in PyTorch's build (its ``info``), where numpy's and scipy's carry it through."""
+    nan = np.isnan(np.diagonal(factor, 0, -2, -1))
+    return np.where(nan.any(-1), nan.argmax(-1) + 1, 0)
+
+
 class Cholesky(Function):
     """``L`` with ``L L^T = A`` from ``A``'s lower triangle; backward PyTorch's: ``gA = L^-T Φ(L^T gL) L^-1``
     with ``Φ`` the lower triangle, its diagonal halved, made symmetric."""
@@ -157,14 +178,14 @@ class Cholesky(Function):
             info = np.zeros(values.shape[:-2], np.int32)
         except np.linalg.LinAlgError:
             info = leading_minor_failures(values)
-            if check_errors:
-                flat = int(np.flatnonzero(info.reshape(-1))[0])
-                raise RuntimeError(f"{batch_element('linalg.cholesky', values.shape[:-2], flat)}The factorization "
-                                   "could not be completed because the input is not positive-definite (the "
-                                   f"leading minor of order {info.reshape(-1)[flat]} is not positive-definite)."
-                                   ) from None
-            safe = np.where((info == 0)[..., None, None], values, np.eye(values.shape[-1]))
-            result = np.where((info == 0)[..., None, None], np.linalg.cholesky(safe), np.nan)
+            result = np.linalg.cholesky(np.where((info == 0)[..., None, None], values, np.eye(values.shape[-1])))
+        info = np.where(info == 0, _first_nan_pivot(result), info).astype(np.int32)
+        result = np.where((info == 0)[..., None, None], result, np.nan)
+        if check_errors and info.any():
+            flat = int(np.flatnonzero(info.reshape(-1))[0])
+            raise RuntimeError(f"{batch_element('linalg.cholesky', values.shape[:-2], flat)}The factorization "
+                               "could not be completed because the input is not positive-definite (the "
+                               f"leading minor of order {info.reshape(-1)[flat]} is not positive-definite).")
         result = placed(result, a)
         info = on_device_of(info, a)
         ctx.mark_non_differentiable(info)

@@ -84,8 +84,8 @@ class InverseWithInfo(NamedTuple):
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
-    """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse is NaN here
-    (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
+    """``(inverse, info)``: ``info`` is LAPACK's, nonzero for a singular matrix, whose inverse (and its
+    gradient) is NaN here (LAPACK leaves it undefined); raises on one only where ``check_errors``."""
     values = matrices("linalg.inv_ex", A)   # checked here: inverse's only error left is a singular matrix
     try:
         return InverseWithInfo(inverse(A), on_device_of(np.zeros(values.shape[:-2], np.int32), A))
@@ -98,7 +98,10 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InverseWithInfo:
                            "input matrix is singular.")
     singular = placed(info != 0, A).bool().unsqueeze(-1).unsqueeze(-1)
     eye = placed(np.eye(A.shape[-1]), A)
-    return InverseWithInfo(inverse(A.where(~singular, eye)).masked_fill(singular, float("nan")), on_device_of(info, A))
+    # NaN for a singular matrix, its gradient too (PyTorch's is): added as A times NaN, not filled in,
+    # which would give A a zero gradient through the identity that stood in for it
+    poison = A * placed(np.where(info != 0, np.nan, 0.0), A).unsqueeze(-1).unsqueeze(-1)
+    return InverseWithInfo(inverse(A.where(~singular, eye)) + poison, on_device_of(info, A))
 
 
 def inv(A: Tensor) -> Tensor:
@@ -250,7 +253,7 @@ class LeastSquares(NamedTuple):
 
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LeastSquares:
     """The least-squares solution of ``A X = B`` through ``pinv`` (``rcond`` its relative cutoff, by
-    default ``eps * max(m, n)``), and what PyTorch's CPU drivers give besides: the ``rank`` (all but
+    default ``eps * max(m, n)``; ignored by ``gels``, as PyTorch documents), and what PyTorch's CPU drivers give besides: the ``rank`` (all but
     ``gels``), the squared ``residuals`` where ``m > n`` and every matrix has full rank (``gels``,
     ``gelsd``, ``gelss``), the ``singular_values`` (``gelsd``, ``gelss``); the others are empty."""
     if driver not in (None, "gelsy", "gelsd", "gelss", "gels"):
@@ -260,6 +263,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {scalar_type(A)} and other's dtype {scalar_type(B)}")
     values = matrices("linalg.lstsq", A, square=False)   # for the rank
+    if driver == "gels":   # QR without pivoting: A is taken to have full rank, and rcond is ignored
+        rcond = None
     vector = B.ndim == A.ndim - 1
     rhs = B.unsqueeze(-1) if vector else B
     m, n = A.shape[-2], A.shape[-1]

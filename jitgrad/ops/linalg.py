@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import dtypes
-from ..shapes import wrap_dims
+from ..shapes import wrap_dim, wrap_dims
 from ..autograd.forward_ad import tangent_sum
 from ..tensor import Tensor
 from . import scalar
@@ -240,6 +240,21 @@ _nonzero_count = defop("nonzero_count", ("self",), _nonzero_count_forward, "Lina
                        jvp=lambda self_t, dim, keepdim: self_t.sum(dim, keepdim=keepdim) * 0.0)
 
 
+def _refuse_empty_reduction(input: Tensor, p: float, dim: int | Sequence[int] | None) -> None:
+    """PyTorch's error for a norm with no identity (``inf``, or a negative ``p``: the minimum, the sum of
+    infinite powers) over an empty dimension, where the formula would give a finite or infinite number."""
+    if input._data.size != 0:
+        return
+    named = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if not named:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    for d in named:
+        if input.shape[wrap_dim(d, input._data.ndim, 'linalg.vector_norm')] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the dimension {d} because this "
+                               "dimension is empty and the operation does not have an identity")
+
+
 @public("function", "method")
 def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None,
          keepdim: bool = False, dtype=None) -> Tensor:
@@ -259,6 +274,8 @@ def norm(input: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] 
     if isinstance(p, str):
         raise RuntimeError(f"norm: p={p!r} is not supported here (the nuclear norm takes an SVD): use "
                            f"jitgrad.linalg.matrix_norm(input, {p!r}), or pass a number, or 'fro'")
+    if p < 0 or p == math.inf:
+        _refuse_empty_reduction(input, p, dim)
     magnitude = input.abs()
     if p == math.inf:
         return magnitude.amax(dim, keepdim=keepdim)

@@ -42,14 +42,24 @@ def _placed(array: np.ndarray, like: Tensor) -> Tensor:
     return to(from_host(np.asarray(array, like._data.dtype)), like.device)
 
 
+def _nan_where_nan(result: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``result`` with every matrix whose input holds a NaN made all NaN, as PyTorch's inverse gives it:
+    LAPACK's pivoting can route a NaN past some entries and leave them finite and wrong."""
+    return np.where(np.isnan(values).any((-2, -1), keepdims=True), np.nan, result)
+
+
 def _transposed_inverse(a: Tensor) -> Tensor:
     return inverse(a).transpose(-2, -1)
 
 
+def _singular_gradient(op: str) -> RuntimeError:
+    return RuntimeError(f"{op}: the gradient at a singular matrix (determinant 0) is not supported: jitgrad "
+                        "takes it through the inverse (PyTorch through an SVD)")
+
+
 def _refuse_singular(op: str, det: Tensor) -> None:
     if (host_values(det) == 0).any():
-        raise RuntimeError(f"{op}: the gradient at a singular matrix (determinant 0) is not supported: jitgrad "
-                           "takes it through the inverse (PyTorch through an SVD)")
+        raise _singular_gradient(op)
 
 
 class LinalgInv(Function):
@@ -61,7 +71,7 @@ class LinalgInv(Function):
     def forward(ctx: FunctionCtx, a: Tensor) -> Tensor:
         values = _matrices("linalg.inv", a)
         try:
-            result = _placed(np.linalg.inv(values), a)
+            result = _placed(_nan_where_nan(np.linalg.inv(values), values), a)
         except np.linalg.LinAlgError:
             raise RuntimeError("linalg.inv: The input matrix is singular, the inversion could not be completed "
                                "(a determinant of 0)") from None
@@ -113,6 +123,8 @@ class LinalgSlogdet(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, a: Tensor) -> tuple[Tensor, Tensor]:
         sign, logabs = np.linalg.slogdet(_matrices("linalg.slogdet", a))
+        sign = np.where(np.isnan(logabs), 0.0, sign)   # numpy's is +-1 for a NaN determinant; PyTorch's is 0
+        ctx.singular = bool(np.isneginf(logabs).any())
         sign, logabs = _placed(sign, a), _placed(logabs, a)
         ctx.save_for_backward(a)
         ctx.input = a
@@ -121,10 +133,14 @@ class LinalgSlogdet(Function):
     @staticmethod
     def backward(ctx: FunctionCtx, grad_sign: Tensor, grad: Tensor) -> Tensor:  # noqa: ARG004 - the sign's is zero
         (a,) = ctx.saved_tensors
+        if ctx.singular:   # its inverse would raise, naming linalg.inv
+            raise _singular_gradient("linalg.slogdet")
         return grad.unsqueeze(-1).unsqueeze(-1) * _transposed_inverse(a)
 
     @staticmethod
     def jvp(ctx: FunctionCtx, a_t: Tensor) -> tuple[Tensor, Tensor]:
+        if ctx.singular:
+            raise _singular_gradient("linalg.slogdet")
         change = (_transposed_inverse(ctx.input) * a_t).sum((-2, -1))
         return change * 0.0, change
 
