@@ -144,7 +144,11 @@ def _exact_others(self, is_zero, dim):
     values."""
     special = is_zero | (self != self) | (self.abs() == math.inf)
     plain = where(special, 1.0, self)
-    return plain.prod(dim, keepdim=True) / plain * _zero_others(self, is_zero, dim) * _non_finite_others(self, dim)
+    rest, zeros = plain.prod(dim, keepdim=True) / plain, _zero_others(self, is_zero, dim)
+    # beside a zero the product is 0 however large the rest: an overflow of the rest's product (inf,
+    # where its true value is finite) must not make it 0 * inf = NaN, as it did until 2026-11-28
+    rest = where((zeros == 0.0) & (rest.abs() == math.inf), 0.0, rest)
+    return rest * zeros * _non_finite_others(self, dim)
 
 
 def _zero_others(self, is_zero, dim):

@@ -111,3 +111,15 @@ def test_prelu_weight_gradient_with_a_positive_infinity():
     weight = jg.tensor([0.25], dtype=jg.float64, requires_grad=True)
     F.prelu(x, weight).sum().backward()
     assert weight.grad.tolist() == [-1.0] and x.grad.tolist() == [1.0, 0.25, 1.0]
+
+
+def test_prod_gradient_beside_a_zero_is_zero_however_large_the_rest():
+    """PyTorch's [0, 0, inf]: the others' product of a nonzero element beside a zero is 0; the rest's
+    product overflowed to inf first, so it was ``inf * 0``, NaN."""
+    x = jg.tensor([[1e200], [1e200], [0.0]], dtype=jg.float64, requires_grad=True)
+    x.prod(0).sum().backward()
+    assert x.grad.flatten().tolist() == [0.0, 0.0, np.inf]
+    y = jg.tensor([2.0, 0.0, 3.0], dtype=jg.float64, requires_grad=True)
+    (gradient,) = jg.autograd.grad(y.prod(), y, create_graph=True)
+    assert gradient.tolist() == [0.0, 6.0, 0.0]
+    assert jg.autograd.grad(gradient[1], y)[0].tolist() == [3.0, 0.0, 2.0]
