@@ -31,7 +31,9 @@ import ast
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
+
+import pytest
 
 import jitgrad
 from jitgrad.tensor import Tensor
@@ -67,6 +69,18 @@ class Reach:
 
 def parse_package() -> dict[str, ast.Module]:
     return {p.relative_to(ROOT).as_posix(): ast.parse(p.read_text(), str(p)) for p in sorted(ROOT.rglob("*.py"))}
+
+
+@pytest.fixture(scope="module")
+def package() -> dict[str, ast.Module]:
+    """jitgrad's modules parsed once for the module's tests (seconds of parsing and walking each time)."""
+    return parse_package()
+
+
+@pytest.fixture(scope="module")
+def package_reaches(package: dict[str, ast.Module]) -> list[Reach]:
+    """The reaches of jitgrad as it is, found once for the two tests that read them."""
+    return reaches(package)
 
 
 def folder(path: str) -> str:
@@ -132,11 +146,13 @@ def _uses(node: ast.AST) -> Iterator[tuple[str, bool]]:
         yield node.args[1].value, node.func.id in ("setattr", "delattr")
 
 
-def reaches(trees: dict[str, ast.Module]) -> list[Reach]:
-    """Every use of a private name that breaks the rule of the module docstring."""
+def reaches(trees: dict[str, ast.Module], checked: Iterable[str] | None = None) -> list[Reach]:
+    """Every use of a private name that breaks the rule of the module docstring, in the modules of
+    ``checked`` (every module of ``trees`` by default; the names' owners are found in all of them)."""
     belongs = owners(trees)
     found = []
-    for path, tree in trees.items():
+    for path in trees if checked is None else checked:
+        tree = trees[path]
         here = folder(path)
         for node in ast.walk(tree):
             for name, writes in _uses(node):
@@ -149,13 +165,13 @@ def reaches(trees: dict[str, ast.Module]) -> list[Reach]:
     return found
 
 
-def test_no_module_reaches_into_another_folders_private_names():
-    found = [str(r) for r in reaches(parse_package()) if (r.path, r.name) not in ALLOWED]
+def test_no_module_reaches_into_another_folders_private_names(package_reaches):
+    found = [str(r) for r in package_reaches if (r.path, r.name) not in ALLOWED]
     assert not found, "private names used across folders:\n" + "\n".join(found)
 
 
-def test_every_allowed_reach_is_still_there():
-    used = {(r.path, r.name) for r in reaches(parse_package())}
+def test_every_allowed_reach_is_still_there(package_reaches):
+    used = {(r.path, r.name) for r in package_reaches}
     stale = sorted(set(ALLOWED) - used)
     assert not stale, f"ALLOWED entries no longer needed (remove them): {stale}"
 
@@ -170,10 +186,9 @@ def record(node, out, tracer):
 '''
 
 
-def test_the_check_finds_the_reaches_of_an_example():
+def test_the_check_finds_the_reaches_of_an_example(package):
     """What the rule flags in a module of compile/: a base class's slot read through ``self``, a
     history set by hand, a tracer's and a node's internals; not the tensor's array."""
-    trees = parse_package()
-    trees["compile/example.py"] = ast.parse(EXAMPLE)
-    found = {(r.line, r.name) for r in reaches(trees) if r.path == "compile/example.py"}
+    trees = {**package, "compile/example.py": ast.parse(EXAMPLE)}
+    found = {(r.line, r.name) for r in reaches(trees, ["compile/example.py"])}
     assert found == {(3, "_next_edges"), (5, "_grad_fn"), (6, "_nodes"), (6, "_input_metadata")}

@@ -47,7 +47,8 @@ def test_mlp_loss_forward_and_gradients(dtype):
     expected.backward()
     for a, e in zip(ours[2:], theirs[2:]):
         assert_close(a.grad, e.grad)
-    assert "def kernel(" in f.explain(*ours).source
+    if dtype == np.float64:  # explain lowers a loss's forward and whole backward too: two more compiles, done once
+        assert "def kernel(" in f.explain(*ours).source
 
 
 def test_whole_sgd_step_over_several_steps():

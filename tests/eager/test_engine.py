@@ -268,17 +268,18 @@ class TestGraphLifetime:
                 w.data = w - 0.01 * w.grad
             w.grad = None
 
-        for _ in range(200):
+        for _ in range(2000):   # untraced (3x faster): what fills up once is full before tracing starts
             step()
         tracemalloc.start()
-        for _ in range(2000):
+        for _ in range(200):
             step()
         middle, _ = tracemalloc.get_traced_memory()
-        for _ in range(8000):
+        for _ in range(2000):
             step()
         end, _ = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        assert end - middle < 64 * 1024, f"memory grew by {end - middle} bytes over 8000 steps"
+        # 8 bytes a step (a pointer kept per step) is the most growth allowed; about 1 KB is seen in all.
+        assert end - middle < 2000 * 8, f"memory grew by {end - middle} bytes over 2000 steps"
 
 
 class TestHigherOrder:

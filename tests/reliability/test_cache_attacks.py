@@ -62,13 +62,20 @@ def _without_object_code(directory: Path) -> None:
         path.unlink()
 
 
-@pytest.fixture
-def stored(tmp_path):
-    """A cache holding one kernel's numba entry (its object code removed), and that entry's name."""
-    directory = tmp_path / "cache"
-    first = _lower(directory)
-    assert not first.from_disk
+@pytest.fixture(scope="module")
+def kernel_template(tmp_path_factory):
+    """A cache holding one kernel's numba entry (its object code removed), compiled once for the module."""
+    directory = tmp_path_factory.mktemp("kernel_template") / "cache"
+    assert not _lower(directory).from_disk
     _without_object_code(directory)
+    return directory
+
+
+@pytest.fixture
+def stored(kernel_template, tmp_path):
+    """A copy of the template cache, and its numba entry's name."""
+    directory = tmp_path / "cache"
+    shutil.copytree(kernel_template, directory)
     (entry,) = directory.glob("jitgrad_kernel_*.json")
     return directory, entry.name[:-len(".json")]
 
