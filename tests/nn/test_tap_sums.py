@@ -131,3 +131,15 @@ def test_integer_inputs_pytorch_refuses_are_refused():
     with pytest.raises(NotImplementedError, match="\"avg_pool2d\" not implemented for 'Int'"):
         F.avg_pool2d(x.to(jg.int32), 2)
     np.testing.assert_array_equal(F.interpolate(x, scale_factor=2).numpy(), x.numpy().repeat(2, 2).repeat(2, 3))
+
+
+def test_compiled_tap_sums_of_a_vector_and_of_a_transposed_matrix_equal_eager():
+    """The last dimension's loops with no block dimension (a vector) and over strided rows."""
+    tables = tap_tables(np.array([[0, 1], [2, 6], [5, 5]]), RNG.standard_normal((3, 2)), 6)
+
+    def both(vector, matrix):
+        return tap_sum(vector, 0, tables) * 1.0, tap_sum(matrix.t(), 1, tables) * 1.0
+
+    vector, matrix = jg.tensor(RNG.standard_normal(6)), jg.tensor(RNG.standard_normal((6, 4)))
+    for ours, eager in zip(jg.compile(both, fullgraph=True)(vector, matrix), both(vector, matrix)):
+        np.testing.assert_allclose(ours.numpy(), eager.numpy(), rtol=1e-12, atol=1e-12)
