@@ -62,8 +62,8 @@ def _holds_a_long_integer(data: Any, array: np.ndarray) -> bool:
     """Whether Python integers past int64's range made numpy's array uint64, or float64 beside smaller
     ones (PyTorch's error; a cast would wrap 2**63 to -2**63, a float round it). The elements are read
     only when some value is that large."""
-    if array.dtype == np.uint64:
-        return bool(array.size) and int(array.max()) >= 2 ** 63
+    if array.dtype == np.uint64:   # numpy's type for Python ints only when one is past int64
+        return True
     if not array.size or not np.abs(array).max() >= 2.0 ** 63:
         return False
     return any(type(v) is int and not -2 ** 63 <= v < 2 ** 63 for v in np.array(data, dtype=object).ravel())

@@ -48,6 +48,7 @@ from . import cuda
 from .dtypes import from_numpy_dtype
 from .factories import from_numpy
 from .nn.parameter import Parameter
+from .shared_arrays import root_array
 from .tensor import Tensor
 
 FORMAT = "jitgrad.save"
@@ -65,13 +66,6 @@ class SerializationError(RuntimeError):
 
 
 # ---- saving ---------------------------------------------------------------------------------------------
-def _root(array: np.ndarray) -> np.ndarray:
-    """The array whose memory ``array`` views (itself if it owns its memory)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
-
-
 def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
@@ -96,7 +90,7 @@ class _SharedMemory:
         roots: dict[int, np.ndarray] = {}   # kept alive, so that no id is reused while grouping
         for tensor in {id(t): t for t in tensors if not t.is_cuda}.values():
             array = tensor.detach().numpy()
-            root = _root(array)
+            root = root_array(array)
             if root.size == 0 or not (root.flags.c_contiguous or root.flags.f_contiguous):
                 continue   # no flat run of bytes to store: saved alone
             roots[id(root)] = root

@@ -19,7 +19,9 @@ import numpy as np
 _counters: dict[int, tuple[weakref.ref, list[int]]] = {}
 
 
-def _root(array: np.ndarray) -> np.ndarray:
+def root_array(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (the last ndarray of its ``.base`` chain; itself if it
+    owns its memory)."""
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
@@ -28,7 +30,7 @@ def _root(array: np.ndarray) -> np.ndarray:
 def shared_counter(array: np.ndarray, counter: list[int]) -> list[int]:
     """The version counter of ``array``'s memory: the one already recorded for it, else ``counter``,
     which is recorded from now on."""
-    root = _root(array)
+    root = root_array(array)
     key = id(root)
     entry = _counters.get(key)
     if entry is not None and entry[0]() is root:

@@ -18,11 +18,11 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import dtypes
-from .device import CPU, device, device_of, to_host
+from .device import CPU, device, device_of, to_device, to_host
 from .hooks import RemovableHandle
 from .formatting import tensor_repr
 from .shapes import Size, check_not_0d, wrap_dim
-from .shared_arrays import shared_counter
+from .shared_arrays import root_array, shared_counter
 
 _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -470,12 +470,10 @@ def is_tensor(obj: object) -> bool:
 
 
 def _root_and_offset(data: np.ndarray) -> tuple[np.ndarray | None, int]:
-    """The array whose memory ``data`` views (the last ndarray of its ``.base`` chain) and the offset of
-    ``data``'s first element in it, in bytes; None where that root is not C-contiguous (views of it
+    """The array whose memory ``data`` views (``root_array``) and the offset of ``data``'s first element
+    in it, in bytes; None where that root is not C-contiguous (views of it
     cannot be rebuilt from a copy of it)."""
-    root = data
-    while isinstance(root.base, np.ndarray):
-        root = root.base
+    root = root_array(data)
     if not root.flags.c_contiguous:
         return None, 0
     return root, data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
@@ -488,8 +486,7 @@ def _unpickled(cls: type, root: np.ndarray, offset: int, shape: tuple, strides: 
     data = root if shape == root.shape and strides == root.strides and not offset \
         else np.ndarray(shape, root.dtype, root, offset, strides)
     if place != "cpu":
-        from .device import to_device
-        return cls._make(to_device(np.ascontiguousarray(data)), requires_grad)
+        return cls._make(to_device(data), requires_grad)
     made = cls._make(data, requires_grad)
     made._version_counter = shared_counter(data, [0])
     return made
@@ -499,8 +496,8 @@ def _copied_memory(data: Any, memo: dict[int, Any]) -> tuple[Any, bool]:
     """A copy of ``data``, and whether other copies may share its memory: of a numpy array, the same view
     of one copy of its root array made once per deep copy (``memo``), so arrays sharing memory still
     share it."""
-    if type(data) is not np.ndarray:   # a device array
-        return (data.copy_to_device(data) if hasattr(data, "copy_to_device") else data.copy()), False
+    if type(data) is not np.ndarray:   # a device array: through the host, as ``to_device`` copies
+        return to_device(to_host(data)), False
     root, offset = _root_and_offset(data)
     if root is None:
         return data.copy(), False

@@ -26,6 +26,7 @@ from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_tables
 _LINEAR = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
+Taps = tuple[np.ndarray, np.ndarray]  # (out, taps) tables of input positions and their weights
 
 
 def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
@@ -60,9 +61,6 @@ def interpolate(input: Tensor, size: int | Sequence[int] | None = None,
     for axis, (n, m, scale) in enumerate(zip(sizes, out, scales)):
         input = tap_sum(input, 2 + axis, _resize_tables(mode, n, m, scale, bool(align_corners)))
     return input
-
-
-Taps = tuple[np.ndarray, np.ndarray]  # (out, taps) tables of input positions and their weights
 
 
 @lru_cache(maxsize=256)

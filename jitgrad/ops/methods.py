@@ -146,12 +146,10 @@ def _logical(symbol: str, bitwise: str, op):
 def _equality(op):
     """``==``/``!=``: an operand that is neither a tensor nor a number (``x == None``) is Python's
     identity comparison (False/True), as PyTorch's, rather than the elementwise op's TypeError."""
-    call = caller(op) if isinstance(op, OpDef) else op
-
     def operator(self, other):
         if not isinstance(other, (Tensor, numbers.Number, np.generic, np.ndarray)):
             return NotImplemented
-        return call(self, other)
+        return op(self, other)
     return operator
 
 
