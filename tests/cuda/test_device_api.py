@@ -169,3 +169,16 @@ def test_tensor_of_a_cuda_tensor_is_a_copy_on_its_device():
     assert y.is_cuda and y.tolist() == [1.0, 2.0]
     assert jg.tensor(x, device="cpu").device == "cpu"
     assert jg.as_tensor(x) is x and jg.as_tensor(x, device="cpu").device == "cpu"
+
+
+def test_deepcopy_and_pickle_of_a_cuda_tensor_copy_its_values_on_the_device():
+    """Until 2026-11-28 a deep copy called the device array's copy_to_device on itself, which returns
+    None: the copy held no data."""
+    import copy
+    import pickle
+
+    x = jg.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    copied, loaded = copy.deepcopy(x), pickle.loads(pickle.dumps(x))
+    copied.detach().add_(1)
+    assert copied.device.type == loaded.device.type == "cuda" and copied.requires_grad and loaded.requires_grad
+    assert copied.tolist() == [2.0, 3.0] and loaded.tolist() == [1.0, 2.0] and x.tolist() == [1.0, 2.0]
